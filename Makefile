@@ -1,0 +1,29 @@
+# Every target bootstraps its own virtualenv from nothing.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BENCH  ?=
+
+.PHONY: venv test demo bench typecheck clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+test: venv
+	$(PY) -m pytest
+
+typecheck: venv
+	$(PY) -m mypy
+
+demo: venv
+	$(PY) -m gangsched demo
+
+bench: venv
+	$(PY) -m gangsched bench $(BENCH)
+
+clean:
+	rm -rf $(VENV) build *.egg-info operator/*.egg-info

@@ -1,0 +1,1 @@
+"""Benchmarks of gangsched; see bench/run.py."""

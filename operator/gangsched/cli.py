@@ -1,0 +1,75 @@
+"""The `gangsched` command line: run | demo | sim serve | bench.
+
+The command line is a contract (see DESIGN.md): tests, docs and users rely on it.
+Subcommands import their implementation lazily, so `gangsched --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import sys
+from pathlib import Path
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gangsched", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the operator against a cluster (or the emulator)")
+    run.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG, then in-cluster)")
+    run.add_argument("--namespace", default=None, help="the operator's namespace (topology ConfigMap, lease)")
+    run.add_argument("--config", default=None, help="operator config file (YAML)")
+
+    sub.add_parser("demo", help="the whole product on the embedded emulator (what `make demo` runs)")
+
+    sim = sub.add_parser("sim", help="the Kubernetes API emulator")
+    sim_sub = sim.add_subparsers(dest="sim_command", required=True)
+    serve = sim_sub.add_parser("serve", help="serve the emulator with simulated nodes until interrupted")
+    serve.add_argument("--nodes", type=int, default=8)
+    serve.add_argument("--node-resources", default="cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110")
+    serve.add_argument("--topology", default=None, help="topology.json (seed format); nodes are named after it")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    serve.add_argument("--kubeconfig", default="gangsched-sim.kubeconfig", help="where to write the kubeconfig")
+
+    bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
+    bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
+    return parser
+
+
+def _bench(names: list[str]) -> int:
+    root = Path(os.environ.get("GANGSCHED_ROOT", Path.cwd()))
+    runner = root / "bench" / "run.py"
+    if not runner.exists():
+        print(f"gangsched bench: {runner} not found; run it from the repository root", file=sys.stderr)
+        return 2
+    sys.argv = [str(runner), *names]
+    sys.path.insert(0, str(root))
+    runpy.run_path(str(runner), run_name="__main__")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    if args.command == "run":
+        from gangsched.runtime.main import run_operator
+
+        return run_operator(kubeconfig=args.kubeconfig, namespace=args.namespace, config_path=args.config)
+    if args.command == "demo":
+        from gangsched.demo import run_demo
+
+        return run_demo()
+    if args.command == "sim":
+        from gangsched.sim.serve import serve_forever
+
+        return serve_forever(
+            nodes=args.nodes,
+            node_resources=args.node_resources,
+            topology_path=args.topology,
+            port=args.port,
+            kubeconfig_path=args.kubeconfig,
+        )
+    if args.command == "bench":
+        return _bench(args.names)
+    raise AssertionError(args.command)

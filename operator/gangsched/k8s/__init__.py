@@ -1,0 +1,1 @@
+"""gangsched.k8s"""
