@@ -1,0 +1,149 @@
+"""Koordinator-style gang annotations (and the older coscheduling forms) -> GangSpec field overrides.
+
+Contract: `gang_overrides(annotations, labels, *, namespace, name)` returns a dict holding exactly the
+GangSpec fields the annotations set (`min_member`, `total_member`, `wait_seconds`, `mode`, `group`), already
+validated and normalized; anything invalid raises core.errors.InvalidField with the annotation key as the
+field, the value as written, and what is allowed. Used for pods (models/gang.py) and for the annotations of
+PodGroup objects (models/podgroup.py), because Koordinator lets both carry them.
+
+Semantics (Koordinator, seed 003): min-available is an integer >= 1 (the older
+`pod-group.scheduling.sigs.k8s.io/min-available`, annotation or label, is read when the Koordinator key is
+absent); total-number is an integer >= min-available (defaults to min-available where a gang is built from
+annotations alone, see models/gang.py); waiting-time is a Go duration; mode is Strict or NonStrict; groups
+is a JSON list of "namespace/name" (an empty string or [] means no group). A group is normalized to the
+sorted keys of its gangs with this gang included, or () when this gang is alone.
+Pure and cached: members of one gang carry identical annotations, so each distinct set is parsed once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from gangsched.core.errors import InvalidField
+from gangsched.core.gangspec import GangMode, gang_key
+from gangsched.models import keys
+from gangsched.models.duration import parse_duration
+
+ALLOWED_COUNT = "must be an integer >= 1"
+ALLOWED_MODE = "one of Strict, NonStrict"
+ALLOWED_GROUPS = 'a JSON list of "namespace/name" strings, e.g. ["ns-a/gang-a", "ns-b/gang-b"]'
+
+_MODES = {"Strict": GangMode.STRICT, "NonStrict": GangMode.NON_STRICT}
+
+
+def parse_count(value: object, *, field: str, minimum: int = 1, allowed: str = ALLOWED_COUNT) -> int:
+    """A decimal integer >= minimum written as a string (annotations) or an int; InvalidField otherwise."""
+    if isinstance(value, bool):
+        raise InvalidField(field, value, allowed)
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        number = int(value.strip())
+    else:
+        raise InvalidField(field, value, allowed)
+    if number < minimum:
+        raise InvalidField(field, value, allowed)
+    return number
+
+
+def parse_mode(value: object, *, field: str) -> GangMode:
+    mode = _MODES.get(value) if isinstance(value, str) else None
+    if mode is None:
+        raise InvalidField(field, value, ALLOWED_MODE)
+    return mode
+
+
+def normalize_group(keys_: list[str], *, own: str) -> tuple[str, ...]:
+    """Sorted, de-duplicated gang keys including `own`; () when the group is just this gang (or empty)."""
+    members = set(keys_)
+    if not members or members == {own}:
+        return ()
+    members.add(own)
+    return tuple(sorted(members))
+
+
+def _split_key(entry: str) -> tuple[str, str] | None:
+    namespace, sep, name = entry.partition("/")
+    if not sep or not namespace or not name or "/" in name:
+        return None
+    return namespace, name
+
+
+def parse_groups(value: object, *, field: str, own: str) -> tuple[str, ...]:
+    """Koordinator's groups annotation: a JSON list of "namespace/name"; "" or [] means no group."""
+    if not isinstance(value, str):
+        raise InvalidField(field, value, ALLOWED_GROUPS)
+    if not value.strip():
+        return ()
+    try:
+        entries = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        raise InvalidField(field, value, ALLOWED_GROUPS) from None
+    if not isinstance(entries, list):
+        raise InvalidField(field, value, ALLOWED_GROUPS)
+    found: list[str] = []
+    for entry in entries:
+        parts = _split_key(entry.strip()) if isinstance(entry, str) else None
+        if parts is None:
+            shown = entry if isinstance(entry, str) else repr(entry)
+            raise InvalidField(field, value, f'{ALLOWED_GROUPS}; entry "{shown}" is not "namespace/name"')
+        found.append(gang_key(*parts))
+    return normalize_group(found, own=own)
+
+
+def gang_overrides(
+    annotations: Mapping[str, Any], labels: Mapping[str, Any], *, namespace: str, name: str
+) -> dict[str, Any]:
+    """The GangSpec fields the annotations set (see the module docstring); {} when they set none."""
+    min_key = keys.KOORD_MIN_AVAILABLE
+    min_raw = annotations.get(min_key)
+    if min_raw is None:
+        min_key = keys.LEGACY_MIN_AVAILABLE
+        min_raw = annotations.get(min_key)
+        if min_raw is None:
+            min_raw = labels.get(min_key)
+    raw = (
+        min_key,
+        min_raw,
+        annotations.get(keys.KOORD_TOTAL_NUMBER),
+        annotations.get(keys.KOORD_WAITING_TIME),
+        annotations.get(keys.KOORD_MODE),
+        annotations.get(keys.KOORD_GROUPS),
+    )
+    if raw[1:] == (None, None, None, None, None):
+        return {}
+    try:
+        return dict(_parse_cached(namespace, name, *raw))
+    except TypeError:  # an unhashable value (not a string): parse without the cache to report it
+        return dict(_parse(namespace, name, *raw))
+
+
+def _parse(
+    namespace: str, name: str, min_key: str, min_raw: Any, total_raw: Any, wait_raw: Any, mode_raw: Any, groups_raw: Any
+) -> tuple[tuple[str, Any], ...]:
+    out: list[tuple[str, Any]] = []
+    min_member: int | None = None
+    if min_raw is not None:
+        min_member = parse_count(min_raw, field=min_key)
+        out.append(("min_member", min_member))
+    if total_raw is not None:
+        total = parse_count(total_raw, field=keys.KOORD_TOTAL_NUMBER)
+        if min_member is not None and total < min_member:
+            raise InvalidField(
+                keys.KOORD_TOTAL_NUMBER, total_raw, f"must be an integer >= min-available ({min_member})"
+            )
+        out.append(("total_member", total))
+    if wait_raw is not None:
+        out.append(("wait_seconds", parse_duration(wait_raw, field=keys.KOORD_WAITING_TIME)))
+    if mode_raw is not None:
+        out.append(("mode", parse_mode(mode_raw, field=keys.KOORD_MODE)))
+    if groups_raw is not None:
+        out.append(("group", parse_groups(groups_raw, field=keys.KOORD_GROUPS, own=gang_key(namespace, name))))
+    return tuple(out)
+
+
+_parse_cached = lru_cache(maxsize=4096)(_parse)

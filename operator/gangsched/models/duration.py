@@ -1,0 +1,41 @@
+"""Go-style durations ("30s", "10m", "1h30m", "1.5h", "250ms"), as Koordinator's waiting-time uses.
+
+Contract: `parse_duration(value, *, field) -> float` returns seconds (> 0) or raises
+core.errors.InvalidField naming `field`, the value and the allowed form. Same grammar as Go's
+time.ParseDuration (units ns, us, µs, ms, s, m, h; a sequence of decimal numbers each with a unit), except
+that a bare number is not accepted and the result must be positive.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from gangsched.core.errors import InvalidField
+
+ALLOWED = "a positive duration like 30s, 10m or 1h30m (units ns, us, ms, s, m, h)"
+
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+@lru_cache(maxsize=256)
+def _seconds(text: str) -> float | None:
+    pos, total = 0, 0.0
+    while pos < len(text):
+        match = _PART.match(text, pos)
+        if match is None:
+            return None
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    return total if pos > 0 else None
+
+
+def parse_duration(value: object, *, field: str) -> float:
+    """Seconds of a Go duration string; InvalidField(field, value, ALLOWED) when it is not one or not > 0."""
+    if not isinstance(value, str):
+        raise InvalidField(field, value, ALLOWED)
+    seconds = _seconds(value.strip())
+    if seconds is None or seconds <= 0:
+        raise InvalidField(field, value, ALLOWED)
+    return seconds

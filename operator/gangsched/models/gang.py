@@ -1,0 +1,165 @@
+"""The one parser of a pod's gang declaration, and the rule for merging it with its PodGroup.
+
+Contract:
+- `parse_pod_gang(pod) -> PodGang | None`: None when the pod declares no gang; otherwise the gang's
+  namespace/name (key "ns/name"), the member's role, the fields its annotations set (`overrides`) and, when
+  the annotations declare a quorum (min-available), a complete annotation-only `spec`. `spec` is None when
+  only a name references a gang (its PodGroup then supplies the spec). Invalid values raise
+  core.errors.InvalidField naming the label/annotation key, the value and what is allowed.
+- `merge_gang_specs(podgroup, annotations, *, fields=None) -> GangSpec | None`: annotations win
+  (Koordinator's rule), field by field for the fields they set.
+- `PodGang.resolve(podgroup)`: the effective spec of this member's gang given its PodGroup's spec (or None).
+
+Where the gang's name comes from, first found wins: label `scheduling.x-k8s.io/pod-group`; label
+`pod-group.scheduling.sigs.k8s.io`; label `pod-group.scheduling.sigs.k8s.io/name`; annotation
+`gang.scheduling.koordinator.sh/name`; annotation `pod-group.scheduling.sigs.k8s.io/name`; annotation
+`pod-group.scheduling.sigs.k8s.io`. A label and a Koordinator name annotation that disagree are an error.
+The gang is always in the pod's namespace. The role comes from label `scheduling.gangsched.io/role`, else
+the annotation of the same key; it is matched against PodGroup `spec.roles[].name`.
+
+Hot path: runs per pod watch event. Plain dict access, no pydantic; annotation values are parsed once per
+distinct set (see models/annotations.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from gangsched.core.errors import InvalidField
+from gangsched.core.gangspec import GangSpec, gang_key
+from gangsched.models import keys
+from gangsched.models.annotations import gang_overrides
+
+ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
+
+_NAME_LABELS = (keys.POD_GROUP_LABEL, keys.LEGACY_POD_GROUP, keys.LEGACY_NAME)
+_NAME_ANNOTATIONS = (keys.KOORD_NAME, keys.LEGACY_NAME, keys.LEGACY_POD_GROUP)
+_EMPTY: Mapping[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PodGang:
+    """One pod's membership in a gang, as the pod declares it."""
+
+    namespace: str
+    name: str
+    role: str | None = None
+    # a complete spec from the annotations alone (they declare min-available); None: the PodGroup decides
+    spec: GangSpec | None = None
+    # the GangSpec fields the annotations set, as (field, value) pairs; they override the PodGroup's
+    overrides: tuple[tuple[str, Any], ...] = ()
+    # the label or annotation key the gang's name was read from
+    declared_by: str = keys.POD_GROUP_LABEL
+
+    @property
+    def key(self) -> str:
+        return gang_key(self.namespace, self.name)
+
+    def resolve(self, podgroup: GangSpec | None) -> GangSpec | None:
+        """The effective spec: the PodGroup's with the annotations' fields on top; None when neither has one."""
+        if podgroup is None:
+            return self.spec
+        if not self.overrides:
+            return podgroup
+        return _apply(podgroup, dict(self.overrides))
+
+
+@lru_cache(maxsize=4096)
+def _check_name(name: str, field: str) -> str:
+    if len(name) > 253 or _NAME.fullmatch(name) is None:
+        raise InvalidField(field, name, ALLOWED_NAME)
+    return name
+
+
+def _gang_name(labels: Mapping[str, Any], annotations: Mapping[str, Any]) -> tuple[str, str] | None:
+    for key in _NAME_LABELS:
+        value = labels.get(key)
+        if value:
+            koord = annotations.get(keys.KOORD_NAME)
+            if koord and koord != value:
+                raise InvalidField(keys.KOORD_NAME, koord, f'must equal label {key} ("{value}") when both are set')
+            return key, value
+    for key in _NAME_ANNOTATIONS:
+        value = annotations.get(key)
+        if value:
+            return key, value
+    return None
+
+
+def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
+    """The gang a pod (a raw API object) declares, or None; InvalidField on an invalid declaration."""
+    meta = pod.get("metadata") or _EMPTY
+    labels = meta.get("labels") or _EMPTY
+    annotations = meta.get("annotations") or _EMPTY
+    found = _gang_name(labels, annotations)
+    if found is None:
+        return None
+    declared_by, raw_name = found
+    if not isinstance(raw_name, str):
+        raise InvalidField(declared_by, raw_name, ALLOWED_NAME)
+    name = _check_name(raw_name, declared_by)
+    namespace = meta.get("namespace") or "default"
+    role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or None
+    overrides = gang_overrides(annotations, labels, namespace=namespace, name=name)
+    spec = None
+    if "min_member" in overrides:
+        spec = _annotation_spec(namespace, name, overrides)
+    return PodGang(
+        namespace=namespace,
+        name=name,
+        role=role,
+        spec=spec,
+        overrides=tuple(overrides.items()),
+        declared_by=declared_by,
+    )
+
+
+def _annotation_spec(namespace: str, name: str, overrides: dict[str, Any]) -> GangSpec:
+    fields = dict(overrides)
+    fields.setdefault("total_member", fields["min_member"])  # Koordinator: total-number defaults to min-available
+    return GangSpec(namespace=namespace, name=name, source="annotations", **fields)
+
+
+_DEFAULTS = GangSpec(namespace="", name="", min_member=1)
+_MERGEABLE = ("min_member", "total_member", "mode", "wait_seconds", "group")
+
+
+def merge_gang_specs(
+    podgroup: GangSpec | None,
+    annotations: GangSpec | None,
+    *,
+    fields: Collection[str] | None = None,
+) -> GangSpec | None:
+    """The PodGroup's spec with the annotations' values on top, field by field (annotations win).
+
+    `fields` names the GangSpec fields the annotations set; None means min_member plus every field whose value
+    differs from GangSpec's default. Either side may be None; both None gives None.
+    """
+    if podgroup is None:
+        return annotations
+    if annotations is None:
+        return podgroup
+    if fields is None:
+        fields = [f for f in _MERGEABLE if f == "min_member" or getattr(annotations, f) != getattr(_DEFAULTS, f)]
+    return _apply(podgroup, {f: getattr(annotations, f) for f in fields if f in _MERGEABLE})
+
+
+def _apply(podgroup: GangSpec, values: Mapping[str, Any]) -> GangSpec:
+    if not values:
+        return podgroup
+    merged = dataclasses.replace(podgroup, **values, source="podgroup+annotations")
+    total = merged.total_member
+    if total is not None and total < merged.min_member:
+        if "total_member" in values:
+            raise InvalidField(
+                keys.KOORD_TOTAL_NUMBER, total, f"must be an integer >= min-available ({merged.min_member})"
+            )
+        # the PodGroup's total no longer covers the annotations' quorum: total-number defaults to min-available
+        merged = dataclasses.replace(merged, total_member=merged.min_member)
+    return merged

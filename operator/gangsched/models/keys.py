@@ -1,0 +1,35 @@
+"""Label and annotation keys that declare gangs on pods and PodGroups.
+
+Contract: constants only, the single place these strings are spelled. Sources:
+- scheduler-plugins (kubernetes-sigs): label `scheduling.x-k8s.io/pod-group` naming a PodGroup.
+- Koordinator: annotations `gang.scheduling.koordinator.sh/*` (seed 003); the timeout annotation the
+  scheduler writes on timed-out members.
+- The older coscheduling forms Koordinator also honours: label `pod-group.scheduling.sigs.k8s.io` and the
+  annotations `pod-group.scheduling.sigs.k8s.io/name` and `/min-available` (also accepted as labels).
+- gangsched's own: the member's role (label first, then annotation, same key).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# scheduler-plugins
+POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
+
+# Koordinator
+KOORD_PREFIX: Final = "gang.scheduling.koordinator.sh/"
+KOORD_NAME: Final = "gang.scheduling.koordinator.sh/name"
+KOORD_MIN_AVAILABLE: Final = "gang.scheduling.koordinator.sh/min-available"
+KOORD_TOTAL_NUMBER: Final = "gang.scheduling.koordinator.sh/total-number"
+KOORD_WAITING_TIME: Final = "gang.scheduling.koordinator.sh/waiting-time"
+KOORD_MODE: Final = "gang.scheduling.koordinator.sh/mode"
+KOORD_GROUPS: Final = "gang.scheduling.koordinator.sh/groups"
+KOORD_TIMEOUT: Final = "gang.scheduling.koordinator.sh/timeout"  # written by the scheduler: "true"
+
+# the older coscheduling forms
+LEGACY_POD_GROUP: Final = "pod-group.scheduling.sigs.k8s.io"  # label (or annotation) naming the gang
+LEGACY_NAME: Final = "pod-group.scheduling.sigs.k8s.io/name"
+LEGACY_MIN_AVAILABLE: Final = "pod-group.scheduling.sigs.k8s.io/min-available"
+
+# gangsched
+ROLE: Final = "scheduling.gangsched.io/role"  # the member's role, matched against PodGroup spec.roles[].name

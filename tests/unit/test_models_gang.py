@@ -1,0 +1,219 @@
+"""models/gang.py: every source of a pod's gang declaration, defaults, annotations win, invalid values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gangsched.core.errors import InvalidField
+from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.models import keys
+from gangsched.models.gang import PodGang, merge_gang_specs, parse_pod_gang
+
+K = "gang.scheduling.koordinator.sh/"
+
+
+def pod(labels: dict[str, str] | None = None, annotations: dict[str, Any] | None = None, ns: str = "team-a") -> dict:
+    return {"metadata": {"name": "p-0", "namespace": ns, "labels": labels or {}, "annotations": annotations or {}}}
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "declared_by"),
+    [
+        pytest.param({"scheduling.x-k8s.io/pod-group": "g"}, {}, "scheduling.x-k8s.io/pod-group", id="label-scheduler-plugins"),
+        pytest.param({"pod-group.scheduling.sigs.k8s.io": "g"}, {}, "pod-group.scheduling.sigs.k8s.io", id="label-legacy"),
+        pytest.param({"pod-group.scheduling.sigs.k8s.io/name": "g"}, {}, "pod-group.scheduling.sigs.k8s.io/name", id="label-legacy-name"),
+        pytest.param({}, {K + "name": "g"}, K + "name", id="annotation-koordinator"),
+        pytest.param({}, {"pod-group.scheduling.sigs.k8s.io/name": "g"}, "pod-group.scheduling.sigs.k8s.io/name", id="annotation-legacy-name"),
+        pytest.param({}, {"pod-group.scheduling.sigs.k8s.io": "g"}, "pod-group.scheduling.sigs.k8s.io", id="annotation-legacy"),
+        pytest.param({"scheduling.x-k8s.io/pod-group": "g"}, {K + "name": "g"}, "scheduling.x-k8s.io/pod-group", id="label-and-matching-annotation"),
+    ],
+)
+def test_every_source_names_the_gang_in_the_pods_namespace(labels: dict, annotations: dict, declared_by: str) -> None:
+    gang = parse_pod_gang(pod(labels, annotations))
+    assert gang is not None
+    assert (gang.key, gang.declared_by) == ("team-a/g", declared_by)
+    assert gang.spec is None  # a name alone references a PodGroup
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        pytest.param({"metadata": {"name": "p"}}, id="no-labels-no-annotations"),
+        pytest.param(pod({"app": "x"}, {"other": "y"}), id="unrelated-keys"),
+        pytest.param(pod({"scheduling.x-k8s.io/pod-group": ""}), id="empty-label"),
+        pytest.param({}, id="no-metadata"),
+    ],
+)
+def test_pods_without_a_gang_give_none(obj: dict) -> None:
+    assert parse_pod_gang(obj) is None
+
+
+def test_namespace_defaults_to_default() -> None:
+    gang = parse_pod_gang({"metadata": {"name": "p", "labels": {"scheduling.x-k8s.io/pod-group": "g"}}})
+    assert gang is not None and gang.key == "default/g"
+
+
+def test_annotation_only_gang_has_koordinator_defaults() -> None:
+    gang = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "3"}))
+    assert gang is not None
+    assert gang.spec == GangSpec(
+        namespace="team-a", name="g", min_member=3, total_member=3, mode=GangMode.STRICT,
+        wait_seconds=None, group=(), source="annotations",
+    )
+
+
+def test_every_koordinator_annotation_is_read() -> None:
+    gang = parse_pod_gang(pod(annotations={
+        K + "name": "gang-a",
+        K + "min-available": "5",
+        K + "total-number": "6",
+        K + "waiting-time": "1h30m",
+        K + "mode": "NonStrict",
+        K + "groups": '["team-a/gang-a", "team-b/gang-b"]',
+    }))
+    assert gang is not None and gang.spec is not None
+    spec = gang.spec
+    assert (spec.min_member, spec.total_member, spec.wait_seconds, spec.mode) == (5, 6, 5400.0, GangMode.NON_STRICT)
+    assert spec.group == ("team-a/gang-a", "team-b/gang-b")
+
+
+def test_legacy_min_available_annotation_and_label() -> None:
+    by_annotation = parse_pod_gang(pod({"pod-group.scheduling.sigs.k8s.io": "g"}, {"pod-group.scheduling.sigs.k8s.io/min-available": "2"}))
+    by_label = parse_pod_gang(pod({"pod-group.scheduling.sigs.k8s.io": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "4"}))
+    assert by_annotation is not None and by_annotation.spec is not None and by_annotation.spec.min_member == 2
+    assert by_label is not None and by_label.spec is not None and by_label.spec.min_member == 4
+
+
+def test_koordinator_min_available_wins_over_legacy() -> None:
+    gang = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "3", "pod-group.scheduling.sigs.k8s.io/min-available": "9"}))
+    assert gang is not None and gang.spec is not None and gang.spec.min_member == 3
+
+
+@pytest.mark.parametrize(
+    ("groups", "expected"),
+    [
+        pytest.param('["team-a/g", "team-b/h"]', ("team-a/g", "team-b/h"), id="two-gangs"),
+        pytest.param('["team-b/h"]', ("team-a/g", "team-b/h"), id="self-added"),
+        pytest.param('["team-b/h", "team-a/g", "team-b/h"]', ("team-a/g", "team-b/h"), id="sorted-deduplicated"),
+        pytest.param('["team-a/g"]', (), id="only-self-is-alone"),
+        pytest.param("[]", (), id="empty-list"),
+        pytest.param("", (), id="empty-string"),
+    ],
+)
+def test_groups_are_normalized(groups: str, expected: tuple[str, ...]) -> None:
+    gang = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "1", K + "groups": groups}))
+    assert gang is not None and gang.spec is not None and gang.spec.group == expected
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "expected"),
+    [
+        pytest.param({keys.ROLE: "worker"}, {}, "worker", id="label"),
+        pytest.param({}, {keys.ROLE: "ps"}, "ps", id="annotation"),
+        pytest.param({keys.ROLE: "worker"}, {keys.ROLE: "ps"}, "worker", id="label-wins"),
+        pytest.param({}, {}, None, id="none"),
+    ],
+)
+def test_role(labels: dict, annotations: dict, expected: str | None) -> None:
+    gang = parse_pod_gang(pod({"scheduling.x-k8s.io/pod-group": "g", **labels}, annotations))
+    assert gang is not None and gang.role == expected
+
+
+@pytest.mark.parametrize(
+    ("annotations", "field", "value", "allowed"),
+    [
+        pytest.param({K + "min-available": "abc"}, K + "min-available", "abc", "must be an integer >= 1", id="min-abc"),
+        pytest.param({K + "min-available": "-3"}, K + "min-available", "-3", "must be an integer >= 1", id="min-negative"),
+        pytest.param({K + "min-available": "0"}, K + "min-available", "0", "must be an integer >= 1", id="min-zero"),
+        pytest.param({K + "min-available": "2.5"}, K + "min-available", "2.5", "must be an integer >= 1", id="min-fraction"),
+        pytest.param({"pod-group.scheduling.sigs.k8s.io/min-available": "x"}, "pod-group.scheduling.sigs.k8s.io/min-available", "x", "must be an integer >= 1", id="legacy-min-abc"),
+        pytest.param({K + "min-available": "5", K + "total-number": "3"}, K + "total-number", "3", "must be an integer >= min-available (5)", id="min-greater-than-total"),
+        pytest.param({K + "total-number": "many"}, K + "total-number", "many", "must be an integer >= 1", id="total-abc"),
+        pytest.param({K + "waiting-time": "forever"}, K + "waiting-time", "forever", "a positive duration like 30s, 10m or 1h30m", id="wait-forever"),
+        pytest.param({K + "waiting-time": "30"}, K + "waiting-time", "30", "a positive duration like 30s, 10m or 1h30m", id="wait-bare-number"),
+        pytest.param({K + "waiting-time": "0s"}, K + "waiting-time", "0s", "a positive duration like 30s, 10m or 1h30m", id="wait-zero"),
+        pytest.param({K + "mode": "strict"}, K + "mode", "strict", "one of Strict, NonStrict", id="mode-lowercase"),
+        pytest.param({K + "mode": "Loose"}, K + "mode", "Loose", "one of Strict, NonStrict", id="mode-unknown"),
+        pytest.param({K + "groups": "team-a/g,team-b/h"}, K + "groups", "team-a/g,team-b/h", 'a JSON list of "namespace/name"', id="groups-not-json"),
+        pytest.param({K + "groups": '{"a": 1}'}, K + "groups", '{"a": 1}', 'a JSON list of "namespace/name"', id="groups-not-a-list"),
+        pytest.param({K + "groups": '["team-b/h", "lonely"]'}, K + "groups", '["team-b/h", "lonely"]', 'entry "lonely" is not "namespace/name"', id="groups-entry-without-slash"),
+        pytest.param({K + "groups": '["a/b/c"]'}, K + "groups", '["a/b/c"]', 'entry "a/b/c" is not "namespace/name"', id="groups-entry-two-slashes"),
+        pytest.param({K + "groups": "[1]"}, K + "groups", "[1]", 'entry "1" is not "namespace/name"', id="groups-entry-not-string"),
+    ],
+)
+def test_invalid_values_name_field_value_and_allowed(annotations: dict, field: str, value: str, allowed: str) -> None:
+    with pytest.raises(InvalidField) as caught:
+        parse_pod_gang(pod(annotations={K + "name": "g", **annotations}))
+    err = caught.value
+    assert (err.field, err.value) == (field, value)
+    assert allowed in err.allowed
+    assert str(err).startswith(f'{field}: invalid value "{value}": ')
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "field", "value"),
+    [
+        pytest.param({}, {K + "name": "Bad_Name"}, K + "name", "Bad_Name", id="name-not-rfc1123"),
+        pytest.param({"scheduling.x-k8s.io/pod-group": "-x"}, {}, "scheduling.x-k8s.io/pod-group", "-x", id="label-not-rfc1123"),
+        pytest.param({"scheduling.x-k8s.io/pod-group": "a"}, {K + "name": "b"}, K + "name", "b", id="label-and-annotation-disagree"),
+    ],
+)
+def test_invalid_names(labels: dict, annotations: dict, field: str, value: str) -> None:
+    with pytest.raises(InvalidField) as caught:
+        parse_pod_gang(pod(labels, annotations))
+    assert (caught.value.field, caught.value.value) == (field, value)
+
+
+def test_invalid_value_is_reported_on_every_call_not_cached_away() -> None:
+    bad = pod(annotations={K + "name": "g", K + "min-available": "abc"})
+    for _ in range(2):
+        with pytest.raises(InvalidField):
+            parse_pod_gang(bad)
+
+
+PG = GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=60.0)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        pytest.param({}, PG, id="label-only-is-the-podgroup"),
+        pytest.param({K + "mode": "Strict"}, GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="mode-overrides-without-min"),
+        pytest.param({K + "min-available": "6"}, GangSpec(namespace="team-a", name="g", min_member=6, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="min-overrides-total-kept"),
+        pytest.param({K + "min-available": "10"}, GangSpec(namespace="team-a", name="g", min_member=10, total_member=10, mode=GangMode.NON_STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="min-above-podgroup-total-raises-total"),
+        pytest.param({K + "waiting-time": "10s", K + "groups": '["team-b/h"]'}, GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=10.0, group=("team-a/g", "team-b/h"), source="podgroup+annotations"), id="wait-and-groups"),
+    ],
+)
+def test_annotations_win_over_the_podgroup_field_by_field(annotations: dict, expected: GangSpec) -> None:
+    gang = parse_pod_gang(pod({"scheduling.x-k8s.io/pod-group": "g"}, annotations))
+    assert gang is not None
+    assert gang.resolve(PG) == expected
+
+
+def test_resolve_without_podgroup_is_the_annotation_spec_or_none() -> None:
+    with_min = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "2"}))
+    without_min = parse_pod_gang(pod(annotations={K + "name": "g", K + "mode": "NonStrict"}))
+    assert with_min is not None and with_min.resolve(None) == with_min.spec
+    assert without_min is not None and without_min.resolve(None) is None
+
+
+@pytest.mark.parametrize(
+    ("podgroup", "annotations", "fields", "expected"),
+    [
+        pytest.param(None, None, None, None, id="neither"),
+        pytest.param(PG, None, None, PG, id="podgroup-only"),
+        pytest.param(None, GangSpec(namespace="team-a", name="g", min_member=2), None, GangSpec(namespace="team-a", name="g", min_member=2), id="annotations-only"),
+        pytest.param(PG, GangSpec(namespace="team-a", name="g", min_member=2), None, GangSpec(namespace="team-a", name="g", min_member=2, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="defaults-do-not-override"),
+        pytest.param(PG, GangSpec(namespace="team-a", name="g", min_member=2, mode=GangMode.STRICT), ["mode"], GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="explicit-fields"),
+    ],
+)
+def test_merge_gang_specs(podgroup: GangSpec | None, annotations: GangSpec | None, fields: list[str] | None, expected: GangSpec | None) -> None:
+    assert merge_gang_specs(podgroup, annotations, fields=fields) == expected
+
+
+def test_pod_gang_is_immutable() -> None:
+    gang = PodGang(namespace="n", name="g")
+    with pytest.raises(AttributeError):
+        gang.name = "h"  # type: ignore[misc]
