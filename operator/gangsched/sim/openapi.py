@@ -1,0 +1,271 @@
+"""Discovery documents and OpenAPI v3 documents of the emulator (pure: dicts in, dicts out).
+
+Contract (the REST layer, apiserver.py, serves these as JSON):
+- `api_versions(*, server_address=...)` -> the body of `GET /api` (kind APIVersions, versions ["v1"]).
+- `api_group_list(types)` -> the body of `GET /apis` (APIGroupList; every non-core group with its versions, the
+  preferred version being the highest by Kubernetes version priority: v1 > v1beta2 > v1beta1 > v1alpha1).
+  Groups keep the order in which they first appear in `types` (built-ins first, then CRDs).
+- `api_resource_list(types, group, version)` -> the body of `GET /api/v1` or `GET /apis/{group}/{version}`
+  (APIResourceList): one entry per kind plus "{plural}/status", "pods/binding", "pods/eviction" and
+  "{plural}/scale" entries for the subresources a type declares.
+- `openapi_v3_root(types)` -> the body of `GET /openapi/v3`: {"paths": {"api/v1": {"serverRelativeURL":
+  "/openapi/v3/api/v1?hash=H"}, "apis/{g}/{v}": {...}}}. H is a hash of that group-version's document, so it
+  changes whenever the set of types (or a schema) of the group-version changes; kubectl caches by it.
+- `openapi_v3_group_doc(types, group, version)` -> the body of `GET /openapi/v3/api/v1` or
+  `GET /openapi/v3/apis/{g}/{v}`: for each kind, the item path with get/put/patch/delete operations and the
+  collection path with get/post. Every operation carries `x-kubernetes-group-version-kind` as an object
+  {group, version, kind} and the PATCH operation the query parameter `fieldValidation`, so kubectl's default
+  client-side validation sends `fieldValidation=Strict` and leaves validation to the server. The PATCH request
+  body deliberately lists no strategic-merge-patch media type, so kubectl apply computes strategic merge patches
+  from its compiled-in types (merge patches for CRDs) rather than from these schemas. `components.schemas` holds
+  each kind's schema (a CRD's openAPIV3Schema; a permissive object for built-ins) tagged with the list form of
+  `x-kubernetes-group-version-kind` (what `kubectl explain` looks for).
+- `group_doc_hash(types, group, version)` -> the hash used in the root document.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from gangsched.sim.types import ResourceType
+
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+# scale and other subresources: (kind, group, version, verbs) of their discovery entries
+_SUBRESOURCE_ENTRIES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
+    "status": ("", "", "", ("get", "patch", "update")),
+    "binding": ("Binding", "", "", ("create",)),
+    "eviction": ("Eviction", "policy", "v1", ("create",)),
+    "scale": ("Scale", "autoscaling", "v1", ("get", "patch", "update")),
+}
+
+_PATCH_MEDIA_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Sort key of Kubernetes version names: GA before beta before alpha, higher numbers first, others last."""
+    match = _VERSION_RE.match(version)
+    if not match:
+        return (3, 0, 0, version)
+    major = int(match.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[match.group(2)]
+    minor = int(match.group(3) or 0)
+    return (stage, -major, -minor, "")
+
+
+def api_versions(*, server_address: str = "127.0.0.1:6443") -> dict[str, Any]:
+    """The body of GET /api."""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def _group_versions(types: Iterable[ResourceType]) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for rtype in types:
+        if not rtype.group:
+            continue
+        versions = groups.setdefault(rtype.group, [])
+        if rtype.version not in versions:
+            versions.append(rtype.version)
+    for versions in groups.values():
+        versions.sort(key=version_priority)
+    return groups
+
+
+def api_group_list(types: Iterable[ResourceType]) -> dict[str, Any]:
+    """The body of GET /apis."""
+    groups = []
+    for name, versions in _group_versions(types).items():
+        entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+        groups.append({"name": name, "versions": entries, "preferredVersion": entries[0]})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def _resource_entry(rtype: ResourceType) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "name": rtype.plural,
+        "singularName": rtype.singular,
+        "namespaced": rtype.namespaced,
+        "kind": rtype.kind,
+        "verbs": list(rtype.verbs),
+    }
+    if rtype.short_names:
+        entry["shortNames"] = list(rtype.short_names)
+    if rtype.categories:
+        entry["categories"] = list(rtype.categories)
+    entry["storageVersionHash"] = _short_hash(f"{rtype.group}/{rtype.version}/{rtype.kind}")
+    return entry
+
+
+def _subresource_entry(rtype: ResourceType, sub: str) -> dict[str, Any]:
+    kind, group, version, verbs = _SUBRESOURCE_ENTRIES.get(sub, ("", "", "", ("get",)))
+    entry: dict[str, Any] = {
+        "name": f"{rtype.plural}/{sub}",
+        "singularName": "",
+        "namespaced": rtype.namespaced,
+        "kind": kind or rtype.kind,
+        "verbs": list(verbs),
+    }
+    if group:
+        entry["group"] = group
+        entry["version"] = version
+    return entry
+
+
+def api_resource_list(types: Iterable[ResourceType], group: str, version: str) -> dict[str, Any]:
+    """The body of GET /api/v1 (group "") or GET /apis/{group}/{version}."""
+    resources: list[dict[str, Any]] = []
+    for rtype in types:
+        if rtype.group != group or rtype.version != version:
+            continue
+        resources.append(_resource_entry(rtype))
+        for sub in sorted(rtype.subresources):
+            resources.append(_subresource_entry(rtype, sub))
+    group_version = version if not group else f"{group}/{version}"
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+def gv_path(group: str, version: str) -> str:
+    """The key of a group-version in the OpenAPI v3 root: "api/v1" or "apis/{group}/{version}"."""
+    return f"api/{version}" if not group else f"apis/{group}/{version}"
+
+
+def schema_name(rtype: ResourceType) -> str:
+    """The components.schemas name of a kind, as a real server names it (io.k8s.api.core.v1.Pod, ...)."""
+    if rtype.is_crd:
+        prefix = ".".join(reversed(rtype.group.split(".")))
+    elif not rtype.group:
+        prefix = "io.k8s.api.core"
+    elif rtype.group == "apiextensions.k8s.io":
+        prefix = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions"
+    else:
+        prefix = "io.k8s.api." + rtype.group.split(".")[0]
+    return f"{prefix}.{rtype.version}.{rtype.kind}"
+
+
+def _gvk(rtype: ResourceType) -> dict[str, str]:
+    return {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
+
+
+def _kind_schema(rtype: ResourceType) -> dict[str, Any]:
+    if rtype.schema is not None:
+        schema = copy.deepcopy(rtype.schema)
+    else:
+        schema = {
+            "type": "object",
+            "description": f"{rtype.kind} is a built-in kind served by the gangsched emulator.",
+            "properties": {
+                "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this object."},
+                "kind": {"type": "string", "description": "Kind is a string value representing the REST resource."},
+                "metadata": {"type": "object", "description": "Standard object's metadata.", "x-kubernetes-preserve-unknown-fields": True},
+                "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            },
+            "x-kubernetes-preserve-unknown-fields": True,
+        }
+    schema["x-kubernetes-group-version-kind"] = [_gvk(rtype)]
+    return schema
+
+
+def _param(name: str, description: str, *, where: str = "query", required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": where, "description": description, "required": required, "schema": {"type": "string", "uniqueItems": True}}
+
+
+def _operation(rtype: ResourceType, verb: str, action: str, ref: str, *, body_types: tuple[str, ...] = ()) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "description": f"{verb} {rtype.kind}",
+        "operationId": f"{verb}{rtype.kind}",
+        "tags": [rtype.group or "core"],
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}},
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": _gvk(rtype),
+    }
+    if body_types:
+        op["requestBody"] = {"content": {t: {"schema": {"type": "object"}} for t in body_types}, "required": True}
+    if action in ("put", "patch", "post"):
+        op["parameters"] = [
+            _param("dryRun", "When present, modifications are not persisted."),
+            _param("fieldManager", "A name of the actor making these changes."),
+            _param("fieldValidation", "How the server handles unknown or duplicate fields: Ignore, Warn or Strict."),
+        ]
+        if action == "patch":
+            op["parameters"].append(_param("force", "Force is going to force Apply requests."))
+    return op
+
+
+def _paths_for(rtype: ResourceType) -> dict[str, Any]:
+    base = f"/{gv_path(rtype.group, rtype.version)}"
+    if rtype.namespaced:
+        base += "/namespaces/{namespace}"
+    collection = f"{base}/{rtype.plural}"
+    item = f"{collection}/{{name}}"
+    ref = f"#/components/schemas/{schema_name(rtype)}"
+    path_params = [_param("name", f"name of the {rtype.kind}", where="path", required=True)]
+    coll_params: list[dict[str, Any]] = []
+    if rtype.namespaced:
+        ns = _param("namespace", "object name and auth scope", where="path", required=True)
+        path_params.append(ns)
+        coll_params.append(ns)
+    return {
+        item: {
+            "get": _operation(rtype, "read", "get", ref),
+            "put": _operation(rtype, "replace", "put", ref, body_types=("application/json",)),
+            "patch": _operation(rtype, "patch", "patch", ref, body_types=_PATCH_MEDIA_TYPES),
+            "delete": _operation(rtype, "delete", "delete", ref),
+            "parameters": path_params,
+        },
+        collection: {
+            "get": _operation(rtype, "list", "list", ref),
+            "post": _operation(rtype, "create", "post", ref, body_types=("application/json",)),
+            "parameters": coll_params,
+        },
+    }
+
+
+def openapi_v3_group_doc(types: Iterable[ResourceType], group: str, version: str) -> dict[str, Any]:
+    """The OpenAPI v3 document of one group-version (see module docstring)."""
+    paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
+    for rtype in types:
+        if rtype.group != group or rtype.version != version:
+            continue
+        paths.update(_paths_for(rtype))
+        schemas[schema_name(rtype)] = _kind_schema(rtype)
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0-gangsched-sim"},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    }
+
+
+def _short_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def group_doc_hash(types: Iterable[ResourceType], group: str, version: str) -> str:
+    """A hash of one group-version's document: changes when its kinds or their schemas change."""
+    doc = openapi_v3_group_doc(types, group, version)
+    return hashlib.sha512(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:64].upper()
+
+
+def openapi_v3_root(types: Iterable[ResourceType]) -> dict[str, Any]:
+    """The body of GET /openapi/v3 (see module docstring)."""
+    all_types = list(types)
+    gvs: list[tuple[str, str]] = []
+    for rtype in all_types:
+        if (rtype.group, rtype.version) not in gvs:
+            gvs.append((rtype.group, rtype.version))
+    paths = {}
+    for group, version in gvs:
+        key = gv_path(group, version)
+        paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={group_doc_hash(all_types, group, version)}"}
+    return {"paths": paths}
