@@ -2,7 +2,8 @@
 
 Contract: `gang_overrides(annotations, labels, *, namespace, name)` returns a dict holding exactly the
 GangSpec fields the annotations set (`min_member`, `total_member`, `wait_seconds`, `mode`, `group`), already
-validated and normalized; anything invalid raises core.errors.InvalidField with the annotation key as the
+validated and normalized; `apply_overrides(spec, overrides, *, source)` lays them over a spec (annotations
+win). Anything invalid raises core.errors.InvalidField with the annotation key as the
 field, the value as written, and what is allowed. Used for pods (models/gang.py) and for the annotations of
 PodGroup objects (models/podgroup.py), because Koordinator lets both carry them.
 
@@ -17,6 +18,7 @@ Pure and cached: members of one gang carry identical annotations, so each distin
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -24,7 +26,7 @@ from typing import Any
 import orjson
 
 from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, gang_key
+from gangsched.core.gangspec import GangMode, GangSpec, gang_key
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
 
@@ -147,3 +149,25 @@ def _parse(
 
 
 _parse_cached = lru_cache(maxsize=4096)(_parse)
+
+
+def apply_overrides(spec: GangSpec, overrides: Mapping[str, Any], *, source: str | None = None) -> GangSpec:
+    """`spec` with the annotations' fields on top (annotations win); `source` replaces spec.source if given.
+
+    When the annotations raise the quorum above the spec's total and set no total themselves, the total follows
+    the quorum (total-number defaults to min-available); a total they set below the quorum is an InvalidField.
+    """
+    if not overrides:
+        return spec
+    changes = dict(overrides)
+    if source is not None:
+        changes["source"] = source
+    merged = dataclasses.replace(spec, **changes)
+    total = merged.total_member
+    if total is not None and total < merged.min_member:
+        if "total_member" in overrides:
+            raise InvalidField(
+                keys.KOORD_TOTAL_NUMBER, total, f"must be an integer >= min-available ({merged.min_member})"
+            )
+        merged = dataclasses.replace(merged, total_member=merged.min_member)
+    return merged

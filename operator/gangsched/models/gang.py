@@ -23,7 +23,6 @@ distinct set (see models/annotations.py).
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import Any
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec, gang_key
 from gangsched.models import keys
-from gangsched.models.annotations import gang_overrides
+from gangsched.models.annotations import apply_overrides, gang_overrides
 
 ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -67,7 +66,7 @@ class PodGang:
             return self.spec
         if not self.overrides:
             return podgroup
-        return _apply(podgroup, dict(self.overrides))
+        return apply_overrides(podgroup, dict(self.overrides), source=_MERGED)
 
 
 @lru_cache(maxsize=4096)
@@ -127,6 +126,7 @@ def _annotation_spec(namespace: str, name: str, overrides: dict[str, Any]) -> Ga
 
 
 _DEFAULTS = GangSpec(namespace="", name="", min_member=1)
+_MERGED = "podgroup+annotations"
 _MERGEABLE = ("min_member", "total_member", "mode", "wait_seconds", "group")
 
 
@@ -147,19 +147,5 @@ def merge_gang_specs(
         return podgroup
     if fields is None:
         fields = [f for f in _MERGEABLE if f == "min_member" or getattr(annotations, f) != getattr(_DEFAULTS, f)]
-    return _apply(podgroup, {f: getattr(annotations, f) for f in fields if f in _MERGEABLE})
-
-
-def _apply(podgroup: GangSpec, values: Mapping[str, Any]) -> GangSpec:
-    if not values:
-        return podgroup
-    merged = dataclasses.replace(podgroup, **values, source="podgroup+annotations")
-    total = merged.total_member
-    if total is not None and total < merged.min_member:
-        if "total_member" in values:
-            raise InvalidField(
-                keys.KOORD_TOTAL_NUMBER, total, f"must be an integer >= min-available ({merged.min_member})"
-            )
-        # the PodGroup's total no longer covers the annotations' quorum: total-number defaults to min-available
-        merged = dataclasses.replace(merged, total_member=merged.min_member)
-    return merged
+    values = {f: getattr(annotations, f) for f in fields if f in _MERGEABLE}
+    return apply_overrides(podgroup, values, source=_MERGED)
