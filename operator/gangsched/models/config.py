@@ -1,0 +1,162 @@
+"""The operator's configuration: a YAML file (`gangsched run --config FILE`) -> OperatorConfig.
+
+Contract:
+- `OperatorConfig` (pydantic, frozen): camelCase keys in the file, snake_case attributes; every field has a
+  default, so an empty file or no file gives a working configuration. Unknown keys are rejected (a typo must
+  not silently fall back to a default).
+- `load_config(path | None) -> OperatorConfig`; `config_from_mapping(data) -> OperatorConfig`. Bad input raises
+  core.errors.InvalidField naming the field path (e.g. `leaderElection.leaseDurationSeconds`), the value and
+  what is allowed; a missing or unreadable file raises InvalidField for `--config`.
+- `OperatorConfig.scheduler_config()` builds the core's SchedulerConfig from the scheduling fields.
+
+Example (all defaults):
+    schedulerName: gangsched
+    namespace: gangsched-system
+    defaultWaitSeconds: 600
+    backoff: {initialSeconds: 1, maxSeconds: 60}
+    scoreStrategy: binpack            # or spread
+    bindConcurrency: 64
+    topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
+    leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
+                     renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
+    metricsPort: 8080
+    probesPort: 8081
+    createPodGroupsForAnnotationGangs: true
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gangsched.core.errors import InvalidField
+
+if TYPE_CHECKING:
+    from gangsched.core.config import SchedulerConfig
+
+PositiveFloat = Annotated[float, Field(gt=0)]
+Port = Annotated[int, Field(strict=True, ge=1, le=65535)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+
+class BackoffConfig(_Section):
+    initial_seconds: PositiveFloat = Field(1.0, alias="initialSeconds")
+    max_seconds: PositiveFloat = Field(60.0, alias="maxSeconds")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BackoffConfig:
+        if self.max_seconds < self.initial_seconds:
+            raise ValueError(f"maxSeconds must be >= initialSeconds ({self.initial_seconds})")
+        return self
+
+
+class TopologyConfig(_Section):
+    config_map_name: Annotated[str, Field(min_length=1)] = Field("gangsched-topology", alias="configMapName")
+    key: Annotated[str, Field(min_length=1)] = "topology.json"
+    # node label key per tier, lowest tier first (tier 1 = unit/ToR); empty: the ConfigMap is the only source
+    node_label_tiers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, alias="nodeLabelTiers")
+
+
+class LeaderElectionConfig(_Section):
+    enabled: bool = True
+    lease_name: Annotated[str, Field(min_length=1)] = Field("gangsched", alias="leaseName")
+    lease_duration_seconds: PositiveFloat = Field(15.0, alias="leaseDurationSeconds")
+    renew_deadline_seconds: PositiveFloat = Field(10.0, alias="renewDeadlineSeconds")
+    retry_period_seconds: PositiveFloat = Field(2.0, alias="retryPeriodSeconds")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LeaderElectionConfig:
+        if not self.retry_period_seconds < self.renew_deadline_seconds < self.lease_duration_seconds:
+            raise ValueError("need retryPeriodSeconds < renewDeadlineSeconds < leaseDurationSeconds")
+        return self
+
+
+class OperatorConfig(_Section):
+    scheduler_name: Annotated[str, Field(min_length=1)] = Field("gangsched", alias="schedulerName")
+    namespace: Annotated[str, Field(min_length=1)] = "gangsched-system"
+    default_wait_seconds: PositiveFloat = Field(600.0, alias="defaultWaitSeconds")
+    backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig.model_validate({}))
+    score_strategy: Literal["binpack", "spread"] = Field("binpack", alias="scoreStrategy")
+    bind_concurrency: Annotated[int, Field(strict=True, ge=1, le=10_000)] = Field(64, alias="bindConcurrency")
+    topology: TopologyConfig = Field(default_factory=lambda: TopologyConfig.model_validate({}))
+    leader_election: LeaderElectionConfig = Field(
+        default_factory=lambda: LeaderElectionConfig.model_validate({}), alias="leaderElection"
+    )
+    metrics_port: Port = Field(8080, alias="metricsPort")
+    probes_port: Port = Field(8081, alias="probesPort")
+    create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
+
+    def scheduler_config(self) -> SchedulerConfig:
+        """The core's tunables taken from this configuration."""
+        from gangsched.core.config import SchedulerConfig
+
+        return SchedulerConfig(
+            scheduler_name=self.scheduler_name,
+            default_wait_seconds=self.default_wait_seconds,
+            backoff_initial_seconds=self.backoff.initial_seconds,
+            backoff_max_seconds=self.backoff.max_seconds,
+            score_strategy=self.score_strategy,
+        )
+
+
+_ALLOWED = {
+    "extra_forbidden": "not a known setting",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "string_too_short": "must not be empty",
+    "list_type": "must be a list",
+    "model_type": "must be a mapping",
+    "model_attributes_type": "must be a mapping",
+    "dict_type": "must be a mapping",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+}
+
+
+def _allowed(error: Any) -> str:
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "greater_than":
+        return f"must be a number > {ctx['gt']}"
+    if kind in ("greater_than_equal", "less_than_equal") or kind.startswith("int"):
+        return f"must be an integer >= {ctx.get('ge', 1)}" + (f" and <= {ctx['le']}" if "le" in ctx else "")
+    if kind == "literal_error":
+        return "one of " + str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return _ALLOWED.get(kind, str(error["msg"]))
+
+
+def config_from_mapping(data: Any) -> OperatorConfig:
+    """Validate a parsed config document; InvalidField names the first bad field."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidField("config", data, "must be a YAML mapping of settings")
+    try:
+        return OperatorConfig.model_validate(data)
+    except ValidationError as err:
+        first = err.errors()[0]
+        path = ".".join(str(part) for part in first["loc"]) or "config"
+        raise InvalidField(path, first.get("input"), _allowed(first)) from None
+
+
+def load_config(path: str | Path | None) -> OperatorConfig:
+    """The configuration from a YAML file, or the defaults when `path` is None."""
+    if path is None:
+        return OperatorConfig.model_validate({})
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InvalidField("--config", str(path), f"must be a readable YAML file ({err.strerror})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise InvalidField("--config", str(path), f"must be valid YAML ({err})") from None
+    return config_from_mapping(data)
