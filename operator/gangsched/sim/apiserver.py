@@ -1,0 +1,524 @@
+"""The Kubernetes API emulator's HTTP server (aiohttp, in-process): REST routing, content negotiation, watch streams.
+
+Contract:
+- `server = ApiServer(history_limit=...)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
+  ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path) -> Path` (plain http, no auth, context
+  "gangsched-sim", namespace default); `await server.stop()`. `server.registry` and `server.store` give direct
+  in-process access (tests should prefer HTTP).
+- Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
+  /openapi/v3/{api/v1|apis/g/v}) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
+  list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths; resume from a
+  resourceVersion, "" or "0" starts with ADDED for every object, BOOKMARKs when allowWatchBookmarks=true
+  periodically and before a timeoutSeconds end, a 410 Expired ERROR event when the resourceVersion is older than
+  the retained history or the watcher's queue overflowed), get, create, update, patch (merge, JSON, strategic,
+  apply), delete, deletecollection, the status subresource, pods/binding, pods/eviction, Table output
+  (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, through table.py) and dryRun=All.
+- Semantics live in registry.py, storage and fan-out in store.py; this module only speaks HTTP. Responses are
+  encoded with orjson; stored objects are sent as their cached bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from gangsched.sim import openapi, table
+from gangsched.sim import status as st
+from gangsched.sim.kubeconfig import write_kubeconfig
+from gangsched.sim.registry import (
+    APPLY_PATCH,
+    PATCH_TYPES,
+    Registry,
+    RequestContext,
+    storage_key,
+)
+from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
+from gangsched.sim.store import Entry, Store, Watcher, WatchEvent
+from gangsched.sim.types import ResourceType
+
+JSON_TYPE = "application/json"
+VERSION_INFO = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-gangsched-sim",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.23",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+_TABLE_RE = re.compile(r"as=Table")
+
+
+def _json(body: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON_TYPE, headers=headers)
+
+
+def _raw(body: bytes, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type=JSON_TYPE, headers=headers)
+
+
+def _error(exc: st.ApiError) -> web.Response:
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return _json(exc.body(), status=exc.code, headers=headers)
+
+
+class ApiServer:
+    """See module docstring."""
+
+    def __init__(
+        self,
+        *,
+        history_limit: int = 10000,
+        watch_queue_limit: int = 10000,
+        bookmark_interval: float = 5.0,
+        default_watch_timeout: float = 1800.0,
+    ) -> None:
+        self.store = Store(history_limit=history_limit)
+        self.registry = Registry(self.store)
+        self.watch_queue_limit = watch_queue_limit
+        self.bookmark_interval = bookmark_interval
+        self.default_watch_timeout = default_watch_timeout
+        self.url = ""
+        self.host = ""
+        self.port = 0
+        self._runner: web.AppRunner | None = None
+        self._docs: dict[str, bytes] = {}
+        self._stopping = asyncio.Event()
+        self.registry.listeners.append(self._docs.clear)
+        self.app = self._build_app()
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        await site.start()
+        server = site._server
+        assert server is not None and getattr(server, "sockets", None)
+        sock = server.sockets[0]  # type: ignore[union-attr]
+        self.host, self.port = host, int(sock.getsockname()[1])
+        self.url = f"http://{host}:{self.port}"
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        self.store.close_all_watchers()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        return write_kubeconfig(path, server=self.url)
+
+    async def __aenter__(self) -> ApiServer:
+        if not self.url:
+            await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------------ routing
+    def _build_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        r = app.router
+        for probe in ("/healthz", "/readyz", "/livez"):
+            r.add_get(probe, self._probe)
+        r.add_get("/version", self._version)
+        r.add_get("/api", self._api)
+        r.add_get("/api/", self._api)
+        r.add_get("/apis", self._apis)
+        r.add_get("/apis/", self._apis)
+        r.add_get("/openapi/v3", self._openapi_root)
+        r.add_get("/openapi/v3/{path:.+}", self._openapi_doc)
+        r.add_get("/api/v1", self._core_resources)
+        r.add_get("/apis/{group}", self._group)
+        r.add_get("/apis/{group}/{version}", self._group_resources)
+        r.add_route("*", "/api/v1/{tail:.+}", self._core_dispatch)
+        r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._group_dispatch)
+        return app
+
+    async def _probe(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok", content_type="text/plain")
+
+    async def _version(self, request: web.Request) -> web.Response:
+        return _json(VERSION_INFO)
+
+    async def _api(self, request: web.Request) -> web.Response:
+        return _json(openapi.api_versions(server_address=f"{self.host}:{self.port}"))
+
+    async def _apis(self, request: web.Request) -> web.Response:
+        return self._cached("apis", lambda: openapi.api_group_list(self.registry.served_types()))
+
+    async def _core_resources(self, request: web.Request) -> web.Response:
+        return self._cached("api/v1", lambda: openapi.api_resource_list(self.registry.served_types(), "", "v1"))
+
+    async def _group(self, request: web.Request) -> web.Response:
+        name = request.match_info["group"]
+        doc = openapi.api_group_list(self.registry.served_types())
+        for group in doc.get("groups", []):
+            if group.get("name") == name:
+                return _json({"kind": "APIGroup", "apiVersion": "v1", **group})
+        return _error(st.ApiError(404, "NotFound", "the server could not find the requested resource"))
+
+    async def _group_resources(self, request: web.Request) -> web.Response:
+        group, version = request.match_info["group"], request.match_info["version"]
+        if not any(t.group == group and t.version == version for t in self.registry.served_types()):
+            return _error(st.ApiError(404, "NotFound", "the server could not find the requested resource"))
+        return self._cached(
+            f"apis/{group}/{version}", lambda: openapi.api_resource_list(self.registry.served_types(), group, version)
+        )
+
+    async def _openapi_root(self, request: web.Request) -> web.Response:
+        return self._cached("openapi", lambda: openapi.openapi_v3_root(self.registry.served_types()))
+
+    async def _openapi_doc(self, request: web.Request) -> web.Response:
+        path = request.match_info["path"].strip("/")
+        parts = path.split("/")
+        if parts == ["api", "v1"]:
+            group, version = "", "v1"
+        elif len(parts) == 3 and parts[0] == "apis":
+            group, version = parts[1], parts[2]
+        else:
+            return _error(st.ApiError(404, "NotFound", f"no OpenAPI document at /openapi/v3/{path}"))
+        if not any(t.group == group and t.version == version for t in self.registry.served_types()):
+            return _error(st.ApiError(404, "NotFound", f"no OpenAPI document at /openapi/v3/{path}"))
+        return self._cached(
+            f"openapi/{path}", lambda: openapi.openapi_v3_group_doc(self.registry.served_types(), group, version)
+        )
+
+    def _cached(self, key: str, build: Any) -> web.Response:
+        body = self._docs.get(key)
+        if body is None:
+            body = self._docs[key] = orjson.dumps(build())
+        return _raw(body)
+
+    async def _core_dispatch(self, request: web.Request) -> web.StreamResponse:
+        return await self._dispatch(request, "", "v1", request.match_info["tail"])
+
+    async def _group_dispatch(self, request: web.Request) -> web.StreamResponse:
+        return await self._dispatch(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
+
+    def _route(self, group: str, version: str, tail: str) -> tuple[ResourceType, str | None, str | None, str | None, bool]:
+        """(type, namespace, name, subresource, legacy-watch) of a resource path, or 404."""
+        parts = [p for p in tail.split("/") if p]
+        watch = False
+        if parts and parts[0] == "watch":
+            watch, parts = True, parts[1:]
+        namespace: str | None = None
+        if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] not in ("status", "finalize"):
+            namespace, parts = parts[1], parts[2:]
+        if not parts or len(parts) > 3:
+            raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
+        rtype = self.registry.resolve(group, version, parts[0])
+        if rtype is None:
+            raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
+        if namespace is not None and not rtype.namespaced:
+            raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
+        name = parts[1] if len(parts) > 1 else None
+        sub = parts[2] if len(parts) > 2 else None
+        if name is not None and rtype.namespaced and namespace is None:
+            raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
+        if sub is not None and sub not in rtype.subresources:
+            raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
+        return rtype, namespace, name, sub, watch
+
+    async def _dispatch(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
+        try:
+            rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
+            q = request.query
+            method = request.method
+            if name is None:
+                if method == "GET":
+                    if legacy_watch or q.get("watch") in ("true", "1", "True"):
+                        return await self._watch(request, rtype, namespace)
+                    return self._list(request, rtype, namespace)
+                if method == "POST":
+                    if rtype.namespaced and namespace is None:
+                        raise st.method_not_allowed(f"POST {rtype.plural} without a namespace")
+                    ctx = self._context(q)
+                    body = await self._body(request)
+                    entry = self.registry.create(rtype, namespace or "", body, ctx)
+                    return self._object(request, rtype, entry, status=201, ctx=ctx)
+                if method == "DELETE":
+                    return await self._delete_collection(request, rtype, namespace)
+                raise st.method_not_allowed(f"{method} on a collection")
+            ns = namespace or ""
+            if sub in ("binding", "eviction"):
+                if method != "POST":
+                    raise st.method_not_allowed(f"{method} on pods/{sub}")
+                body = await self._body(request)
+                if sub == "binding":
+                    return _json(self.registry.bind(rtype, ns, name, body), status=201)
+                return _json(self.registry.evict(rtype, ns, name, body, self._context(q)), status=201)
+            if method == "GET":
+                entry = self.registry.get(rtype, ns, name)
+                return self._object(request, rtype, entry)
+            if method == "PUT":
+                ctx = self._context(q)
+                body = await self._body(request)
+                entry = self.registry.update(rtype, ns, name, body, ctx, subresource=sub)
+                return self._object(request, rtype, entry, ctx=ctx)
+            if method == "PATCH":
+                ctx = self._context(q)
+                content_type = request.content_type
+                if content_type not in PATCH_TYPES:
+                    raise st.unsupported_media_type(content_type, PATCH_TYPES)
+                body = await self._body(request, yaml_ok=content_type == APPLY_PATCH)
+                entry = self.registry.patch(rtype, ns, name, body, content_type, ctx, subresource=sub)
+                return self._object(request, rtype, entry, ctx=ctx)
+            if method == "DELETE":
+                if sub:
+                    raise st.method_not_allowed(f"DELETE on {rtype.plural}/{sub}")
+                ctx = self._context(q)
+                options = await self._delete_options(request)
+                entry = self.registry.delete(rtype, ns, name, ctx, options=options)
+                return self._object(request, rtype, entry, ctx=ctx)
+            raise st.method_not_allowed(method)
+        except st.ApiError as exc:
+            return _error(exc)
+        except SelectorError as exc:
+            return _error(st.bad_request(str(exc)))
+
+    # ------------------------------------------------------------------ request helpers
+    @staticmethod
+    def _context(q: Any) -> RequestContext:
+        dry = q.getall("dryRun", [])
+        for value in dry:
+            if value != "All":
+                raise st.bad_request(f'invalid dryRun value {value!r}: allowed values: "All"')
+        fv = q.get("fieldValidation", "Warn") or "Warn"
+        if fv not in ("Strict", "Warn", "Ignore"):
+            raise st.bad_request(f'fieldValidation {fv!r} is not supported: allowed values: "Ignore", "Warn", "Strict"')
+        return RequestContext(dry_run=bool(dry), field_validation=fv)
+
+    @staticmethod
+    async def _body(request: web.Request, *, yaml_ok: bool = False) -> Any:
+        raw = await request.read()
+        if not raw:
+            raise st.bad_request("the request body is empty; a JSON object is required")
+        if yaml_ok or request.content_type in ("application/yaml", "application/x-yaml"):
+            try:
+                return yaml.safe_load(raw)
+            except yaml.YAMLError as exc:
+                raise st.bad_request(f"the request body is not valid YAML: {exc}") from None
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise st.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if request.can_read_body:
+            raw = await request.read()
+            if raw.strip():
+                try:
+                    parsed = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise st.bad_request(f"the DeleteOptions body is not valid JSON: {exc}") from None
+                if isinstance(parsed, dict):
+                    options.update(parsed)
+        q = request.query
+        if "gracePeriodSeconds" in q:
+            options["gracePeriodSeconds"] = self._int(q, "gracePeriodSeconds")
+        if "propagationPolicy" in q:
+            options["propagationPolicy"] = q["propagationPolicy"]
+        policy = options.get("propagationPolicy")
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise st.bad_request(f'propagationPolicy {policy!r} is not supported: allowed values: "Orphan", "Background", "Foreground"')
+        return options
+
+    @staticmethod
+    def _int(q: Any, key: str) -> int | None:
+        value = q.get(key)
+        if value in (None, ""):
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise st.bad_request(f"invalid {key} {value!r}: must be an integer") from None
+
+    @staticmethod
+    def _wants_table(request: web.Request) -> bool:
+        accept = request.headers.get("Accept", "")
+        return "as=Table" in accept
+
+    def _object(
+        self, request: web.Request, rtype: ResourceType, entry: Entry, *, status: int = 200, ctx: RequestContext | None = None
+    ) -> web.Response:
+        headers = None
+        if ctx is not None and ctx.warnings:
+            headers = {"Warning": ", ".join(f'299 - "{w}"' for w in ctx.warnings)}
+        if self._wants_table(request):
+            return _json(self._table(request, rtype, [entry.obj]), status=status, headers=headers)
+        if rtype.is_crd and entry.obj.get("apiVersion") != rtype.group_version:
+            obj = entry.copy()
+            obj["apiVersion"] = rtype.group_version
+            return _json(obj, status=status, headers=headers)
+        return _raw(entry.raw, status=status, headers=headers)
+
+    def _table(self, request: web.Request, rtype: ResourceType, objects: list[dict[str, Any]]) -> dict[str, Any]:
+        include = request.query.get("includeObject", "Metadata") or "Metadata"
+        if include not in ("Metadata", "Object", "None"):
+            raise st.bad_request(f'includeObject {include!r} is not supported: allowed values: "Object", "Metadata", "None"')
+        now = datetime.datetime.now(datetime.timezone.utc)
+        result: dict[str, Any] = table.to_table(rtype, objects, now=now, include_object=include)
+        result.setdefault("metadata", {})["resourceVersion"] = str(self.store.rv)
+        return result
+
+    # ------------------------------------------------------------------ list
+    def _selectors(self, request: web.Request) -> tuple[Any, Any]:
+        q = request.query
+        return parse_label_selector(q.get("labelSelector")), parse_field_selector(q.get("fieldSelector"))
+
+    def _list(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.Response:
+        labels, fields = self._selectors(request)
+        limit = self._int(request.query, "limit")
+        entries, rv, token, remaining = self.registry.list_entries(
+            rtype, namespace, labels=labels, fields=fields, limit=limit, continue_token=request.query.get("continue") or None
+        )
+        if self._wants_table(request):
+            doc = self._table(request, rtype, [e.obj for e in entries])
+            doc["metadata"] = {"resourceVersion": rv, **({"continue": token} if token else {})}
+            return _json(doc)
+        meta: dict[str, Any] = {"resourceVersion": rv}
+        if token:
+            meta["continue"] = token
+            meta["remainingItemCount"] = remaining
+        head = orjson.dumps({"kind": f"{rtype.kind}List", "apiVersion": rtype.group_version, "metadata": meta})
+        if rtype.is_crd and entries and entries[0].obj.get("apiVersion") != rtype.group_version:
+            items = b",".join(orjson.dumps({**e.obj, "apiVersion": rtype.group_version}) for e in entries)
+        else:
+            items = b",".join(e.raw for e in entries)
+        return _raw(head[:-1] + b',"items":[' + items + b"]}")
+
+    async def _delete_collection(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.Response:
+        labels, fields = self._selectors(request)
+        ctx = self._context(request.query)
+        options = await self._delete_options(request)
+        entries, rv, _, _ = self.registry.list_entries(rtype, namespace, labels=labels, fields=fields, limit=None, continue_token=None)
+        deleted: list[bytes] = []
+        for entry in entries:
+            meta = entry.obj["metadata"]
+            try:
+                deleted.append(self.registry.delete(rtype, meta.get("namespace") or "", meta["name"], ctx, options=options).raw)
+            except st.ApiError as exc:
+                if exc.code != 404:
+                    raise
+        head = orjson.dumps({"kind": f"{rtype.kind}List", "apiVersion": rtype.group_version, "metadata": {"resourceVersion": str(self.store.rv)}})
+        return _raw(head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
+
+    # ------------------------------------------------------------------ watch
+    async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:
+        q = request.query
+        labels, fields = self._selectors(request)
+        timeout = self._int(q, "timeoutSeconds")
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1", "True")
+        rv_text = q.get("resourceVersion", "") or ""
+        skey = storage_key(rtype)
+        matches = None
+        if not labels.empty or fields.requirements:
+            matches = lambda obj: labels.matches(obj) and fields.matches(obj)  # noqa: E731
+        transform = None
+        if self._wants_table(request):
+            transform = self._table_transform(request, rtype)
+        elif rtype.is_crd:
+            transform = self._version_transform(rtype)
+        watcher = Watcher(
+            namespace=namespace if rtype.namespaced else None,
+            matches=matches,
+            transform=transform,
+            max_queue=1 << 62,
+        )
+        error: bytes | None = None
+        if rv_text in ("", "0"):
+            for entry in self.store.entries(skey, namespace if rtype.namespaced else None):
+                if matches is None or matches(entry.obj):
+                    event = WatchEvent(entry.rv, "ADDED", entry, None)
+                    watcher.push_line(transform(event, "ADDED") if transform else event.line())
+        else:
+            try:
+                since = int(rv_text)
+            except ValueError:
+                raise st.bad_request(f"invalid resourceVersion {rv_text!r}: must be an integer") from None
+            events = self.store.history_since(skey, since)
+            if events is None:
+                error = self._error_line(st.gone(
+                    f"too old resource version: {since} ({self.store.oldest_retained(skey) + 1})"
+                ))
+            else:
+                for event in events:
+                    watcher.offer(event)
+        watcher.max_queue = len(watcher.lines) + self.watch_queue_limit
+        if error is None:
+            self.store.subscribe(skey, watcher)
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON_TYPE, "Cache-Control": "no-cache"})
+        response.enable_chunked_encoding()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (timeout if timeout and timeout > 0 else self.default_watch_timeout)
+        try:
+            await response.prepare(request)
+            if error is not None:
+                await response.write(error)
+                return response
+            while True:
+                lines = watcher.drain()
+                if lines:
+                    await response.write(b"".join(lines))
+                if watcher.closed:
+                    if watcher.overflowed:
+                        await response.write(self._error_line(st.gone("the watcher fell too far behind and was closed; relist")))
+                    return response
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                wait = min(remaining, self.bookmark_interval) if bookmarks else remaining
+                try:
+                    await asyncio.wait_for(watcher.ready.wait(), wait)
+                except TimeoutError:
+                    if bookmarks and not watcher.lines and loop.time() < deadline:
+                        await response.write(self._bookmark_line(rtype))
+            if bookmarks and not watcher.lines and not watcher.closed:
+                await response.write(self._bookmark_line(rtype))
+            return response
+        except (ConnectionResetError, asyncio.CancelledError):
+            if self._stopping.is_set():
+                return response
+            raise
+        finally:
+            watcher.close()
+            self.store.unsubscribe(skey, watcher)
+
+    def _bookmark_line(self, rtype: ResourceType) -> bytes:
+        obj = {"kind": rtype.kind, "apiVersion": rtype.group_version, "metadata": {"resourceVersion": str(self.store.rv)}}
+        return b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n"
+
+    @staticmethod
+    def _error_line(exc: st.ApiError) -> bytes:
+        return b'{"type":"ERROR","object":' + orjson.dumps(exc.body()) + b"}\n"
+
+    def _table_transform(self, request: web.Request, rtype: ResourceType) -> Any:
+        def transform(event: WatchEvent, event_type: str) -> bytes:
+            doc = self._table(request, rtype, [event.entry.obj])
+            doc["metadata"] = {"resourceVersion": str(event.rv)}
+            return orjson.dumps({"type": event_type, "object": doc}) + b"\n"
+
+        return transform
+
+    @staticmethod
+    def _version_transform(rtype: ResourceType) -> Any:
+        def transform(event: WatchEvent, event_type: str) -> bytes:
+            if event.entry.obj.get("apiVersion") == rtype.group_version:
+                return event.line(event_type)
+            obj = {**event.entry.obj, "apiVersion": rtype.group_version}
+            return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
+
+        return transform
