@@ -1,0 +1,359 @@
+"""A simulated kubelet for every node of the emulator: bound pods start running, and finish when asked to.
+
+Contract:
+- `SimKubelet(client, *, start_delay=0.0, nodes=None, concurrency=64)`; `await kubelet.run()` runs until
+  cancelled. It list+watches nodes and pods (k8s.reflector.Reflector, raw JSON). It manages the nodes named in
+  `nodes`, or, when None, every node whose Ready condition is True.
+- A pod bound to a managed node (spec.nodeName set), in phase Pending (or without a phase) and not being deleted,
+  is moved to Running `start_delay` seconds after it is seen: a merge patch of the status subresource with
+  phase Running, conditions PodScheduled/Initialized/ContainersReady/Ready True, startTime, hostIP(s) (the
+  node's InternalIP), a unique fake podIP(s) 10.x.y.z, and one running, ready containerStatus per container.
+  Patches are made by `concurrency` workers from one queue, so thousands of pods start quickly.
+- A running pod annotated `sim.gangsched.io/duration: <Go duration>` (500ms, 30s, 2m, 1h) succeeds that long
+  after it started running: phase Succeeded, Ready/ContainersReady False (reason PodCompleted), containers
+  terminated with exit code 0 and reason Completed. Timers are event-loop timers, not a sleep per pod; after a
+  restart they are rebuilt from status.startTime. A bad duration is logged and ignored (the pod keeps running).
+- Pods being deleted (deletionTimestamp) are left alone; deletion itself is the API server's job.
+- `synced` is set once both lists were seen; `started`, `succeeded` and `patch_errors` count what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import itertools
+import logging
+from typing import Any
+
+from gangsched.core.errors import InvalidField
+from gangsched.k8s.client import ApiError, KubeClient
+from gangsched.k8s.reflector import Reflector
+from gangsched.models.duration import parse_duration
+from gangsched.sim.table import parse_timestamp
+
+log = logging.getLogger(__name__)
+
+DURATION_ANNOTATION = "sim.gangsched.io/duration"
+
+Key = tuple[str, str]  # (namespace, name)
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _stamp(when: datetime.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _key(pod: dict[str, Any]) -> Key:
+    meta = pod.get("metadata") or {}
+    return (str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    conditions = (node.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _node_ip(node: dict[str, Any]) -> str | None:
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return str(address.get("address"))
+    return None
+
+
+def pod_ip(index: int) -> str:
+    """The index-th fake pod IP (10.128.0.0/9: unique for 8 million pods)."""
+    return f"10.{128 + ((index >> 16) & 127)}.{(index >> 8) & 255}.{index & 255}"
+
+
+def running_status(pod: dict[str, Any], *, pod_ip: str, host_ip: str, now: datetime.datetime) -> dict[str, Any]:
+    """The status a kubelet reports once every container of the pod runs."""
+    stamp = _stamp(now)
+    containers = (pod.get("spec") or {}).get("containers") or []
+    return {
+        "phase": "Running",
+        "conditions": [
+            {"type": cond, "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp}
+            for cond in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "startTime": stamp,
+        "qosClass": "BestEffort",
+        "containerStatuses": [
+            {
+                "name": c.get("name", f"c{i}"),
+                "image": c.get("image", ""),
+                "imageID": f"sim://{c.get('image', '')}",
+                "containerID": f"sim://{_key(pod)[1]}-{i}",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": stamp}},
+            }
+            for i, c in enumerate(containers)
+        ],
+    }
+
+
+def succeeded_status(pod: dict[str, Any], *, now: datetime.datetime) -> dict[str, Any]:
+    """The status a kubelet reports once every container exited 0."""
+    stamp = _stamp(now)
+    status = pod.get("status") or {}
+    started = status.get("startTime") or stamp
+    conditions = []
+    for cond in status.get("conditions") or []:
+        if cond.get("type") in ("Ready", "ContainersReady"):
+            cond = dict(cond, status="False", reason="PodCompleted", lastTransitionTime=stamp)
+        conditions.append(cond)
+    previous = {cs.get("name"): cs for cs in status.get("containerStatuses") or []}
+    containers = (pod.get("spec") or {}).get("containers") or []
+    statuses = []
+    for i, c in enumerate(containers):
+        name = c.get("name", f"c{i}")
+        before = previous.get(name) or {}
+        statuses.append(
+            {
+                **before,
+                "name": name,
+                "ready": False,
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": 0,
+                        "reason": "Completed",
+                        "startedAt": ((before.get("state") or {}).get("running") or {}).get("startedAt", started),
+                        "finishedAt": stamp,
+                        "containerID": before.get("containerID", f"sim://{_key(pod)[1]}-{i}"),
+                    }
+                },
+            }
+        )
+    return {"phase": "Succeeded", "conditions": conditions, "containerStatuses": statuses}
+
+
+class SimKubelet:
+    """The simulated kubelet of all (or some) nodes (see module docstring)."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        start_delay: float = 0.0,
+        nodes: set[str] | None = None,
+        concurrency: int = 64,
+    ) -> None:
+        self._client = client
+        self._start_delay = start_delay
+        self._only = set(nodes) if nodes is not None else None
+        self._concurrency = max(1, concurrency)
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._pods: dict[Key, dict[str, Any]] = {}
+        self._waiting_by_node: dict[str, set[Key]] = {}
+        self._queued: set[Key] = set()
+        self._queue: asyncio.Queue[tuple[str, Key]] = asyncio.Queue()
+        self._timers: dict[Key, asyncio.TimerHandle | None] = {}  # None: a bad duration, already reported
+        self._started_at: dict[Key, float] = {}  # loop time our Running patch was sent
+        self._ips = itertools.count(1)
+        self._nodes_synced = False
+        self._pods_synced = False
+        self.synced = asyncio.Event()
+        self.started = 0
+        self.succeeded = 0
+        self.patch_errors = 0
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def run(self) -> None:
+        """List+watch nodes and pods and act on them, until cancelled."""
+        node_reflector = Reflector(self._client, "/api/v1/nodes", on_list=self._nodes_listed, on_event=self._node_event)
+        pod_reflector = Reflector(self._client, "/api/v1/pods", on_list=self._pods_listed, on_event=self._pod_event)
+        tasks = [asyncio.create_task(node_reflector.run(), name="sim-kubelet-nodes")]
+        tasks.append(asyncio.create_task(pod_reflector.run(), name="sim-kubelet-pods"))
+        tasks += [asyncio.create_task(self._worker(), name=f"sim-kubelet-worker-{i}") for i in range(self._concurrency)]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for timer in self._timers.values():
+                if timer is not None:
+                    timer.cancel()
+            self._timers.clear()
+
+    # ------------------------------------------------------------ nodes
+
+    def _managed(self, node_name: str) -> bool:
+        node = self._nodes.get(node_name)
+        if node is None:
+            return False
+        return node_name in self._only if self._only is not None else _node_ready(node)
+
+    def _nodes_listed(self, items: list[dict[str, Any]]) -> None:
+        self._nodes = {str((n.get("metadata") or {}).get("name")): n for n in items}
+        self._nodes_synced = True
+        self._check_synced()
+        for name in list(self._waiting_by_node):
+            self._wake_node(name)
+
+    def _node_event(self, kind: str, node: dict[str, Any]) -> None:
+        name = str((node.get("metadata") or {}).get("name"))
+        if kind == "DELETED":
+            self._nodes.pop(name, None)
+            return
+        self._nodes[name] = node
+        self._wake_node(name)
+
+    def _wake_node(self, name: str) -> None:
+        if not self._managed(name):
+            return
+        for key in list(self._waiting_by_node.pop(name, ())):
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._consider(pod)
+
+    def _check_synced(self) -> None:
+        if self._nodes_synced and self._pods_synced:
+            self.synced.set()
+
+    # ------------------------------------------------------------ pods
+
+    def _pods_listed(self, items: list[dict[str, Any]]) -> None:
+        fresh = {_key(p): p for p in items}
+        for key in set(self._pods) - set(fresh):
+            self._forget(key)
+        self._pods = fresh
+        self._pods_synced = True
+        self._check_synced()
+        for pod in items:
+            self._consider(pod)
+
+    def _pod_event(self, kind: str, pod: dict[str, Any]) -> None:
+        key = _key(pod)
+        if kind == "DELETED":
+            self._pods.pop(key, None)
+            self._forget(key)
+            return
+        self._pods[key] = pod
+        self._consider(pod)
+
+    def _forget(self, key: Key) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._started_at.pop(key, None)
+        for waiting in self._waiting_by_node.values():
+            waiting.discard(key)
+
+    def _consider(self, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            self._forget(_key(pod))
+            return
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if not node_name:
+            return
+        phase = (pod.get("status") or {}).get("phase") or "Pending"
+        key = _key(pod)
+        if phase == "Pending":
+            if not self._managed(node_name):
+                self._waiting_by_node.setdefault(node_name, set()).add(key)
+                return
+            if key in self._queued or key in self._started_at:
+                return
+            self._queued.add(key)
+            if self._start_delay > 0:
+                asyncio.get_running_loop().call_later(self._start_delay, self._queue.put_nowait, ("run", key))
+            else:
+                self._queue.put_nowait(("run", key))
+        elif phase == "Running" and key not in self._timers:
+            self._arm_completion(pod)
+
+    def _arm_completion(self, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        raw = (meta.get("annotations") or {}).get(DURATION_ANNOTATION)
+        if raw is None:
+            return
+        key = _key(pod)
+        try:
+            duration = parse_duration(raw, field=f"metadata.annotations[{DURATION_ANNOTATION}]")
+        except InvalidField as exc:
+            log.warning("pod %s/%s: %s; it keeps running", key[0], key[1], exc)
+            self._timers[key] = None
+            return
+        loop = asyncio.get_running_loop()
+        started = self._started_at.get(key)
+        if started is not None:
+            delay = started + duration - loop.time()
+        else:
+            start = parse_timestamp((pod.get("status") or {}).get("startTime"))
+            delay = duration - ((_now() - start).total_seconds() if start else 0.0)
+        self._timers[key] = loop.call_later(max(0.0, delay), self._queue.put_nowait, ("finish", key))
+
+    # ------------------------------------------------------------ status writes
+
+    async def _worker(self) -> None:
+        while True:
+            action, key = await self._queue.get()
+            try:
+                if action == "run":
+                    await self._start(key)
+                else:
+                    await self._finish(key)
+            except asyncio.CancelledError:
+                raise
+            except ApiError as exc:
+                if exc.status != 404:
+                    self.patch_errors += 1
+                    log.warning("sim kubelet: %s of pod %s/%s failed: %s", action, key[0], key[1], exc)
+                    if exc.transient:
+                        asyncio.get_running_loop().call_later(0.5, self._retry, action, key)
+            except Exception:
+                self.patch_errors += 1
+                log.exception("sim kubelet: %s of pod %s/%s failed", action, key[0], key[1])
+            finally:
+                if action == "run":
+                    self._queued.discard(key)
+
+    def _retry(self, action: str, key: Key) -> None:
+        pod = self._pods.get(key)
+        if pod is None:
+            return
+        if action == "run":
+            self._consider(pod)
+        else:
+            self._queue.put_nowait(("finish", key))
+
+    def _path(self, key: Key) -> str:
+        return f"/api/v1/namespaces/{key[0]}/pods/{key[1]}/status"
+
+    async def _start(self, key: Key) -> None:
+        pod = self._pods.get(key)
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if ((pod.get("status") or {}).get("phase") or "Pending") != "Pending":
+            return
+        node = self._nodes.get(str((pod.get("spec") or {}).get("nodeName")))
+        host_ip = (_node_ip(node) if node else None) or "10.250.0.1"
+        status = running_status(pod, pod_ip=pod_ip(next(self._ips)), host_ip=host_ip, now=_now())
+        self._started_at[key] = asyncio.get_running_loop().time()
+        try:
+            await self._client.patch(self._path(key), {"status": status})
+        except BaseException:
+            self._started_at.pop(key, None)
+            raise
+        self.started += 1
+
+    async def _finish(self, key: Key) -> None:
+        pod = self._pods.get(key)
+        if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            return
+        if (pod.get("status") or {}).get("phase") != "Running":
+            return
+        await self._client.patch(self._path(key), {"status": succeeded_status(pod, now=_now())})
+        self.succeeded += 1

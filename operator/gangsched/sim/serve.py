@@ -1,0 +1,194 @@
+"""A whole simulated cluster: the API server emulator, the CRDs, simulated nodes and the simulated kubelet.
+
+Contract:
+- `async with running_cluster(*, nodes, node_resources, topology=None, kubeconfig_path=None, port=0,
+  kubelet_start_delay=0.0) as cluster:` starts ApiServer on 127.0.0.1:port, writes a kubeconfig (to a temporary
+  file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory,
+  creates the nodes and runs SimKubelet until exit. Nodes are named after the topology's nodes when `topology`
+  (a file path or a parsed list in the seed format) is given, else node-0 ... node-(N-1); with a topology, each
+  node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...) and `nodes` is ignored
+  if 0 (all topology nodes), else the first `nodes` of them. The `Cluster` yielded has `server`, `url`,
+  `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`.
+- `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path) -> int` is `gangsched sim
+  serve`: the same cluster, serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
+  Bad arguments print the error (naming the field, the value and what is allowed) and return 2.
+- `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gangsched.core.errors import InvalidField
+from gangsched.k8s.client import ApiError, KubeClient
+from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels
+from gangsched.sim.kubelet import SimKubelet
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def find_crds_dir() -> Path | None:
+    """The repository's crds/ directory, if it can be found."""
+    candidates = []
+    if os.environ.get("GANGSCHED_ROOT"):
+        candidates.append(Path(os.environ["GANGSCHED_ROOT"]) / "crds")
+    candidates.append(Path(__file__).resolve().parents[3] / "crds")
+    candidates.append(Path.cwd() / "crds")
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def load_crds(directory: Path | None) -> list[dict[str, Any]]:
+    """Every CustomResourceDefinition document of the YAML files in directory (none if it is None)."""
+    if directory is None:
+        return []
+    docs = []
+    for path in sorted(directory.glob("*.y*ml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                docs.append(doc)
+    return docs
+
+
+async def apply_crds(client: KubeClient, crds: Sequence[Mapping[str, Any]]) -> None:
+    """Create each CRD (replacing one that exists) and wait until its resource is served."""
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        try:
+            await client.create(CRD_PATH, crd)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            current = await client.get(f"{CRD_PATH}/{name}")
+            body = dict(crd, metadata=dict(crd["metadata"], resourceVersion=current["metadata"]["resourceVersion"]))
+            await client.replace(f"{CRD_PATH}/{name}", body)
+        group = crd["spec"]["group"]
+        versions = [v["name"] for v in crd["spec"].get("versions") or [] if v.get("served", True)]
+        for version in versions:
+            await _wait_served(client, f"/apis/{group}/{version}", crd["spec"]["names"]["plural"])
+
+
+async def _wait_served(client: KubeClient, path: str, plural: str, *, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        try:
+            listing = await client.get(path)
+            if any(r.get("name") == plural for r in listing.get("resources") or []):
+                return
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        if loop.time() > deadline:
+            raise TimeoutError(f"{path}/{plural} was not served within {timeout}s of creating its CRD")
+        await asyncio.sleep(0.02)  # polling a real condition (discovery) with a deadline
+
+
+@dataclass
+class Cluster:
+    """A running simulated cluster (see module docstring)."""
+
+    server: Any
+    url: str
+    kubeconfig: str
+    client: KubeClient
+    kubelet: SimKubelet
+    node_names: list[str] = field(default_factory=list)
+
+
+def _plan_nodes(nodes: int, topology: str | Path | Sequence[Mapping[str, Any]] | None) -> tuple[list[str], dict[str, dict[str, str]]]:
+    if nodes < 0:
+        raise InvalidField("--nodes", nodes, "must be an integer >= 0")
+    if topology is None:
+        return [f"node-{i}" for i in range(nodes)], {}
+    names = node_names_from_topology(topology)
+    if nodes:
+        names = names[:nodes]
+    return names, topology_labels(topology)
+
+
+@contextlib.asynccontextmanager
+async def running_cluster(
+    *,
+    nodes: int,
+    node_resources: str | Mapping[str, str],
+    topology: str | Path | Sequence[Mapping[str, Any]] | None = None,
+    kubeconfig_path: str | None = None,
+    port: int = 0,
+    kubelet_start_delay: float = 0.0,
+) -> AsyncIterator[Cluster]:
+    """A simulated cluster for the duration of the block (see module docstring)."""
+    from gangsched.sim.apiserver import ApiServer
+
+    resources = parse_node_resources(node_resources) if isinstance(node_resources, str) else dict(node_resources)
+    names, labels = _plan_nodes(nodes, topology)
+    server = ApiServer()
+    await server.start(host="127.0.0.1", port=port)
+    temp_dir = None
+    try:
+        if kubeconfig_path is None:
+            temp_dir = tempfile.mkdtemp(prefix="gangsched-sim-")
+            kubeconfig_path = os.path.join(temp_dir, "kubeconfig")
+        server.write_kubeconfig(kubeconfig_path)
+        client = await KubeClient.connect(kubeconfig_path)
+        try:
+            await apply_crds(client, load_crds(find_crds_dir()))
+            await create_nodes(client, names, resources, labels_for_name=lambda n: labels.get(n, {}))
+            kubelet = SimKubelet(client, start_delay=kubelet_start_delay)
+            task = asyncio.create_task(kubelet.run(), name="sim-kubelet")
+            try:
+                waiter = asyncio.ensure_future(kubelet.synced.wait())
+                await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                if task.done():
+                    task.result()  # the kubelet died before syncing: raise its error
+                yield Cluster(server=server, url=server.url, kubeconfig=kubeconfig_path, client=client, kubelet=kubelet, node_names=names)
+            finally:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        finally:
+            await client.close()
+    finally:
+        await server.stop()
+        if temp_dir is not None:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(temp_dir, "kubeconfig"))
+                os.rmdir(temp_dir)
+
+
+async def _serve(*, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    kubeconfig = os.path.abspath(kubeconfig_path)
+    async with running_cluster(nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port) as cluster:
+        print(f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes", flush=True)
+        print(f"kubeconfig written to {kubeconfig}", flush=True)
+        print(f"try: kubectl --kubeconfig {kubeconfig} get nodes", flush=True)
+        print("press Ctrl-C to stop", flush=True)
+        await stop.wait()
+    print("gangsched sim: stopped", flush=True)
+
+
+def serve_forever(*, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str) -> int:
+    """`gangsched sim serve` (see module docstring); returns the process exit code."""
+    try:
+        asyncio.run(_serve(nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port, kubeconfig_path=kubeconfig_path))
+    except InvalidField as exc:
+        print(f"gangsched sim serve: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
