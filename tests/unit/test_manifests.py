@@ -1,0 +1,233 @@
+"""manifests/: every YAML parses; RBAC is least privilege yet sufficient; the Deployment runs the CLI contract;
+the topology example is well formed; the examples are consistent with the demo cluster and our parsers."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gangsched.core.resources import canonical
+from gangsched.models.gang import parse_pod_gang
+from gangsched.models.podgroup import podgroup_spec_from_api
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = ROOT / "manifests"
+FILES = sorted(MANIFESTS.rglob("*.yaml"))
+NODES, GPUS_PER_NODE = 8, 8  # the demo cluster: 8 nodes of cpu=32, memory=256Gi, nvidia.com/gpu=8
+FITTING = ("gang-fits.yaml", "koordinator-annotations.yaml", "gang-group.yaml", "topology-aware.yaml")
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def all_docs() -> list[dict[str, Any]]:
+    return [d for path in FILES for d in docs(path)]
+
+
+def test_expected_files_exist() -> None:
+    names = {p.relative_to(MANIFESTS).as_posix() for p in FILES}
+    assert {"namespace.yaml", "rbac.yaml", "deployment.yaml", "topology-configmap.yaml"} <= names
+    assert {f"examples/{n}" for n in (*FITTING, "gang-too-big.yaml")} <= names
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.relative_to(MANIFESTS).as_posix()) for p in FILES])
+def test_every_yaml_parses_into_named_objects(path: Path) -> None:
+    objects = docs(path)
+    assert objects
+    for obj in objects:
+        assert obj.get("apiVersion") and obj.get("kind"), obj
+        assert obj["metadata"].get("name"), obj
+
+
+def _rules(kind: str) -> list[dict[str, Any]]:
+    (role,) = [d for d in docs(MANIFESTS / "rbac.yaml") if d["kind"] == kind]
+    return list(role["rules"])
+
+
+def _grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
+    out: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for rule in rules:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                out[(group, resource)].update(rule["verbs"])
+    return out
+
+
+NEEDED_CLUSTER_WIDE = {
+    ("", "pods"): {"get", "list", "watch", "patch"},
+    ("", "pods/binding"): {"create"},
+    ("", "pods/status"): {"patch"},
+    ("", "pods/eviction"): {"create"},
+    ("", "nodes"): {"get", "list", "watch"},
+    ("", "namespaces"): {"get", "list", "watch"},
+    ("", "configmaps"): {"get", "list", "watch"},
+    ("", "events"): {"create", "patch"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "update", "patch", "delete"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"get", "update", "patch"},
+    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
+}
+NEEDED_IN_OWN_NAMESPACE = {
+    ("", "configmaps"): {"get", "create", "update", "patch"},
+    ("coordination.k8s.io", "leases"): {"get", "create", "update"},
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "needed"),
+    [pytest.param("ClusterRole", NEEDED_CLUSTER_WIDE, id="cluster"), pytest.param("Role", NEEDED_IN_OWN_NAMESPACE, id="namespace")],
+)
+def test_rbac_grants_what_the_operator_needs(kind: str, needed: dict[tuple[str, str], set[str]]) -> None:
+    grants = _grants(_rules(kind))
+    for target, verbs in needed.items():
+        assert verbs <= grants.get(target, set()), (target, verbs - grants.get(target, set()))
+
+
+@pytest.mark.parametrize("kind", ["ClusterRole", "Role"])
+def test_rbac_grants_no_wildcards_and_no_secrets(kind: str) -> None:
+    for rule in _rules(kind):
+        for key in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[key], rule
+    grants = _grants(_rules(kind))
+    assert not any(resource in ("secrets", "serviceaccounts/token", "pods/exec") for _, resource in grants)
+    assert not any(verbs & {"escalate", "bind", "impersonate", "deletecollection"} for verbs in grants.values())
+
+
+def test_cluster_role_writes_to_pods_are_only_what_scheduling_needs() -> None:
+    grants = _grants(_rules("ClusterRole"))
+    assert grants[("", "pods")] == {"get", "list", "watch", "patch"}  # never create, update or delete pods
+    assert ("coordination.k8s.io", "leases") not in grants  # leases only in the operator's namespace
+    assert grants[("", "configmaps")] == {"get", "list", "watch"}
+
+
+def test_bindings_tie_roles_to_the_service_account() -> None:
+    objects = {(d["kind"], d["metadata"]["name"]): d for d in docs(MANIFESTS / "rbac.yaml")}
+    sa = objects[("ServiceAccount", "gangsched")]
+    for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        binding = objects[(binding_kind, "gangsched")]
+        assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": "gangsched"}
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gangsched", "namespace": sa["metadata"]["namespace"]}]
+    assert objects[("Role", "gangsched")]["metadata"]["namespace"] == "gangsched-system"
+
+
+def test_deployment_runs_the_cli_contract() -> None:
+    (dep,) = docs(MANIFESTS / "deployment.yaml")
+    assert (dep["kind"], dep["metadata"]["namespace"]) == ("Deployment", "gangsched-system")
+    pod = dep["spec"]["template"]
+    assert dep["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+    assert pod["spec"]["serviceAccountName"] == "gangsched"
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "ghcr.io/gangsched/gangsched:0.1.0"
+    assert container["args"] == ["run", "--namespace", "gangsched-system"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"metrics": 8080, "probes": 8081}
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["port"] in ports
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_namespace_manifest() -> None:
+    (ns,) = docs(MANIFESTS / "namespace.yaml")
+    assert (ns["kind"], ns["metadata"]["name"]) == ("Namespace", "gangsched-system")
+
+
+def test_topology_configmap_is_a_consistent_tree() -> None:
+    (cm,) = docs(MANIFESTS / "topology-configmap.yaml")
+    assert (cm["metadata"]["name"], cm["metadata"]["namespace"]) == ("gangsched-topology", "gangsched-system")
+    entries = json.loads(cm["data"]["topology.json"])
+    by_name = {e["name"]: e for e in entries}
+    nodes = [child for e in entries if e["layer"] == 1 for child in e["children"]]
+    assert sorted(nodes) == [f"node-{i}" for i in range(NODES)]
+    for entry in entries:
+        for parent in entry.get("parents", []):
+            assert by_name[parent]["layer"] == entry["layer"] + 1
+            assert entry["name"] in by_name[parent]["children"]
+        if entry["layer"] > 1:
+            assert all(by_name[c]["layer"] == entry["layer"] - 1 for c in entry["children"])
+
+
+def example(name: str) -> list[dict[str, Any]]:
+    return docs(MANIFESTS / "examples" / name)
+
+
+def pods_of(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == "Pod"]
+
+
+def gpus(pod: dict[str, Any]) -> int:
+    total = 0
+    for c in pod["spec"]["containers"]:
+        total += canonical("nvidia.com/gpu", c["resources"]["requests"].get("nvidia.com/gpu", 0), field="gpu")
+    return total
+
+
+@pytest.mark.parametrize("name", [*FITTING, "gang-too-big.yaml"])
+def test_example_pods_use_gangsched_and_a_small_container(name: str) -> None:
+    pods = pods_of(example(name))
+    assert pods
+    for pod in pods:
+        assert pod["spec"]["schedulerName"] == "gangsched"
+        assert [c["image"] for c in pod["spec"]["containers"]] == ["registry.k8s.io/pause:3.9"]
+        limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
+        assert limits.get("nvidia.com/gpu", 0) == pod["spec"]["containers"][0]["resources"]["requests"].get("nvidia.com/gpu", 0)
+
+
+@pytest.mark.parametrize("name", [*FITTING, "gang-too-big.yaml"])
+def test_example_gangs_parse_and_every_pod_reaches_a_quorum(name: str) -> None:
+    objects = example(name)
+    podgroups = {f'{o["metadata"]["namespace"]}/{o["metadata"]["name"]}': podgroup_spec_from_api(o) for o in objects if o["kind"] == "PodGroup"}
+    members: dict[str, int] = defaultdict(int)
+    specs = {}
+    for pod in pods_of(objects):
+        gang = parse_pod_gang(pod)
+        assert gang is not None, pod["metadata"]["name"]
+        spec = gang.resolve(podgroups.get(gang.key))
+        assert spec is not None, f"{gang.key}: no PodGroup and no min-available"
+        members[gang.key] += 1
+        specs[gang.key] = spec
+    for key, count in members.items():
+        assert count >= specs[key].min_member, key
+        for other in specs[key].group:
+            assert other in members, f"{key} is grouped with {other}, which has no pods in {name}"
+
+
+def test_fitting_examples_fit_the_demo_cluster_together_in_any_order() -> None:
+    pods = [p for n in FITTING for p in pods_of(example(n))]
+    total = sum(gpus(p) for p in pods)
+    largest = max(gpus(p) for p in pods)
+    # while a pod waits, fewer than `total` GPUs are in use; a node with `largest` free GPUs must then exist
+    assert total <= NODES * (GPUS_PER_NODE - largest + 1)
+    assert sum(Fraction(canonical("cpu", p["spec"]["containers"][0]["resources"]["requests"]["cpu"], field="cpu"), 1000) for p in pods) <= NODES * 32 // 2
+
+
+def test_too_big_example_never_fits_yet_each_pod_does() -> None:
+    objects = example("gang-too-big.yaml")
+    (pg,) = [o for o in objects if o["kind"] == "PodGroup"]
+    spec = podgroup_spec_from_api(pg)
+    pods = pods_of(objects)
+    assert len(pods) >= spec.min_member and spec.wait_seconds == 20.0
+    assert all(gpus(p) <= GPUS_PER_NODE for p in pods)
+    quorum_gpus = sorted(gpus(p) for p in pods)[: spec.min_member]
+    assert sum(quorum_gpus) > NODES * GPUS_PER_NODE
+
+
+def test_annotation_example_declares_no_podgroup_and_group_example_spans_two_namespaces() -> None:
+    assert not [o for o in example("koordinator-annotations.yaml") if o["kind"] == "PodGroup"]
+    objects = example("gang-group.yaml")
+    created = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
+    used = {o["metadata"]["namespace"] for o in objects if o["kind"] in ("Pod", "PodGroup")}
+    assert len(used) == 2 and used <= created
+
+
+def test_topology_example_asks_for_dp_groups() -> None:
+    (pg,) = [o for o in example("topology-aware.yaml") if o["kind"] == "PodGroup"]
+    spec = podgroup_spec_from_api(pg)
+    assert spec.network_topology is not None and spec.network_topology.group_size == 2
+    assert spec.min_member == len(pods_of(example("topology-aware.yaml"))) == 4
