@@ -1,0 +1,263 @@
+"""Per-class node capacity: how many more pods of a scheduling class each node can take, kept incrementally.
+
+Contract (used by core/scheduler.py only):
+- `ClassIndex` is a memo kept inside the Cluster, one per (class, score strategy). It holds the statically
+  feasible nodes of the class (see core/matching.py) with their preference, each node's fit count (how many
+  more pods of the class fit in its free resources), and buckets of nodes by score key. It is brought up to
+  date from the Cluster's change log: only nodes whose usage changed are recomputed; a change of any node's
+  static properties rebuilds it. Nodes with a fit count of 0 are in no bucket, so placement never looks at
+  full nodes, and never loops pods x nodes.
+- `Workspace` is one cycle's tentative state on top of the Cluster: resources placed (or released) during
+  the cycle, and copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give
+  each unit a transaction. The Cluster and its indexes are never changed by a Workspace.
+Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
+(-preference, -count): emptiest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from gangsched.core.cluster import Cluster
+from gangsched.core.matching import preference, static_block
+from gangsched.core.records import NodeRecord, SchedulingClass
+from gangsched.core.resources import Resources
+
+_CAP = 1 << 30
+_MAX_INDEXES = 256
+
+Key = tuple[int, int]
+
+
+def fit_count(requests: Mapping[str, int], alloc: Mapping[str, int], used: Mapping[str, int] | None,
+              extra: Mapping[str, int] | None = None) -> int:
+    """How many pods with `requests` fit in alloc - used - extra (missing resources count as 0)."""
+    n = _CAP
+    for r, q in requests.items():
+        if q <= 0:
+            continue
+        free = alloc.get(r, 0)
+        if used is not None:
+            free -= used.get(r, 0)
+        if extra is not None:
+            free -= extra.get(r, 0)
+        room = free // q
+        if room < n:
+            if room <= 0:
+                return 0
+            n = room
+    return n
+
+
+def _key(spread: bool, pref: int, count: int) -> Key:
+    return (-pref, -count if spread else count)
+
+
+class ClassIndex:
+    __slots__ = ("cls", "spread", "gen", "pos", "pref", "count", "buckets")
+
+    def __init__(self, cls: SchedulingClass, spread: bool) -> None:
+        self.cls = cls
+        self.spread = spread
+        self.gen = -1
+        self.pos = 0
+        self.pref: dict[str, int] = {}
+        self.count: dict[str, int] = {}
+        self.buckets: dict[Key, dict[str, None]] = {}
+
+    def _rebuild(self, cluster: Cluster) -> None:
+        cls = self.cls
+        self.pref = {}
+        self.count = {}
+        self.buckets = {}
+        req = cls.requests
+        used = cluster.used
+        simple = not cls.constrained and not cls.tolerations and not cls.preferred
+        for name, node in cluster.nodes.items():
+            if simple and not node.taints and not node.unschedulable:
+                pref = 0
+            else:
+                if static_block(cls, node) is not None:
+                    continue
+                pref = preference(cls, node) if (cls.preferred or node.taints) else 0
+            self.pref[name] = pref
+            c = fit_count(req, node.allocatable, used.get(name))
+            self.count[name] = c
+            if c:
+                k = _key(self.spread, pref, c)
+                b = self.buckets.get(k)
+                if b is None:
+                    b = self.buckets[k] = {}
+                b[name] = None
+        self.gen = cluster._static_gen
+        self.pos = cluster._log_base + len(cluster._log)
+
+    def sync(self, cluster: Cluster) -> None:
+        if self.gen != cluster._static_gen or self.pos < cluster._log_base:
+            self._rebuild(cluster)
+            return
+        end = cluster._log_base + len(cluster._log)
+        if self.pos == end:
+            return
+        changed = set(cluster._log[self.pos - cluster._log_base:])
+        self.pos = end
+        req = self.cls.requests
+        for name in changed:
+            pref = self.pref.get(name)
+            if pref is None:
+                continue
+            node = cluster.nodes[name]
+            c = fit_count(req, node.allocatable, cluster.used.get(name))
+            old = self.count[name]
+            if c == old:
+                continue
+            self.count[name] = c
+            if old:
+                k = _key(self.spread, pref, old)
+                b = self.buckets[k]
+                del b[name]
+                if not b:
+                    del self.buckets[k]
+            if c:
+                k = _key(self.spread, pref, c)
+                b2 = self.buckets.get(k)
+                if b2 is None:
+                    b2 = self.buckets[k] = {}
+                b2[name] = None
+
+
+def class_index(cluster: Cluster, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
+    caches = cluster._class_caches
+    key = (cls.id, spread)
+    idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
+    if idx is None:
+        idx = ClassIndex(cls, spread)
+        while len(caches) >= _MAX_INDEXES:
+            del caches[next(iter(caches))]
+    caches[key] = idx
+    assert isinstance(idx, ClassIndex)
+    idx.sync(cluster)
+    return idx
+
+
+class ClassView:
+    """A copy-on-write view of a ClassIndex reflecting the workspace's tentative usage."""
+
+    __slots__ = ("idx", "count", "buckets", "_owned")
+
+    def __init__(self, idx: ClassIndex) -> None:
+        self.idx = idx
+        self.count: dict[str, int] = {}  # overrides of idx.count
+        self.buckets: dict[Key, dict[str, None]] = dict(idx.buckets)
+        self._owned: set[Key] = set()
+
+    def count_of(self, node: str) -> int:
+        c = self.count.get(node)
+        return self.idx.count.get(node, 0) if c is None else c
+
+    def _bucket(self, k: Key) -> dict[str, None]:
+        b = self.buckets.get(k)
+        if k not in self._owned:
+            b = dict(b) if b is not None else {}
+            self.buckets[k] = b
+            self._owned.add(k)
+        elif b is None:
+            b = self.buckets[k] = {}
+        return b
+
+    def set_count(self, node: str, c: int) -> None:
+        pref = self.idx.pref.get(node)
+        if pref is None:
+            return
+        old = self.count_of(node)
+        if old == c:
+            return
+        self.count[node] = c
+        spread = self.idx.spread
+        if old:
+            k = _key(spread, pref, old)
+            b = self._bucket(k)
+            b.pop(node, None)
+            if not b:
+                del self.buckets[k]
+                self._owned.discard(k)
+        if c:
+            self._bucket(_key(spread, pref, c))[node] = None
+
+    def ordered(self) -> Iterator[tuple[str, int]]:
+        """(node, count) by ascending score key, skipping nodes that are full. Do not mutate while iterating."""
+        for k in sorted(self.buckets):
+            for node in self.buckets[k]:
+                yield node, abs(k[1])
+
+    def capacity(self) -> dict[str, int]:
+        return {n: c for k, b in self.buckets.items() for n in b for c in (abs(k[1]),)}
+
+
+@dataclass(slots=True)
+class _Undo:
+    node: str
+    delta: Mapping[str, int]
+    sign: int
+
+
+class Workspace:
+    def __init__(self, cluster: Cluster, *, spread: bool) -> None:
+        self.cluster = cluster
+        self.spread = spread
+        self.extra: dict[str, Resources] = {}
+        self.views: dict[int, ClassView] = {}
+        self._undo: list[_Undo] = []
+
+    def view(self, cls: SchedulingClass) -> ClassView:
+        v = self.views.get(cls.id)
+        if v is None:
+            v = self.views[cls.id] = ClassView(class_index(self.cluster, cls, spread=self.spread))
+            for node in self.extra:
+                self._refresh(v, node)
+        return v
+
+    def _refresh(self, v: ClassView, node: str) -> None:
+        rec: NodeRecord | None = self.cluster.nodes.get(node)
+        if rec is None or node not in v.idx.pref:
+            return
+        v.set_count(node, fit_count(v.idx.cls.requests, rec.allocatable, self.cluster.used.get(node),
+                                    self.extra.get(node)))
+
+    def _change(self, node: str, delta: Mapping[str, int], sign: int, *, log: bool) -> None:
+        e = self.extra.get(node)
+        if e is None:
+            e = self.extra[node] = {}
+        for r, q in delta.items():
+            e[r] = e.get(r, 0) + sign * q
+        for v in self.views.values():
+            self._refresh(v, node)
+        if log:
+            self._undo.append(_Undo(node, delta, sign))
+
+    def place(self, node: str, requests: Mapping[str, int], times: int = 1) -> None:
+        if times == 1:
+            self._change(node, requests, 1, log=True)
+        else:
+            self._change(node, {r: q * times for r, q in requests.items()}, 1, log=True)
+
+    def release(self, node: str, requests: Mapping[str, int]) -> None:
+        self._change(node, requests, -1, log=True)
+
+    def begin(self) -> int:
+        return len(self._undo)
+
+    def rollback(self, mark: int) -> None:
+        while len(self._undo) > mark:
+            u = self._undo.pop()
+            self._change(u.node, u.delta, -u.sign, log=False)
+
+    def free(self, node: str) -> Resources:
+        rec = self.cluster.nodes[node]
+        out = dict(rec.allocatable)
+        for src in (self.cluster.used.get(node), self.extra.get(node)):
+            if src:
+                for r, q in src.items():
+                    out[r] = out.get(r, 0) - q
+        return out

@@ -1,0 +1,344 @@
+"""The mutable, incremental, pure in-memory model of the cluster that the scheduler decides against.
+
+Contract (the state/ layer feeds it from watch events; the runtime applies plans to it):
+- Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (reservations on a removed node are dropped and
+  their pods become pending again).
+- Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node
+  while it is bound (spec.nodeName) and not Succeeded/Failed, or while it holds a reservation or a binding in
+  flight; it is never charged twice. A watch event showing a reserved pod bound replaces the reservation by
+  the bound accounting. Per-node used resources are maintained incrementally, so the cost of a decision
+  does not depend on how many pods are bound.
+- Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`. Pods whose gang
+  has no spec yet are collected and wait. `mark_satisfied(key)` restores the once-satisfied flag at startup
+  (from PodGroup status).
+- `set_topology(tree | None)`: the topology tree handed to placement (see core/topology_adapter.py).
+- `apply(plan)`: records what a cycle decided (reservations, releases, bindings in flight, timeouts,
+  satisfied flags, waiting-time starts, backoffs, last reported statuses).
+- `bind_succeeded(pod_key)`: the binder bound the pod: it is treated as bound to its node until the watch
+  event confirms. `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is pending again,
+  scheduling alone if its gang is satisfied. A binding in flight is never handed out again.
+Readers: `nodes`, `pods`, `gangs`, `used`, `reservation_of(pod_key)`, `free(node)`, `bindings_in_flight()`.
+Everything else (underscored) is for core/scheduler.py and core/capacity.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gangsched.core.gangspec import GangSpec
+from gangsched.core.plan import GangStatus, Plan
+from gangsched.core.records import NodeRecord, PodRecord
+from gangsched.core.resources import Resources, add_into, sub_into
+from gangsched.core.topology import TopologyTree
+
+ALONE_PREFIX = "pod:"  # queue-unit keys of pods scheduled alone: "pod:namespace/name"
+
+
+def alone_key(pod_key: str) -> str:
+    return ALONE_PREFIX + pod_key
+
+
+@dataclass(slots=True)
+class UnitState:
+    """Queue bookkeeping of one scheduling unit (a gang, or a pod scheduled alone)."""
+
+    key: str
+    attempts: int = 0
+    backoff_until: float = 0.0
+    failed_at: float | None = None
+    waiting_reason: str | None = None  # last waiting reason reported (to report a change once)
+
+
+@dataclass(slots=True)
+class GangState(UnitState):
+    spec: GangSpec | None = None
+    created: float | None = None  # the PodGroup's creation time; None: the earliest member's
+    members: dict[str, None] = field(default_factory=dict)
+    pending: dict[str, None] = field(default_factory=dict)
+    first_reserved: float | None = None  # waiting-time start
+    satisfied: bool = False  # once-satisfied: later members schedule alone
+    timed_out: bool = False
+    last_status: GangStatus | None = None
+    priority: int = 0  # max priority over members
+    member_created: float = float("inf")  # earliest member creation time
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeRecord] = {}
+        self.pods: dict[str, PodRecord] = {}
+        self.gangs: dict[str, GangState] = {}
+        self.used: dict[str, Resources] = {}
+        self.topology: TopologyTree | None = None
+        self._charged: dict[str, tuple[str, Mapping[str, int]]] = {}
+        self._reservations: dict[str, tuple[str, bool]] = {}  # pod -> (node, binding in flight)
+        self._alone: dict[str, UnitState] = {}  # alone_key -> state (only while pending)
+        self._alone_pending: dict[str, None] = {}  # pod keys of pending pods scheduled alone
+        self._queued_gangs: dict[str, None] = {}  # gangs with pending members
+        self._reserving: dict[str, None] = {}  # gangs with a waiting-time start and not satisfied
+        # change tracking for capacity caches (core/capacity.py)
+        self._static_gen = 0  # bumped when any node's static properties change
+        self._log: list[str] = []  # nodes whose used resources changed, since _log_base
+        self._log_base = 0
+        self._class_caches: dict[Any, Any] = {}
+
+    # ----- nodes -----
+    def upsert_node(self, node: NodeRecord) -> None:
+        old = self.nodes.get(node.name)
+        self.nodes[node.name] = node
+        if old is None or old.allocatable != node.allocatable or old.labels != node.labels or (
+            old.taints != node.taints or old.unschedulable != node.unschedulable
+        ):
+            self._static_gen += 1
+
+    def remove_node(self, name: str) -> None:
+        if self.nodes.pop(name, None) is None:
+            return
+        self._static_gen += 1
+        for pod_key, (node, _binding) in list(self._reservations.items()):
+            if node == name:
+                self._drop_reservation(pod_key)
+
+    # ----- pods -----
+    def upsert_pod(self, pod: PodRecord) -> None:
+        key = pod.key
+        old = self.pods.get(key)
+        self.pods[key] = pod
+        if pod.node_name is not None or pod.terminal:
+            self._reservations.pop(key, None)
+        if old is not None and old.gang != pod.gang:
+            self._leave_gang(old)
+        if pod.gang is not None:
+            gs = self._gang(pod.gang)
+            gs.members[key] = None
+            if pod.priority > gs.priority:
+                gs.priority = pod.priority
+            if pod.created < gs.member_created:
+                gs.member_created = pod.created
+        self._recharge(key)
+        self._refresh_pending(key)
+
+    def remove_pod(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        self._reservations.pop(key, None)
+        self._recharge(key)
+        if pod is not None:
+            self._leave_gang(pod)
+            self._set_pending(pod, False)
+        self._alone.pop(alone_key(key), None)
+
+    # ----- gangs -----
+    def upsert_gang(self, spec: GangSpec, *, created: float | None = None) -> None:
+        gs = self._gang(spec.key)
+        gs.spec = spec
+        if created is not None:
+            gs.created = created
+
+    def remove_gang(self, key: str) -> None:
+        gs = self.gangs.get(key)
+        if gs is None:
+            return
+        gs.spec = None
+        gs.created = None
+        self._forget_if_empty(gs)
+
+    def mark_satisfied(self, key: str) -> None:
+        gs = self._gang(key)
+        gs.satisfied = True
+        gs.first_reserved = None
+        self._reserving.pop(key, None)
+
+    def set_topology(self, tree: TopologyTree | None) -> None:
+        self.topology = tree
+
+    # ----- readers -----
+    def reservation_of(self, pod_key: str) -> tuple[str, bool] | None:
+        """(node, binding_in_flight) of a pod's reservation, or None."""
+        return self._reservations.get(pod_key)
+
+    def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
+        return ((k, n) for k, (n, b) in self._reservations.items() if b)
+
+    def free(self, node: str) -> Resources:
+        rec = self.nodes[node]
+        out = dict(rec.allocatable)
+        sub_into(out, self.used.get(node, {}))
+        return out
+
+    # ----- plan application and binder feedback -----
+    def apply(self, plan: Plan) -> None:
+        for key in plan.releases:
+            if key in self._reservations and not self._reservations[key][1]:
+                self._drop_reservation(key)
+        for key, node in plan.reservations:
+            self._reserve(key, node, binding=False)
+        for key, node in plan.bindings:
+            self._reserve(key, node, binding=True)
+        for gk, start in plan.first_reserved.items():
+            gs = self._gang(gk)
+            if start is None:
+                gs.first_reserved = None
+                self._reserving.pop(gk, None)
+            elif gs.first_reserved is None and not gs.satisfied:
+                gs.first_reserved = start
+                self._reserving[gk] = None
+        for gk in plan.satisfied:
+            self.mark_satisfied(gk)
+        for to in plan.timeouts:
+            gs = self._gang(to.gang_key)
+            gs.timed_out = True
+            gs.first_reserved = None
+            self._reserving.pop(to.gang_key, None)
+            for key in list(gs.pending):
+                self._refresh_pending(key)
+        for uk, backoff in plan.unit_backoffs.items():
+            st = self._unit(uk)
+            if st is not None:
+                st.attempts, st.backoff_until, st.failed_at = backoff.attempts, backoff.until, backoff.failed_at
+        for uk in plan.unit_success:
+            st = self._unit(uk)
+            if st is not None:
+                st.attempts, st.backoff_until, st.failed_at, st.waiting_reason = 0, 0.0, None, None
+        for uk, reason in plan.waiting_reasons.items():
+            st = self._unit(uk)
+            if st is not None:
+                st.waiting_reason = reason
+        for gk, status in plan.gang_status.items():
+            self._gang(gk).last_status = status
+
+    def bind_succeeded(self, pod_key: str) -> None:
+        res = self._reservations.get(pod_key)
+        pod = self.pods.get(pod_key)
+        if res is None or pod is None:
+            return
+        self.upsert_pod(dataclasses.replace(pod, node_name=res[0]))
+
+    def bind_failed(self, pod_key: str) -> None:
+        if pod_key in self._reservations:
+            self._drop_reservation(pod_key)
+
+    # ----- internals -----
+    def _gang(self, key: str) -> GangState:
+        gs = self.gangs.get(key)
+        if gs is None:
+            gs = self.gangs[key] = GangState(key)
+        return gs
+
+    def _unit(self, unit_key: str) -> UnitState | None:
+        if unit_key.startswith(ALONE_PREFIX):
+            pod_key = unit_key[len(ALONE_PREFIX):]
+            if pod_key not in self.pods:
+                return None
+            st = self._alone.get(unit_key)
+            if st is None:
+                st = self._alone[unit_key] = UnitState(unit_key)
+            return st
+        return self._gang(unit_key)
+
+    def _leave_gang(self, pod: PodRecord) -> None:
+        if pod.gang is None:
+            self._alone_pending.pop(pod.key, None)
+            return
+        gs = self.gangs.get(pod.gang)
+        if gs is None:
+            return
+        gs.members.pop(pod.key, None)
+        if gs.pending.pop(pod.key, None) is not None and not gs.pending:
+            self._queued_gangs.pop(gs.key, None)
+        gs.priority = max((self.pods[k].priority for k in gs.members if k in self.pods), default=0)
+        gs.member_created = min((self.pods[k].created for k in gs.members if k in self.pods), default=float("inf"))
+        if not gs.members:
+            gs.timed_out = False
+            gs.first_reserved = None
+            self._reserving.pop(gs.key, None)
+        self._forget_if_empty(gs)
+
+    def _forget_if_empty(self, gs: GangState) -> None:
+        if not gs.members and gs.spec is None:
+            self.gangs.pop(gs.key, None)
+            self._queued_gangs.pop(gs.key, None)
+            self._reserving.pop(gs.key, None)
+
+    def _is_pending(self, pod: PodRecord) -> bool:
+        return (
+            pod.ours
+            and pod.node_name is None
+            and not pod.terminal
+            and not pod.timed_out
+            and pod.key not in self._reservations
+        )
+
+    def _refresh_pending(self, key: str) -> None:
+        pod = self.pods.get(key)
+        if pod is not None:
+            self._set_pending(pod, self._is_pending(pod))
+
+    def _set_pending(self, pod: PodRecord, pending: bool) -> None:
+        key = pod.key
+        if pod.gang is None:
+            if pending:
+                self._alone_pending[key] = None
+            else:
+                self._alone_pending.pop(key, None)
+                st = self._alone.get(alone_key(key))
+                if st is not None and st.attempts == 0:
+                    self._alone.pop(alone_key(key), None)
+            return
+        gs = self.gangs.get(pod.gang)
+        if gs is None:
+            return
+        if pending:
+            gs.pending[key] = None
+            self._queued_gangs[gs.key] = None
+        elif gs.pending.pop(key, None) is not None and not gs.pending:
+            self._queued_gangs.pop(gs.key, None)
+
+    def _reserve(self, key: str, node: str, *, binding: bool) -> None:
+        pod = self.pods.get(key)
+        if pod is None or pod.node_name is not None or pod.terminal:
+            return
+        self._reservations[key] = (node, binding)
+        self._recharge(key)
+        self._set_pending(pod, False)
+
+    def _drop_reservation(self, key: str) -> None:
+        self._reservations.pop(key, None)
+        self._recharge(key)
+        self._refresh_pending(key)
+
+    def _recharge(self, key: str) -> None:
+        pod = self.pods.get(key)
+        target: str | None = None
+        if pod is not None and not pod.terminal:
+            if pod.node_name is not None:
+                target = pod.node_name
+            else:
+                res = self._reservations.get(key)
+                if res is not None:
+                    target = res[0]
+        current = self._charged.get(key)
+        requests = pod.sclass.requests if pod is not None else None
+        if current is not None and target == current[0] and requests is current[1]:
+            return
+        if current is not None:
+            node, req = current
+            used = self.used.get(node)
+            if used is not None:
+                sub_into(used, req)
+                if not used:
+                    del self.used[node]
+            self._log.append(node)
+            del self._charged[key]
+        if target is not None and requests is not None:
+            used = self.used.get(target)
+            if used is None:
+                used = self.used[target] = {}
+            add_into(used, requests)
+            self._charged[key] = (target, requests)
+            self._log.append(target)
+        if len(self._log) > 4 * len(self.nodes) + 10_000:
+            self._log_base += len(self._log)
+            self._log.clear()

@@ -1,0 +1,96 @@
+"""The result of one scheduling cycle: decisions as data, carried out by the runtime.
+
+Contract: `schedule()` (core/scheduler.py) returns a `Plan`; the runtime performs its API side effects
+(bindings through pods/binding, pod annotations and conditions, PodGroup status, events) and then calls
+`Cluster.apply(plan)` so the in-memory model records what was decided. The `unit_*` fields are for
+`Cluster.apply` (backoff bookkeeping); the runtime may ignore them.
+
+Fields:
+- bindings: [(pod_key, node)] to bind now (the gang, or its whole gang group, reached quorum).
+- reservations: [(pod_key, node)] held in memory only (NonStrict progress, or waiting for the gang group).
+- releases: [pod_key] reservations given up (Strict failure, timeout).
+- timeouts: [GangTimeout] gangs whose waiting time ended: annotate each listed pod
+  `gang.scheduling.koordinator.sh/timeout: "true"`.
+- gang_status: {gang_key: GangStatus} PodGroup status to write (only gangs that changed).
+- events: [Event] to emit.
+- conditions: [PodCondition] PodScheduled=False conditions for pods that cannot be placed or wait.
+- next_wakeup: earliest absolute time at which a timer matters (waiting-time expiry, backoff end), or None.
+- evictions / nominations: reserved for group preemption (issue 6); empty for now.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PHASE_PENDING = "Pending"  # waiting for the PodGroup, for members, or to fit
+PHASE_SCHEDULING = "Scheduling"  # some members hold reservations
+PHASE_SCHEDULED = "Scheduled"  # quorum bound (once-satisfied)
+PHASE_FAILED = "Failed"  # timed out: its pods are never scheduled again until recreated
+
+
+@dataclass(frozen=True, slots=True)
+class GangStatus:
+    phase: str
+    scheduled: int  # members bound or being bound
+    reserved: int  # members holding in-memory reservations
+    pending: int  # members not placed
+    reason: str  # CamelCase, e.g. Scheduled, Unschedulable, WaitingForPods, WaitingForGangGroup, GangTimeout
+    message: str
+    tier: int | None = None  # topology tier the gang was placed within (None: no topology)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    kind: str  # "Pod" | "PodGroup"
+    namespace: str
+    name: str
+    type: str  # "Normal" | "Warning"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    pod_key: str
+    reason: str  # "Unschedulable" | "WaitingForGang" | ...
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class GangTimeout:
+    gang_key: str
+    pods: tuple[str, ...]  # member pod keys to annotate as timed out
+
+
+@dataclass(frozen=True, slots=True)
+class UnitBackoff:
+    attempts: int
+    until: float  # no new attempt before this time
+    failed_at: float  # queue re-sort key
+
+
+@dataclass(slots=True)
+class Plan:
+    bindings: list[tuple[str, str]] = field(default_factory=list)
+    reservations: list[tuple[str, str]] = field(default_factory=list)
+    releases: list[str] = field(default_factory=list)
+    timeouts: list[GangTimeout] = field(default_factory=list)
+    gang_status: dict[str, GangStatus] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
+    conditions: list[PodCondition] = field(default_factory=list)
+    next_wakeup: float | None = None
+    evictions: list[str] = field(default_factory=list)
+    nominations: list[tuple[str, str]] = field(default_factory=list)
+    # bookkeeping for Cluster.apply
+    unit_backoffs: dict[str, UnitBackoff] = field(default_factory=dict)
+    unit_success: list[str] = field(default_factory=list)  # units whose backoff resets
+    satisfied: list[str] = field(default_factory=list)  # gangs reaching quorum (once-satisfied)
+    first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
+    waiting_reasons: dict[str, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.bindings or self.reservations or self.releases or self.timeouts or self.gang_status
+            or self.events or self.conditions or self.unit_backoffs or self.satisfied or self.waiting_reasons
+        )

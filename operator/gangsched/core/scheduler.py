@@ -1,0 +1,556 @@
+"""One scheduling cycle as a pure function: `schedule(cluster, now, config) -> Plan`.
+
+Contract:
+- Does not change the Cluster's observable state (it only refreshes the Cluster's internal capacity memos);
+  the runtime carries the Plan out, then calls `cluster.apply(plan)`.
+- Order of work: (1) gangs whose waiting time (from their first reservation; spec.wait_seconds or
+  config.default_wait_seconds) has ended time out: every reservation is released, the gang is marked
+  timed out (reason GangTimeout) and its pods are listed for the timeout annotation; (2) the queue: units
+  (gangs, and pods without a gang as units of one) with pending members, not backed off, sorted by priority
+  desc, then creation time (a failed unit uses its last failure time), then key; (3) up to
+  config.max_units_per_cycle units are attempted, each a transaction on a shared Workspace, so later units
+  see earlier units' placements.
+- Gang rules: a gang without a spec (PodGroup not seen yet) waits; fewer live members than minMember (or
+  than a role's minimum) waits without reserving anything; minResources above the cluster's free capacity
+  fails fast. Otherwise all pending members (up to totalMember) are placed at once. Quorum = bound members
+  (including bindings in flight) + reservations + new placements >= minMember, and every role's minimum.
+  Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
+  the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
+  Quorum missed: Strict releases everything the gang holds and backs off; NonStrict keeps its placements as
+  reservations and backs off. A satisfied gang's pending members (replacements, late members) schedule
+  alone, without the gang rules. A unit that still has pending members after its attempt backs off
+  (exponential: config.backoff_seconds). Topology (when the gang spec has network_topology, the cluster a
+  tree and the pending members one scheduling class): core.topology.place on per-node capacity.
+- Without topology: per scheduling class, nodes are chosen from ClassIndex buckets (core/capacity.py):
+  binpack takes the fullest node that fits as many as it can; spread deals one pod per node round the
+  emptiest nodes; preferred affinity and PreferNoSchedule taints rank first.
+- Failure messages aggregate why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
+  3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`. Events and pod conditions
+  of a unit are only emitted when its message changes.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gangsched.core.capacity import ClassView, Workspace, fit_count
+from gangsched.core.cluster import ALONE_PREFIX, Cluster, GangState, UnitState, alone_key
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.matching import static_block
+from gangsched.core.plan import (
+    PHASE_FAILED,
+    PHASE_PENDING,
+    PHASE_SCHEDULED,
+    PHASE_SCHEDULING,
+    Event,
+    GangStatus,
+    GangTimeout,
+    Plan,
+    PodCondition,
+    UnitBackoff,
+)
+from gangsched.core.records import PodRecord, SchedulingClass
+from gangsched.core.resources import format_resources
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place
+
+
+def schedule(cluster: Cluster, now: float, config: SchedulerConfig) -> Plan:
+    """One cycle; see the module docstring."""
+    return _Cycle(cluster, now, config).run()
+
+
+@dataclass(slots=True)
+class _Members:
+    bound: list[str]
+    reserved: list[tuple[str, str]]
+    pending: list[PodRecord]
+
+    def roles(self, cluster: Cluster, extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
+        c: Counter[str | None] = Counter()
+        for k in self.bound:
+            c[cluster.pods[k].role] += 1
+        for k, _ in self.reserved:
+            c[cluster.pods[k].role] += 1
+        for p in extra:
+            c[p.role] += 1
+        return c
+
+
+@dataclass(slots=True)
+class _Shortfall:
+    cls: SchedulingClass
+    need: int
+    placed: int
+    reason: str | None = None  # already known (topology miss)
+
+
+def _split(key: str) -> tuple[str, str]:
+    ns, _, name = key.partition("/")
+    return ns, name
+
+
+def _roles_short(spec: GangSpec, counts: Counter[str | None]) -> str | None:
+    for role, minimum in spec.roles:
+        if counts.get(role, 0) < minimum:
+            return f"role {role}: {counts.get(role, 0)} of {minimum}"
+    return None
+
+
+class _Cycle:
+    def __init__(self, cluster: Cluster, now: float, config: SchedulerConfig) -> None:
+        self.cluster = cluster
+        self.now = now
+        self.config = config
+        self.plan = Plan()
+        self.ws = Workspace(cluster, spread=config.score_strategy == "spread")
+        self.reserved_now: dict[str, str] = {}
+        self.released_now: set[str] = set()
+        self.bound_now: set[str] = set()
+        self.satisfied_now: set[str] = set()
+        self.timed_out_now: set[str] = set()
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Plan:
+        self._timeouts()
+        budget = self.config.max_units_per_cycle
+        for uk in self._queue():
+            if budget <= 0:
+                break
+            if self._attempt(uk):
+                budget -= 1
+        self._wakeup()
+        return self.plan
+
+    def _queue(self) -> list[str]:
+        c = self.cluster
+        now = self.now
+        items: list[tuple[int, float, str]] = []
+        for gk in c._queued_gangs:
+            gs = c.gangs[gk]
+            if gs.timed_out or gk in self.timed_out_now:
+                continue
+            if gs.spec is None and not gs.satisfied:
+                self._wait(gs, "WaitingForPodGroup", f"PodGroup {gk} does not exist yet")
+                continue
+            if gs.backoff_until > now:
+                continue
+            created = gs.failed_at if gs.failed_at is not None else (
+                gs.created if gs.created is not None else gs.member_created)
+            items.append((-gs.priority, created, gk))
+        for pk in c._alone_pending:
+            st = c._alone.get(alone_key(pk))
+            if st is not None and st.backoff_until > now:
+                continue
+            pod = c.pods[pk]
+            created = st.failed_at if st is not None and st.failed_at is not None else pod.created
+            items.append((-pod.priority, created, alone_key(pk)))
+        items.sort()
+        return [k for _, _, k in items]
+
+    def _attempt(self, uk: str) -> bool:
+        if uk.startswith(ALONE_PREFIX):
+            pod = self.cluster.pods[uk[len(ALONE_PREFIX):]]
+            self._alone(uk, [pod], gang=None)
+            return True
+        gs = self.cluster.gangs[uk]
+        if gs.satisfied:
+            members = self._members(gs)
+            if not members.pending:
+                return False
+            self._alone(uk, members.pending, gang=gs)
+            return True
+        return self._gang(gs)
+
+    # ------------------------------------------------------------------ bookkeeping helpers
+    def _state(self, uk: str) -> UnitState | None:
+        if uk.startswith(ALONE_PREFIX):
+            return self.cluster._alone.get(uk)
+        return self.cluster.gangs.get(uk)
+
+    def _backoff(self, uk: str) -> None:
+        st = self._state(uk)
+        attempts = (st.attempts if st is not None else 0) + 1
+        until = self.now + self.config.backoff_seconds(attempts)
+        self.plan.unit_backoffs[uk] = UnitBackoff(attempts, until, self.now)
+
+    def _success(self, uk: str) -> None:
+        st = self._state(uk)
+        if st is not None and (st.attempts or st.waiting_reason is not None):
+            self.plan.unit_success.append(uk)
+
+    def _changed(self, uk: str, message: str) -> bool:
+        """Record `message` as the unit's last reported reason; True when it differs from the last one."""
+        st = self._state(uk)
+        if st is not None and st.waiting_reason == message:
+            return False
+        self.plan.waiting_reasons[uk] = message
+        return True
+
+    def _status(self, gs: GangState, status: GangStatus) -> None:
+        if gs.spec is None:
+            return
+        if gs.last_status != status:
+            self.plan.gang_status[gs.key] = status
+
+    def _event(self, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+        ns, name = _split(key)
+        self.plan.events.append(Event(kind, ns, name, type_, reason, message))
+
+    def _conditions(self, pods: Iterable[PodRecord], reason: str, message: str) -> None:
+        for p in pods:
+            self.plan.conditions.append(PodCondition(p.key, reason, message))
+
+    def _wait(self, gs: GangState, reason: str, message: str) -> None:
+        if self._changed(gs.key, message):
+            self._conditions((self.cluster.pods[k] for k in gs.pending), reason, message)
+            m = self._members(gs)
+            self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), len(m.reserved), len(m.pending), reason, message))
+
+    def _members(self, gs: GangState) -> _Members:
+        pods = self.cluster.pods
+        reservations = self.cluster._reservations
+        bound: list[str] = []
+        reserved: list[tuple[str, str]] = []
+        pending: list[PodRecord] = []
+        for k in gs.members:
+            pod = pods.get(k)
+            if pod is None or pod.phase == "Failed":
+                continue
+            if pod.node_name is not None:
+                bound.append(k)
+                continue
+            if pod.terminal:
+                continue
+            if k in self.bound_now:
+                bound.append(k)
+                continue
+            node = self.reserved_now.get(k)
+            if node is not None:
+                reserved.append((k, node))
+                continue
+            r = reservations.get(k)
+            if r is not None and k not in self.released_now:
+                if r[1]:
+                    bound.append(k)
+                else:
+                    reserved.append((k, r[0]))
+                continue
+            if pod.ours and not pod.timed_out:
+                pending.append(pod)
+        pending.sort(key=lambda p: (p.rank if p.rank is not None else 1 << 62, p.name))
+        return _Members(bound, reserved, pending)
+
+    # ------------------------------------------------------------------ timeouts and wakeup
+    def _wait_seconds(self, gs: GangState) -> float:
+        if gs.spec is not None and gs.spec.wait_seconds is not None:
+            return gs.spec.wait_seconds
+        return self.config.default_wait_seconds
+
+    def _timeouts(self) -> None:
+        c = self.cluster
+        for gk in list(c._reserving):
+            gs = c.gangs.get(gk)
+            if gs is None or gs.first_reserved is None or gs.satisfied:
+                continue
+            if gs.first_reserved + self._wait_seconds(gs) > self.now:
+                continue
+            m = self._members(gs)
+            for k, node in m.reserved:
+                self.ws.release(node, c.pods[k].requests)
+                self.plan.releases.append(k)
+                self.released_now.add(k)
+            victims = tuple(k for k, _ in m.reserved) + tuple(p.key for p in m.pending)
+            self.plan.timeouts.append(GangTimeout(gk, victims))
+            self.timed_out_now.add(gk)
+            message = (f"waiting time {self._wait_seconds(gs):g}s ended with {len(m.bound)} bound and "
+                       f"{len(m.reserved)} reserved members; released every reservation")
+            self._status(gs, GangStatus(PHASE_FAILED, len(m.bound), 0, len(victims), "GangTimeout", message))
+            self._event("PodGroup", gk, "Warning", "GangTimeout", message)
+            self._conditions((c.pods[k] for k in victims), "GangTimeout", message)
+
+    def _wakeup(self) -> None:
+        c = self.cluster
+        now = self.now
+        best: float | None = None
+
+        def consider(t: float) -> None:
+            nonlocal best
+            if t > now and (best is None or t < best):
+                best = t
+
+        for gk in c._reserving:
+            gs = c.gangs[gk]
+            if gk in self.timed_out_now or gk in self.satisfied_now or gs.first_reserved is None:
+                continue
+            consider(gs.first_reserved + self._wait_seconds(gs))
+        for gk, start in self.plan.first_reserved.items():
+            if start is not None and gk not in self.satisfied_now:
+                consider(start + self._wait_seconds(c.gangs[gk]))
+        for b in self.plan.unit_backoffs.values():
+            consider(b.until)
+        for gk in c._queued_gangs:
+            if gk not in self.plan.unit_backoffs:
+                consider(c.gangs[gk].backoff_until)
+        for pk in c._alone_pending:
+            st = c._alone.get(alone_key(pk))
+            if st is not None and alone_key(pk) not in self.plan.unit_backoffs:
+                consider(st.backoff_until)
+        self.plan.next_wakeup = best
+
+    # ------------------------------------------------------------------ placement
+    def _place(self, spec: GangSpec | None, pods: list[PodRecord], *, partial: bool
+               ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None]:
+        """Place pods on the workspace. Returns (placed, shortfalls, topology tier)."""
+        groups: dict[int, list[PodRecord]] = {}
+        classes: dict[int, SchedulingClass] = {}
+        for p in pods:
+            groups.setdefault(p.sclass.id, []).append(p)
+            classes[p.sclass.id] = p.sclass
+        tree: TopologyTree | None = self.cluster.topology
+        if tree is not None and spec is not None and spec.network_topology is not None and len(groups) == 1:
+            return self._place_topology(tree, spec, pods)
+        placed: list[tuple[PodRecord, str]] = []
+        short: list[_Shortfall] = []
+        for cid, members in groups.items():
+            cls = classes[cid]
+            view = self.ws.view(cls)
+            chosen = self._pick_spread(view, cls, len(members)) if self.ws.spread else self._pick_binpack(
+                view, cls, len(members))
+            i = 0
+            for node, k in chosen:
+                for p in members[i:i + k]:
+                    placed.append((p, node))
+                i += k
+            if i < len(members):
+                short.append(_Shortfall(cls, len(members), i))
+                if not partial:
+                    break
+        return placed, short, None
+
+    def _pick_binpack(self, view: ClassView, cls: SchedulingClass, need: int) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        remaining = need
+        for node, c in view.ordered():
+            k = c if c < remaining else remaining
+            out.append((node, k))
+            remaining -= k
+            if not remaining:
+                break
+        for node, k in out:
+            self.ws.place(node, cls.requests, k)
+        return out
+
+    def _pick_spread(self, view: ClassView, cls: SchedulingClass, need: int) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        remaining = need
+        while remaining:
+            snapshot = list(view.ordered())
+            if not snapshot:
+                break
+            for node, _ in snapshot:
+                self.ws.place(node, cls.requests)
+                out.append((node, 1))
+                remaining -= 1
+                if not remaining:
+                    break
+        return out
+
+    def _place_topology(self, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord]
+                        ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None]:
+        nt = spec.network_topology
+        assert nt is not None
+        cls = pods[0].sclass
+        view = self.ws.view(cls)
+        result = place(tree, view.capacity(), count=len(pods), group_size=nt.group_size,
+                       highest_tier_allowed=nt.highest_tier_allowed, hard=nt.mode == "hard")
+        if not isinstance(result, TopologyPlacement):
+            return [], [_Shortfall(cls, len(pods), 0, f"topology: {result.reason}")], None
+        for node, k in Counter(result.nodes).items():
+            self.ws.place(node, cls.requests, k)
+        return list(zip(pods, result.nodes)), [], result.whole_tier
+
+    def _explain(self, short: list[_Shortfall]) -> str:
+        parts = []
+        for s in short:
+            head = f"needs {s.need} x {format_resources(s.cls.requests)}"
+            if s.reason is not None:
+                parts.append(f"{head}; {s.reason}")
+                continue
+            reasons: Counter[str] = Counter()
+            fit = 0
+            used = self.cluster.used
+            extra = self.ws.extra
+            for name, node in self.cluster.nodes.items():
+                why = static_block(s.cls, node)
+                if why is None:
+                    if fit_count(s.cls.requests, node.allocatable, used.get(name), extra.get(name)) > 0:
+                        fit += 1
+                        continue
+                    free = self.ws.free(name)
+                    why = next((f"insufficient {r}" for r, q in sorted(s.cls.requests.items())
+                                if free.get(r, 0) < q), "insufficient resources")
+                reasons[why] += 1
+            shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
+            parts.append(f"{head}; {fit} nodes fit; {s.need - s.placed} more blocked by: {shown or 'no nodes'}")
+        return "; ".join(parts)
+
+    # ------------------------------------------------------------------ units
+    def _alone(self, uk: str, pods: list[PodRecord], *, gang: GangState | None) -> None:
+        """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
+        placed, short, _ = self._place(None, pods, partial=True)
+        for p, node in placed:
+            self.plan.bindings.append((p.key, node))
+            self.bound_now.add(p.key)
+        if not short:
+            self._success(uk)
+            if gang is not None:
+                m = self._members(gang)
+                self._status(gang, GangStatus(PHASE_SCHEDULED, len(m.bound), len(m.reserved), len(m.pending),
+                                              "Scheduled", "quorum reached; later members schedule alone"))
+            return
+        done = {p.key for p, _ in placed}
+        failed = [p for p in pods if p.key not in done]
+        message = self._explain(short)
+        self._backoff(uk)
+        if self._changed(uk, message):
+            self._conditions(failed, "Unschedulable", message)
+            for p in failed[:1] if gang is not None else failed:
+                self._event("Pod", p.key, "Warning", "FailedScheduling", message)
+
+    def _gang(self, gs: GangState) -> bool:
+        spec = gs.spec
+        assert spec is not None
+        m = self._members(gs)
+        alive = len(m.bound) + len(m.reserved) + len(m.pending)
+        if alive < spec.min_member:
+            self._wait(gs, "WaitingForPods", f"{alive} of minMember {spec.min_member} pods exist")
+            return False
+        role_short = _roles_short(spec, m.roles(self.cluster, m.pending))
+        if role_short is not None:
+            self._wait(gs, "WaitingForPods", f"{role_short} pods exist")
+            return False
+        pending = m.pending
+        if spec.total_member is not None:
+            room = spec.total_member - len(m.bound) - len(m.reserved)
+            pending = pending[:max(room, 0)]
+        if not pending:
+            return False
+        if spec.min_resources and self._min_resources_short(gs, spec, m):
+            return True
+        mark = self.ws.begin()
+        placed, short, tier = self._place(spec, pending, partial=spec.mode == GangMode.NON_STRICT)
+        new = [p for p, _ in placed]
+        have = len(m.bound) + len(m.reserved) + len(placed)
+        quorum = have >= spec.min_member and _roles_short(spec, m.roles(self.cluster, new)) is None
+        if not quorum and spec.mode == GangMode.STRICT:
+            self.ws.rollback(mark)
+            for k, node in m.reserved:
+                self.ws.release(node, self.cluster.pods[k].requests)
+                self.plan.releases.append(k)
+                self.released_now.add(k)
+            if gs.first_reserved is not None:
+                self.plan.first_reserved[gs.key] = None
+            message = self._explain(short) if short else f"{have} of minMember {spec.min_member} placed"
+            message = f"Strict gang cannot reach its quorum ({len(m.bound)} bound + {len(placed)} fit of " \
+                      f"minMember {spec.min_member}): {message}"
+            self._fail(gs, message, pending, scheduled=len(m.bound), reserved=0, pending=alive - len(m.bound))
+            return True
+        for p, node in placed:
+            self.reserved_now[p.key] = node
+        if gs.first_reserved is None and placed and gs.key not in self.plan.first_reserved:
+            self.plan.first_reserved[gs.key] = self.now
+        if not quorum:  # NonStrict: keep what fits
+            self.plan.reservations.extend((p.key, n) for p, n in placed)
+            message = self._explain(short) if short else f"{have} of minMember {spec.min_member} placed"
+            message = f"holding {have} of minMember {spec.min_member}: {message}"
+            self._fail(gs, message, [p for p in pending if p.key not in self.reserved_now],
+                       scheduled=len(m.bound), reserved=len(m.reserved) + len(placed),
+                       pending=alive - have, phase=PHASE_SCHEDULING)
+            return True
+        group = self._group_ready(gs)
+        if group is None:
+            self.plan.reservations.extend((p.key, n) for p, n in placed)
+            message = f"quorum reached ({have} of {spec.min_member}); waiting for gang group {list(spec.group)}"
+            st = GangStatus(PHASE_SCHEDULING, len(m.bound), len(m.reserved) + len(placed), alive - have,
+                            "WaitingForGangGroup", message, tier)
+            self._status(gs, st)
+            if self._changed(gs.key, message):
+                self._event("PodGroup", gs.key, "Normal", "WaitingForGangGroup", message)
+        else:
+            for g in group:
+                self._bind_gang(g, tier if g is gs else None)
+        unplaced = [p for p in pending if p.key not in self.reserved_now and p.key not in self.bound_now]
+        if unplaced or short:
+            self._backoff(gs.key)
+        else:
+            self._success(gs.key)
+        return True
+
+    def _bind_gang(self, gs: GangState, tier: int | None) -> None:
+        m = self._members(gs)
+        for k, node in m.reserved:
+            self.plan.bindings.append((k, node))
+            self.bound_now.add(k)
+            self.reserved_now.pop(k, None)
+        self.satisfied_now.add(gs.key)
+        self.plan.satisfied.append(gs.key)
+        self.plan.first_reserved.pop(gs.key, None)
+        n = len(m.bound) + len(m.reserved)
+        message = f"{n} members bound or binding (minMember {gs.spec.min_member if gs.spec else '?'})"
+        self._status(gs, GangStatus(PHASE_SCHEDULED, n, 0, len(m.pending), "Scheduled", message, tier))
+        self._event("PodGroup", gs.key, "Normal", "Scheduled", message)
+
+    def _group_ready(self, gs: GangState) -> list[GangState] | None:
+        spec = gs.spec
+        assert spec is not None
+        out = [gs]
+        for k in spec.group:
+            if k == gs.key:
+                continue
+            h = self.cluster.gangs.get(k)
+            if h is None:
+                return None
+            if h.satisfied or k in self.satisfied_now:
+                continue
+            if h.spec is None or h.timed_out or k in self.timed_out_now:
+                return None
+            m = self._members(h)
+            if len(m.bound) + len(m.reserved) < h.spec.min_member or _roles_short(h.spec, m.roles(self.cluster)):
+                return None
+            out.append(h)
+        return out
+
+    def _min_resources_short(self, gs: GangState, spec: GangSpec, m: _Members) -> bool:
+        assert spec.min_resources is not None
+        free: dict[str, int] = {}
+        for name, node in self.cluster.nodes.items():
+            if node.unschedulable:
+                continue
+            for r, q in self.ws.free(name).items():
+                if q > 0:
+                    free[r] = free.get(r, 0) + q
+        for k, _ in m.reserved:
+            for r, q in self.cluster.pods[k].requests.items():
+                free[r] = free.get(r, 0) + q
+        for k in m.bound:
+            for r, q in self.cluster.pods[k].requests.items():
+                free[r] = free.get(r, 0) + q
+        missing = {r: q for r, q in spec.min_resources if free.get(r, 0) < q}
+        if not missing:
+            return False
+        message = (f"minResources {format_resources(dict(spec.min_resources))} exceed the cluster's free "
+                   f"capacity {format_resources({r: free.get(r, 0) for r in missing})}")
+        self._fail(gs, message, m.pending, scheduled=len(m.bound), reserved=len(m.reserved),
+                   pending=len(m.pending))
+        return True
+
+    def _fail(self, gs: GangState, message: str, pods: list[PodRecord], *, scheduled: int, reserved: int,
+              pending: int, phase: str = PHASE_PENDING) -> None:
+        self._backoff(gs.key)
+        self._status(gs, GangStatus(phase, scheduled, reserved, pending, "Unschedulable", message))
+        if self._changed(gs.key, message):
+            self._event("PodGroup", gs.key, "Warning", "Unschedulable", message)
+            self._conditions(pods, "Unschedulable", message)
