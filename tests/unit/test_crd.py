@@ -140,3 +140,38 @@ def _aliases(model: type[Any]) -> set[str]:
 )
 def test_models_and_crd_have_the_same_fields(version: dict[str, Any], part: str, model: type[Any]) -> None:
     assert _aliases(model) == set(_props(version, part))
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"
+
+
+def _example_podgroups() -> list[dict[str, Any]]:
+    return [d for p in sorted(EXAMPLES.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d and d["kind"] == "PodGroup"]
+
+
+def test_the_emulators_validator_accepts_every_example_podgroup_strictly(version: dict[str, Any]) -> None:
+    schema_mod = pytest.importorskip("gangsched.sim.schema")
+    schema = version["schema"]["openAPIV3Schema"]
+    podgroups = _example_podgroups()
+    assert len(podgroups) == 5
+    for obj in podgroups:
+        assert schema_mod.validate(obj, schema, strict=True) == [], obj["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "path"),
+    [
+        pytest.param({"minMember": 0}, "spec.minMember", id="min-zero"),
+        pytest.param({"minMember": 2, "mode": "Loose"}, "spec.mode", id="mode"),
+        pytest.param({"minMember": 2, "totalMember": 0}, "spec.totalMember", id="total-zero"),
+        pytest.param({"minMember": 2, "networkTopology": {"mode": "strict"}}, "spec.networkTopology.mode", id="topology-mode"),
+        pytest.param({"minMember": 2, "networkTopology": {"groupSize": 0}}, "spec.networkTopology.groupSize", id="group-size"),
+        pytest.param({"minMember": 2, "roles": [{"name": "ps"}]}, "spec.roles[0].minMember", id="role-without-min"),
+        pytest.param({"minMember": 2, "minResources": {"cpu": "lots"}}, "spec.minResources[cpu]", id="bad-quantity"),
+    ],
+)
+def test_the_schema_rejects_bad_specs_at_the_field(version: dict[str, Any], spec: dict[str, Any], path: str) -> None:
+    schema_mod = pytest.importorskip("gangsched.sim.schema")
+    obj = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "x"}, "spec": spec}
+    errors = schema_mod.validate(obj, version["schema"]["openAPIV3Schema"], strict=True)
+    assert [e.path for e in errors] == [path]
