@@ -13,7 +13,7 @@ Contract (pure: no I/O, no clock, no randomness; build a tree once per topology 
   1..tiers, or None for a node not in the tree), `.domains` (the normalized entries: one parent, the union
   of declared children), `.domains_at(tier)`.
   A domain whose parent skips a layer, or a root below the top layer, stands in for itself at the missing
-  tiers: a node's domain at tier t is its lowest ancestor of layer >= t, else its topmost ancestor.
+  tiers: a node's domain at tier t is its highest ancestor of layer <= t.
 - `place(tree, capacity, *, count, group_size, highest_tier_allowed, hard) -> TopologyPlacement |
   TopologyMiss`. `capacity[node]` is how many more gang members a node can take; nodes not in the tree are
   ignored. Tiers: 1..tree.tiers, and `tree.tiers + 1` means "the whole cluster" (several top domains).
@@ -240,9 +240,9 @@ class TopologyTree:
             per_tier = []
             k = 0
             for t in range(1, tiers + 1):
-                while k < len(chain) and layer[chain[k]] < t:
+                while k + 1 < len(chain) and layer[chain[k + 1]] <= t:
                     k += 1
-                per_tier.append(chain[k] if k < len(chain) else chain[-1])
+                per_tier.append(chain[k])
             effective[dom] = per_tier
 
         level_names: list[list[str]] = [nodes]
