@@ -97,10 +97,11 @@ def parse_groups(value: object, *, field: str, own: str) -> tuple[str, ...]:
     return normalize_group(found, own=own)
 
 
-def gang_overrides(
-    annotations: Mapping[str, Any], labels: Mapping[str, Any], *, namespace: str, name: str
-) -> dict[str, Any]:
-    """The GangSpec fields the annotations set (see the module docstring); {} when they set none."""
+RawAnnotations = tuple[str, Any, Any, Any, Any, Any]
+
+
+def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> RawAnnotations | None:
+    """The gang annotations as written: (min key used, min, total, waiting-time, mode, groups); None if none."""
     min_key = keys.KOORD_MIN_AVAILABLE
     min_raw = annotations.get(min_key)
     if min_raw is None:
@@ -108,20 +109,27 @@ def gang_overrides(
         min_raw = annotations.get(min_key)
         if min_raw is None:
             min_raw = labels.get(min_key)
-    raw = (
-        min_key,
-        min_raw,
-        annotations.get(keys.KOORD_TOTAL_NUMBER),
-        annotations.get(keys.KOORD_WAITING_TIME),
-        annotations.get(keys.KOORD_MODE),
-        annotations.get(keys.KOORD_GROUPS),
-    )
-    if raw[1:] == (None, None, None, None, None):
-        return {}
+    total, wait = annotations.get(keys.KOORD_TOTAL_NUMBER), annotations.get(keys.KOORD_WAITING_TIME)
+    mode, groups = annotations.get(keys.KOORD_MODE), annotations.get(keys.KOORD_GROUPS)
+    if min_raw is None and total is None and wait is None and mode is None and groups is None:
+        return None
+    return (min_key, min_raw, total, wait, mode, groups)
+
+
+def parse_raw(namespace: str, name: str, raw: RawAnnotations) -> tuple[tuple[str, Any], ...]:
+    """(GangSpec field, value) pairs of raw gang annotations; cached when the values are hashable."""
     try:
-        return dict(_parse_cached(namespace, name, *raw))
+        return _parse_cached(namespace, name, *raw)
     except TypeError:  # an unhashable value (not a string): parse without the cache to report it
-        return dict(_parse(namespace, name, *raw))
+        return _parse(namespace, name, *raw)
+
+
+def gang_overrides(
+    annotations: Mapping[str, Any], labels: Mapping[str, Any], *, namespace: str, name: str
+) -> dict[str, Any]:
+    """The GangSpec fields the annotations set (see the module docstring); {} when they set none."""
+    raw = raw_gang_annotations(annotations, labels)
+    return {} if raw is None else dict(parse_raw(namespace, name, raw))
 
 
 def _parse(

@@ -32,7 +32,7 @@ from typing import Any
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec, gang_key
 from gangsched.models import keys
-from gangsched.models.annotations import apply_overrides, gang_overrides
+from gangsched.models.annotations import RawAnnotations, apply_overrides, parse_raw, raw_gang_annotations
 
 ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -105,24 +105,29 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
     name = _check_name(raw_name, declared_by)
     namespace = meta.get("namespace") or "default"
     role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or None
-    overrides = gang_overrides(annotations, labels, namespace=namespace, name=name)
-    spec = None
-    if "min_member" in overrides:
-        spec = _annotation_spec(namespace, name, overrides)
-    return PodGang(
-        namespace=namespace,
-        name=name,
-        role=role,
-        spec=spec,
-        overrides=tuple(overrides.items()),
-        declared_by=declared_by,
-    )
+    raw = raw_gang_annotations(annotations, labels)
+    if raw is None:
+        return PodGang(namespace=namespace, name=name, role=role, declared_by=declared_by)
+    try:
+        overrides, spec = _declared_cached(namespace, name, raw)
+    except TypeError:  # an unhashable value: parse uncached, which reports it
+        overrides, spec = _declared(namespace, name, raw)
+    return PodGang(namespace=namespace, name=name, role=role, spec=spec, overrides=overrides, declared_by=declared_by)
 
 
-def _annotation_spec(namespace: str, name: str, overrides: dict[str, Any]) -> GangSpec:
+def _declared(
+    namespace: str, name: str, raw: RawAnnotations
+) -> tuple[tuple[tuple[str, Any], ...], GangSpec | None]:
+    overrides = parse_raw(namespace, name, raw)
     fields = dict(overrides)
+    if "min_member" not in fields:
+        return overrides, None
     fields.setdefault("total_member", fields["min_member"])  # Koordinator: total-number defaults to min-available
-    return GangSpec(namespace=namespace, name=name, source="annotations", **fields)
+    return overrides, GangSpec(namespace=namespace, name=name, source="annotations", **fields)
+
+
+# members of one gang share their annotations: the (immutable) result is shared too
+_declared_cached = lru_cache(maxsize=4096)(_declared)
 
 
 _DEFAULTS = GangSpec(namespace="", name="", min_member=1)
