@@ -53,7 +53,7 @@ def _bench(names: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     if args.command == "run":
-        from gangsched.runtime.main import run_operator
+        from gangsched.handlers.main import run_operator
 
         return run_operator(kubeconfig=args.kubeconfig, namespace=args.namespace, config_path=args.config)
     if args.command == "demo":

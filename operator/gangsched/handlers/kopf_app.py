@@ -1,0 +1,102 @@
+"""The Kopf side of the operator: thin handlers that hand watch events to the runtime, and nothing else.
+
+Contract:
+- `build_registry()` returns a fresh Kopf registry (so two operators can live in one process, as the leader
+  election tests do) whose handlers take the `Operator` from `memo.operator`:
+  - login: connection settings from the kubeconfig / in-cluster config the operator was started with;
+  - startup / cleanup: start and stop the operator's own tasks (the pod reflector, the scheduling loop, the
+    writers, leader election);
+  - probes (`/healthz` on the liveness endpoint): whether this replica leads and how many gangs wait;
+  - `on.event` for PodGroups, nodes, PriorityClasses and the topology ConfigMap: the raw object is handed to
+    the state cache. Nothing else happens here: no patches, no finalizers, no progress annotations (only
+    event-type handlers are registered, and Kopf writes nothing for those).
+- Pods are not watched through Kopf: Kopf spends about 1 ms of per-object machinery per event, which caps pod
+  ingest near 1,000 events/s; the pod stream comes from the lean reflector the operator starts at startup
+  (see `bench/bench_ingest.py` for the measurement).
+- `configure(settings)` sets what makes Kopf cheap and silent for this use.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from gangsched.runtime.operator import Operator
+
+log = logging.getLogger(__name__)
+
+
+def configure(settings: kopf.OperatorSettings) -> None:
+    """Kopf settings for an operator that only observes through Kopf."""
+    settings.posting.enabled = False  # our own event recorder writes events; Kopf's handler logs would be noise
+    settings.scanning.disabled = True  # the resources we watch are fixed; no CRD/namespace scanning
+    settings.batching.batch_window = 0.0  # hand every event over at once: the loop does its own debouncing
+    settings.batching.idle_timeout = 5.0
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.reconnect_backoff = 0.5
+    # Nothing is persisted on the objects: event handlers need no progress storage or diff-base, and a
+    # non-default annotation prefix keeps Kopf's own keys away from everything we might ever write.
+    settings.persistence.finalizer = "gangsched.io/kopf-finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="kopf.gangsched.io")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="kopf.gangsched.io")
+
+
+def _operator(memo: Any) -> Operator:
+    op = memo.get("operator") if isinstance(memo, dict) else getattr(memo, "operator", None)
+    if not isinstance(op, Operator):
+        raise kopf.PermanentError("the operator was started without memo.operator")
+    return op
+
+
+def build_registry() -> kopf.OperatorRegistry:
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
+        s = _operator(memo).client.settings
+        return kopf.ConnectionInfo(
+            server=s.server,
+            ca_path=s.ca_path,
+            insecure=not s.verify,
+            certificate_path=s.cert_path,
+            private_key_path=s.key_path,
+            token=s.token,
+            default_namespace=s.default_namespace,
+        )
+
+    @kopf.on.startup(registry=registry)
+    async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+        configure(settings)
+        await _operator(memo).start()
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(memo: Any, **_: Any) -> None:
+        await _operator(memo).stop()
+
+    @kopf.on.probe(id="scheduler", registry=registry)
+    def probe(memo: Any, **_: Any) -> dict[str, Any]:
+        return _operator(memo).health()
+
+    @kopf.on.event("scheduling.x-k8s.io", "v1alpha1", "podgroups", registry=registry)
+    def podgroup_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_podgroup(event.get("type"), event["object"])
+
+    @kopf.on.event("", "v1", "nodes", registry=registry)
+    def node_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_node(event.get("type"), event["object"])
+
+    @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
+    def priorityclass_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_priority_class(event.get("type"), event["object"])
+
+    def _is_topology(name: str, namespace: str, memo: Any, **_: Any) -> bool:
+        return _operator(memo).is_topology_configmap(namespace=namespace, name=name)
+
+    @kopf.on.event("", "v1", "configmaps", when=_is_topology, registry=registry)
+    def topology_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
+        _operator(memo).on_topology_configmap(event.get("type"), event["object"])
+
+    return registry

@@ -1,0 +1,266 @@
+"""The operator's cluster cache: raw watch objects in, the core's incremental Cluster model kept current.
+
+Contract:
+- Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
+  `on_pod_event`, `on_node`, `on_podgroup`, `on_priority_class`, `set_topology`. Each converts, updates
+  `self.cluster` (core.cluster.Cluster) and calls `on_change()` when the scheduler may now decide something
+  new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
+  the field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost.
+- A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
+  Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
+  `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
+- `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
+  the runtime drains it.
+- `podgroup(key)` and `members(key)` give what the status writer needs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gangsched.core.cluster import Cluster
+from gangsched.core.errors import InvalidField
+from gangsched.core.gangspec import GangSpec
+from gangsched.core.records import PodRecord, node_from_api, pod_from_api
+from gangsched.core.timeparse import parse_rfc3339
+from gangsched.core.topology import TopologyTree
+from gangsched.models.gang import PodGang, parse_pod_gang
+from gangsched.models.podgroup import podgroup_spec_from_api
+from gangsched.models.rank import MemberMeta, member_rank_key
+
+log = logging.getLogger(__name__)
+
+SATISFIED_PHASES = frozenset({"Scheduled", "Running", "Succeeded", "Finished"})
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Bad input found on an object: becomes a Warning event on it."""
+
+    kind: str  # "Pod" | "PodGroup" | "ConfigMap" | "Node"
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class PodGroupInfo:
+    """What the cache keeps of one PodGroup object (never the raw dict)."""
+
+    uid: str
+    generation: int
+    spec: GangSpec | None  # None: its spec is invalid (see error)
+    error: str | None
+    created: float
+    phase: str | None
+    owned_by_us: bool
+
+
+@dataclass(slots=True)
+class _GangSources:
+    podgroup: PodGroupInfo | None = None
+    member_decl: PodGang | None = None  # the latest member's declaration (its annotations speak for the gang)
+    applied: GangSpec | None = None  # what the Cluster has now
+
+
+def _rank(pod: dict[str, Any]) -> int | None:
+    meta = pod.get("metadata") or {}
+    key = member_rank_key(MemberMeta(name=meta.get("name", ""), labels=meta.get("labels") or {}, annotations=meta.get("annotations") or {}))
+    if key is None:
+        return None
+    rank = 0
+    for part in key.parts:  # lexicographic order of the parts, folded into one integer
+        rank = rank * 1_000_000 + part
+    return rank
+
+
+class ClusterCache:
+    def __init__(self, *, scheduler_name: str, on_change: Callable[[], None] = lambda: None) -> None:
+        self.cluster = Cluster()
+        self.scheduler_name = scheduler_name
+        self.on_change = on_change
+        self.problems: list[Problem] = []
+        self.dirty_gangs: set[str] = set()
+        self.podgroups_to_create: dict[str, GangSpec] = {}
+        self.priority_classes: dict[str, int] = {}
+        self._gangs: dict[str, _GangSources] = {}
+        self._pod_gang: dict[str, str] = {}  # pod key -> gang key
+        self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
+        self.pods_seen = 0
+
+    # ----------------------------------------------------------------- pods
+    def on_pod_list(self, items: Iterable[dict[str, Any]]) -> None:
+        """A full list: replace every pod (those missing were deleted while nobody watched)."""
+        seen: set[str] = set()
+        for obj in items:
+            key = self._upsert_pod(obj, notify=False)
+            if key:
+                seen.add(key)
+        for key in [k for k in self.cluster.pods if k not in seen]:
+            self._remove_pod(key)
+        self.on_change()
+
+    def on_pod_event(self, kind: str | None, obj: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            meta = obj.get("metadata") or {}
+            self._remove_pod(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+            self.on_change()
+        else:
+            self._upsert_pod(obj, notify=True)
+
+    def _upsert_pod(self, obj: dict[str, Any], *, notify: bool) -> str | None:
+        self.pods_seen += 1
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        ours = spec.get("schedulerName") == self.scheduler_name
+        try:
+            decl = parse_pod_gang(obj) if ours else None
+            record = pod_from_api(obj, gang=decl.key if decl else None, role=decl.role if decl else None, rank=_rank(obj) if decl else None, ours=ours)
+        except InvalidField as exc:
+            self._report_pod(obj, key, exc)
+            if key in self.cluster.pods:  # keep its node share counted, but stop scheduling it
+                self._remove_pod(key)
+            return key
+        self._bad_pods.pop(key, None)
+        previous = self.cluster.pods.get(key)
+        self.cluster.upsert_pod(record)
+        if decl is not None:
+            self._pod_gang[key] = decl.key
+            sources = self._gangs.setdefault(decl.key, _GangSources())
+            if decl.overrides or sources.member_decl is None:
+                sources.member_decl = decl
+            self._refresh_gang(decl.key)
+            self.dirty_gangs.add(decl.key)
+        if notify and (previous is None or previous.node_name != record.node_name or previous.phase != record.phase or record.node_name is None):
+            self.on_change()
+        return key
+
+    def _remove_pod(self, key: str) -> None:
+        self.cluster.remove_pod(key)
+        self._bad_pods.pop(key, None)
+        gang = self._pod_gang.pop(key, None)
+        if gang is not None:
+            self.dirty_gangs.add(gang)
+
+    def _report_pod(self, obj: dict[str, Any], key: str, exc: InvalidField) -> None:
+        message = str(exc)
+        if self._bad_pods.get(key) == message:
+            return
+        self._bad_pods[key] = message
+        meta = obj.get("metadata") or {}
+        self.problems.append(
+            Problem("Pod", "v1", meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", ""), "InvalidGangDeclaration", message)
+        )
+        self.on_change()
+
+    def members(self, gang: str) -> list[PodRecord]:
+        state = self.cluster.gangs.get(gang)
+        if state is None:
+            return []
+        pods = self.cluster.pods
+        return [pods[k] for k in state.members if k in pods]
+
+    # ------------------------------------------------------------ podgroups
+    def on_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        sources = self._gangs.setdefault(key, _GangSources())
+        if kind == "DELETED":
+            sources.podgroup = None
+            self._refresh_gang(key)
+            self.on_change()
+            return
+        try:
+            spec: GangSpec | None = podgroup_spec_from_api(obj)
+            error = None
+        except InvalidField as exc:
+            spec, error = None, str(exc)
+        old = sources.podgroup
+        phase = (obj.get("status") or {}).get("phase")
+        sources.podgroup = PodGroupInfo(
+            uid=meta.get("uid", ""),
+            generation=int(meta.get("generation") or 0),
+            spec=spec,
+            error=error,
+            created=self._created(obj),
+            phase=phase,
+            owned_by_us=(meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched",
+        )
+        self.podgroups_to_create.pop(key, None)
+        if error and (old is None or old.error != error):
+            self.problems.append(Problem("PodGroup", "scheduling.x-k8s.io/v1alpha1", key.split("/")[0], meta.get("name", ""), meta.get("uid", ""), "InvalidSpec", error))
+        if phase in SATISFIED_PHASES:
+            self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
+        self._refresh_gang(key)
+        self.dirty_gangs.add(key)
+        self.on_change()
+
+    @staticmethod
+    def _created(obj: dict[str, Any]) -> float:
+        raw = (obj.get("metadata") or {}).get("creationTimestamp")
+        try:
+            return parse_rfc3339(raw, field="metadata.creationTimestamp") if raw else 0.0
+        except InvalidField:
+            return 0.0
+
+    def podgroup(self, key: str) -> PodGroupInfo | None:
+        sources = self._gangs.get(key)
+        return sources.podgroup if sources else None
+
+    def _refresh_gang(self, key: str) -> None:
+        sources = self._gangs.get(key)
+        if sources is None:
+            return
+        pg = sources.podgroup
+        decl = sources.member_decl
+        effective: GangSpec | None
+        if pg is not None and pg.error is not None:
+            effective = None  # an invalid PodGroup stops its gang until fixed
+        else:
+            effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
+        if pg is None and decl is not None and decl.spec is not None and key not in self.podgroups_to_create:
+            self.podgroups_to_create[key] = decl.spec
+        if effective == sources.applied:
+            return
+        sources.applied = effective
+        if effective is None:
+            self.cluster.remove_gang(key)
+        else:
+            self.cluster.upsert_gang(effective, created=pg.created if pg else None)
+        self.on_change()
+
+    # ---------------------------------------------------------------- nodes
+    def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        if kind == "DELETED":
+            self.cluster.remove_node(name)
+        else:
+            try:
+                self.cluster.upsert_node(node_from_api(obj))
+            except InvalidField as exc:
+                self.problems.append(Problem("Node", "v1", "", name, (obj.get("metadata") or {}).get("uid", ""), "InvalidNode", str(exc)))
+                self.cluster.remove_node(name)
+        self.on_change()
+
+    def node_labels(self) -> dict[str, dict[str, str]]:
+        return {name: dict(node.labels) for name, node in self.cluster.nodes.items()}
+
+    # ------------------------------------------------------ priority classes
+    def on_priority_class(self, kind: str | None, obj: dict[str, Any]) -> None:
+        name = (obj.get("metadata") or {}).get("name", "")
+        if kind == "DELETED":
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[name] = int(obj.get("value") or 0)
+
+    # -------------------------------------------------------------- topology
+    def set_topology(self, tree: TopologyTree | None) -> None:
+        self.cluster.set_topology(tree)
+        self.on_change()
