@@ -65,7 +65,7 @@ def _index(member: MemberMeta, key: str, *, where: str) -> int | None:
     if raw is None:
         return None
     text = raw.strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         plural = "annotations" if where == "annotation" else "labels"
         raise InvalidField(
             f"pod {member.name}: metadata.{plural}[{key}]", raw, "must be a non-negative integer (the member's index)"
