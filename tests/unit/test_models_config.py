@@ -20,7 +20,7 @@ def test_defaults_without_a_file() -> None:
     le = cfg.leader_election
     assert (le.enabled, le.lease_name, le.lease_duration_seconds) == (True, "gangsched", 15.0)
     assert cfg.create_pod_groups_for_annotation_gangs is True
-    assert (cfg.metrics_port, cfg.probes_port) == (8080, 8081)
+    assert (cfg.metrics_port, cfg.probes_port, cfg.probe_port) == (8080, 8081, 8081)
 
 
 def test_a_yaml_file_overrides_what_it_names(tmp_path: Path) -> None:

@@ -92,6 +92,11 @@ class OperatorConfig(_Section):
     probes_port: Port = Field(8081, alias="probesPort")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
 
+    @property
+    def probe_port(self) -> int:
+        """The same as probes_port (both spellings are in use)."""
+        return self.probes_port
+
     def scheduler_config(self) -> SchedulerConfig:
         """The core's tunables taken from this configuration."""
         from gangsched.core.config import SchedulerConfig
