@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from gangsched.core.errors import InvalidField
 
@@ -513,8 +514,8 @@ class _Placer:
             return
         if g > 1 and self._uniform(chunks):  # keep DP groups whole in the children where they fit
             r = chunks[-1] if chunks[-1] < g else 0
-            slots = [c // g for c in kidcap]
-            bonus = [r > 0 and c % g >= r for c in kidcap]
+            slots = {c: kidcap[c] // g for c in kids}
+            bonus = {c: r > 0 and kidcap[c] % g >= r for c in kids}
             plan = _choose(
                 kids, slots, bonus, kidcap, n_items=len(chunks), partial=r > 0, item_pods=g, last_pods=chunks[-1]
             )
@@ -522,8 +523,7 @@ class _Placer:
                 self._descend(t, plan, chunks, G, out)
                 return
         # split by members: as few children as possible, consecutive ranks together
-        plan = _choose(kids, kidcap, [False] * len(kidcap), kidcap, n_items=total, partial=False, item_pods=1,
-                       last_pods=1)
+        plan = _choose(kids, kidcap, _NO_BONUS, kidcap, n_items=total, partial=False, item_pods=1, last_pods=1)
         assert plan is not None, "aggregated capacity promised a fit"
         pos, idx = 0, 0
         for child, n in plan:
@@ -544,11 +544,19 @@ class _Placer:
             start += n
 
 
+class _NoBonus:
+    def __getitem__(self, _: int) -> bool:
+        return False
+
+
+_NO_BONUS: Final = _NoBonus()
+
+
 def _choose(
     kids: list[int],
-    slots: list[int],
-    bonus: list[bool],
-    podcap: list[int],
+    slots: Sequence[int] | Mapping[int, int],
+    bonus: Sequence[bool] | Mapping[int, bool] | _NoBonus,
+    podcap: Sequence[int],
     *,
     n_items: int,
     partial: bool,
