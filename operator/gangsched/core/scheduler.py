@@ -394,7 +394,7 @@ class _Cycle:
                                 if free.get(r, 0) < q), "insufficient resources")
                 reasons[why] += 1
             shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
-            parts.append(f"{head}; {fit} nodes fit; {s.need - s.placed} more blocked by: {shown or 'no nodes'}")
+            parts.append(f"{head}; {fit} nodes fit; {s.need - s.placed} more blocked by: {shown or 'no more nodes'}")
         return "; ".join(parts)
 
     # ------------------------------------------------------------------ units
