@@ -522,3 +522,37 @@ class ApiServer:
             return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
 
         return transform
+
+
+async def _serve_main(*, host: str, port: int, kubeconfig: str | None, history_limit: int) -> None:
+    server = ApiServer(history_limit=history_limit)
+    await server.start(host=host, port=port)
+    if kubeconfig:
+        server.write_kubeconfig(kubeconfig)
+    print(server.url, flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m gangsched.sim.apiserver [--port P] [--kubeconfig PATH]`: the bare API server (no nodes, no kubelet),
+    printing its URL on the first line of stdout; what benchmarks run in a separate process."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m gangsched.sim.apiserver", description=main.__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--kubeconfig", default=None)
+    parser.add_argument("--history-limit", type=int, default=10000)
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(_serve_main(host=args.host, port=args.port, kubeconfig=args.kubeconfig, history_limit=args.history_limit))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
