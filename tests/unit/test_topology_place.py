@@ -16,19 +16,22 @@ from gangsched.core.topology import Domain, TopologyMiss, TopologyPlacement, Top
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def layered_tree(paths: Mapping[str, Sequence[str]]) -> TopologyTree:
-    """A tree from node -> (tier-1 domain, tier-2 domain, ...) paths."""
+def layered_tree(paths: Mapping[str, Sequence[str | None]]) -> TopologyTree:
+    """A tree from node -> (tier-1 domain, tier-2 domain, ...) paths; None skips a tier (the link goes to the
+    next domain up, or the domain below is a root)."""
     parents: dict[str, str] = {}
     layer: dict[str, int] = {}
     children: dict[str, list[str]] = {}
     for node, path in paths.items():
         below = node
         for t, dom in enumerate(path, start=1):
+            if dom is None:
+                continue
             layer[dom] = t
             children.setdefault(dom, [])
             if below not in children[dom]:
                 children[dom].append(below)
-            if t > 1:
+            if below != node:
                 parents[below] = dom
             below = dom
     return TopologyTree.from_domains(
@@ -293,7 +296,7 @@ def brute_force_pair(tree: TopologyTree, capacity: Mapping[str, int], count: int
 def scenarios(draw: st.DrawFn) -> tuple[TopologyTree, dict[str, int], int, int]:
     tiers = draw(st.integers(1, 3))
     n = draw(st.integers(1, 16))
-    paths = {}
+    paths: dict[str, tuple[str | None, ...]] = {}
     for i in range(n):
         idx = [draw(st.integers(0, 2)) for _ in range(tiers)]  # top-down branch choices
         path = []
@@ -301,6 +304,10 @@ def scenarios(draw: st.DrawFn) -> tuple[TopologyTree, dict[str, int], int, int]:
             prefix = "".join(str(x) for x in idx[: tiers - t + 1])
             path.append(f"t{t}-{prefix}")
         paths[f"n{i}"] = tuple(path)
+    upper = sorted({d for p in paths.values() for d in p[1:] if d is not None})
+    if upper and draw(st.booleans()):  # irregular: some domains above tier 1 left out (skipped layers, low roots)
+        dropped = set(draw(st.lists(st.sampled_from(upper), max_size=4)))
+        paths = {n: tuple(d if d not in dropped else None for d in p) for n, p in paths.items()}
     tree = layered_tree(paths)
     capacity = {f"n{i}": draw(st.integers(0, 3)) for i in range(n)}
     count = draw(st.integers(1, 10))
