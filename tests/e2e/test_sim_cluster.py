@@ -40,7 +40,7 @@ def _kubectl(kubeconfig: str, tmp_path: Path, *args: str) -> subprocess.Complete
 async def test_running_cluster_names_and_labels_nodes_after_the_topology(tmp_path: Path) -> None:
     topology = tmp_path / "topology.json"
     topology.write_text(json.dumps(TOPOLOGY))
-    async with running_cluster(nodes=0, node_resources="cpu=16,nvidia.com/gpu=8", topology=str(topology)) as cluster:
+    async with running_cluster(nodes=8, node_resources="cpu=16,nvidia.com/gpu=8", topology=str(topology)) as cluster:
         assert cluster.node_names == ["gpu-a", "gpu-b", "gpu-c"]
         assert Path(cluster.kubeconfig).exists()
         result = await asyncio.to_thread(

@@ -6,8 +6,8 @@ Contract:
   file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory,
   creates the nodes and runs SimKubelet until exit. Nodes are named after the topology's nodes when `topology`
   (a file path or a parsed list in the seed format) is given, else node-0 ... node-(N-1); with a topology, each
-  node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...) and `nodes` is ignored
-  if 0 (all topology nodes), else the first `nodes` of them. The `Cluster` yielded has `server`, `url`,
+  node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
+  topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has `server`, `url`,
   `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`.
 - `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path) -> int` is `gangsched sim
   serve`: the same cluster, serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
@@ -111,10 +111,7 @@ def _plan_nodes(nodes: int, topology: str | Path | Sequence[Mapping[str, Any]] |
         raise InvalidField("--nodes", nodes, "must be an integer >= 0")
     if topology is None:
         return [f"node-{i}" for i in range(nodes)], {}
-    names = node_names_from_topology(topology)
-    if nodes:
-        names = names[:nodes]
-    return names, topology_labels(topology)
+    return node_names_from_topology(topology), topology_labels(topology)
 
 
 @contextlib.asynccontextmanager
