@@ -218,3 +218,11 @@ async def test_bad_duration_keeps_the_pod_running(kube: KubeClient, sim_kubelet:
     await wait_for_pod(kube, "default", "quick", _phase("Succeeded"))
     odd = await kube.get("/api/v1/namespaces/default/pods/odd")
     assert odd["status"]["phase"] == "Running"
+
+
+@pytest.mark.skipif(not CRDS.is_dir(), reason="crds/ not written yet")
+async def test_explain_reads_the_crd_schema_from_openapi_v3(kctl: AsyncKubectl) -> None:
+    await _install_crds(kctl)
+    result = await kctl("explain", "podgroups.spec", check=True)
+    assert "KIND:       PodGroup" in result.stdout
+    assert re.search(r"^\s+minMember\s+<integer>", result.stdout, re.MULTILINE)
