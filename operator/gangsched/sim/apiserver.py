@@ -102,9 +102,9 @@ class ApiServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, backlog=1024)
         await site.start()
-        server = site._server
-        assert server is not None and getattr(server, "sockets", None)
-        sock = server.sockets[0]  # type: ignore[union-attr]
+        sockets = getattr(site._server, "sockets", None)
+        assert sockets, "the API server did not bind a socket"
+        sock = sockets[0]
         self.host, self.port = host, int(sock.getsockname()[1])
         self.url = f"http://{host}:{self.port}"
 
@@ -302,6 +302,8 @@ class ApiServer:
 
     @staticmethod
     async def _body(request: web.Request, *, yaml_ok: bool = False) -> Any:
+        if "protobuf" in request.content_type or "cbor" in request.content_type:
+            raise st.unsupported_media_type(request.content_type, [JSON_TYPE, "application/yaml"])
         raw = await request.read()
         if not raw:
             raise st.bad_request("the request body is empty; a JSON object is required")

@@ -270,7 +270,10 @@ def _smp_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
 
 def _apply_order(field: str, items: list[Any], wanted: list[Any]) -> list[Any]:
     key = _merge_key(field, items)
-    ident = (lambda x: x.get(key) if isinstance(x, dict) else x) if key else (lambda x: x)
-    rank = {(ident(w) if isinstance(w, dict) or not key else w): i for i, w in enumerate(wanted)}
+
+    def ident(x: Any) -> Any:
+        return x.get(key) if key and isinstance(x, dict) else x
+
+    rank = {ident(w): i for i, w in enumerate(wanted)}
     ordered = sorted(range(len(items)), key=lambda i: (rank.get(ident(items[i]), len(rank)), i))
     return [items[i] for i in ordered]

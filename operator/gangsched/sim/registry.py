@@ -298,7 +298,8 @@ class Registry:
             )
         spec["priority"] = value
         spec.setdefault("preemptionPolicy", (pc or {}).get("preemptionPolicy") or "PreemptLowerPriority")
-        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        given_status = obj.get("status")
+        status: dict[str, Any] = given_status if isinstance(given_status, dict) else {}
         obj["status"] = {"phase": "Pending", **({"qosClass": status["qosClass"]} if "qosClass" in status else {})}
 
     def _admit_priority_class(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:

@@ -89,7 +89,7 @@ def stale(rtype: ResourceType, name: str) -> ApiError:
 
 def invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str]] | list[tuple[str, str, str]]) -> ApiError:
     """422 Invalid; causes are (field, detail) or (field, detail, cause reason) tuples."""
-    full = [(c[0], c[1], c[2] if len(c) > 2 else "FieldValueInvalid") for c in causes]  # type: ignore[misc]
+    full = [(c[0], c[1], c[2] if len(c) > 2 else "FieldValueInvalid") for c in causes]
     text = ", ".join(f"{f}: {m}" for f, m, _ in full)
     if len(full) > 1:
         text = "[" + text + "]"
