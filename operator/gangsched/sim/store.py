@@ -146,7 +146,10 @@ class Store:
 
     # ------------------------------------------------------------------ reads
     def table(self, key: StorageKey) -> dict[ObjectKey, Entry]:
-        return self._tables.setdefault(key, {})
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = {}
+        return table
 
     def get(self, key: StorageKey, namespace: str, name: str) -> Entry | None:
         return self._tables.get(key, {}).get((namespace, name))
