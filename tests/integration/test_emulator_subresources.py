@@ -205,6 +205,26 @@ async def test_owner_garbage_collection(kube: KubeClient) -> None:
     await eventually(lambda: gone(kube, f"{CMS}/orphan-me"))
 
 
+async def deletion_rv(kube: KubeClient, path: str, *, since: str) -> int:
+    async for kind, obj in kube.watch(path, resource_version=since, timeout_seconds=5):
+        if kind == "DELETED":
+            return int(obj["metadata"]["resourceVersion"])
+    raise AssertionError(f"no DELETED event on {path}")
+
+
+@pytest.mark.parametrize(("policy", "dependent_first"), [pytest.param("Foreground", True, id="foreground"),
+                                                          pytest.param("Background", False, id="background")])
+async def test_propagation_order(kube: KubeClient, policy: str, dependent_first: bool) -> None:
+    a = await kube.create(PODS, pod("a"))
+    dep = await kube.create(CMS, {"metadata": {"name": "dep", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": a["metadata"]["uid"]}]}})
+    since = dep["metadata"]["resourceVersion"]
+    await kube.delete(f"{PODS}/a", params={"propagationPolicy": policy})
+    owner_rv = await deletion_rv(kube, PODS, since=since)
+    dependent_rv = await deletion_rv(kube, CMS, since=since)
+    assert (dependent_rv < owner_rv) is dependent_first
+
+
 async def test_orphan_propagation_keeps_dependents(kube: KubeClient) -> None:
     a = await kube.create(PODS, pod("a"))
     await kube.create(CMS, {"metadata": {"name": "dep", "ownerReferences": [

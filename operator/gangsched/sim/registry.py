@@ -555,6 +555,8 @@ class Registry:
             grace = opts.get("gracePeriodSeconds")
             obj["metadata"]["deletionGracePeriodSeconds"] = int(grace) if isinstance(grace, int) else 0
             return self.store.put(storage_key(rtype), obj, previous=current)
+        if opts.get("propagationPolicy") == "Foreground" and meta.get("uid") in self.store.dependents:
+            self._collect(meta["uid"], deleted_owner=meta["uid"], foreground=True)
         return self._remove(rtype, current, orphan=opts.get("propagationPolicy") == "Orphan")
 
     def _remove(self, rtype: ResourceType, current: Entry, *, orphan: bool) -> Entry:
@@ -585,17 +587,19 @@ class Registry:
         except RuntimeError:
             fn()
 
-    def _collect(self, owner_uid: str) -> None:
-        """Garbage collection: delete dependents of a deleted owner whose owners are all gone."""
+    def _collect(self, owner_uid: str, *, deleted_owner: str | None = None, foreground: bool = False) -> None:
+        """Garbage collection: delete dependents of a deleted owner whose owners are all gone (or being deleted:
+        `deleted_owner`, for foreground deletion, which deletes dependents before their owner, synchronously)."""
         for skey, (ns, name) in list(self.store.dependents.get(owner_uid, ())):
             entry = self.store.get(skey, ns, name)
             rtype = self._by_storage.get(skey)
             if entry is None or rtype is None:
                 continue
             owners = [r.get("uid") for r in entry.obj["metadata"].get("ownerReferences") or []]
-            if all(o not in self.store.uids for o in owners):
+            if all(o not in self.store.uids or o == deleted_owner for o in owners):
+                policy = "Foreground" if foreground else "Background"
                 try:
-                    self.delete(rtype, ns, name, RequestContext(), options={"propagationPolicy": "Background"})
+                    self.delete(rtype, ns, name, RequestContext(), options={"propagationPolicy": policy})
                 except st.ApiError:
                     pass
 
