@@ -49,6 +49,7 @@ class UnitState:
     attempts: int = 0
     backoff_until: float = 0.0
     failed_at: float | None = None
+    freed_gen: int = 0  # Cluster.freed_gen when it backed off: capacity freed since then ends the backoff
     waiting_reason: str | None = None  # last waiting reason reported (to report a change once)
 
 
@@ -81,6 +82,9 @@ class Cluster:
         self._reserving: dict[str, None] = {}  # gangs with a waiting-time start and not satisfied
         # change tracking for capacity caches (core/capacity.py)
         self._static_gen = 0  # bumped when any node's static properties change
+        # bumped whenever capacity may have grown (a charge left a node, a node joined or changed): a unit
+        # backed off before that is tried again at once, as kube-scheduler requeues on cluster events
+        self.freed_gen = 0
         self._log: list[str] = []  # nodes whose used resources changed, since _log_base
         self._log_base = 0
         self._class_caches: dict[Any, Any] = {}
@@ -93,6 +97,7 @@ class Cluster:
             old.taints != node.taints or old.unschedulable != node.unschedulable
         ):
             self._static_gen += 1
+            self.freed_gen += 1
 
     def remove_node(self, name: str) -> None:
         if self.nodes.pop(name, None) is None:
@@ -198,6 +203,7 @@ class Cluster:
             st = self._unit(uk)
             if st is not None:
                 st.attempts, st.backoff_until, st.failed_at = backoff.attempts, backoff.until, backoff.failed_at
+                st.freed_gen = self.freed_gen
         for uk in plan.unit_success:
             st = self._unit(uk)
             if st is not None:
@@ -332,6 +338,8 @@ class Cluster:
                     del self.used[node]
             self._log.append(node)
             del self._charged[key]
+            if target != node:
+                self.freed_gen += 1
         if target is not None and requests is not None:
             used = self.used.get(target)
             if used is None:

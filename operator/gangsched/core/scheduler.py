@@ -135,14 +135,14 @@ class _Cycle:
             if gs.spec is None and not gs.satisfied:
                 self._wait(gs, "WaitingForPodGroup", f"PodGroup {gk} does not exist yet")
                 continue
-            if gs.backoff_until > now:
+            if gs.backoff_until > now and gs.freed_gen >= c.freed_gen:
                 continue
             created = gs.failed_at if gs.failed_at is not None else (
                 gs.created if gs.created is not None else gs.member_created)
             items.append((-gs.priority, created, gk))
         for pk in c._alone_pending:
             st = c._alone.get(alone_key(pk))
-            if st is not None and st.backoff_until > now:
+            if st is not None and st.backoff_until > now and st.freed_gen >= c.freed_gen:
                 continue
             pod = c.pods[pk]
             created = st.failed_at if st is not None and st.failed_at is not None else pod.created

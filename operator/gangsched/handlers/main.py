@@ -1,9 +1,10 @@
 """Starting the operator: `gangsched run` and the in-process form used by the demo and the tests.
 
 Contract:
-- `operate(*, kubeconfig, namespace, config, identity, stop_flag, ready_flag, liveness_endpoint)` runs one
-  operator replica (Kopf with a registry of its own, plus the runtime's tasks) until `stop_flag` is set.
-  Several replicas may run in one process (each has its own registry, memo and metrics).
+- `run_kopf(operator, *, stop_flag, ready_flag, liveness_endpoint)` runs one operator replica (Kopf with a
+  registry of its own, plus the runtime's tasks) until `stop_flag` is set. Several replicas may run in one
+  process (each has its own registry, memo and metrics).
+- `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
 - `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM.
 """
 
@@ -29,17 +30,14 @@ def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{uuid.uuid4().hex[:6]}"
 
 
-async def operate(
+async def run_kopf(
+    operator: Operator,
     *,
-    kubeconfig: str | None,
-    config: OperatorConfig,
-    identity: str | None = None,
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
     liveness_endpoint: str | None = None,
 ) -> None:
-    client = await KubeClient.connect(kubeconfig)
-    operator = Operator(client=client, config=config, identity=identity or default_identity())
+    """Run Kopf for this operator replica until stop_flag is set; the operator's tasks stop with it."""
     settings = kopf.OperatorSettings()
     configure(settings)
     try:
@@ -55,6 +53,25 @@ async def operate(
         )
     finally:
         await operator.stop()
+
+
+async def operate(
+    *,
+    kubeconfig: str | None,
+    config: OperatorConfig,
+    identity: str | None = None,
+    stop_flag: asyncio.Event | None = None,
+    ready_flag: asyncio.Event | None = None,
+    liveness_endpoint: str | None = None,
+    serve_metrics: bool = False,
+) -> None:
+    client = await KubeClient.connect(kubeconfig)
+    operator = Operator(client=client, config=config, identity=identity or default_identity())
+    if serve_metrics:
+        operator.metrics.serve(config.metrics_port)
+    try:
+        await run_kopf(operator, stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
+    finally:
         await client.close()
 
 
@@ -66,7 +83,7 @@ def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: 
     logging.getLogger("kopf").setLevel(logging.WARNING)
     endpoint = f"http://0.0.0.0:{config.probe_port}/healthz" if config.probe_port else None
     try:
-        asyncio.run(operate(kubeconfig=kubeconfig, config=config, liveness_endpoint=endpoint))
+        asyncio.run(operate(kubeconfig=kubeconfig, config=config, liveness_endpoint=endpoint, serve_metrics=True))
     except KeyboardInterrupt:
         pass
     return 0

@@ -16,6 +16,7 @@ Example (all defaults):
     backoff: {initialSeconds: 1, maxSeconds: 60}
     scoreStrategy: binpack            # or spread
     bindConcurrency: 64
+    maxUnitsPerCycle: 64
     topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
                      renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
@@ -84,6 +85,8 @@ class OperatorConfig(_Section):
     backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig.model_validate({}))
     score_strategy: Literal["binpack", "spread"] = Field("binpack", alias="scoreStrategy")
     bind_concurrency: Annotated[int, Field(strict=True, ge=1, le=10_000)] = Field(64, alias="bindConcurrency")
+    # gangs (or lone pods) decided per scheduling cycle; each is still its own transaction
+    max_units_per_cycle: Annotated[int, Field(strict=True, ge=1, le=100_000)] = Field(64, alias="maxUnitsPerCycle")
     topology: TopologyConfig = Field(default_factory=lambda: TopologyConfig.model_validate({}))
     leader_election: LeaderElectionConfig = Field(
         default_factory=lambda: LeaderElectionConfig.model_validate({}), alias="leaderElection"
@@ -107,6 +110,7 @@ class OperatorConfig(_Section):
             backoff_initial_seconds=self.backoff.initial_seconds,
             backoff_max_seconds=self.backoff.max_seconds,
             score_strategy=self.score_strategy,
+            max_units_per_cycle=self.max_units_per_cycle,
         )
 
 

@@ -333,6 +333,8 @@ class Operator:
             pod = self.cluster.pods.get(key)
             if pod is not None and pod.gang is not None:
                 self.cache.dirty_gangs.add(pod.gang)
+            if result.outcome == "bound":  # as kube-scheduler reports it
+                self.events.record(self._ref("Pod", result.namespace, result.name), "Normal", "Scheduled", f"Successfully assigned {key} to {result.node}")
             return
         self.metrics.bind_errors.inc()
         self.cluster.bind_failed(key)
