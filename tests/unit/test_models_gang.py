@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, merge_gang_specs, parse_pod_gang
 
@@ -217,3 +217,47 @@ def test_pod_gang_is_immutable() -> None:
     gang = PodGang(namespace="n", name="g")
     with pytest.raises(AttributeError):
         gang.name = "h"  # type: ignore[misc]
+
+
+T = "scheduling.gangsched.io/"
+
+
+@pytest.mark.parametrize(
+    ("annotations", "expected"),
+    [
+        pytest.param({T + "group-size": "4"}, NetworkTopology(TopologyMode.SOFT, None, 4), id="group-size-only-is-soft"),
+        pytest.param(
+            {T + "network-topology-mode": "hard", T + "highest-tier-allowed": "2", T + "group-size": "8"},
+            NetworkTopology(TopologyMode.HARD, 2, 8),
+            id="hard-with-limit",
+        ),
+        pytest.param({T + "network-topology-mode": "soft"}, NetworkTopology(TopologyMode.SOFT, None, 1), id="mode-only"),
+    ],
+)
+def test_topology_annotations_of_an_annotation_only_gang(annotations: dict, expected: NetworkTopology) -> None:
+    decl = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "2", **annotations}))
+    assert decl is not None and decl.spec is not None
+    assert decl.spec.network_topology == expected
+
+
+def test_topology_annotations_override_the_podgroups() -> None:
+    decl = parse_pod_gang(pod(labels={"scheduling.x-k8s.io/pod-group": "g"}, annotations={T + "group-size": "2"}))
+    assert decl is not None and decl.spec is None
+    podgroup = GangSpec(namespace="team-a", name="g", min_member=4, network_topology=NetworkTopology(TopologyMode.HARD, 1, 4))
+    resolved = decl.resolve(podgroup)
+    assert resolved is not None and resolved.network_topology == NetworkTopology(TopologyMode.SOFT, None, 2)
+
+
+@pytest.mark.parametrize(
+    ("annotations", "field", "value"),
+    [
+        pytest.param({T + "network-topology-mode": "tight"}, T + "network-topology-mode", "tight", id="mode"),
+        pytest.param({T + "highest-tier-allowed": "0"}, T + "highest-tier-allowed", "0", id="tier-zero"),
+        pytest.param({T + "group-size": "two"}, T + "group-size", "two", id="group-size-word"),
+    ],
+)
+def test_invalid_topology_annotations_name_field_and_value(annotations: dict, field: str, value: str) -> None:
+    with pytest.raises(InvalidField) as err:
+        parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "2", **annotations}))
+    assert err.value.field == field and err.value.value == value
+    assert f'"{value}"' in str(err.value)

@@ -1,5 +1,8 @@
 """Koordinator-style gang annotations (and the older coscheduling forms) -> GangSpec field overrides.
 
+Also gangsched's own network-topology annotations (keys.TOPOLOGY_*: mode hard|soft, highest-tier-allowed,
+group-size), the annotation form of PodGroup spec.networkTopology, overriding the `network_topology` field.
+
 Contract: `gang_overrides(annotations, labels, *, namespace, name)` returns a dict holding exactly the
 GangSpec fields the annotations set (`min_member`, `total_member`, `wait_seconds`, `mode`, `group`), already
 validated and normalized; `apply_overrides(spec, overrides, *, source)` lays them over a spec (annotations
@@ -26,7 +29,7 @@ from typing import Any
 import orjson
 
 from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, GangSpec, gang_key
+from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
 
@@ -97,11 +100,12 @@ def parse_groups(value: object, *, field: str, own: str) -> tuple[str, ...]:
     return normalize_group(found, own=own)
 
 
-RawAnnotations = tuple[str, Any, Any, Any, Any, Any]
+RawAnnotations = tuple[str, Any, Any, Any, Any, Any, Any, Any, Any]
 
 
 def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> RawAnnotations | None:
-    """The gang annotations as written: (min key used, min, total, waiting-time, mode, groups); None if none."""
+    """The gang annotations as written: (min key used, min, total, waiting-time, mode, groups, topology mode,
+    highest tier, group size); None if none."""
     min_key = keys.KOORD_MIN_AVAILABLE
     min_raw = annotations.get(min_key)
     if min_raw is None:
@@ -111,9 +115,10 @@ def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, An
             min_raw = labels.get(min_key)
     total, wait = annotations.get(keys.KOORD_TOTAL_NUMBER), annotations.get(keys.KOORD_WAITING_TIME)
     mode, groups = annotations.get(keys.KOORD_MODE), annotations.get(keys.KOORD_GROUPS)
-    if min_raw is None and total is None and wait is None and mode is None and groups is None:
+    topo = (annotations.get(keys.TOPOLOGY_MODE), annotations.get(keys.TOPOLOGY_HIGHEST_TIER), annotations.get(keys.TOPOLOGY_GROUP_SIZE))
+    if min_raw is None and total is None and wait is None and mode is None and groups is None and topo == (None, None, None):
         return None
-    return (min_key, min_raw, total, wait, mode, groups)
+    return (min_key, min_raw, total, wait, mode, groups, *topo)
 
 
 def parse_raw(namespace: str, name: str, raw: RawAnnotations) -> tuple[tuple[str, Any], ...]:
@@ -132,8 +137,32 @@ def gang_overrides(
     return {} if raw is None else dict(parse_raw(namespace, name, raw))
 
 
+ALLOWED_TOPOLOGY_MODE = "one of hard, soft"
+
+
+def parse_topology_annotations(mode: Any, tier: Any, size: Any) -> NetworkTopology:
+    """The network topology an annotation-only gang asks for (keys.TOPOLOGY_*); soft, no limit, groups of 1 by default."""
+    if mode is not None and mode not in ("hard", "soft"):
+        raise InvalidField(keys.TOPOLOGY_MODE, mode, ALLOWED_TOPOLOGY_MODE)
+    return NetworkTopology(
+        mode=TopologyMode(mode or "soft"),
+        highest_tier_allowed=parse_count(tier, field=keys.TOPOLOGY_HIGHEST_TIER) if tier is not None else None,
+        group_size=parse_count(size, field=keys.TOPOLOGY_GROUP_SIZE) if size is not None else 1,
+    )
+
+
 def _parse(
-    namespace: str, name: str, min_key: str, min_raw: Any, total_raw: Any, wait_raw: Any, mode_raw: Any, groups_raw: Any
+    namespace: str,
+    name: str,
+    min_key: str,
+    min_raw: Any,
+    total_raw: Any,
+    wait_raw: Any,
+    mode_raw: Any,
+    groups_raw: Any,
+    topo_mode: Any = None,
+    topo_tier: Any = None,
+    topo_size: Any = None,
 ) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     min_member: int | None = None
@@ -153,6 +182,8 @@ def _parse(
         out.append(("mode", parse_mode(mode_raw, field=keys.KOORD_MODE)))
     if groups_raw is not None:
         out.append(("group", parse_groups(groups_raw, field=keys.KOORD_GROUPS, own=gang_key(namespace, name))))
+    if topo_mode is not None or topo_tier is not None or topo_size is not None:
+        out.append(("network_topology", parse_topology_annotations(topo_mode, topo_tier, topo_size)))
     return tuple(out)
 
 

@@ -132,7 +132,7 @@ _declared_cached = lru_cache(maxsize=4096)(_declared)
 
 _DEFAULTS = GangSpec(namespace="", name="", min_member=1)
 _MERGED = "podgroup+annotations"
-_MERGEABLE = ("min_member", "total_member", "mode", "wait_seconds", "group")
+_MERGEABLE = ("min_member", "total_member", "mode", "wait_seconds", "group", "network_topology")
 
 
 def merge_gang_specs(

@@ -33,3 +33,8 @@ LEGACY_MIN_AVAILABLE: Final = "pod-group.scheduling.sigs.k8s.io/min-available"
 
 # gangsched
 ROLE: Final = "scheduling.gangsched.io/role"  # the member's role, matched against PodGroup spec.roles[].name
+
+# gangsched: network topology of an annotation-only gang (the PodGroup's spec.networkTopology otherwise)
+TOPOLOGY_MODE: Final = "scheduling.gangsched.io/network-topology-mode"  # hard | soft
+TOPOLOGY_HIGHEST_TIER: Final = "scheduling.gangsched.io/highest-tier-allowed"  # integer >= 1
+TOPOLOGY_GROUP_SIZE: Final = "scheduling.gangsched.io/group-size"  # ranks per data-parallel group, >= 1

@@ -415,6 +415,11 @@ class Operator:
             body["spec"]["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
         if spec.group:
             body["spec"]["gangGroup"] = list(spec.group)
+        if spec.network_topology is not None:
+            nt = spec.network_topology
+            body["spec"]["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
+            if nt.highest_tier_allowed is not None:
+                body["spec"]["networkTopology"]["highestTierAllowed"] = nt.highest_tier_allowed
         try:
             await self.client.create(podgroup_path(ns), body)
         except ApiError as exc:
