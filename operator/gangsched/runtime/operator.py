@@ -116,7 +116,6 @@ class Operator:
         self._was_leader = False
         self._creating: set[str] = set()
         self._topology_text: str | None = None  # last topology written from node labels
-        self._nodes_version = 0
         self._nodes_rendered = -1
         self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self.cache.on_pod_list, on_event=self.cache.on_pod_event)
 
@@ -215,9 +214,9 @@ class Operator:
 
     async def _write_topology_from_labels(self) -> None:
         tiers = self.config.topology.node_label_tiers
-        if not tiers or self._nodes_rendered == len(self.cluster.nodes) and self._topology_text is not None:
+        if not tiers or self._nodes_rendered == self.cache.nodes_version:
             return
-        self._nodes_rendered = len(self.cluster.nodes)
+        self._nodes_rendered = self.cache.nodes_version
         try:
             tree = tree_from_node_labels(self.cache.node_labels(), tiers)
         except InvalidField as exc:

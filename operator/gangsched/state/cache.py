@@ -93,6 +93,7 @@ class ClusterCache:
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
         self.pods_seen = 0
+        self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
 
     # ----------------------------------------------------------------- pods
     def on_pod_list(self, items: Iterable[dict[str, Any]]) -> None:
@@ -239,14 +240,19 @@ class ClusterCache:
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
         name = (obj.get("metadata") or {}).get("name", "")
+        old = self.cluster.nodes.get(name)
         if kind == "DELETED":
             self.cluster.remove_node(name)
+            self.nodes_version += 1
         else:
             try:
                 self.cluster.upsert_node(node_from_api(obj))
             except InvalidField as exc:
                 self.problems.append(Problem("Node", "v1", "", name, (obj.get("metadata") or {}).get("uid", ""), "InvalidNode", str(exc)))
                 self.cluster.remove_node(name)
+            new = self.cluster.nodes.get(name)
+            if old is None or new is None or old.labels != new.labels:
+                self.nodes_version += 1
         self.on_change()
 
     def node_labels(self) -> dict[str, dict[str, str]]:
