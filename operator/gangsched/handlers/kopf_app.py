@@ -19,7 +19,7 @@ Contract:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -49,6 +49,11 @@ def _operator(memo: Any) -> Operator:
     if not isinstance(op, Operator):
         raise kopf.PermanentError("the operator was started without memo.operator")
     return op
+
+
+def _raw(event: kopf.RawEvent) -> dict[str, Any]:
+    """The watched object as the plain dict the API sent (Kopf hands it over untouched)."""
+    return cast(dict[str, Any], event["object"])
 
 
 def build_registry() -> kopf.OperatorRegistry:
@@ -81,22 +86,22 @@ def build_registry() -> kopf.OperatorRegistry:
         return _operator(memo).health()
 
     @kopf.on.event("scheduling.x-k8s.io", "v1alpha1", "podgroups", registry=registry)
-    def podgroup_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
-        _operator(memo).cache.on_podgroup(event.get("type"), event["object"])
+    def podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_podgroup(event.get("type"), _raw(event))
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
-    def node_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
-        _operator(memo).cache.on_node(event.get("type"), event["object"])
+    def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_node(event.get("type"), _raw(event))
 
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
-    def priorityclass_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
-        _operator(memo).cache.on_priority_class(event.get("type"), event["object"])
+    def priorityclass_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_priority_class(event.get("type"), _raw(event))
 
-    def _is_topology(name: str, namespace: str, memo: Any, **_: Any) -> bool:
+    def _is_topology(name: str, namespace: str | None, memo: Any, **_: Any) -> bool:
         return _operator(memo).is_topology_configmap(namespace=namespace, name=name)
 
     @kopf.on.event("", "v1", "configmaps", when=_is_topology, registry=registry)
-    def topology_event(event: dict[str, Any], memo: Any, **_: Any) -> None:
-        _operator(memo).on_topology_configmap(event.get("type"), event["object"])
+    def topology_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).on_topology_configmap(event.get("type"), _raw(event))
 
     return registry

@@ -89,7 +89,7 @@ async def load_connection(kubeconfig: str | None = None) -> ConnectionSettings:
         context = loader.current_context or {}
         namespace = (context.get("context") or {}).get("namespace") if isinstance(context, Mapping) else None
     else:
-        k8s_config.load_incluster_config(client_configuration=cfg)
+        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
         ns_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
         if os.path.exists(ns_file):
             with open(ns_file) as f:
@@ -99,7 +99,7 @@ async def load_connection(kubeconfig: str | None = None) -> ConnectionSettings:
     if "BearerToken" in auth:
         token = str(auth["BearerToken"]["value"]).removeprefix("Bearer ").strip()
     return ConnectionSettings(
-        server=cfg.host.rstrip("/"),
+        server=str(cfg.host or "").rstrip("/"),
         ca_path=cfg.ssl_ca_cert,
         verify=bool(cfg.verify_ssl),
         cert_path=cfg.cert_file,
