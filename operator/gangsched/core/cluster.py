@@ -14,6 +14,14 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
 - `set_topology(tree | None)`: the topology tree handed to placement (see core/topology_adapter.py).
 - `apply(plan)`: records what a cycle decided (reservations, releases, bindings in flight, timeouts,
   satisfied flags, waiting-time starts, backoffs, last reported statuses).
+- Preemption (issue 6, see core/preemption.py): `plan.nominations` charge each preemptor member to its
+  nominated node (capacity held for that gang while its victims terminate; nobody else is given it) until
+  the member is bound or reserved, deleted, or listed in `plan.nomination_clears`. `plan.preemptions`
+  (gang -> victim pods) records victims being evicted: they are never chosen again while they exist.
+  `eviction_failed(pod_key)`: the Eviction API refused (429): the victim is marked refused (treated as
+  protected from then on) and its preemptor chooses again. `set_protected(pod_key, flag)`: the pod is
+  selected by a PodDisruptionBudget. Readers: `nomination_of(pod_key)`, `victims_of(gang_key)`,
+  `evicting`, `protected`.
 - `bind_succeeded(pod_key)`: the binder bound the pod: it is treated as bound to its node until the watch
   event confirms. `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is pending again,
   scheduling alone if its gang is satisfied. A binding in flight is never handed out again.
@@ -88,6 +96,11 @@ class Cluster:
         self._log: list[str] = []  # nodes whose used resources changed, since _log_base
         self._log_base = 0
         self._class_caches: dict[Any, Any] = {}
+        # preemption (issue 6)
+        self._nominations: dict[str, str] = {}  # preemptor pod -> nominated node (charged there)
+        self._preempting: dict[str, dict[str, None]] = {}  # preemptor gang -> victims being evicted
+        self.evicting: dict[str, str] = {}  # victim pod -> preemptor gang
+        self.protected: set[str] = set()  # pods selected by a PodDisruptionBudget, or whose eviction was refused
 
     # ----- nodes -----
     def upsert_node(self, node: NodeRecord) -> None:
@@ -114,6 +127,7 @@ class Cluster:
         self.pods[key] = pod
         if pod.node_name is not None or pod.terminal:
             self._reservations.pop(key, None)
+            self._nominations.pop(key, None)
         if old is not None and old.gang != pod.gang:
             self._leave_gang(old)
         if pod.gang is not None:
@@ -129,6 +143,9 @@ class Cluster:
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
         self._reservations.pop(key, None)
+        self._nominations.pop(key, None)
+        self._forget_victim(key)
+        self.protected.discard(key)
         self._recharge(key)
         if pod is not None:
             self._leave_gang(pod)
@@ -164,6 +181,35 @@ class Cluster:
         """(node, binding_in_flight) of a pod's reservation, or None."""
         return self._reservations.get(pod_key)
 
+    def nomination_of(self, pod_key: str) -> str | None:
+        return self._nominations.get(pod_key)
+
+    def victims_of(self, gang_key: str) -> list[str]:
+        """Victims evicted for this gang that still exist."""
+        return list(self._preempting.get(gang_key, ()))
+
+    def set_protected(self, pod_key: str, flag: bool) -> None:
+        if flag:
+            self.protected.add(pod_key)
+        else:
+            self.protected.discard(pod_key)
+
+    def eviction_failed(self, pod_key: str) -> None:
+        """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
+        if pod_key in self.pods:
+            self.protected.add(pod_key)
+        self._forget_victim(pod_key)
+        self.freed_gen += 1
+
+    def _forget_victim(self, pod_key: str) -> None:
+        gk = self.evicting.pop(pod_key, None)
+        if gk is not None:
+            victims = self._preempting.get(gk)
+            if victims is not None:
+                victims.pop(pod_key, None)
+                if not victims:
+                    del self._preempting[gk]
+
     def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
         return ((k, n) for k, (n, b) in self._reservations.items() if b)
 
@@ -175,6 +221,28 @@ class Cluster:
 
     # ----- plan application and binder feedback -----
     def apply(self, plan: Plan) -> None:
+        for key in plan.nomination_clears:
+            if self._nominations.pop(key, None) is not None:
+                self._recharge(key)
+        for key, node in plan.nominations:
+            pod = self.pods.get(key)
+            if pod is not None and pod.node_name is None and not pod.terminal and key not in self._reservations:
+                self._nominations[key] = node
+                self._recharge(key)
+        for gk, victims in plan.preemptions.items():
+            victim_gangs: set[str] = set()
+            for v in victims:
+                if v in self.pods and v not in self.evicting:
+                    self.evicting[v] = gk
+                    self._preempting.setdefault(gk, {})[v] = None
+                    vgang = self.pods[v].gang
+                    if vgang is not None:
+                        victim_gangs.add(vgang)
+            for vg in victim_gangs:  # a gang evicted whole must gather its quorum again
+                vs = self.gangs.get(vg)
+                if vs is not None and all(k in self.evicting for k in vs.members
+                                          if k in self.pods and self.pods[k].node_name and not self.pods[k].terminal):
+                    vs.satisfied = False
         for key in plan.releases:
             if key in self._reservations and not self._reservations[key][1]:
                 self._drop_reservation(key)
@@ -307,6 +375,7 @@ class Cluster:
         if pod is None or pod.node_name is not None or pod.terminal:
             return
         self._reservations[key] = (node, binding)
+        self._nominations.pop(key, None)
         self._recharge(key)
         self._set_pending(pod, False)
 
@@ -325,6 +394,8 @@ class Cluster:
                 res = self._reservations.get(key)
                 if res is not None:
                     target = res[0]
+                else:
+                    target = self._nominations.get(key)
         current = self._charged.get(key)
         requests = pod.sclass.requests if pod is not None else None
         if current is not None and target == current[0] and requests is current[1]:

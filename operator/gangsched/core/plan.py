@@ -15,7 +15,10 @@ Fields:
 - events: [Event] to emit.
 - conditions: [PodCondition] PodScheduled=False conditions for pods that cannot be placed or wait.
 - next_wakeup: earliest absolute time at which a timer matters (waiting-time expiry, backoff end), or None.
-- evictions / nominations: reserved for group preemption (issue 6); empty for now.
+- evictions: [pod_key] victims to evict through the Eviction API (group preemption, core/preemption.py).
+- nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the Cluster holds
+  that capacity for them. nomination_clears: [pod_key] nominations given up (patch nominatedNodeName null).
+- preemptions: {gang_key: victim pod keys} for Cluster.apply (victims are never taken twice).
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class Plan:
     next_wakeup: float | None = None
     evictions: list[str] = field(default_factory=list)
     nominations: list[tuple[str, str]] = field(default_factory=list)
+    nomination_clears: list[str] = field(default_factory=list)
+    preemptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # bookkeeping for Cluster.apply
     unit_backoffs: dict[str, UnitBackoff] = field(default_factory=dict)
     unit_success: list[str] = field(default_factory=list)  # units whose backoff resets
@@ -93,4 +98,5 @@ class Plan:
         return not (
             self.bindings or self.reservations or self.releases or self.timeouts or self.gang_status
             or self.events or self.conditions or self.unit_backoffs or self.satisfied or self.waiting_reasons
+            or self.evictions or self.nominations or self.nomination_clears
         )

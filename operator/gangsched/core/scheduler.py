@@ -24,6 +24,13 @@ Contract:
 - Without topology: per scheduling class, nodes are chosen from ClassIndex buckets (core/capacity.py):
   binpack takes the fullest node that fits as many as it can; spread deals one pod per node round the
   emptiest nodes; preferred affinity and PreferNoSchedule taints rank first.
+- Group preemption (issue 6, core/preemption.py): a Strict gang whose pending members (one scheduling class,
+  none with preemptionPolicy Never) do not fit looks for lower-priority victims; the plan then carries the
+  evictions, the members' nominations (capacity held for the gang in the Cluster) and events (Preempting on
+  the PodGroup, Preempted on every victim pod and victim PodGroup). While its victims still exist the gang
+  waits (reason Preempting); its own nominated capacity is available to it on every attempt, so it binds in
+  the first cycle after the victims are gone. Nominations are cleared when the gang times out, loses its
+  PodGroup, or finds nothing to preempt any more.
 - Failure messages aggregate why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
   3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`. Events and pod conditions
   of a unit are only emitted when its message changes.
@@ -52,6 +59,7 @@ from gangsched.core.plan import (
     PodCondition,
     UnitBackoff,
 )
+from gangsched.core.preemption import find_victims, tier_label
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.resources import format_resources
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place
@@ -111,6 +119,7 @@ class _Cycle:
         self.bound_now: set[str] = set()
         self.satisfied_now: set[str] = set()
         self.timed_out_now: set[str] = set()
+        self.evicting_now: set[str] = set()
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Plan:
@@ -134,6 +143,7 @@ class _Cycle:
                 continue
             if gs.spec is None and not gs.satisfied:
                 self._wait(gs, "WaitingForPodGroup", f"PodGroup {gk} does not exist yet")
+                self._clear_nominations(gs.pending)
                 continue
             if gs.backoff_until > now and gs.freed_gen >= c.freed_gen:
                 continue
@@ -263,6 +273,7 @@ class _Cycle:
                 self.plan.releases.append(k)
                 self.released_now.add(k)
             victims = tuple(k for k, _ in m.reserved) + tuple(p.key for p in m.pending)
+            self._clear_nominations(p.key for p in m.pending)
             self.plan.timeouts.append(GangTimeout(gk, victims))
             self.timed_out_now.add(gk)
             message = (f"waiting time {self._wait_seconds(gs):g}s ended with {len(m.bound)} bound and "
@@ -441,12 +452,15 @@ class _Cycle:
         if spec.min_resources and self._min_resources_short(gs, spec, m):
             return True
         mark = self.ws.begin()
+        self._release_nominations(pending)  # a preemptor's held capacity is its own to use
         placed, short, tier = self._place(spec, pending, partial=spec.mode == GangMode.NON_STRICT)
         new = [p for p, _ in placed]
         have = len(m.bound) + len(m.reserved) + len(placed)
         quorum = have >= spec.min_member and _roles_short(spec, m.roles(self.cluster, new)) is None
         if not quorum and spec.mode == GangMode.STRICT:
             self.ws.rollback(mark)
+            if not m.reserved and self._preempt(gs, m, pending):
+                return True
             for k, node in m.reserved:
                 self.ws.release(node, self.cluster.pods[k].requests)
                 self.plan.releases.append(k)
@@ -487,6 +501,77 @@ class _Cycle:
             self._backoff(gs.key)
         else:
             self._success(gs.key)
+        return True
+
+    # ------------------------------------------------------------------ preemption
+    def _clear_nominations(self, pod_keys: Iterable[str]) -> None:
+        for k in pod_keys:
+            if self.cluster.nomination_of(k) is not None:
+                self.plan.nomination_clears.append(k)
+
+    def _release_nominations(self, pods: Iterable[PodRecord]) -> None:
+        for p in pods:
+            node = self.cluster.nomination_of(p.key)
+            if node is not None:
+                self.ws.release(node, p.sclass.requests)
+
+    def _preempt(self, gs: GangState, m: _Members, pending: list[PodRecord]) -> bool:
+        """Group preemption for a Strict gang that does not fit. True: handled (victims chosen, or still
+        terminating); False: nothing to preempt (its nominations are cleared), the caller reports the failure."""
+        c = self.cluster
+        spec = gs.spec
+        assert spec is not None
+        if not pending or any(p.preemption_policy == "Never" for p in pending) or len(
+                {p.sclass.id for p in pending}) != 1:
+            return False
+        outstanding = c.victims_of(gs.key)
+        if outstanding:
+            message = f"waiting for {len(outstanding)} preempted pod(s) to terminate"
+            self._backoff(gs.key)
+            self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message))
+            self._changed(gs.key, message)
+            return True
+        cls = pending[0].sclass
+        view = self.ws.view(cls)
+        tree = c.topology if spec.network_topology is not None else None
+        mark = self.ws.begin()
+        self._release_nominations(pending)
+        choice = find_victims(
+            c, requests=cls.requests, count=len(pending), priority=min(p.priority for p in pending),
+            feasible=view.idx.pref.keys(), extra=self.ws.extra,
+            topology=spec.network_topology if tree is not None else None, tree=tree,
+            excluded=c.evicting.keys() | self.evicting_now, protected=c.protected,
+        )
+        if choice is None:
+            self.ws.rollback(mark)
+            self._clear_nominations(p.key for p in pending)
+            return False
+        for node in choice.nodes:  # the held capacity moves to the new nominations (mark is not rolled back)
+            self.ws.place(node, cls.requests)
+        self.evicting_now.update(choice.victims)
+        self.plan.evictions.extend(choice.victims)
+        self.plan.preemptions[gs.key] = choice.victims
+        self.plan.nominations.extend((p.key, node) for p, node in zip(pending, choice.nodes))
+        if gs.first_reserved is None and gs.key not in self.plan.first_reserved:
+            self.plan.first_reserved[gs.key] = self.now  # the waiting time bounds how long it holds nodes
+        label = tier_label(choice.whole_tier, c.topology.tiers if c.topology is not None else None)
+        message = (f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)} "
+                   f"for {label} placement; {len(pending)} member(s) nominated")
+        self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message,
+                                    choice.whole_tier))
+        self._changed(gs.key, message)
+        self._event("PodGroup", gs.key, "Normal", "Preempting", message)
+        self._conditions(pending, "Preempting", message)
+        per_gang: Counter[str] = Counter()
+        for v in choice.victims:
+            self._event("Pod", v, "Normal", "Preempted", f"Preempted by gang {gs.key} for {label} placement")
+            vg = c.pods[v].gang
+            if vg is not None:
+                per_gang[vg] += 1
+        for vg, n in sorted(per_gang.items()):
+            self._event("PodGroup", vg, "Warning", "Preempted",
+                        f"{n} member(s) preempted by gang {gs.key} for {label} placement")
+        self._backoff(gs.key)
         return True
 
     def _bind_gang(self, gs: GangState, tier: int | None) -> None:

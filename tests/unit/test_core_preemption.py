@@ -1,0 +1,272 @@
+"""Group preemption in the core (issue 6): seed 004's user story 3, whole victim gangs, priorities, Never, PDBs,
+two preemptors, node reservation while victims terminate, refused evictions and giving up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gangsched.core.cluster import Cluster
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.gangspec import GangSpec, NetworkTopology
+from gangsched.core.plan import Plan
+from gangsched.core.simulate import step
+from gangsched.core.topology import Domain, TopologyTree
+from tests.unit.test_core_support import add_nodes, add_pod
+
+CFG = SchedulerConfig(max_units_per_cycle=1)
+HIGH = 1000
+
+
+def story_tree() -> TopologyTree:
+    """spine0 -> leaf0 -> unit0 (node0-3); spine0 -> leaf1 -> unit1 (node4-7), unit2 (node8-11)."""
+    return TopologyTree.from_domains([
+        Domain(3, "spine0", (), ("leaf0", "leaf1")),
+        Domain(2, "leaf0", ("spine0",), ("unit0",)),
+        Domain(2, "leaf1", ("spine0",), ("unit1", "unit2")),
+        Domain(1, "unit0", ("leaf0",), tuple(f"node{i}" for i in range(4))),
+        Domain(1, "unit1", ("leaf1",), tuple(f"node{i}" for i in range(4, 8))),
+        Domain(1, "unit2", ("leaf1",), tuple(f"node{i}" for i in range(8, 12))),
+    ])
+
+
+def running_gang(c: Cluster, name: str, nodes: list[str], *, priority: int = 0, min_member: int | None = None,
+                 **kw: Any) -> list[str]:
+    c.upsert_gang(GangSpec("default", name, min_member if min_member is not None else len(nodes)))
+    c.mark_satisfied(f"default/{name}")
+    return [add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, node=n, phase="Running", gpu=8,
+                    priority=priority, **kw) for i, n in enumerate(nodes)]
+
+
+def pending_gang(c: Cluster, name: str, pods: int, *, priority: int = HIGH, min_member: int | None = None,
+                 group_size: int | None = None, policy: str | None = None) -> list[str]:
+    nt = NetworkTopology(group_size=group_size) if group_size is not None else None
+    c.upsert_gang(GangSpec("default", name, min_member if min_member is not None else pods, network_topology=nt))
+    extra = {"preemptionPolicy": policy} if policy else None
+    return [add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, gpu=8, priority=priority, spec_extra=extra)
+            for i in range(pods)]
+
+
+def nodes(n: int, start: int = 0) -> list[str]:
+    return [f"node{i}" for i in range(start, start + n)]
+
+
+def story3() -> tuple[Cluster, list[str], list[str], list[str]]:
+    c = Cluster()
+    add_nodes(c, 12, prefix="node", gpu=8)
+    c.set_topology(story_tree())
+    g1 = running_gang(c, "gang1", nodes(4))
+    g2 = running_gang(c, "gang2", nodes(4, 4))
+    g3 = pending_gang(c, "gang3", 8, min_member=8, group_size=4)
+    return c, g1, g2, g3
+
+
+def evict(c: Cluster, keys: list[str]) -> None:
+    for k in keys:
+        c.remove_pod(k)
+
+
+def test_user_story_3_evicts_exactly_gang2_and_lands_on_node4_to_11() -> None:
+    c, g1, g2, g3 = story3()
+    plan = step(c, CFG, 0.0)
+    assert sorted(plan.evictions) == sorted(g2)
+    assert not plan.bindings
+    assert {n for _, n in plan.nominations} == set(nodes(8, 4)) and len(plan.nominations) == 8
+    assert [k for k, _ in plan.nominations] == g3
+    assert plan.gang_status["default/gang3"].reason == "Preempting"
+    assert "for tier-2 placement" in plan.gang_status["default/gang3"].message
+    victim_events = [e for e in plan.events if e.reason == "Preempted" and e.kind == "Pod"]
+    assert sorted(f"{e.namespace}/{e.name}" for e in victim_events) == sorted(g2)
+    assert victim_events[0].message == "Preempted by gang default/gang3 for tier-2 placement"
+    assert any(e.kind == "PodGroup" and e.name == "gang2" and e.reason == "Preempted" for e in plan.events)
+    # while the victims terminate: nothing new is evicted, the gang waits
+    plan = step(c, CFG, 100.0)
+    assert not plan.evictions and not plan.bindings
+    evict(c, g2)
+    plan = step(c, CFG, 101.0)
+    assert {n for _, n in plan.bindings} == set(nodes(8, 4)) and len(plan.bindings) == 8  # one cycle
+    assert {k for k, _ in plan.bindings} == set(g3)
+    assert all(c.pods[k].node_name for k in g1)
+
+
+def test_reserved_nodes_are_not_taken_by_a_lower_priority_gang_meanwhile() -> None:
+    c, _, g2, g3 = story3()
+    step(c, CFG, 0.0)
+    assert all(c.nomination_of(k) for k in g3)
+    low = pending_gang(c, "late", 4, priority=0, group_size=None)
+    for t in (1.0, 2.0, 3.0):
+        plan = step(c, CFG, t)
+        assert not plan.bindings and not plan.evictions  # equal priority to everyone running: no preemption
+    evict(c, g2[:2])  # victims leave one by one; the latecomer still gets none of the freed nodes
+    for t in (4.0, 5.0):
+        plan = step(c, CFG, t)
+        assert not any(k in low for k, _ in plan.bindings)
+    evict(c, g2[2:])
+    bound: list[tuple[str, str]] = []
+    for t in (6.0, 7.0, 8.0):
+        bound += step(c, CFG, t).bindings
+    assert sorted(k for k, _ in bound) == sorted(g3)
+
+
+@pytest.mark.parametrize(
+    ("priority", "policy", "why"),
+    [
+        pytest.param(0, None, "equal priority", id="equal-priority-never-preempts"),
+        pytest.param(HIGH, "Never", "preemptionPolicy Never", id="never-policy-never-preempts"),
+        pytest.param(-5, None, "lower priority", id="lower-priority-never-preempts"),
+    ],
+)
+def test_no_preemption(priority: int, policy: str | None, why: str) -> None:
+    c = Cluster()
+    add_nodes(c, 4, prefix="node", gpu=8)
+    running_gang(c, "low", nodes(4))
+    pending_gang(c, "want", 2, priority=priority, policy=policy)
+    plan = step(c, CFG, 0.0)
+    assert not plan.evictions and not plan.nominations, why
+    assert plan.gang_status["default/want"].reason == "Unschedulable"
+
+
+@pytest.mark.parametrize(
+    ("need", "expected_victims"),
+    [
+        # gang b (min 2 of 4) may give 2 members singly; gang a (min 4) only whole
+        pytest.param(1, 1, id="one-spare-member-of-b"),
+        pytest.param(2, 2, id="two-spare-members-of-b"),
+        pytest.param(3, 4, id="three-takes-a-whole-gang"),
+        pytest.param(6, 6, id="six-takes-a-whole-gang-and-two-spares"),
+    ],
+)
+def test_victim_gangs_are_never_left_below_quorum(need: int, expected_victims: int) -> None:
+    c = Cluster()
+    add_nodes(c, 8, prefix="node", gpu=8)
+    a = running_gang(c, "a", nodes(4), min_member=4)
+    b = running_gang(c, "b", nodes(4, 4), min_member=2)
+    pending_gang(c, "want", need)
+    plan = step(c, CFG, 0.0)
+    assert len(plan.evictions) == expected_victims
+    left_a = len([k for k in a if k not in plan.evictions])
+    left_b = len([k for k in b if k not in plan.evictions])
+    assert left_a in (0, 4)
+    assert left_b == 0 or left_b >= 2
+
+
+def test_lowest_victim_priority_wins_over_fewer_pods() -> None:
+    c = Cluster()
+    add_nodes(c, 6, prefix="node", gpu=8)
+    cheap = running_gang(c, "cheap", nodes(4), priority=1)
+    running_gang(c, "dear", nodes(2, 4), priority=5)
+    pending_gang(c, "want", 2)
+    plan = step(c, CFG, 0.0)
+    assert sorted(plan.evictions) == sorted(cheap)
+
+
+def test_fewest_victim_pods_at_equal_priority() -> None:
+    c = Cluster()
+    add_nodes(c, 6, prefix="node", gpu=8)
+    running_gang(c, "big", nodes(4))
+    small = running_gang(c, "small", nodes(2, 4))
+    pending_gang(c, "want", 2)
+    assert sorted(step(c, CFG, 0.0).evictions) == sorted(small)
+
+
+@pytest.mark.parametrize(
+    ("protect", "expected"),
+    [
+        pytest.param("small", "big", id="protected-victim-skipped-when-an-alternative-exists"),
+        pytest.param("both", "small", id="protected-victims-taken-when-nothing-else-fits"),
+        pytest.param("none", "small", id="no-pdb-fewest-pods"),
+    ],
+)
+def test_pdb_protected_victims_are_avoided(protect: str, expected: str) -> None:
+    c = Cluster()
+    add_nodes(c, 6, prefix="node", gpu=8)
+    gangs = {"big": running_gang(c, "big", nodes(4)), "small": running_gang(c, "small", nodes(2, 4))}
+    for name, keys in gangs.items():
+        if protect in (name, "both"):
+            for k in keys[:1]:
+                c.set_protected(k, True)
+    pending_gang(c, "want", 2)
+    assert sorted(step(c, CFG, 0.0).evictions) == sorted(gangs[expected])
+
+
+def test_two_preemptors_never_take_the_same_victims() -> None:
+    c = Cluster()
+    add_nodes(c, 8, prefix="node", gpu=8)
+    running_gang(c, "x", nodes(4))
+    running_gang(c, "y", nodes(4, 4))
+    pending_gang(c, "p1", 4)
+    pending_gang(c, "p2", 4)
+    first = step(c, SchedulerConfig(max_units_per_cycle=2), 0.0)
+    second = step(c, CFG, 0.5)
+    evicted = first.evictions + second.evictions
+    assert len(evicted) == 8 and len(set(evicted)) == 8
+    assert set(first.preemptions) == {"default/p1", "default/p2"}
+    # a third preemptor finds nothing left to take
+    pending_gang(c, "p3", 4)
+    third = step(c, CFG, 1.0)
+    assert not third.evictions
+
+
+def test_other_schedulers_pods_are_victims_too() -> None:
+    c = Cluster()
+    add_nodes(c, 2, prefix="node", gpu=8)
+    theirs = [add_pod(c, f"web-{i}", node=f"node{i}", phase="Running", gpu=8, ours=False) for i in range(2)]
+    pending_gang(c, "want", 2)
+    assert sorted(step(c, CFG, 0.0).evictions) == theirs
+
+
+def test_refused_eviction_makes_the_core_choose_again() -> None:
+    c = Cluster()
+    add_nodes(c, 6, prefix="node", gpu=8)
+    big = running_gang(c, "big", nodes(4))
+    small = running_gang(c, "small", nodes(2, 4))
+    want = pending_gang(c, "want", 2)
+    assert sorted(step(c, CFG, 0.0).evictions) == sorted(small)
+    for k in small:
+        c.eviction_failed(k)  # 429: a PodDisruptionBudget the core did not know about
+    plan = step(c, CFG, 0.1)
+    assert sorted(plan.evictions) == sorted(big)
+    assert [k for k, _ in plan.nominations] == want
+
+
+def test_giving_up_clears_nominations() -> None:
+    c = Cluster()
+    add_nodes(c, 2, prefix="node", gpu=8)
+    running_gang(c, "low", nodes(2))
+    c.upsert_gang(GangSpec("default", "want", 2, wait_seconds=30))
+    want = [add_pod(c, f"want-{i}", gang="default/want", rank=i, gpu=8, priority=HIGH) for i in range(2)]
+    plan = step(c, CFG, 0.0)
+    assert len(plan.nominations) == 2
+    # the victims never leave (e.g. a finalizer): the waiting time ends and the nominations go
+    plan = step(c, CFG, 31.0)
+    assert sorted(plan.nomination_clears) == want
+    assert [t.gang_key for t in plan.timeouts] == ["default/want"]
+    assert all(c.nomination_of(k) is None for k in want)
+    assert not c.used.get("node0", {}).get("nvidia.com/gpu", 0) > 8
+
+
+def test_deleted_podgroup_clears_nominations() -> None:
+    c = Cluster()
+    add_nodes(c, 2, prefix="node", gpu=8)
+    running_gang(c, "low", nodes(2))
+    want = pending_gang(c, "want", 2)
+    step(c, CFG, 0.0)
+    c.remove_gang("default/want")
+    plan = step(c, CFG, 1.0)
+    assert sorted(plan.nomination_clears) == want
+
+
+def _plan_victim_units(plan: Plan) -> set[str]:
+    return {e.name for e in plan.events if e.kind == "PodGroup" and e.reason == "Preempted"}
+
+
+def test_whole_victim_gang_must_gather_its_quorum_again() -> None:
+    c = Cluster()
+    add_nodes(c, 2, prefix="node", gpu=8)
+    low = running_gang(c, "low", nodes(2))
+    pending_gang(c, "want", 2)
+    plan = step(c, CFG, 0.0)
+    assert _plan_victim_units(plan) == {"low"}
+    assert not c.gangs["default/low"].satisfied
+    assert sorted(plan.evictions) == low
