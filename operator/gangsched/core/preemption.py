@@ -38,7 +38,6 @@ from gangsched.core.topology import TopologyPlacement, TopologyTree, natural_key
 
 __all__ = ["PreemptionChoice", "find_victims", "tier_label"]
 
-_PRUNE_DOMAINS = 3  # domains whose greedy choice is pruned before the final comparison
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,21 +180,19 @@ class _Search:
             domains = self._domains(best.whole_tier, potential)
         else:
             domains = [sorted(self.base, key=natural_key)]
-        scored: list[tuple[tuple[int, int, int], list[str], list[int]]] = []
+        scored: list[tuple[tuple[int, int, int], int, list[int]]] = []
         for order, nodes in enumerate(domains):
-            got = self._greedy(nodes, target)
-            if got is not None:
-                scored.append((self._cost(got) + (order,), nodes, got))
+            tracker = _Tracker(self, nodes, target, potential)
+            chosen = tracker.greedy()
+            if chosen is None:
+                continue
+            chosen = tracker.prune(chosen)
+            scored.append((self._cost(chosen) + (order,), order, chosen))
         if not scored:
             return None
-        scored.sort(key=lambda s: s[0])
-        final: list[tuple[tuple[int, int, int], list[str], list[int]]] = []
-        for _, nodes, chosen in scored[:_PRUNE_DOMAINS]:
-            pruned = self._prune(nodes, chosen, target)
-            final.append((self._cost(pruned) + (domains.index(nodes),), nodes, pruned))
-        final.sort(key=lambda s: s[0])
-        _, nodes, chosen = final[0]
-        return self._result(nodes, chosen)
+        scored.sort(key=lambda x: x[0])
+        _, order, chosen = scored[0]
+        return self._result(domains[order], chosen)
 
     def _domains(self, tier: int, potential: Mapping[str, int]) -> list[list[str]]:
         """Node lists of the tier-`tier` domains whose potential capacity can hold the gang, best fit first."""
@@ -234,74 +231,6 @@ class _Search:
                     f[res] = f.get(res, 0) + q
         return {n: self._fit(n, freed.get(n)) for n in nodes}
 
-    def _ok(self, cap: Mapping[str, int], target: tuple[int, int] | None) -> bool:
-        if sum(cap.values()) < self.count:
-            return False
-        if target is None:
-            return True
-        got = self._place(cap)
-        return got is not None and (got.whole_tier, got.group_tier) <= target
-
-    def _greedy(self, nodes: list[str], target: tuple[int, int] | None) -> list[int] | None:
-        inside = set(nodes)
-        req = self.req
-        cand: dict[int, float] = {}
-        for n in nodes:
-            for i in self.node_units.get(n, ()):
-                if i in cand:
-                    continue
-                u = self.units[i]
-                gain = 0.0
-                for _, pn, r in u.pods:
-                    if pn in inside:
-                        gain += min((r.get(res, 0) / q for res, q in req.items() if q > 0), default=0.0)
-                cand[i] = gain / len(u.pods)
-        order = sorted(cand, key=lambda i: (self.units[i].priority, -cand[i], len(self.units[i].pods), i))
-        cap = {n: self.cap0[n] for n in nodes}
-        total = sum(cap.values())
-        freed: dict[str, dict[str, int]] = {}
-        taken: set[str] = set()
-        singles: dict[str, int] = {}
-        whole: set[str] = set()
-        chosen: list[int] = []
-        if total >= self.count and self._ok(cap, target):
-            return chosen
-        for i in order:
-            u = self.units[i]
-            if u.gang is not None:
-                if u.gang in whole or singles.get(u.gang, 0) >= self.spare.get(u.gang, 0):
-                    continue
-            new = [(k, n, r) for k, n, r in u.pods if k not in taken]
-            if not new:
-                continue
-            if u.gang is not None:
-                singles[u.gang] = singles.get(u.gang, 0) + 1
-            elif u.whole:
-                whole.add(u.key)
-            chosen.append(i)
-            touched = set()
-            for k, n, r in new:
-                taken.add(k)
-                if n in inside:
-                    f = freed.setdefault(n, {})
-                    for res, q in r.items():
-                        f[res] = f.get(res, 0) + q
-                    touched.add(n)
-            for n in touched:
-                c = self._fit(n, freed[n])
-                total += c - cap[n]
-                cap[n] = c
-            if total >= self.count and self._ok(cap, target):
-                return chosen
-        return None
-
-    def _prune(self, nodes: list[str], chosen: list[int], target: tuple[int, int] | None) -> list[int]:
-        kept = list(chosen)
-        for i in sorted(chosen, key=lambda i: (-self.units[i].priority, -len(self.units[i].pods), -i)):
-            trial = [j for j in kept if j != i]
-            if self._ok(self._state(nodes, trial), target):
-                kept = trial
-        return kept
 
     def _result(self, nodes: list[str], chosen: list[int]) -> PreemptionChoice:
         cap = self._state(nodes, chosen)
@@ -332,6 +261,155 @@ class _Search:
             max_priority=max(self.units[i].priority for i in chosen) if chosen else 0,
             protected=any(self.units[i].protected for i in chosen),
         )
+
+
+class _Tracker:
+    """Capacity of one candidate domain as victim units are added or removed, with an O(1) feasibility test
+    equal to place()'s: with DP groups kept inside tier-G sub-domains (G < W), the sub-domains' whole-group
+    slots (plus a short last group's bonus) must cover the gang; otherwise the domain's capacity must."""
+
+    def __init__(self, search: _Search, nodes: list[str], target: tuple[int, int] | None,
+                 potential: Mapping[str, int]) -> None:
+        self.s = search
+        self.nodes = nodes
+        self.inside = set(nodes)
+        self.cap = {n: search.cap0[n] for n in nodes}
+        self.total = sum(self.cap.values())
+        self.freed: dict[str, dict[str, int]] = {}
+        self.refs: dict[str, int] = {}  # victim pod -> chosen units holding it
+        nt, tree = search.topology, search.tree
+        self.g = nt.group_size if nt is not None else 1
+        self.grouped = False
+        self.sub: dict[str, int] = {}  # node -> sub-domain index
+        if target is not None and tree is not None and nt is not None and self.g > 1 and 1 <= target[1] < target[0]:
+            self.grouped = True
+            names: dict[str, int] = {}
+            for n in nodes:
+                path = tree.node_path(n)
+                assert path is not None
+                self.sub[n] = names.setdefault(path[target[1] - 1], len(names))
+        self.full, self.r = divmod(search.count, self.g)
+        k = len(set(self.sub.values()))
+        self.subcap = [0] * k
+        for n in nodes:
+            if self.grouped:
+                self.subcap[self.sub[n]] += self.cap[n]
+        self.slots = sum(c // self.g for c in self.subcap)
+        self.bonus = sum(1 for c in self.subcap if self.r and c % self.g >= self.r)
+        self.potential = potential
+
+    def feasible(self) -> bool:
+        if not self.grouped:
+            return self.total >= self.s.count
+        return self.slots >= self.full + (1 if self.r and not self.bonus else 0)
+
+    def _set(self, n: str, c: int) -> None:
+        old = self.cap[n]
+        if c == old:
+            return
+        self.cap[n] = c
+        self.total += c - old
+        if self.grouped:
+            i = self.sub[n]
+            before = self.subcap[i]
+            after = before + c - old
+            self.subcap[i] = after
+            g, r = self.g, self.r
+            self.slots += after // g - before // g
+            if r:
+                self.bonus += (after % g >= r) - (before % g >= r)
+
+    def _apply(self, unit: _Unit, sign: int) -> None:
+        touched = set()
+        for k, n, req in unit.pods:
+            before = self.refs.get(k, 0)
+            after = before + sign
+            self.refs[k] = after
+            if (before == 0) == (after == 0) or n not in self.inside:
+                continue
+            f = self.freed.setdefault(n, {})
+            for res, q in req.items():
+                f[res] = f.get(res, 0) + sign * q
+            touched.add(n)
+        for n in touched:
+            self._set(n, self.s._fit(n, self.freed[n]))
+
+    def _order(self) -> list[int]:
+        s = self.s
+        req = s.req
+        cand: dict[int, float] = {}
+        for n in self.nodes:
+            for i in s.node_units.get(n, ()):
+                if i in cand:
+                    continue
+                u = s.units[i]
+                gain = 0.0
+                for _, pn, r in u.pods:
+                    if pn in self.inside:
+                        gain += min((r.get(res, 0) / q for res, q in req.items() if q > 0), default=0.0)
+                cand[i] = gain / len(u.pods)
+        rank: dict[int, int] = {}
+        if self.grouped:
+            # sub-domains cheapest per whole-group slot gained first; units go in the order of their best one
+            g = self.g
+            touching: list[set[int]] = [set() for _ in self.subcap]
+            pot = [0] * len(self.subcap)
+            for n in self.nodes:
+                pot[self.sub[n]] += self.potential[n]
+                for i in s.node_units.get(n, ()):
+                    touching[self.sub[n]].add(i)
+            keys = []
+            for j, units in enumerate(touching):
+                gain = pot[j] // g - self.subcap[j] // g
+                if gain <= 0 or not units:
+                    continue
+                pods = len({k for i in units for k, _, _ in s.units[i].pods})
+                top = max(s.units[i].priority for i in units)
+                keys.append(((top, pods / gain, j), j))
+            keys.sort()
+            for r_, (_, j) in enumerate(keys):
+                for i in touching[j]:
+                    if i not in rank or rank[i] > r_:
+                        rank[i] = r_
+        last = len(self.subcap) + 1
+        return sorted(cand, key=lambda i: (rank.get(i, last), s.units[i].priority, -cand[i],
+                                           len(s.units[i].pods), i))
+
+    def greedy(self) -> list[int] | None:
+        s = self.s
+        if self.feasible():
+            return []
+        singles: dict[str, int] = {}
+        whole: set[str] = set()
+        chosen: list[int] = []
+        for i in self._order():
+            u = s.units[i]
+            if u.gang is not None:
+                if u.gang in whole or singles.get(u.gang, 0) >= s.spare.get(u.gang, 0):
+                    continue
+            if all(self.refs.get(k, 0) for k, _, _ in u.pods):
+                continue
+            if u.gang is not None:
+                singles[u.gang] = singles.get(u.gang, 0) + 1
+            elif u.whole:
+                whole.add(u.key)
+            chosen.append(i)
+            self._apply(u, +1)
+            if self.feasible():
+                return chosen
+        return None
+
+    def prune(self, chosen: list[int]) -> list[int]:
+        """Drop every unit the placement does not need, highest priority and largest first."""
+        s = self.s
+        kept = set(chosen)
+        for i in sorted(chosen, key=lambda i: (-s.units[i].priority, -len(s.units[i].pods), -i)):
+            self._apply(s.units[i], -1)
+            if self.feasible():
+                kept.discard(i)
+            else:
+                self._apply(s.units[i], +1)
+        return [i for i in chosen if i in kept]
 
 
 def find_victims(
