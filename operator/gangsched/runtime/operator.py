@@ -43,6 +43,7 @@ from gangsched.models.podgroup import PLURAL as PG_PLURAL
 from gangsched.models.podgroup import VERSION as PG_VERSION
 from gangsched.models.topology import parse_topology, render_topology, tree_from_node_labels
 from gangsched.runtime.metrics import Metrics
+from gangsched.runtime.preemption import Preemptions
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
 
@@ -90,6 +91,7 @@ class Operator:
         self.writer = PatchWriter(client)
         self.events = EventRecorder(client, component=config.scheduler_name, instance=identity)
         self.statuses = GangStatusBook()
+        self.preemptions = Preemptions(client=client, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake)
         le = config.leader_election
         self.elector = (
             LeaderElector(
@@ -289,6 +291,8 @@ class Operator:
 
     # ------------------------------------------------------------- carrying out
     def _carry_out(self, plan: Plan) -> None:
+        if plan.evictions or plan.nominations or plan.nomination_clears:
+            self.preemptions.carry_out(plan)  # group preemption (runtime/preemption.py)
         if plan.bindings:
             task = asyncio.create_task(self._bind(plan.bindings))
             self._binds.add(task)

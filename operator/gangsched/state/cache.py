@@ -12,6 +12,9 @@ Contract:
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it.
 - `podgroup(key)` and `members(key)` give what the status writer needs.
+- PodDisruptionBudgets (preemption, issue 6): `on_pdb(kind, obj)` keeps each PDB's selector; a pod selected by
+  one is marked protected in the Cluster (`Cluster.set_protected`) when it is upserted, and
+  `recheck_pdb(pod_objs)` re-evaluates pods listed after a PDB changed (labels are not kept in the cache).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
+from gangsched.core.preempt_pdb import LabelSelector, pdb_selector
 from gangsched.core.records import PodRecord, node_from_api, pod_from_api
 from gangsched.core.timeparse import parse_rfc3339
 from gangsched.core.topology import TopologyTree
@@ -93,6 +97,8 @@ class ClusterCache:
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
         self.pods_seen = 0
+        self._pdbs: dict[str, dict[str, LabelSelector]] = {}  # namespace -> PDB name -> selector
+        self._pdb_pods: set[str] = set()  # pods this cache marked protected
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
 
     # ----------------------------------------------------------------- pods
@@ -132,6 +138,8 @@ class ClusterCache:
         self._bad_pods.pop(key, None)
         previous = self.cluster.pods.get(key)
         self.cluster.upsert_pod(record)
+        if self._pdbs or key in self._pdb_pods:
+            self._check_pdb(key, meta)
         if decl is not None:
             self._pod_gang[key] = decl.key
             sources = self._gangs.setdefault(decl.key, _GangSources())
@@ -145,6 +153,7 @@ class ClusterCache:
 
     def _remove_pod(self, key: str) -> None:
         self.cluster.remove_pod(key)
+        self._pdb_pods.discard(key)
         self._bad_pods.pop(key, None)
         gang = self._pod_gang.pop(key, None)
         if gang is not None:
@@ -236,6 +245,41 @@ class ClusterCache:
         else:
             self.cluster.upsert_gang(effective, created=pg.created if pg else None)
         self.on_change()
+
+    # ------------------------------------------------------ disruption budgets
+    def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace") or "default", meta.get("name", "")
+        budgets = self._pdbs.setdefault(ns, {})
+        budgets.pop(name, None)
+        if kind != "DELETED":
+            try:
+                sel = pdb_selector(obj)
+            except InvalidField as exc:
+                self.problems.append(Problem("PodDisruptionBudget", "policy/v1", ns, name, meta.get("uid", ""), "InvalidSelector", str(exc)))
+                sel = None
+            if sel is not None:
+                budgets[name] = sel
+        if not budgets:
+            del self._pdbs[ns]
+
+    def recheck_pdb(self, pods: Iterable[dict[str, Any]]) -> None:
+        for obj in pods:
+            meta = obj.get("metadata") or {}
+            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+            if key in self.cluster.pods:
+                self._check_pdb(key, meta)
+
+    def _check_pdb(self, key: str, meta: dict[str, Any]) -> None:
+        labels = meta.get("labels") or {}
+        budgets = self._pdbs.get(meta.get("namespace") or "default", {})
+        hit = any(sel.matches(labels) for sel in budgets.values())
+        if hit:
+            self._pdb_pods.add(key)
+            self.cluster.set_protected(key, True)
+        elif key in self._pdb_pods:
+            self._pdb_pods.discard(key)
+            self.cluster.set_protected(key, False)
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
