@@ -1,0 +1,68 @@
+"""Group preemption end to end with the real kubectl: the demo's manifests (manifests/examples/preemption/) on a
+two-node emulator cluster, the operator in-process; what kubectl shows is what a user sees."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gangsched.sim.serve import Cluster, running_cluster
+from tests.integration.harness import bound, eventually, get_podgroup, pods, replica
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "preemption"
+NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+
+
+@pytest.fixture
+async def two_nodes() -> AsyncIterator[Cluster]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    async with running_cluster(nodes=2, node_resources=NODE) as cluster:
+        yield cluster
+
+
+async def kubectl(cluster: Cluster, *args: str) -> str:
+    result = await asyncio.to_thread(
+        subprocess.run, ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
+    return result.stdout
+
+
+async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whole(two_nodes: Cluster) -> None:
+    k = two_nodes.client
+    async with replica(two_nodes.kubeconfig):
+        await kubectl(two_nodes, "apply", "-f", str(EXAMPLES / "00-priorityclasses.yaml"), "-f", str(EXAMPLES / "10-batch-low.yaml"))
+
+        async def low_running() -> bool:
+            return len([n for n in bound(await pods(k)) if n.startswith("batch-low-")]) == 4
+
+        await eventually(low_running, what="batch-low bound")
+        assert "-100" in await kubectl(two_nodes, "get", "priorityclass", "demo-scavenger")
+        await kubectl(two_nodes, "apply", "-f", str(EXAMPLES / "20-train-urgent.yaml"))
+
+        async def urgent_bound() -> bool:
+            placed = bound(await pods(k))
+            return len([n for n in placed if n.startswith("train-urgent-")]) == 4 and not any(n.startswith("batch-low-") for n in placed)
+
+        await eventually(urgent_bound, what="train-urgent bound, batch-low evicted")
+        assert not [n for n in await pods(k) if n.startswith("batch-low-")]  # evicted whole, not one by one
+
+        async def urgent_running() -> bool:
+            pg = await get_podgroup(k, "train-urgent")
+            return (pg or {}).get("status", {}).get("phase") == "Running"
+
+        await eventually(urgent_running, what="train-urgent Running")
+        events = await kubectl(two_nodes, "get", "events", "--field-selector", "reason=Preempted")
+        assert "Preempted by gang default/train-urgent for gang placement" in events
+        pg_events = await kubectl(two_nodes, "get", "events", "--field-selector", "involvedObject.name=train-urgent")
+        assert "Preempting" in pg_events and "default/batch-low" in pg_events
+        table = await kubectl(two_nodes, "get", "podgroups")
+        assert "train-urgent" in table and "Running" in table
