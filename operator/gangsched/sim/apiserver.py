@@ -13,6 +13,9 @@ Contract:
   the retained history or the watcher's queue overflowed), get, create, update, patch (merge, JSON, strategic,
   apply), delete, deletecollection, the status subresource, pods/binding, pods/eviction, Table output
   (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, through table.py) and dryRun=All.
+- Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
+  created while it ran): a keep-alive connection whose idle task is cancelled is served on by a fresh task, and a
+  watch whose task is cancelled ends as a complete response (the client resumes) before its connection closes.
 - Semantics live in registry.py, storage and fan-out in store.py; this module only speaks HTTP. Responses are
   encoded with orjson; stored objects are sent as their cached bytes.
 """
@@ -20,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import re
 from pathlib import Path
@@ -28,6 +32,7 @@ from typing import Any
 import orjson
 import yaml
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from gangsched.sim import openapi, table
 from gangsched.sim import status as st
@@ -71,6 +76,70 @@ def _error(exc: st.ApiError) -> web.Response:
     return _json(exc.body(), status=exc.code, headers=headers)
 
 
+class _Connection(RequestHandler):
+    """aiohttp's per-connection protocol, made independent of who else cancels tasks in the event loop.
+
+    The emulator shares its event loop with in-process clients, among them Kopf, which on stopping cancels every
+    task created while it ran, this server's connection tasks included. aiohttp's connection task, cancelled while
+    idle between two keep-alive requests, exits without closing the socket: the client's next request on that
+    pooled connection would be read and queued but never answered. A connection of a real API server does not
+    depend on its clients' tasks: such a connection is served on by a fresh task. (aiohttp's own endings --
+    connection lost, keep-alive timeout, shutdown, close -- set _force_close or _close first, or drop the
+    transport; they are left alone.)
+    """
+
+    stopping: asyncio.Event | None = None  # the ApiServer's, set by _Server
+
+    async def start(self) -> None:
+        try:
+            await super().start()
+        except asyncio.CancelledError:
+            if self._served_on_by_a_fresh_task():
+                return  # this task still ends, as whoever cancelled it waits for
+            raise
+
+    def _served_on_by_a_fresh_task(self) -> bool:
+        transport = self.transport
+        if transport is None or transport.is_closing() or self._force_close or self._close:
+            return False
+        if self.stopping is not None and self.stopping.is_set():
+            return False
+        task = asyncio.current_task()
+        if task is None or not task.cancelling() or self._task_handler is not task:
+            return False
+        task.uncancel()
+        self._task_handler = self._loop.create_task(self.start(), name="gangsched-sim-connection")
+        return True
+
+
+class _Server(web.Server):
+    """aiohttp's protocol factory, making _Connection protocols."""
+
+    def __init__(self, base: web.Server, stopping: asyncio.Event) -> None:
+        super().__init__(
+            base.request_handler,
+            request_factory=base.request_factory,
+            handler_cancellation=base.handler_cancellation,
+            loop=base._loop,
+            **base._kwargs,
+        )
+        self._stopping = stopping
+
+    def __call__(self) -> RequestHandler:
+        connection = _Connection(self, loop=self._loop, **self._kwargs)
+        connection.stopping = self._stopping
+        return connection
+
+
+class _Runner(web.AppRunner):
+    def __init__(self, app: web.Application, stopping: asyncio.Event, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._stopping = stopping
+
+    async def _make_server(self) -> web.Server:
+        return _Server(await super()._make_server(), self._stopping)
+
+
 class ApiServer:
     """See module docstring."""
 
@@ -90,7 +159,7 @@ class ApiServer:
         self.url = ""
         self.host = ""
         self.port = 0
-        self._runner: web.AppRunner | None = None
+        self._runner: _Runner | None = None
         self._docs: dict[str, bytes] = {}
         self._stopping = asyncio.Event()
         self.registry.listeners.append(self._docs.clear)
@@ -98,7 +167,7 @@ class ApiServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None, handler_cancellation=True)
+        self._runner = _Runner(self.app, self._stopping, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, backlog=1024)
         await site.start()
@@ -491,13 +560,26 @@ class ApiServer:
             if bookmarks and not watcher.lines and not watcher.closed:
                 await response.write(self._bookmark_line(rtype))
             return response
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionResetError, asyncio.CancelledError) as exc:
             if self._stopping.is_set():
                 return response
+            if isinstance(exc, asyncio.CancelledError) and response.prepared and self._client_connected(request):
+                # Cancelled by other code in the loop (Kopf stopping cancels every task created while it ran), the
+                # client still listening: end the stream as a complete response, as a real API server ends a
+                # watch, so the client resumes from its last resourceVersion rather than reading a torn stream.
+                # The task still ends cancelled (whoever cancelled it waits for that); aiohttp then closes this
+                # connection.
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await response.write_eof()
             raise
         finally:
             watcher.close()
             self.store.unsubscribe(skey, watcher)
+
+    @staticmethod
+    def _client_connected(request: web.Request) -> bool:
+        transport = request.transport
+        return transport is not None and not transport.is_closing()
 
     def _bookmark_line(self, rtype: ResourceType) -> bytes:
         obj = {"kind": rtype.kind, "apiVersion": rtype.group_version, "metadata": {"resourceVersion": str(self.store.rv)}}
