@@ -9,6 +9,8 @@ and never raises for a single pod:
 - "failed": transient errors (429, 5xx, broken connections) persisted through every retry.
 A 409 is reconciled by reading the pod, never retried blindly. Transient errors are retried with capped
 exponential backoff.
+`in_flight` counts bindings under way; `idle` (an asyncio.Event) is set whenever none is, so that lower-priority
+writers (events, status patches) can stay out of the bindings' way (see k8s/writer.py, `defer_to`).
 """
 
 from __future__ import annotations
@@ -50,11 +52,24 @@ class Binder:
         self._attempts = attempts
         self._initial_backoff = initial_backoff
         self.errors = 0
+        self.in_flight = 0
+        self.idle = asyncio.Event()
+        self.idle.set()
 
     async def bind_all(self, bindings: Sequence[tuple[str, str, str]]) -> list[BindResult]:
         return list(await asyncio.gather(*(self.bind(ns, name, node) for ns, name, node in bindings)))
 
     async def bind(self, namespace: str, name: str, node: str) -> BindResult:
+        self.in_flight += 1
+        self.idle.clear()
+        try:
+            return await self._bind(namespace, name, node)
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self.idle.set()
+
+    async def _bind(self, namespace: str, name: str, node: str) -> BindResult:
         body = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -7,13 +7,20 @@ Contract:
   skipped. `flush()` sends everything pending with bounded concurrency; `run()` flushes whenever something is
   pending. A 404 drops the patch (the object is gone); other errors are logged, counted and retried next flush
   (up to a few times).
+  `discard(path, content_type=...)` drops a patch not yet sent (e.g. a pod's PodScheduled=False condition once
+  the pod is being bound: sent later, it would overwrite the binding's PodScheduled=True).
 - `EventRecorder.record(ref, type_, reason, message)` never blocks: the first occurrence creates a core/v1 Event,
   repeats within the TTL bump its count (as kubelet/kube-scheduler's recorder does). The backlog is bounded.
+- Both take `defer_to` (an asyncio.Event, e.g. the binder's `idle`) and `max_defer` seconds: before sending a
+  batch they wait until the event is set, for at most max_defer, so a burst of bindings is not slowed down by the
+  events and status patches it causes (they follow right after it, coalesced further). `deferrals` counts the
+  batches that had to wait (counted when the wait begins).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import uuid
@@ -41,9 +48,29 @@ def now_rfc3339() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _must_defer(event: asyncio.Event | None, max_defer: float) -> bool:
+    return event is not None and not event.is_set() and max_defer > 0
+
+
+async def _wait_set(event: asyncio.Event, timeout: float) -> None:
+    """Wait until event is set, for at most timeout seconds."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout)
+
+
 class PatchWriter:
-    def __init__(self, client: KubeClient, *, concurrency: int = 16, max_attempts: int = 5) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        concurrency: int = 16,
+        max_attempts: int = 5,
+        defer_to: asyncio.Event | None = None,
+        max_defer: float = 2.0,
+    ) -> None:
         self._client = client
+        self._defer_to = defer_to
+        self._max_defer = max_defer
         self._pending: dict[tuple[str, str], dict[str, Any]] = {}
         self._attempts: dict[tuple[str, str], int] = {}
         self._written: TTLCache[tuple[str, str], dict[str, Any]] = TTLCache(maxsize=50_000, ttl=600)
@@ -52,6 +79,7 @@ class PatchWriter:
         self._max_attempts = max_attempts
         self.errors = 0
         self.writes = 0
+        self.deferrals = 0
 
     def patch(self, path: str, body: dict[str, Any], *, content_type: str = MERGE_PATCH) -> None:
         key = (path, content_type)
@@ -61,6 +89,9 @@ class PatchWriter:
         else:
             _deep_merge(current, body)
         self._wake.set()
+
+    def discard(self, path: str, *, content_type: str = MERGE_PATCH) -> None:
+        self._pending.pop((path, content_type), None)
 
     @property
     def idle(self) -> bool:
@@ -101,6 +132,9 @@ class PatchWriter:
         while True:
             await self._wake.wait()
             await asyncio.sleep(min_interval)  # coalescing window: let a burst of patches merge
+            if self._defer_to is not None and _must_defer(self._defer_to, self._max_defer):
+                self.deferrals += 1
+                await _wait_set(self._defer_to, self._max_defer)
             await self.flush()
 
 
@@ -114,8 +148,19 @@ class ObjectRef:
 
 
 class EventRecorder:
-    def __init__(self, client: KubeClient, *, component: str = "gangsched", instance: str = "", backlog: int = 10_000) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        component: str = "gangsched",
+        instance: str = "",
+        backlog: int = 10_000,
+        defer_to: asyncio.Event | None = None,
+        max_defer: float = 2.0,
+    ) -> None:
         self._client = client
+        self._defer_to = defer_to
+        self._max_defer = max_defer
         self._component = component
         self._instance = instance or component
         self._queue: deque[tuple[ObjectRef, str, str, str]] = deque(maxlen=backlog)
@@ -123,6 +168,7 @@ class EventRecorder:
         self._wake = asyncio.Event()
         self.dropped = 0
         self.errors = 0
+        self.deferrals = 0
 
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         if len(self._queue) == self._queue.maxlen:
@@ -134,7 +180,12 @@ class EventRecorder:
         while True:
             await self._wake.wait()
             self._wake.clear()
+            deadline = asyncio.get_running_loop().time() + self._max_defer  # events wait max_defer at most
             while self._queue:
+                left = deadline - asyncio.get_running_loop().time()
+                if self._defer_to is not None and _must_defer(self._defer_to, left):
+                    self.deferrals += 1
+                    await _wait_set(self._defer_to, left)
                 batch = [self._queue.popleft() for _ in range(min(concurrency, len(self._queue)))]
                 await asyncio.gather(*(self._emit(*item) for item in batch))
 

@@ -88,8 +88,9 @@ class Operator:
         self.metrics = Metrics()
         self.cache = ClusterCache(scheduler_name=config.scheduler_name, on_change=self.wake)
         self.binder = Binder(client, concurrency=config.bind_concurrency)
-        self.writer = PatchWriter(client)
-        self.events = EventRecorder(client, component=config.scheduler_name, instance=identity)
+        # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
+        self.writer = PatchWriter(client, defer_to=self.binder.idle)
+        self.events = EventRecorder(client, component=config.scheduler_name, instance=identity, defer_to=self.binder.idle)
         self.statuses = GangStatusBook()
         self.preemptions = Preemptions(client=client, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake)
         le = config.leader_election
@@ -291,8 +292,7 @@ class Operator:
 
     # ------------------------------------------------------------- carrying out
     def _carry_out(self, plan: Plan) -> None:
-        if plan.evictions or plan.nominations or plan.nomination_clears:
-            self.preemptions.carry_out(plan)  # group preemption (runtime/preemption.py)
+        self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
         if plan.bindings:
             task = asyncio.create_task(self._bind(plan.bindings))
             self._binds.add(task)
@@ -319,6 +319,8 @@ class Operator:
         return ObjectRef(kind, PG_API_VERSION, namespace, name, pg.uid if pg else "")
 
     async def _bind(self, bindings: Sequence[tuple[str, str]]) -> None:
+        for key, _node in bindings:  # a PodScheduled=False not yet sent would land after the binding's True
+            self.writer.discard(pod_path(*_split(key), status=True), content_type=STRATEGIC_MERGE_PATCH)
         results = await self.binder.bind_all([(*_split(key), node) for key, node in bindings])
         failed = False
         for result in results:
