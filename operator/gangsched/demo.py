@@ -4,7 +4,8 @@ Contract: starts the API emulator with 8 simulated nodes (cpu=32, memory=256Gi, 
 simulated kubelet, starts one operator replica in-process, applies `crds/`, `manifests/namespace.yaml`,
 `manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl, waits until each
 example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A` and
-`kubectl get pods -A -o wide` plus the gangs' events. The kubeconfig is kept in `.demo/kubeconfig` while it runs.
+`kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario (manifests/examples/preemption/):
+a scavenger gang runs, an urgent gang preempts it whole, and the Preempting/Preempted events show who preempted whom. The kubeconfig is kept in `.demo/kubeconfig` while it runs.
 Returns 0 when every gang ended as its example file says, 1 otherwise.
 """
 
@@ -35,6 +36,13 @@ EXPECTED = {
     "default/topo-train": {"Running", "Succeeded"},
 }
 DEADLINE_S = 50.0
+# the preemption scenario (manifests/examples/preemption/), applied once the gangs above have settled
+PREEMPTION_DIR = ROOT / "manifests" / "examples" / "preemption"
+PREEMPTION_EXPECTED = {
+    "default/train-urgent": {"Running", "Succeeded"},
+    "default/batch-low": {"Pending"},  # preempted whole: its pods were evicted
+}
+PREEMPTION_DEADLINE_S = 20.0
 
 
 def say(text: str) -> None:
@@ -89,6 +97,8 @@ async def run_demo_async() -> int:
                 settled = True
                 break
             await asyncio.sleep(0.5)  # polling what a user would watch; the operator does not depend on it
+        if settled:
+            settled, last = await preemption_step(kubeconfig, cluster.client)
         say("\n$ kubectl get podgroups -A")
         say((await kubectl(kubeconfig, "get", "podgroups", "-A")).rstrip())
         say("\n$ kubectl get pods -A -o wide")
@@ -97,12 +107,43 @@ async def run_demo_async() -> int:
         say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "involvedObject.kind=PodGroup", check=False)).rstrip())
         stop.set()
         await operator
-    wrong = {k: last.get(k) for k, ok in EXPECTED.items() if last.get(k) not in ok}
+    wrong = {k: last.get(k) for k, ok in {**EXPECTED, **PREEMPTION_EXPECTED}.items() if last.get(k) not in ok}
     if settled:
         say("\n== every example gang ended as its manifest says")
         return 0
     say(f"\n== not settled within {DEADLINE_S:.0f}s: {wrong}")
     return 1
+
+
+async def wait_phases(client: KubeClient, expected: dict[str, set[str]], deadline: float) -> tuple[bool, dict[str, str]]:
+    started = time.monotonic()
+    now: dict[str, str] = {}
+    while time.monotonic() - started < deadline:
+        now = await phases(client)
+        if all(now.get(k) in ok for k, ok in expected.items()):
+            return True, now
+        await asyncio.sleep(0.25)  # polling what a user would watch; the operator does not depend on it
+    return False, now
+
+
+async def preemption_step(kubeconfig: str, client: KubeClient) -> tuple[bool, dict[str, str]]:
+    """A scavenger gang fills part of the free GPUs, then an urgent gang preempts it whole (see the files)."""
+    say("\n== group preemption: kubectl apply -f manifests/examples/preemption/00-priorityclasses.yaml -f .../10-batch-low.yaml")
+    say((await kubectl(kubeconfig, "apply", "-f", str(PREEMPTION_DIR / "00-priorityclasses.yaml"), "-f", str(PREEMPTION_DIR / "10-batch-low.yaml"))).rstrip())
+    ok, now = await wait_phases(client, {"default/batch-low": {"Running"}}, PREEMPTION_DEADLINE_S)
+    say(f"   batch-low={now.get('default/batch-low') or '-'}")
+    if not ok:
+        return False, now
+    say("== kubectl apply -f manifests/examples/preemption/20-train-urgent.yaml  (only 8 GPUs free: it must preempt)")
+    say((await kubectl(kubeconfig, "apply", "-f", str(PREEMPTION_DIR / "20-train-urgent.yaml"))).rstrip())
+    ok, now = await wait_phases(client, PREEMPTION_EXPECTED, PREEMPTION_DEADLINE_S)
+    say("   " + "  ".join(f"{k}={now.get(k) or '-'}" for k in sorted(PREEMPTION_EXPECTED)))
+    say("\n== who preempted whom")
+    say("$ kubectl get events -A --field-selector reason=Preempting")
+    say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "reason=Preempting", check=False)).rstrip())
+    say("$ kubectl get events -A --field-selector reason=Preempted")
+    say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "reason=Preempted", check=False)).rstrip())
+    return ok, now
 
 
 def run_demo() -> int:

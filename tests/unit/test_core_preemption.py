@@ -72,6 +72,7 @@ def test_user_story_3_evicts_exactly_gang2_and_lands_on_node4_to_11() -> None:
     plan = step(c, CFG, 0.0)
     assert sorted(plan.evictions) == sorted(g2)
     assert not plan.bindings
+    nominated = dict(plan.nominations)
     assert {n for _, n in plan.nominations} == set(nodes(8, 4)) and len(plan.nominations) == 8
     assert [k for k, _ in plan.nominations] == g3
     assert plan.gang_status["default/gang3"].reason == "Preempting"
@@ -86,7 +87,8 @@ def test_user_story_3_evicts_exactly_gang2_and_lands_on_node4_to_11() -> None:
     evict(c, g2)
     plan = step(c, CFG, 101.0)
     assert {n for _, n in plan.bindings} == set(nodes(8, 4)) and len(plan.bindings) == 8  # one cycle
-    assert {k for k, _ in plan.bindings} == set(g3)
+    assert dict(plan.bindings) == nominated  # each member goes where it was nominated
+    assert plan.gang_status["default/gang3"].tier == 2
     assert all(c.pods[k].node_name for k in g1)
 
 

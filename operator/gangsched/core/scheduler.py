@@ -453,7 +453,11 @@ class _Cycle:
             return True
         mark = self.ws.begin()
         self._release_nominations(pending)  # a preemptor's held capacity is its own to use
-        placed, short, tier = self._place(spec, pending, partial=spec.mode == GangMode.NON_STRICT)
+        nominated = self._nominated_fit(gs, pending)
+        if nominated is not None:  # victims gone: the members go where they were nominated
+            placed, short, tier = nominated
+        else:
+            placed, short, tier = self._place(spec, pending, partial=spec.mode == GangMode.NON_STRICT)
         new = [p for p, _ in placed]
         have = len(m.bound) + len(m.reserved) + len(placed)
         quorum = have >= spec.min_member and _roles_short(spec, m.roles(self.cluster, new)) is None
@@ -515,6 +519,27 @@ class _Cycle:
             if node is not None:
                 self.ws.release(node, p.sclass.requests)
 
+    def _nominated_fit(self, gs: GangState, pending: list[PodRecord]
+                       ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None] | None:
+        """Every pending member nominated and its nominated node now has room: that placement, else None."""
+        if not pending or len({p.sclass.id for p in pending}) != 1:
+            return None
+        out: list[tuple[PodRecord, str]] = []
+        for p in pending:
+            node = self.cluster.nomination_of(p.key)
+            if node is None:
+                return None
+            out.append((p, node))
+        cls = pending[0].sclass
+        view = self.ws.view(cls)
+        need = Counter(n for _, n in out)
+        if any(view.count_of(n) < k for n, k in need.items()):
+            return None
+        for n, k in need.items():
+            self.ws.place(n, cls.requests, k)
+        last = gs.last_status
+        return out, [], last.tier if last is not None and last.reason == "Preempting" else None
+
     def _preempt(self, gs: GangState, m: _Members, pending: list[PodRecord]) -> bool:
         """Group preemption for a Strict gang that does not fit. True: handled (victims chosen, or still
         terminating); False: nothing to preempt (its nominations are cleared), the caller reports the failure."""
@@ -528,7 +553,8 @@ class _Cycle:
         if outstanding:
             message = f"waiting for {len(outstanding)} preempted pod(s) to terminate"
             self._backoff(gs.key)
-            self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message))
+            tier = gs.last_status.tier if gs.last_status is not None else None
+            self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message, tier))
             self._changed(gs.key, message)
             return True
         cls = pending[0].sclass

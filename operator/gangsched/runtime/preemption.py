@@ -8,7 +8,8 @@ Contract:
     retries: `Cluster.eviction_failed(pod)` (the core chooses again, avoiding that pod), a Warning event
     `EvictionRefused` on the pod, and the loop is woken;
   - `plan.nominations` patch `status.nominatedNodeName` through pods/status, `plan.nomination_clears` patch
-    it to null (both through the coalescing PatchWriter).
+    it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated,
+    so that a nomination written late never outlives the binding.
 - `await on_pdb(kind, obj)`: hands the PDB to the cache, then lists the PDB's namespace's pods so the pods it
   selects are marked protected (the cache keeps no labels).
 - `await drain()`: waits for the evictions in flight (tests, shutdown); `stop()` cancels them.
@@ -57,12 +58,18 @@ class Preemptions:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.evicted = 0  # evictions the API accepted (the tests' witness)
         self.refused = 0
+        self._nominated: set[str] = set()  # pods whose nominatedNodeName this replica set and has not cleared
 
     def carry_out(self, plan: Plan) -> None:
-        for key in plan.nomination_clears:
+        clears = list(plan.nomination_clears)
+        if self._nominated:
+            clears += [key for key, _node in plan.bindings if key in self._nominated]
+        for key in clears:
+            self._nominated.discard(key)
             ns, name = _split(key)
             self._writer.patch(self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH)
         for key, node in plan.nominations:
+            self._nominated.add(key)
             ns, name = _split(key)
             self._writer.patch(self._status_path(ns, name), {"status": {"nominatedNodeName": node}}, content_type=MERGE_PATCH)
         for key in plan.evictions:
