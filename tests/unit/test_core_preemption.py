@@ -272,3 +272,78 @@ def test_whole_victim_gang_must_gather_its_quorum_again() -> None:
     assert _plan_victim_units(plan) == {"low"}
     assert not c.gangs["default/low"].satisfied
     assert sorted(plan.evictions) == low
+
+
+# ------------------------------------------------------------------------------------- property: brute force
+
+from itertools import product  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from gangsched.core.preemption import find_victims  # noqa: E402
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> tuple[Cluster, list[tuple[str, list[str], int, int]], int, int]:
+    """Up to 6 two-slot nodes (4 GPUs, pods of 2) holding up to 5 low gangs; a preemptor of `need` pods."""
+    c = Cluster()
+    n_nodes = draw(st.integers(2, 6))
+    add_nodes(c, n_nodes, prefix="node", gpu=4)
+    slots = [f"node{i}" for i in range(n_nodes) for _ in range(2)]
+    free = list(slots)
+    gangs = []
+    for g in range(draw(st.integers(1, 5))):
+        size = draw(st.integers(1, 3))
+        if size > len(free):
+            break
+        quorum = draw(st.integers(1, size))
+        prio = draw(st.integers(0, 3))
+        where = [free.pop(draw(st.integers(0, len(free) - 1))) for _ in range(size)]
+        c.upsert_gang(GangSpec("default", f"g{g}", quorum))
+        keys = [add_pod(c, f"g{g}-{i}", gang=f"default/g{g}", rank=i, node=n, phase="Running", gpu=2, priority=prio)
+                for i, n in enumerate(where)]
+        gangs.append((f"default/g{g}", keys, quorum, prio))
+    need = draw(st.integers(1, len(slots)))
+    return c, gangs, need, 10
+
+
+def _fits(c: Cluster, gone: set[str], need: int) -> bool:
+    used = {n: 0 for n in c.nodes}
+    for k, p in c.pods.items():
+        if p.node_name and k not in gone:
+            used[p.node_name] += 2
+    return sum((4 - u) // 2 for u in used.values()) >= need
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_victims_are_valid_complete_and_of_minimal_priority(inst: tuple[Cluster, list[tuple[str, list[str], int, int]], int, int]) -> None:
+    c, gangs, need, prio = inst
+    choice = find_victims(c, requests={"nvidia.com/gpu": 2, "pods": 1}, count=need, priority=prio,
+                          feasible=list(c.nodes), extra={}, topology=None, tree=None)
+    # brute force: every gang either keeps all members, is taken whole, or gives up to (bound - quorum) members
+    best: tuple[int, int] | None = None
+    options = []
+    for _, keys, quorum, _p in gangs:
+        opts = [set(keys[:k]) for k in range(0, len(keys) - quorum + 1)] + [set(keys)]
+        options.append(opts)
+    for combo in product(*options):
+        gone = set().union(*combo) if combo else set()
+        if gone and _fits(c, gone, need):
+            top = max(p for (_, keys, _, p) in gangs if gone & set(keys))
+            cost = (top, len(gone))
+            best = cost if best is None or cost < best else best
+    if _fits(c, set(), need):
+        return  # no preemption needed: the scheduler would not ask
+    if best is None:
+        assert choice is None
+        return
+    assert choice is not None, f"brute force found {best}"
+    gone = set(choice.victims)
+    assert _fits(c, gone, need)
+    assert choice.max_priority == best[0]  # the lowest highest-victim-priority possible
+    for _, keys, quorum, _p in gangs:  # never below quorum
+        left = len([k for k in keys if k not in gone])
+        assert left == 0 or left >= quorum
+    assert len(choice.nodes) == need
