@@ -347,3 +347,13 @@ def test_victims_are_valid_complete_and_of_minimal_priority(inst: tuple[Cluster,
         left = len([k for k in keys if k not in gone])
         assert left == 0 or left >= quorum
     assert len(choice.nodes) == need
+
+
+def test_one_larger_gang_beats_two_small_ones_when_it_is_fewer_pods() -> None:
+    c = Cluster()
+    add_nodes(c, 7, prefix="node", gpu=8)
+    three = running_gang(c, "three", nodes(3))
+    running_gang(c, "twoa", nodes(2, 3))
+    running_gang(c, "twob", nodes(2, 5))
+    pending_gang(c, "want", 3)
+    assert sorted(step(c, CFG, 0.0).evictions) == sorted(three)

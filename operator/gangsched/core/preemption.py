@@ -18,8 +18,9 @@ workspace's tentative usage on top of `cluster.used` (the preemptor's own nomina
   eviction was refused) are used only when no choice without them exists.
 - Method (never pods x nodes): per-node capacity with and without candidates; one place() call fixes the tier;
   every domain of that tier that could hold the gang gets a greedy choice of units (lowest priority first,
-  then most capacity gained per victim pod), checked with place() restricted to the domain; the best few are
-  pruned (a unit whose removal keeps the placement feasible is dropped) and the best one wins.
+  then most capacity gained per victim pod; once with small units first, once with large ones first), checked
+  incrementally with place()'s own slot rule; each choice is pruned (a unit whose removal keeps the placement
+  feasible is dropped) and the cheapest wins. Greedy: the victim pod count is not guaranteed minimal.
 - Without a topology (no tree or no networkTopology), the whole cluster is one domain and a choice is
   feasible when the summed per-node fit reaches `count`.
 The result lists the victim pods, the victim units (gang keys, or pod keys of pods without a gang), the node
@@ -182,12 +183,17 @@ class _Search:
             domains = [sorted(self.base, key=natural_key)]
         scored: list[tuple[tuple[int, int, int], int, list[int]]] = []
         for order, nodes in enumerate(domains):
-            tracker = _Tracker(self, nodes, target, potential)
-            chosen = tracker.greedy()
-            if chosen is None:
-                continue
-            chosen = tracker.prune(chosen)
-            scored.append((self._cost(chosen) + (order,), order, chosen))
+            cheapest: list[int] | None = None
+            for small_first in (True, False):  # two greedy orders; pruning each, the cheaper result stays
+                tracker = _Tracker(self, nodes, target, potential)
+                chosen = tracker.greedy(small_first=small_first)
+                if chosen is None:
+                    break
+                chosen = tracker.prune(chosen)
+                if cheapest is None or self._cost(chosen) < self._cost(cheapest):
+                    cheapest = chosen
+            if cheapest is not None:
+                scored.append((self._cost(cheapest) + (order,), order, cheapest))
         if not scored:
             return None
         scored.sort(key=lambda x: x[0])
@@ -334,7 +340,7 @@ class _Tracker:
         for n in touched:
             self._set(n, self.s._fit(n, self.freed[n]))
 
-    def _order(self) -> list[int]:
+    def _order(self, small_first: bool) -> list[int]:
         s = self.s
         req = s.req
         cand: dict[int, float] = {}
@@ -372,17 +378,18 @@ class _Tracker:
                     if i not in rank or rank[i] > r_:
                         rank[i] = r_
         last = len(self.subcap) + 1
+        sign = 1 if small_first else -1
         return sorted(cand, key=lambda i: (rank.get(i, last), s.units[i].priority, -cand[i],
-                                           len(s.units[i].pods), i))
+                                           sign * len(s.units[i].pods), i))
 
-    def greedy(self) -> list[int] | None:
+    def greedy(self, *, small_first: bool) -> list[int] | None:
         s = self.s
         if self.feasible():
             return []
         singles: dict[str, int] = {}
         whole: set[str] = set()
         chosen: list[int] = []
-        for i in self._order():
+        for i in self._order(small_first):
             u = s.units[i]
             if u.gang is not None:
                 if u.gang in whole or singles.get(u.gang, 0) >= s.spare.get(u.gang, 0):
