@@ -148,6 +148,27 @@ async def test_pdb_protected_gang_is_skipped_and_held_nodes_wait_for_the_preempt
         assert all(not p.get("status", {}).get("nominatedNodeName") for n, p in after.items() if n.startswith("high-"))
 
 
+async def test_two_preemptors_take_distinct_victims_and_no_gang_runs_below_quorum(four: Cluster) -> None:
+    k = four.client
+    async with replica(four.kubeconfig) as op:
+        await create(k, *gang("x", 2, pc="best-effort"), *gang("y", 2, pc="best-effort", min_member=1))
+        await eventually(lambda: placed(k, "x", 2), what="x bound")
+        await eventually(lambda: placed(k, "y", 2), what="y bound")
+        await create(k, *gang("p1", 1, pc="guarantee"), *gang("p2", 1, pc="guarantee"))
+        await eventually(lambda: placed(k, "p1", 1), what="p1 bound")
+        await eventually(lambda: placed(k, "p2", 1), what="p2 bound")
+        assert await gone(k, "y")  # one spare member, then the rest: y never ran below its quorum of 1
+        assert len(await placed(k, "x", 2) or {}) == 2  # x (quorum 2, no spare) untouched
+        preempted = {}
+        for i in range(2):
+            msgs = [e for e in await events_for(k, f"y-{i}") if e["reason"] == "Preempted"]
+            assert len(msgs) == 1 and msgs[0].get("count", 1) == 1, msgs  # each victim taken once
+            preempted[f"y-{i}"] = msgs[0]["message"]
+        assert sorted(preempted.values()) == ["Preempted by gang default/p1 for gang placement",
+                                              "Preempted by gang default/p2 for gang placement"]
+        assert op.preemptions.evicted == 2
+
+
 async def _protected(op: Any, keys: list[str]) -> bool:
     return all(key in op.cluster.protected for key in keys)
 

@@ -357,3 +357,21 @@ def test_one_larger_gang_beats_two_small_ones_when_it_is_fewer_pods() -> None:
     running_gang(c, "twob", nodes(2, 5))
     pending_gang(c, "want", 3)
     assert sorted(step(c, CFG, 0.0).evictions) == sorted(three)
+
+
+@pytest.mark.parametrize("units_per_cycle", [pytest.param(1, id="one-cycle-each"), pytest.param(2, id="same-cycle")])
+def test_second_preemptor_takes_the_rest_of_a_gang_the_first_took_a_spare_of(units_per_cycle: int) -> None:
+    c = Cluster()
+    add_nodes(c, 4, prefix="node", gpu=8)
+    x = running_gang(c, "x", nodes(2), min_member=2)
+    y = running_gang(c, "y", nodes(2, 2), min_member=1)
+    pending_gang(c, "p1", 1)
+    pending_gang(c, "p2", 1)
+    cfg = SchedulerConfig(max_units_per_cycle=units_per_cycle)
+    first = step(c, cfg, 0.0)
+    second = step(c, cfg, 0.5) if units_per_cycle == 1 else Plan()
+    preemptions = {**first.preemptions, **second.preemptions}
+    assert {g: len(v) for g, v in preemptions.items()} == {"default/p1": 1, "default/p2": 1}
+    evicted = first.evictions + second.evictions
+    assert sorted(evicted) == sorted(y)  # p2: the rest of y, never the same pod again, never x
+    assert not set(evicted) & set(x)

@@ -61,6 +61,8 @@ class Preemptions:
         self._nominated: set[str] = set()  # pods whose nominatedNodeName this replica set and has not cleared
 
     def carry_out(self, plan: Plan) -> None:
+        if len(self._nominated) > 4096:  # forget pods deleted while nominated
+            self._nominated &= self._cache.cluster.pods.keys()
         clears = list(plan.nomination_clears)
         if self._nominated:
             clears += [key for key, _node in plan.bindings if key in self._nominated]
