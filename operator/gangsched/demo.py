@@ -1,7 +1,7 @@
 """`gangsched demo` (what `make demo` runs): the whole product on the embedded emulator, driven by real kubectl.
 
 Contract: starts the API emulator with 8 simulated nodes (cpu=32, memory=256Gi, nvidia.com/gpu=8 each) and its
-simulated kubelet, starts one operator replica in-process, applies `crds/`, `manifests/namespace.yaml`,
+simulated kubelet, starts one operator replica (in a thread with its own event loop), applies `crds/`, `manifests/namespace.yaml`,
 `manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl, waits until each
 example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A` and
 `kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario (manifests/examples/preemption/):
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from gangsched.handlers.main import operate
+from gangsched.handlers.thread import OperatorThread
 from gangsched.k8s.client import KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.sim.serve import running_cluster
@@ -77,12 +77,9 @@ async def run_demo_async() -> int:
         say(f"   kubeconfig: {kubeconfig}  (try: kubectl --kubeconfig {kubeconfig} get nodes)")
         await kubectl(kubeconfig, "apply", "-f", str(ROOT / "manifests" / "namespace.yaml"), "-f", str(ROOT / "manifests" / "topology-configmap.yaml"))
         config = config_from_mapping({"namespace": "gangsched-system", "leaderElection": {"leaseDurationSeconds": 6, "renewDeadlineSeconds": 4, "retryPeriodSeconds": 1}})
-        stop, ready = asyncio.Event(), asyncio.Event()
-        say("== starting the operator (one replica, in-process)")
-        operator = asyncio.create_task(operate(kubeconfig=kubeconfig, config=config, identity="gangsched-demo", stop_flag=stop, ready_flag=ready))
-        await asyncio.wait({operator, asyncio.ensure_future(ready.wait())}, return_when=asyncio.FIRST_COMPLETED)
-        if operator.done():
-            operator.result()
+        say("== starting the operator (one replica, in a thread and event loop of its own)")
+        operator = OperatorThread(kubeconfig=kubeconfig, config=config, identity="gangsched-demo")
+        await operator.start()
         say("== kubectl apply -f manifests/examples/")
         say((await kubectl(kubeconfig, "apply", "-f", str(ROOT / "manifests" / "examples"))).rstrip())
         started = time.monotonic()
@@ -105,8 +102,7 @@ async def run_demo_async() -> int:
         say((await kubectl(kubeconfig, "get", "pods", "-A", "-o", "wide")).rstrip())
         say("\n$ kubectl get events -A --field-selector involvedObject.kind=PodGroup")
         say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "involvedObject.kind=PodGroup", check=False)).rstrip())
-        stop.set()
-        await operator
+        await operator.stop()
     wrong = {k: last.get(k) for k, ok in {**EXPECTED, **PREEMPTION_EXPECTED}.items() if last.get(k) not in ok}
     if settled:
         say("\n== every example gang ended as its manifest says")

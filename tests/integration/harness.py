@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
-from gangsched.handlers.main import run_kopf
+from gangsched.handlers.thread import OperatorThread
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.runtime.operator import Operator
@@ -44,7 +44,9 @@ async def replica(
     leader_election: bool = False,
     **settings: Any,
 ) -> AsyncIterator[Operator]:
-    """One operator replica running in this process until the block ends; yields its Operator."""
+    """One operator replica, in a thread and event loop of its own, until the block ends; yields its Operator.
+
+    `stop_replica(operator)` stops it early (e.g. to see a follower take over)."""
     config = config_from_mapping(
         {
             "namespace": "default",
@@ -52,21 +54,26 @@ async def replica(
             **settings,
         }
     )
-    client = await KubeClient.connect(kubeconfig)
-    operator = Operator(client=client, config=config, identity=identity)
-    stop = asyncio.Event()
-    task = asyncio.create_task(run_kopf(operator, stop_flag=stop))
+    runner = OperatorThread(kubeconfig=kubeconfig, config=config, identity=identity)
     try:
-        waiter = asyncio.ensure_future(operator.ready.wait())
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED, timeout=30)
-        if task.done():
-            task.result()
-        assert operator.ready.is_set(), "the operator did not become ready"
+        operator = await runner.start()
+        _RUNNERS[id(operator)] = runner
         yield operator
     finally:
-        stop.set()
-        await asyncio.wait_for(task, 30)
-        await client.close()
+        await runner.stop()
+        _RUNNERS.pop(id(runner._operator), None)
+
+
+_RUNNERS: dict[int, OperatorThread] = {}
+
+
+async def stop_replica(operator: Operator) -> None:
+    await _RUNNERS[id(operator)].stop()
+
+
+def on_replica(operator: Operator, fn: Callable[[], T]) -> T:
+    """Run fn() on the replica's own event loop (its state is not thread-safe) and return the result."""
+    return _RUNNERS[id(operator)].call(fn)
 
 
 def pod(

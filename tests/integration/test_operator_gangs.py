@@ -21,6 +21,7 @@ from tests.integration.harness import (
     podgroup,
     pods,
     replica,
+    stop_replica,
 )
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
@@ -194,7 +195,7 @@ async def test_follower_takes_over_when_the_leader_stops(cluster4: Cluster) -> N
             await create(k, podgroup("x", min_member=2), pod("x-0", group="x"), pod("x-1", group="x"))
             await eventually(lambda: _all_bound(k, ["x-0", "x-1"]), what="x bound by one")
             assert (one.bound, two.bound) == (2, 0)
-            await one.stop()  # gives the lease up
+            await stop_replica(one)  # gives the lease up
             await eventually(lambda: _a_leader(two), what="two takes over")
             await create(k, podgroup("y", min_member=2), pod("y-0", group="y"), pod("y-1", group="y"))
             await eventually(lambda: _all_bound(k, ["y-0", "y-1"]), what="y bound by two")
