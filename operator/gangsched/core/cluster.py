@@ -14,9 +14,10 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
 - `set_topology(tree | None)`: the topology tree handed to placement (see core/topology_adapter.py).
 - `apply(plan)`: records what a cycle decided (reservations, releases, bindings in flight, timeouts,
   satisfied flags, waiting-time starts, backoffs, last reported statuses).
-- Preemption (issue 6, see core/preemption.py): `plan.nominations` charge each preemptor member to its
-  nominated node (capacity held for that gang while its victims terminate; nobody else is given it) until
-  the member is bound or reserved, deleted, or listed in `plan.nomination_clears`. `plan.preemptions`
+- Preemption (issue 6, see core/preemption.py): `plan.nominations` record each preemptor member's
+  nominated node until the member is bound or reserved, deleted, or listed in `plan.nomination_clears`.
+  Nominations are not charged to `used` (the victims still are, so `used` never exceeds allocatable); the
+  scheduler holds that capacity for the gang in each cycle's workspace, so nobody else is given it. `plan.preemptions`
   (gang -> victim pods) records victims being evicted: they are never chosen again while they exist.
   `eviction_failed(pod_key)`: the Eviction API refused (429): the victim is marked refused (treated as
   protected from then on) and its preemptor chooses again. `set_protected(pod_key, flag)`: the pod is
@@ -143,7 +144,8 @@ class Cluster:
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
         self._reservations.pop(key, None)
-        self._nominations.pop(key, None)
+        if self._nominations.pop(key, None) is not None:
+            self.freed_gen += 1
         self._forget_victim(key)
         self.protected.discard(key)
         self._recharge(key)
@@ -184,6 +186,10 @@ class Cluster:
     def nomination_of(self, pod_key: str) -> str | None:
         return self._nominations.get(pod_key)
 
+    def nominations(self) -> Iterator[tuple[str, str]]:
+        """(pod_key, node) of every nomination in force."""
+        return iter(self._nominations.items())
+
     def victims_of(self, gang_key: str) -> list[str]:
         """Victims evicted for this gang that still exist."""
         return list(self._preempting.get(gang_key, ()))
@@ -223,12 +229,14 @@ class Cluster:
     def apply(self, plan: Plan) -> None:
         for key in plan.nomination_clears:
             if self._nominations.pop(key, None) is not None:
-                self._recharge(key)
+                self.freed_gen += 1  # held capacity is free again
         for key, node in plan.nominations:
             pod = self.pods.get(key)
             if pod is not None and pod.node_name is None and not pod.terminal and key not in self._reservations:
+                old = self._nominations.get(key)
                 self._nominations[key] = node
-                self._recharge(key)
+                if old is not None and old != node:
+                    self.freed_gen += 1
         for gk, victims in plan.preemptions.items():
             victim_gangs: set[str] = set()
             for v in victims:
@@ -394,8 +402,6 @@ class Cluster:
                 res = self._reservations.get(key)
                 if res is not None:
                     target = res[0]
-                else:
-                    target = self._nominations.get(key)
         current = self._charged.get(key)
         requests = pod.sclass.requests if pod is not None else None
         if current is not None and target == current[0] and requests is current[1]:

@@ -120,6 +120,10 @@ class _Cycle:
         self.satisfied_now: set[str] = set()
         self.timed_out_now: set[str] = set()
         self.evicting_now: set[str] = set()
+        for key, node in cluster.nominations():  # capacity held for preemptors while their victims terminate
+            pod = cluster.pods.get(key)
+            if pod is not None:
+                self.ws.place(node, pod.sclass.requests)
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Plan:
