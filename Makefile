@@ -14,6 +14,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 test: venv
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 typecheck: venv
