@@ -9,11 +9,18 @@ Per run (a fresh namespace each; earlier runs' pods stay bound, as in a busy clu
 previous one has settled: pods Running, PodGroups Running):
 1. raw: 1,600 pods for another scheduler, then bound from a bare KubeClient with the operator's bind concurrency
    (`e2e.raw_bind_rate`: bindings/s the emulator accepts, measured in the same run, the kubelet running too);
-2. e2e: 1,600 gang pods (label scheduling.x-k8s.io/pod-group), then their 200 PodGroups (minMember 8), created
-   at once with the same concurrency, while a watch records when each pod is first seen bound. A pod waits
-   for its PodGroup, so the last PodGroup create releases the whole burst. `e2e.settle_s`: last create answered -> last pod seen bound;
-   `e2e.bind_rate`: pods bound / (last bind - first bind); `e2e.bind_ratio`: bind_rate / raw_bind_rate.
+2. e2e: 200 PodGroups (minMember 8), then their 1,600 pods (label scheduling.x-k8s.io/pod-group), created with
+   the same concurrency while the operator process is stopped (SIGSTOP); SIGCONT then hands it the whole burst
+   at once, as if every create had landed in the same instant (its watches queue the events on the server). A
+   watch here records when each pod is first seen bound. `e2e.settle_s`: release (= last create) -> last pod
+   seen bound, which includes ingesting the burst and deciding; `e2e.bind_rate`: pods bound / (last bind - first
+   bind); `e2e.bind_ratio`: bind_rate / raw_bind_rate. (GANGSCHED_E2E_FLOW=pods-first instead keeps the operator
+   running and creates the pods first, then the PodGroups, which release the gangs; the pods meanwhile get
+   PodScheduled=False WaitingForPodGroup.)
 Figures are medians over RUNS runs, with min/max. `operator.rss_mb`: the operator's RSS after the last run.
+`e2e.operator_cpu_ms_per_pod` and `e2e.emulator_cpu_ms_per_pod` (CPU seconds from /proc/PID/stat, from the first
+PodGroup create until the run settled) are the figures to compare changes by on a shared machine: wall-clock rates
+move with whatever else runs, CPU per pod hardly does.
 
 Environment: GANGSCHED_E2E_RUNS (default 3); GANGSCHED_E2E_PROFILE=PATH runs the operator under cProfile and
 writes the stats to PATH when it stops (for finding hot spots; the figures are then not representative).
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -46,6 +54,7 @@ RUNS = int(os.environ.get("GANGSCHED_E2E_RUNS", "3"))
 NODE_RESOURCES = "cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110"
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
 SETTLE_TIMEOUT = 60.0
+FLOW = os.environ.get("GANGSCHED_E2E_FLOW", "paused")
 
 
 def _free_port() -> int:
@@ -146,12 +155,12 @@ async def _namespace(kube: KubeClient, name: str) -> None:
     await kube.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
 
-async def _raw_bind_rate(kube: KubeClient, run: int) -> float:
+async def _raw_bind_rate(kube: KubeClient, run: int) -> dict[str, float]:
     ns = f"raw-{run}"
     await _namespace(kube, ns)
     names = [f"raw-{i}" for i in range(PODS)]
     await _bounded(names, lambda n: kube.create(f"/api/v1/namespaces/{ns}/pods", _pod(n, namespace=ns, group=None, scheduler="nobody")))
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu()
     end = await _bounded(
         list(enumerate(names)),
         lambda item: kube.create(
@@ -160,7 +169,8 @@ async def _raw_bind_rate(kube: KubeClient, run: int) -> float:
              "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{item[0] % NODES}"}},
         ),
     )
-    return PODS / (end - t0)
+    cpu = _cpu_delta(cpu0)
+    return {"rate": PODS / (end - t0), "emulator_cpu_ms_per_pod": cpu["emulator"] * 1000 / PODS}
 
 
 class _BindWatch:
@@ -209,29 +219,50 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
             "metadata": {"name": f"g{g}", "namespace": ns}, "spec": {"minMember": GANG_SIZE}} for g in range(GANGS)]
     pods = [_pod(f"g{g}-{i}", namespace=ns, group=f"g{g}", scheduler="gangsched") for g in range(GANGS) for i in range(GANG_SIZE)]
     pod_path, pg_path = f"/api/v1/namespaces/{ns}/pods", f"{PG}/namespaces/{ns}/podgroups"
-    # The pods first: they wait for their PodGroup (a gang named by label has no spec until it exists), so the
-    # 200 PodGroups created next release all 200 gangs at once, and the operator's binding is measured on its own
-    # rather than paced by the creation rate.
     first_create = time.perf_counter()
-    pods_created = await _bounded(pods, lambda body: kube.create(pod_path, body))
-    early = len(watch.bound_at)
-    pg_start = time.perf_counter()
-    last_create = await _bounded(pgs, lambda body: kube.create(pg_path, body))
+    if FLOW == "paused":
+        # The operator is stopped (SIGSTOP) while the PodGroups and then their pods are created, in the order a job
+        # controller uses; SIGCONT hands it the whole burst at once (queued on its watches by the server).
+        os.kill(_PIDS["operator"], signal.SIGSTOP)
+        try:
+            await _bounded(pgs, lambda body: kube.create(pg_path, body))
+            pods_created = await _bounded(pods, lambda body: kube.create(pod_path, body))
+        finally:
+            early = len(watch.bound_at)
+            pg_start, cpu0 = time.perf_counter(), _cpu()
+            last_create = pg_start
+            os.kill(_PIDS["operator"], signal.SIGCONT)
+    else:
+        # pods-first: the pods wait for their PodGroup (a gang named by label has no spec until it exists), so the
+        # 200 PodGroups created next release all 200 gangs at once.
+        pods_created = await _bounded(pods, lambda body: kube.create(pod_path, body))
+        early = len(watch.bound_at)
+        pg_start, cpu0 = time.perf_counter(), _cpu()
+        last_create = await _bounded(pgs, lambda body: kube.create(pg_path, body))
     try:
         await asyncio.wait_for(watch.all_bound.wait(), SETTLE_TIMEOUT)
     except TimeoutError:
         raise RuntimeError(f"run {run}: only {len(watch.bound_at)} of {PODS} pods bound within {SETTLE_TIMEOUT}s") from None
     finally:
         watch.stop()
+    cpu = _cpu_delta(cpu0)
+    await _quiet(kube, ns, podgroups=True)
+    cpu_all = _cpu_delta(cpu0)
     times = sorted(watch.bound_at.values())
     first_bind, last_bind = times[0], times[-1]
     return {
         "settle_s": last_bind - last_create,
         "bind_rate": PODS / (last_bind - first_bind),
+        "first_bind_s": first_bind - last_create,
         "pods_create_s": pods_created - first_create,
         "podgroups_create_s": last_create - pg_start,
         "bound_before_podgroups": early,
         "bound_by_last_create": sum(1 for t in times if t <= last_create),
+        # CPU from the first PodGroup create to the last bind, and to the end of the run's writes (settled)
+        "operator_cpu_ms_per_pod": cpu["operator"] * 1000 / PODS,
+        "emulator_cpu_ms_per_pod": cpu["emulator"] * 1000 / PODS,
+        "operator_cpu_ms_per_pod_settled": cpu_all["operator"] * 1000 / PODS,
+        "emulator_cpu_ms_per_pod_settled": cpu_all["emulator"] * 1000 / PODS,
     }
 
 
@@ -241,15 +272,35 @@ async def _quiet(kube: KubeClient, ns: str, *, podgroups: bool) -> None:
     so that the next measurement does not pay for this one's tail."""
     deadline = time.monotonic() + SETTLE_TIMEOUT
     while time.monotonic() < deadline:
-        pods = (await kube.get(f"/api/v1/namespaces/{ns}/pods"))["items"]
-        done = all((p.get("status") or {}).get("phase") == "Running" for p in pods)
-        if done and podgroups:
+        done = True
+        if podgroups:  # the small list first: while it is not done, the pods need not be listed
             groups = (await kube.get(f"{PG}/namespaces/{ns}/podgroups"))["items"]
             done = all((g.get("status") or {}).get("phase") == "Running" for g in groups)
+        if done:
+            pods = (await kube.get(f"/api/v1/namespaces/{ns}/pods"))["items"]
+            done = all((p.get("status") or {}).get("phase") == "Running" for p in pods)
         if done:
             return
         await asyncio.sleep(0.2)
     raise RuntimeError(f"namespace {ns} did not settle within {SETTLE_TIMEOUT}s")
+
+
+_PIDS: dict[str, int] = {}  # "operator" / "emulator" -> pid, for CPU accounting
+
+
+def _cpu() -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the operator and the emulator processes."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name, pid in _PIDS.items():
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        out[name] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def _cpu_delta(before: dict[str, float]) -> dict[str, float]:
+    now = _cpu()
+    return {name: now[name] - before[name] for name in before}
 
 
 def _rss_mb(pid: int) -> tuple[float, float]:
@@ -264,15 +315,14 @@ def _rss_mb(pid: int) -> tuple[float, float]:
 
 async def _measure(kubeconfig: Path, operator: subprocess.Popen[str], probe_port: int) -> dict[str, Any]:
     await _wait_leader(operator, probe_port)
-    raws: list[float] = []
+    raws: list[dict[str, float]] = []
     runs: list[dict[str, float]] = []
     async with await KubeClient.connect(str(kubeconfig), max_connections=CONCURRENCY) as kube:
         for run in range(RUNS):
             raws.append(await _raw_bind_rate(kube, run))
             await _quiet(kube, f"raw-{run}", podgroups=False)
             runs.append(await _e2e(kube, run))
-            await _quiet(kube, f"e2e-{run}", podgroups=True)
-            log(f"e2e run {run}: raw {raws[-1]:.0f}/s, " + ", ".join(f"{k} {v:.3f}" for k, v in runs[-1].items()))
+            log(f"e2e run {run}: raw {raws[-1]['rate']:.0f}/s, " + ", ".join(f"{k} {v:.3f}" for k, v in runs[-1].items()))
     return {"raw": raws, "runs": runs}
 
 
@@ -292,30 +342,42 @@ def _report(name: str, samples: list[float], *, unit: str, target: float | None,
 
 
 def main() -> None:
-    import signal
-
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         emulator, kubeconfig = _start_emulator(tmp)
         operator = None
         try:
             operator, probe_port = _start_operator(tmp, kubeconfig)
+            _PIDS.update(operator=operator.pid, emulator=emulator.pid)
             result = asyncio.run(_measure(kubeconfig, operator, probe_port))
             rss, hwm = _rss_mb(operator.pid)
         finally:
             if operator is not None:
                 _stop(operator, signal.SIGINT)
             _stop(emulator, signal.SIGTERM)
-    ctx = {"gangs": GANGS, "gang_size": GANG_SIZE, "pods": PODS, "nodes": NODES, "concurrency": CONCURRENCY}
+    ctx = {"flow": FLOW, "gangs": GANGS, "gang_size": GANG_SIZE, "pods": PODS, "nodes": NODES, "concurrency": CONCURRENCY}
     runs = result["runs"]
-    ratios = [r["bind_rate"] / raw for r, raw in zip(runs, result["raw"], strict=True)]
+    raw_rates = [raw["rate"] for raw in result["raw"]]
+    ratios = [r["bind_rate"] / raw for r, raw in zip(runs, raw_rates, strict=True)]
+
+    def med(key: str, rows: list[dict[str, float]]) -> float:
+        return round(statistics.median(r[key] for r in rows), 3)
+
     _report("e2e.settle_s", [r["settle_s"] for r in runs], unit="s", target=None, better="lower",
             pods_create_s_median=round(statistics.median(r["pods_create_s"] for r in runs), 3),
             podgroups_create_s_median=round(statistics.median(r["podgroups_create_s"] for r in runs), 3),
             bound_by_last_create_median=statistics.median(r["bound_by_last_create"] for r in runs), **ctx)
     _report("e2e.bind_rate", [r["bind_rate"] for r in runs], unit="pods/s", target=None, better="higher", **ctx)
-    _report("e2e.raw_bind_rate", result["raw"], unit="bindings/s", target=None, better="higher", **ctx)
+    _report("e2e.raw_bind_rate", raw_rates, unit="bindings/s", target=None, better="higher", **ctx)
     _report("e2e.bind_ratio", ratios, unit="ratio", target=0.5, better="higher", **ctx)
+    # CPU time is far less sensitive than wall time to other load on the machine: the figures to compare changes by
+    _report("e2e.operator_cpu_ms_per_pod", [r["operator_cpu_ms_per_pod_settled"] for r in runs], unit="ms", target=None,
+            better="lower", until_last_bind_median=med("operator_cpu_ms_per_pod", runs),
+            note="operator CPU from the first PodGroup create until the run settled (all writes done), per pod", **ctx)
+    _report("e2e.emulator_cpu_ms_per_pod", [r["emulator_cpu_ms_per_pod_settled"] for r in runs], unit="ms", target=None,
+            better="lower", until_last_bind_median=med("emulator_cpu_ms_per_pod", runs),
+            raw_binding_median=med("emulator_cpu_ms_per_pod", result["raw"]),
+            note="emulator CPU (API server + simulated kubelet) per pod: the operator's requests cost it this much", **ctx)
     figure("operator.rss_mb", rss, unit="MiB", target=None, better="lower", peak_mb=round(hwm, 1),
            pods_in_cluster=2 * PODS * RUNS, **ctx)
 

@@ -19,10 +19,14 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
@@ -73,6 +77,32 @@ class _GangSources:
     applied: GangSpec | None = None  # what the Cluster has now
 
 
+def _static_fingerprint(meta: dict[str, Any], spec: dict[str, Any]) -> int:
+    """A hash of everything pod_from_api and parse_pod_gang read, except nodeName and status."""
+    if "nodeName" in spec:
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    blob = orjson.dumps((meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec))
+    return hash(blob)
+
+
+def _with_status(previous: PodRecord, spec: dict[str, Any], status: Any) -> PodRecord | None:
+    """previous with nodeName, phase and nominatedNodeName taken from a new version of the pod, exactly as
+    core.records.pod_from_api reads them; None when the version needs the full parse (it then reports bad input)."""
+    if status is None:
+        status = {}
+    elif not isinstance(status, dict):
+        return None
+    node_name = spec.get("nodeName") or None
+    phase = status.get("phase") or "Pending"
+    nominated = status.get("nominatedNodeName") or None
+    return dataclasses.replace(
+        previous,
+        node_name=sys.intern(node_name) if isinstance(node_name, str) else None,
+        phase=sys.intern(str(phase)),
+        nominated_node=nominated if isinstance(nominated, str) else None,
+    )
+
+
 def _rank(pod: dict[str, Any]) -> int | None:
     meta = pod.get("metadata") or {}
     key = member_rank_key(MemberMeta(name=meta.get("name", ""), labels=meta.get("labels") or {}, annotations=meta.get("annotations") or {}))
@@ -97,6 +127,8 @@ class ClusterCache:
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
         self.pods_seen = 0
+        self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
+        self._fingerprints: dict[str, int] = {}  # pod key -> _static_fingerprint of its last parsed version
         self._pdbs: dict[str, dict[str, LabelSelector]] = {}  # namespace -> PDB name -> selector
         self._pdb_pods: set[str] = set()  # pods this cache marked protected
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
@@ -126,6 +158,15 @@ class ClusterCache:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        fingerprint = _static_fingerprint(meta, spec)
+        previous = self.cluster.pods.get(key)
+        if previous is not None and self._fingerprints.get(key) == fingerprint:
+            quick = _with_status(previous, spec, obj.get("status"))
+            if quick is not None:  # only nodeName / status moved: no need to parse the pod again
+                self.quick_updates += 1
+                if quick != previous:
+                    self._apply_pod(key, meta, previous, quick, notify=notify)
+                return key
         ours = spec.get("schedulerName") == self.scheduler_name
         try:
             decl = parse_pod_gang(obj) if ours else None
@@ -136,22 +177,28 @@ class ClusterCache:
                 self._remove_pod(key)
             return key
         self._bad_pods.pop(key, None)
-        previous = self.cluster.pods.get(key)
-        self.cluster.upsert_pod(record)
-        if self._pdbs or key in self._pdb_pods:
-            self._check_pdb(key, meta)
+        self._fingerprints[key] = fingerprint
         if decl is not None:
             self._pod_gang[key] = decl.key
             sources = self._gangs.setdefault(decl.key, _GangSources())
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
+        self._apply_pod(key, meta, previous, record, notify=notify)
+        if decl is not None:
             self._refresh_gang(decl.key)
-            self.dirty_gangs.add(decl.key)
-        if notify and (previous is None or previous.node_name != record.node_name or previous.phase != record.phase or record.node_name is None):
-            self.on_change()
         return key
 
+    def _apply_pod(self, key: str, meta: dict[str, Any], previous: PodRecord | None, record: PodRecord, *, notify: bool) -> None:
+        self.cluster.upsert_pod(record)
+        if self._pdbs or key in self._pdb_pods:
+            self._check_pdb(key, meta)
+        if record.gang is not None:
+            self.dirty_gangs.add(record.gang)
+        if notify and (previous is None or previous.node_name != record.node_name or previous.phase != record.phase or record.node_name is None):
+            self.on_change()
+
     def _remove_pod(self, key: str) -> None:
+        self._fingerprints.pop(key, None)
         self.cluster.remove_pod(key)
         self._pdb_pods.discard(key)
         self._bad_pods.pop(key, None)

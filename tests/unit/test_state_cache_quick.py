@@ -1,0 +1,129 @@
+"""ClusterCache's quick path for pod updates that only move nodeName or status (bind, Running, nomination).
+
+The record it keeps must be exactly what a full parse of the new version gives; anything else (labels,
+annotations, spec) takes the full parse. Checked against a fresh cache fed only the new version.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gangsched.state.cache import ClusterCache
+
+Change = Callable[[dict[str, Any]], None]
+
+
+def _pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p0", "namespace": "ns", "uid": "u-1", "resourceVersion": "5",
+                     "creationTimestamp": "2026-01-01T00:00:00Z",
+                     "labels": {"scheduling.x-k8s.io/pod-group": "g"}, "annotations": {}},
+        "spec": {"schedulerName": "gangsched", "priority": 3,
+                 "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]},
+        "status": {"phase": "Pending"},
+    }
+
+
+def _set(path: str, value: Any) -> Change:
+    def change(obj: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = obj
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+
+    return change
+
+
+def _both(*changes: Change) -> Change:
+    def change(obj: dict[str, Any]) -> None:
+        for c in changes:
+            c(obj)
+
+    return change
+
+
+CASES = [
+    pytest.param(_set("spec.nodeName", "n1"), True, id="bound"),
+    pytest.param(_both(_set("spec.nodeName", "n1"), _set("status.phase", "Running")), True, id="running"),
+    pytest.param(_set("status.phase", "Succeeded"), True, id="succeeded"),
+    pytest.param(_set("status.nominatedNodeName", "n2"), True, id="nominated"),
+    pytest.param(_set("status.conditions", [{"type": "PodScheduled", "status": "False"}]), True, id="condition-only"),
+    pytest.param(_set("status", None), True, id="status-null"),
+    pytest.param(_set("metadata.resourceVersion", "9"), True, id="resource-version-only"),
+    pytest.param(_set("metadata.labels", {"scheduling.x-k8s.io/pod-group": "other"}), False, id="gang-label-changed"),
+    pytest.param(_set("metadata.annotations", {"gang.scheduling.koordinator.sh/timeout": "true"}), False, id="timeout-annotation"),
+    pytest.param(_set("spec.priority", 7), False, id="priority-changed"),
+    pytest.param(_set("spec.schedulerName", "default-scheduler"), False, id="scheduler-changed"),
+    pytest.param(_set("metadata.uid", "u-2"), False, id="recreated-same-name"),
+]
+
+
+@pytest.mark.parametrize(("change", "quick"), CASES)
+def test_update_keeps_what_a_full_parse_gives(change: Change, quick: bool) -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_pod_event("ADDED", _pod())
+    new = _pod()
+    change(new)
+    cache.on_pod_event("MODIFIED", copy.deepcopy(new))
+    fresh = ClusterCache(scheduler_name="gangsched")
+    fresh.on_pod_event("ADDED", copy.deepcopy(new))
+    assert cache.cluster.pods["ns/p0"] == fresh.cluster.pods["ns/p0"]
+    assert cache.quick_updates == (1 if quick else 0)
+    assert not cache.problems
+
+
+def test_quick_update_marks_the_gang_dirty_and_wakes_the_loop_on_a_bind() -> None:
+    wakes: list[int] = []
+    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: wakes.append(1))
+    cache.on_pod_event("ADDED", _pod())
+    cache.dirty_gangs.clear()
+    wakes.clear()
+    bound = _pod()
+    bound["spec"]["nodeName"] = "n1"
+    cache.on_pod_event("MODIFIED", bound)
+    assert cache.dirty_gangs == {"ns/g"} and wakes
+    assert cache.cluster.pods["ns/p0"].node_name == "n1"
+
+
+def test_an_unchanged_record_is_not_applied_again() -> None:
+    wakes: list[int] = []
+    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: wakes.append(1))
+    running = _pod()
+    running["spec"]["nodeName"] = "n1"
+    running["status"]["phase"] = "Running"
+    cache.on_pod_event("ADDED", copy.deepcopy(running))
+    cache.dirty_gangs.clear()
+    wakes.clear()
+    running["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    cache.on_pod_event("MODIFIED", running)
+    assert cache.quick_updates == 1 and not cache.dirty_gangs and not wakes
+
+
+def test_bad_status_after_a_good_version_is_reported_by_the_full_parse() -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_pod_event("ADDED", _pod())
+    bad = _pod()
+    bad["status"] = ["not", "an", "object"]
+    cache.on_pod_event("MODIFIED", bad)
+    assert cache.quick_updates == 0
+    assert [p.reason for p in cache.problems] == ["InvalidGangDeclaration"]
+    assert "status" in cache.problems[0].message
+    assert "ns/p0" not in cache.cluster.pods
+
+
+def test_a_deleted_and_recreated_pod_is_parsed_again() -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_pod_event("ADDED", _pod())
+    cache.on_pod_event("DELETED", _pod())
+    again = _pod()
+    again["spec"]["priority"] = 9
+    cache.on_pod_event("ADDED", again)
+    assert cache.quick_updates == 0
+    assert cache.cluster.pods["ns/p0"].priority == 9
