@@ -91,6 +91,14 @@ async def test_user_story_3_gang3_evicts_exactly_gang2_and_lands_on_node4_to_11(
 
         await eventually(scheduled, what="gang3 Scheduled")
 
+        async def gang2_condition() -> dict[str, Any] | None:
+            pg = await get_podgroup(k, "gang2")
+            conds = [c for c in (pg or {}).get("status", {}).get("conditions", []) if c["type"] == "Scheduled"]
+            return conds[0] if conds and conds[0]["reason"] == "Preempted" else None
+
+        cond = await eventually(gang2_condition, what="gang2's Scheduled condition says Preempted")
+        assert cond["status"] == "False" and "default/gang3" in cond["message"]
+
 
 async def test_never_and_equal_priority_do_not_preempt(four: Cluster) -> None:
     k = four.client

@@ -81,6 +81,8 @@ def test_user_story_3_evicts_exactly_gang2_and_lands_on_node4_to_11() -> None:
     assert sorted(f"{e.namespace}/{e.name}" for e in victim_events) == sorted(g2)
     assert victim_events[0].message == "Preempted by gang default/gang3 for tier-2 placement"
     assert any(e.kind == "PodGroup" and e.name == "gang2" and e.reason == "Preempted" for e in plan.events)
+    assert plan.gang_status["default/gang2"].reason == "Preempted"
+    assert "default/gang1" not in plan.gang_status
     # while the victims terminate: nothing new is evicted, the gang waits
     plan = step(c, CFG, 100.0)
     assert not plan.evictions and not plan.bindings

@@ -21,7 +21,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   (gang -> victim pods) records victims being evicted: they are never chosen again while they exist.
   `eviction_failed(pod_key)`: the Eviction API refused (429): the victim is marked refused (treated as
   protected from then on) and its preemptor chooses again. `set_protected(pod_key, flag)`: the pod is
-  selected by a PodDisruptionBudget. Readers: `nomination_of(pod_key)`, `victims_of(gang_key)`,
+  selected by a PodDisruptionBudget. A gang preempted whole is no longer satisfied (its members must reach
+  the quorum again) and `mark_satisfied` ignores it until the scheduler satisfies it again. Readers: `nomination_of(pod_key)`, `victims_of(gang_key)`,
   `evicting`, `protected`.
 - `bind_succeeded(pod_key)`: the binder bound the pod: it is treated as bound to its node until the watch
   event confirms. `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is pending again,
@@ -102,6 +103,7 @@ class Cluster:
         self._preempting: dict[str, dict[str, None]] = {}  # preemptor gang -> victims being evicted
         self.evicting: dict[str, str] = {}  # victim pod -> preemptor gang
         self.protected: set[str] = set()  # pods selected by a PodDisruptionBudget, or whose eviction was refused
+        self._preempted: set[str] = set()  # gangs preempted whole, not satisfied again since
 
     # ----- nodes -----
     def upsert_node(self, node: NodeRecord) -> None:
@@ -167,9 +169,16 @@ class Cluster:
             return
         gs.spec = None
         gs.created = None
+        self._preempted.discard(key)
         self._forget_if_empty(gs)
 
     def mark_satisfied(self, key: str) -> None:
+        if key in self._preempted:
+            return  # a stale PodGroup status of a gang preempted whole: it must reach its quorum again
+        self._set_satisfied(key)
+
+    def _set_satisfied(self, key: str) -> None:
+        self._preempted.discard(key)
         gs = self._gang(key)
         gs.satisfied = True
         gs.first_reserved = None
@@ -251,6 +260,7 @@ class Cluster:
                 if vs is not None and all(k in self.evicting for k in vs.members
                                           if k in self.pods and self.pods[k].node_name and not self.pods[k].terminal):
                     vs.satisfied = False
+                    self._preempted.add(vg)
         for key in plan.releases:
             if key in self._reservations and not self._reservations[key][1]:
                 self._drop_reservation(key)
@@ -267,7 +277,7 @@ class Cluster:
                 gs.first_reserved = start
                 self._reserving[gk] = None
         for gk in plan.satisfied:
-            self.mark_satisfied(gk)
+            self._set_satisfied(gk)
         for to in plan.timeouts:
             gs = self._gang(to.gang_key)
             gs.timed_out = True
@@ -328,8 +338,10 @@ class Cluster:
         if gs is None:
             return
         gs.members.pop(pod.key, None)
-        if gs.pending.pop(pod.key, None) is not None and not gs.pending:
-            self._queued_gangs.pop(gs.key, None)
+        if pod.key in gs.pending:
+            del gs.pending[pod.key]
+            if not gs.pending:
+                self._queued_gangs.pop(gs.key, None)
         gs.priority = max((self.pods[k].priority for k in gs.members if k in self.pods), default=0)
         gs.member_created = min((self.pods[k].created for k in gs.members if k in self.pods), default=float("inf"))
         if not gs.members:
@@ -375,8 +387,10 @@ class Cluster:
         if pending:
             gs.pending[key] = None
             self._queued_gangs[gs.key] = None
-        elif gs.pending.pop(key, None) is not None and not gs.pending:
-            self._queued_gangs.pop(gs.key, None)
+        elif key in gs.pending:  # (values are None: pop(key, None) cannot tell presence)
+            del gs.pending[key]
+            if not gs.pending:
+                self._queued_gangs.pop(gs.key, None)
 
     def _reserve(self, key: str, node: str, *, binding: bool) -> None:
         pod = self.pods.get(key)

@@ -598,9 +598,14 @@ class _Cycle:
             vg = c.pods[v].gang
             if vg is not None:
                 per_gang[vg] += 1
+        gone = set(choice.victims)
         for vg, n in sorted(per_gang.items()):
-            self._event("PodGroup", vg, "Warning", "Preempted",
-                        f"{n} member(s) preempted by gang {gs.key} for {label} placement")
+            note = f"{n} member(s) preempted by gang {gs.key} for {label} placement"
+            self._event("PodGroup", vg, "Warning", "Preempted", note)
+            vs = c.gangs.get(vg)
+            if vs is not None and all(k in gone or k in c.evicting or k in self.evicting_now for k in vs.members
+                                      if k in c.pods and c.pods[k].node_name and not c.pods[k].terminal):
+                self._status(vs, GangStatus(PHASE_PENDING, 0, 0, 0, "Preempted", f"{note}; it must reach its quorum again"))
         self._backoff(gs.key)
         return True
 
