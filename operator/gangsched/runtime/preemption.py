@@ -100,8 +100,10 @@ class Preemptions:
                 message = exc.message
                 if exc.status == 429 or not exc.transient:
                     break
-            except (OSError, asyncio.TimeoutError) as exc:
-                message = str(exc)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # connection trouble: retried, then treated as refused
+                message = f"{type(exc).__name__}: {exc}"
             if attempt + 1 < self._attempts:
                 await asyncio.sleep(backoff)
                 backoff *= 2
