@@ -8,8 +8,8 @@ Contract:
     retries: `Cluster.eviction_failed(pod)` (the core chooses again, avoiding that pod), a Warning event
     `EvictionRefused` on the pod, and the loop is woken;
   - `plan.nominations` patch `status.nominatedNodeName` through pods/status, `plan.nomination_clears` patch
-    it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated,
-    so that a nomination written late never outlives the binding.
+    it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated
+    or whose status shows a nomination, so that a nomination written late never outlives the binding.
 - `await on_pdb(kind, obj)`: hands the PDB to the cache, then lists the PDB's namespace's pods so the pods it
   selects are marked protected (the cache keeps no labels).
 - `await drain()`: waits for the evictions in flight (tests, shutdown); `stop()` cancels them.
@@ -64,8 +64,11 @@ class Preemptions:
         if len(self._nominated) > 4096:  # forget pods deleted while nominated
             self._nominated &= self._cache.cluster.pods.keys()
         clears = list(plan.nomination_clears)
-        if self._nominated:
-            clears += [key for key, _node in plan.bindings if key in self._nominated]
+        pods = self._cache.cluster.pods
+        for key, _node in plan.bindings:  # (the status may come from before a restart)
+            pod = pods.get(key)
+            if key in self._nominated or (pod is not None and pod.nominated_node):
+                clears.append(key)
         for key in clears:
             self._nominated.discard(key)
             ns, name = _split(key)
