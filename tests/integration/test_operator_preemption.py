@@ -177,6 +177,35 @@ async def test_two_preemptors_take_distinct_victims_and_no_gang_runs_below_quoru
         assert op.preemptions.evicted == 2
 
 
+async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
+    k = four.client
+    async with replica(four.kubeconfig):
+        await create(k, *gang("low", 4, pc="best-effort"))
+        await eventually(lambda: placed(k, "low", 4), what="low bound")
+        for i in range(4):  # the victims never finish terminating
+            await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}})
+        urgent = gang("urgent", 2, pc="guarantee")
+        urgent[0]["spec"]["scheduleTimeoutSeconds"] = 2
+        await create(k, *urgent)
+
+        async def nominations() -> dict[str, str | None]:
+            ps = await pods(k)
+            return {n: p.get("status", {}).get("nominatedNodeName") for n, p in ps.items() if n.startswith("urgent-")}
+
+        async def nominated() -> bool:
+            return all((await nominations()).values())
+
+        async def cleared() -> bool:
+            return not any((await nominations()).values())
+
+        await eventually(nominated, what="urgent's members nominated")
+        await eventually(cleared, timeout=15, what="nominations cleared after the waiting time ended")
+        pg = await get_podgroup(k, "urgent")
+        assert pg is not None and pg["status"]["phase"] == "Timeout"
+        for i in range(4):
+            await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": None}})
+
+
 async def _protected(op: Any, keys: list[str]) -> bool:
     return all(key in op.cluster.protected for key in keys)
 
