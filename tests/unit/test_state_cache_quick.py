@@ -127,3 +127,39 @@ def test_a_deleted_and_recreated_pod_is_parsed_again() -> None:
     cache.on_pod_event("ADDED", again)
     assert cache.quick_updates == 0
     assert cache.cluster.pods["ns/p0"].priority == 9
+
+
+def _bound(node: str | None, phase: str, *, scheduler: str = "gangsched") -> dict[str, Any]:
+    pod = _pod()
+    pod["spec"]["schedulerName"] = scheduler
+    if node:
+        pod["spec"]["nodeName"] = node
+    pod["status"]["phase"] = phase
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        pytest.param(None, _bound(None, "Pending"), "change", id="new-pending-pod"),
+        pytest.param(_bound(None, "Pending"), _bound("n1", "Pending"), "status", id="ours-seen-bound"),
+        pytest.param(_bound("n1", "Pending"), _bound("n1", "Running"), "status", id="ours-running"),
+        pytest.param(_bound("n1", "Running"), _bound("n1", "Succeeded"), "change", id="finished-frees-capacity"),
+        pytest.param(_bound(None, "Pending", scheduler="other"), _bound("n1", "Pending", scheduler="other"), "change",
+                     id="others-pod-bound-takes-capacity"),
+        pytest.param(_bound(None, "Pending"), _bound(None, "Pending") | {"status": {"phase": "Pending", "nominatedNodeName": "n2"}},
+                     "change", id="pending-pod-nominated"),
+        pytest.param(_bound("n1", "Running"), _bound("n1", "Running") | {"status": {"phase": "Running", "podIP": "10.0.0.1"}},
+                     "none", id="nothing-that-matters"),
+    ],
+)
+def test_which_events_wake_the_scheduler_and_which_only_the_status_writer(
+    before: dict[str, Any] | None, after: dict[str, Any], expected: str
+) -> None:
+    calls: list[str] = []
+    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: calls.append("change"), on_status=lambda: calls.append("status"))
+    if before is not None:
+        cache.on_pod_event("ADDED", before)
+    calls.clear()
+    cache.on_pod_event("MODIFIED" if before is not None else "ADDED", after)
+    assert calls == ([] if expected == "none" else [expected])

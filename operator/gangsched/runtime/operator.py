@@ -86,7 +86,9 @@ class Operator:
         self.identity = identity
         self.sched_config = config.scheduler_config()
         self.metrics = Metrics()
-        self.cache = ClusterCache(scheduler_name=config.scheduler_name, on_change=self.wake)
+        self.cache = ClusterCache(scheduler_name=config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status)
+        self.status_delay = 0.1  # status-only changes (pods seen bound / Running) wake the loop this much later, merged
+        self._status_wake: asyncio.TimerHandle | None = None
         self.binder = Binder(client, concurrency=config.bind_concurrency)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
         self.writer = PatchWriter(client, defer_to=self.binder.idle)
@@ -187,6 +189,15 @@ class Operator:
 
     def wake(self) -> None:
         self._wake.set()
+
+    def wake_for_status(self) -> None:
+        """Only PodGroup status may have changed: one round soon, shared by everything until then."""
+        if self._status_wake is None:
+            self._status_wake = asyncio.get_running_loop().call_later(self.status_delay, self._status_due)
+
+    def _status_due(self) -> None:
+        self._status_wake = None
+        self.wake()
 
     # ----------------------------------------------------------------- topology
     def is_topology_configmap(self, *, namespace: str | None, name: str | None) -> bool:

@@ -10,7 +10,11 @@ Contract:
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
-  the runtime drains it.
+  the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
+  only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
+  A burst of bindings then costs status writes, not a scheduling round per echo.
+- Pod updates that move only nodeName or status (bind, Running, nomination, conditions) skip the full parse:
+  the rest of the object is fingerprinted, and the record is the previous one with those fields re-read.
 - `podgroup(key)` and `members(key)` give what the status writer needs.
 - PodDisruptionBudgets (preemption, issue 6): `on_pdb(kind, obj)` keeps each PDB's selector; a pod selected by
   one is marked protected in the Cluster (`Cluster.set_protected`) when it is upserted, and
@@ -115,10 +119,17 @@ def _rank(pod: dict[str, Any]) -> int | None:
 
 
 class ClusterCache:
-    def __init__(self, *, scheduler_name: str, on_change: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        *,
+        scheduler_name: str,
+        on_change: Callable[[], None] = lambda: None,
+        on_status: Callable[[], None] | None = None,
+    ) -> None:
         self.cluster = Cluster()
         self.scheduler_name = scheduler_name
         self.on_change = on_change
+        self.on_status = on_status or on_change
         self.problems: list[Problem] = []
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
@@ -194,8 +205,17 @@ class ClusterCache:
             self._check_pdb(key, meta)
         if record.gang is not None:
             self.dirty_gangs.add(record.gang)
-        if notify and (previous is None or previous.node_name != record.node_name or previous.phase != record.phase or record.node_name is None):
+        if not notify:
+            return
+        if (
+            previous is None
+            or record.node_name is None  # pending (or unbound again): the scheduler may decide
+            or previous.terminal != record.terminal  # capacity freed (or taken back)
+            or previous.node_name != record.node_name and (previous.node_name is not None or not record.ours)
+        ):
             self.on_change()
+        elif previous.node_name != record.node_name or previous.phase != record.phase:
+            self.on_status()  # one of our pods bound, or a bound pod's phase moved: only PodGroup status may change
 
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
