@@ -377,3 +377,18 @@ def test_second_preemptor_takes_the_rest_of_a_gang_the_first_took_a_spare_of(uni
     evicted = first.evictions + second.evictions
     assert sorted(evicted) == sorted(y)  # p2: the rest of y, never the same pod again, never x
     assert not set(evicted) & set(x)
+
+
+def test_lowest_priority_follows_pod_updates_and_removals() -> None:
+    c = Cluster()
+    add_nodes(c, 1, prefix="node", gpu=8)
+    assert c.lowest_priority() is None
+    a = add_pod(c, "a", priority=5)
+    b = add_pod(c, "b", priority=2)
+    assert c.lowest_priority() == 2
+    add_pod(c, "b", priority=7)  # the same pod, re-prioritised
+    assert c.lowest_priority() == 5
+    c.remove_pod(a)
+    assert c.lowest_priority() == 7
+    c.remove_pod(b)
+    assert c.lowest_priority() is None

@@ -104,6 +104,7 @@ class Cluster:
         self.evicting: dict[str, str] = {}  # victim pod -> preemptor gang
         self.protected: set[str] = set()  # pods selected by a PodDisruptionBudget, or whose eviction was refused
         self._preempted: set[str] = set()  # gangs preempted whole, not satisfied again since
+        self._priorities: dict[int, int] = {}  # pod priority -> pods (a quick "no victims possible" test)
 
     # ----- nodes -----
     def upsert_node(self, node: NodeRecord) -> None:
@@ -128,6 +129,10 @@ class Cluster:
         key = pod.key
         old = self.pods.get(key)
         self.pods[key] = pod
+        if old is None or old.priority != pod.priority:
+            self._count_priority(pod.priority, 1)
+            if old is not None:
+                self._count_priority(old.priority, -1)
         if pod.node_name is not None or pod.terminal:
             self._reservations.pop(key, None)
             self._nominations.pop(key, None)
@@ -145,6 +150,8 @@ class Cluster:
 
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
+        if pod is not None:
+            self._count_priority(pod.priority, -1)
         self._reservations.pop(key, None)
         if self._nominations.pop(key, None) is not None:
             self.freed_gen += 1
@@ -194,6 +201,17 @@ class Cluster:
 
     def nomination_of(self, pod_key: str) -> str | None:
         return self._nominations.get(pod_key)
+
+    def lowest_priority(self) -> int | None:
+        """The lowest priority of any pod (None without pods): preemption looks for victims only below it."""
+        return min(self._priorities) if self._priorities else None
+
+    def _count_priority(self, priority: int, delta: int) -> None:
+        n = self._priorities.get(priority, 0) + delta
+        if n:
+            self._priorities[priority] = n
+        else:
+            self._priorities.pop(priority, None)
 
     def nominations(self) -> Iterator[tuple[str, str]]:
         """(pod_key, node) of every nomination in force."""

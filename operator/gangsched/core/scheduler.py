@@ -553,6 +553,10 @@ class _Cycle:
         if not pending or any(p.preemption_policy == "Never" for p in pending) or len(
                 {p.sclass.id for p in pending}) != 1:
             return False
+        lowest = c.lowest_priority()
+        if not c.victims_of(gs.key) and (lowest is None or lowest >= min(p.priority for p in pending)):
+            self._clear_nominations(p.key for p in pending)
+            return False  # nobody has a lower priority: nothing to preempt
         outstanding = c.victims_of(gs.key)
         if outstanding:
             message = f"waiting for {len(outstanding)} preempted pod(s) to terminate"
