@@ -22,7 +22,7 @@ Figures are medians over RUNS runs, with min/max. `operator.rss_mb`: the operato
 PodGroup create until the run settled) are the figures to compare changes by on a shared machine: wall-clock rates
 move with whatever else runs, CPU per pod hardly does.
 
-Environment: GANGSCHED_E2E_RUNS (default 3); GANGSCHED_E2E_PROFILE=PATH runs the operator under cProfile and
+Environment: GANGSCHED_E2E_RUNS (default 5); GANGSCHED_E2E_PROFILE=PATH runs the operator under cProfile and
 writes the stats to PATH when it stops (for finding hot spots; the figures are then not representative).
 """
 
@@ -50,7 +50,7 @@ GANGS = 200
 GANG_SIZE = 8
 PODS = GANGS * GANG_SIZE
 CONCURRENCY = 64  # the operator's default bindConcurrency; the bench's clients use the same
-RUNS = int(os.environ.get("GANGSCHED_E2E_RUNS", "3"))
+RUNS = int(os.environ.get("GANGSCHED_E2E_RUNS", "5"))
 NODE_RESOURCES = "cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110"
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
 SETTLE_TIMEOUT = 60.0
