@@ -10,7 +10,18 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, eventually, events_for, get_podgroup, pod, podgroup, pods, replica
+from tests.integration.harness import (
+    bound,
+    create,
+    eventually,
+    events_for,
+    get_podgroup,
+    on_replica,
+    pod,
+    podgroup,
+    pods,
+    replica,
+)
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 STORY_TREE: list[dict[str, Any]] = [
@@ -207,7 +218,7 @@ async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
 
 
 async def _protected(op: Any, keys: list[str]) -> bool:
-    return all(key in op.cluster.protected for key in keys)
+    return on_replica(op, lambda: all(key in op.cluster.protected for key in keys))
 
 
 async def test_refused_eviction_makes_the_operator_choose_again(four: Cluster) -> None:
@@ -223,7 +234,7 @@ async def test_refused_eviction_makes_the_operator_choose_again(four: Cluster) -
         keys = ["default/x-0", "default/x-1"]
         await eventually(lambda: _protected(op, keys), what="x protected")
         for key in keys:  # the cache lags behind the PDB: x (the lowest priority) looks like the best victim
-            op.cluster.set_protected(key, False)
+            on_replica(op, lambda key=key: op.cluster.set_protected(key, False))
         await create(k, *gang("high", 2, pc="guarantee"))
         await eventually(lambda: placed(k, "high", 2), what="high bound")
         assert await gone(k, "y")
