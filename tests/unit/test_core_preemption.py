@@ -392,3 +392,33 @@ def test_lowest_priority_follows_pod_updates_and_removals() -> None:
     assert c.lowest_priority() == 7
     c.remove_pod(b)
     assert c.lowest_priority() is None
+
+
+def test_a_higher_priority_gang_may_take_a_lower_preemptors_held_nodes() -> None:
+    c = Cluster()
+    add_nodes(c, 4, prefix="node", gpu=8)
+    x = running_gang(c, "x", nodes(2))  # priority 0: the victims
+    running_gang(c, "y", nodes(2, 2), priority=2000)  # never a victim here
+    p1 = pending_gang(c, "p1", 2, priority=500)
+    assert sorted(step(c, CFG, 0.0).evictions) == sorted(x)
+    p2 = pending_gang(c, "p2", 2, priority=1000)
+    plan = step(c, CFG, 0.5)
+    assert not plan.bindings and not plan.evictions  # x still terminating; p1's victims are not taken twice
+    evict(c, x)
+    plan = step(c, CFG, 1.0)
+    assert {k for k, _ in plan.bindings} == set(p2)  # the higher priority goes first, onto the held nodes
+    assert sorted(plan.nomination_clears) == sorted(p1)
+    assert any(e.reason == "NominationLost" and e.name == "p1" for e in plan.events)
+    assert all(c.nomination_of(k) is None for k in p1)
+
+
+def test_an_equal_priority_gang_ahead_in_the_queue_does_not_take_held_nodes() -> None:
+    c = Cluster()
+    add_nodes(c, 2, prefix="node", gpu=8)
+    x = running_gang(c, "x", nodes(2))
+    p1 = pending_gang(c, "p1", 2, priority=500)
+    step(c, CFG, 0.0)
+    pending_gang(c, "a-peer", 2, priority=500)  # sorts before p1: attempted first
+    evict(c, x)
+    bound = step(c, CFG, 1.0).bindings + step(c, CFG, 2.0).bindings
+    assert {k for k, _ in bound} == set(p1)

@@ -17,7 +17,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
 - Preemption (issue 6, see core/preemption.py): `plan.nominations` record each preemptor member's
   nominated node until the member is bound or reserved, deleted, or listed in `plan.nomination_clears`.
   Nominations are not charged to `used` (the victims still are, so `used` never exceeds allocatable); the
-  scheduler holds that capacity for the gang in each cycle's workspace, so nobody else is given it. `plan.preemptions`
+  scheduler holds that capacity for the gang in each cycle's workspace (no gang of lower or equal
+  priority is given it). `plan.preemptions`
   (gang -> victim pods) records victims being evicted: they are never chosen again while they exist.
   `eviction_failed(pod_key)`: the Eviction API refused (429): the victim is marked refused (treated as
   protected from then on) and its preemptor chooses again. `set_protected(pod_key, flag)`: the pod is

@@ -28,8 +28,10 @@ Contract:
   none with preemptionPolicy Never) do not fit looks for lower-priority victims; the plan then carries the
   evictions, the members' nominations (capacity held for the gang in the Cluster) and events (Preempting on
   the PodGroup, Preempted on every victim pod and victim PodGroup). While its victims still exist the gang
-  waits (reason Preempting); its own nominated capacity is available to it on every attempt, so it binds in
-  the first cycle after the victims are gone. Nominations are cleared when the gang times out, loses its
+  waits (reason Preempting); its own nominated capacity is available to it on every attempt (members go to
+  their nominated nodes), so it binds in the first cycle after the victims are gone. Held capacity is
+  never given to a gang of lower or equal priority; a higher-priority gang may use it, and the preemptor
+  then loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the gang times out, loses its
   PodGroup, or finds nothing to preempt any more.
 - Failure messages aggregate why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
   3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`. Events and pod conditions
@@ -39,7 +41,7 @@ Contract:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gangsched.core.capacity import ClassView, Workspace, fit_count
@@ -120,10 +122,14 @@ class _Cycle:
         self.satisfied_now: set[str] = set()
         self.timed_out_now: set[str] = set()
         self.evicting_now: set[str] = set()
-        for key, node in cluster.nominations():  # capacity held for preemptors while their victims terminate
+        # capacity held for preemptors while their victims terminate, by preemptor gang
+        self.holds: dict[str, list[tuple[str, str, Mapping[str, int]]]] = {}
+        for key, node in cluster.nominations():
             pod = cluster.pods.get(key)
             if pod is not None:
                 self.ws.place(node, pod.sclass.requests)
+                if pod.gang is not None:
+                    self.holds.setdefault(pod.gang, []).append((key, node, pod.sclass.requests))
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Plan:
@@ -457,6 +463,7 @@ class _Cycle:
             return True
         mark = self.ws.begin()
         self._release_nominations(pending)  # a preemptor's held capacity is its own to use
+        lower = self._release_lower_holds(gs, pending)  # and lower-priority preemptors' holds do not bind it
         nominated = self._nominated_fit(gs, pending)
         if nominated is not None:  # victims gone: the members go where they were nominated
             placed, short, tier = nominated
@@ -480,6 +487,9 @@ class _Cycle:
                       f"minMember {spec.min_member}): {message}"
             self._fail(gs, message, pending, scheduled=len(m.bound), reserved=0, pending=alive - len(m.bound))
             return True
+        self.holds.pop(gs.key, None)  # its own holds were released above and are now placements
+        if lower:
+            self._settle_holds(gs, lower, placed)
         for p, node in placed:
             self.reserved_now[p.key] = node
         if gs.first_reserved is None and placed and gs.key not in self.plan.first_reserved:
@@ -522,6 +532,36 @@ class _Cycle:
             node = self.cluster.nomination_of(p.key)
             if node is not None:
                 self.ws.release(node, p.sclass.requests)
+
+    def _release_lower_holds(self, gs: GangState, pending: list[PodRecord]) -> list[str]:
+        """Release (in the open transaction) the holds of preemptors of lower priority than these members."""
+        if not self.holds or not pending:
+            return []
+        prio = min(p.priority for p in pending)
+        out = []
+        for gk, holds in self.holds.items():
+            other = self.cluster.gangs.get(gk)
+            if gk == gs.key or other is None or other.priority >= prio:
+                continue
+            for _, node, req in holds:
+                self.ws.release(node, req)
+            out.append(gk)
+        return out
+
+    def _settle_holds(self, gs: GangState, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
+        """After a kept placement: a lower-priority preemptor whose held nodes it used loses its nominations
+        (it chooses again later); the others' holds are put back."""
+        used = {node for _, node in placed}
+        for gk in lower:
+            holds = self.holds[gk]
+            if any(node in used for _, node, _ in holds):
+                self._clear_nominations(k for k, _, _ in holds)
+                del self.holds[gk]
+                self._event("PodGroup", gk, "Warning", "NominationLost",
+                            f"its held nodes went to higher-priority gang {gs.key}; it will choose again")
+            else:
+                for _, node, req in holds:
+                    self.ws.place(node, req)
 
     def _nominated_fit(self, gs: GangState, pending: list[PodRecord]
                        ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None] | None:
@@ -586,6 +626,7 @@ class _Cycle:
         self.plan.evictions.extend(choice.victims)
         self.plan.preemptions[gs.key] = choice.victims
         self.plan.nominations.extend((p.key, node) for p, node in zip(pending, choice.nodes))
+        self.holds[gs.key] = [(p.key, node, cls.requests) for p, node in zip(pending, choice.nodes)]
         if gs.first_reserved is None and gs.key not in self.plan.first_reserved:
             self.plan.first_reserved[gs.key] = self.now  # the waiting time bounds how long it holds nodes
         label = tier_label(choice.whole_tier, c.topology.tiers if c.topology is not None else None)
