@@ -33,8 +33,7 @@ def configure(settings: kopf.OperatorSettings) -> None:
     """Kopf settings for an operator that only observes through Kopf."""
     settings.posting.enabled = False  # our own event recorder writes events; Kopf's handler logs would be noise
     settings.scanning.disabled = True  # the resources we watch are fixed; no CRD/namespace scanning
-    settings.batching.batch_window = 0.0  # hand every event over at once: the loop does its own debouncing
-    settings.batching.idle_timeout = 5.0
+    settings.queueing.idle_timeout = 5.0  # per-object workers of rarely changing objects go away soon
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     settings.watching.reconnect_backoff = 0.5
