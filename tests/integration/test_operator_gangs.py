@@ -35,7 +35,7 @@ async def cluster4() -> AsyncIterator[Cluster]:
 
 async def test_gang_that_fits_is_bound_whole_and_status_tells(cluster4: Cluster) -> None:
     k = cluster4.client
-    async with replica(cluster4.kubeconfig):
+    async with replica(cluster4.kubeconfig) as op:
         await create(k, podgroup("train", min_member=4), *(pod(f"train-{i}", group="train", gpu=8) for i in range(4)))
         assert await eventually(lambda: phase_of(k, "train"), what="train phase") in {"Scheduling", "Scheduled", "Running"}
         await eventually(lambda: _phase_is(k, "train", "Running"), what="train Running")
@@ -49,6 +49,10 @@ async def test_gang_that_fits_is_bound_whole_and_status_tells(cluster4: Cluster)
         assert scheduled["status"] == "True"
         reasons = {e["reason"] for e in await events_for(k, "train")}
         assert "Scheduled" in reasons
+        metrics = op.metrics.render().decode()
+        assert "gangsched_bound_pods_total 4.0" in metrics
+        assert "gangsched_gang_wait_seconds_count 1.0" in metrics
+        assert op.health()["ready"] and op.health()["leader"]
 
 
 async def test_strict_gang_that_does_not_fit_binds_nothing_then_binds_when_a_node_joins(cluster4: Cluster) -> None:

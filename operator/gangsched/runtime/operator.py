@@ -308,6 +308,12 @@ class Operator:
             task = asyncio.create_task(self._bind(plan.bindings))
             self._binds.add(task)
             task.add_done_callback(self._binds.discard)
+        wall = time.time()
+        for gang in plan.satisfied:  # from the gang's first member to its quorum being bound
+            state = self.cluster.gangs.get(gang)
+            if state is not None and state.member_created != float("inf"):
+                self.metrics.gang_wait_seconds.observe(max(0.0, wall - state.member_created))
+        self.metrics.preemptions.inc(len(plan.evictions))
         for timeout in plan.timeouts:
             for pod_key in timeout.pods:
                 ns, name = _split(pod_key)
