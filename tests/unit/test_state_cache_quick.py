@@ -163,3 +163,39 @@ def test_which_events_wake_the_scheduler_and_which_only_the_status_writer(
     calls.clear()
     cache.on_pod_event("MODIFIED" if before is not None else "ADDED", after)
     assert calls == ([] if expected == "none" else [expected])
+
+
+def _podgroup(*, generation: int = 1, phase: str | None = None, min_member: int = 2, uid: str = "pg-1") -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ns", "uid": uid, "generation": generation,
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"minMember": min_member},
+    }
+    if phase:
+        obj["status"] = {"phase": phase}
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("after", "expected", "min_member"),
+    [
+        pytest.param(_podgroup(phase="Scheduling"), "status", 2, id="status-echo"),
+        pytest.param(_podgroup(phase="Running"), "change", 2, id="status-newly-satisfied"),
+        pytest.param(_podgroup(generation=2, min_member=3), "change", 3, id="spec-changed"),
+        pytest.param(_podgroup(uid="pg-2", min_member=4), "change", 4, id="recreated"),
+    ],
+)
+def test_podgroup_status_updates_do_not_reschedule(after: dict[str, Any], expected: str, min_member: int) -> None:
+    calls: list[str] = []
+    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: calls.append("change"), on_status=lambda: calls.append("status"))
+    cache.on_podgroup("ADDED", _podgroup())
+    calls.clear()
+    cache.dirty_gangs.clear()
+    cache.on_podgroup("MODIFIED", after)
+    assert calls[-1] == expected and ("change" in calls) == (expected == "change")
+    assert cache.dirty_gangs == {"ns/g"}
+    pg = cache.podgroup("ns/g")
+    assert pg is not None and pg.phase == (after.get("status") or {}).get("phase")
+    assert pg.spec is not None and pg.spec.min_member == min_member
+    assert cache.cluster.gangs["ns/g"].satisfied == (after.get("status", {}).get("phase") == "Running")

@@ -12,7 +12,9 @@ Contract:
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
-  A burst of bindings then costs status writes, not a scheduling round per echo.
+  A burst of bindings then costs status writes, not a scheduling round per echo. Likewise a PodGroup update
+  with an unchanged metadata.generation (a status update, typically the echo of our own patch) is not parsed
+  again and wakes the scheduler only if it newly marks the gang satisfied.
 - Pod updates that move only nodeName or status (bind, Running, nomination, conditions) skip the full parse:
   the rest of the object is fingerprinted, and the record is the previous one with those fields re-read.
 - `podgroup(key)` and `members(key)` give what the status writer needs.
@@ -254,21 +256,35 @@ class ClusterCache:
             self._refresh_gang(key)
             self.on_change()
             return
+        old = sources.podgroup
+        phase = (obj.get("status") or {}).get("phase")
+        generation = int(meta.get("generation") or 0)
+        owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
+        if old is not None and generation and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us):
+            # the same spec (generation moves with every spec change): a status update, most often our own echo
+            sources.podgroup = dataclasses.replace(old, phase=phase)
+            satisfied_before = self._satisfied(key)
+            if phase in SATISFIED_PHASES:
+                self.cluster.mark_satisfied(key)
+            self.dirty_gangs.add(key)
+            if self._satisfied(key) != satisfied_before:
+                self.on_change()
+            else:
+                self.on_status()
+            return
         try:
             spec: GangSpec | None = podgroup_spec_from_api(obj)
             error = None
         except InvalidField as exc:
             spec, error = None, str(exc)
-        old = sources.podgroup
-        phase = (obj.get("status") or {}).get("phase")
         sources.podgroup = PodGroupInfo(
             uid=meta.get("uid", ""),
-            generation=int(meta.get("generation") or 0),
+            generation=generation,
             spec=spec,
             error=error,
             created=self._created(obj),
             phase=phase,
-            owned_by_us=(meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched",
+            owned_by_us=owned_by_us,
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
@@ -278,6 +294,10 @@ class ClusterCache:
         self._refresh_gang(key)
         self.dirty_gangs.add(key)
         self.on_change()
+
+    def _satisfied(self, key: str) -> bool:
+        gs = self.cluster.gangs.get(key)
+        return bool(gs is not None and gs.satisfied)
 
     @staticmethod
     def _created(obj: dict[str, Any]) -> float:
