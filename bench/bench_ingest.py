@@ -30,7 +30,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import kopf
 
@@ -174,8 +174,8 @@ async def _kopf_run(kubeconfig: str, namespace: str) -> dict[str, float]:
             _kopf_settings(settings)
 
         @kopf.on.event("", "v1", "pods", registry=registry)
-        def pod_event(event: dict[str, Any], **_: Any) -> None:
-            tally.see(event["object"])
+        def pod_event(event: kopf.RawEvent, **_: Any) -> None:
+            tally.see(cast(dict[str, Any], event["object"]))
 
         settings = kopf.OperatorSettings()
         _kopf_settings(settings)
