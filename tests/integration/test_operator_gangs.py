@@ -124,11 +124,18 @@ async def test_annotation_only_gang_gets_a_podgroup_deleted_with_its_pods(cluste
     k = cluster4.client
     koord = {"gang.scheduling.koordinator.sh/name": "koord", "gang.scheduling.koordinator.sh/min-available": "2"}
     async with replica(cluster4.kubeconfig):
-        await create(k, pod("koord-0", annotations=koord), pod("koord-1", annotations=koord))
-        await eventually(lambda: _all_bound(k, ["koord-0", "koord-1"]), what="annotation gang bound")
+        await create(k, pod("koord-0", annotations=koord))
         pg = await eventually(lambda: get_podgroup(k, "koord"), what="PodGroup created for the gang")
         assert pg["spec"]["minMember"] == 2
-        assert {o["name"] for o in pg["metadata"]["ownerReferences"]} == {"koord-0", "koord-1"}
+        assert pg["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gangsched"
+        await create(k, pod("koord-1", annotations=koord))  # a member joining later becomes an owner too
+        await eventually(lambda: _all_bound(k, ["koord-0", "koord-1"]), what="annotation gang bound")
+
+        async def owned_by_both() -> bool:
+            pg = await get_podgroup(k, "koord")
+            return {o["name"] for o in (pg or {}).get("metadata", {}).get("ownerReferences", [])} == {"koord-0", "koord-1"}
+
+        await eventually(owned_by_both, what="both members own the PodGroup")
         await eventually(lambda: _phase_is(k, "koord", "Running"), what="its status written")
         for name in ("koord-0", "koord-1"):
             await k.delete(f"/api/v1/namespaces/default/pods/{name}")

@@ -102,10 +102,10 @@ def build_registry() -> kopf.OperatorRegistry:
         await _operator(memo).preemptions.on_pdb(event.get("type"), _raw(event))
 
     def _is_topology(name: str, namespace: str | None, memo: Any, **_: Any) -> bool:
-        return _operator(memo).is_topology_configmap(namespace=namespace, name=name)
+        return _operator(memo).topology.is_configmap(namespace=namespace, name=name)
 
     @kopf.on.event("", "v1", "configmaps", when=_is_topology, registry=registry)
     def topology_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
-        _operator(memo).on_topology_configmap(event.get("type"), _raw(event))
+        _operator(memo).topology.on_configmap(event.get("type"), _raw(event))
 
     return registry

@@ -11,8 +11,9 @@ Contract:
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
   Cluster through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
-  go through the coalescing PatchWriter; events through the EventRecorder. Annotation-only gangs get a
-  PodGroup created for them, owned by their pods (garbage-collected with the last one).
+  go through the coalescing PatchWriter; events through the EventRecorder. PodGroup status and the PodGroups
+  of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
+  preemption's evictions and nominations: runtime/preemption.py.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
@@ -20,14 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import Plan
 from gangsched.core.scheduler import schedule
 from gangsched.k8s.binder import Binder, BindResult
@@ -41,31 +39,14 @@ from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import GROUP as PG_GROUP
 from gangsched.models.podgroup import PLURAL as PG_PLURAL
 from gangsched.models.podgroup import VERSION as PG_VERSION
-from gangsched.models.topology import parse_topology, render_topology, tree_from_node_labels
 from gangsched.runtime.metrics import Metrics
+from gangsched.runtime.podgroups import PodGroupReporter, now_iso
+from gangsched.runtime.podgroups import split_key as _split
 from gangsched.runtime.preemption import Preemptions
+from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
-from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
-
-MANAGED_BY = "app.kubernetes.io/managed-by"
-
-
-def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _split(key: str) -> tuple[str, str]:
-    namespace, _, name = key.partition("/")
-    return namespace, name
-
-
-def podgroup_path(namespace: str, name: str | None = None, *, status: bool = False) -> str:
-    return resource_path(
-        group=PG_GROUP, version=PG_VERSION, plural=PG_PLURAL, namespace=namespace, name=name, subresource="status" if status else None
-    )
-
 
 def pod_path(namespace: str, name: str, *, status: bool = False) -> str:
     return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status" if status else None)
@@ -93,7 +74,8 @@ class Operator:
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
         self.writer = PatchWriter(client, defer_to=self.binder.idle)
         self.events = EventRecorder(client, component=config.scheduler_name, instance=identity, defer_to=self.binder.idle)
-        self.statuses = GangStatusBook()
+        self.podgroups = PodGroupReporter(client=client, cache=self.cache, writer=self.writer, create_for_annotation_gangs=config.create_pod_groups_for_annotation_gangs)
+        self.topology = TopologySource(client=client, cache=self.cache, events=self.events, namespace=config.namespace, config=config.topology)
         self.preemptions = Preemptions(client=client, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake)
         le = config.leader_election
         self.elector = (
@@ -119,9 +101,6 @@ class Operator:
         self._binds: set[asyncio.Task[Any]] = set()
         self._stopped = False
         self._was_leader = False
-        self._creating: set[str] = set()
-        self._topology_text: str | None = None  # last topology written from node labels
-        self._nodes_rendered = -1
         self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self.cache.on_pod_list, on_event=self.cache.on_pod_event)
 
     # ---------------------------------------------------------------- lifecycle
@@ -167,13 +146,7 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        topo = self.config.topology
-        try:
-            cm = await self.client.get(resource_path(group="", version="v1", plural="configmaps", namespace=self.config.namespace, name=topo.config_map_name))
-            self.on_topology_configmap(None, cm)
-        except ApiError as exc:
-            if exc.status != 404:
-                log.warning("reading the topology ConfigMap: %s", exc)
+        await self.topology.seed()
 
     @property
     def is_leader(self) -> bool:
@@ -198,64 +171,6 @@ class Operator:
     def _status_due(self) -> None:
         self._status_wake = None
         self.wake()
-
-    # ----------------------------------------------------------------- topology
-    def is_topology_configmap(self, *, namespace: str | None, name: str | None) -> bool:
-        return namespace == self.config.namespace and name == self.config.topology.config_map_name
-
-    def on_topology_configmap(self, kind: str | None, obj: dict[str, Any]) -> None:
-        if kind == "DELETED":
-            if not self.config.topology.node_label_tiers:
-                self.cache.set_topology(None)
-            return
-        text = (obj.get("data") or {}).get(self.config.topology.key)
-        meta = obj.get("metadata") or {}
-        if text is None:
-            self._warn_configmap(meta, f"{self.config.topology.key}: missing: the ConfigMap must hold the topology under this key")
-            return
-        try:
-            tree = parse_topology(text, field=self.config.topology.key)
-        except InvalidField as exc:
-            self._warn_configmap(meta, f"{exc}; the last good topology stays in force")
-            return
-        self.cache.set_topology(tree)
-
-    def _warn_configmap(self, meta: dict[str, Any], message: str) -> None:
-        log.warning("topology ConfigMap %s/%s rejected: %s", meta.get("namespace"), meta.get("name"), message)
-        self.events.record(
-            ObjectRef("ConfigMap", "v1", meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")), "Warning", "InvalidTopology", message
-        )
-
-    async def _write_topology_from_labels(self) -> None:
-        tiers = self.config.topology.node_label_tiers
-        if not tiers or self._nodes_rendered == self.cache.nodes_version:
-            return
-        self._nodes_rendered = self.cache.nodes_version
-        try:
-            tree = tree_from_node_labels(self.cache.node_labels(), tiers)
-        except InvalidField as exc:
-            log.warning("cannot derive the topology from node labels %s: %s", tiers, exc)
-            return
-        text = render_topology(tree)
-        if text == self._topology_text:
-            return
-        self._topology_text = text
-        self.cache.set_topology(tree)
-        topo = self.config.topology
-        body = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": topo.config_map_name, "namespace": self.config.namespace, "labels": {MANAGED_BY: "gangsched"}},
-            "data": {topo.key: text},
-        }
-        path = resource_path(group="", version="v1", plural="configmaps", namespace=self.config.namespace)
-        try:
-            await self.client.create(path, body)
-        except ApiError as exc:
-            if exc.status != 409:
-                log.warning("writing the topology ConfigMap: %s", exc)
-                return
-            await self.client.patch(f"{path}/{topo.config_map_name}", {"data": body["data"]})
 
     # --------------------------------------------------------------------- loop
     async def _loop(self) -> None:
@@ -285,7 +200,7 @@ class Operator:
                 next_wakeup = time.time() + 1.0
 
     async def _round(self) -> float | None:
-        await self._write_topology_from_labels()
+        await self.topology.refresh_from_labels()
         next_wakeup: float | None = None
         for _ in range(self.max_cycles_per_round):
             t0 = time.perf_counter()
@@ -305,9 +220,7 @@ class Operator:
     def _carry_out(self, plan: Plan) -> None:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
         if plan.bindings:
-            task = asyncio.create_task(self._bind(plan.bindings))
-            self._binds.add(task)
-            task.add_done_callback(self._binds.discard)
+            self._spawn(self._bind(plan.bindings))
         wall = time.time()
         for gang in plan.satisfied:  # from the gang's first member to its quorum being bound
             state = self.cluster.gangs.get(gang)
@@ -367,84 +280,12 @@ class Operator:
         for problem in self.cache.problems:
             self.events.record(ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid), "Warning", problem.reason, problem.message)
         self.cache.problems.clear()
-        if self.config.create_pod_groups_for_annotation_gangs:
-            for key, spec in list(self.cache.podgroups_to_create.items()):
-                if key not in self._creating:
-                    self._creating.add(key)
-                    task = asyncio.create_task(self._create_podgroup(key, spec))
-                    self._binds.add(task)
-                    task.add_done_callback(self._binds.discard)
-        self._write_statuses()
+        dirty, self.cache.dirty_gangs = self.cache.dirty_gangs, set()
+        self.podgroups.sync_owned(self._spawn, dirty)
+        self.podgroups.write_statuses(dirty)
         self.metrics.pending_gangs.set(sum(1 for g in self.cluster.gangs.values() if g.pending))
 
-    def _write_statuses(self) -> None:
-        dirty, self.cache.dirty_gangs = self.cache.dirty_gangs, set()
-        now = now_iso()
-        in_flight: dict[str, int] = {}
-        if dirty:
-            for pod_key, _node in self.cluster.bindings_in_flight():
-                pod = self.cluster.pods.get(pod_key)
-                if pod is not None and pod.gang in dirty and not pod.node_name:
-                    in_flight[pod.gang] = in_flight.get(pod.gang, 0) + 1
-        for key in dirty:
-            pg = self.cache.podgroup(key)
-            if pg is None:
-                continue  # no PodGroup object (yet): nothing to write to
-            gs = self.cluster.gangs.get(key)
-            spec: GangSpec | None = gs.spec if gs is not None else None
-            min_member = spec.min_member if spec is not None else (pg.spec.min_member if pg.spec else 1)
-            members = self.cache.members(key)
-            body = self.statuses.status_of(
-                key,
-                min_member=min_member,
-                members=members,
-                generation=pg.generation,
-                decided=gs.last_status if gs is not None else None,
-                satisfied=bool(gs and gs.satisfied),
-                timed_out=bool(gs and gs.timed_out),
-                invalid=pg.error,
-                in_flight=in_flight.get(key, 0),
-                now_iso=now,
-            )
-            if body is not None:
-                ns, name = _split(key)
-                self.writer.patch(podgroup_path(ns, name, status=True), {"status": body})
-
-    async def _create_podgroup(self, key: str, spec: GangSpec) -> None:
-        ns, name = _split(key)
-        owners = [
-            {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
-            for pod in self.cache.members(key)
-            if pod.uid
-        ]
-        body: dict[str, Any] = {
-            "apiVersion": PG_API_VERSION,
-            "kind": "PodGroup",
-            "metadata": {
-                "name": name,
-                "namespace": ns,
-                "labels": {MANAGED_BY: "gangsched"},
-                "annotations": {"gangsched.io/created-for": "annotation-only gang"},
-                "ownerReferences": owners,
-            },
-            "spec": {"minMember": spec.min_member},
-        }
-        if spec.total_member is not None:
-            body["spec"]["totalMember"] = spec.total_member
-        if spec.mode:
-            body["spec"]["mode"] = str(spec.mode)
-        if spec.wait_seconds:
-            body["spec"]["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
-        if spec.group:
-            body["spec"]["gangGroup"] = list(spec.group)
-        if spec.network_topology is not None:
-            nt = spec.network_topology
-            body["spec"]["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
-            if nt.highest_tier_allowed is not None:
-                body["spec"]["networkTopology"]["highestTierAllowed"] = nt.highest_tier_allowed
-        try:
-            await self.client.create(podgroup_path(ns), body)
-        except ApiError as exc:
-            if exc.status != 409:
-                log.warning("creating PodGroup %s for an annotation-only gang: %s", key, exc)
-                self._creating.discard(key)  # try again next round
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._binds.add(task)
+        task.add_done_callback(self._binds.discard)

@@ -74,6 +74,7 @@ class PodGroupInfo:
     created: float
     phase: str | None
     owned_by_us: bool
+    owners: frozenset[str] = frozenset()  # uids of its ownerReferences (the members, for the PodGroups we create)
 
 
 @dataclass(slots=True)
@@ -107,6 +108,10 @@ def _with_status(previous: PodRecord, spec: dict[str, Any], status: Any) -> PodR
         phase=sys.intern(str(phase)),
         nominated_node=nominated if isinstance(nominated, str) else None,
     )
+
+
+def _owner_uids(meta: dict[str, Any]) -> frozenset[str]:
+    return frozenset(str(ref.get("uid", "")) for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict))
 
 
 def _rank(pod: dict[str, Any]) -> int | None:
@@ -262,7 +267,7 @@ class ClusterCache:
         owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
         if old is not None and generation and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us):
             # the same spec (generation moves with every spec change): a status update, most often our own echo
-            sources.podgroup = dataclasses.replace(old, phase=phase)
+            sources.podgroup = dataclasses.replace(old, phase=phase, owners=_owner_uids(meta))
             satisfied_before = self._satisfied(key)
             if phase in SATISFIED_PHASES:
                 self.cluster.mark_satisfied(key)
@@ -285,6 +290,7 @@ class ClusterCache:
             created=self._created(obj),
             phase=phase,
             owned_by_us=owned_by_us,
+            owners=_owner_uids(meta),
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
