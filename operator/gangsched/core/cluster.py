@@ -25,9 +25,21 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   selected by a PodDisruptionBudget. A gang preempted whole is no longer satisfied (its members must reach
   the quorum again) and `mark_satisfied` ignores it until the scheduler satisfies it again. Readers: `nomination_of(pod_key)`, `victims_of(gang_key)`,
   `evicting`, `protected`.
-- `bind_succeeded(pod_key)`: the binder bound the pod: it is treated as bound to its node until the watch
-  event confirms. `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is pending again,
+- `bind_succeeded(pod_key)`: the binder bound the pod: it is *assumed* bound to its node (kube-scheduler's
+  assumed pod) until a watch event shows it bound (any node), terminal, or deleted, or a pod of the same name
+  with another uid appears. Meanwhile a stale event (generated before the binding, delivered after the binder's
+  answer: nodeName unset) updates the record but keeps the node: the pod never becomes pending again.
+  Reader: `assumed` (pod -> (node, uid)). `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is pending again,
   scheduling alone if its gang is satisfied. A binding in flight is never handed out again.
+- Restart safety (issue 4 item 6, issue 6 item 3): `set_leaving(pod_key, flag)` marks a pod whose
+  metadata.deletionTimestamp is set (`leaving`): it is never chosen as a victim. A new leader calls
+  `restore_wait_start(gang, start)` for gangs whose PodGroup was Scheduling (status.scheduleStartTime: the
+  waiting time is not restarted by a restart), then `restore_nominations(now=...)`: every pod whose
+  status.nominatedNodeName names an existing node, pending and of a gang still able to use it (spec known,
+  not satisfied, not timed out, pod not leaving) gets its nomination back (capacity held), and the leaving,
+  lower-priority pods bound on its gang's nominated nodes become that gang's victims (soon free: the gang waits
+  for them and evicts nobody else); such a gang without a waiting-time start starts it at `now`. Returns the
+  pods whose status shows a nomination that was not restored (the runtime clears them).
 Readers: `nodes`, `pods`, `gangs`, `used`, `reservation_of(pod_key)`, `free(node)`, `bindings_in_flight()`.
 Everything else (underscored) is for core/scheduler.py and core/capacity.py.
 """
@@ -106,6 +118,9 @@ class Cluster:
         self.protected: set[str] = set()  # pods selected by a PodDisruptionBudget, or whose eviction was refused
         self._preempted: set[str] = set()  # gangs preempted whole, not satisfied again since
         self._priorities: dict[int, int] = {}  # pod priority -> pods (a quick "no victims possible" test)
+        # restart safety and cache consistency
+        self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set
+        self.assumed: dict[str, tuple[str, str]] = {}  # pod bound by us, not yet seen bound -> (node, uid)
 
     # ----- nodes -----
     def upsert_node(self, node: NodeRecord) -> None:
@@ -128,6 +143,12 @@ class Cluster:
     # ----- pods -----
     def upsert_pod(self, pod: PodRecord) -> None:
         key = pod.key
+        assumed = self.assumed.get(key)
+        if assumed is not None:
+            if pod.node_name is None and not pod.terminal and pod.uid == assumed[1]:
+                pod = dataclasses.replace(pod, node_name=assumed[0])  # a stale event from before our binding
+            else:
+                del self.assumed[key]  # seen bound (the confirmation), finished, or another pod of that name
         old = self.pods.get(key)
         self.pods[key] = pod
         if old is None or old.priority != pod.priority:
@@ -154,6 +175,8 @@ class Cluster:
         if pod is not None:
             self._count_priority(pod.priority, -1)
         self._reservations.pop(key, None)
+        self.assumed.pop(key, None)
+        self.leaving.discard(key)
         if self._nominations.pop(key, None) is not None:
             self.freed_gen += 1
         self._forget_victim(key)
@@ -227,6 +250,61 @@ class Cluster:
             self.protected.add(pod_key)
         else:
             self.protected.discard(pod_key)
+
+    def set_leaving(self, pod_key: str, flag: bool) -> None:
+        """The pod's metadata.deletionTimestamp is set (flag) or not: a leaving pod is never a victim."""
+        if flag:
+            if pod_key in self.pods:
+                self.leaving.add(pod_key)
+        else:
+            self.leaving.discard(pod_key)
+
+    def restore_wait_start(self, gang_key: str, start: float) -> None:
+        """A new leader: the gang was reserving since `start` (its PodGroup's scheduleStartTime)."""
+        gs = self.gangs.get(gang_key)
+        if gs is None or gs.satisfied or gs.timed_out or gs.first_reserved is not None:
+            return
+        gs.first_reserved = start
+        self._reserving[gang_key] = None
+
+    def restore_nominations(self, *, now: float) -> list[str]:
+        """A new leader: nominations (and their victims) back from the pods' status; see the module docstring."""
+        stale: list[str] = []
+        held: dict[str, set[str]] = {}  # gang -> nominated nodes
+        for key, pod in self.pods.items():
+            node = pod.nominated_node
+            if node is None or key in self._nominations:
+                continue
+            gs = self.gangs.get(pod.gang) if pod.gang is not None else None
+            if (
+                gs is None or gs.spec is None or gs.satisfied or gs.timed_out or node not in self.nodes
+                or not pod.ours or pod.node_name is not None or pod.terminal or pod.timed_out
+                or key in self._reservations or key in self.leaving
+            ):
+                stale.append(key)
+                continue
+            self._nominations[key] = node
+            held.setdefault(gs.key, set()).add(node)
+        if not held:
+            return stale
+        owner: dict[str, str] = {}  # nominated node -> the highest-priority gang holding it
+        for gk in sorted(held, key=lambda g: (-self.gangs[g].priority, g)):
+            for held_node in held[gk]:
+                owner.setdefault(held_node, gk)
+        for key in self.leaving:
+            victim = self.pods.get(key)
+            if victim is None or victim.node_name is None or victim.terminal or key in self.evicting:
+                continue
+            preemptor = owner.get(victim.node_name)
+            if preemptor is not None and victim.priority < self.gangs[preemptor].priority:
+                self.evicting[key] = preemptor
+                self._preempting.setdefault(preemptor, {})[key] = None
+        for gk in held:
+            gs = self.gangs[gk]
+            if gs.first_reserved is None:  # the waiting time bounds how long it holds nodes
+                gs.first_reserved = now
+                self._reserving[gk] = None
+        return stale
 
     def eviction_failed(self, pod_key: str) -> None:
         """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
@@ -326,6 +404,7 @@ class Cluster:
         if res is None or pod is None:
             return
         self.upsert_pod(dataclasses.replace(pod, node_name=res[0]))
+        self.assumed[pod_key] = (res[0], pod.uid)
 
     def bind_failed(self, pod_key: str) -> None:
         if pod_key in self._reservations:

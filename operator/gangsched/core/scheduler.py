@@ -28,7 +28,7 @@ Contract:
   none with preemptionPolicy Never) do not fit looks for lower-priority victims; the plan then carries the
   evictions, the members' nominations (capacity held for the gang in the Cluster) and events (Preempting on
   the PodGroup, Preempted on every victim pod and victim PodGroup). While its victims still exist the gang
-  waits (reason Preempting); its own nominated capacity is available to it on every attempt (members go to
+  waits (reason Preempting); pods already leaving (deletionTimestamp set) are never victims; its own nominated capacity is available to it on every attempt (members go to
   their nominated nodes), so it binds in the first cycle after the victims are gone. Held capacity is
   never given to a gang of lower or equal priority; a higher-priority gang may use it, and the preemptor
   then loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the gang times out, loses its
@@ -614,7 +614,7 @@ class _Cycle:
             c, requests=cls.requests, count=len(pending), priority=min(p.priority for p in pending),
             feasible=view.idx.pref.keys(), extra=self.ws.extra,
             topology=spec.network_topology if tree is not None else None, tree=tree,
-            excluded=c.evicting.keys() | self.evicting_now, protected=c.protected,
+            excluded=c.evicting.keys() | c.leaving | self.evicting_now, protected=c.protected,
         )
         if choice is None:
             self.ws.rollback(mark)

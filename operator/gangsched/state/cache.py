@@ -17,7 +17,11 @@ Contract:
   again and wakes the scheduler only if it newly marks the gang satisfied.
 - Pod updates that move only nodeName or status (bind, Running, nomination, conditions) skip the full parse:
   the rest of the object is fingerprinted, and the record is the previous one with those fields re-read.
-- `podgroup(key)` and `members(key)` give what the status writer needs.
+- `podgroup(key)` and `members(key)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
+  kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
+  waiting time nor rewrites that field.
+- Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
+  and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
 - PodDisruptionBudgets (preemption, issue 6): `on_pdb(kind, obj)` keeps each PDB's selector; a pod selected by
   one is marked protected in the Cluster (`Cluster.set_protected`) when it is upserted, and
   `recheck_pdb(pod_objs)` re-evaluates pods listed after a PDB changed (labels are not kept in the cache).
@@ -75,6 +79,8 @@ class PodGroupInfo:
     phase: str | None
     owned_by_us: bool
     owners: frozenset[str] = frozenset()  # uids of its ownerReferences (the members, for the PodGroups we create)
+    schedule_start_iso: str | None = None  # status.scheduleStartTime as written
+    schedule_start: float | None = None  # the same, epoch seconds (None: absent or unreadable)
 
 
 @dataclass(slots=True)
@@ -178,11 +184,14 @@ class ClusterCache:
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         fingerprint = _static_fingerprint(meta, spec)
         previous = self.cluster.pods.get(key)
+        leaving = meta.get("deletionTimestamp") is not None
+        if leaving or key in self.cluster.leaving:
+            self.cluster.set_leaving(key, leaving)
         if previous is not None and self._fingerprints.get(key) == fingerprint:
             quick = _with_status(previous, spec, obj.get("status"))
             if quick is not None:  # only nodeName / status moved: no need to parse the pod again
                 self.quick_updates += 1
-                if quick != previous:
+                if quick != previous or key in self.cluster.assumed:  # (an assumed pod seen bound: confirmed)
                     self._apply_pod(key, meta, previous, quick, notify=notify)
                 return key
         ours = spec.get("schedulerName") == self.scheduler_name
@@ -202,6 +211,8 @@ class ClusterCache:
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
         self._apply_pod(key, meta, previous, record, notify=notify)
+        if leaving and previous is None:  # (set_leaving above ignored a pod the Cluster did not know yet)
+            self.cluster.set_leaving(key, True)
         if decl is not None:
             self._refresh_gang(decl.key)
         return key
@@ -267,7 +278,7 @@ class ClusterCache:
         owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
         if old is not None and generation and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us):
             # the same spec (generation moves with every spec change): a status update, most often our own echo
-            sources.podgroup = dataclasses.replace(old, phase=phase, owners=_owner_uids(meta))
+            sources.podgroup = dataclasses.replace(old, phase=phase, owners=_owner_uids(meta), **self._start(obj))
             satisfied_before = self._satisfied(key)
             if phase in SATISFIED_PHASES:
                 self.cluster.mark_satisfied(key)
@@ -291,6 +302,7 @@ class ClusterCache:
             phase=phase,
             owned_by_us=owned_by_us,
             owners=_owner_uids(meta),
+            **self._start(obj),
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
@@ -304,6 +316,16 @@ class ClusterCache:
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)
         return bool(gs is not None and gs.satisfied)
+
+    @staticmethod
+    def _start(obj: dict[str, Any]) -> dict[str, Any]:
+        raw = (obj.get("status") or {}).get("scheduleStartTime")
+        if not isinstance(raw, str) or not raw:
+            return {"schedule_start_iso": None, "schedule_start": None}
+        try:
+            return {"schedule_start_iso": raw, "schedule_start": parse_rfc3339(raw, field="status.scheduleStartTime")}
+        except InvalidField:
+            return {"schedule_start_iso": None, "schedule_start": None}
 
     @staticmethod
     def _created(obj: dict[str, Any]) -> float:
