@@ -14,6 +14,9 @@ Contract:
 - Pods are not watched through Kopf: Kopf spends about 1 ms of per-object machinery per event, which caps pod
   ingest near 1,000 events/s; the pod stream comes from the lean reflector the operator starts at startup
   (see `bench/bench_ingest.py` for the measurement).
+- Every handler that touches the operator is `async def`: Kopf runs sync handlers in executor threads, and the
+  cache, the Cluster and the loop's timers are not thread-safe (a sync handler raced the scheduling cycle and
+  could not schedule a wake-up: "no running event loop").
 - `configure(settings)` sets what makes Kopf cheap and silent for this use.
 """
 
@@ -82,19 +85,19 @@ def build_registry() -> kopf.OperatorRegistry:
         await _operator(memo).stop()
 
     @kopf.on.probe(id="scheduler", registry=registry)
-    def probe(memo: Any, **_: Any) -> dict[str, Any]:
+    async def probe(memo: Any, **_: Any) -> dict[str, Any]:
         return _operator(memo).health()
 
     @kopf.on.event("scheduling.x-k8s.io", "v1alpha1", "podgroups", registry=registry)
-    def podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+    async def podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_podgroup(event.get("type"), _raw(event))
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
-    def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+    async def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_node(event.get("type"), _raw(event))
 
     @kopf.on.event("scheduling.k8s.io", "v1", "priorityclasses", registry=registry)
-    def priorityclass_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+    async def priorityclass_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_priority_class(event.get("type"), _raw(event))
 
     @kopf.on.event("policy", "v1", "poddisruptionbudgets", registry=registry)
@@ -105,7 +108,7 @@ def build_registry() -> kopf.OperatorRegistry:
         return _operator(memo).topology.is_configmap(namespace=namespace, name=name)
 
     @kopf.on.event("", "v1", "configmaps", when=_is_topology, registry=registry)
-    def topology_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+    async def topology_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).topology.on_configmap(event.get("type"), _raw(event))
 
     return registry
