@@ -14,6 +14,8 @@ Contract:
   go through the coalescing PatchWriter; events through the EventRecorder. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
   preemption's evictions and nominations: runtime/preemption.py.
+- Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
+  only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
@@ -192,12 +194,25 @@ class Operator:
                 continue
             if not self._was_leader:  # a new leader rewrites every gang's status from its own view
                 self._was_leader = True
+                self._restore()
                 self.cache.dirty_gangs.update(self.cluster.gangs)
             try:
                 next_wakeup = await self._round()
             except Exception:  # the loop never dies of one bad object
                 log.exception("scheduling round failed; retrying")
                 next_wakeup = time.time() + 1.0
+
+    def _restore(self) -> None:
+        """Becoming leader (start, or a follower taking over): what the previous leader held in memory comes back
+        from the API: the waiting-time start of gangs that were Scheduling (status.scheduleStartTime), then the
+        preemptors' nominations and their terminating victims (core/cluster.py); nominations shown in a pod's
+        status that are no longer usable are cleared."""
+        for key in list(self.cluster.gangs):
+            pg = self.cache.podgroup(key)
+            if pg is not None and pg.phase == "Scheduling" and pg.schedule_start is not None:
+                self.cluster.restore_wait_start(key, pg.schedule_start)
+        stale = self.cluster.restore_nominations(now=time.time())
+        self.preemptions.clear_nominations(stale)
 
     async def _round(self) -> float | None:
         await self.topology.refresh_from_labels()

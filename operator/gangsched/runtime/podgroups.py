@@ -124,6 +124,8 @@ class PodGroupReporter:
             pg = self.cache.podgroup(key)
             if pg is None:
                 continue  # no PodGroup object (yet): nothing to write to
+            if pg.schedule_start_iso is not None:  # (a restart does not move scheduleStartTime)
+                self.statuses.seed_start(key, pg.schedule_start_iso)
             gs = cluster.gangs.get(key)
             spec = gs.spec if gs is not None else None
             min_member = spec.min_member if spec is not None else (pg.spec.min_member if pg.spec else 1)

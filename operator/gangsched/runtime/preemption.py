@@ -10,6 +10,7 @@ Contract:
   - `plan.nominations` patch `status.nominatedNodeName` through pods/status, `plan.nomination_clears` patch
     it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated
     or whose status shows a nomination, so that a nomination written late never outlives the binding.
+- `clear_nominations(pod_keys)`: patches status.nominatedNodeName to null (stale nominations found at restore).
 - `await on_pdb(kind, obj)`: hands the PDB to the cache, then lists the PDB's namespace's pods so the pods it
   selects are marked protected (the cache keeps no labels).
 - `await drain()`: waits for the evictions in flight (tests, shutdown); `stop()` cancels them.
@@ -81,6 +82,12 @@ class Preemptions:
             task = asyncio.create_task(self._evict(key), name=f"gangsched-evict-{key}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def clear_nominations(self, pod_keys: list[str]) -> None:
+        for key in pod_keys:
+            self._nominated.discard(key)
+            ns, name = _split(key)
+            self._writer.patch(self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH)
 
     @staticmethod
     def _status_path(namespace: str, name: str) -> str:

@@ -40,6 +40,12 @@ class GangStatusBook:
     def forget(self, gang: str) -> None:
         self._memory.pop(gang, None)
 
+    def seed_start(self, gang: str, start_iso: str) -> None:
+        """scheduleStartTime as the PodGroup already shows it (written before a restart): kept, not rewritten."""
+        mem = self._memory.setdefault(gang, _Memory())
+        if mem.start is None:
+            mem.start = start_iso
+
     def status_of(
         self,
         gang: str,

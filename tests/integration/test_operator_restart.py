@@ -1,0 +1,170 @@
+"""Restart safety end to end (issue 4 item 6, issue 6 item 3): what one leader held in memory only (nominations,
+their victims, a gang's waiting-time start) survives its replacement by a new replica or a follower taking over.
+Observed through the API against the emulator, as a user sees it."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from gangsched.core.timeparse import parse_rfc3339
+from gangsched.k8s.client import KubeClient
+from gangsched.sim.serve import Cluster, running_cluster
+from tests.integration.harness import (
+    create,
+    eventually,
+    events_for,
+    get_podgroup,
+    pod,
+    podgroup,
+    pods,
+    replica,
+    stop_replica,
+)
+from tests.integration.test_operator_preemption import NODE, PRIORITY_CLASSES, gang, placed
+
+HOLD = "test.gangsched.io/hold"
+
+
+@pytest.fixture
+async def two() -> AsyncIterator[Cluster]:
+    async with running_cluster(nodes=2, node_resources=NODE) as cluster:
+        await create(cluster.client, *PRIORITY_CLASSES)
+        yield cluster
+
+
+async def _nominations(k: KubeClient, prefix: str) -> dict[str, str | None]:
+    return {n: p.get("status", {}).get("nominatedNodeName") for n, p in (await pods(k)).items()
+            if n.startswith(prefix + "-")}
+
+
+async def _all_nominated(k: KubeClient, prefix: str, n: int) -> dict[str, str | None] | None:
+    got = await _nominations(k, prefix)
+    return got if len(got) == n and all(got.values()) else None
+
+
+async def _terminating(k: KubeClient, names: list[str]) -> bool:
+    ps = await pods(k)
+    return all(ps.get(n, {}).get("metadata", {}).get("deletionTimestamp") for n in names)
+
+
+async def _status_message(k: KubeClient, name: str) -> str:
+    pg = await get_podgroup(k, name)
+    return str((pg or {}).get("status", {}).get("message", ""))
+
+
+@pytest.mark.parametrize("handover", [pytest.param("restart", id="leader-restarts"),
+                                      pytest.param("takeover", id="follower-takes-over")])
+async def test_new_leader_finishes_a_preemption_in_progress(two: Cluster, handover: str) -> None:
+    """Victims held Terminating by a finalizer; the leader goes; the new one keeps the nominations, evicts
+    nobody else, gives the held nodes to no lower-priority gang, and binds the preemptor there."""
+    k = two.client
+    election = handover == "takeover"
+    async with contextlib.AsyncExitStack() as stack:
+        old = await stack.enter_async_context(replica(two.kubeconfig, identity="old", leader_election=election))
+        await eventually(lambda: _is_leader(old), what="old leads")
+        follower = None
+        if election:
+            follower = await stack.enter_async_context(replica(two.kubeconfig, identity="new", leader_election=True))
+        await create(k, *gang("low", 2, pc="best-effort"))
+        await eventually(lambda: placed(k, "low", 2), what="low bound")
+        for i in range(2):  # the victims will stay Terminating until the test lets them go
+            await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": [HOLD]}})
+        await create(k, *gang("high", 2, pc="guarantee"))
+        nominated = await eventually(lambda: _all_nominated(k, "high", 2), what="high's members nominated")
+        await eventually(lambda: _terminating(k, ["low-0", "low-1"]), what="low evicted (Terminating)")
+        assert old.preemptions.evicted == 2
+        await stop_replica(old)
+
+        new = follower or await stack.enter_async_context(replica(two.kubeconfig, identity="new"))
+        await eventually(lambda: _is_leader(new), what="the new replica leads")
+        await create(k, *gang("late", 1, pc="best-effort"))  # lower priority, arriving while nodes are held
+        await eventually(lambda: _mentions(k, "late", "needs 1 x"), what="the new leader reports late unschedulable")
+        assert await _nominations(k, "high") == nominated  # held, not cleared, not moved
+        assert new.preemptions.evicted == 0  # no second set of victims
+
+        for i in range(2):
+            await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": None}})
+        where = await eventually(lambda: placed(k, "high", 2), what="high bound after the victims went")
+        assert where == nominated
+        assert await placed(k, "late", 1) is None
+        assert new.preemptions.evicted == 0 and new.bound == 2
+        for i in range(2):  # each victim was evicted once
+            preempted = [e for e in await events_for(k, f"low-{i}") if e["reason"] == "Preempted"]
+            assert len(preempted) == 1 and preempted[0].get("count", 1) == 1, preempted
+        await eventually(lambda: _no_nominations(k, "high"), what="nominations cleared once bound")
+
+
+async def test_stale_nominations_of_a_gang_whose_podgroup_went_are_cleared(two: Cluster) -> None:
+    """The leader dies after the preemptor's PodGroup went away (the pods stay, their status still nominated):
+    the new leader does not hold the nodes for them and clears the stale nominatedNodeName."""
+    k = two.client
+    async with replica(two.kubeconfig, identity="old") as old:
+        await create(k, *gang("low", 2, pc="best-effort"))
+        await eventually(lambda: placed(k, "low", 2), what="low bound")
+        for i in range(2):
+            await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": [HOLD]}})
+        await create(k, *gang("high", 2, pc="guarantee"))
+        await eventually(lambda: _all_nominated(k, "high", 2), what="high's members nominated")
+        await stop_replica(old)
+    await k.delete("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/high")
+    for i in range(2):
+        await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": None}})
+    async with replica(two.kubeconfig, identity="new") as new:
+        await eventually(lambda: _no_nominations(k, "high"), what="stale nominations cleared")
+        await create(k, *gang("late", 2, pc="best-effort"))
+        await eventually(lambda: placed(k, "late", 2), what="the freed nodes go to the next gang")
+        assert new.preemptions.evicted == 0
+
+
+async def test_nonstrict_waiting_time_is_not_extended_by_a_restart(two: Cluster) -> None:
+    """A NonStrict gang (3 of 3, 2 fit) holds reservations, so its PodGroup shows scheduleStartTime S. The
+    operator is down for a while; the new one re-places the gang and times it out at S + wait, not later."""
+    k = two.client
+    wait = 6
+    async with replica(two.kubeconfig, identity="old"):
+        await create(k, podgroup("slow", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=wait),
+                     *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(3)))
+        start_iso = await eventually(lambda: _start_while(k, "slow", "Scheduling"), what="slow Scheduling")
+    start = parse_rfc3339(start_iso, field="scheduleStartTime")
+    # the downtime: a wall-clock condition of the scenario (no race depends on it)
+    await eventually(lambda: _after(start + wait - 2), timeout=wait, what="downtime over")
+    async with replica(two.kubeconfig, identity="new"):
+        pg = await eventually(lambda: _podgroup_in(k, "slow", "Timeout"), timeout=3 * wait, what="slow timed out")
+        assert pg["status"]["scheduleStartTime"] == start_iso  # not rewritten by the new leader
+        (cond,) = [c for c in pg["status"]["conditions"] if c["type"] == "Timeout"]
+        timed_out = parse_rfc3339(cond["lastTransitionTime"], field="lastTransitionTime")
+        # restarting the clock would end it at (restart + wait) >= start + 2 * wait - 2
+        assert timed_out - start <= wait + 2.5, (start_iso, cond["lastTransitionTime"])
+
+
+# ------------------------------------------------------------------ probes
+async def _is_leader(op: Any) -> bool:
+    return bool(op.is_leader)
+
+
+async def _mentions(k: KubeClient, name: str, text: str) -> bool:
+    return text in await _status_message(k, name)
+
+
+async def _no_nominations(k: KubeClient, prefix: str) -> bool:
+    got = await _nominations(k, prefix)
+    return bool(got) and not any(got.values())
+
+
+async def _start_while(k: KubeClient, name: str, phase: str) -> str | None:
+    status = ((await get_podgroup(k, name)) or {}).get("status", {})
+    return status.get("scheduleStartTime") if status.get("phase") == phase else None
+
+
+async def _podgroup_in(k: KubeClient, name: str, phase: str) -> dict[str, Any] | None:
+    pg = await get_podgroup(k, name)
+    return pg if (pg or {}).get("status", {}).get("phase") == phase else None
+
+
+async def _after(t: float) -> bool:
+    return time.time() >= t
