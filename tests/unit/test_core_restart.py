@@ -214,6 +214,9 @@ def test_new_leader_holds_nominated_nodes_and_evicts_nobody_else() -> None:
     assert n.restore_nominations(now=5.0) == []
     assert dict(n.nominations()) == nominated
     assert sorted(n.victims_of("default/high")) == sorted(low)
+    assert not n.gangs["default/low"].satisfied  # preempted whole: its stale Running status does not count
+    n.mark_satisfied("default/low")  # (a late echo of that status)
+    assert not n.gangs["default/low"].satisfied
     for t in (6.0, 20.0):
         plan = step(n, CFG, t)
         assert plan.evictions == [] and plan.nominations == [] and plan.bindings == []

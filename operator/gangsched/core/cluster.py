@@ -287,6 +287,7 @@ class Cluster:
             held.setdefault(gs.key, set()).add(node)
         if not held:
             return stale
+        victim_gangs: set[str] = set()
         owner: dict[str, str] = {}  # nominated node -> the highest-priority gang holding it
         for gk in sorted(held, key=lambda g: (-self.gangs[g].priority, g)):
             for held_node in held[gk]:
@@ -299,12 +300,23 @@ class Cluster:
             if preemptor is not None and victim.priority < self.gangs[preemptor].priority:
                 self.evicting[key] = preemptor
                 self._preempting.setdefault(preemptor, {})[key] = None
+                if victim.gang is not None:
+                    victim_gangs.add(victim.gang)
+        self._mark_preempted(victim_gangs)  # (its PodGroup may still say Running: it must reach its quorum again)
         for gk in held:
             gs = self.gangs[gk]
             if gs.first_reserved is None:  # the waiting time bounds how long it holds nodes
                 gs.first_reserved = now
                 self._reserving[gk] = None
         return stale
+
+    def _mark_preempted(self, victim_gangs: set[str]) -> None:
+        for vg in victim_gangs:  # a gang evicted whole must gather its quorum again
+            vs = self.gangs.get(vg)
+            if vs is not None and all(k in self.evicting for k in vs.members
+                                      if k in self.pods and self.pods[k].node_name and not self.pods[k].terminal):
+                vs.satisfied = False
+                self._preempted.add(vg)
 
     def eviction_failed(self, pod_key: str) -> None:
         """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
@@ -352,12 +364,7 @@ class Cluster:
                     vgang = self.pods[v].gang
                     if vgang is not None:
                         victim_gangs.add(vgang)
-            for vg in victim_gangs:  # a gang evicted whole must gather its quorum again
-                vs = self.gangs.get(vg)
-                if vs is not None and all(k in self.evicting for k in vs.members
-                                          if k in self.pods and self.pods[k].node_name and not self.pods[k].terminal):
-                    vs.satisfied = False
-                    self._preempted.add(vg)
+            self._mark_preempted(victim_gangs)
         for key in plan.releases:
             if key in self._reservations and not self._reservations[key][1]:
                 self._drop_reservation(key)
