@@ -129,10 +129,16 @@ class PodGroupReporter:
             gs = cluster.gangs.get(key)
             spec = gs.spec if gs is not None else None
             min_member = spec.min_member if spec is not None else (pg.spec.min_member if pg.spec else 1)
+            members = self.cache.members(key)
+            held = 0
+            for member in members:
+                reservation = cluster.reservation_of(member.key)
+                if reservation is not None and not reservation[1]:
+                    held += 1
             body = self.statuses.status_of(
                 key,
                 min_member=min_member,
-                members=self.cache.members(key),
+                members=members,
                 generation=pg.generation,
                 decided=gs.last_status if gs is not None else None,
                 satisfied=bool(gs and gs.satisfied),
@@ -140,6 +146,7 @@ class PodGroupReporter:
                 invalid=pg.error,
                 in_flight=in_flight.get(key, 0),
                 now_iso=now,
+                held=held,
             )
             if body is not None:
                 ns, name = split_key(key)

@@ -11,7 +11,8 @@ Phases, first match wins (counts are over the gang's current members):
 - Running: running + succeeded >= minMember;
 - Scheduled: the gang reached its quorum (once-satisfied) or scheduled >= minMember;
 - Timeout: its waiting time ended before the quorum;
-- Scheduling: some members hold reservations;
+- Scheduling: some members hold reservations (`held`, the reservations the gang holds now, when given: the
+  core's last decision may be stale after members were deleted; without reservations left it is not reported);
 - Pending: otherwise.
 `scheduled` counts members bound to a node (or being bound); `running`, `succeeded`, `failed` count phases.
 """
@@ -59,6 +60,7 @@ class GangStatusBook:
         invalid: str | None,
         in_flight: int,
         now_iso: str,
+        held: int | None = None,
     ) -> dict[str, Any] | None:
         mem = self._memory.setdefault(gang, _Memory())
         scheduled = running = succeeded = failed = 0
@@ -73,6 +75,11 @@ class GangStatusBook:
                 failed += 1
         scheduled = max(scheduled, in_flight)
         reserved = decided.reserved if decided is not None else 0
+        if held is not None and held < reserved:
+            # the core's last decision held more than the gang holds now (members deleted, a node gone): stale
+            reserved = held
+            if held == 0:
+                decided = None
 
         if succeeded >= min_member:
             phase = "Succeeded"
@@ -117,8 +124,8 @@ class GangStatusBook:
             body["scheduleStartTime"] = mem.start
         if decided is not None and decided.tier is not None:
             body["placedTier"] = decided.tier
-        if decided is not None and decided.message:
-            body["message"] = decided.message
+        # always present: null removes (merge patch) a message that no longer applies
+        body["message"] = decided.message if decided is not None and decided.message else None
         if body == mem.body:
             return None
         mem.body = body
