@@ -19,6 +19,7 @@ from tests.integration.harness import (
     eventually,
     events_for,
     get_podgroup,
+    on_replica,
     pod,
     podgroup,
     pods,
@@ -168,3 +169,65 @@ async def _podgroup_in(k: KubeClient, name: str, phase: str) -> dict[str, Any] |
 
 async def _after(t: float) -> bool:
     return time.time() >= t
+
+
+async def test_stale_watch_events_after_our_binding_do_not_unbind_a_pod(two: Cluster) -> None:
+    """The watch lags behind the binder: lag-0's events written before its binding (the PodScheduled=False
+    condition) reach the cache only after the binder's answer, and its bound event only after a scheduling round
+    has run on that stale view. The pod stays bound in the cache and is not bound a second time."""
+    k = two.client
+    async with replica(two.kubeconfig) as op:
+        state: dict[str, Any] = {"held": [], "flushed_at": None, "release": False}
+        key = "default/lag-0"
+
+        def install() -> None:
+            original = op.pod_reflector._on_event
+
+            def lagging(kind: str | None, obj: dict[str, Any]) -> None:
+                mine = obj["metadata"]["name"] == "lag-0"
+                if state["flushed_at"] is None and key in op.cluster.assumed:
+                    state["flushed_at"] = op.cycles  # the stale events land after the binder's answer
+                    state["stale"] = len(state["held"])
+                    for held in state["held"]:
+                        original(*held)
+                    state["held"] = []
+                if mine and kind == "MODIFIED" and not state["release"]:
+                    state["held"].append((kind, obj))  # before the binding: stale; after: held until released
+                    return
+                if state["release"] and state["held"]:
+                    for held in state["held"]:
+                        original(*held)
+                    state["held"] = []
+                original(kind, obj)
+
+            op.pod_reflector._on_event = lagging  # type: ignore[method-assign]
+
+        on_replica(op, install)
+        await create(k, podgroup("lag", min_member=2), pod("lag-0", group="lag", gpu=8))
+
+        async def condition_written() -> bool:
+            p = (await pods(k)).get("lag-0", {})
+            return any(c.get("type") == "PodScheduled" for c in p.get("status", {}).get("conditions", []))
+
+        await eventually(condition_written, what="lag-0's PodScheduled=False written (its event held)")
+        await create(k, pod("lag-1", group="lag", gpu=8))
+        where = await eventually(lambda: placed(k, "lag", 2), what="the gang bound")
+
+        async def round_after_stale() -> bool:
+            return on_replica(op, lambda: state["flushed_at"] is not None and op.cycles > state["flushed_at"] + 1)
+
+        await eventually(round_after_stale, what="a scheduling round on the stale view")
+        assert on_replica(op, lambda: state["stale"]) >= 1
+        assert on_replica(op, lambda: op.cluster.pods[key].node_name) == where["lag-0"]
+        on_replica(op, lambda: state.update(release=True))
+        await create(k, pod("tick", scheduler="someone-else"))  # an event that lets the held ones through
+        await eventually(lambda: _confirmed(op, key), what="the bound event confirms the assumption")
+        assert op.bound == 2
+        assert (await placed(k, "lag", 2)) == where
+        events = (await k.get("/api/v1/namespaces/default/events"))["items"]
+        assert not [e for e in events if e["reason"] in ("FailedBinding", "FailedScheduling")
+                    and e["involvedObject"]["name"] == "lag-0"]
+
+
+async def _confirmed(op: Any, key: str) -> bool:
+    return on_replica(op, lambda: key not in op.cluster.assumed and op.cluster.pods[key].node_name is not None)
