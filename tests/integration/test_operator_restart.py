@@ -78,7 +78,7 @@ async def test_new_leader_finishes_a_preemption_in_progress(two: Cluster, handov
         await create(k, *gang("high", 2, pc="guarantee"))
         nominated = await eventually(lambda: _all_nominated(k, "high", 2), what="high's members nominated")
         await eventually(lambda: _terminating(k, ["low-0", "low-1"]), what="low evicted (Terminating)")
-        assert old.preemptions.evicted == 2
+        await eventually(lambda: _evicted(old, 2), what="the old leader's two evictions answered")
         await stop_replica(old)
 
         new = follower or await stack.enter_async_context(replica(two.kubeconfig, identity="new"))
@@ -146,6 +146,10 @@ async def test_nonstrict_waiting_time_is_not_extended_by_a_restart(two: Cluster)
 # ------------------------------------------------------------------ probes
 async def _is_leader(op: Any) -> bool:
     return bool(op.is_leader)
+
+
+async def _evicted(op: Any, n: int) -> bool:
+    return on_replica(op, lambda: op.preemptions.evicted == n)
 
 
 async def _mentions(k: KubeClient, name: str, text: str) -> bool:
