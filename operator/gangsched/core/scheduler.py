@@ -122,6 +122,9 @@ class _Cycle:
         self.satisfied_now: set[str] = set()
         self.timed_out_now: set[str] = set()
         self.evicting_now: set[str] = set()
+        # nominations cleared by this cycle's plan: their held capacity was already given up (or is being),
+        # so it is never released a second time nor used by the pod as if still held
+        self.nominations_cleared: set[str] = set()
         # capacity held for preemptors while their victims terminate, by preemptor gang
         self.holds: dict[str, list[tuple[str, str, Mapping[str, int]]]] = {}
         for key, node in cluster.nominations():
@@ -522,14 +525,21 @@ class _Cycle:
         return True
 
     # ------------------------------------------------------------------ preemption
+    def _nomination(self, pod_key: str) -> str | None:
+        """The pod's nominated node, unless this cycle already cleared it (the Cluster learns that on apply)."""
+        if pod_key in self.nominations_cleared:
+            return None
+        return self.cluster.nomination_of(pod_key)
+
     def _clear_nominations(self, pod_keys: Iterable[str]) -> None:
         for k in pod_keys:
-            if self.cluster.nomination_of(k) is not None:
+            if self._nomination(k) is not None:
                 self.plan.nomination_clears.append(k)
+                self.nominations_cleared.add(k)
 
     def _release_nominations(self, pods: Iterable[PodRecord]) -> None:
         for p in pods:
-            node = self.cluster.nomination_of(p.key)
+            node = self._nomination(p.key)
             if node is not None:
                 self.ws.release(node, p.sclass.requests)
 
@@ -570,7 +580,7 @@ class _Cycle:
             return None
         out: list[tuple[PodRecord, str]] = []
         for p in pending:
-            node = self.cluster.nomination_of(p.key)
+            node = self._nomination(p.key)
             if node is None:
                 return None
             out.append((p, node))
