@@ -7,10 +7,13 @@ Contract:
   - startup / cleanup: start and stop the operator's own tasks (the pod reflector, the scheduling loop, the
     writers, leader election);
   - probes (`/healthz` on the liveness endpoint): whether this replica leads and how many gangs wait;
-  - `on.event` for PodGroups, nodes, PriorityClasses and the topology ConfigMap: the raw object is handed to
+  - `on.event` for PodGroups, nodes and PriorityClasses: the raw object is handed to
     the state cache (PodDisruptionBudgets through the preemption runtime, which marks the pods they select as
     protected). Nothing else happens here: no patches, no finalizers, no progress annotations (only
     event-type handlers are registered, and Kopf writes nothing for those).
+- The topology ConfigMap is not watched through Kopf either: Kopf cannot narrow a watch to one object by name
+  and would watch every ConfigMap of the cluster; the operator runs its own list+watch with
+  `fieldSelector=metadata.name=...` (runtime/topology.py).
 - Pods are not watched through Kopf: Kopf spends about 1 ms of per-object machinery per event, which caps pod
   ingest near 1,000 events/s; the pod stream comes from the lean reflector the operator starts at startup
   (see `bench/bench_ingest.py` for the measurement).
@@ -103,12 +106,5 @@ def build_registry() -> kopf.OperatorRegistry:
     @kopf.on.event("policy", "v1", "poddisruptionbudgets", registry=registry)
     async def pdb_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         await _operator(memo).preemptions.on_pdb(event.get("type"), _raw(event))
-
-    def _is_topology(name: str, namespace: str | None, memo: Any, **_: Any) -> bool:
-        return _operator(memo).topology.is_configmap(namespace=namespace, name=name)
-
-    @kopf.on.event("", "v1", "configmaps", when=_is_topology, registry=registry)
-    async def topology_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
-        _operator(memo).topology.on_configmap(event.get("type"), _raw(event))
 
     return registry

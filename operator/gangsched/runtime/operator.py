@@ -104,6 +104,7 @@ class Operator:
         self._stopped = False
         self._was_leader = False
         self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self.cache.on_pod_list, on_event=self.cache.on_pod_event)
+        self.topology_reflector = self.topology.reflector()
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -111,6 +112,7 @@ class Operator:
             return
         await self._seed()
         self._tasks.append(asyncio.create_task(self.pod_reflector.run(), name="gangsched-pods"))
+        self._tasks.append(asyncio.create_task(self.topology_reflector.run(), name="gangsched-topology"))
         await self.pod_reflector.synced.wait()
         self._tasks += [
             asyncio.create_task(self.writer.run(), name="gangsched-writer"),

@@ -1,8 +1,10 @@
 """Where the scheduler's topology tree comes from: the topology ConfigMap, or node labels written to it.
 
 Contract:
-- `is_configmap(namespace=, name=)` tells the Kopf handler which ConfigMap to hand over;
-  `on_configmap(kind, obj)` parses its `topology.json` (config.topology.key) and puts the tree in the cache.
+- `reflector()` builds a list+watch of exactly the topology ConfigMap (`fieldSelector=metadata.name=...` in the
+  operator's namespace, so neither the operator nor its RBAC touches any other ConfigMap of the cluster) that
+  feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its `topology.json` (config.topology.key)
+  and puts the tree in the cache. A list without the ConfigMap counts as its deletion.
   Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
   becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. Deleting the ConfigMap removes
   the tree (unless it is derived from labels).
@@ -18,6 +20,7 @@ from typing import Any
 
 from gangsched.core.errors import InvalidField
 from gangsched.k8s.client import ApiError, KubeClient, resource_path
+from gangsched.k8s.reflector import Reflector
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.models.config import TopologyConfig
 from gangsched.models.topology import parse_topology, render_topology, tree_from_node_labels
@@ -44,6 +47,26 @@ class TopologySource:
 
     def is_configmap(self, *, namespace: str | None, name: str | None) -> bool:
         return namespace == self.namespace and name == self.config.config_map_name
+
+    def reflector(self) -> Reflector:
+        """A list+watch of the topology ConfigMap alone: the watch is narrowed by name on the server."""
+        collection = resource_path(group="", version="v1", plural="configmaps", namespace=self.namespace)
+        return Reflector(
+            self.client,
+            collection,
+            params={"fieldSelector": f"metadata.name={self.config.config_map_name}"},
+            on_list=lambda items: self.on_list(items),
+            on_event=lambda kind, obj: self.on_configmap(kind, obj),
+        )
+
+    def on_list(self, items: list[dict[str, Any]]) -> None:
+        """A (re)list: the ConfigMap as it is now, or its absence (deleted while nobody watched)."""
+        mine = [obj for obj in items if self.is_configmap(namespace=(obj.get("metadata") or {}).get("namespace"),
+                                                          name=(obj.get("metadata") or {}).get("name"))]
+        if mine:
+            self.on_configmap(None, mine[0])
+        else:
+            self.on_configmap("DELETED", {})
 
     async def seed(self) -> None:
         try:
