@@ -118,17 +118,17 @@ def test_bindings_tie_roles_to_the_service_account() -> None:
 
 
 def test_deployment_runs_the_cli_contract() -> None:
-    (dep,) = docs(MANIFESTS / "deployment.yaml")
+    (dep,) = [d for d in docs(MANIFESTS / "deployment.yaml") if d["kind"] == "Deployment"]
     assert (dep["kind"], dep["metadata"]["namespace"]) == ("Deployment", "gangsched-system")
     pod = dep["spec"]["template"]
     assert dep["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
     assert pod["spec"]["serviceAccountName"] == "gangsched"
     (container,) = pod["spec"]["containers"]
-    assert container["image"] == "ghcr.io/gangsched/gangsched:0.1.0"
+    assert container["image"] == "gangsched:0.1.0"  # built from the repository's Dockerfile
     assert container["args"] == ["run", "--namespace", "gangsched-system"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"metrics": 8080, "probes": 8081}
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"]["port"] in ports
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
