@@ -147,11 +147,12 @@ class ApiServer:
         self,
         *,
         history_limit: int = 10000,
+        history_seconds: float | None = 300.0,
         watch_queue_limit: int = 10000,
         bookmark_interval: float = 5.0,
         default_watch_timeout: float = 1800.0,
     ) -> None:
-        self.store = Store(history_limit=history_limit)
+        self.store = Store(history_limit=history_limit, history_seconds=history_seconds)
         self.registry = Registry(self.store)
         self.watch_queue_limit = watch_queue_limit
         self.bookmark_interval = bookmark_interval
@@ -454,7 +455,9 @@ class ApiServer:
         labels, fields = self._selectors(request)
         limit = self._int(request.query, "limit")
         entries, rv, token, remaining = self.registry.list_entries(
-            rtype, namespace, labels=labels, fields=fields, limit=limit, continue_token=request.query.get("continue") or None
+            rtype, namespace, labels=labels, fields=fields, limit=limit, continue_token=request.query.get("continue") or None,
+            resource_version=request.query.get("resourceVersion", "") or "",
+            resource_version_match=request.query.get("resourceVersionMatch", "") or "",
         )
         if self._wants_table(request):
             doc = self._table(request, rtype, [e.obj for e in entries])

@@ -352,21 +352,54 @@ class Registry:
         fields: FieldSelector,
         limit: int | None,
         continue_token: str | None,
+        resource_version: str = "",
+        resource_version_match: str = "",
     ) -> tuple[list[Entry], str, str | None, int | None]:
-        """(entries, list resourceVersion, continue token or None, remainingItemCount or None)."""
+        """(entries, list resourceVersion, continue token or None, remainingItemCount or None).
+
+        As kube-apiserver's storage does (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go GetList;
+        the rules: apimachinery/pkg/apis/meta/internalversion/validation ValidateListOptions): every page of a
+        paginated list is served from one snapshot, at the first page's resourceVersion; a continue token whose
+        snapshot was compacted away is 410 Expired, carrying a token that continues inconsistently from now;
+        `resourceVersionMatch=Exact` (and the legacy exact form, `limit` with a non-zero `resourceVersion`) is
+        served at exactly that resourceVersion, 410 when compacted; a resourceVersion newer than the store's is
+        504 "Too large resource version".
+        """
         skey = storage_key(rtype)
         ns = namespace if rtype.namespaced else None
-        list_rv = self.store.rv
+        _validate_list_options(resource_version, resource_version_match, continue_token)
+        at_rv: int | None = None  # serve a snapshot at this resourceVersion; None: the current state
         start: tuple[str, str] | None = None
         if continue_token:
+            if resource_version not in ("", "0"):
+                raise st.bad_request("specifying resource version is not allowed when using continue")
             try:
                 decoded = orjson.loads(base64.urlsafe_b64decode(continue_token.encode()))
-                list_rv = int(decoded["rv"])
+                token_rv = int(decoded["rv"])
                 start = (str(decoded["start"][0]), str(decoded["start"][1]))
             except Exception as exc:
                 raise st.bad_request(f"continue key is not valid: {continue_token!r} ({exc})") from None
+            if token_rv >= 0:
+                if token_rv < self.store.compacted_through(skey):
+                    raise st.ApiError(410, "Expired", _CONTINUE_TOO_OLD, list_continue=_continue_token(-1, start))
+                at_rv = token_rv
+        elif resource_version not in ("", "0"):
+            requested = _parse_rv(resource_version)
+            if requested > self.store.rv:
+                raise st.ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {self.store.rv}",
+                                  retry_after=1)
+            exact = resource_version_match == "Exact" or (not resource_version_match and bool(limit and limit > 0))
+            if exact:
+                if requested < self.store.compacted_through(skey):
+                    raise st.gone("The resourceVersion for the provided list is too old.")
+                at_rv = requested
+        list_rv = self.store.rv if at_rv is None else at_rv
         name = fields.exact_name()
-        if name is not None:
+        if at_rv is not None:
+            snapshot = self.store.snapshot(skey, ns, at_rv)
+            assert snapshot is not None  # compaction was checked above, in the same synchronous step
+            candidates = [e for e in snapshot if name is None or e.obj["metadata"]["name"] == name]
+        elif name is not None:
             found = self.store.get(skey, ns or "", name) if (ns is not None or not rtype.namespaced) else None
             candidates = [found] if found is not None else []
             if found is None and ns is None and rtype.namespaced:
@@ -379,8 +412,7 @@ class Registry:
             candidates = [e for e in candidates if labels.matches(e.obj) and fields.matches(e.obj)]
         if limit and limit > 0 and len(candidates) > limit:
             page = candidates[:limit]
-            last = _okey(page[-1])
-            token = base64.urlsafe_b64encode(orjson.dumps({"rv": list_rv, "start": list(last)})).decode()
+            token = _continue_token(list_rv, _okey(page[-1]))
             return page, str(list_rv), token, len(candidates) - limit
         return candidates, str(list_rv), None, None
 
@@ -664,6 +696,47 @@ class Registry:
         options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
         self.delete(rtype, namespace, name, ctx, options=options or {})
         return st.success(code=201)
+
+
+_CONTINUE_TOO_OLD = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+
+def _continue_token(rv: int, start: tuple[str, str]) -> str:
+    """An opaque continue token: the snapshot's resourceVersion (-1: continue from the current state) and the last key."""
+    return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "start": list(start)})).decode()
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise st.bad_request(f"invalid resource version {text!r}: must be an unsigned integer") from None
+    if value < 0:
+        raise st.bad_request(f"invalid resource version {text!r}: must be an unsigned integer")
+    return value
+
+
+def _validate_list_options(resource_version: str, match: str, continue_token: str | None) -> None:
+    """ValidateListOptions (apimachinery/pkg/apis/meta/internalversion/validation/validation.go), for a list."""
+    if not match:
+        return
+    problems: list[str] = []
+    if not resource_version:
+        problems.append("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")
+    if continue_token:
+        problems.append("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided")
+    if match not in ("Exact", "NotOlderThan"):
+        problems.append(f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan", ""')
+    if match == "Exact" and resource_version == "0":
+        problems.append('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+    if problems:
+        text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
+        raise st.ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {text}')
 
 
 def _okey(entry: Entry) -> tuple[str, str]:

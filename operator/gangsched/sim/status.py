@@ -24,8 +24,10 @@ class ApiError(Exception):
         rtype: ResourceType | None = None,
         causes: list[dict[str, str]] | None = None,
         retry_after: int | None = None,
+        list_continue: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.list_continue = list_continue
         self.code = code
         self.reason = reason
         self.message = message
@@ -38,7 +40,7 @@ class ApiError(Exception):
         out: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
-            "metadata": {},
+            "metadata": {"continue": self.list_continue} if self.list_continue else {},
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,

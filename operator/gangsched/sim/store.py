@@ -10,13 +10,19 @@ Contract:
   with respect to the event loop.
 - A `Watcher` is a bounded queue of ready-to-send event lines (bytes). Offering is O(1) per watcher; a watcher
   whose queue overflows is marked `overflowed` and closed instead of blocking the writer.
-- `history_since(key, rv)` returns the retained events after rv, or None when rv is older than the history
-  (the API server answers 410 Gone).
+- History is bounded by count (`history_limit` events per key) and by age (`history_seconds`, on the injectable
+  monotonic `clock`), as a compacted etcd is (kube-apiserver compacts every 5 minutes by default:
+  `--etcd-compaction-interval`). `history_since(key, rv)` returns the retained events after rv, or None when rv
+  is older than the history (the API server answers 410 Gone).
+- `snapshot(key, namespace, rv)` gives the entries as they were at resourceVersion rv (the current ones with the
+  retained events after rv undone), or None when rv is older than the history: what consistent list pages and
+  `resourceVersionMatch=Exact` are served from.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -52,7 +58,8 @@ class WatchEvent:
     rv: int
     type: str  # ADDED | MODIFIED | DELETED
     entry: Entry
-    previous: dict[str, Any] | None  # the object before a MODIFIED, for selector transitions
+    previous: dict[str, Any] | None  # the object before a MODIFIED or DELETED (selector transitions, snapshots)
+    at: float = 0.0  # when it was written, on the store's monotonic clock (history compaction by age)
     _lines: dict[str, bytes] = field(default_factory=dict)
 
     def line(self, event_type: str | None = None) -> bytes:
@@ -134,8 +141,16 @@ class Watcher:
 class Store:
     """See module docstring."""
 
-    def __init__(self, *, history_limit: int = 10000) -> None:
+    def __init__(
+        self,
+        *,
+        history_limit: int = 10000,
+        history_seconds: float | None = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.history_limit = history_limit
+        self.history_seconds = history_seconds
+        self.clock = clock
         self.rv = 0
         self._tables: dict[StorageKey, dict[ObjectKey, Entry]] = {}
         self._history: dict[StorageKey, deque[WatchEvent]] = {}
@@ -177,7 +192,8 @@ class Store:
         if uid:
             self.uids[uid] = (key, okey)
         self._index_owners(key, okey, previous.obj if previous else None, obj)
-        self._emit(key, WatchEvent(self.rv, "MODIFIED" if previous else "ADDED", entry, previous.obj if previous else None))
+        self._emit(key, WatchEvent(self.rv, "MODIFIED" if previous else "ADDED", entry, previous.obj if previous else None,
+                                   self.clock()))
         return entry
 
     def remove(self, key: StorageKey, namespace: str, name: str) -> Entry | None:
@@ -194,7 +210,7 @@ class Store:
         if uid:
             self.uids.pop(uid, None)
         self._index_owners(key, (namespace, name), current.obj, None)
-        self._emit(key, WatchEvent(self.rv, "DELETED", entry, None))
+        self._emit(key, WatchEvent(self.rv, "DELETED", entry, current.obj, self.clock()))
         return entry
 
     def drop_storage(self, key: StorageKey) -> None:
@@ -232,6 +248,7 @@ class Store:
         if len(history) >= self.history_limit:
             self._compacted[key] = history.popleft().rv
         history.append(event)
+        self._compact_by_age(key)
         watchers = self._watchers.get(key)
         if watchers:
             for watcher in tuple(watchers):
@@ -239,8 +256,41 @@ class Store:
                 if watcher.closed:
                     watchers.discard(watcher)
 
+    def _compact_by_age(self, key: StorageKey) -> None:
+        """Drop the events older than history_seconds (the newest one always stays: it is the list's horizon)."""
+        if self.history_seconds is None:
+            return
+        history = self._history.get(key)
+        if not history:
+            return
+        horizon = self.clock() - self.history_seconds
+        while len(history) > 1 and history[0].at < horizon:
+            self._compacted[key] = history.popleft().rv
+
+    def compacted_through(self, key: StorageKey) -> int:
+        """The newest resourceVersion of this key that history no longer holds (0: nothing compacted yet)."""
+        self._compact_by_age(key)
+        return self._compacted.get(key, 0)
+
+    def snapshot(self, key: StorageKey, namespace: str | None, rv: int) -> list[Entry] | None:
+        """Entries (sorted by namespace, name) as they were at resourceVersion rv; None when history is too short."""
+        if rv < self.compacted_through(key):
+            return None
+        table = dict(self._tables.get(key, {}))
+        for event in reversed(self._history.get(key, ())):
+            if event.rv <= rv:
+                break
+            meta = event.entry.obj["metadata"]
+            okey = (meta.get("namespace") or "", meta["name"])
+            if event.type == "ADDED":
+                table.pop(okey, None)
+            elif event.previous is not None:
+                table[okey] = Entry.of(event.previous)
+        keys = sorted(k for k in table if namespace is None or k[0] == namespace)
+        return [table[k] for k in keys]
+
     def history_since(self, key: StorageKey, rv: int) -> list[WatchEvent] | None:
-        if rv < self._compacted.get(key, 0):
+        if rv < self.compacted_through(key):
             return None
         history = self._history.get(key, ())
         if not history or history[0].rv > rv:
