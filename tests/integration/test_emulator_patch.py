@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from gangsched.k8s.client import JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
-from gangsched.sim.patch import PatchError, PatchTestFailed, json_patch, merge_patch, strategic_merge_patch
+from gangsched.sim.patch import PatchError, PatchTestFailed, json_patch, merge_patch
+from gangsched.sim.strategic import strategic_merge_patch, patch_meta_for
 
 PODS = "/api/v1/namespaces/default/pods"
 APPLY = "application/apply-patch+yaml"
@@ -79,8 +80,9 @@ POD_SPEC = {
         pytest.param({"containers": [{"name": "b", "image": "y:2"}]},
                      lambda s: [c["image"] for c in s["containers"]] == ["x:1", "y:2"] and "env" in s["containers"][0],
                      id="merge-by-name"),
+        # a new item without $setElementOrder goes before the server-only ones (strategicpatch's mergeSortedSlice)
         pytest.param({"containers": [{"name": "c", "image": "z"}]},
-                     lambda s: [c["name"] for c in s["containers"]] == ["a", "b", "c"], id="append-new-key"),
+                     lambda s: [c["name"] for c in s["containers"]] == ["c", "a", "b"], id="new-key-first"),
         pytest.param({"containers": [{"name": "a", "env": [{"name": "E1", "$patch": "delete"}]}]},
                      lambda s: s["containers"][0]["env"] == [{"name": "E2", "value": "2"}], id="delete-directive"),
         pytest.param({"containers": [{"name": "a", "env": [{"name": "E1", "value": None}]}]},
@@ -101,7 +103,9 @@ def test_strategic_merge_patch(patch: dict[str, Any], check: Any) -> None:
 
 def test_strategic_merge_patch_finalizers_and_primitive_delete() -> None:
     target = {"metadata": {"finalizers": ["a", "b"]}}
-    assert strategic_merge_patch(target, {"metadata": {"finalizers": ["c"]}})["metadata"]["finalizers"] == ["a", "b", "c"]
+    assert strategic_merge_patch(target, {"metadata": {"finalizers": ["c"]}})["metadata"]["finalizers"] == ["c", "a", "b"]
+    ordered = {"metadata": {"$setElementOrder/finalizers": ["a", "b", "c"], "finalizers": ["c"]}}
+    assert strategic_merge_patch(target, ordered)["metadata"]["finalizers"] == ["a", "b", "c"]
     out = strategic_merge_patch(target, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a"]}})
     assert out["metadata"]["finalizers"] == ["b"]
 

@@ -1,14 +1,9 @@
-"""PATCH bodies applied to an object: merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch.
+"""PATCH bodies applied to an object: merge patch (RFC 7386) and JSON patch (RFC 6902); strategic merge patch is
+in strategic.py.
 
 Contract: every function takes the current object and the parsed patch and returns a NEW object; the inputs are
 never mutated (the store shares objects between readers). Problems raise PatchError with a message naming the
 operation/path; a failing JSON-patch `test` op raises PatchTestFailed (a 422 in the API server).
-
-Strategic merge patch is the subset kubectl needs for the built-in kinds served: lists whose field name has a
-known merge key (containers by name, env by name, volumeMounts by mountPath, conditions by type, ...) are merged
-element by element; `$patch: delete|replace|merge` in maps and list elements, `$deleteFromPrimitiveList/<f>`,
-`$setElementOrder/<f>` (used for ordering only), and `$retainKeys` (ignored) are understood; `finalizers` is
-merged as a set of strings; every other list is replaced. null deletes a key, as in merge patch.
 """
 
 from __future__ import annotations
@@ -158,122 +153,3 @@ def json_patch(target: Any, ops: Any) -> Any:
         else:
             raise PatchError(f"JSON patch operation {i}: unknown op {name!r}; allowed: add, remove, replace, move, copy, test")
     return doc
-
-
-# ---------------------------------------------------------------- strategic merge patch
-
-MERGE_KEYS: dict[str, str] = {
-    "containers": "name",
-    "initContainers": "name",
-    "ephemeralContainers": "name",
-    "env": "name",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-    "volumeDevices": "devicePath",
-    "ports": "containerPort",
-    "conditions": "type",
-    "imagePullSecrets": "name",
-    "hostAliases": "ip",
-    "ownerReferences": "uid",
-    "topologySpreadConstraints": "topologyKey",
-    "addresses": "type",
-    "taints": "key",
-    "resourceClaims": "name",
-    "podIPs": "ip",
-    "containerStatuses": "name",
-    "initContainerStatuses": "name",
-}
-SET_LISTS = frozenset({"finalizers"})
-
-
-def _merge_key(field: str, items: list[Any]) -> str | None:
-    key = MERGE_KEYS.get(field)
-    if key == "containerPort" and items and isinstance(items[0], dict) and "port" in items[0] and "containerPort" not in items[0]:
-        return "port"  # Service ports merge by port
-    return key
-
-
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    return _smp_map(target if isinstance(target, dict) else {}, patch)
-
-
-def _smp_map(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
-    directive = patch.get("$patch")
-    if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
-    if directive == "delete":
-        return {}
-    result = dict(target)
-    order: dict[str, list[Any]] = {}
-    for key, value in patch.items():
-        if key in ("$patch", "$retainKeys"):
-            continue
-        if key.startswith("$setElementOrder/"):
-            if isinstance(value, list):
-                order[key.split("/", 1)[1]] = value
-            continue
-        if key.startswith("$deleteFromPrimitiveList/"):
-            field = key.split("/", 1)[1]
-            if isinstance(result.get(field), list) and isinstance(value, list):
-                result[field] = [x for x in result[field] if x not in value]
-            continue
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, dict):
-            current = result.get(key)
-            merged = _smp_map(current if isinstance(current, dict) else {}, value)
-            if value.get("$patch") == "delete":
-                result.pop(key, None)
-            else:
-                result[key] = merged
-        elif isinstance(value, list):
-            result[key] = _smp_list(key, result.get(key), value)
-        else:
-            result[key] = value
-    for field, wanted in order.items():
-        if isinstance(result.get(field), list):
-            result[field] = _apply_order(field, result[field], wanted)
-    return result
-
-
-def _smp_list(field: str, current: Any, patch: list[Any]) -> list[Any]:
-    cur = current if isinstance(current, list) else []
-    if field in SET_LISTS and all(not isinstance(x, dict) for x in patch):
-        out = list(cur)
-        for x in patch:
-            if x not in out:
-                out.append(x)
-        return out
-    key = _merge_key(field, patch or cur)
-    if key is None or not all(isinstance(x, dict) for x in patch):
-        if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
-            return [copy.deepcopy(x) for x in patch if not (isinstance(x, dict) and x.get("$patch"))]
-        return copy.deepcopy(patch)
-    if any(x.get("$patch") == "replace" for x in patch):
-        return [copy.deepcopy(x) for x in patch if not x.get("$patch")]
-    out = list(cur)
-    for item in patch:
-        ident = item.get(key)
-        pos = next((i for i, x in enumerate(out) if isinstance(x, dict) and x.get(key) == ident), None)
-        if item.get("$patch") == "delete":
-            if pos is not None:
-                out.pop(pos)
-            continue
-        if pos is None:
-            out.append({k: copy.deepcopy(v) for k, v in item.items() if k != "$patch"})
-        else:
-            out[pos] = _smp_map(out[pos], item)
-    return out
-
-
-def _apply_order(field: str, items: list[Any], wanted: list[Any]) -> list[Any]:
-    key = _merge_key(field, items)
-
-    def ident(x: Any) -> Any:
-        return x.get(key) if key and isinstance(x, dict) else x
-
-    rank = {ident(w): i for i, w in enumerate(wanted)}
-    ordered = sorted(range(len(items)), key=lambda i: (rank.get(ident(items[i]), len(rank)), i))
-    return [items[i] for i in ordered]

@@ -33,6 +33,7 @@ import orjson
 
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
+from gangsched.sim import strategic
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
@@ -210,6 +211,10 @@ class Registry:
         if rtype is CRD_TYPE or rtype.key == CRD_TYPE.key:
             self._register_crd(obj)
         return entry
+
+    @staticmethod
+    def _patch_meta(rtype: ResourceType) -> strategic.PatchMeta:
+        return strategic.patch_meta_for(rtype.group, rtype.version, rtype.kind)
 
     def _check_kind(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
@@ -450,9 +455,11 @@ class Registry:
                     raise st.not_found(rtype, name)
                 body.setdefault("metadata", {})["name"] = name
                 return self.create(rtype, ns, body, ctx)
-            merge = patching.merge_patch if rtype.is_crd else patching.strategic_merge_patch
             try:
-                result = merge(current.copy(), body)
+                if rtype.is_crd:
+                    result = patching.merge_patch(current.copy(), body)
+                else:
+                    result = strategic.strategic_merge_patch(current.copy(), body, self._patch_meta(rtype), private=True)
             except patching.PatchError as exc:
                 raise st.bad_request(str(exc)) from None
             return self._commit(rtype, current, result, ctx, subresource=subresource)
@@ -470,7 +477,7 @@ class Registry:
                     raise st.unsupported_media_type(content_type, [JSON_PATCH, MERGE_PATCH, APPLY_PATCH])
                 if not isinstance(body, dict):
                     raise st.bad_request("a strategic merge patch must be a JSON object")
-                result = patching.strategic_merge_patch(current.copy(), body)
+                result = strategic.strategic_merge_patch(current.copy(), body, self._patch_meta(rtype), private=True)
             else:
                 raise st.unsupported_media_type(content_type, PATCH_TYPES)
         except patching.PatchTestFailed as exc:
