@@ -145,6 +145,24 @@ def main() -> None:
     _report("emulator.watch_latency_ms", sub["latency"], unit="ms", target=None, better="lower", scale=1000.0,
             in_process_median=round(statistics.median(inproc["latency"]) * 1000, 3), latency_samples=LATENCY_SAMPLES,
             server="subprocess")
+    checks, files = _conformance_checks()
+    figure("emulator.conformance_checks", checks, unit="tests", target=None, better="higher", files=files,
+           suite="tests/conformance: each test names the kube-apiserver behaviour it checks")
+
+
+def _conformance_checks() -> tuple[int, int]:
+    """How many conformance tests there are (collected by pytest, not run), and in how many files."""
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "tests/conformance"],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    ).stdout
+    per_file: dict[str, int] = {}  # with the project's `-q` addopts, `-q` again prints "path: count" per file
+    for line in out.splitlines():
+        path, _, count = line.rpartition(": ")
+        if path.startswith("tests/conformance/") and count.isdigit():
+            per_file[path] = int(count)
+    return sum(per_file.values()), len(per_file)
 
 
 if __name__ == "__main__":
