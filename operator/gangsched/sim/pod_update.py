@@ -10,7 +10,8 @@ Contract: `check_pod_update(old, new) -> list[(field, detail, reason)]` (empty: 
 spec in place. Allowed: metadata (labels, annotations, ...), spec.containers[*].image and
 spec.initContainers[*].image (not emptied), spec.activeDeadlineSeconds (set when unset, or lowered; never
 unset), spec.tolerations (additions only; tolerationSeconds may change), spec.schedulingGates (removals only),
-spec.terminationGracePeriodSeconds set to 1 when it was negative. Anything else in spec is 422 "Forbidden: pod
+spec.terminationGracePeriodSeconds set to 1 when it was negative, spec.nodeSelector additions while the pod
+has scheduling gates (node affinity mutations of gated pods are not modelled: forbidden). Anything else in spec is 422 "Forbidden: pod
 updates may not change fields other than ..." followed by the fields that differ (the real one prints a Go cmp
 diff). Comparison is semantic as Go's: absent, null, empty and false/"" values are equal.
 """
@@ -138,6 +139,17 @@ def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[P
             munged[key] = copy.deepcopy(old[key])
         else:
             munged.pop(key, None)
+    if old.get("schedulingGates"):  # a gated pod may gain nodeSelector entries (no deletions or mutations)
+        new_selector = munged.get("nodeSelector") or {}
+        old_selector = old.get("nodeSelector") or {}
+        if new_selector != old_selector:
+            if any(new_selector.get(k) != v for k, v in old_selector.items()):
+                problems.append(("spec.nodeSelector", f"Invalid value: {new_selector!r}: only additions to "
+                                 "spec.nodeSelector are allowed (no mutations or deletions)", "FieldValueInvalid"))
+            if "nodeSelector" in old:
+                munged["nodeSelector"] = copy.deepcopy(old["nodeSelector"])
+            else:
+                munged.pop("nodeSelector", None)
     old_grace = old.get("terminationGracePeriodSeconds")
     if isinstance(old_grace, int) and old_grace < 0 and munged.get("terminationGracePeriodSeconds") == 1:
         munged["terminationGracePeriodSeconds"] = old_grace
