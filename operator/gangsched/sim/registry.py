@@ -10,8 +10,11 @@ Contract:
 - Semantics: uid, creationTimestamp, generation (bumped when anything outside metadata, and outside status for
   kinds with a status subresource, changes), one global resourceVersion, optimistic concurrency (stale
   metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation,
-  finalizers and deletionTimestamp, ownerReference garbage collection (scheduled on the event loop right after
-  the delete), pod admission (defaults, priority from PriorityClass), pods/binding, pods/eviction with
+  finalizers and deletionTimestamp (deletion.py: graceful deletion of pods, finished by termination.py; no new
+  finalizers on an object being deleted), ownerReference garbage collection (scheduled on the event loop right
+  after the delete), pod admission (defaults, priority from PriorityClass), pod update validation
+  (pod_update.py), namespace lifecycle (namespace_lifecycle.py: 403 for creates in a terminating namespace;
+  namespace_controller.py empties and removes it), pods/binding (binding.py), pods/eviction with
   PodDisruptionBudgets, CRD schema validation/pruning/defaulting through schema.py.
 - Everything is synchronous: one verb is atomic with respect to the event loop.
 """
