@@ -50,7 +50,8 @@ async def _rates(kube: KubeClient, run: int) -> tuple[float, float]:
     prefix = f"r{run}-"
     create = await _bounded(N_PODS, lambda i: kube.create(PODS, _pod(f"{prefix}{i}")))
     bind = await _bounded(
-        N_PODS, lambda i: kube.create(f"{PODS}/{prefix}{i}/binding", {"target": {"name": f"node-{i % 50}"}})
+        N_PODS, lambda i: kube.create(f"{PODS}/{prefix}{i}/binding",
+                                      {"metadata": {"name": f"{prefix}{i}"}, "target": {"name": f"node-{i % 50}"}})
     )
     return create, bind
 

@@ -107,11 +107,11 @@ async def test_binding_sets_node_and_condition_then_conflicts(kube: KubeClient) 
     assert bound["spec"]["nodeName"] == "n1"
     assert {"type": "PodScheduled", "status": "True"}.items() <= bound["status"]["conditions"][0].items()
     with pytest.raises(ApiError) as err:
-        await kube.create(f"{PODS}/p/binding", {"target": {"name": "n2"}})
+        await kube.create(f"{PODS}/p/binding", {"metadata": {"name": "p"}, "target": {"name": "n2"}})
     assert err.value.status == 409 and err.value.reason == "Conflict"
     assert 'pod p is already assigned to node "n1"' in err.value.message
     with pytest.raises(ApiError) as err:
-        await kube.create(f"{PODS}/gone/binding", {"target": {"name": "n1"}})
+        await kube.create(f"{PODS}/gone/binding", {"metadata": {"name": "gone"}, "target": {"name": "n1"}})
     assert err.value.status == 404
 
 

@@ -31,7 +31,7 @@ async def seed_pods(kube: KubeClient) -> None:
     await kube.create(PODS, pod("b", {"app": "web", "tier": "back"}, schedulerName="gangsched"))
     await kube.create(PODS, pod("c", {"app": "db"}))
     await kube.create("/api/v1/namespaces/other/pods", pod("d", {"app": "web"}, schedulerName="gangsched"))
-    await kube.create(f"{PODS}/a/binding", {"target": {"name": "node-1"}})
+    await kube.create(f"{PODS}/a/binding", {"metadata": {"name": "a"}, "target": {"name": "node-1"}})
 
 
 @pytest.mark.parametrize(

@@ -1,14 +1,22 @@
 """The binder: binds pods to nodes through `pods/binding`, many at once, with a bounded number in flight.
 
-Contract: `await binder.bind_all([(namespace, name, node), ...])` returns one BindResult per binding, in order,
-and never raises for a single pod:
+Contract: `await binder.bind_all([(namespace, name, node, uid), ...])` returns one BindResult per binding, in
+order, and never raises for a single pod. Every Binding carries the pod's UID (`metadata.uid`, when given) as a
+precondition, as kube-scheduler's DefaultBinder does, so a pod deleted and re-created under the same name is
+never bound on a decision taken for the old one. Outcomes:
 - "bound": the server accepted the binding;
-- "already-bound": 409, and the pod turned out to be bound to that same node (a retry after a lost answer);
-- "conflict": 409, the pod is bound to another node (someone else bound it) or the server refused it for good;
-- "gone": 404, the pod no longer exists;
+- "already-bound": 409, and the pod (same UID) turned out to be bound to that same node (a retry after a lost
+  answer);
+- "conflict": 409, the pod is bound to another node (someone else bound it), or the server refused the binding
+  for good (another 4xx);
+- "gated": 409, the pod still has spec.schedulingGates (kube-apiserver refuses to bind it until they are
+  removed); the caller puts it back without retrying at once;
+- "gone": 404, or the pod was re-created (another UID), or it is being deleted, or its namespace is terminating
+  (403 "because it is being terminated");
 - "failed": transient errors (429, 5xx, broken connections) persisted through every retry.
-A 409 is reconciled by reading the pod, never retried blindly. Transient errors are retried with capped
-exponential backoff.
+A 409 is reconciled by reading the pod (its current state decides the outcome), never retried blindly; a 409
+whose pod turns out bindable after all (e.g. its gates were just removed) is tried again within the attempts.
+Transient errors are retried with capped exponential backoff.
 `in_flight` counts bindings under way; `idle` (an asyncio.Event) is set whenever none is, so that lower-priority
 writers (events, status patches) can stay out of the bindings' way (see k8s/writer.py, `defer_to`).
 """
@@ -30,7 +38,7 @@ class BindResult:
     namespace: str
     name: str
     node: str
-    outcome: str  # bound | already-bound | conflict | gone | failed
+    outcome: str  # bound | already-bound | conflict | gated | gone | failed
     message: str = ""
 
     @property
@@ -56,24 +64,28 @@ class Binder:
         self.idle = asyncio.Event()
         self.idle.set()
 
-    async def bind_all(self, bindings: Sequence[tuple[str, str, str]]) -> list[BindResult]:
-        return list(await asyncio.gather(*(self.bind(ns, name, node) for ns, name, node in bindings)))
+    async def bind_all(self, bindings: Sequence[tuple[str, ...]]) -> list[BindResult]:
+        """(namespace, name, node) or (namespace, name, node, uid) per pod; one result each, in order."""
+        return list(await asyncio.gather(*(self.bind(*b) for b in bindings)))
 
-    async def bind(self, namespace: str, name: str, node: str) -> BindResult:
+    async def bind(self, namespace: str, name: str, node: str, uid: str = "") -> BindResult:
         self.in_flight += 1
         self.idle.clear()
         try:
-            return await self._bind(namespace, name, node)
+            return await self._bind(namespace, name, node, uid)
         finally:
             self.in_flight -= 1
             if not self.in_flight:
                 self.idle.set()
 
-    async def _bind(self, namespace: str, name: str, node: str) -> BindResult:
+    async def _bind(self, namespace: str, name: str, node: str, uid: str) -> BindResult:
+        meta: dict[str, str] = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         path = resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="binding")
@@ -88,9 +100,13 @@ class Binder:
                 last = str(exc)
                 if exc.status == 404:
                     return BindResult(namespace, name, node, "gone", exc.message)
+                if exc.status == 403 and "because it is being terminated" in exc.message:
+                    return BindResult(namespace, name, node, "gone", exc.message)
                 if exc.status == 409:
-                    return await self._reconcile_conflict(namespace, name, node, exc)
-                if not exc.transient:
+                    result = await self._reconcile_conflict(namespace, name, node, uid, exc)
+                    if result is not None:
+                        return result
+                elif not exc.transient:
                     self.errors += 1
                     return BindResult(namespace, name, node, "conflict", exc.message)
             if attempt + 1 < self._attempts:
@@ -99,7 +115,8 @@ class Binder:
         self.errors += 1
         return BindResult(namespace, name, node, "failed", last)
 
-    async def _reconcile_conflict(self, namespace: str, name: str, node: str, exc: ApiError) -> BindResult:
+    async def _reconcile_conflict(self, namespace: str, name: str, node: str, uid: str, exc: ApiError) -> BindResult | None:
+        """The outcome of a 409 from the pod's current state; None: the pod is bindable, try again."""
         try:
             pod = await self._client.get(resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name))
         except ApiError as read_exc:
@@ -107,8 +124,18 @@ class Binder:
                 return BindResult(namespace, name, node, "gone", read_exc.message)
             self.errors += 1
             return BindResult(namespace, name, node, "conflict", f"{exc.message}; then reading the pod: {read_exc}")
-        bound_to = (pod.get("spec") or {}).get("nodeName")
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if uid and meta.get("uid") != uid:
+            return BindResult(namespace, name, node, "gone", f"the pod was re-created (uid {meta.get('uid')}, not {uid})")
+        bound_to = spec.get("nodeName")
         if bound_to == node:
             return BindResult(namespace, name, node, "already-bound")
-        self.errors += 1
-        return BindResult(namespace, name, node, "conflict", f"pod is bound to {bound_to!r}: {exc.message}")
+        if bound_to:
+            self.errors += 1
+            return BindResult(namespace, name, node, "conflict", f"pod is bound to {bound_to!r}: {exc.message}")
+        if meta.get("deletionTimestamp"):
+            return BindResult(namespace, name, node, "gone", exc.message)
+        if spec.get("schedulingGates"):
+            return BindResult(namespace, name, node, "gated", exc.message)
+        return None

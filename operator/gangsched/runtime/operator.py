@@ -237,7 +237,8 @@ class Operator:
     def _carry_out(self, plan: Plan) -> None:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
         if plan.bindings:
-            self._spawn(self._bind(plan.bindings))
+            # the UIDs of the pods decided on, now: a pod re-created before its binding is sent is not bound
+            self._spawn(self._bind(plan.bindings, {key: self._uid(key) for key, _node in plan.bindings}))
         wall = time.time()
         for gang in plan.satisfied:  # from the gang's first member to its quorum being bound
             state = self.cluster.gangs.get(gang)
@@ -265,16 +266,22 @@ class Operator:
         pg = self.cache.podgroup(key)
         return ObjectRef(kind, PG_API_VERSION, namespace, name, pg.uid if pg else "")
 
-    async def _bind(self, bindings: Sequence[tuple[str, str]]) -> None:
+    async def _bind(self, bindings: Sequence[tuple[str, str]], uids: dict[str, str] | None = None) -> None:
         for key, _node in bindings:  # a PodScheduled=False not yet sent would land after the binding's True
             self.writer.discard(pod_path(*_split(key), status=True), content_type=STRATEGIC_MERGE_PATCH)
-        results = await self.binder.bind_all([(*_split(key), node) for key, node in bindings])
+        uids = uids if uids is not None else {key: self._uid(key) for key, _node in bindings}
+        results = await self.binder.bind_all([(*_split(key), node, uids.get(key, "")) for key, node in bindings])
         failed = False
         for result in results:
             self._bound(result)
-            failed |= not result.ok
+            failed |= not result.ok and result.outcome != "gated"  # a gated pod waits for its gates to go
         if failed:
             self.wake()
+
+    def _uid(self, pod_key: str) -> str:
+        """The pod's UID as the cache knows it: the Binding's precondition."""
+        pod = self.cluster.pods.get(pod_key)
+        return pod.uid if pod is not None else ""
 
     def _bound(self, result: BindResult) -> None:
         key = f"{result.namespace}/{result.name}"

@@ -327,7 +327,7 @@ class ApiServer:
                     raise st.method_not_allowed(f"{method} on pods/{sub}")
                 body = await self._body(request)
                 if sub == "binding":
-                    return _json(self.registry.bind(rtype, ns, name, body), status=201)
+                    return _json(self.registry.bind(rtype, ns, name, body, self._context(q)), status=201)
                 return _json(self.registry.evict(rtype, ns, name, body, self._context(q)), status=201)
             if method == "GET":
                 entry = self.registry.get(rtype, ns, name)

@@ -13,7 +13,9 @@ Contract:
   after it started running: phase Succeeded, Ready/ContainersReady False (reason PodCompleted), containers
   terminated with exit code 0 and reason Completed. Timers are event-loop timers, not a sleep per pod; after a
   restart they are rebuilt from status.startTime. A bad duration is logged and ignored (the pod keeps running).
-- Pods being deleted (deletionTimestamp) are left alone; deletion itself is the API server's job.
+- Pods being deleted (deletionTimestamp) are left alone: the end of a graceful deletion (the kubelet's final
+  DELETE with grace 0 after the pod's `sim.gangsched.io/termination-delay`) runs in the emulator's own process
+  (sim/termination.py), so that every emulated cluster finishes deletions, with or without this kubelet.
 - `synced` is set once both lists were seen; `started`, `succeeded` and `patch_errors` count what happened.
 """
 

@@ -10,8 +10,11 @@ Contract:
 - Semantics: uid, creationTimestamp, generation (bumped when anything outside metadata, and outside status for
   kinds with a status subresource, changes), one global resourceVersion, optimistic concurrency (stale
   metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation,
-  finalizers and deletionTimestamp, ownerReference garbage collection (scheduled on the event loop right after
-  the delete), pod admission (defaults, priority from PriorityClass), pods/binding, pods/eviction with
+  finalizers and deletionTimestamp (deletion.py: graceful deletion of pods, finished by termination.py; no new
+  finalizers on an object being deleted), ownerReference garbage collection (scheduled on the event loop right
+  after the delete), pod admission (defaults, priority from PriorityClass), pod update validation
+  (pod_update.py), namespace lifecycle (namespace_lifecycle.py: 403 for creates in a terminating namespace;
+  namespace_controller.py empties and removes it), pods/binding (binding.py), pods/eviction with
   PodDisruptionBudgets, CRD schema validation/pruning/defaulting through schema.py.
 - Everything is synchronous: one verb is atomic with respect to the event loop.
 """
@@ -31,12 +34,17 @@ from typing import Any
 
 import orjson
 
+from gangsched.sim import deletion, namespace_lifecycle
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
 from gangsched.sim import strategic
+from gangsched.sim.binding import bind_pod
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
+from gangsched.sim.namespace_controller import NamespaceController
+from gangsched.sim.pod_update import check_pod_update
 from gangsched.sim.store import Entry, StorageKey, Store
+from gangsched.sim.termination import PodTerminator
 from gangsched.sim.types import ResourceType
 
 try:  # E2's structural-schema module
@@ -91,6 +99,8 @@ class Registry:
         self._by_storage: dict[StorageKey, ResourceType] = {}
         self._crd_keys: dict[str, list[ResourceType]] = {}
         self.listeners: list[Callable[[], None]] = []  # called when the set of served types changes
+        self.terminator = PodTerminator(self)  # the kubelets' end of graceful pod deletion (termination.py)
+        self.namespace_controller = NamespaceController(self)  # empties and removes terminating namespaces
         for rtype in BUILTIN_TYPES:
             self._serve(rtype)
         ctx = RequestContext()
@@ -121,13 +131,22 @@ class Registry:
     def _now(self) -> str:
         return timestamp(self.clock())
 
+    def now(self) -> str:
+        """The current time as metadata timestamps show it."""
+        return self._now()
+
+    def namespaced_storage_types(self) -> list[ResourceType]:
+        """One served type per storage of namespaced objects (what the namespace controller empties)."""
+        return [t for t in self._by_storage.values() if t.namespaced]
+
     def _namespace_exists(self, namespace: str) -> bool:
         return self.store.get(("", "namespaces"), "", namespace) is not None
 
-    def _check_namespace(self, rtype: ResourceType, namespace: str) -> None:
-        if rtype.namespaced and not self._namespace_exists(namespace):
-            ns_type = self.types[("", "v1", "namespaces")]
-            raise st.not_found(ns_type, namespace)
+    def _check_namespace(self, rtype: ResourceType, namespace: str, name: str = "") -> None:
+        """NamespaceLifecycle admission for a create: 404 without the namespace, 403 while it terminates."""
+        if rtype.namespaced:
+            resource = rtype.plural if not rtype.group else f"{rtype.plural}.{rtype.group}"
+            namespace_lifecycle.refuse_create(self.store, namespace, resource, name)
 
     @staticmethod
     def _content(obj: dict[str, Any], rtype: ResourceType) -> dict[str, Any]:
@@ -190,7 +209,7 @@ class Registry:
             raise st.invalid(rtype, str(name), [(
                 "metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
                 "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")])
-        self._check_namespace(rtype, namespace)
+        self._check_namespace(rtype, namespace, name)
         skey = storage_key(rtype)
         if self.store.get(skey, namespace if rtype.namespaced else "", name) is not None:
             raise st.already_exists(rtype, name)
@@ -529,6 +548,7 @@ class Registry:
                     result.pop("status", None)
             result["apiVersion"] = rtype.group_version
             result["kind"] = rtype.kind
+            _check_no_new_finalizers(rtype, name, cur_meta, meta)
             self._admit_update(rtype, cur, result, name)
             self._validate_custom(rtype, result, name, ctx)
             if self._content(result, rtype) != self._content(cur, rtype):
@@ -538,7 +558,7 @@ class Registry:
             return current  # a no-op write does not bump the resourceVersion
         if ctx.dry_run:
             return Entry.of(result)
-        if result["metadata"].get("deletionTimestamp") and not result["metadata"].get("finalizers"):
+        if _should_delete_during_update(cur_meta, result["metadata"]):
             return self._remove(rtype, current, orphan=False)
         entry = self.store.put(storage_key(rtype), result, previous=current)
         if rtype.key == CRD_TYPE.key:
@@ -547,19 +567,9 @@ class Registry:
 
     def _admit_update(self, rtype: ResourceType, cur: dict[str, Any], new: dict[str, Any], name: str) -> None:
         if (rtype.group, rtype.kind) == ("", "Pod"):
-            old_spec = cur.get("spec") or {}
-            spec = new.get("spec")
-            if not isinstance(spec, dict):
-                raise st.invalid(rtype, name, [("spec", "Required value", "FieldValueRequired")])
-            for key in ("nodeName", "priority", "schedulerName", "priorityClassName", "preemptionPolicy"):
-                if old_spec.get(key) is None or spec.get(key) == old_spec.get(key):
-                    continue
-                if spec.get(key) is None:
-                    spec[key] = old_spec[key]  # omitted in the update: kept, like defaults
-                else:
-                    raise st.invalid(rtype, name, [(
-                        f"spec.{key}", f"Forbidden: pod updates may not change fields other than mutable ones",
-                        "FieldValueForbidden")])
+            pod_problems = check_pod_update(cur, new)
+            if pod_problems:
+                raise st.invalid(rtype, name, pod_problems)
         elif (rtype.group, rtype.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
             problems = validate_crd(new)
             if problems:
@@ -577,26 +587,47 @@ class Registry:
     ) -> Entry:
         current = self.get(rtype, namespace, name)
         opts = options or {}
-        pre = opts.get("preconditions") or {}
-        meta = current.obj["metadata"]
-        if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise st.conflict(rtype, name, f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
-        if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-            raise st.conflict(rtype, name, f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                              f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
-        if ctx.dry_run:
+        if rtype.key == ("", "v1", "namespaces"):
+            return self._delete_namespace(rtype, current, opts, ctx)
+        is_pod = (rtype.group, rtype.kind) == ("", "Pod")
+        plan = deletion.plan_delete(rtype, current.obj, opts, graceful_kind=is_pod, now=self.clock())
+        if plan.action == "pending":
             return current
-        if meta.get("finalizers"):
-            if meta.get("deletionTimestamp"):
-                return current
-            obj = current.copy()
-            obj["metadata"]["deletionTimestamp"] = self._now()
-            grace = opts.get("gracePeriodSeconds")
-            obj["metadata"]["deletionGracePeriodSeconds"] = int(grace) if isinstance(grace, int) else 0
-            return self.store.put(storage_key(rtype), obj, previous=current)
+        if ctx.dry_run:
+            return Entry.of(plan.obj) if plan.obj is not None else current
+        entry = current
+        if plan.obj is not None:
+            entry = current if plan.obj == current.obj else self.store.put(storage_key(rtype), plan.obj, previous=current)
+            if plan.action == "update":
+                meta = entry.obj["metadata"]
+                if is_pod and meta.get("deletionGracePeriodSeconds") and (entry.obj.get("spec") or {}).get("nodeName"):
+                    self.terminator.deleting(rtype, entry)
+                return entry
+        meta = entry.obj["metadata"]
         if opts.get("propagationPolicy") == "Foreground" and meta.get("uid") in self.store.dependents:
             self._collect(meta["uid"], deleted_owner=meta["uid"], foreground=True)
-        return self._remove(rtype, current, orphan=opts.get("propagationPolicy") == "Orphan")
+        return self._remove(rtype, entry, orphan=opts.get("propagationPolicy") == "Orphan")
+
+    def _delete_namespace(self, rtype: ResourceType, current: Entry, opts: dict[str, Any], ctx: RequestContext) -> Entry:
+        """pkg/registry/core/namespace/storage: the first DELETE makes it Terminating (namespace_lifecycle.py);
+        the namespace controller empties it and removes it; a DELETE of an already finalized one removes it."""
+        name = current.obj["metadata"]["name"]
+        namespace_lifecycle.refuse_delete(name)
+        deletion.check_preconditions(rtype, current.obj, opts)
+        if ctx.dry_run:
+            return Entry.of(namespace_lifecycle.terminating(current.obj, self._now()))
+        if current.obj["metadata"].get("deletionTimestamp"):
+            if (current.obj.get("spec") or {}).get("finalizers") or current.obj["metadata"].get("finalizers"):
+                return current
+            return self._remove(rtype, current, orphan=False)
+        obj = namespace_lifecycle.terminating(current.obj, self._now())
+        entry = self.store.put(storage_key(rtype), obj, previous=current)
+        self.namespace_controller.schedule(name)
+        return entry
+
+    def remove_entry(self, rtype: ResourceType, entry: Entry) -> Entry:
+        """Remove a stored object now (controllers' final step), with garbage collection of its dependents."""
+        return self._remove(rtype, entry, orphan=False)
 
     def _remove(self, rtype: ResourceType, current: Entry, *, orphan: bool) -> Entry:
         meta = current.obj["metadata"]
@@ -607,10 +638,16 @@ class Registry:
             self._unregister_crd(meta["name"], drop=True)
         elif (rtype.group, rtype.kind) == ("", "Namespace"):
             self._empty_namespace(meta["name"])
+        if ns and namespace_lifecycle.is_terminating(self._namespace_obj(ns)):
+            self.namespace_controller.schedule(ns)
         uid = meta.get("uid")
         if uid and not orphan and uid in self.store.dependents:
             self._schedule(lambda: self._collect(uid))
         return removed
+
+    def _namespace_obj(self, namespace: str) -> dict[str, Any] | None:
+        entry = self.store.get(("", "namespaces"), "", namespace)
+        return entry.obj if entry is not None else None
 
     def _empty_namespace(self, namespace: str) -> None:
         for rtype in list(self._by_storage.values()):
@@ -643,30 +680,12 @@ class Registry:
                     pass
 
     # ------------------------------------------------------------------ pods/binding, pods/eviction
-    def bind(self, rtype: ResourceType, namespace: str, name: str, body: Any) -> dict[str, Any]:
-        target = ((body or {}).get("target") or {}).get("name") if isinstance(body, dict) else None
-        if not target:
-            raise st.invalid(rtype, name, [("target.name", "Required value", "FieldValueRequired")])
-        current = self.get(rtype, namespace, name)
-        spec = current.obj.get("spec") or {}
-        if spec.get("nodeName"):
-            raise st.ApiError(
-                409, "Conflict",
-                f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is already assigned to node "{spec["nodeName"]}"',
-                name=name, rtype=rtype,
-            )
-        if current.obj["metadata"].get("deletionTimestamp"):
-            raise st.ApiError(409, "Conflict", f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is being deleted',
-                              name=name, rtype=rtype)
-        obj = current.copy()
-        obj["spec"]["nodeName"] = target
-        status = obj.setdefault("status", {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": self._now()})
-        status["conditions"] = conditions
-        status.pop("nominatedNodeName", None)
-        self.store.put(storage_key(rtype), obj, previous=current)
-        return st.success(code=201)
+    def bind(
+        self, rtype: ResourceType, namespace: str, name: str, body: Any, ctx: RequestContext | None = None
+    ) -> dict[str, Any]:
+        """pods/binding (binding.py), after the NamespaceLifecycle admission of the create."""
+        self._check_namespace(rtype, namespace, name)
+        return bind_pod(self.store, rtype, namespace, name, body, now=self._now(), dry_run=bool(ctx and ctx.dry_run))
 
     def evict(self, rtype: ResourceType, namespace: str, name: str, body: Any, ctx: RequestContext) -> dict[str, Any]:
         current = self.get(rtype, namespace, name)
@@ -744,6 +763,27 @@ def _validate_list_options(resource_version: str, match: str, continue_token: st
     if problems:
         text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         raise st.ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {text}')
+
+
+def _should_delete_during_update(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> bool:
+    """generic/registry/store.go shouldDeleteDuringUpdate: the last finalizer of an object being deleted went
+    away and no grace period is left."""
+    if new_meta.get("finalizers") or not old_meta.get("deletionTimestamp"):
+        return False
+    return not old_meta.get("deletionGracePeriodSeconds")
+
+
+def _check_no_new_finalizers(rtype: ResourceType, name: str, old_meta: dict[str, Any], new_meta: dict[str, Any]) -> None:
+    """apimachinery ValidateObjectMetaUpdate / ValidateNoNewFinalizers."""
+    if not old_meta.get("deletionTimestamp"):
+        return
+    extra = sorted(set(new_meta.get("finalizers") or []) - set(old_meta.get("finalizers") or []))
+    if extra:
+        listed = ", ".join(f'"{f}"' for f in extra)
+        raise st.invalid(rtype, name, [(
+            "metadata.finalizers",
+            f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{listed}}}",
+            "FieldValueForbidden")])
 
 
 def _okey(entry: Entry) -> tuple[str, str]:

@@ -1,0 +1,63 @@
+"""Namespace lifecycle rules of kube-apiserver v1.32, independent of storage and HTTP.
+
+Mirrors staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go (the
+NamespaceLifecycle admission plugin) and pkg/registry/core/namespace/storage/storage.go (REST.Delete).
+
+Contract:
+- `refuse_create(store, namespace, resource, name)`: raises 404 (`namespaces "x" not found`) when the namespace
+  does not exist and 403 Forbidden (`<resource> "<name>" is forbidden: unable to create new content in namespace
+  X because it is being terminated`, with a `NamespaceTerminating` cause on `metadata.namespace`) when it is
+  Terminating. Every create in a namespace goes through it, subresource creates (pods/binding, pods/eviction)
+  included, as the admission plugin sees them.
+- `refuse_delete(name)`: 403 for the immortal namespaces default, kube-system and kube-public.
+- `terminating(obj) -> dict`: the namespace as the first DELETE leaves it: deletionTimestamp now (kept if set),
+  status.phase Terminating, spec.finalizers untouched (["kubernetes"] from creation). The namespace controller
+  (namespace_controller.py) empties it and removes it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from gangsched.sim import status as st
+from gangsched.sim.store import Store
+
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+NAMESPACES_KEY = ("", "namespaces")
+TERMINATING = "Terminating"
+
+
+def is_terminating(obj: dict[str, Any] | None) -> bool:
+    return obj is not None and (obj.get("status") or {}).get("phase") == TERMINATING
+
+
+def refuse_create(store: Store, namespace: str, resource: str, name: str) -> None:
+    entry = store.get(NAMESPACES_KEY, "", namespace)
+    if entry is None:
+        raise st.ApiError(404, "NotFound", f'namespaces "{namespace}" not found', name=namespace)
+    if not is_terminating(entry.obj):
+        return
+    why = f"unable to create new content in namespace {namespace} because it is being terminated"
+    message = f'{resource} "{name}" is forbidden: {why}' if name else f"{resource} is forbidden: {why}"
+    raise st.ApiError(403, "Forbidden", message, name=name or None, causes=[
+        {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated",
+         "field": "metadata.namespace"}])
+
+
+def refuse_delete(name: str) -> None:
+    if name in IMMORTAL_NAMESPACES:
+        raise st.ApiError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                          name=name)
+
+
+def terminating(obj: dict[str, Any], now: str) -> dict[str, Any]:
+    new = copy.deepcopy(obj)
+    meta = new["metadata"]
+    if not meta.get("deletionTimestamp"):
+        meta["deletionTimestamp"] = now
+    status = new.get("status")
+    if not isinstance(status, dict):
+        status = new["status"] = {}
+    status["phase"] = TERMINATING
+    return new
