@@ -49,6 +49,9 @@ CRDS: StorageKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 WORKLOADS: tuple[StorageKey, ...] = (
     ("", "replicationcontrollers"), ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
 )
+# built-in kinds a real apiserver serves a scale subresource for (the emulator stores them only)
+SCALE_BUILTINS = frozenset({("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
+                            ("apps", "StatefulSet")})
 DELETION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go DeletionTimeout
 DISRUPTION_ALLOWED = "DisruptionAllowed"
 SUFFICIENT_PODS = "SufficientPods"
@@ -454,7 +457,7 @@ class DisruptionController:
         if rtype is None:
             raise SyncError(f'no matches for kind "{kind}" in version "{api_version}"')
         resource = rtype.plural if not group else f"{rtype.plural}.{group}"
-        if "scale" not in rtype.subresources:
+        if "scale" not in rtype.subresources and (group, kind) not in SCALE_BUILTINS:
             raise SyncError(f"{resource} does not implement the scale subresource")
         obj = self._owned((rtype.group, rtype.plural), ref, ns)
         if obj is None:
