@@ -8,8 +8,8 @@ Contract:
     writers, leader election);
   - probes (`/healthz` on the liveness endpoint): whether this replica leads and how many gangs wait;
   - `on.event` for PodGroups, nodes, PriorityClasses and the topology ConfigMap: the raw object is handed to
-    the state cache (PodDisruptionBudgets through the preemption runtime, which marks the pods they select as
-    protected). Nothing else happens here: no patches, no finalizers, no progress annotations (only
+    the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
+    victims the Eviction API would refuse as protected, from the PDB's status; no LIST). Nothing else happens here: no patches, no finalizers, no progress annotations (only
     event-type handlers are registered, and Kopf writes nothing for those).
 - Pods are not watched through Kopf: Kopf spends about 1 ms of per-object machinery per event, which caps pod
   ingest near 1,000 events/s; the pod stream comes from the lean reflector the operator starts at startup
@@ -102,7 +102,7 @@ def build_registry() -> kopf.OperatorRegistry:
 
     @kopf.on.event("policy", "v1", "poddisruptionbudgets", registry=registry)
     async def pdb_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
-        await _operator(memo).preemptions.on_pdb(event.get("type"), _raw(event))
+        _operator(memo).cache.on_pdb(event.get("type"), _raw(event))
 
     def _is_topology(name: str, namespace: str | None, memo: Any, **_: Any) -> bool:
         return _operator(memo).topology.is_configmap(namespace=namespace, name=name)

@@ -358,7 +358,8 @@ class DisruptionController:
     def expected_pod_count(self, pdb: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
         """getExpectedPodCount: (expectedCount, desiredHealthy, unmanaged pod names)."""
         spec = pdb.get("spec") or {}
-        expected, desired, unmanaged = 0, 0, []
+        expected, desired = 0, 0
+        unmanaged: list[str] = []
         if spec.get("maxUnavailable") is not None:
             expected, unmanaged = self.expected_scale(pods)
             desired = max(expected - scaled_value(spec["maxUnavailable"], expected), 0)
@@ -406,7 +407,8 @@ class DisruptionController:
         entry = self.store.get(skey, ns, str(ref.get("name", "")))
         if entry is None or entry.obj["metadata"].get("uid") != ref.get("uid"):
             return None
-        return entry.obj
+        obj: dict[str, Any] = entry.obj
+        return obj
 
     @staticmethod
     def _replicas(obj: dict[str, Any]) -> int:
@@ -499,7 +501,7 @@ class DisruptionController:
                 continue
             if recheck is None or expires < recheck:
                 recheck = expires
-            out[meta["name"]] = stamp
+            out[meta["name"]] = str(stamp)
         return out, recheck
 
     def _update_status(self, entry: Entry, healthy: int, desired: int, expected: int,
