@@ -6,7 +6,8 @@ Contract:
     Eviction), all at once in the background. 201 or 404 (already gone): done, the pod's deletion arrives
     through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
     error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
-    preemptor still waits (its gang known, not satisfied, not timed out), at most `attempts` requests within
+    core still waits for that victim (`Cluster.evicting`: its preemptor holds nodes for it, or its gang is
+    being evicted whole), at most `attempts` requests within
     `retry_window` seconds. Only then is it refused: `Cluster.eviction_failed(pod)` (the core chooses again,
     avoiding that pod), a Warning event `EvictionRefused` on the pod, the loop is woken, and the pod is not
     asked again before a per-pod cool-down (`cooldown_base` doubling up to `cooldown_max`, jittered) even if
@@ -114,15 +115,11 @@ class Preemptions:
     def _status_path(namespace: str, name: str) -> str:
         return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status")
 
-    def _waiting(self, key: str) -> bool | None:
-        """None: the core no longer counts this pod as a victim (gone, or given up); else whether its preemptor
-        gang still waits for it (known, not satisfied, not timed out)."""
-        cluster = self._cache.cluster
-        gang = cluster.evicting.get(key)
-        if gang is None:
-            return None
-        gs = cluster.gangs.get(gang)
-        return gs is not None and gs.spec is not None and not gs.satisfied and not gs.timed_out
+    def _waiting(self, key: str) -> bool:
+        """The core still waits for this victim to go (it is a victim of some preemptor, not given up). A victim
+        gang is evicted whole even after its preemptor got room from its first pods: it must not be left running
+        below its quorum."""
+        return key in self._cache.cluster.evicting
 
     def _jitter(self, delay: float) -> float:
         return delay * (1.0 + self._rng.uniform(-self.jitter, self.jitter))
@@ -140,7 +137,7 @@ class Preemptions:
         refusals, until = self._cooldown.get(key, (0, 0.0))
         if until > loop.time():
             await asyncio.sleep(until - loop.time())
-            if self._waiting(key) is None:
+            if not self._waiting(key):
                 return
         deadline = loop.time() + self.retry_window
         backoff = self.initial_backoff
@@ -170,15 +167,13 @@ class Preemptions:
                 message = f"{type(exc).__name__}: {exc}"
             delay = max(self._jitter(backoff), retry_after or 0.0)  # never sooner than Retry-After
             backoff = min(backoff * 2, self.max_backoff)
-            if attempt >= self.attempts or loop.time() + delay > deadline or not self._waiting(key):
+            if attempt >= self.attempts or loop.time() + delay > deadline:
                 break
             await asyncio.sleep(delay)
             if not self._waiting(key):
-                if self._waiting(key) is None:
-                    return
-                break
-        if self._waiting(key) is None:
-            return  # nobody waits for it any more (the pod is gone, or the core gave it up)
+                return  # nobody waits for it any more (the pod is gone, or the core gave it up)
+        if not self._waiting(key):
+            return
         self.refused += 1
         refusals += 1
         cooldown = min(self.cooldown_base * 2 ** (refusals - 1), self.cooldown_max)

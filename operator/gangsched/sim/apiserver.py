@@ -6,6 +6,7 @@ Contract:
   "gangsched-sim", namespace default); `await server.stop()`. `server.registry` and `server.store` give direct
   in-process access (tests should prefer HTTP). `ApiServer(disruption_controller=True)` runs the disruption
   controller (sim/disruption.py: PodDisruptionBudget status) while started; `server.disruption` is it (or None).
+  `server.request_counts[(method, "pods/eviction")]` counts the resource requests served (tests' witness).
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
   list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths; resume from a
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 import datetime
 import re
 from pathlib import Path
@@ -158,6 +160,7 @@ class ApiServer:
         self.registry = Registry(self.store)
         # kube-controller-manager's disruption controller (PDB status), run in-process from start() to stop()
         self.disruption = DisruptionController(self.registry) if disruption_controller else None
+        self.request_counts: Counter[tuple[str, str]] = Counter()  # (method, plural[/subresource]) -> requests
         self.watch_queue_limit = watch_queue_limit
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
@@ -314,6 +317,7 @@ class ApiServer:
             rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
             q = request.query
             method = request.method
+            self.request_counts[(method, f"{rtype.plural}/{sub}" if sub else rtype.plural)] += 1
             if name is None:
                 if method == "GET":
                     if legacy_watch or q.get("watch") in ("true", "1", "True"):
