@@ -147,7 +147,7 @@ def conditions_up_to_date(pdb: dict[str, Any]) -> bool:
     return bool(cond.get("status") == "False" and cond.get("reason") == INSUFFICIENT_PODS)
 
 
-class _Tap(Watcher):
+class StoreTap(Watcher):
     """A store watcher that hands every event to a callback instead of queueing lines."""
 
     def __init__(self, callback: Callable[[WatchEvent], None]) -> None:
@@ -181,7 +181,7 @@ class DisruptionController:
         self._dirty: dict[PdbKey, None] = {}
         self._handle: asyncio.Handle | None = None
         self._rechecks: dict[PdbKey, asyncio.TimerHandle] = {}
-        self._taps: list[tuple[StorageKey, _Tap]] = []
+        self._taps: list[tuple[StorageKey, StoreTap]] = []
         self._events: dict[tuple[str, str, str], str] = {}  # (pdb uid, reason, message) recorded
 
     # ------------------------------------------------------------------ lifecycle
@@ -190,7 +190,7 @@ class DisruptionController:
             return
         for key, callback in ((PODS, self._on_pod), (PDBS, self._on_pdb),
                               *((k, self._on_workload) for k in WORKLOADS)):
-            tap = _Tap(callback)
+            tap = StoreTap(callback)
             self.store.subscribe(key, tap)
             self._taps.append((key, tap))
         for entry in self.store.entries(PDBS):
