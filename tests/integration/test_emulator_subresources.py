@@ -118,20 +118,33 @@ async def test_binding_sets_node_and_condition_then_conflicts(kube: KubeClient) 
 # ---------------------------------------------------------------- eviction
 
 @pytest.mark.parametrize(
-    ("budget", "running", "allowed"),
+    ("budget", "running", "managed", "allowed"),
     [
-        pytest.param({"minAvailable": 2}, 2, False, id="min-available-at-limit"),
-        pytest.param({"minAvailable": 2}, 3, True, id="min-available-spare"),
-        pytest.param({"maxUnavailable": 0}, 3, False, id="max-unavailable-zero"),
-        pytest.param({"maxUnavailable": 1}, 3, True, id="max-unavailable-one"),
-        pytest.param({"minAvailable": "100%"}, 3, False, id="percent-all"),
-        pytest.param({"maxUnavailable": "50%"}, 2, True, id="percent-half"),
+        pytest.param({"minAvailable": 2}, 2, False, False, id="min-available-at-limit"),
+        pytest.param({"minAvailable": 2}, 3, False, True, id="min-available-spare"),
+        pytest.param({"maxUnavailable": 0}, 3, True, False, id="max-unavailable-zero"),
+        pytest.param({"maxUnavailable": 1}, 3, True, True, id="max-unavailable-one"),
+        pytest.param({"minAvailable": "100%"}, 3, True, False, id="percent-all"),
+        pytest.param({"maxUnavailable": "50%"}, 2, True, True, id="percent-half"),
+        # the disruption controller's fail-safe: bare pods have no scale to count against (disruption.go)
+        pytest.param({"maxUnavailable": 1}, 3, False, False, id="max-unavailable-bare-pods"),
+        pytest.param({"maxUnavailable": "50%"}, 2, False, False, id="percent-bare-pods"),
     ],
 )
-async def test_eviction_respects_pdb(kube: KubeClient, budget: dict[str, Any], running: int, allowed: bool) -> None:
+async def test_eviction_respects_pdb(kube: KubeClient, budget: dict[str, Any], running: int, managed: bool,
+                                     allowed: bool) -> None:
+    """The budget is decided from the status the disruption controller computes (maxUnavailable and percentages
+    need the pods' controller's replicas: a ReplicaSet here)."""
     await kube.create(PDBS, {"metadata": {"name": "budget"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, **budget}})
+    owner: dict[str, Any] = {}
+    if managed:
+        rs = await kube.create("/apis/apps/v1/namespaces/default/replicasets", {
+            "metadata": {"name": "rs"}, "spec": {"replicas": running, "selector": {"matchLabels": {"app": "x"}},
+                                                 "template": {"metadata": {"labels": {"app": "x"}}}}})
+        owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                                      "uid": rs["metadata"]["uid"], "controller": True}]}
     for i in range(running):
-        await kube.create(PODS, pod(f"p{i}", {"app": "x"}))
+        await kube.create(PODS, pod(f"p{i}", {"app": "x"}, **owner))
         await set_running(kube, f"p{i}")
     eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p0", "namespace": "default"}}
     if allowed:

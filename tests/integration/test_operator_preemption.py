@@ -217,6 +217,10 @@ async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
             await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": None}})
 
 
+def _short_retries(op: Any) -> None:
+    op.preemptions.retry_window, op.preemptions.initial_backoff, op.preemptions.attempts = 1.0, 0.1, 3
+
+
 async def _protected(op: Any, keys: list[str]) -> bool:
     return on_replica(op, lambda: all(key in op.cluster.protected for key in keys))
 
@@ -235,6 +239,8 @@ async def test_refused_eviction_makes_the_operator_choose_again(four: Cluster) -
         await eventually(lambda: _protected(op, keys), what="x protected")
         for key in keys:  # the cache lags behind the PDB: x (the lowest priority) looks like the best victim
             on_replica(op, lambda key=key: op.cluster.set_protected(key, False))
+        # 429s are retried while the preemptor waits, within a window (30 s by default; short here)
+        on_replica(op, lambda: _short_retries(op))
         await create(k, *gang("high", 2, pc="guarantee"))
         await eventually(lambda: placed(k, "high", 2), what="high bound")
         assert await gone(k, "y")

@@ -8,8 +8,9 @@ Contract:
     writers, leader election);
   - probes (`/healthz` on the liveness endpoint): whether this replica leads and how many gangs wait;
   - `on.event` for PodGroups, nodes and PriorityClasses: the raw object is handed to
-    the state cache (PodDisruptionBudgets through the preemption runtime, which marks the pods they select as
-    protected). Nothing else happens here: no patches, no finalizers, no progress annotations (only
+    the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
+    victims the Eviction API would refuse as protected, from the PDB's status; no LIST).
+    Nothing else happens here: no patches, no finalizers, no progress annotations (only
     event-type handlers are registered, and Kopf writes nothing for those).
 - The topology ConfigMap is not watched through Kopf either: Kopf cannot narrow a watch to one object by name
   and would watch every ConfigMap of the cluster; the operator runs its own list+watch with
@@ -105,6 +106,6 @@ def build_registry() -> kopf.OperatorRegistry:
 
     @kopf.on.event("policy", "v1", "poddisruptionbudgets", registry=registry)
     async def pdb_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
-        await _operator(memo).preemptions.on_pdb(event.get("type"), _raw(event))
+        _operator(memo).cache.on_pdb(event.get("type"), _raw(event))
 
     return registry

@@ -33,16 +33,25 @@ JSON_PATCH = "application/json-patch+json"
 class ApiError(Exception):
     """A Kubernetes API call that did not succeed."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(self, status: int, reason: str, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
         self.reason = reason
         self.message = message
+        self.retry_after = retry_after  # seconds, from the Retry-After header (None: not given)
 
     @property
     def transient(self) -> bool:
         """Worth retrying: throttling, server errors and timeouts."""
         return self.status in (429, 500, 502, 503, 504) or self.status == 0
+
+
+def _retry_after(value: str | None) -> float | None:
+    """A Retry-After header in seconds (the HTTP-date form is not used by kube-apiserver)."""
+    try:
+        return max(float(value), 0.0) if value else None
+    except ValueError:
+        return None
 
 
 def resource_path(
@@ -171,11 +180,12 @@ class KubeClient:
             ) as response:
                 raw = await response.read()
                 status = response.status
+                retry_after = _retry_after(response.headers.get("Retry-After"))
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
         parsed: dict[str, Any] = orjson.loads(raw) if raw else {}
         if status >= 300:
-            raise ApiError(status, str(parsed.get("reason", "")), str(parsed.get("message", raw[:200])))
+            raise ApiError(status, str(parsed.get("reason", "")), str(parsed.get("message", raw[:200])), retry_after=retry_after)
         return parsed
 
     async def get(self, path: str, **kwargs: Any) -> dict[str, Any]:

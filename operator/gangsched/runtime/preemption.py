@@ -4,15 +4,21 @@ Contract:
 - `Preemptions(client=..., cache=..., writer=..., events=..., wake=...)`; `carry_out(plan)` never blocks:
   - every `plan.evictions` pod is evicted through the Eviction API (`POST pods/{name}/eviction`, policy/v1
     Eviction), all at once in the background. 201 or 404 (already gone): done, the pod's deletion arrives
-    through the watch. 429 (a PodDisruptionBudget would be violated) or an error that persists through the
-    retries: `Cluster.eviction_failed(pod)` (the core chooses again, avoiding that pod), a Warning event
-    `EvictionRefused` on the pod, and the loop is woken;
+    through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
+    error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
+    core still waits for that victim (`Cluster.evicting`: its preemptor holds nodes for it, or its gang is
+    being evicted whole), at most `attempts` requests within
+    `retry_window` seconds. Only then is it refused: `Cluster.eviction_failed(pod)` (the core chooses again,
+    avoiding that pod), a Warning event `EvictionRefused` on the pod, the loop is woken, and the pod is not
+    asked again before a per-pod cool-down (`cooldown_base` doubling up to `cooldown_max`, jittered) even if
+    the core chooses it again as a last resort. A victim the core no longer waits for is dropped silently.
+    `requests`, `evicted`, `throttled` and `refused` count what happened;
   - `plan.nominations` patch `status.nominatedNodeName` through pods/status, `plan.nomination_clears` patch
     it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated
     or whose status shows a nomination, so that a nomination written late never outlives the binding.
 - `clear_nominations(pod_keys)`: patches status.nominatedNodeName to null (stale nominations found at restore).
-- `await on_pdb(kind, obj)`: hands the PDB to the cache, then lists the PDB's namespace's pods so the pods it
-  selects are marked protected (the cache keeps no labels).
+- PodDisruptionBudgets go straight to the cache (`ClusterCache.on_pdb`): protection is computed there from
+  the PDB's status and selector, with no API call.
 - `await drain()`: waits for the evictions in flight (tests, shutdown); `stop()` cancels them.
 """
 
@@ -21,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -46,16 +53,31 @@ class Preemptions:
         writer: PatchWriter,
         events: EventRecorder,
         wake: Callable[[], None],
-        attempts: int = 3,
-        initial_backoff: float = 0.1,
+        attempts: int = 8,
+        initial_backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        retry_window: float = 30.0,
+        cooldown_base: float = 5.0,
+        cooldown_max: float = 120.0,
+        jitter: float = 0.2,
+        rng: random.Random | None = None,
     ) -> None:
         self._client = client
         self._cache = cache
         self._writer = writer
         self._events = events
         self._wake = wake
-        self._attempts = attempts
-        self._initial_backoff = initial_backoff
+        self.attempts = attempts  # eviction requests per victim and task, at most
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.retry_window = retry_window  # seconds a task keeps retrying
+        self.cooldown_base = cooldown_base  # after a refusal, the pod is not asked again before this (doubling)
+        self.cooldown_max = cooldown_max
+        self.jitter = jitter  # +-fraction of every delay
+        self._rng = rng or random.Random()
+        self._cooldown: dict[str, tuple[int, float]] = {}  # pod -> (refusals, loop time before which it is not asked)
+        self.requests = 0  # eviction requests sent (the tests' witness against storms)
+        self.throttled = 0  # 429 answers
         self._tasks: set[asyncio.Task[Any]] = set()
         self.evicted = 0  # evictions the API accepted (the tests' witness)
         self.refused = 0
@@ -93,47 +115,78 @@ class Preemptions:
     def _status_path(namespace: str, name: str) -> str:
         return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status")
 
+    def _waiting(self, key: str) -> bool:
+        """The core still waits for this victim to go (it is a victim of some preemptor, not given up). A victim
+        gang is evicted whole even after its preemptor got room from its first pods: it must not be left running
+        below its quorum."""
+        return key in self._cache.cluster.evicting
+
+    def _jitter(self, delay: float) -> float:
+        return delay * (1.0 + self._rng.uniform(-self.jitter, self.jitter))
+
     async def _evict(self, key: str) -> None:
+        """Evict one victim: a 429 (a PDB refusing now, or still being processed) and transient errors are retried
+        with exponential backoff and jitter, waiting at least the server's Retry-After, while the preemptor still
+        waits, for at most `attempts` requests within `retry_window` seconds; only then is it refused. A pod
+        refused before is not asked again before its cool-down ends (exponential per pod): re-choosing a
+        protected victim cannot turn into a storm of requests."""
         ns, name = _split(key)
         path = resource_path(group="", version="v1", plural="pods", namespace=ns, name=name, subresource="eviction")
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
-        backoff = self._initial_backoff
+        loop = asyncio.get_running_loop()
+        refusals, until = self._cooldown.get(key, (0, 0.0))
+        if until > loop.time():
+            await asyncio.sleep(until - loop.time())
+            if not self._waiting(key):
+                return
+        deadline = loop.time() + self.retry_window
+        backoff = self.initial_backoff
         message = ""
-        for attempt in range(self._attempts):
+        attempt = 0
+        while True:
+            attempt += 1
+            retry_after: float | None = None
             try:
+                self.requests += 1
                 await self._client.create(path, body)
                 self.evicted += 1
+                self._cooldown.pop(key, None)
                 return
             except ApiError as exc:
                 if exc.status == 404:
                     return
                 message = exc.message
-                if exc.status == 429 or not exc.transient:
+                if not exc.transient:
                     break
+                if exc.status == 429:
+                    self.throttled += 1
+                retry_after = exc.retry_after
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # connection trouble: retried, then treated as refused
                 message = f"{type(exc).__name__}: {exc}"
-            if attempt + 1 < self._attempts:
-                await asyncio.sleep(backoff)
-                backoff *= 2
+            delay = max(self._jitter(backoff), retry_after or 0.0)  # never sooner than Retry-After
+            backoff = min(backoff * 2, self.max_backoff)
+            if attempt >= self.attempts or loop.time() + delay > deadline:
+                break
+            await asyncio.sleep(delay)
+            if not self._waiting(key):
+                return  # nobody waits for it any more (the pod is gone, or the core gave it up)
+        if not self._waiting(key):
+            return
         self.refused += 1
-        log.info("eviction of %s refused: %s", key, message)
+        refusals += 1
+        cooldown = min(self.cooldown_base * 2 ** (refusals - 1), self.cooldown_max)
+        self._cooldown[key] = (refusals, loop.time() + self._jitter(cooldown))
+        if len(self._cooldown) > 4096:  # forget pods that are gone
+            pods = self._cache.cluster.pods
+            self._cooldown = {k: v for k, v in self._cooldown.items() if k in pods}
+        log.info("eviction of %s refused after %d attempt(s): %s", key, attempt, message)
         self._cache.cluster.eviction_failed(key)
         pod = self._cache.cluster.pods.get(key)
         self._events.record(ObjectRef("Pod", "v1", ns, name, pod.uid if pod else ""), "Warning", "EvictionRefused",
                             f"preemption could not evict it: {message}; the scheduler chooses again")
         self._wake()
-
-    async def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:
-        self._cache.on_pdb(kind, obj)
-        ns = (obj.get("metadata") or {}).get("namespace") or "default"
-        try:
-            pods, _ = await self._client.list_all(f"/api/v1/namespaces/{ns}/pods")
-        except ApiError as exc:
-            log.warning("listing pods of %s after a PodDisruptionBudget change: %s", ns, exc)
-            return
-        self._cache.recheck_pdb(pods)
 
     async def drain(self) -> None:
         while self._tasks:

@@ -4,7 +4,9 @@ Contract:
 - `server = ApiServer(history_limit=...)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
   ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path) -> Path` (plain http, no auth, context
   "gangsched-sim", namespace default); `await server.stop()`. `server.registry` and `server.store` give direct
-  in-process access (tests should prefer HTTP).
+  in-process access (tests should prefer HTTP). `ApiServer(disruption_controller=True)` runs the disruption
+  controller (sim/disruption.py: PodDisruptionBudget status) while started; `server.disruption` is it (or None).
+  `server.request_counts[(method, "pods/eviction")]` counts the resource requests served (tests' witness).
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
   list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths; resume from a
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 import datetime
 import re
 from pathlib import Path
@@ -36,6 +39,7 @@ from aiohttp.web_protocol import RequestHandler
 
 from gangsched.sim import openapi, table
 from gangsched.sim import status as st
+from gangsched.sim.disruption import DisruptionController
 from gangsched.sim.kubeconfig import write_kubeconfig
 from gangsched.sim.registry import (
     APPLY_PATCH,
@@ -151,9 +155,13 @@ class ApiServer:
         watch_queue_limit: int = 10000,
         bookmark_interval: float = 5.0,
         default_watch_timeout: float = 1800.0,
+        disruption_controller: bool = True,
     ) -> None:
         self.store = Store(history_limit=history_limit, history_seconds=history_seconds)
         self.registry = Registry(self.store)
+        # kube-controller-manager's disruption controller (PDB status), run in-process from start() to stop()
+        self.disruption = DisruptionController(self.registry) if disruption_controller else None
+        self.request_counts: Counter[tuple[str, str]] = Counter()  # (method, plural[/subresource]) -> requests
         self.watch_queue_limit = watch_queue_limit
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
@@ -168,6 +176,8 @@ class ApiServer:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        if self.disruption is not None:
+            self.disruption.start()
         self._runner = _Runner(self.app, self._stopping, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, backlog=1024)
@@ -180,6 +190,8 @@ class ApiServer:
 
     async def stop(self) -> None:
         self._stopping.set()
+        if self.disruption is not None:
+            self.disruption.stop()
         self.store.close_all_watchers()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -306,6 +318,7 @@ class ApiServer:
             rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
             q = request.query
             method = request.method
+            self.request_counts[(method, f"{rtype.plural}/{sub}" if sub else rtype.plural)] += 1
             if name is None:
                 if method == "GET":
                     if legacy_watch or q.get("watch") in ("true", "1", "True"):

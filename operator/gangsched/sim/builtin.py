@@ -1,7 +1,7 @@
 """The built-in kinds the emulator serves, as ResourceType values.
 
 Contract: `BUILTIN_TYPES` lists every kind served from the start (core/v1, events.k8s.io/v1,
-scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, apiextensions.k8s.io/v1). `crd_types(crd)` turns a
+scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, apps/v1 workloads, apiextensions.k8s.io/v1). `crd_types(crd)` turns a
 CustomResourceDefinition object into one ResourceType per served version. Nothing here does I/O.
 """
 
@@ -29,6 +29,16 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
     ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
                  ("pdb",), _STATUS),
+    # scale-able workloads, stored only (no controllers run them): the disruption controller reads their
+    # spec.replicas for PodDisruptionBudgets with maxUnavailable or a percentage (sim/disruption.py)
+    ResourceType("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", True, ("rc",),
+                 _STATUS, categories=("all",)),
+    ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), _STATUS,
+                 categories=("all",)),
+    ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",), _STATUS,
+                 categories=("all",)),
+    ResourceType("apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, ("sts",), _STATUS,
+                 categories=("all",)),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  "customresourcedefinition", False, ("crd", "crds"), _STATUS),
 )

@@ -14,8 +14,10 @@ Contract:
   finalizers on an object being deleted), ownerReference garbage collection (scheduled on the event loop right
   after the delete), pod admission (defaults, priority from PriorityClass), pod update validation
   (pod_update.py), namespace lifecycle (namespace_lifecycle.py: 403 for creates in a terminating namespace;
-  namespace_controller.py empties and removes it), pods/binding (binding.py), pods/eviction with
-  PodDisruptionBudgets, CRD schema validation/pruning/defaulting through schema.py.
+  namespace_controller.py empties and removes it), pods/binding (binding.py), pods/eviction decided from the
+  PodDisruptionBudget's status as eviction.go does (the status is the disruption controller's,
+  sim/disruption.py), strategic merge patch by the kind's schema (strategic.py), consistent list snapshots,
+  CRD schema validation/pruning/defaulting through schema.py.
 - Everything is synchronous: one verb is atomic with respect to the event loop.
 """
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
-import math
 import random
 import re
 import uuid
@@ -39,6 +40,7 @@ from gangsched.sim import patch as patching
 from gangsched.sim import status as st
 from gangsched.sim import strategic
 from gangsched.sim.binding import bind_pod
+from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.namespace_controller import NamespaceController
@@ -55,6 +57,7 @@ except ImportError:  # pragma: no cover - wiring point while it does not exist
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 SYSTEM_PRIORITY_CLASSES = (("system-node-critical", 2000001000), ("system-cluster-critical", 2000000000))
 DEFAULT_SCHEDULER = "default-scheduler"
+MAX_DISRUPTED_PODS = 2000  # eviction.go MaxDisruptedPodSize
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -688,40 +691,106 @@ class Registry:
         return bind_pod(self.store, rtype, namespace, name, body, now=self._now(), dry_run=bool(ctx and ctx.dry_run))
 
     def evict(self, rtype: ResourceType, namespace: str, name: str, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        """pods/eviction as pkg/registry/core/pod/storage/eviction.go decides it, from the PDB's status (which the
+        disruption controller, sim/disruption.py, maintains)."""
+        if not isinstance(body, dict):
+            raise st.bad_request(f"not a Eviction object: {type(body).__name__}")
+        if ((body.get("metadata") or {}).get("name") or "") != name:
+            raise st.bad_request("name in URL does not match name in Eviction object")
+        options = body.get("deleteOptions") or {}
+        if not isinstance(options, dict):
+            raise st.bad_request("deleteOptions must be an object")
+        options = dict(options)
+        dry_run = ctx.dry_run or bool(options.get("dryRun"))
+        if ctx.dry_run and options.get("dryRun") and options["dryRun"] != ["All"]:
+            raise st.bad_request(f"Non-matching dry-run options in request and content: [All] and {options['dryRun']}")
+        delete_ctx = RequestContext(dry_run=dry_run, field_validation=ctx.field_validation, warnings=ctx.warnings)
         current = self.get(rtype, namespace, name)
         pod = current.obj
         phase = (pod.get("status") or {}).get("phase")
-        if phase == "Running" and _healthy(pod):
-            pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
-            pods = [e.obj for e in self.store.entries(storage_key(rtype), namespace)]
-            matching = []
-            for entry in self.store.entries(storage_key(pdb_type), namespace):
-                try:
-                    sel = selector_from_object((entry.obj.get("spec") or {}).get("selector"))
-                except SelectorError:
-                    continue
-                if sel.matches(pod):
-                    matching.append((entry.obj, sel))
-            if len(matching) > 1:
-                raise st.ApiError(500, "InternalError", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
-            if matching:
-                pdb, sel = matching[0]
-                selected = [p for p in pods if sel.matches(p) and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
-                            and not p["metadata"].get("deletionTimestamp")]
-                expected = len(selected)
-                healthy = sum(1 for p in selected if (p.get("status") or {}).get("phase") == "Running" and _healthy(p))
-                desired = _desired_healthy(pdb.get("spec") or {}, expected)
-                if healthy - desired <= 0:
-                    pdb_name = pdb["metadata"]["name"]
-                    raise st.ApiError(
-                        429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
-                        causes=[{"reason": "DisruptionBudget",
-                                 "message": f"The disruption budget {pdb_name} needs {desired} healthy pods and has {healthy} currently"}],
-                        retry_after=10,
-                    )
-        options = (body or {}).get("deleteOptions") if isinstance(body, dict) else None
-        self.delete(rtype, namespace, name, ctx, options=options or {})
+        if phase in ("Succeeded", "Failed", "Pending") or pod["metadata"].get("deletionTimestamp"):  # canIgnorePDB
+            self._delete_evicted(rtype, current, options, delete_ctx)
+            return st.success(code=201)
+        pdb_type = self.types[("policy", "v1", "poddisruptionbudgets")]
+        pdbs = []
+        for entry in self.store.entries(storage_key(pdb_type), namespace):
+            try:
+                sel = selector_from_object((entry.obj.get("spec") or {}).get("selector"))
+            except SelectorError:
+                continue  # an invalid selector matches no pod
+            if not sel.empty and sel.matches(pod):  # a nil or empty selector matches nothing here
+                pdbs.append(entry)
+        if len(pdbs) > 1:
+            raise st.ApiError(500, "", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+        if pdbs:
+            pdb_entry = pdbs[0]
+            pdb = pdb_entry.obj
+            status = pdb.get("status") or {}
+            if not is_pod_ready(pod):
+                policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
+                healthy, desired = int(status.get("currentHealthy") or 0), int(status.get("desiredHealthy") or 0)
+                if policy == "AlwaysAllow" or (healthy >= desired and desired > 0):
+                    # an unhealthy pod: deleted without touching the budget
+                    self._delete_evicted(rtype, current, options, delete_ctx)
+                    return st.success(code=201)
+            self._check_and_decrement(pdb_type, pdb_entry, name, dry_run=dry_run)
+        self._delete_evicted(rtype, current, options, delete_ctx)
         return st.success(code=201)
+
+    def _check_and_decrement(self, pdb_type: ResourceType, entry: Entry, pod_name: str, *, dry_run: bool) -> None:
+        """eviction.go checkAndDecrement: refuse (429) or take one disruption from the budget and record the pod in
+        status.disruptedPods (the disruption controller then counts it as gone for up to 2 minutes)."""
+        pdb = entry.obj
+        pdb_name = pdb["metadata"]["name"]
+        status = pdb.get("status") or {}
+        message = "Cannot evict pod as it would violate the pod's disruption budget."
+        if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
+            raise st.ApiError(429, "TooManyRequests", message, retry_after=10, causes=[
+                {"reason": "DisruptionBudget", "message": f"The disruption budget {pdb_name} is still being processed by the server."}])
+        allowed = int(status.get("disruptionsAllowed") or 0)
+        if allowed < 0:
+            raise st.forbidden(pdb_type, pdb_name, "pdb disruptions allowed is negative")
+        if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
+            raise st.forbidden(pdb_type, pdb_name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
+        if allowed == 0:
+            raise st.ApiError(429, "TooManyRequests", message, causes=[{
+                "reason": "DisruptionBudget",
+                "message": f"The disruption budget {pdb_name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
+                           f"and has {int(status.get('currentHealthy') or 0)} currently"}])
+        if dry_run:
+            return
+        obj = entry.copy()
+        new = obj.setdefault("status", {})
+        new["disruptionsAllowed"] = allowed - 1
+        if allowed - 1 == 0:
+            disruption_allowed_condition(new, self._now())
+        disrupted = new.get("disruptedPods") or {}
+        disrupted[pod_name] = self._now()
+        new["disruptedPods"] = disrupted
+        self.store.put(storage_key(pdb_type), obj, previous=entry)
+
+    def _delete_evicted(self, rtype: ResourceType, current: Entry, options: dict[str, Any], ctx: RequestContext) -> None:
+        """addConditionAndDeletePod: a DisruptionTarget condition on the pod, then the delete with the Eviction's
+        DeleteOptions (gracePeriodSeconds, preconditions, propagationPolicy)."""
+        meta = current.obj["metadata"]
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise st.conflict(rtype, meta["name"], f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+            raise st.conflict(rtype, meta["name"], f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                              f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
+        if not ctx.dry_run and (current.obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            obj = current.copy()
+            status = obj.setdefault("status", {})
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+            conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                               "lastTransitionTime": self._now(), "reason": "EvictionByEvictionAPI",
+                               "message": "Eviction API: evicting"})
+            status["conditions"] = conditions
+            current = self.store.put(storage_key(rtype), obj, previous=current)
+            if pre.get("resourceVersion"):
+                options = dict(options, preconditions=dict(pre, resourceVersion=current.obj["metadata"]["resourceVersion"]))
+        self.delete(rtype, meta.get("namespace") or "", meta["name"], ctx, options=options)
 
 
 _CONTINUE_TOO_OLD = (
@@ -791,29 +860,3 @@ def _okey(entry: Entry) -> tuple[str, str]:
     return (meta.get("namespace") or "", meta["name"])
 
 
-def _healthy(pod: dict[str, Any]) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return True
-
-
-def _scaled(value: Any, total: int, *, what: str) -> int:
-    if isinstance(value, str) and value.endswith("%"):
-        try:
-            pct = int(value[:-1])
-        except ValueError:
-            raise st.bad_request(f"invalid PodDisruptionBudget {what} {value!r}: must be an integer or a percentage") from None
-        return math.ceil(pct * total / 100)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise st.bad_request(f"invalid PodDisruptionBudget {what} {value!r}: must be an integer or a percentage") from None
-
-
-def _desired_healthy(spec: dict[str, Any], expected: int) -> int:
-    if "maxUnavailable" in spec and spec["maxUnavailable"] is not None:
-        return max(expected - _scaled(spec["maxUnavailable"], expected, what="maxUnavailable"), 0)
-    if "minAvailable" in spec and spec["minAvailable"] is not None:
-        return _scaled(spec["minAvailable"], expected, what="minAvailable")
-    return 0

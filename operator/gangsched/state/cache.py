@@ -22,9 +22,12 @@ Contract:
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
-- PodDisruptionBudgets (preemption, issue 6): `on_pdb(kind, obj)` keeps each PDB's selector; a pod selected by
-  one is marked protected in the Cluster (`Cluster.set_protected`) when it is upserted, and
-  `recheck_pdb(pod_objs)` re-evaluates pods listed after a PDB changed (labels are not kept in the cache).
+- PodDisruptionBudgets (preemption, issues 6 and 11): `on_pdb(kind, obj)` keeps each PDB's selector, the
+  status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
+  set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
+  protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
+  (core/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
+  allows the pod's eviction again also forgets an earlier refusal of it.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import orjson
 from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
-from gangsched.core.preempt_pdb import LabelSelector, pdb_selector
+from gangsched.core.preempt_pdb import PdbBudget, pdb_protects, pdb_selector
 from gangsched.core.records import PodRecord, node_from_api, pod_from_api
 from gangsched.core.timeparse import parse_rfc3339
 from gangsched.core.topology import TopologyTree
@@ -153,8 +156,9 @@ class ClusterCache:
         self.pods_seen = 0
         self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> _static_fingerprint of its last parsed version
-        self._pdbs: dict[str, dict[str, LabelSelector]] = {}  # namespace -> PDB name -> selector
+        self._pdbs: dict[str, dict[str, PdbBudget]] = {}  # namespace -> PDB name -> budget
         self._pdb_pods: set[str] = set()  # pods this cache marked protected
+        self._labels: dict[str, dict[str, str]] = {}  # pod key -> labels (PDB selectors are matched incrementally)
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
 
     # ----------------------------------------------------------------- pods
@@ -219,6 +223,8 @@ class ClusterCache:
 
     def _apply_pod(self, key: str, meta: dict[str, Any], previous: PodRecord | None, record: PodRecord, *, notify: bool) -> None:
         self.cluster.upsert_pod(record)
+        labels = meta.get("labels")
+        self._labels[key] = labels if isinstance(labels, dict) else {}
         if self._pdbs or key in self._pdb_pods:
             self._check_pdb(key, meta)
         if record.gang is not None:
@@ -239,6 +245,12 @@ class ClusterCache:
         self._fingerprints.pop(key, None)
         self.cluster.remove_pod(key)
         self._pdb_pods.discard(key)
+        self._labels.pop(key, None)
+        affected: set[str] = set()
+        for budget in self._pdbs.get(key.partition("/")[0], {}).values():
+            affected |= budget.drop(key)
+        if affected:
+            self._refresh_protection(affected, budget_changed=False)
         self._bad_pods.pop(key, None)
         gang = self._pod_gang.pop(key, None)
         if gang is not None:
@@ -363,38 +375,74 @@ class ClusterCache:
 
     # ------------------------------------------------------ disruption budgets
     def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A PodDisruptionBudget event: its selector, status and members kept here; no API call."""
         meta = obj.get("metadata") or {}
         ns, name = meta.get("namespace") or "default", meta.get("name", "")
         budgets = self._pdbs.setdefault(ns, {})
-        budgets.pop(name, None)
+        old = budgets.pop(name, None)
+        affected: set[str] = set(old.members) if old is not None else set()
         if kind != "DELETED":
             try:
                 sel = pdb_selector(obj)
             except InvalidField as exc:
                 self.problems.append(Problem("PodDisruptionBudget", "policy/v1", ns, name, meta.get("uid", ""), "InvalidSelector", str(exc)))
                 sel = None
-            if sel is not None:
-                budgets[name] = sel
+            raw_selector = (obj.get("spec") or {}).get("selector")
+            budget = PdbBudget.from_api(obj, sel, raw_selector)
+            if old is not None and old.raw_selector == raw_selector:
+                budget.members, budget.by_unit = old.members, old.by_unit  # the same pods: only the status moved
+            else:  # a new selector: match the namespace's pods once (their labels are kept)
+                prefix = ns + "/"
+                for key, labels in self._labels.items():
+                    if key.startswith(prefix) and budget.selects(labels):
+                        budget.set_member(key, self._victim_unit(key))
+            budgets[name] = budget
+            affected |= set(budget.members)
         if not budgets:
             del self._pdbs[ns]
-
-    def recheck_pdb(self, pods: Iterable[dict[str, Any]]) -> None:
-        for obj in pods:
-            meta = obj.get("metadata") or {}
-            key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-            if key in self.cluster.pods:
-                self._check_pdb(key, meta)
+        if self._refresh_protection(affected, budget_changed=True):
+            self.on_change()
 
     def _check_pdb(self, key: str, meta: dict[str, Any]) -> None:
-        labels = meta.get("labels") or {}
-        budgets = self._pdbs.get(meta.get("namespace") or "default", {})
-        hit = any(sel.matches(labels) for sel in budgets.values())
-        if hit:
-            self._pdb_pods.add(key)
-            self.cluster.set_protected(key, True)
-        elif key in self._pdb_pods:
-            self._pdb_pods.discard(key)
-            self.cluster.set_protected(key, False)
+        """A pod upserted: its memberships follow its labels, its unit its binding; protection is re-evaluated
+        for the pods whose unit counts moved."""
+        labels = self._labels.get(key, {})
+        affected: set[str] = {key}
+        unit = self._victim_unit(key)
+        for budget in self._pdbs.get(meta.get("namespace") or "default", {}).values():
+            if budget.selects(labels):
+                affected |= budget.set_member(key, unit)
+            elif key in budget.members:
+                affected |= budget.drop(key)
+        self._refresh_protection(affected, budget_changed=False)
+
+    def _refresh_protection(self, keys: Iterable[str], *, budget_changed: bool) -> bool:
+        """Mark or unmark pods protected as the Eviction API would decide (core/preempt_pdb.py pdb_protects);
+        True when a pod's protection changed. `budget_changed`: a PDB moved, so an earlier refusal of its pods is
+        forgotten when it now allows their eviction."""
+        changed = False
+        pods = self.cluster.pods
+        for key in keys:
+            if key not in pods:
+                self._pdb_pods.discard(key)
+                continue
+            if pdb_protects(key, self._pdbs.get(key.partition("/")[0], {}).values()):
+                if key not in self._pdb_pods or key not in self.cluster.protected:
+                    self._pdb_pods.add(key)
+                    self.cluster.set_protected(key, True)
+                    changed = True
+            elif key in self._pdb_pods or (budget_changed and key in self.cluster.protected):
+                self._pdb_pods.discard(key)
+                self.cluster.set_protected(key, False)
+                changed = True
+        return changed
+
+    def _victim_unit(self, key: str) -> str | None:
+        """The victim unit of a bound, unfinished pod (its gang, or itself); None: not a possible victim."""
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.node_name is None or pod.terminal:
+            return None
+        return pod.gang or key
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
