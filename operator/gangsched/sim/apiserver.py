@@ -65,7 +65,7 @@ VERSION_INFO = {
     "platform": "linux/amd64",
 }
 _TABLE_RE = re.compile(r"as=Table")
-_FAULT_INFO = "gangsched.sim.fault"  # the RequestInfo of a request seen by the fault injector
+_FAULT_INFO = web.RequestKey("gangsched.sim.fault", RequestInfo)  # a request's RequestInfo, seen by the fault injector
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 

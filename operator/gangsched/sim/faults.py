@@ -332,7 +332,9 @@ class FaultInjector:
         }
 
     # ---------------------------------------------------------------- decisions
-    def _fires(self, index: int, rule: FaultRule, info: RequestInfo) -> bool:
+    def _fires(self, index: int, rule: FaultRule, info: RequestInfo, *, decide: bool = True) -> bool:
+        """Whether the rule fires for this request; a matching request is counted by the rule either way (so that
+        `skip` / `every` / `next` count the requests the rule matches, whatever other rules do)."""
         if not _matches(rule.verb, info.verb) or not _resource_matches(rule.resource, info) or not _matches(rule.agent, info.agent):
             return False
         if rule.kind in WATCH_ONLY and info.verb != "watch":
@@ -343,7 +345,7 @@ class FaultInjector:
             return False
         rule.matched += 1
         n = rule.matched - rule.skip
-        if n <= 0 or (rule.limit is not None and rule.injected >= rule.limit):
+        if not decide or n <= 0 or (rule.limit is not None and rule.injected >= rule.limit):
             return False
         if rule.next is not None:
             fire = n <= rule.next
@@ -389,7 +391,7 @@ class FaultInjector:
                         self.stall_until = max(self.stall_until, time.monotonic() + rule.seconds)
                         self.active = True
                 continue
-            if chosen is None and self._fires(index, rule, info):
+            if self._fires(index, rule, info, decide=chosen is None):
                 chosen = rule
         if delay:
             await asyncio.sleep(delay)  # the injected latency
