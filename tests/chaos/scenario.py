@@ -1,6 +1,6 @@
 """One chaos run: the operator, in-process, against the emulator while it injects faults; checked from outside.
 
-`await run_chaos(seed, kinds)` builds a small cluster (4 nodes of 4 GPUs), starts one operator replica, switches
+`await run_chaos(seed, kinds)` builds a small cluster (6 nodes of 4 GPUs), starts one operator replica, switches
 on fault rules of the given kinds (sim/faults.py; parameters drawn from `random.Random(seed)`), drives a seeded
 workload of single-class Strict gangs (every member requests the same resources): gangs that fit (together they
 fit the cluster at once, so each must end up bound whatever the order), gangs that can never fit, and deletions
@@ -39,7 +39,7 @@ from tests.integration.harness import on_replica, replica
 GPU = "nvidia.com/gpu"
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-NODES = 4
+NODES = 6
 NODE = {"cpu": "16", "memory": "64Gi", GPU: "4", "pods": "20"}
 PROFILES = {"gpu1": {"cpu": "1", "memory": "1Gi", GPU: "1"}, "gpu2": {"cpu": "2", "memory": "2Gi", GPU: "2"}}
 AGENTS = "gangsched|kopf"  # the operator's own client and Kopf's; the test's client is "chaos-driver"
@@ -96,12 +96,14 @@ class ChaosReport:
     violations: list[str] = field(default_factory=list)
     faults_injected: dict[str, int] = field(default_factory=dict)
     bindings: int = 0
+    events: int = 0  # pod events the outside watch checked
+    lost_answers: int = 0  # bindings carried out whose answer a fault lost (the operator had to find out)
     pods: int = 0
     gangs: int = 0
     seconds: float = 0.0
 
     def summary(self) -> str:
-        return (f"seed {self.seed} kinds {','.join(self.kinds)}: {self.gangs} gangs, {self.pods} pods, {self.bindings} bindings, "
+        return (f"seed {self.seed} kinds {','.join(self.kinds)}: {self.gangs} gangs, {self.pods} pods, {self.bindings} bindings ({self.lost_answers} answers lost), {self.events} pod events, "
                 f"faults {self.faults_injected}, {len(self.violations)} violations, {self.seconds:.1f}s")
 
 
@@ -130,7 +132,7 @@ class Judge:
         self.node_of: dict[str, str] = {}  # pod uid -> node
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> latest object
         self.violations: list[str] = []
-        self.synced = asyncio.Event()
+        self.events = 0
 
     async def close(self) -> None:
         await self.session.close()
@@ -158,14 +160,13 @@ class Judge:
                             break
                         rv = obj["metadata"]["resourceVersion"]
                         if event["type"] == "BOOKMARK":
-                            self.synced.set()
                             continue
                         self.observe(event["type"], obj)
-                        self.synced.set()
             except aiohttp.ClientError:
                 continue
 
     def observe(self, kind: str, obj: dict[str, Any]) -> None:
+        self.events += 1
         uid = obj["metadata"]["uid"]
         name = obj["metadata"]["name"]
         node = obj["spec"].get("nodeName")
@@ -312,11 +313,13 @@ async def run_chaos(seed: int, kinds: tuple[str, ...], *, chaos_seconds: float =
             log = (await judge.call("GET", "/sim/faults/bindings"))["items"]
             committed = Counter(b["pod"] for b in log if b["status"] == 201)
             report.bindings = sum(committed.values())
+            report.lost_answers = sum(1 for b in log if b["status"] == 201 and b["lostAnswer"])
             report.violations += [f"pod {pod} was bound {n} times" for pod, n in committed.items() if n > 1]
             final = (await judge.call("GET", "/api/v1/pods"))["items"]
             for node in {p["spec"].get("nodeName") for p in final if p["spec"].get("nodeName")}:
                 judge.check_node(node, "in the final listing", final)
             report.violations = judge.violations + report.violations
+            report.events = judge.events
         finally:
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

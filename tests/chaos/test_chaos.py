@@ -47,7 +47,7 @@ async def test_chaos(seed: int) -> None:
     _check(report.violations, report.summary())
     # the run did what it is for: faults were injected, gangs were bound through them
     assert sum(report.faults_injected.values()) >= 5, report.summary()
-    assert report.bindings >= 4, report.summary()
+    assert report.bindings >= 4 and report.events >= report.bindings, report.summary()
 
 
 @pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(strict=False, reason=why)) for k, why in BREAKING.items()])
