@@ -16,6 +16,9 @@ Contract:
 - Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
   created while it ran): a keep-alive connection whose idle task is cancelled is served on by a fresh task, and a
   watch whose task is cancelled ends as a complete response (the client resumes) before its connection closes.
+- Fault injection (sim/faults.py): `server.faults` (a FaultInjector) is consulted for resource requests only while
+  `server.faults.active`; `/sim/faults` (GET rules and counts, POST rules, DELETE them) and `/sim/faults/bindings`
+  (the binding log) are its admin endpoints, under a path no real API server serves.
 - Semantics live in registry.py, storage and fan-out in store.py; this module only speaks HTTP. Responses are
   encoded with orjson; stored objects are sent as their cached bytes.
 """
@@ -280,9 +283,13 @@ class ApiServer:
         return _raw(body)
 
     async def _core_dispatch(self, request: web.Request) -> web.StreamResponse:
+        if self.faults.active:  # the one check fault injection costs when no fault is configured
+            return await self._with_faults(request, "", "v1", request.match_info["tail"])
         return await self._dispatch(request, "", "v1", request.match_info["tail"])
 
     async def _group_dispatch(self, request: web.Request) -> web.StreamResponse:
+        if self.faults.active:
+            return await self._with_faults(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
         return await self._dispatch(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
 
     def _route(self, group: str, version: str, tail: str) -> tuple[ResourceType, str | None, str | None, str | None, bool]:
@@ -308,11 +315,6 @@ class ApiServer:
         if sub is not None and sub not in rtype.subresources:
             raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
         return rtype, namespace, name, sub, watch
-
-    async def _dispatch(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
-        if self.faults.active:
-            return await self._with_faults(request, group, version, tail)
-        return await self._serve(request, group, version, tail)
 
     # ------------------------------------------------------------------ fault injection (sim/faults.py)
     async def _faults_admin(self, request: web.Request) -> web.Response:
@@ -345,7 +347,7 @@ class ApiServer:
         try:
             rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
         except st.ApiError:
-            return await self._serve(request, group, version, tail)
+            return await self._dispatch(request, group, version, tail)
         q, method = request.query, request.method
         if method == "GET":
             verb = "get" if name else "watch" if legacy_watch or q.get("watch") in ("true", "1", "True") else "list"
@@ -358,7 +360,7 @@ class ApiServer:
         request[_FAULT_INFO] = info
 
         async def serve() -> web.StreamResponse:
-            response = await self._serve(request, group, version, tail)
+            response = await self._dispatch(request, group, version, tail)
             if sub == "binding" and self.faults.record:
                 with contextlib.suppress(Exception):
                     info.binding_node = str(((orjson.loads(await request.read()) or {}).get("target") or {}).get("name", ""))
@@ -400,7 +402,7 @@ class ApiServer:
         except Exception:
             return token
 
-    async def _serve(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
         try:
             rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
             q = request.query
