@@ -3,8 +3,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 BENCH  ?=
+SEEDS  ?= 20
 
-.PHONY: venv test demo bench typecheck clean
+.PHONY: venv test chaos demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +17,10 @@ venv: $(VENV)/.installed
 test: venv
 	$(PY) -m mypy
 	$(PY) -m pytest
+
+# the chaos suite's long run: SEEDS seeds of the operator against an emulator injecting faults (tests/chaos/)
+chaos: venv
+	GANGSCHED_CHAOS_SEEDS=$(SEEDS) $(PY) -m pytest tests/chaos -rxX
 
 typecheck: venv
 	$(PY) -m mypy

@@ -32,6 +32,15 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--topology", default=None, help="topology.json (seed format); nodes are named after it")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
     serve.add_argument("--kubeconfig", default="gangsched-sim.kubeconfig", help="where to write the kubeconfig")
+    serve.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="inject a fault, e.g. 'kind=http500,verb=create,resource=pods/binding,p=0.2' (repeatable; see README)",
+    )
+    serve.add_argument("--faults", default=None, metavar="FILE", help="fault rules as JSON or YAML (a list, or {seed, rules})")
+    serve.add_argument("--fault-seed", type=int, default=None, help="seed of the fault rules' random choices (default 0)")
 
     bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
     bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
@@ -69,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             topology_path=args.topology,
             port=args.port,
             kubeconfig_path=args.kubeconfig,
+            fault_specs=args.fault,
+            faults_path=args.faults,
+            fault_seed=args.fault_seed,
         )
     if args.command == "bench":
         return _bench(args.names)

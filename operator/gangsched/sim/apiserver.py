@@ -18,6 +18,9 @@ Contract:
 - Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
   created while it ran): a keep-alive connection whose idle task is cancelled is served on by a fresh task, and a
   watch whose task is cancelled ends as a complete response (the client resumes) before its connection closes.
+- Fault injection (sim/faults.py): `server.faults` (a FaultInjector) is consulted for resource requests only while
+  `server.faults.active`; `/sim/faults` (GET rules and counts, POST rules, DELETE them) and `/sim/faults/bindings`
+  (the binding log) are its admin endpoints, under a path no real API server serves.
 - Semantics live in registry.py, storage and fan-out in store.py; this module only speaks HTTP. Responses are
   encoded with orjson; stored objects are sent as their cached bytes.
 """
@@ -25,10 +28,13 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections import Counter
 import datetime
 import re
+import socket
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +46,7 @@ from aiohttp.web_protocol import RequestHandler
 from gangsched.sim import openapi, table
 from gangsched.sim import status as st
 from gangsched.sim.disruption import DisruptionController
+from gangsched.sim.faults import Answer, FaultInjector, FaultSpecError, RequestInfo, rule_from_mapping
 from gangsched.sim.kubeconfig import write_kubeconfig
 from gangsched.sim.registry import (
     APPLY_PATCH,
@@ -65,6 +72,8 @@ VERSION_INFO = {
     "platform": "linux/amd64",
 }
 _TABLE_RE = re.compile(r"as=Table")
+_FAULT_INFO = web.RequestKey("gangsched.sim.fault", RequestInfo)  # a request's RequestInfo, seen by the fault injector
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 
 def _json(body: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -158,6 +167,7 @@ class ApiServer:
         disruption_controller: bool = True,
     ) -> None:
         self.store = Store(history_limit=history_limit, history_seconds=history_seconds)
+        self.faults = FaultInjector()  # sim/faults.py; `faults.active` is the only thing the hot path reads
         self.registry = Registry(self.store)
         # kube-controller-manager's disruption controller (PDB status), run in-process from start() to stop()
         self.disruption = DisruptionController(self.registry) if disruption_controller else None
@@ -221,6 +231,8 @@ class ApiServer:
         r.add_get("/apis/", self._apis)
         r.add_get("/openapi/v3", self._openapi_root)
         r.add_get("/openapi/v3/{path:.+}", self._openapi_doc)
+        r.add_route("*", "/sim/faults", self._faults_admin)
+        r.add_get("/sim/faults/bindings", self._faults_bindings)
         r.add_get("/api/v1", self._core_resources)
         r.add_get("/apis/{group}", self._group)
         r.add_get("/apis/{group}/{version}", self._group_resources)
@@ -284,9 +296,13 @@ class ApiServer:
         return _raw(body)
 
     async def _core_dispatch(self, request: web.Request) -> web.StreamResponse:
+        if self.faults.active:  # the one check fault injection costs when no fault is configured
+            return await self._with_faults(request, "", "v1", request.match_info["tail"])
         return await self._dispatch(request, "", "v1", request.match_info["tail"])
 
     async def _group_dispatch(self, request: web.Request) -> web.StreamResponse:
+        if self.faults.active:
+            return await self._with_faults(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
         return await self._dispatch(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
 
     def _route(self, group: str, version: str, tail: str) -> tuple[ResourceType, str | None, str | None, str | None, bool]:
@@ -312,6 +328,92 @@ class ApiServer:
         if sub is not None and sub not in rtype.subresources:
             raise st.ApiError(404, "NotFound", "the server could not find the requested resource")
         return rtype, namespace, name, sub, watch
+
+    # ------------------------------------------------------------------ fault injection (sim/faults.py)
+    async def _faults_admin(self, request: web.Request) -> web.Response:
+        """GET: rules, counts of faults injected by kind; POST: add rules (a JSON list, or {"rules": [...],
+        "seed": N, "record": bool}); DELETE: remove every rule (counts and the binding log stay)."""
+        if request.method == "DELETE":
+            self.faults.clear()
+        elif request.method == "POST":
+            try:
+                doc = orjson.loads(await request.read() or b"[]")
+                if isinstance(doc, dict):
+                    if "seed" in doc:
+                        self.faults.reseed(int(doc["seed"]))
+                    if "record" in doc:
+                        self.faults.set_record(bool(doc["record"]))
+                    doc = doc.get("rules") or []
+                if not isinstance(doc, list):
+                    raise FaultSpecError(f"the body must be a JSON list of fault rules or an object with 'rules', got {doc!r}")
+                self.faults.add([rule_from_mapping(item) for item in doc])
+            except (FaultSpecError, orjson.JSONDecodeError, ValueError, TypeError) as exc:
+                return _error(st.bad_request(f"fault rules: {exc}"))
+        elif request.method != "GET":
+            return _error(st.method_not_allowed(f"{request.method} on /sim/faults"))
+        return _json(self.faults.state())
+
+    async def _faults_bindings(self, request: web.Request) -> web.Response:
+        return _json(self.faults.bindings_state())
+
+    async def _with_faults(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
+        try:
+            rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
+        except st.ApiError:
+            return await self._dispatch(request, group, version, tail)
+        q, method = request.query, request.method
+        if method == "GET":
+            verb = "get" if name else "watch" if legacy_watch or q.get("watch") in ("true", "1", "True") else "list"
+        elif method == "DELETE":
+            verb = "delete" if name else "deletecollection"
+        else:
+            verb = _VERBS.get(method, method.lower())
+        agent = request.headers.get("User-Agent", "").split("/", 1)[0].strip()
+        info = RequestInfo(verb, rtype.plural, sub, agent, namespace, name, q.get("resourceVersion", "") or "", q.get("continue", "") or "")
+        request[_FAULT_INFO] = info
+
+        async def serve() -> web.StreamResponse:
+            response = await self._dispatch(request, group, version, tail)
+            if sub == "binding" and self.faults.record:
+                with contextlib.suppress(Exception):
+                    info.binding_node = str(((orjson.loads(await request.read()) or {}).get("target") or {}).get("name", ""))
+            return response
+
+        result = await self.faults.intercept(info, serve, inconsistent_token=self._inconsistent_token)
+        if not isinstance(result, Answer):
+            return result  # type: ignore[no-any-return]
+        if result.reset:
+            self._reset_connection(request)
+            return web.Response(status=500)  # never sent: the connection is gone
+        if info.verb == "watch" and result.status == 200:
+            response = web.StreamResponse(status=200, headers={"Content-Type": JSON_TYPE, "Cache-Control": "no-cache"})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            await response.write(result.body)
+            return response
+        return web.Response(body=result.body, status=result.status, headers={"Content-Type": result.content_type, **result.headers})
+
+    @staticmethod
+    def _reset_connection(request: web.Request) -> None:
+        """Drop the connection with a TCP RST, no answer (SO_LINGER 0, then abort)."""
+        transport = request.transport
+        if transport is None:
+            return
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.abort()
+
+    def _inconsistent_token(self, token: str) -> str:
+        """The token of a 410 "inconsistent continue": the same position, at the newest resourceVersion (etcd3's
+        handleCompactedErrorForPaging sets the token's resourceVersion to -1, "the latest")."""
+        try:
+            decoded = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+            decoded["rv"] = self.store.rv
+            return base64.urlsafe_b64encode(orjson.dumps(decoded)).decode()
+        except Exception:
+            return token
 
     async def _dispatch(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
         try:
@@ -551,6 +653,13 @@ class ApiServer:
         response.enable_chunked_encoding()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (timeout if timeout and timeout > 0 else self.default_watch_timeout)
+        cut_events: int | None = None  # an injected fault (sim/faults.py) ends this stream after so many events
+        cut_at: float | None = None  # ... or at this loop time
+        if self.faults.active:
+            info = request.get(_FAULT_INFO)
+            if info is not None and info.cut is not None:
+                cut_events = info.cut.events
+                cut_at = None if info.cut.seconds is None else loop.time() + info.cut.seconds
         try:
             await response.prepare(request)
             if error is not None:
@@ -558,7 +667,15 @@ class ApiServer:
                 return response
             while True:
                 lines = watcher.drain()
+                if self.faults.active and self.faults.stalled():
+                    await self.faults.wait_stall()  # a stalled apiserver delivers nothing, watches included
+                if cut_events is not None and len(lines) >= cut_events:
+                    if cut_events:
+                        await response.write(b"".join(lines[:cut_events]))
+                    return self._cut(request, response)
                 if lines:
+                    if cut_events is not None:
+                        cut_events -= len(lines)
                     await response.write(b"".join(lines))
                 if watcher.closed:
                     if watcher.overflowed:
@@ -568,10 +685,14 @@ class ApiServer:
                 if remaining <= 0:
                     break
                 wait = min(remaining, self.bookmark_interval) if bookmarks else remaining
+                if cut_at is not None:
+                    if loop.time() >= cut_at:
+                        return self._cut(request, response)
+                    wait = min(wait, cut_at - loop.time())
                 try:
                     await asyncio.wait_for(watcher.ready.wait(), wait)
                 except TimeoutError:
-                    if bookmarks and not watcher.lines and loop.time() < deadline:
+                    if bookmarks and not watcher.lines and loop.time() < deadline and (cut_at is None or loop.time() < cut_at):
                         await response.write(self._bookmark_line(rtype))
             if bookmarks and not watcher.lines and not watcher.closed:
                 await response.write(self._bookmark_line(rtype))
@@ -591,6 +712,11 @@ class ApiServer:
         finally:
             watcher.close()
             self.store.unsubscribe(skey, watcher)
+
+    def _cut(self, request: web.Request, response: web.StreamResponse) -> web.StreamResponse:
+        """End a watch stream abruptly (an injected watch-cut): the connection drops mid-stream, no final chunk."""
+        self._reset_connection(request)
+        return response
 
     @staticmethod
     def _client_connected(request: web.Request) -> bool:

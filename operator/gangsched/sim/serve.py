@@ -8,9 +8,10 @@ Contract:
   (a file path or a parsed list in the seed format) is given, else node-0 ... node-(N-1); with a topology, each
   node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
   topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has `server`, `url`,
-  `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`.
-- `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path) -> int` is `gangsched sim
-  serve`: the same cluster, serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
+  `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py rules) are
+  switched on once the cluster is set up (CRDs, nodes, kubelet synced), never during it.
+- `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path, fault_specs=(), faults_path=None,
+  fault_seed=None) -> int` is `gangsched sim serve`: the same cluster (with the faults of `--fault` / `--faults`), serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
   Bad arguments print the error (naming the field, the value and what is allowed) and return 2.
 - `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
 """
@@ -33,6 +34,7 @@ import yaml
 from gangsched.core.errors import InvalidField
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels
+from gangsched.sim.faults import FaultRule, FaultSpecError, load_rules
 from gangsched.sim.kubelet import SimKubelet
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -123,6 +125,8 @@ async def running_cluster(
     kubeconfig_path: str | None = None,
     port: int = 0,
     kubelet_start_delay: float = 0.0,
+    faults: Sequence[FaultRule] = (),
+    fault_seed: int = 0,
 ) -> AsyncIterator[Cluster]:
     """A simulated cluster for the duration of the block (see module docstring)."""
     from gangsched.sim.apiserver import ApiServer
@@ -149,6 +153,9 @@ async def running_cluster(
                 waiter.cancel()
                 if task.done():
                     task.result()  # the kubelet died before syncing: raise its error
+                if faults:
+                    server.faults.reseed(fault_seed)
+                    server.faults.add(faults)
                 yield Cluster(server=server, url=server.url, kubeconfig=kubeconfig_path, client=client, kubelet=kubelet, node_names=names)
             finally:
                 task.cancel()
@@ -164,14 +171,20 @@ async def running_cluster(
                 os.rmdir(temp_dir)
 
 
-async def _serve(*, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str) -> None:
+async def _serve(
+    *, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str, faults: Sequence[FaultRule], fault_seed: int
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     kubeconfig = os.path.abspath(kubeconfig_path)
-    async with running_cluster(nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port) as cluster:
+    async with running_cluster(
+        nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port, faults=faults, fault_seed=fault_seed
+    ) as cluster:
         print(f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes", flush=True)
+        if faults:
+            print(f"injecting {len(faults)} fault rule(s) (seed {fault_seed}); see or change them at {cluster.url}/sim/faults", flush=True)
         print(f"kubeconfig written to {kubeconfig}", flush=True)
         print(f"try: kubectl --kubeconfig {kubeconfig} get nodes", flush=True)
         print("press Ctrl-C to stop", flush=True)
@@ -179,11 +192,24 @@ async def _serve(*, nodes: int, node_resources: str, topology_path: str | None, 
     print("gangsched sim: stopped", flush=True)
 
 
-def serve_forever(*, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str) -> int:
+def serve_forever(
+    *,
+    nodes: int,
+    node_resources: str,
+    topology_path: str | None,
+    port: int,
+    kubeconfig_path: str,
+    fault_specs: Sequence[str] = (),
+    faults_path: str | None = None,
+    fault_seed: int | None = None,
+) -> int:
     """`gangsched sim serve` (see module docstring); returns the process exit code."""
     try:
-        asyncio.run(_serve(nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port, kubeconfig_path=kubeconfig_path))
-    except InvalidField as exc:
+        faults, file_seed = load_rules(fault_specs, faults_path)
+        seed = fault_seed if fault_seed is not None else file_seed if file_seed is not None else 0
+        asyncio.run(_serve(nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port,
+                           kubeconfig_path=kubeconfig_path, faults=faults, fault_seed=seed))
+    except (InvalidField, FaultSpecError) as exc:
         print(f"gangsched sim serve: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
