@@ -649,6 +649,7 @@ class Registry:
         return bind_pod(self.store, rtype, namespace, name, body, now=self._now(), dry_run=bool(ctx and ctx.dry_run))
 
     def evict(self, rtype: ResourceType, namespace: str, name: str, body: Any, ctx: RequestContext) -> dict[str, Any]:
+        self._check_namespace(rtype, namespace, name)  # NamespaceLifecycle: an eviction is a create
         current = self.get(rtype, namespace, name)
         pod = current.obj
         phase = (pod.get("status") or {}).get("phase")
