@@ -144,8 +144,7 @@ class Registry:
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str = "") -> None:
         """NamespaceLifecycle admission for a create: 404 without the namespace, 403 while it terminates."""
         if rtype.namespaced:
-            resource = rtype.plural if not rtype.group else f"{rtype.plural}.{rtype.group}"
-            namespace_lifecycle.refuse_create(self.store, namespace, resource, name)
+            namespace_lifecycle.refuse_create(self.store, namespace, rtype, name)
 
     @staticmethod
     def _content(obj: dict[str, Any], rtype: ResourceType) -> dict[str, Any]:
