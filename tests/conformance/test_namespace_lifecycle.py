@@ -51,6 +51,7 @@ async def test_deleted_namespace_terminates_then_disappears(apiserver: ApiServer
     assert status == 403 and answer["reason"] == "Forbidden", answer
     assert answer["message"] == ('configmaps "late" is forbidden: unable to create new content in namespace team '
                                  "because it is being terminated")
+    assert (answer["details"]["name"], answer["details"]["kind"]) == ("late", "configmaps")
     assert answer["details"]["causes"] == [{"reason": "NamespaceTerminating", "message": "namespace team is being terminated",
                                             "field": "metadata.namespace"}]
     ns = await _get(apiserver, f"{NS}/team")

@@ -107,6 +107,15 @@ async def test_termination_delay_is_capped_by_the_grace_period(apiserver: ApiSer
     await eventually(lambda: _gone(apiserver, "p"), timeout=5, what="the pod gone after its grace period")
 
 
+async def test_a_shortened_grace_period_brings_the_end_forward(apiserver: ApiServer) -> None:
+    """A second DELETE with a shorter grace period makes the kubelet finish the pod by the new deadline."""
+    await _bound_pod(apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "1h"})
+    assert (await call(apiserver, "DELETE", f"{PODS}/p"))[1]["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert (await call(apiserver, "DELETE", f"{PODS}/p", {"gracePeriodSeconds": 1}))[0] == 200
+    assert await _exists(apiserver, "p") is not None
+    await eventually(lambda: _gone(apiserver, "p"), timeout=5, what="the pod gone by its shortened deadline")
+
+
 async def test_finalizers_keep_a_terminated_pod_and_no_new_ones(apiserver: ApiServer) -> None:
     """A pod with a finalizer outlives its termination (deletionGracePeriodSeconds 0) until the finalizer goes;
     no new finalizer may be added to an object being deleted (422)."""

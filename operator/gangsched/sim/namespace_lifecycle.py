@@ -4,7 +4,7 @@ Mirrors staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/ad
 NamespaceLifecycle admission plugin) and pkg/registry/core/namespace/storage/storage.go (REST.Delete).
 
 Contract:
-- `refuse_create(store, namespace, resource, name)`: raises 404 (`namespaces "x" not found`) when the namespace
+- `refuse_create(store, namespace, rtype, name)`: raises 404 (`namespaces "x" not found`) when the namespace
   does not exist and 403 Forbidden (`<resource> "<name>" is forbidden: unable to create new content in namespace
   X because it is being terminated`, with a `NamespaceTerminating` cause on `metadata.namespace`) when it is
   Terminating. Every create in a namespace goes through it, subresource creates (pods/binding, pods/eviction)
@@ -21,9 +21,12 @@ import copy
 from typing import Any
 
 from gangsched.sim import status as st
+from gangsched.sim.builtin import BUILTIN_TYPES
 from gangsched.sim.store import Store
+from gangsched.sim.types import ResourceType
 
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+_NAMESPACE_TYPE = next(t for t in BUILTIN_TYPES if (t.group, t.plural) == ("", "namespaces"))
 NAMESPACES_KEY = ("", "namespaces")
 TERMINATING = "Terminating"
 
@@ -32,23 +35,23 @@ def is_terminating(obj: dict[str, Any] | None) -> bool:
     return obj is not None and (obj.get("status") or {}).get("phase") == TERMINATING
 
 
-def refuse_create(store: Store, namespace: str, resource: str, name: str) -> None:
+def refuse_create(store: Store, namespace: str, rtype: ResourceType, name: str) -> None:
     entry = store.get(NAMESPACES_KEY, "", namespace)
     if entry is None:
-        raise st.ApiError(404, "NotFound", f'namespaces "{namespace}" not found', name=namespace)
+        raise st.not_found(_NAMESPACE_TYPE, namespace)
     if not is_terminating(entry.obj):
         return
     why = f"unable to create new content in namespace {namespace} because it is being terminated"
+    resource = rtype.plural if not rtype.group else f"{rtype.plural}.{rtype.group}"
     message = f'{resource} "{name}" is forbidden: {why}' if name else f"{resource} is forbidden: {why}"
-    raise st.ApiError(403, "Forbidden", message, name=name or None, causes=[
+    raise st.ApiError(403, "Forbidden", message, name=name or None, rtype=rtype, causes=[
         {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated",
          "field": "metadata.namespace"}])
 
 
 def refuse_delete(name: str) -> None:
     if name in IMMORTAL_NAMESPACES:
-        raise st.ApiError(403, "Forbidden", f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                          name=name)
+        raise st.forbidden(_NAMESPACE_TYPE, name, "this namespace may not be deleted")
 
 
 def terminating(obj: dict[str, Any], now: str) -> dict[str, Any]:

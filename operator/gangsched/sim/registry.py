@@ -148,8 +148,7 @@ class Registry:
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str = "") -> None:
         """NamespaceLifecycle admission for a create: 404 without the namespace, 403 while it terminates."""
         if rtype.namespaced:
-            resource = rtype.plural if not rtype.group else f"{rtype.plural}.{rtype.group}"
-            namespace_lifecycle.refuse_create(self.store, namespace, resource, name)
+            namespace_lifecycle.refuse_create(self.store, namespace, rtype, name)
 
     @staticmethod
     def _content(obj: dict[str, Any], rtype: ResourceType) -> dict[str, Any]:
@@ -693,6 +692,7 @@ class Registry:
     def evict(self, rtype: ResourceType, namespace: str, name: str, body: Any, ctx: RequestContext) -> dict[str, Any]:
         """pods/eviction as pkg/registry/core/pod/storage/eviction.go decides it, from the PDB's status (which the
         disruption controller, sim/disruption.py, maintains)."""
+        self._check_namespace(rtype, namespace, name)  # NamespaceLifecycle: an eviction is a create
         if not isinstance(body, dict):
             raise st.bad_request(f"not a Eviction object: {type(body).__name__}")
         if ((body.get("metadata") or {}).get("name") or "") != name:
