@@ -15,6 +15,7 @@ Contract:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,7 +174,7 @@ def _path_value(obj: dict[str, Any], path: tuple[str, ...]) -> Any:
     return cur
 
 
-def _bool_field(*path: str) -> Any:
+def _bool_field(*path: str) -> Callable[[dict[str, Any]], str]:
     return lambda obj: "true" if _path_value(obj, path) is True else "false"
 
 
@@ -189,7 +190,7 @@ def _first_pod_ip(obj: dict[str, Any]) -> str:
 # pod's field set (accepted by the conversion function, so it always reads ""), an events.k8s.io/v1 Event is
 # stored as a core Event (regarding -> involvedObject, deprecatedSource -> source, reportingController ->
 # reportingComponent).
-_EXTRACTORS: dict[tuple[str, str, str], Any] = {
+_EXTRACTORS: dict[tuple[str, str, str], Callable[[dict[str, Any]], str]] = {
     ("", "Pod", "spec.hostNetwork"): _bool_field("spec", "hostNetwork"),
     ("", "Pod", "status.podIP"): _first_pod_ip,
     ("", "Pod", "status.podIPs"): lambda obj: "",
@@ -215,9 +216,10 @@ class FieldRequirement:
     path: tuple[str, ...]
     negate: bool
     value: str
-    extract: Any = None  # obj -> str, for fields whose selectable value is computed (see _EXTRACTORS)
+    extract: Callable[[dict[str, Any]], str] | None = None  # for computed selectable values (see _EXTRACTORS)
 
     def matches(self, obj: dict[str, Any]) -> bool:
+        actual: str
         if self.extract is not None:
             actual = self.extract(obj)
         else:
