@@ -49,7 +49,7 @@ async def test_kubectl_create_builtin_kinds(kctl: AsyncKubectl) -> None:
     cm = await _get(kctl, "-n", "team-x", "configmap", "cm")
     assert cm["data"] == {"a": "b", "empty": ""}
     secret = await _get(kctl, "-n", "team-x", "secret", "s")
-    assert secret["data"] == {"k": "dg=="}
+    assert secret["data"] == {"k": "dg=="} and secret["type"] == "Opaque"  # SetDefaults_Secret
     pc = await _get(kctl, "priorityclass", "high")
     assert (pc["value"], pc["description"], pc["preemptionPolicy"]) == (1000, "important", "Never")
     pdb = await _get(kctl, "-n", "team-x", "pdb", "pdb")
@@ -63,6 +63,23 @@ async def test_kubectl_create_builtin_kinds(kctl: AsyncKubectl) -> None:
         {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"},
         {"kind": "ServiceAccount", "name": "robot", "namespace": "team-x"},
     ]
+
+
+async def test_kubectl_create_workloads_and_quota(kctl: AsyncKubectl) -> None:
+    """The objects equal what kubectl builds (`--dry-run=client -o json`), decoded from protobuf."""
+    for args in (["deployment", "d", "--image=busybox", "--replicas=2", "--port=80"],
+                 ["job", "j", "--image=busybox", "--", "sleep", "1"],
+                 ["quota", "q", "--hard=pods=2,cpu=1", "--scopes=BestEffort"]):
+        expected = json.loads(await _ok(kctl, "create", *args[:2], "--dry-run=client", "-o", "json", *args[2:]))
+        await _ok(kctl, "create", *args)
+        got = await _get(kctl, expected["kind"].lower(), args[1])
+
+        def clean(obj: object) -> object:  # `creationTimestamp: null` is what an absent Time prints as
+            if isinstance(obj, dict):
+                return {k: clean(v) for k, v in obj.items() if not (k == "creationTimestamp" and v is None)}
+            return obj
+
+        assert clean(got["spec"]) == clean(expected["spec"]), args
 
 
 async def test_apply_a_list_written_by_get_o_yaml(kctl: AsyncKubectl) -> None:

@@ -1,7 +1,8 @@
 """Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) into JSON-shaped dicts.
 
 kubectl (1.32) sends the typed objects it builds itself (`kubectl create namespace|configmap|secret|serviceaccount|
-priorityclass|poddisruptionbudget|role|rolebinding|clusterrole|clusterrolebinding`) as protobuf. This module turns
+priorityclass|poddisruptionbudget|role|rolebinding|clusterrole|clusterrolebinding|quota|deployment|job`) as
+protobuf. This module turns
 such a body into the dict the JSON body would have been, so the rest of the emulator sees one form.
 
 Contract:
@@ -20,7 +21,15 @@ Contract:
   staging/src/k8s.io/api/scheduling/v1/generated.proto (PriorityClass),
   staging/src/k8s.io/api/policy/v1/generated.proto (PodDisruptionBudget, PodDisruptionBudgetSpec,
   PodDisruptionBudgetStatus), staging/src/k8s.io/api/rbac/v1/generated.proto (Role, ClusterRole,
-  AggregationRule, RoleBinding, ClusterRoleBinding, PolicyRule, Subject, RoleRef).
+  AggregationRule, RoleBinding, ClusterRoleBinding, PolicyRule, Subject, RoleRef), core/v1 again for
+  ResourceQuota, PodTemplateSpec, PodSpec, Container, ContainerPort, EnvVar, ResourceRequirements, Toleration
+  (PodSpec and Container only the fields `kubectl create deployment|job` fills in; other field numbers are
+  skipped), staging/src/k8s.io/apimachinery/pkg/api/resource/generated.proto (Quantity {string = 1}),
+  staging/src/k8s.io/api/apps/v1/generated.proto (Deployment, DeploymentSpec, DeploymentStrategy,
+  RollingUpdateDeployment), staging/src/k8s.io/api/batch/v1/generated.proto (Job, JobSpec). Statuses of
+  Deployment, Job and ResourceQuota are decoded as {} (the server resets them on create). The numbers were
+  checked against the bytes kubectl 1.32 sends for `kubectl create ...` compared with its `--dry-run=client
+  -o json` output.
 - Go's generated marshallers write every non-pointer field, also empty ones; as Go's JSON encoder with
   `omitempty` would, empty strings, zero numbers (except fields in KEEP_ZERO), false booleans, empty lists/maps
   and zero Times are left out. Unknown field numbers are skipped (as proto2 does). Pure; no I/O.
@@ -45,8 +54,8 @@ class UnsupportedKind(ProtobufError):
     """A well-formed envelope of a kind this emulator cannot decode from protobuf."""
 
 
-# A field: (json name, type, label). type: "string", "bytes", "int32", "int64", "bool", "time", "intorstr" or
-# a message name; label: "" (singular), "repeated", or "map:<value type>" (map<string, value type>).
+# A field: (json name, type, label). type: "string", "bytes", "int32", "int64", "bool", "time", "intorstr",
+# "quantity" or a message name; label: "" (singular), "repeated", or "map:<value type>" (map<string, value type>).
 Field = tuple[str, str, str]
 
 MESSAGES: dict[str, dict[int, Field]] = {
@@ -86,6 +95,52 @@ MESSAGES: dict[str, dict[int, Field]] = {
                         4: ("uid", "string", ""), 5: ("apiVersion", "string", ""),
                         6: ("resourceVersion", "string", ""), 7: ("fieldPath", "string", "")},
     "LocalObjectReference": {1: ("name", "string", "")},
+    "ResourceQuota": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "ResourceQuotaSpec", ""),
+                      3: ("status", "Empty", "")},
+    "ResourceQuotaSpec": {1: ("hard", "quantity", "map:quantity"), 2: ("scopes", "string", "repeated")},
+    # the pod template, as far as `kubectl create deployment|job` fills it in (other field numbers are skipped)
+    "PodTemplateSpec": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "PodSpec", "")},
+    "PodSpec": {
+        2: ("containers", "Container", "repeated"), 3: ("restartPolicy", "string", ""),
+        4: ("terminationGracePeriodSeconds", "int64", ""), 5: ("activeDeadlineSeconds", "int64", ""),
+        6: ("dnsPolicy", "string", ""), 7: ("nodeSelector", "string", "map:string"),
+        8: ("serviceAccountName", "string", ""), 9: ("serviceAccount", "string", ""), 10: ("nodeName", "string", ""),
+        11: ("hostNetwork", "bool", ""), 12: ("hostPID", "bool", ""), 13: ("hostIPC", "bool", ""),
+        16: ("hostname", "string", ""), 17: ("subdomain", "string", ""), 19: ("schedulerName", "string", ""),
+        20: ("initContainers", "Container", "repeated"), 22: ("tolerations", "Toleration", "repeated"),
+        24: ("priorityClassName", "string", ""), 25: ("priority", "int32", ""),
+    },
+    "Container": {
+        1: ("name", "string", ""), 2: ("image", "string", ""), 3: ("command", "string", "repeated"),
+        4: ("args", "string", "repeated"), 5: ("workingDir", "string", ""), 6: ("ports", "ContainerPort", "repeated"),
+        7: ("env", "EnvVar", "repeated"), 8: ("resources", "ResourceRequirements", ""),
+        13: ("terminationMessagePath", "string", ""), 14: ("imagePullPolicy", "string", ""),
+        16: ("stdin", "bool", ""), 17: ("stdinOnce", "bool", ""), 18: ("tty", "bool", ""),
+        20: ("terminationMessagePolicy", "string", ""),
+    },
+    "ContainerPort": {1: ("name", "string", ""), 2: ("hostPort", "int32", ""), 3: ("containerPort", "int32", ""),
+                      4: ("protocol", "string", ""), 5: ("hostIP", "string", "")},
+    "EnvVar": {1: ("name", "string", ""), 2: ("value", "string", "")},
+    "ResourceRequirements": {1: ("limits", "quantity", "map:quantity"), 2: ("requests", "quantity", "map:quantity")},
+    "Toleration": {1: ("key", "string", ""), 2: ("operator", "string", ""), 3: ("value", "string", ""),
+                   4: ("effect", "string", ""), 5: ("tolerationSeconds", "int64", "")},
+    # apps/v1 (staging/src/k8s.io/api/apps/v1/generated.proto)
+    "Deployment": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "DeploymentSpec", ""), 3: ("status", "Empty", "")},
+    "DeploymentSpec": {1: ("replicas", "int32", ""), 2: ("selector", "LabelSelector", ""),
+                       3: ("template", "PodTemplateSpec", ""), 4: ("strategy", "DeploymentStrategy", ""),
+                       5: ("minReadySeconds", "int32", ""), 6: ("revisionHistoryLimit", "int32", ""),
+                       7: ("paused", "bool", ""), 9: ("progressDeadlineSeconds", "int32", "")},
+    "DeploymentStrategy": {1: ("type", "string", ""), 2: ("rollingUpdate", "RollingUpdateDeployment", "")},
+    "RollingUpdateDeployment": {1: ("maxUnavailable", "intorstr", ""), 2: ("maxSurge", "intorstr", "")},
+    # batch/v1 (staging/src/k8s.io/api/batch/v1/generated.proto)
+    "Job": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "JobSpec", ""), 3: ("status", "Empty", "")},
+    "JobSpec": {1: ("parallelism", "int32", ""), 2: ("completions", "int32", ""),
+                3: ("activeDeadlineSeconds", "int64", ""), 4: ("selector", "LabelSelector", ""),
+                5: ("manualSelector", "bool", ""), 6: ("template", "PodTemplateSpec", ""),
+                7: ("backoffLimit", "int32", ""), 8: ("ttlSecondsAfterFinished", "int32", ""),
+                9: ("completionMode", "string", ""), 10: ("suspend", "bool", "")},
+    # a status the server resets on create: decoded as {}
+    "Empty": {},
     # scheduling/v1
     "PriorityClass": {1: ("metadata", "ObjectMeta", ""), 2: ("value", "int32", ""),
                       3: ("globalDefault", "bool", ""), 4: ("description", "string", ""),
@@ -122,6 +177,9 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret",
     ("v1", "ServiceAccount"): "ServiceAccount",
+    ("v1", "ResourceQuota"): "ResourceQuota",
+    ("apps/v1", "Deployment"): "Deployment",
+    ("batch/v1", "Job"): "Job",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("rbac.authorization.k8s.io/v1", "Role"): "Role",
@@ -240,6 +298,11 @@ def _scalar(ftype: str, wtype: int, value: Any, where: str) -> Any:
         return _time(value)
     if ftype == "intorstr":
         return _int_or_string(value)
+    if ftype == "quantity":  # resource.Quantity {string = 1}
+        for number, wtype, item in _wire(value):
+            if number == 1 and wtype == 2:
+                return item.decode()
+        return "0"
     return decode_message(ftype, value)
 
 

@@ -163,6 +163,7 @@ class Registry:
         obj = body
         self._check_kind(rtype, obj)
         validation.decode_body(rtype, obj, ctx.field_validation, ctx.warnings)
+        validation.apply_defaults(rtype, obj)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}

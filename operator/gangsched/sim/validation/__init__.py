@@ -7,6 +7,8 @@ Contract (called by registry.py on every write of a built-in kind; CRD objects g
   fieldValidation=Strict, a warning `unknown field "spec.foo"` under Warn (appended to `warnings`), nothing under
   Ignore. See staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go (transformDecodeError,
   addStrictDecodingWarnings). Unknown fields are then dropped, as decoding into the Go struct drops them.
+- `apply_defaults(rtype, obj)`: the defaulting of pkg/apis/core/v1/defaults.go the emulator models (SetDefaults_Secret:
+  type Opaque).
 - `validate_object(rtype, obj, namespace, create)`: required properties of the definitions and the kind rules
   of rules.py -> ApiError 422 Invalid with one cause per problem.
 """
@@ -19,7 +21,7 @@ from gangsched.sim import status as st
 from gangsched.sim.types import ResourceType
 from gangsched.sim.validation import decode, rules, schemas
 
-__all__ = ["decode_body", "validate_object", "schemas", "decode", "rules"]
+__all__ = ["apply_defaults", "decode_body", "validate_object", "schemas", "decode", "rules"]
 
 
 def _drop(obj: Any, path: str) -> None:
@@ -66,6 +68,12 @@ def decode_body(rtype: ResourceType, obj: dict[str, Any], field_validation: str,
         warnings.extend(f'unknown field "{p}"' for p in unknown)
     for path in unknown:
         _drop(obj, path)
+
+
+def apply_defaults(rtype: ResourceType, obj: dict[str, Any]) -> None:
+    """See module docstring."""
+    if (rtype.group, rtype.kind) == ("", "Secret") and not obj.get("type"):
+        obj["type"] = "Opaque"
 
 
 def validate_object(rtype: ResourceType, obj: dict[str, Any], *, namespace: str, create: bool) -> None:
