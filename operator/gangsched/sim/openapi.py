@@ -33,6 +33,7 @@ Contract (the REST layer, apiserver.py, serves these as JSON):
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -200,10 +201,16 @@ def _refs(node: Any, found: set[str]) -> None:
 
 
 def _builtin_definitions(rtype: ResourceType) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(the kind's schema, the definitions it references transitively), from the real v1.32 definitions."""
+    """(the kind's schema, the definitions it references transitively), from the real v1.32 definitions.
+    Cached per kind: callers must not mutate what they get."""
     if rtype.is_crd:
         return None
-    name = schemas.definition_name(rtype.group, rtype.version, rtype.kind)
+    return _builtin_definitions_of(rtype.group, rtype.version, rtype.kind)
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_definitions_of(group: str, version: str, kind: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    name = schemas.definition_name(group, version, kind)
     if name is None:
         return None
     defs = schemas.definitions()
@@ -229,7 +236,7 @@ def _kind_schema(rtype: ResourceType) -> dict[str, Any]:
     if rtype.schema is not None:
         schema = copy.deepcopy(rtype.schema)
     elif real is not None:
-        schema = real[0]
+        schema = dict(real[0])  # shallow: only the top-level tag below is added
     else:
         schema = {
             "type": "object",
@@ -327,10 +334,24 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+_BUILTIN_HASHES: dict[tuple[Any, ...], str] = {}
+
+
 def group_doc_hash(types: Iterable[ResourceType], group: str, version: str) -> str:
-    """A hash of one group-version's document: changes when its kinds or their schemas change."""
-    doc = openapi_v3_group_doc(types, group, version)
-    return hashlib.sha512(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:64].upper()
+    """A hash of one group-version's document: changes when its kinds or their schemas change. Memoized for
+    group-versions of built-in kinds only (their documents change only with the set of kinds)."""
+    members = [t for t in types if t.group == group and t.version == version]
+    key: tuple[Any, ...] | None = None
+    if members and not any(t.is_crd for t in members):
+        key = (group, version, *sorted(t.plural for t in members))
+        found = _BUILTIN_HASHES.get(key)
+        if found is not None:
+            return found
+    doc = openapi_v3_group_doc(members, group, version)
+    digest = hashlib.sha512(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:64].upper()
+    if key is not None:
+        _BUILTIN_HASHES[key] = digest
+    return digest
 
 
 def openapi_v3_root(types: Iterable[ResourceType]) -> dict[str, Any]:

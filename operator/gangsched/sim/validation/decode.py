@@ -90,7 +90,7 @@ def _json_kind(value: Any) -> str:
 def _type_error(value: Any, loc: Loc, struct: str, go_type: str, *, with_number: bool = False) -> DecodeError:
     what = _json_kind(value)
     if with_number and what == "number":
-        what = f"number {value!r}" if not isinstance(value, float) or not value.is_integer() else f"number {value}"
+        what = f"number {value!r}"
     path = _go_path(loc)
     if struct and path:
         return DecodeError(f"json: cannot unmarshal {what} into Go struct field {struct}.{path} of type {go_type}")
@@ -261,11 +261,8 @@ class _Compiler:
                     return
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     raise _type_error(value, loc, struct, go)
-                if isinstance(value, float):
-                    if not value.is_integer():
-                        raise _type_error(value, loc, struct, go, with_number=True)
-                    value = int(value)
-                if not lo <= value <= hi:
+                if isinstance(value, float) or not lo <= value <= hi:
+                    # Go parses the literal with strconv.ParseInt: a fraction or exponent ("15.0") fails as well
                     raise _type_error(value, loc, struct, go, with_number=True)
 
             return check_int
@@ -381,10 +378,12 @@ def _object_any(value: Any, loc: Loc, struct: str, unknown: list[str]) -> None:
 
 
 def _bad_b64_index(value: str) -> int:
+    """Where Go's base64.StdEncoding.Decode reports a CorruptInputError (approximately: the first byte outside
+    the alphabet, or the end of the last whole quantum for a bad length or padding)."""
     alphabet = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
     for i, ch in enumerate(value):
-        if ch not in alphabet:
-            return i if ch != "=" else max(i - (i % 4), 0) if i % 4 < 2 else i
+        if ch not in alphabet and ch != "=":
+            return i
     return (len(value) // 4) * 4
 
 
@@ -404,11 +403,9 @@ def _root_checker(group: str, version: str, kind: str) -> Checker | None:
         if _COMPILER is None:
             _COMPILER = _Compiler(schemas.definitions())
         schema = dict(_COMPILER.defs[name])
-        props = {k: v for k, v in (schema.get("properties") or {}).items() if k not in ("apiVersion", "kind")}
-        inner = _COMPILER.compile({**schema, "properties": props}, struct_name=kind, go_name=f"{version}.{kind}")
-
-        def checker(value: Any, loc: Loc, struct: str, unknown: list[str]) -> None:
-            inner({k: v for k, v in value.items() if k not in ("apiVersion", "kind")}, None, kind, unknown)
+        # apiVersion and kind are the REST layer's business: known, never type-checked here
+        props = {**(schema.get("properties") or {}), "apiVersion": {}, "kind": {}}
+        checker = _COMPILER.compile({**schema, "properties": props}, struct_name=kind, go_name=f"{version}.{kind}")
 
     _ROOTS[key] = checker
     return checker
