@@ -172,3 +172,17 @@ async def test_openapi_v3_carries_the_real_schemas(apiserver: ApiServer) -> None
     assert spec["leaseDurationSeconds"] == {**spec["leaseDurationSeconds"], "type": "integer", "format": "int32"}
     assert spec["renewTime"]["$ref"] == "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
     assert "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" in schemas
+
+
+async def test_status_is_not_held_to_the_required_markers(apiserver: ApiServer) -> None:
+    """ValidatePodStatusUpdate (pkg/apis/core/validation/validation.go) does not require ContainerStatus.imageID,
+    though the definition marks it +required; a status without it is accepted."""
+    status, pod, _ = await _post(apiserver, PODS, {"metadata": {"name": "p"},
+                                                   "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    assert status == 201, pod
+    pod["status"] = {"phase": "Running", "containerStatuses": [{"name": "c", "ready": True, "restartCount": 0,
+                                                               "image": "i"}]}
+    async with aiohttp.ClientSession() as session, session.put(
+        f"{apiserver.url}{PODS}/p/status", json=pod
+    ) as resp:
+        assert resp.status == 200, await resp.text()

@@ -18,7 +18,9 @@ Contract:
   `null` is accepted anywhere (the zero value), as in Go. apiVersion and kind at the root are left to the REST
   layer. A kind without a definition (or without the kubernetes-validate package) is not checked.
 - `required(group, version, kind, obj) -> list[str]`: paths of properties the definitions mark `required` that are
-  missing (below the root); the caller answers 422 `Required value`.
+  missing (below the root, outside metadata and status); the caller answers 422 `Required value`. Status is left
+  out because the real status validation is more lenient than the `+required` markers (ContainerStatus marks
+  imageID required; ValidatePodStatusUpdate does not check it).
 - Checkers are compiled once per definition and cached (the pod create path is hot).
 """
 
@@ -446,7 +448,7 @@ def _walk_required(name: str, value: Any, path: str, out: list[str], *, depth: i
                 out.append(f"{path}.{key}" if path else key)
     for key, item in value.items():
         sub = props.get(key)
-        if sub is None or item is None or key == "metadata":
+        if sub is None or item is None or key == "metadata" or (depth == 0 and key == "status"):
             continue
         sub_path = f"{path}.{key}" if path else key
         ref = sub.get("$ref")
