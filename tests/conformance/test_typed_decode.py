@@ -73,6 +73,7 @@ async def test_lease_with_microtime_and_nulls_is_accepted(apiserver: ApiServer) 
         pytest.param({"leaseTransitions": -1}, "spec.leaseTransitions: Invalid value: -1: must be greater than or "
                      "equal to 0", id="transitions-negative"),
         pytest.param({"preferredHolder": "b"}, "spec.preferredHolder: Forbidden", id="preferred-without-strategy"),
+        pytest.param({"strategy": "Newest"}, 'spec.strategy.strategy: Unsupported value: "Newest"', id="strategy"),
     ],
 )
 async def test_lease_validation_is_422(apiserver: ApiServer, spec: dict[str, Any], field: str) -> None:

@@ -15,7 +15,8 @@ the details a real apiserver prints (`Invalid value: "x": does not match event.n
   An events.k8s.io/v1 object is mapped to the core fields it is stored as (regarding -> involvedObject,
   note -> message, deprecatedSource -> source, ...), as pkg/apis/events/v1/conversion.go does.
 - Leases, pkg/apis/coordination/validation/validation.go ValidateLeaseSpec: leaseDurationSeconds > 0,
-  leaseTransitions >= 0, preferredHolder only with strategy.
+  leaseTransitions >= 0, strategy OldestEmulationVersion or a qualified name with a prefix
+  (ValidateCoordinatedLeaseStrategy), preferredHolder only with strategy.
 """
 
 from __future__ import annotations
@@ -150,7 +151,8 @@ def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> lis
         return problems
     series = ev.get("series")
     if isinstance(series, dict):
-        if int(series.get("count") or 0) < 2:
+        count = series.get("count")
+        if not isinstance(count, int) or count < 2:
             problems.append(_invalid("series.count", "", "should be at least 2"))
         if not series.get("lastObservedTime"):
             problems.append(_required("series.lastObservedTime"))
@@ -175,11 +177,21 @@ def validate_lease(obj: dict[str, Any]) -> list[Problem]:
     spec = obj.get("spec") or {}
     problems: list[Problem] = []
     duration = spec.get("leaseDurationSeconds")
-    if duration is not None and duration <= 0:
+    if isinstance(duration, int) and duration <= 0:  # other types are decode errors (decode.py)
         problems.append(_invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
     transitions = spec.get("leaseTransitions")
-    if transitions is not None and transitions < 0:
+    if isinstance(transitions, int) and transitions < 0:
         problems.append(_invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
+    strategy = spec.get("strategy")
+    if strategy is not None:
+        # ValidateCoordinatedLeaseStrategy is called with spec.strategy and adds .strategy again (as upstream)
+        if "/" not in str(strategy):
+            if strategy != "OldestEmulationVersion":
+                problems.append(("spec.strategy.strategy", f'Unsupported value: {_quote(strategy)}: supported values: '
+                                 '"OldestEmulationVersion"', "FieldValueNotSupported"))
+        else:
+            for msg in _qualified_name_errors(str(strategy)):
+                problems.append(_invalid("spec.strategy.strategy", strategy, msg))
     if spec.get("preferredHolder") and not spec.get("strategy"):
         problems.append(("spec.preferredHolder", "Forbidden: may only be specified if `strategy` is defined",
                          "FieldValueForbidden"))
