@@ -67,12 +67,7 @@ def _strict_path(loc: Loc) -> str:
     parts: list[str] = []
     while loc is not None:
         parent, name, index = loc
-        if index is None:
-            parts.append(name)
-        elif isinstance(index, int):
-            parts.append(f"{name}[{index}]")
-        else:
-            parts.append(f"{name}[{index}]")
+        parts.append(name if index is None else f"{name}[{index}]")
         loc = parent
     return ".".join(p for p in reversed(parts) if p)
 
@@ -158,10 +153,7 @@ class _Compiler:
     def go_type(self, schema: dict[str, Any]) -> str:
         ref = schema.get("$ref")
         if ref:
-            name = schemas.ref_name(ref)
-            if name in (_TIME, _MICRO_TIME):
-                return self.go_type_of_def(name)
-            return self.go_type_of_def(name)
+            return self.go_type_of_def(schemas.ref_name(ref))
         types = [t for t in _types(schema) if t != "null"]
         t = types[0] if types else ""
         if t == "array":
