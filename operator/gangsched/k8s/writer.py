@@ -197,11 +197,14 @@ class EventRecorder:
     async def _emit(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
         key = (ref.namespace, ref.name, ref.uid, reason, message)
         now = now_rfc3339()
+        # an event about a cluster-scoped object (a Node, a ClusterRole) lives in "default": legacyValidateEvent in
+        # pkg/apis/core/validation/events.go accepts only "" or "default" then, and "" is not a namespace to post to
+        event_ns = ref.namespace or "default"
         try:
             seen = self._seen.get(key)
             if seen is not None:
                 name, count = seen
-                path = resource_path(group="", version="v1", plural="events", namespace=ref.namespace, name=name)
+                path = resource_path(group="", version="v1", plural="events", namespace=event_ns, name=name)
                 await self._client.patch(path, {"count": count + 1, "lastTimestamp": now})
                 self._seen[key] = (name, count + 1)
                 return
@@ -209,7 +212,7 @@ class EventRecorder:
             body = {
                 "apiVersion": "v1",
                 "kind": "Event",
-                "metadata": {"name": name, "namespace": ref.namespace},
+                "metadata": {"name": name, "namespace": event_ns},
                 "involvedObject": {
                     "kind": ref.kind,
                     "apiVersion": ref.api_version,
@@ -227,7 +230,7 @@ class EventRecorder:
                 "reportingComponent": self._component,
                 "reportingInstance": self._instance,
             }
-            await self._client.create(resource_path(group="", version="v1", plural="events", namespace=ref.namespace), body)
+            await self._client.create(resource_path(group="", version="v1", plural="events", namespace=event_ns), body)
             self._seen[key] = (name, 1)
         except ApiError as exc:
             self.errors += 1

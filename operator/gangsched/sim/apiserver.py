@@ -8,12 +8,12 @@ Contract:
   controller (sim/disruption.py: PodDisruptionBudget status) while started; `server.disruption` is it (or None).
   `server.request_counts[(method, "pods/eviction")]` counts the resource requests served (tests' witness).
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
-  /openapi/v3/{api/v1|apis/g/v}) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
+  /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
   list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths; resume from a
   resourceVersion, "" or "0" starts with ADDED for every object, BOOKMARKs when allowWatchBookmarks=true
   periodically and before a timeoutSeconds end, a 410 Expired ERROR event when the resourceVersion is older than
   the retained history or the watcher's queue overflowed), get, create, update, patch (merge, JSON, strategic,
-  apply), delete, deletecollection, the status subresource, pods/binding, pods/eviction, Table output
+  apply), delete, deletecollection, request bodies as JSON, YAML or Kubernetes protobuf (protobuf.py), the status subresource, pods/binding, pods/eviction, Table output
   (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, through table.py) and dryRun=All.
 - Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
   created while it ran): a keep-alive connection whose idle task is cancelled is served on by a fresh task, and a
@@ -43,7 +43,7 @@ import yaml
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from gangsched.sim import openapi, table
+from gangsched.sim import openapi, protobuf, table
 from gangsched.sim import status as st
 from gangsched.sim.disruption import DisruptionController
 from gangsched.sim.faults import Answer, FaultInjector, FaultSpecError, RequestInfo, rule_from_mapping
@@ -229,6 +229,7 @@ class ApiServer:
         r.add_get("/api/", self._api)
         r.add_get("/apis", self._apis)
         r.add_get("/apis/", self._apis)
+        r.add_get("/openapi/v2", self._openapi_v2)
         r.add_get("/openapi/v3", self._openapi_root)
         r.add_get("/openapi/v3/{path:.+}", self._openapi_doc)
         r.add_route("*", "/sim/faults", self._faults_admin)
@@ -270,6 +271,11 @@ class ApiServer:
         return self._cached(
             f"apis/{group}/{version}", lambda: openapi.api_resource_list(self.registry.served_types(), group, version)
         )
+
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        if "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(body=openapi.openapi_v2_protobuf(), content_type=openapi.OPENAPI_V2_PROTOBUF_RESPONSE)
+        return _json(openapi.openapi_v2_json())
 
     async def _openapi_root(self, request: web.Request) -> web.Response:
         return self._cached("openapi", lambda: openapi.openapi_v3_root(self.registry.served_types()))
@@ -487,11 +493,20 @@ class ApiServer:
 
     @staticmethod
     async def _body(request: web.Request, *, yaml_ok: bool = False) -> Any:
-        if "protobuf" in request.content_type or "cbor" in request.content_type:
-            raise st.unsupported_media_type(request.content_type, [JSON_TYPE, "application/yaml"])
+        content_type = request.content_type
+        if "cbor" in content_type or ("protobuf" in content_type and content_type != protobuf.MEDIA_TYPE):
+            raise st.unsupported_media_type(content_type, [JSON_TYPE, "application/yaml", protobuf.MEDIA_TYPE])
         raw = await request.read()
         if not raw:
             raise st.bad_request("the request body is empty; a JSON object is required")
+        if content_type == protobuf.MEDIA_TYPE:
+            # kubectl sends the typed objects it builds (kubectl create namespace, configmap, ...) as protobuf
+            try:
+                return protobuf.decode_object(raw)
+            except protobuf.UnsupportedKind as exc:
+                raise st.ApiError(415, "UnsupportedMediaType", str(exc)) from None
+            except protobuf.ProtobufError as exc:
+                raise st.bad_request(f"the request body is not a valid Kubernetes protobuf object: {exc}") from None
         if yaml_ok or request.content_type in ("application/yaml", "application/x-yaml"):
             try:
                 return yaml.safe_load(raw)
@@ -543,7 +558,9 @@ class ApiServer:
     ) -> web.Response:
         headers = None
         if ctx is not None and ctx.warnings:
-            headers = {"Warning": ", ".join(f'299 - "{w}"' for w in ctx.warnings)}
+            # RFC 7234 warn-text is a quoted-string: quotes and backslashes escaped, as the real apiserver writes it
+            texts = (w.replace("\\", "\\\\").replace('"', '\\"') for w in ctx.warnings)
+            headers = {"Warning": ", ".join(f'299 - "{t}"' for t in texts)}
         if self._wants_table(request):
             return _json(self._table(request, rtype, [entry.obj]), status=status, headers=headers)
         if rtype.is_crd and entry.obj.get("apiVersion") != rtype.group_version:
@@ -562,12 +579,15 @@ class ApiServer:
         return result
 
     # ------------------------------------------------------------------ list
-    def _selectors(self, request: web.Request) -> tuple[Any, Any]:
+    def _selectors(self, request: web.Request, rtype: ResourceType) -> tuple[Any, Any]:
         q = request.query
-        return parse_label_selector(q.get("labelSelector")), parse_field_selector(q.get("fieldSelector"))
+        fields = parse_field_selector(
+            q.get("fieldSelector"), kind=(rtype.group, rtype.kind), selectable=rtype.selectable_fields
+        )
+        return parse_label_selector(q.get("labelSelector")), fields
 
     def _list(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.Response:
-        labels, fields = self._selectors(request)
+        labels, fields = self._selectors(request, rtype)
         limit = self._int(request.query, "limit")
         entries, rv, token, remaining = self.registry.list_entries(
             rtype, namespace, labels=labels, fields=fields, limit=limit, continue_token=request.query.get("continue") or None,
@@ -590,7 +610,7 @@ class ApiServer:
         return _raw(head[:-1] + b',"items":[' + items + b"]}")
 
     async def _delete_collection(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.Response:
-        labels, fields = self._selectors(request)
+        labels, fields = self._selectors(request, rtype)
         ctx = self._context(request.query)
         options = await self._delete_options(request)
         entries, rv, _, _ = self.registry.list_entries(rtype, namespace, labels=labels, fields=fields, limit=None, continue_token=None)
@@ -608,7 +628,7 @@ class ApiServer:
     # ------------------------------------------------------------------ watch
     async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:
         q = request.query
-        labels, fields = self._selectors(request)
+        labels, fields = self._selectors(request, rtype)
         timeout = self._int(q, "timeoutSeconds")
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1", "True")
         rv_text = q.get("resourceVersion", "") or ""

@@ -1,7 +1,10 @@
 """The built-in kinds the emulator serves, as ResourceType values.
 
 Contract: `BUILTIN_TYPES` lists every kind served from the start (core/v1, events.k8s.io/v1,
-scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, apps/v1 workloads, apiextensions.k8s.io/v1). `crd_types(crd)` turns a
+scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, storage.k8s.io/v1, apps/v1 workloads (Deployment,
+ReplicaSet, StatefulSet; ReplicationController in core/v1: stored only, the disruption controller reads their
+scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, apiextensions.k8s.io/v1; the
+last entry is the CRD type). Their bodies are checked against the real v1.32 schemas by sim/validation/. `crd_types(crd)` turns a
 CustomResourceDefinition object into one ResourceType per served version. Nothing here does I/O.
 """
 
@@ -35,10 +38,24 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
                  _STATUS, categories=("all",)),
     ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), _STATUS,
                  categories=("all",)),
-    ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",), _STATUS,
-                 categories=("all",)),
     ResourceType("apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, ("sts",), _STATUS,
                  categories=("all",)),
+    ResourceType("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, ("quota",), _STATUS),
+    ResourceType("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", False, ("pv",), _STATUS),
+    ResourceType("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True,
+                 ("pvc",), _STATUS),
+    ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, ("sc",)),
+    ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",),
+                 frozenset({"status", "scale"}), categories=("all",)),
+    ResourceType("batch", "v1", "Job", "jobs", "job", True, (), _STATUS, categories=("all",)),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
+                 "clusterrolebinding", False),
+    ResourceType("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", "flowschema", False, (), _STATUS),
+    ResourceType("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations",
+                 "prioritylevelconfiguration", False, (), _STATUS),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  "customresourcedefinition", False, ("crd", "crds"), _STATUS),
 )
@@ -75,6 +92,10 @@ def crd_types(crd: dict[str, Any]) -> list[ResourceType]:
                 printer_columns=tuple(version.get("additionalPrinterColumns") or ()),
                 categories=tuple(names.get("categories") or ()),
                 is_crd=True,
+                selectable_fields=tuple(
+                    str(f.get("jsonPath", "")).lstrip(".") for f in version.get("selectableFields") or ()
+                    if isinstance(f, dict)
+                ),
             )
         )
     return out

@@ -21,11 +21,19 @@ Contract (the REST layer, apiserver.py, serves these as JSON):
   each kind's schema (a CRD's openAPIV3Schema; a permissive object for built-ins) tagged with the list form of
   `x-kubernetes-group-version-kind` (what `kubectl explain` looks for).
 - `group_doc_hash(types, group, version)` -> the hash used in the root document.
+- Built-in kinds' `components.schemas` are the REAL Kubernetes v1.32.0 definitions (from the kubernetes-validate
+  package, validation/schemas.py), with every definition they reference, converted to OpenAPI v3 (`$ref`s to
+  `#/components/schemas/`, nullable type lists to one type); so `kubectl explain pod.spec` shows the real
+  fields. Synthesized: the paths, operations and their parameters (above), the `info` block, and, without that
+  package, a permissive schema per built-in kind.
+- `openapi_v2_protobuf()` / `openapi_v2_json()` -> the body of GET /openapi/v2 (a synthesized empty document; see
+  the function's docstring for why that is what kubectl needs).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import re
@@ -33,6 +41,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gangsched.sim.types import ResourceType
+from gangsched.sim.validation import schemas
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
@@ -140,6 +149,10 @@ def gv_path(group: str, version: str) -> str:
 
 def schema_name(rtype: ResourceType) -> str:
     """The components.schemas name of a kind, as a real server names it (io.k8s.api.core.v1.Pod, ...)."""
+    if not rtype.is_crd:
+        real = schemas.definition_name(rtype.group, rtype.version, rtype.kind)
+        if real is not None:
+            return real
     if rtype.is_crd:
         prefix = ".".join(reversed(rtype.group.split(".")))
     elif not rtype.group:
@@ -155,9 +168,75 @@ def _gvk(rtype: ResourceType) -> dict[str, str]:
     return {"group": rtype.group, "version": rtype.version, "kind": rtype.kind}
 
 
+def _convert(node: Any) -> Any:
+    """A kubernetes-validate JSON Schema node as an OpenAPI v3 schema: `#/$defs/X` -> `#/components/schemas/X`,
+    `type: [T, "null"]` -> `type: T`."""
+    if isinstance(node, list):
+        return [_convert(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str):
+            out[key] = "#/components/schemas/" + schemas.ref_name(value)
+        elif key == "type" and isinstance(value, list):
+            types = [t for t in value if t != "null"]
+            if types:
+                out[key] = types[0]
+        else:
+            out[key] = _convert(value)
+    return out
+
+
+def _refs(node: Any, found: set[str]) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                found.add(schemas.ref_name(value))
+            else:
+                _refs(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _refs(value, found)
+
+
+def _builtin_definitions(rtype: ResourceType) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(the kind's schema, the definitions it references transitively), from the real v1.32 definitions.
+    Cached per kind: callers must not mutate what they get."""
+    if rtype.is_crd:
+        return None
+    return _builtin_definitions_of(rtype.group, rtype.version, rtype.kind)
+
+
+@functools.lru_cache(maxsize=None)
+def _builtin_definitions_of(group: str, version: str, kind: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    name = schemas.definition_name(group, version, kind)
+    if name is None:
+        return None
+    defs = schemas.definitions()
+    root = _convert(defs[name])
+    for key in ("apiVersion", "kind"):  # kubernetes-validate pins them with an enum; a real document does not
+        prop = (root.get("properties") or {}).get(key)
+        if isinstance(prop, dict):
+            prop.pop("enum", None)
+    found: set[str] = set()
+    _refs(defs[name], found)
+    seen: dict[str, Any] = {}
+    while found:
+        ref = found.pop()
+        if ref in seen or ref not in defs:
+            continue
+        seen[ref] = _convert(defs[ref])
+        _refs(defs[ref], found)
+    return root, seen
+
+
 def _kind_schema(rtype: ResourceType) -> dict[str, Any]:
+    real = _builtin_definitions(rtype) if rtype.schema is None else None
     if rtype.schema is not None:
         schema = copy.deepcopy(rtype.schema)
+    elif real is not None:
+        schema = dict(real[0])  # shallow: only the top-level tag below is added
     else:
         schema = {
             "type": "object",
@@ -233,17 +312,21 @@ def _paths_for(rtype: ResourceType) -> dict[str, Any]:
 def openapi_v3_group_doc(types: Iterable[ResourceType], group: str, version: str) -> dict[str, Any]:
     """The OpenAPI v3 document of one group-version (see module docstring)."""
     paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = {}
+    component_schemas: dict[str, Any] = {}
     for rtype in types:
         if rtype.group != group or rtype.version != version:
             continue
         paths.update(_paths_for(rtype))
-        schemas[schema_name(rtype)] = _kind_schema(rtype)
+        component_schemas[schema_name(rtype)] = _kind_schema(rtype)
+        real = _builtin_definitions(rtype) if rtype.schema is None else None
+        if real is not None:
+            for ref, definition in real[1].items():
+                component_schemas.setdefault(ref, definition)
     return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0-gangsched-sim"},
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {"schemas": component_schemas},
     }
 
 
@@ -251,10 +334,24 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+_BUILTIN_HASHES: dict[tuple[Any, ...], str] = {}
+
+
 def group_doc_hash(types: Iterable[ResourceType], group: str, version: str) -> str:
-    """A hash of one group-version's document: changes when its kinds or their schemas change."""
-    doc = openapi_v3_group_doc(types, group, version)
-    return hashlib.sha512(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:64].upper()
+    """A hash of one group-version's document: changes when its kinds or their schemas change. Memoized for
+    group-versions of built-in kinds only (their documents change only with the set of kinds)."""
+    members = [t for t in types if t.group == group and t.version == version]
+    key: tuple[Any, ...] | None = None
+    if members and not any(t.is_crd for t in members):
+        key = (group, version, *sorted(t.plural for t in members))
+        found = _BUILTIN_HASHES.get(key)
+        if found is not None:
+            return found
+    doc = openapi_v3_group_doc(members, group, version)
+    digest = hashlib.sha512(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:64].upper()
+    if key is not None:
+        _BUILTIN_HASHES[key] = digest
+    return digest
 
 
 def openapi_v3_root(types: Iterable[ResourceType]) -> dict[str, Any]:
@@ -269,3 +366,31 @@ def openapi_v3_root(types: Iterable[ResourceType]) -> dict[str, Any]:
         key = gv_path(group, version)
         paths[key] = {"serverRelativeURL": f"/openapi/v3/{key}?hash={group_doc_hash(all_types, group, version)}"}
     return {"paths": paths}
+
+
+# ---------------------------------------------------------------------------------------------- OpenAPI v2
+OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+OPENAPI_V2_PROTOBUF_RESPONSE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def _pb_string(number: int, text: str) -> bytes:
+    data = text.encode()
+    return bytes([number << 3 | 2, len(data)]) + data
+
+
+def openapi_v2_protobuf() -> bytes:
+    """The body of GET /openapi/v2 as kubectl requests it (gnostic openapi_v2.Document protobuf, see
+    github.com/google/gnostic-models openapiv2/OpenAPIv2.proto: swagger = 1, info = 2 {title = 1, version = 2}).
+
+    Synthesized and deliberately empty: no paths and no definitions. kubectl 1.32 reads /openapi/v2 only where
+    /openapi/v3 cannot answer, e.g. to validate a `kind: List` client-side (k8s.io/kubectl/pkg/validation:
+    paramVerifyingSchema falls back to the v2 schema because no v3 document has a v1/List); with no definitions
+    it validates nothing there and each item is validated by this server (fieldValidation=Strict). For patches
+    kubectl then uses its compiled-in types, as with an older server."""
+    info = _pb_string(1, "Kubernetes") + _pb_string(2, "v1.32.0")
+    return _pb_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
+
+
+def openapi_v2_json() -> dict[str, Any]:
+    """The JSON form of the same (empty) document."""
+    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": {}, "definitions": {}}

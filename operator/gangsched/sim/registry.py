@@ -41,6 +41,7 @@ from gangsched.sim import status as st
 from gangsched.sim import strategic
 from gangsched.sim.binding import bind_pod
 from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready
+from gangsched.sim import validation
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.namespace_controller import NamespaceController
@@ -183,6 +184,8 @@ class Registry:
             raise st.bad_request(f"the body of a create must be a JSON object, got {type(body).__name__}")
         obj = body
         self._check_kind(rtype, obj)
+        validation.decode_body(rtype, obj, ctx.field_validation, ctx.warnings)
+        validation.apply_defaults(rtype, obj)
         meta = obj.get("metadata")
         if meta is None:
             meta = obj["metadata"] = {}
@@ -219,6 +222,7 @@ class Registry:
             obj.pop("status", None)
         self._admit_create(rtype, obj, name, ctx)
         self._validate_custom(rtype, obj, name, ctx)
+        validation.validate_object(rtype, obj, namespace=namespace if rtype.namespaced else "", create=True)
         for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields"):
             meta.pop(key, None)
         meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
@@ -516,6 +520,7 @@ class Registry:
         cur = current.obj
         cur_meta = cur["metadata"]
         name = cur_meta["name"]
+        validation.decode_body(rtype, new, ctx.field_validation, ctx.warnings)
         meta = new.get("metadata")
         if not isinstance(meta, dict):
             meta = new["metadata"] = {}
@@ -555,6 +560,8 @@ class Registry:
             self._validate_custom(rtype, result, name, ctx)
             if self._content(result, rtype) != self._content(cur, rtype):
                 meta["generation"] = int(cur_meta.get("generation", 1)) + 1
+        if not rtype.is_crd:
+            validation.validate_object(rtype, result, namespace=cur_meta.get("namespace") or "", create=False)
         result["metadata"]["resourceVersion"] = cur_meta["resourceVersion"]
         if result == cur:
             return current  # a no-op write does not bump the resourceVersion

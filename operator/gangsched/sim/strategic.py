@@ -6,8 +6,8 @@ Contract:
 - `meta` tells, field by field, how lists and maps merge: a `SchemaPatchMeta` over an OpenAPI/JSON schema reads
   `x-kubernetes-patch-strategy` (`merge`, `replace`, `retainKeys`, `merge,retainKeys`) and
   `x-kubernetes-patch-merge-key`, following `$ref`s into the schema's definitions. `patch_meta_for(group,
-  version, kind)` gives the meta of a built-in kind from Kubernetes 1.32's own schemas (shipped by the
-  `kubernetes-validate` package); without that package, or for unknown kinds, a table of the common merge keys
+  version, kind)` gives the meta of a built-in kind from Kubernetes 1.32's own schemas (sim/validation/schemas.py,
+  from the `kubernetes-validate` package); without that package, or for unknown kinds, a table of the common merge keys
   of core/v1 stands in (`NAME_TABLE_META`).
 - Semantics follow staging/src/k8s.io/apimachinery/pkg/util/strategicpatch/patch.go (StrategicMergeMapPatch with
   MergeParallelList and IgnoreUnmatchedNulls): `$patch: replace|delete` on maps and in merging lists (each
@@ -24,16 +24,15 @@ import copy
 import functools
 import json
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Protocol
 
 from gangsched.sim.patch import PatchError
+from gangsched.sim.validation import schemas
 
 DIRECTIVE = "$patch"
 RETAIN_KEYS = "$retainKeys"
 DELETE_FROM_PRIMITIVE = "$deleteFromPrimitiveList/"
 SET_ELEMENT_ORDER = "$setElementOrder/"
-K8S_SCHEMA_VERSION = "v1.32.0-local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,26 +135,13 @@ NAME_TABLE_META = NameTableMeta(
 
 
 @functools.cache
-def _k8s_definitions() -> dict[str, Any] | None:
-    try:
-        root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / K8S_SCHEMA_VERSION / "_definitions.json"
-        doc: dict[str, Any] = json.loads(root.read_text())
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
-        return None
-    return dict(doc.get("$defs") or doc.get("definitions") or {})
-
-
-@functools.cache
 def patch_meta_for(group: str, version: str, kind: str) -> PatchMeta:
     """The patch metadata of a built-in kind, from Kubernetes' own schema; the name table when unknown."""
-    definitions = _k8s_definitions()
-    if definitions is None:
+    name = schemas.definition_name(group, version, kind)
+    if name is None:
         return NAME_TABLE_META
-    for schema in definitions.values():
-        for gvk in schema.get("x-kubernetes-group-version-kind") or []:
-            if (gvk.get("group", ""), gvk.get("version"), gvk.get("kind")) == (group, version, kind):
-                return SchemaPatchMeta(schema, definitions)
-    return NAME_TABLE_META
+    definitions = schemas.definitions()
+    return SchemaPatchMeta(definitions[name], definitions)
 
 
 # ---------------------------------------------------------------------------------------------- applying

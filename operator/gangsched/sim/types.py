@@ -30,6 +30,8 @@ class ResourceType:
     printer_columns: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)
     categories: tuple[str, ...] = ()
     is_crd: bool = False
+    # a CRD version's selectableFields (jsonPaths without the leading dot): field labels it accepts
+    selectable_fields: tuple[str, ...] = field(default=(), hash=False, compare=False)
 
     @property
     def group_version(self) -> str:

@@ -1,0 +1,90 @@
+"""Validation of built-in kinds against the real Kubernetes v1.32 schemas and rules (admission-time checks).
+
+Contract (called by registry.py on every write of a built-in kind; CRD objects go through schema.py):
+- `decode_body(rtype, obj, field_validation, warnings)`: what the real JSON decoder does with the body
+  (decode.py): a type error -> ApiError 400 BadRequest `<Kind> in version "<v>" cannot be handled as a <Kind>:
+  <decoder message>`; unknown fields -> 400 `... strict decoding error: unknown field "spec.foo"` under
+  fieldValidation=Strict, a warning `unknown field "spec.foo"` under Warn (appended to `warnings`), nothing under
+  Ignore. See staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go (transformDecodeError,
+  addStrictDecodingWarnings). Unknown fields are then dropped, as decoding into the Go struct drops them.
+- `apply_defaults(rtype, obj)`: the defaulting of pkg/apis/core/v1/defaults.go the emulator models (SetDefaults_Secret:
+  type Opaque).
+- `validate_object(rtype, obj, namespace, create)`: required properties of the definitions and the kind rules
+  of rules.py -> ApiError 422 Invalid with one cause per problem.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gangsched.sim import status as st
+from gangsched.sim.types import ResourceType
+from gangsched.sim.validation import decode, rules, schemas
+
+__all__ = ["apply_defaults", "decode_body", "validate_object", "schemas", "decode", "rules"]
+
+
+def _drop(obj: Any, path: str) -> None:
+    """Remove one unknown field, given as `a.b[0].c`."""
+    parts: list[str | int] = []
+    for seg in path.split("."):
+        while "[" in seg:
+            head, _, rest = seg.partition("[")
+            if head:
+                parts.append(head)
+            idx, _, seg = rest.partition("]")
+            parts.append(int(idx) if idx.isdigit() else idx)
+        if seg:
+            parts.append(seg)
+    cur = obj
+    for p in parts[:-1]:
+        try:
+            cur = cur[p]
+        except (KeyError, IndexError, TypeError):
+            return
+    if isinstance(cur, dict):
+        cur.pop(parts[-1], None)
+
+
+def decode_body(rtype: ResourceType, obj: dict[str, Any], field_validation: str, warnings: list[str]) -> None:
+    """See module docstring."""
+    if rtype.is_crd:
+        return
+    try:
+        unknown = decode.check(rtype.group, rtype.version, rtype.kind, obj)
+    except decode.DecodeError as exc:
+        raise st.bad_request(
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: {exc}'
+        ) from None
+    if not unknown:
+        return
+    if field_validation == "Strict":
+        fields = ", ".join(f'unknown field "{p}"' for p in unknown)
+        raise st.bad_request(
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: '
+            f"strict decoding error: {fields}"
+        )
+    if field_validation == "Warn":
+        warnings.extend(f'unknown field "{p}"' for p in unknown)
+    for path in unknown:
+        _drop(obj, path)
+
+
+def apply_defaults(rtype: ResourceType, obj: dict[str, Any]) -> None:
+    """See module docstring."""
+    if (rtype.group, rtype.kind) == ("", "Secret") and not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
+def validate_object(rtype: ResourceType, obj: dict[str, Any], *, namespace: str, create: bool) -> None:
+    """See module docstring."""
+    if rtype.is_crd:
+        return
+    problems: list[tuple[str, str, str]] = [
+        (path, "Required value", "FieldValueRequired")
+        for path in decode.required(rtype.group, rtype.version, rtype.kind, obj)
+    ]
+    problems.extend(rules.validate(rtype.group, rtype.kind, obj, namespace=namespace, create=create))
+    if problems:
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        raise st.invalid(rtype, name, problems)

@@ -1,0 +1,58 @@
+"""The real OpenAPI definitions of the built-in kinds (Kubernetes v1.32.0), as data from `kubernetes-validate`.
+
+Contract:
+- `definitions() -> dict[str, dict]`: every definition (name -> JSON Schema) of Kubernetes v1.32.0, loaded once
+  from the `kubernetes-validate` package's `kubernetes-json-schema/v1.32.0-local/_definitions.json` (generated
+  from the real apiserver's OpenAPI document; nullable fields are `type: [T, "null"]`, references are
+  `#/$defs/NAME`). Empty when the package is not installed (the optional `sim` extra): then built-in kinds are
+  not type-checked, as before.
+- `definition_name(group, version, kind) -> str | None`: the definition of a kind, found by its
+  `x-kubernetes-group-version-kind` tag.
+- `available() -> bool`.
+Pure apart from reading the package data once.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+K8S_VERSION = "v1.32.0"
+
+
+@lru_cache(maxsize=1)
+def definitions() -> dict[str, dict[str, Any]]:
+    try:
+        root = resources.files("kubernetes_validate") / "kubernetes-json-schema" / f"{K8S_VERSION}-local"
+        text = (root / "_definitions.json").read_text(encoding="utf-8")
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return {}
+    defs: dict[str, dict[str, Any]] = json.loads(text).get("$defs") or {}
+    return defs
+
+
+@lru_cache(maxsize=1)
+def _gvk_index() -> dict[tuple[str, str, str], str]:
+    index: dict[tuple[str, str, str], str] = {}
+    for name, schema in definitions().items():
+        for gvk in schema.get("x-kubernetes-group-version-kind") or ():
+            key = (str(gvk.get("group", "")), str(gvk.get("version", "")), str(gvk.get("kind", "")))
+            # the kind's own definition, not a shared one (DeleteOptions, WatchEvent carry many tags)
+            if name.rsplit(".", 1)[-1] == key[2]:
+                index.setdefault(key, name)
+    return index
+
+
+def definition_name(group: str, version: str, kind: str) -> str | None:
+    return _gvk_index().get((group, version, kind))
+
+
+def available() -> bool:
+    return bool(definitions())
+
+
+def ref_name(ref: str) -> str:
+    """`#/$defs/NAME` (or `/api/_definitions.json#/$defs/NAME`) -> NAME."""
+    return ref.rsplit("/", 1)[-1]
