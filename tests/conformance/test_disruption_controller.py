@@ -70,7 +70,14 @@ class World:
         meta: dict[str, Any] = {"name": name}
         if owner is not None:
             meta["ownerReferences"] = [owner]
-        obj = self.create(group, plural, {"metadata": meta, "spec": {"replicas": replicas, "selector": {"matchLabels": FOO_BAR}}})
+        template = {"metadata": {"labels": FOO_BAR}, "spec": {"containers": [{"name": "c", "image": "i"}]}}  # required
+        # as the real schemas have them: a ReplicationController's selector is a plain map, a StatefulSet names its
+        # headless Service
+        selector = dict(FOO_BAR) if kind == "ReplicationController" else {"matchLabels": FOO_BAR}
+        spec: dict[str, Any] = {"replicas": replicas, "selector": selector, "template": template}
+        if kind == "StatefulSet":
+            spec["serviceName"] = name
+        obj = self.create(group, plural, {"metadata": meta, "spec": spec})
         ref = {"apiVersion": f"{group}/v1" if group else "v1", "kind": kind, "name": name,
                "uid": obj["metadata"]["uid"], "controller": True}
         return obj, ref
