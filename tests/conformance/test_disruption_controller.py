@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gangsched.k8s.client import KubeClient
+from gangsched.sim import status as st
 from gangsched.sim.disruption import DisruptionController, format_time
 from gangsched.sim.registry import Registry, RequestContext
 from gangsched.sim.store import Store
@@ -309,9 +310,19 @@ def test_keep_existing_pdb_condition_during_sync() -> None:
 
 
 def test_invalid_selector_fails_safe() -> None:
-    """TestInvalidSelectors ("illegal operator"): the pods cannot be listed; disruptionsAllowed 0."""
+    """TestInvalidSelectors ("illegal operator"): validation refuses such a PDB (422); one that creeps in anyway
+    (written to storage directly here) cannot list its pods: the fail-safe, disruptionsAllowed 0."""
     w = World()
-    w.pdb(selector={"matchExpressions": [{"key": "foo", "operator": "illegal", "values": ["bar"]}]}, minAvailable=3)
+    bad = {"matchExpressions": [{"key": "foo", "operator": "illegal", "values": ["bar"]}]}
+    with pytest.raises(st.ApiError) as err:
+        w.pdb(selector=bad, minAvailable=3)
+    assert err.value.code == 422
+    w.pdb(minAvailable=3)
+    rtype = w.t("policy", "v1", "poddisruptionbudgets")
+    entry = w.registry.get(rtype, "default", "foobar")
+    obj = entry.copy()
+    obj["spec"]["selector"] = bad
+    w.registry.store.put(("policy", "poddisruptionbudgets"), obj, previous=entry)
     w.pod("p")
     s = w.status()
     assert (s["disruptionsAllowed"], s["currentHealthy"], s["expectedPods"]) == (0, 0, 0)

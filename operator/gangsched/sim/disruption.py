@@ -582,3 +582,58 @@ class DisruptionController:
             self.registry.create(rtype, ns, event, RequestContext())
         except Exception as exc:  # an event is best effort, as in client-go's recorder
             log.debug("disruption controller: recording event %s failed: %s", reason, exc)
+
+
+_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+                "regex used for validation is '[0-9]+%')")
+_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
+
+
+def _quoted(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def validate_pdb_spec(spec: Any) -> list[tuple[str, str, str]]:
+    """pkg/apis/policy/validation ValidatePodDisruptionBudgetSpec: (field, detail, cause reason) problems."""
+    if not isinstance(spec, dict):
+        return [("spec", "Required value", "FieldValueRequired")]
+    problems: list[tuple[str, str, str]] = []
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        problems.append(("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set", "FieldValueInvalid"))
+    for name in ("minAvailable", "maxUnavailable"):
+        value = spec.get(name)
+        if value is None:
+            continue
+        where = f"spec.{name}"
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            problems.append((where, f"Invalid value: {_quoted(value)}: must be an integer or percentage (e.g '5%')", "FieldValueInvalid"))
+        elif isinstance(value, int):
+            if value < 0:
+                problems.append((where, f"Invalid value: {value}: must be greater than or equal to 0", "FieldValueInvalid"))
+        elif not (value.endswith("%") and value[:-1].isdigit()):
+            problems.append((where, f'Invalid value: "{value}": {_PERCENT_MSG}', "FieldValueInvalid"))
+        elif int(value[:-1]) > 100:
+            problems.append((where, f'Invalid value: "{value}": must not be greater than 100%', "FieldValueInvalid"))
+    selector = spec.get("selector")
+    if isinstance(selector, dict):
+        for i, expr in enumerate(selector.get("matchExpressions") or []):
+            where = f"spec.selector.matchExpressions[{i}]"
+            if not isinstance(expr, dict):
+                problems.append((where, "Invalid value: must be an object", "FieldValueInvalid"))
+                continue
+            op, values = expr.get("operator"), expr.get("values") or []
+            if op in ("In", "NotIn") and not values:
+                problems.append((f"{where}.values", "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                                 "FieldValueRequired"))
+            elif op in ("Exists", "DoesNotExist") and values:
+                problems.append((f"{where}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
+                                 "'DoesNotExist'", "FieldValueForbidden"))
+            elif op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                problems.append((f"{where}.operator", f"Invalid value: {_quoted(op)}: not a valid selector operator",
+                                 "FieldValueInvalid"))
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy is not None and policy not in _POLICIES:
+        supported = ", ".join(f'"{p}"' for p in _POLICIES)
+        problems.append(("spec.unhealthyPodEvictionPolicy", f"Unsupported value: {_quoted(policy)}: supported values: {supported}",
+                         "FieldValueNotSupported"))
+    return problems

@@ -33,7 +33,7 @@ import orjson
 
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
-from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready
+from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
@@ -252,9 +252,9 @@ class Registry:
                 ],
             }
         elif kind == ("policy", "PodDisruptionBudget"):
-            spec = obj.get("spec") or {}
-            if "minAvailable" in spec and "maxUnavailable" in spec:
-                raise st.invalid(rtype, name, [("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set")])
+            pdb_problems = validate_pdb_spec(obj.get("spec") or {})
+            if pdb_problems:
+                raise st.invalid(rtype, name, pdb_problems)
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
     def _admit_pod(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
@@ -523,6 +523,10 @@ class Registry:
                     raise st.invalid(rtype, name, [(
                         f"spec.{key}", f"Forbidden: pod updates may not change fields other than mutable ones",
                         "FieldValueForbidden")])
+        elif (rtype.group, rtype.kind) == ("policy", "PodDisruptionBudget"):
+            pdb_problems = validate_pdb_spec(new.get("spec") or {})
+            if pdb_problems:
+                raise st.invalid(rtype, name, pdb_problems)
         elif (rtype.group, rtype.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
             problems = validate_crd(new)
             if problems:
