@@ -9,6 +9,7 @@ event loop inside the real ApiServer (no explicit sync: debounced on the loop).
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any
 
@@ -361,3 +362,19 @@ async def test_the_controller_runs_on_the_loop_debounced(kube: KubeClient, apise
     assert (status["currentHealthy"], status["expectedPods"], status["disruptionsAllowed"]) == (20, 20, 19)
     assert status["observedGeneration"] == 1
     assert apiserver.disruption.syncs - before <= 2 * 40 + 2
+
+
+async def test_kubectl_get_pdb_shows_the_computed_budget(kube: KubeClient, kubectl: Any) -> None:
+    """What a user sees: `kubectl get pdb` prints the ALLOWED DISRUPTIONS the controller computed (and
+    `kubectl describe`-style fields are in the status)."""
+    pods = "/api/v1/namespaces/default/pods"
+    await kube.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                      {"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": FOO_BAR}}})
+    for i in range(3):
+        await kube.create(pods, {"metadata": {"name": f"w{i}", "labels": FOO_BAR},
+                                 "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        await kube.patch(f"{pods}/w{i}/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    result = await asyncio.to_thread(kubectl, "get", "pdb", "web", "--no-headers", check=True)
+    out = result.stdout.split()
+    assert out[:4] == ["web", "1", "N/A", "2"], out
+
