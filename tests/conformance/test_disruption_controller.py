@@ -345,6 +345,33 @@ def test_a_spec_change_is_observed() -> None:
     w.verify(0, 2, 2, 2)
 
 
+@pytest.mark.parametrize(
+    ("status", "deleting", "passed", "want"),
+    [
+        pytest.param("True", False, 121, "False", id="stale pod disruption"),
+        pytest.param("True", False, 119, "True", id="pod disruption in progress"),
+        pytest.param("True", True, 121, "True", id="pod disruption actuated"),
+        pytest.param("False", True, 121, "False", id="pod disruption cleared"),
+    ],
+)
+def test_stale_pod_disruption(status: str, deleting: bool, passed: int, want: str) -> None:
+    """TestStalePodDisruption: a DisruptionTarget=True condition on a pod not being deleted is reset to False
+    once stalePodDisruptionTimeout (2 min) has passed."""
+    w = World()
+    w.pod("foo", finalizers=["test/hold"] if deleting else [])
+    pods = w.t("", "v1", "pods")
+    obj = w.registry.get(pods, "default", "foo").copy()
+    obj["status"]["conditions"].append({"type": "DisruptionTarget", "status": status, "reason": "EvictionByEvictionAPI",
+                                        "lastTransitionTime": format_time(T0)})
+    w.registry.update(pods, "default", "foo", obj, w.ctx, subresource="status")
+    if deleting:
+        w.registry.delete(pods, "default", "foo", w.ctx)
+    w.now = T0 + datetime.timedelta(seconds=passed)
+    w.dc.sync_all()
+    conds = w.registry.get(pods, "default", "foo").obj["status"]["conditions"]
+    assert next(c for c in conds if c["type"] == "DisruptionTarget")["status"] == want
+
+
 async def test_the_controller_runs_on_the_loop_debounced(kube: KubeClient, apiserver: Any) -> None:
     """Inside the ApiServer the status follows pod writes without any explicit sync, and a burst of writes
     costs far fewer syncs than writes (one per loop iteration at most)."""

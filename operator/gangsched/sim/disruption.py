@@ -25,6 +25,8 @@ Contract:
 - A failed sync runs the real fail-safe: disruptionsAllowed 0 and DisruptionAllowed False with reason
   SyncFailed and the error as message, the rest of the status untouched (so observedGeneration may lag and the
   Eviction API answers 429 "being processed"); a Warning event CalculateExpectedPodCountFailed is recorded.
+- Stale DisruptionTarget conditions: a pod with DisruptionTarget=True (set by the Eviction API) that is not
+  being deleted 2 minutes later (stalePodDisruptionTimeout) gets it reset to False.
 - Events (core/v1, source controllermanager) are recorded once per (PDB, reason, message).
 """
 
@@ -53,6 +55,7 @@ WORKLOADS: tuple[StorageKey, ...] = (
 SCALE_BUILTINS = frozenset({("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
                             ("apps", "StatefulSet")})
 DELETION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go DeletionTimeout
+STALE_POD_DISRUPTION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go stalePodDisruptionTimeout
 DISRUPTION_ALLOWED = "DisruptionAllowed"
 SUFFICIENT_PODS = "SufficientPods"
 INSUFFICIENT_PODS = "InsufficientPods"
@@ -183,6 +186,7 @@ class DisruptionController:
         self._rechecks: dict[PdbKey, asyncio.TimerHandle] = {}
         self._taps: list[tuple[StorageKey, StoreTap]] = []
         self._events: dict[tuple[str, str, str], str] = {}  # (pdb uid, reason, message) recorded
+        self._stale: dict[PdbKey, datetime.datetime] = {}  # pod -> when its DisruptionTarget=True becomes stale
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -213,6 +217,11 @@ class DisruptionController:
         obj = event.entry.obj
         meta = obj["metadata"]
         ns = meta.get("namespace") or ""
+        if event.type != "DELETED":
+            for cond in (obj.get("status") or {}).get("conditions") or ():
+                if cond.get("type") == "DisruptionTarget":
+                    self._check_stale(obj, cond)
+                    break
         selectors = self._selectors.get(ns)
         if not selectors:
             return
@@ -288,8 +297,49 @@ class DisruptionController:
         self._handle = None
         self.sync_all()
 
+    # ------------------------------------------------------------------ stale DisruptionTarget conditions
+    def _check_stale(self, pod: dict[str, Any], cond: dict[str, Any]) -> None:
+        """nonTerminatingPodHasStaleDisruptionCondition: a DisruptionTarget=True condition on a pod that is not
+        being deleted, not finished, and not put there by the kubelet is reset to False 2 minutes after it was
+        set (stalePodDisruptionTimeout), e.g. when the delete after an eviction never happened."""
+        meta = pod["metadata"]
+        key = (meta.get("namespace") or "", meta["name"])
+        if (cond.get("status") != "True" or meta.get("deletionTimestamp") or cond.get("reason") == "TerminationByKubelet"
+                or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+            self._stale.pop(key, None)
+            return
+        since = parse_time(cond.get("lastTransitionTime")) or self.clock()
+        due = since + STALE_POD_DISRUPTION_TIMEOUT
+        self._stale[key] = due
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # sync_all() sweeps
+        delay = max((due - self.clock()).total_seconds(), 0.0)
+        loop.call_later(delay + 0.01, self._sweep_stale)
+
+    def _sweep_stale(self) -> None:
+        now = self.clock()
+        for key, due in list(self._stale.items()):
+            if due > now:
+                continue
+            del self._stale[key]
+            entry = self.store.get(PODS, key[0], key[1])
+            if entry is None:
+                continue
+            obj = entry.copy()
+            conds = (obj.get("status") or {}).get("conditions") or []
+            target = next((c for c in conds if c.get("type") == "DisruptionTarget"), None)
+            if target is None or target.get("status") != "True" or obj["metadata"].get("deletionTimestamp"):
+                continue
+            target["status"] = "False"
+            target["lastTransitionTime"] = format_time(now)
+            self.store.put(PODS, obj, previous=entry)
+
     # ------------------------------------------------------------------ sync
     def sync_all(self) -> None:
+        if self._stale:
+            self._sweep_stale()
         while self._dirty:
             keys = list(self._dirty)
             self._dirty.clear()
