@@ -9,12 +9,14 @@ event loop inside the real ApiServer (no explicit sync: debounced on the loop).
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any
 
 import pytest
 
 from gangsched.k8s.client import KubeClient
+from gangsched.sim import status as st
 from gangsched.sim.disruption import DisruptionController, format_time
 from gangsched.sim.registry import Registry, RequestContext
 from gangsched.sim.store import Store
@@ -316,9 +318,19 @@ def test_keep_existing_pdb_condition_during_sync() -> None:
 
 
 def test_invalid_selector_fails_safe() -> None:
-    """TestInvalidSelectors ("illegal operator"): the pods cannot be listed; disruptionsAllowed 0."""
+    """TestInvalidSelectors ("illegal operator"): validation refuses such a PDB (422); one that creeps in anyway
+    (written to storage directly here) cannot list its pods: the fail-safe, disruptionsAllowed 0."""
     w = World()
-    w.pdb(selector={"matchExpressions": [{"key": "foo", "operator": "illegal", "values": ["bar"]}]}, minAvailable=3)
+    bad = {"matchExpressions": [{"key": "foo", "operator": "illegal", "values": ["bar"]}]}
+    with pytest.raises(st.ApiError) as err:
+        w.pdb(selector=bad, minAvailable=3)
+    assert err.value.code == 422
+    w.pdb(minAvailable=3)
+    rtype = w.t("policy", "v1", "poddisruptionbudgets")
+    entry = w.registry.get(rtype, "default", "foobar")
+    obj = entry.copy()
+    obj["spec"]["selector"] = bad
+    w.registry.store.put(("policy", "poddisruptionbudgets"), obj, previous=entry)
     w.pod("p")
     s = w.status()
     assert (s["disruptionsAllowed"], s["currentHealthy"], s["expectedPods"]) == (0, 0, 0)
@@ -340,6 +352,33 @@ def test_a_spec_change_is_observed() -> None:
     w.verify(0, 2, 2, 2)
 
 
+@pytest.mark.parametrize(
+    ("status", "deleting", "passed", "want"),
+    [
+        pytest.param("True", False, 121, "False", id="stale pod disruption"),
+        pytest.param("True", False, 119, "True", id="pod disruption in progress"),
+        pytest.param("True", True, 121, "True", id="pod disruption actuated"),
+        pytest.param("False", True, 121, "False", id="pod disruption cleared"),
+    ],
+)
+def test_stale_pod_disruption(status: str, deleting: bool, passed: int, want: str) -> None:
+    """TestStalePodDisruption: a DisruptionTarget=True condition on a pod not being deleted is reset to False
+    once stalePodDisruptionTimeout (2 min) has passed."""
+    w = World()
+    w.pod("foo", finalizers=["test/hold"] if deleting else [])
+    pods = w.t("", "v1", "pods")
+    obj = w.registry.get(pods, "default", "foo").copy()
+    obj["status"]["conditions"].append({"type": "DisruptionTarget", "status": status, "reason": "EvictionByEvictionAPI",
+                                        "lastTransitionTime": format_time(T0)})
+    w.registry.update(pods, "default", "foo", obj, w.ctx, subresource="status")
+    if deleting:
+        w.registry.delete(pods, "default", "foo", w.ctx)
+    w.now = T0 + datetime.timedelta(seconds=passed)
+    w.dc.sync_all()
+    conds = w.registry.get(pods, "default", "foo").obj["status"]["conditions"]
+    assert next(c for c in conds if c["type"] == "DisruptionTarget")["status"] == want
+
+
 async def test_the_controller_runs_on_the_loop_debounced(kube: KubeClient, apiserver: Any) -> None:
     """Inside the ApiServer the status follows pod writes without any explicit sync, and a burst of writes
     costs far fewer syncs than writes (one per loop iteration at most)."""
@@ -357,3 +396,19 @@ async def test_the_controller_runs_on_the_loop_debounced(kube: KubeClient, apise
     assert (status["currentHealthy"], status["expectedPods"], status["disruptionsAllowed"]) == (20, 20, 19)
     assert status["observedGeneration"] == 1
     assert apiserver.disruption.syncs - before <= 2 * 40 + 2
+
+
+async def test_kubectl_get_pdb_shows_the_computed_budget(kube: KubeClient, kubectl: Any) -> None:
+    """What a user sees: `kubectl get pdb` prints the ALLOWED DISRUPTIONS the controller computed (and
+    `kubectl describe`-style fields are in the status)."""
+    pods = "/api/v1/namespaces/default/pods"
+    await kube.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+                      {"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": FOO_BAR}}})
+    for i in range(3):
+        await kube.create(pods, {"metadata": {"name": f"w{i}", "labels": FOO_BAR},
+                                 "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        await kube.patch(f"{pods}/w{i}/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    result = await asyncio.to_thread(kubectl, "get", "pdb", "web", "--no-headers", check=True)
+    out = result.stdout.split()
+    assert out[:4] == ["web", "1", "N/A", "2"], out
+

@@ -265,3 +265,32 @@ async def test_with_the_controller_the_budget_is_spent_then_restored(kube: KubeC
     pdb = await kube.get(f"{PDBS}/b")
     assert (pdb["status"]["currentHealthy"], pdb["status"]["disruptionsAllowed"]) == (2, 0)
     assert not pdb["status"].get("disruptedPods")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "detail"),
+    [
+        ({"minAvailable": 1, "maxUnavailable": 1}, "spec", "minAvailable and maxUnavailable cannot be both set"),
+        ({"minAvailable": -1}, "spec.minAvailable", "Invalid value: -1: must be greater than or equal to 0"),
+        ({"maxUnavailable": "10"}, "spec.maxUnavailable", "a valid percent string must be a numeric string followed by an ending '%'"),
+        ({"minAvailable": "101%"}, "spec.minAvailable", 'Invalid value: "101%": must not be greater than 100%'),
+        ({"minAvailable": 1, "unhealthyPodEvictionPolicy": "Sometimes"}, "spec.unhealthyPodEvictionPolicy",
+         'Unsupported value: "Sometimes": supported values: "AlwaysAllow", "IfHealthyBudget"'),
+        ({"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+         "spec.selector.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
+        ({"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "illegal", "values": ["b"]}]}},
+         "spec.selector.matchExpressions[0].operator", 'Invalid value: "illegal": not a valid selector operator'),
+    ],
+    ids=["both", "negative", "not-a-percent", "over-100", "policy", "in-without-values", "operator"],
+)
+async def test_pdb_validation(kube: KubeClient, spec: dict[str, Any], field: str, detail: str) -> None:
+    """pkg/apis/policy/validation/validation.go ValidatePodDisruptionBudgetSpec (with apps validation's
+    ValidatePositiveIntOrPercent and IsNotMoreThan100Percent): 422, on create and on update."""
+    body = {"metadata": {"name": "v"}, "spec": {"selector": {"matchLabels": A_TRUE}, **spec}}
+    with pytest.raises(ApiError) as err:
+        await kube.create(PDBS, body)
+    assert err.value.status == 422 and f"{field}: " in err.value.message and detail in err.value.message
+    await kube.create(PDBS, {"metadata": {"name": "v"}, "spec": {"selector": {"matchLabels": A_TRUE}, "minAvailable": 1}})
+    with pytest.raises(ApiError) as err:
+        await kube.patch(f"{PDBS}/v", {"spec": {"maxUnavailable": None, "minAvailable": None, **spec}})
+    assert err.value.status == 422 and detail in err.value.message

@@ -12,7 +12,7 @@ Contract:
     avoiding that pod), a Warning event `EvictionRefused` on the pod, the loop is woken, and the pod is not
     asked again before a per-pod cool-down (`cooldown_base` doubling up to `cooldown_max`, jittered) even if
     the core chooses it again as a last resort. A victim the core no longer waits for is dropped silently.
-    `requests`, `evicted`, `throttled` and `refused` count what happened;
+    `requests`, `evicted`, `throttled`, `already_gone` and `refused` count what happened;
   - `plan.nominations` patch `status.nominatedNodeName` through pods/status, `plan.nomination_clears` patch
     it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated
     or whose status shows a nomination, so that a nomination written late never outlives the binding.
@@ -78,6 +78,7 @@ class Preemptions:
         self._cooldown: dict[str, tuple[int, float]] = {}  # pod -> (refusals, loop time before which it is not asked)
         self.requests = 0  # eviction requests sent (the tests' witness against storms)
         self.throttled = 0  # 429 answers
+        self.already_gone = 0  # 404 answers (the pod went meanwhile)
         self._tasks: set[asyncio.Task[Any]] = set()
         self.evicted = 0  # evictions the API accepted (the tests' witness)
         self.refused = 0
@@ -154,6 +155,7 @@ class Preemptions:
                 return
             except ApiError as exc:
                 if exc.status == 404:
+                    self.already_gone += 1
                     return
                 message = exc.message
                 if not exc.transient:

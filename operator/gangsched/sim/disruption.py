@@ -25,6 +25,8 @@ Contract:
 - A failed sync runs the real fail-safe: disruptionsAllowed 0 and DisruptionAllowed False with reason
   SyncFailed and the error as message, the rest of the status untouched (so observedGeneration may lag and the
   Eviction API answers 429 "being processed"); a Warning event CalculateExpectedPodCountFailed is recorded.
+- Stale DisruptionTarget conditions: a pod with DisruptionTarget=True (set by the Eviction API) that is not
+  being deleted 2 minutes later (stalePodDisruptionTimeout) gets it reset to False.
 - Events (core/v1, source controllermanager) are recorded once per (PDB, reason, message).
 """
 
@@ -53,6 +55,7 @@ WORKLOADS: tuple[StorageKey, ...] = (
 SCALE_BUILTINS = frozenset({("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
                             ("apps", "StatefulSet")})
 DELETION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go DeletionTimeout
+STALE_POD_DISRUPTION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go stalePodDisruptionTimeout
 DISRUPTION_ALLOWED = "DisruptionAllowed"
 SUFFICIENT_PODS = "SufficientPods"
 INSUFFICIENT_PODS = "InsufficientPods"
@@ -183,6 +186,7 @@ class DisruptionController:
         self._rechecks: dict[PdbKey, asyncio.TimerHandle] = {}
         self._taps: list[tuple[StorageKey, StoreTap]] = []
         self._events: dict[tuple[str, str, str], str] = {}  # (pdb uid, reason, message) recorded
+        self._stale: dict[PdbKey, datetime.datetime] = {}  # pod -> when its DisruptionTarget=True becomes stale
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -213,6 +217,11 @@ class DisruptionController:
         obj = event.entry.obj
         meta = obj["metadata"]
         ns = meta.get("namespace") or ""
+        if event.type != "DELETED":
+            for cond in (obj.get("status") or {}).get("conditions") or ():
+                if cond.get("type") == "DisruptionTarget":
+                    self._check_stale(obj, cond)
+                    break
         selectors = self._selectors.get(ns)
         if not selectors:
             return
@@ -288,8 +297,49 @@ class DisruptionController:
         self._handle = None
         self.sync_all()
 
+    # ------------------------------------------------------------------ stale DisruptionTarget conditions
+    def _check_stale(self, pod: dict[str, Any], cond: dict[str, Any]) -> None:
+        """nonTerminatingPodHasStaleDisruptionCondition: a DisruptionTarget=True condition on a pod that is not
+        being deleted, not finished, and not put there by the kubelet is reset to False 2 minutes after it was
+        set (stalePodDisruptionTimeout), e.g. when the delete after an eviction never happened."""
+        meta = pod["metadata"]
+        key = (meta.get("namespace") or "", meta["name"])
+        if (cond.get("status") != "True" or meta.get("deletionTimestamp") or cond.get("reason") == "TerminationByKubelet"
+                or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+            self._stale.pop(key, None)
+            return
+        since = parse_time(cond.get("lastTransitionTime")) or self.clock()
+        due = since + STALE_POD_DISRUPTION_TIMEOUT
+        self._stale[key] = due
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # sync_all() sweeps
+        delay = max((due - self.clock()).total_seconds(), 0.0)
+        loop.call_later(delay + 0.01, self._sweep_stale)
+
+    def _sweep_stale(self) -> None:
+        now = self.clock()
+        for key, due in list(self._stale.items()):
+            if due > now:
+                continue
+            del self._stale[key]
+            entry = self.store.get(PODS, key[0], key[1])
+            if entry is None:
+                continue
+            obj = entry.copy()
+            conds = (obj.get("status") or {}).get("conditions") or []
+            target = next((c for c in conds if c.get("type") == "DisruptionTarget"), None)
+            if target is None or target.get("status") != "True" or obj["metadata"].get("deletionTimestamp"):
+                continue
+            target["status"] = "False"
+            target["lastTransitionTime"] = format_time(now)
+            self.store.put(PODS, obj, previous=entry)
+
     # ------------------------------------------------------------------ sync
     def sync_all(self) -> None:
+        if self._stale:
+            self._sweep_stale()
         while self._dirty:
             keys = list(self._dirty)
             self._dirty.clear()
@@ -582,3 +632,58 @@ class DisruptionController:
             self.registry.create(rtype, ns, event, RequestContext())
         except Exception as exc:  # an event is best effort, as in client-go's recorder
             log.debug("disruption controller: recording event %s failed: %s", reason, exc)
+
+
+_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+                "regex used for validation is '[0-9]+%')")
+_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
+
+
+def _quoted(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else str(value)
+
+
+def validate_pdb_spec(spec: Any) -> list[tuple[str, str, str]]:
+    """pkg/apis/policy/validation ValidatePodDisruptionBudgetSpec: (field, detail, cause reason) problems."""
+    if not isinstance(spec, dict):
+        return [("spec", "Required value", "FieldValueRequired")]
+    problems: list[tuple[str, str, str]] = []
+    if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
+        problems.append(("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set", "FieldValueInvalid"))
+    for name in ("minAvailable", "maxUnavailable"):
+        value = spec.get(name)
+        if value is None:
+            continue
+        where = f"spec.{name}"
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            problems.append((where, f"Invalid value: {_quoted(value)}: must be an integer or percentage (e.g '5%')", "FieldValueInvalid"))
+        elif isinstance(value, int):
+            if value < 0:
+                problems.append((where, f"Invalid value: {value}: must be greater than or equal to 0", "FieldValueInvalid"))
+        elif not (value.endswith("%") and value[:-1].isdigit()):
+            problems.append((where, f'Invalid value: "{value}": {_PERCENT_MSG}', "FieldValueInvalid"))
+        elif int(value[:-1]) > 100:
+            problems.append((where, f'Invalid value: "{value}": must not be greater than 100%', "FieldValueInvalid"))
+    selector = spec.get("selector")
+    if isinstance(selector, dict):
+        for i, expr in enumerate(selector.get("matchExpressions") or []):
+            where = f"spec.selector.matchExpressions[{i}]"
+            if not isinstance(expr, dict):
+                problems.append((where, "Invalid value: must be an object", "FieldValueInvalid"))
+                continue
+            op, values = expr.get("operator"), expr.get("values") or []
+            if op in ("In", "NotIn") and not values:
+                problems.append((f"{where}.values", "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                                 "FieldValueRequired"))
+            elif op in ("Exists", "DoesNotExist") and values:
+                problems.append((f"{where}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
+                                 "'DoesNotExist'", "FieldValueForbidden"))
+            elif op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+                problems.append((f"{where}.operator", f"Invalid value: {_quoted(op)}: not a valid selector operator",
+                                 "FieldValueInvalid"))
+    policy = spec.get("unhealthyPodEvictionPolicy")
+    if policy is not None and policy not in _POLICIES:
+        supported = ", ".join(f'"{p}"' for p in _POLICIES)
+        problems.append(("spec.unhealthyPodEvictionPolicy", f"Unsupported value: {_quoted(policy)}: supported values: {supported}",
+                         "FieldValueNotSupported"))
+    return problems

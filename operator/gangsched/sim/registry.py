@@ -38,10 +38,9 @@ import orjson
 from gangsched.sim import deletion, namespace_lifecycle
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
-from gangsched.sim import strategic
+from gangsched.sim import strategic, validation
 from gangsched.sim.binding import bind_pod
-from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready
-from gangsched.sim import validation
+from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.namespace_controller import NamespaceController
@@ -280,9 +279,9 @@ class Registry:
                 ],
             }
         elif kind == ("policy", "PodDisruptionBudget"):
-            spec = obj.get("spec") or {}
-            if "minAvailable" in spec and "maxUnavailable" in spec:
-                raise st.invalid(rtype, name, [("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set")])
+            pdb_problems = validate_pdb_spec(obj.get("spec") or {})
+            if pdb_problems:
+                raise st.invalid(rtype, name, pdb_problems)
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
 
     def _admit_pod(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
@@ -579,6 +578,10 @@ class Registry:
             pod_problems = check_pod_update(cur, new)
             if pod_problems:
                 raise st.invalid(rtype, name, pod_problems)
+        elif (rtype.group, rtype.kind) == ("policy", "PodDisruptionBudget"):
+            pdb_problems = validate_pdb_spec(new.get("spec") or {})
+            if pdb_problems:
+                raise st.invalid(rtype, name, pdb_problems)
         elif (rtype.group, rtype.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
             problems = validate_crd(new)
             if problems:
