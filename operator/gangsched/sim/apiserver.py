@@ -1,9 +1,18 @@
 """The Kubernetes API emulator's HTTP server (aiohttp, in-process): REST routing, content negotiation, watch streams.
 
 Contract:
-- `server = ApiServer(history_limit=...)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
-  ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path) -> Path` (plain http, no auth, context
-  "gangsched-sim", namespace default); `await server.stop()`. `server.registry` and `server.store` give direct
+- `server = ApiServer(history_limit=..., auth=False)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
+  ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path, token=None) -> Path` (plain http, context
+  "gangsched-sim", namespace default; the admin's token when auth is on); `await server.stop()`. With auth on the
+  server speaks https with a self-signed certificate (tls.py; kubectl sends tokens only over https), which the
+  kubeconfig carries as certificate-authority-data.
+- Authentication and authorization (auth.py, rbac.py): with `auth=True` a middleware answers 401 to requests
+  without a valid bearer token and 403 (the real message) to those RBAC does not allow, and records each user's
+  (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default for
+  in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
+  bootstrap ClusterRoles/bindings, mints service-account tokens (POST .../serviceaccounts/{name}/token,
+  TokenRequest) and answers SelfSubjectAccessReview (`kubectl auth can-i`) and SelfSubjectReview
+  (`kubectl auth whoami`). `server.registry` and `server.store` give direct
   in-process access (tests should prefer HTTP).
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
@@ -34,8 +43,9 @@ import yaml
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from gangsched.sim import openapi, table
+from gangsched.sim import openapi, protowire, rbac, table
 from gangsched.sim import status as st
+from gangsched.sim.auth import ADMIN, API_AUDIENCES, Authenticator, UserInfo
 from gangsched.sim.kubeconfig import write_kubeconfig
 from gangsched.sim.registry import (
     APPLY_PATCH,
@@ -150,13 +160,22 @@ class ApiServer:
         watch_queue_limit: int = 10000,
         bookmark_interval: float = 5.0,
         default_watch_timeout: float = 1800.0,
+        auth: bool = False,
     ) -> None:
         self.store = Store(history_limit=history_limit)
         self.registry = Registry(self.store)
+        self.auth = auth
+        self.authenticator = Authenticator(self.store)
+        self.authorizer = rbac.RbacAuthorizer(self.store)
+        for obj in rbac.BOOTSTRAP_OBJECTS:
+            rtype = self.registry.resolve(rbac.RBAC_GROUP, "v1", obj["kind"].lower() + "s")
+            assert rtype is not None
+            self.registry.create(rtype, "", orjson.loads(orjson.dumps(obj)), RequestContext())
         self.watch_queue_limit = watch_queue_limit
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
         self.url = ""
+        self.ca_pem: bytes | None = None  # the serving certificate (self-signed) when auth (and so TLS) is on
         self.host = ""
         self.port = 0
         self._runner: _Runner | None = None
@@ -169,13 +188,19 @@ class ApiServer:
     async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self._runner = _Runner(self.app, self._stopping, access_log=None, handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        context = None
+        if self.auth:
+            from gangsched.sim import tls
+
+            self.ca_pem, key_pem = tls.serving_material([host])
+            context = tls.ssl_context(self.ca_pem, key_pem)
+        site = web.TCPSite(self._runner, host, port, backlog=1024, ssl_context=context)
         await site.start()
         sockets = getattr(site._server, "sockets", None)
         assert sockets, "the API server did not bind a socket"
         sock = sockets[0]
         self.host, self.port = host, int(sock.getsockname()[1])
-        self.url = f"http://{host}:{self.port}"
+        self.url = f"{'https' if context else 'http'}://{host}:{self.port}"
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -184,8 +209,11 @@ class ApiServer:
             await self._runner.cleanup()
             self._runner = None
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
-        return write_kubeconfig(path, server=self.url)
+    def write_kubeconfig(self, path: str | Path, *, token: str | None = None, namespace: str = "default") -> Path:
+        """A kubeconfig for this server: with `token`, or the admin's token when authentication is on."""
+        if token is None and self.auth:
+            token = self.authenticator.admin_token
+        return write_kubeconfig(path, server=self.url, token=token, namespace=namespace, ca_pem=self.ca_pem)
 
     async def __aenter__(self) -> ApiServer:
         if not self.url:
@@ -197,7 +225,8 @@ class ApiServer:
 
     # ------------------------------------------------------------------ routing
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        middlewares = [self._authenticate_and_authorize] if self.auth else []
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=middlewares)
         r = app.router
         for probe in ("/healthz", "/readyz", "/livez"):
             r.add_get(probe, self._probe)
@@ -211,9 +240,129 @@ class ApiServer:
         r.add_get("/api/v1", self._core_resources)
         r.add_get("/apis/{group}", self._group)
         r.add_get("/apis/{group}/{version}", self._group_resources)
+        r.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", self._token_request)
+        r.add_post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", self._self_subject_access_review)
+        r.add_post("/apis/authentication.k8s.io/v1/selfsubjectreviews", self._self_subject_review)
         r.add_route("*", "/api/v1/{tail:.+}", self._core_dispatch)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._group_dispatch)
         return app
+
+    # ------------------------------------------------------------------ authentication and authorization
+    @web.middleware
+    async def _authenticate_and_authorize(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Every request: 401 without a valid token, 403 unless RBAC allows it (only installed when auth is on)."""
+        user = self.authenticator.authenticate(request.headers.get("Authorization"), request.path)
+        if user is None:
+            return _error(st.ApiError(401, "Unauthorized", "Unauthorized"))
+        request["user"] = user
+        attrs = rbac.request_attributes(user, request.method, request.path, request.query)
+        authorizer = self.authorizer
+        authorizer.record(attrs)
+        if not authorizer.authorize(attrs):
+            return _error(rbac.forbidden(attrs))
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    @staticmethod
+    def _user(request: web.Request) -> UserInfo:
+        """Who sent the request (with authentication off, everyone is the admin, as with AlwaysAllow)."""
+        user = request.get("user")
+        return user if isinstance(user, UserInfo) else ADMIN
+
+    async def _review_body(self, request: web.Request, from_proto: Any) -> Any:
+        """The JSON body, or {"spec": ...} read from kubectl's protobuf body (protowire.py)."""
+        if "protobuf" not in request.content_type:
+            return await self._body(request)
+        try:
+            return {"spec": from_proto(protowire.unwrap(await request.read()))}
+        except ValueError as exc:
+            raise st.bad_request(f"the protobuf request body could not be decoded: {exc}") from None
+
+    async def _token_request(self, request: web.Request) -> web.Response:
+        """TokenRequest (pkg/registry/core/serviceaccount/storage/token.go): a token for the ServiceAccount."""
+        try:
+            namespace, name = request.match_info["namespace"], request.match_info["name"]
+            body = await self._review_body(request, protowire.token_request_spec)
+            if not isinstance(body, dict):
+                raise st.bad_request("the body of a TokenRequest must be a JSON object")
+            sa_type = self.registry.resolve("", "v1", "serviceaccounts")
+            assert sa_type is not None
+            sa = self.store.get(("", "serviceaccounts"), namespace, name)
+            if sa is None:
+                raise st.not_found(sa_type, name)
+            spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+            expiration = spec.get("expirationSeconds")
+            if expiration is None:
+                expiration = 3600
+            kind = "TokenRequest.authentication.k8s.io"
+            if not isinstance(expiration, int) or isinstance(expiration, bool):
+                raise st.bad_request(f"spec.expirationSeconds: Invalid value: {expiration!r}: must be an integer")
+            if expiration < 600:
+                raise st.ApiError(422, "Invalid", f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
+                                  f"{expiration}: may not specify a duration less than 10 minutes")
+            if expiration > 1 << 32:
+                raise st.ApiError(422, "Invalid", f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
+                                  f"{expiration}: may not specify a duration larger than 2^32 seconds")
+            audiences = spec.get("audiences") or list(API_AUDIENCES)
+            uid = str(sa.obj["metadata"].get("uid", ""))
+            token, expires = self.authenticator.mint_service_account_token(
+                namespace=namespace, name=name, uid=uid, audiences=[str(a) for a in audiences], expiration_seconds=expiration
+            )
+            now = datetime.datetime.now(datetime.timezone.utc)
+            return _json({
+                "kind": "TokenRequest",
+                "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                "spec": {"audiences": audiences, "expirationSeconds": expiration, "boundObjectRef": spec.get("boundObjectRef")},
+                "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            }, status=201)
+        except st.ApiError as exc:
+            return _error(exc)
+
+    async def _self_subject_access_review(self, request: web.Request) -> web.Response:
+        """SelfSubjectAccessReview (pkg/registry/authorization/selfsubjectaccessreview/rest.go): may I do this?"""
+        try:
+            body = await self._review_body(request, protowire.self_subject_access_review_spec)
+            spec = body.get("spec") if isinstance(body, dict) else None
+            if not isinstance(spec, dict):
+                raise st.bad_request("the body of a SelfSubjectAccessReview must be an object with a spec")
+            res, non = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+            kind = "SelfSubjectAccessReview.authorization.k8s.io"
+            if (res is None) == (non is None):
+                detail = ("spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or "
+                          "resourceAttributes must be specified")
+                raise st.ApiError(422, "Invalid", f'{kind} "" is invalid: {detail}')
+            user = self._user(request)
+            if res is not None:
+                attrs = rbac.Attributes(
+                    user, str(res.get("verb", "")), True, str(res.get("group", "")), str(res.get("version", "")),
+                    str(res.get("resource", "")), str(res.get("subresource", "")), str(res.get("namespace", "")),
+                    str(res.get("name", "")),
+                )
+            else:
+                attrs = rbac.Attributes(user, str(non.get("verb", "")), False, path=str(non.get("path", "")))
+            allowed, reason = self.authorizer.explain(attrs) if self.auth else (True, "")
+            status: dict[str, Any] = {"allowed": allowed}
+            if reason:
+                status["reason"] = reason
+            return _json({
+                "kind": "SelfSubjectAccessReview",
+                "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {"creationTimestamp": None},
+                "spec": spec,
+                "status": status,
+            }, status=201)
+        except st.ApiError as exc:
+            return _error(exc)
+
+    async def _self_subject_review(self, request: web.Request) -> web.Response:
+        """SelfSubjectReview (pkg/registry/authentication/selfsubjectreview/rest.go): who am I?"""
+        return _json({
+            "kind": "SelfSubjectReview",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {"creationTimestamp": None},
+            "status": {"userInfo": self._user(request).as_status()},
+        }, status=201)
 
     async def _probe(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")
@@ -608,8 +757,8 @@ class ApiServer:
         return transform
 
 
-async def _serve_main(*, host: str, port: int, kubeconfig: str | None, history_limit: int) -> None:
-    server = ApiServer(history_limit=history_limit)
+async def _serve_main(*, host: str, port: int, kubeconfig: str | None, history_limit: int, auth: bool = False) -> None:
+    server = ApiServer(history_limit=history_limit, auth=auth)
     await server.start(host=host, port=port)
     if kubeconfig:
         server.write_kubeconfig(kubeconfig)
@@ -630,9 +779,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig", default=None)
     parser.add_argument("--history-limit", type=int, default=10000)
+    parser.add_argument("--auth", action="store_true", help="require tokens and enforce RBAC (the kubeconfig gets the admin's)")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(_serve_main(host=args.host, port=args.port, kubeconfig=args.kubeconfig, history_limit=args.history_limit))
+        asyncio.run(_serve_main(host=args.host, port=args.port, kubeconfig=args.kubeconfig, history_limit=args.history_limit, auth=args.auth))
     except KeyboardInterrupt:
         pass
     return 0

@@ -1,7 +1,8 @@
 """The built-in kinds the emulator serves, as ResourceType values.
 
 Contract: `BUILTIN_TYPES` lists every kind served from the start (core/v1, events.k8s.io/v1,
-scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, apiextensions.k8s.io/v1). `crd_types(crd)` turns a
+scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, rbac.authorization.k8s.io/v1, the create-only
+SelfSubjectAccessReview and SelfSubjectReview, apiextensions.k8s.io/v1). `crd_types(crd)` turns a
 CustomResourceDefinition object into one ResourceType per served version. Nothing here does I/O.
 """
 
@@ -22,13 +23,22 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", "secret", True),
     ResourceType("", "v1", "Service", "services", "service", True, ("svc",), _STATUS, categories=("all",)),
-    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",), frozenset({"token"})),
     ResourceType("", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
     ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
                  ("pdb",), _STATUS),
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False),
+    # create-only reviews (answered by apiserver.py, never stored)
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+                 "selfsubjectaccessreview", False, verbs=("create",)),
+    ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False,
+                 verbs=("create",)),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  "customresourcedefinition", False, ("crd", "crds"), _STATUS),
 )
