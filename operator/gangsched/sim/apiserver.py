@@ -71,6 +71,7 @@ VERSION_INFO = {
     "platform": "linux/amd64",
 }
 _TABLE_RE = re.compile(r"as=Table")
+USER_KEY = web.RequestKey("user", UserInfo)
 
 
 def _json(body: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -254,7 +255,7 @@ class ApiServer:
         user = self.authenticator.authenticate(request.headers.get("Authorization"), request.path)
         if user is None:
             return _error(st.ApiError(401, "Unauthorized", "Unauthorized"))
-        request["user"] = user
+        request[USER_KEY] = user
         attrs = rbac.request_attributes(user, request.method, request.path, request.query)
         authorizer = self.authorizer
         authorizer.record(attrs)
@@ -266,7 +267,7 @@ class ApiServer:
     @staticmethod
     def _user(request: web.Request) -> UserInfo:
         """Who sent the request (with authentication off, everyone is the admin, as with AlwaysAllow)."""
-        user = request.get("user")
+        user = request.get(USER_KEY)
         return user if isinstance(user, UserInfo) else ADMIN
 
     async def _review_body(self, request: web.Request, from_proto: Any) -> Any:
@@ -290,7 +291,7 @@ class ApiServer:
             sa = self.store.get(("", "serviceaccounts"), namespace, name)
             if sa is None:
                 raise st.not_found(sa_type, name)
-            spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+            spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
             expiration = spec.get("expirationSeconds")
             if expiration is None:
                 expiration = 3600
@@ -333,14 +334,16 @@ class ApiServer:
                           "resourceAttributes must be specified")
                 raise st.ApiError(422, "Invalid", f'{kind} "" is invalid: {detail}')
             user = self._user(request)
-            if res is not None:
+            if isinstance(res, dict):
                 attrs = rbac.Attributes(
                     user, str(res.get("verb", "")), True, str(res.get("group", "")), str(res.get("version", "")),
                     str(res.get("resource", "")), str(res.get("subresource", "")), str(res.get("namespace", "")),
                     str(res.get("name", "")),
                 )
-            else:
+            elif isinstance(non, dict):
                 attrs = rbac.Attributes(user, str(non.get("verb", "")), False, path=str(non.get("path", "")))
+            else:
+                raise st.bad_request("spec.nonResourceAttributes must be an object")
             allowed, reason = self.authorizer.explain(attrs) if self.auth else (True, "")
             status: dict[str, Any] = {"allowed": allowed}
             if reason:

@@ -189,6 +189,8 @@ def _describe_subject(subject: Mapping[str, Any], binding_namespace: str) -> str
 class _Invalidator(Watcher):
     """Drops the authorizer's cache on every change of an RBAC object."""
 
+    internal = True
+
     def __init__(self, authorizer: RbacAuthorizer) -> None:
         super().__init__(namespace=None, matches=None)
         self._authorizer = authorizer
