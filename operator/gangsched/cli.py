@@ -32,6 +32,8 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--topology", default=None, help="topology.json (seed format); nodes are named after it")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
     serve.add_argument("--kubeconfig", default="gangsched-sim.kubeconfig", help="where to write the kubeconfig")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)")
 
     bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
     bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             topology_path=args.topology,
             port=args.port,
             kubeconfig_path=args.kubeconfig,
+            auth=not args.no_auth,
         )
     if args.command == "bench":
         return _bench(args.names)

@@ -106,6 +106,17 @@ async def stop_replica(operator: Operator) -> None:
     await _RUNNERS[id(operator)].stop()
 
 
+async def bindings_counted(operator: Operator, count: int) -> None:
+    """Wait until the replica has counted `count` bindings (it counts after the API's answer, which the test may
+    see first), then check it is exactly that many."""
+
+    async def probe() -> bool:
+        return operator.bound >= count
+
+    await eventually(probe, what=f"{count} bindings counted by the replica")
+    assert operator.bound == count, (operator.bound, count)
+
+
 def on_replica(operator: Operator, fn: Callable[[], T]) -> T:
     """Run fn() on the replica's own event loop (its state is not thread-safe) and return the result."""
     return _RUNNERS[id(operator)].call(fn)

@@ -237,7 +237,9 @@ async def running_cluster(
                 os.rmdir(temp_dir)
 
 
-async def _serve(*, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str) -> None:
+async def _serve(
+    *, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str, auth: bool = True
+) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -245,20 +247,28 @@ async def _serve(*, nodes: int, node_resources: str, topology_path: str | None, 
     kubeconfig = os.path.abspath(kubeconfig_path)
     async with running_cluster(
         nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port,
-        topology_configmap_from=topology_path,
+        topology_configmap_from=topology_path, auth=auth,
     ) as cluster:
         print(f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes", flush=True)
-        print(f"kubeconfig written to {kubeconfig}", flush=True)
+        print(f"kubeconfig written to {kubeconfig}" + (" (an admin's token: group system:masters)" if auth else ""), flush=True)
+        print(f"installed: crds/, manifests/namespace.yaml, manifests/rbac.yaml"
+              + (f", topology ConfigMap {OPERATOR_NAMESPACE}/{TOPOLOGY_CONFIGMAP}" if topology_path else ""), flush=True)
+        print(f"run the operator: gangsched run --kubeconfig {kubeconfig}", flush=True)
         print(f"try: kubectl --kubeconfig {kubeconfig} get nodes", flush=True)
         print("press Ctrl-C to stop", flush=True)
         await stop.wait()
     print("gangsched sim: stopped", flush=True)
 
 
-def serve_forever(*, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str) -> int:
+def serve_forever(
+    *, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str, auth: bool = True
+) -> int:
     """`gangsched sim serve` (see module docstring); returns the process exit code."""
     try:
-        asyncio.run(_serve(nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port, kubeconfig_path=kubeconfig_path))
+        asyncio.run(_serve(
+            nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port, kubeconfig_path=kubeconfig_path,
+            auth=auth,
+        ))
     except InvalidField as exc:
         print(f"gangsched sim serve: {exc}", file=sys.stderr)
         return 2
