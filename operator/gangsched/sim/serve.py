@@ -250,7 +250,9 @@ async def _serve(
         topology_configmap_from=topology_path, auth=auth,
     ) as cluster:
         print(f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes", flush=True)
-        print(f"kubeconfig written to {kubeconfig}" + (" (an admin's token: group system:masters)" if auth else ""), flush=True)
+        print(f"kubeconfig written to {kubeconfig}", flush=True)
+        if auth:
+            print("https, tokens and RBAC enforced; the kubeconfig's user is an admin (group system:masters)", flush=True)
         print(f"installed: crds/, manifests/namespace.yaml, manifests/rbac.yaml"
               + (f", topology ConfigMap {OPERATOR_NAMESPACE}/{TOPOLOGY_CONFIGMAP}" if topology_path else ""), flush=True)
         print(f"run the operator: gangsched run --kubeconfig {kubeconfig}", flush=True)
