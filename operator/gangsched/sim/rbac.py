@@ -6,7 +6,9 @@ Contract:
   version are resource requests (verb from the method: POST create, GET get/list/watch, PUT update, PATCH patch,
   DELETE delete/deletecollection; `?watch=true` and /watch/ paths watch); the namespace from /namespaces/{ns}/
   (for the namespaces resource itself, the name is also the namespace); a subresource after the name;
-  list/watch with a `metadata.name=X` (or ==) field selector carry the name X. Everything else (discovery
+  list/watch with a `metadata.name=X` (or ==) field selector carry the name X (so resourceNames can authorize
+  them). 1.32's AuthorizeWithSelectors (beta, on) also hands the parsed field and label selectors to the
+  authorizers, but only webhook authorizers look at them: RBAC ignores them, and so does this. Everything else (discovery
   paths without a resource, /healthz, /openapi/..., /version) is a non-resource request whose verb is the
   lower-cased method.
 - `RbacAuthorizer(store)` decides from the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings in the store,
