@@ -713,8 +713,8 @@ class ApiServer:
                 await response.write(self._bookmark_line(rtype))
             return response
         except (ConnectionResetError, asyncio.CancelledError) as exc:
-            if self._stopping.is_set():
-                return response
+            if self._stopping.is_set() or not isinstance(exc, asyncio.CancelledError):
+                return response  # stopping, or the client went away (over TLS seen as a reset on write): nothing to log
             if isinstance(exc, asyncio.CancelledError) and response.prepared and self._client_connected(request):
                 # Cancelled by other code in the loop (Kopf stopping cancels every task created while it ran), the
                 # client still listening: end the stream as a complete response, as a real API server ends a
