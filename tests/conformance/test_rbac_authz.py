@@ -261,3 +261,39 @@ async def test_kubectl_auth_whoami_can_i_and_create_token(server: ApiServer, adm
             'in the namespace "team"') in denied.stderr
     who = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "whoami")
     assert SA_USER in who.stdout
+
+
+async def test_kubectl_auth_can_i_list_shows_the_rules_of_the_namespace(server: ApiServer, admin: KubeClient, tmp_path: Path) -> None:
+    """SelfSubjectRulesReview (pkg/registry/authorization/selfsubjectrulesreview/rest.go; rbac.go RulesFor): the
+    rules of the ClusterRoleBindings and the namespace's RoleBindings that apply to the user."""
+    import asyncio
+
+    await admin.create(f"{RBAC}/namespaces/team/roles", {"metadata": {"name": "lease"}, "rules": [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["gangsched"], "verbs": ["get", "update"]}]})
+    await admin.create(f"{RBAC}/namespaces/team/rolebindings", {"metadata": {"name": "lease"},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease"},
+                       "subjects": [{"kind": "ServiceAccount", "name": "bot"}]})
+    bot_kc = server.write_kubeconfig(tmp_path / "bot-kc", token=await token_for(admin), namespace="team")
+    listed = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "can-i", "--list")
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split() for line in listed.stdout.splitlines()]
+    assert ["leases.coordination.k8s.io", "[]", "[gangsched]", "[get", "update]"] in rows
+    assert ["selfsubjectaccessreviews.authorization.k8s.io", "[]", "[]", "[create]"] in rows
+    assert not any(r[0].startswith("pods") for r in rows)
+    elsewhere = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "can-i", "--list", "-n", "default")
+    assert "leases" not in elsewhere.stdout
+
+
+async def test_an_expired_service_account_token_no_longer_authenticates(tmp_path: Path) -> None:
+    """Bound tokens carry exp (pkg/serviceaccount/claims.go validates it): past it, 401."""
+    now = [1_000_000.0]
+    async with ApiServer(auth=True) as server:
+        server.authenticator.clock = lambda: now[0]
+        async with await KubeClient.connect(str(server.write_kubeconfig(tmp_path / "admin"))) as admin:
+            await admin.create("/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "bot"}})
+            token = await token_for(admin, "default", "bot", expirationSeconds=600)
+        async with await KubeClient.connect(str(server.write_kubeconfig(tmp_path / "bot", token=token))) as bot:
+            path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+            assert (await bot.create(path, {}))["status"]["userInfo"]["username"] == "system:serviceaccount:default:bot"
+            now[0] += 600
+            assert (await status_of(bot.create(path, {})))[0] == 401

@@ -11,8 +11,8 @@ Contract:
   (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default for
   in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
   bootstrap ClusterRoles/bindings, mints service-account tokens (POST .../serviceaccounts/{name}/token,
-  TokenRequest) and answers SelfSubjectAccessReview (`kubectl auth can-i`) and SelfSubjectReview
-  (`kubectl auth whoami`). `server.registry` and `server.store` give direct
+  TokenRequest) and answers SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
+  (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give direct
   in-process access (tests should prefer HTTP).
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
@@ -243,6 +243,7 @@ class ApiServer:
         r.add_get("/apis/{group}/{version}", self._group_resources)
         r.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", self._token_request)
         r.add_post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", self._self_subject_access_review)
+        r.add_post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", self._self_subject_rules_review)
         r.add_post("/apis/authentication.k8s.io/v1/selfsubjectreviews", self._self_subject_review)
         r.add_route("*", "/api/v1/{tail:.+}", self._core_dispatch)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._group_dispatch)
@@ -354,6 +355,28 @@ class ApiServer:
                 "metadata": {"creationTimestamp": None},
                 "spec": spec,
                 "status": status,
+            }, status=201)
+        except st.ApiError as exc:
+            return _error(exc)
+
+    async def _self_subject_rules_review(self, request: web.Request) -> web.Response:
+        """SelfSubjectRulesReview (pkg/registry/authorization/selfsubjectrulesreview/rest.go): what may I do in
+        this namespace? (`kubectl auth can-i --list`)"""
+        try:
+            body = await self._review_body(request, protowire.self_subject_rules_review_spec)
+            spec = body.get("spec") if isinstance(body, dict) else None
+            namespace = str((spec or {}).get("namespace") or "") if isinstance(spec, dict) or spec is None else ""
+            if self.auth:
+                resource_rules, non_resource_rules = self.authorizer.rules_for(self._user(request), namespace)
+            else:
+                resource_rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
+                non_resource_rules = [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
+            return _json({
+                "kind": "SelfSubjectRulesReview",
+                "apiVersion": "authorization.k8s.io/v1",
+                "metadata": {"creationTimestamp": None},
+                "spec": {"namespace": namespace} if namespace else {},
+                "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False},
             }, status=201)
         except st.ApiError as exc:
             return _error(exc)

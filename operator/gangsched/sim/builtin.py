@@ -37,6 +37,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     # create-only reviews (answered by apiserver.py, never stored)
     ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
                  "selfsubjectaccessreview", False, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+                 "selfsubjectrulesreview", False, verbs=("create",)),
     ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False,
                  verbs=("create",)),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",

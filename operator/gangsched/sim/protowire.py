@@ -4,7 +4,7 @@ endpoints: SelfSubjectAccessReview (`kubectl auth can-i`) and TokenRequest (`kub
 Contract: `unwrap(body) -> bytes` strips the Kubernetes protobuf envelope (magic "k8s\\0" then runtime.Unknown:
 typeMeta=1, raw=2; apimachinery/pkg/runtime/serializer/protobuf) and returns the object's bytes; `fields(data)`
 parses one message into {field number: [values]} (varints as int, length-delimited as bytes);
-`self_subject_access_review_spec(raw)` and `token_request_spec(raw)` turn the objects into the JSON-shaped spec
+`self_subject_access_review_spec(raw)`, `self_subject_rules_review_spec(raw)` and `token_request_spec(raw)` turn the objects into the JSON-shaped spec
 dicts (field numbers of k8s.io/api/authorization/v1 and authentication/v1 generated.proto). Bad input raises
 ValueError.
 """
@@ -90,3 +90,9 @@ def token_request_spec(raw: bytes) -> dict[str, Any]:
     if spec.get(4):
         out["expirationSeconds"] = int(spec[4][-1])
     return out
+
+
+def self_subject_rules_review_spec(raw: bytes) -> dict[str, Any]:
+    spec_bytes = fields(raw).get(2)
+    spec = fields(bytes(spec_bytes[0])) if spec_bytes else {}
+    return {"namespace": _text(spec, 1)} if _text(spec, 1) else {}

@@ -21,7 +21,8 @@ Contract:
   non-resource requests nonResourceURLs (exact, *, or a prefix ending in *). Aggregated ClusterRoles are not
   modelled. `authorize(attrs) -> bool` is cached per (user, groups, verb, group, resource, subresource,
   namespace[, name]) and the cache is dropped whenever an RBAC object changes (a watcher on their storage).
-  `explain(attrs) -> (allowed, reason)` is the uncached form, with the real "RBAC: allowed by ..." reason.
+  `explain(attrs) -> (allowed, reason)` is the uncached form, with the real "RBAC: allowed by ..." reason;
+  `rules_for(user, namespace)` lists the rules that apply (SelfSubjectRulesReview, `kubectl auth can-i --list`).
 - `forbidden(attrs) -> status.ApiError`: the 403 kube-apiserver sends (responsewriters/errors.go forbiddenMessage
   wrapped in NewForbidden).
 - `record(attrs)`: the authorizer keeps, per user, every (verb, group, resource, subresource) it was asked
@@ -257,6 +258,22 @@ class RbacAuthorizer:
             if rule_allows(attrs, rule):
                 return True, f"RBAC: allowed by {where}"
         return False, ""
+
+    def rules_for(self, user: UserInfo, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(resourceRules, nonResourceRules) that apply to the user in the namespace: a SelfSubjectRulesReview's
+        status (pkg/registry/authorization/selfsubjectrulesreview/rest.go, from rbac.go's RulesFor)."""
+        resource_rules: list[dict[str, Any]] = []
+        non_resource_rules: list[dict[str, Any]] = []
+        for _, rule in self._visit(Attributes(user, "", True, namespace=namespace)):
+            if rule.get("nonResourceURLs"):
+                non_resource_rules.append({"verbs": list(rule.get("verbs") or []), "nonResourceURLs": list(rule["nonResourceURLs"])})
+            if rule.get("resources"):
+                out = {"verbs": list(rule.get("verbs") or []), "apiGroups": list(rule.get("apiGroups") or []),
+                       "resources": list(rule["resources"])}
+                if rule.get("resourceNames"):
+                    out["resourceNames"] = list(rule["resourceNames"])
+                resource_rules.append(out)
+        return resource_rules, non_resource_rules
 
     def authorize(self, attrs: Attributes) -> bool:
         user = attrs.user
