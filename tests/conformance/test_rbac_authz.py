@@ -297,3 +297,11 @@ async def test_an_expired_service_account_token_no_longer_authenticates(tmp_path
             assert (await bot.create(path, {}))["status"]["userInfo"]["username"] == "system:serviceaccount:default:bot"
             now[0] += 600
             assert (await status_of(bot.create(path, {})))[0] == 401
+
+
+async def test_a_token_for_another_audience_does_not_authenticate(server: ApiServer, admin: KubeClient, tmp_path: Path) -> None:
+    """TokenRequest spec.audiences: the authenticator accepts only tokens meant for the API server's audiences
+    (pkg/serviceaccount/jwt.go: the audience must intersect --api-audiences)."""
+    token = await token_for(admin, audiences=["vault"])
+    async with await KubeClient.connect(str(server.write_kubeconfig(tmp_path / "vault", token=token))) as client:
+        assert (await status_of(client.get("/api/v1/namespaces/team/pods")))[0] == 401

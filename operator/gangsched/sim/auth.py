@@ -8,7 +8,8 @@ Contract:
   - service-account tokens minted by `mint_service_account_token(...)` (the TokenRequest API,
     pkg/registry/core/serviceaccount/storage/token.go): a JWT signed with HS256 by a per-server secret, with the
     claims a real bound token carries (iss, sub, aud, exp, iat, nbf, kubernetes.io.namespace/serviceaccount).
-    It authenticates while unexpired and while its ServiceAccount exists with the same uid (as the legacy
+    It authenticates while unexpired, if one of its audiences is the API server's, and while its ServiceAccount
+    exists with the same uid (as the legacy
     validator in pkg/serviceaccount/claims.go checks), as system:serviceaccount:NS:NAME in groups
     system:serviceaccounts, system:serviceaccounts:NS and system:authenticated.
 - `authenticate(authorization_header, path) -> UserInfo | None`: None means 401. A request without a token is
@@ -125,8 +126,11 @@ class Authenticator:
                 ref = claims["kubernetes.io"]
                 ns, name, uid = str(ref["namespace"]), str(ref["serviceaccount"]["name"]), str(ref["serviceaccount"]["uid"])
                 exp = float(claims["exp"])
+                audiences = claims["aud"]
             except (ValueError, KeyError, TypeError):
                 return None
+            if not isinstance(audiences, list) or not set(audiences) & set(API_AUDIENCES):
+                return None  # a token for another audience does not authenticate to the API server
             user = UserInfo(
                 service_account_username(ns, name),
                 uid,
