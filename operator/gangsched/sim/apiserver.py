@@ -6,7 +6,7 @@ Contract:
   "gangsched-sim", namespace default; the admin's token when auth is on); `await server.stop()`. With auth on the
   server speaks https with a self-signed certificate (tls.py; kubectl sends tokens only over https), which the
   kubeconfig carries as certificate-authority-data.
-- Authentication and authorization (auth.py, rbac.py): with `auth=True` a middleware answers 401 to requests
+- Authentication and authorization (auth.py, rbac.py, their HTTP side in authapi.py): with `auth=True` a middleware answers 401 to requests
   without a valid bearer token and 403 (the real message) to those RBAC does not allow, and records each user's
   (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default for
   in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
@@ -43,9 +43,10 @@ import yaml
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from gangsched.sim import openapi, protowire, rbac, table
+from gangsched.sim import openapi, rbac, table
 from gangsched.sim import status as st
-from gangsched.sim.auth import ADMIN, API_AUDIENCES, Authenticator, UserInfo
+from gangsched.sim.auth import Authenticator
+from gangsched.sim.authapi import AuthEndpoints
 from gangsched.sim.kubeconfig import write_kubeconfig
 from gangsched.sim.registry import (
     APPLY_PATCH,
@@ -71,7 +72,6 @@ VERSION_INFO = {
     "platform": "linux/amd64",
 }
 _TABLE_RE = re.compile(r"as=Table")
-USER_KEY = web.RequestKey("user", UserInfo)
 
 
 def _json(body: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -168,6 +168,10 @@ class ApiServer:
         self.auth = auth
         self.authenticator = Authenticator(self.store)
         self.authorizer = rbac.RbacAuthorizer(self.store)
+        self.auth_endpoints = AuthEndpoints(
+            registry=self.registry, authenticator=self.authenticator, authorizer=self.authorizer, enforcing=auth,
+            read_body=self._body,
+        )
         for obj in rbac.BOOTSTRAP_OBJECTS:
             rtype = self.registry.resolve(rbac.RBAC_GROUP, "v1", obj["kind"].lower() + "s")
             assert rtype is not None
@@ -226,7 +230,7 @@ class ApiServer:
 
     # ------------------------------------------------------------------ routing
     def _build_app(self) -> web.Application:
-        middlewares = [self._authenticate_and_authorize] if self.auth else []
+        middlewares = [self.auth_endpoints.middleware] if self.auth else []
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=middlewares)
         r = app.router
         for probe in ("/healthz", "/readyz", "/livez"):
@@ -241,154 +245,10 @@ class ApiServer:
         r.add_get("/api/v1", self._core_resources)
         r.add_get("/apis/{group}", self._group)
         r.add_get("/apis/{group}/{version}", self._group_resources)
-        r.add_post("/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token", self._token_request)
-        r.add_post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", self._self_subject_access_review)
-        r.add_post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", self._self_subject_rules_review)
-        r.add_post("/apis/authentication.k8s.io/v1/selfsubjectreviews", self._self_subject_review)
+        self.auth_endpoints.add_routes(r)  # before the catch-all resource routes below
         r.add_route("*", "/api/v1/{tail:.+}", self._core_dispatch)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._group_dispatch)
         return app
-
-    # ------------------------------------------------------------------ authentication and authorization
-    @web.middleware
-    async def _authenticate_and_authorize(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """Every request: 401 without a valid token, 403 unless RBAC allows it (only installed when auth is on)."""
-        user = self.authenticator.authenticate(request.headers.get("Authorization"), request.path)
-        if user is None:
-            return _error(st.ApiError(401, "Unauthorized", "Unauthorized"))
-        request[USER_KEY] = user
-        attrs = rbac.request_attributes(user, request.method, request.path, request.query)
-        authorizer = self.authorizer
-        authorizer.record(attrs)
-        if not authorizer.authorize(attrs):
-            return _error(rbac.forbidden(attrs))
-        response: web.StreamResponse = await handler(request)
-        return response
-
-    @staticmethod
-    def _user(request: web.Request) -> UserInfo:
-        """Who sent the request (with authentication off, everyone is the admin, as with AlwaysAllow)."""
-        user = request.get(USER_KEY)
-        return user if isinstance(user, UserInfo) else ADMIN
-
-    async def _review_body(self, request: web.Request, from_proto: Any) -> Any:
-        """The JSON body, or {"spec": ...} read from kubectl's protobuf body (protowire.py)."""
-        if "protobuf" not in request.content_type:
-            return await self._body(request)
-        try:
-            return {"spec": from_proto(protowire.unwrap(await request.read()))}
-        except ValueError as exc:
-            raise st.bad_request(f"the protobuf request body could not be decoded: {exc}") from None
-
-    async def _token_request(self, request: web.Request) -> web.Response:
-        """TokenRequest (pkg/registry/core/serviceaccount/storage/token.go): a token for the ServiceAccount."""
-        try:
-            namespace, name = request.match_info["namespace"], request.match_info["name"]
-            body = await self._review_body(request, protowire.token_request_spec)
-            if not isinstance(body, dict):
-                raise st.bad_request("the body of a TokenRequest must be a JSON object")
-            sa_type = self.registry.resolve("", "v1", "serviceaccounts")
-            assert sa_type is not None
-            sa = self.store.get(("", "serviceaccounts"), namespace, name)
-            if sa is None:
-                raise st.not_found(sa_type, name)
-            spec: dict[str, Any] = body["spec"] if isinstance(body.get("spec"), dict) else {}
-            expiration = spec.get("expirationSeconds")
-            if expiration is None:
-                expiration = 3600
-            kind = "TokenRequest.authentication.k8s.io"
-            if not isinstance(expiration, int) or isinstance(expiration, bool):
-                raise st.bad_request(f"spec.expirationSeconds: Invalid value: {expiration!r}: must be an integer")
-            if expiration < 600:
-                raise st.ApiError(422, "Invalid", f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
-                                  f"{expiration}: may not specify a duration less than 10 minutes")
-            if expiration > 1 << 32:
-                raise st.ApiError(422, "Invalid", f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
-                                  f"{expiration}: may not specify a duration larger than 2^32 seconds")
-            audiences = spec.get("audiences") or list(API_AUDIENCES)
-            uid = str(sa.obj["metadata"].get("uid", ""))
-            token, expires = self.authenticator.mint_service_account_token(
-                namespace=namespace, name=name, uid=uid, audiences=[str(a) for a in audiences], expiration_seconds=expiration
-            )
-            now = datetime.datetime.now(datetime.timezone.utc)
-            return _json({
-                "kind": "TokenRequest",
-                "apiVersion": "authentication.k8s.io/v1",
-                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                "spec": {"audiences": audiences, "expirationSeconds": expiration, "boundObjectRef": spec.get("boundObjectRef")},
-                "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
-            }, status=201)
-        except st.ApiError as exc:
-            return _error(exc)
-
-    async def _self_subject_access_review(self, request: web.Request) -> web.Response:
-        """SelfSubjectAccessReview (pkg/registry/authorization/selfsubjectaccessreview/rest.go): may I do this?"""
-        try:
-            body = await self._review_body(request, protowire.self_subject_access_review_spec)
-            spec = body.get("spec") if isinstance(body, dict) else None
-            if not isinstance(spec, dict):
-                raise st.bad_request("the body of a SelfSubjectAccessReview must be an object with a spec")
-            res, non = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
-            kind = "SelfSubjectAccessReview.authorization.k8s.io"
-            if (res is None) == (non is None):
-                detail = ("spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or "
-                          "resourceAttributes must be specified")
-                raise st.ApiError(422, "Invalid", f'{kind} "" is invalid: {detail}')
-            user = self._user(request)
-            if isinstance(res, dict):
-                attrs = rbac.Attributes(
-                    user, str(res.get("verb", "")), True, str(res.get("group", "")), str(res.get("version", "")),
-                    str(res.get("resource", "")), str(res.get("subresource", "")), str(res.get("namespace", "")),
-                    str(res.get("name", "")),
-                )
-            elif isinstance(non, dict):
-                attrs = rbac.Attributes(user, str(non.get("verb", "")), False, path=str(non.get("path", "")))
-            else:
-                raise st.bad_request("spec.nonResourceAttributes must be an object")
-            allowed, reason = self.authorizer.explain(attrs) if self.auth else (True, "")
-            status: dict[str, Any] = {"allowed": allowed}
-            if reason:
-                status["reason"] = reason
-            return _json({
-                "kind": "SelfSubjectAccessReview",
-                "apiVersion": "authorization.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
-                "spec": spec,
-                "status": status,
-            }, status=201)
-        except st.ApiError as exc:
-            return _error(exc)
-
-    async def _self_subject_rules_review(self, request: web.Request) -> web.Response:
-        """SelfSubjectRulesReview (pkg/registry/authorization/selfsubjectrulesreview/rest.go): what may I do in
-        this namespace? (`kubectl auth can-i --list`)"""
-        try:
-            body = await self._review_body(request, protowire.self_subject_rules_review_spec)
-            spec = body.get("spec") if isinstance(body, dict) else None
-            namespace = str((spec or {}).get("namespace") or "") if isinstance(spec, dict) or spec is None else ""
-            if self.auth:
-                resource_rules, non_resource_rules = self.authorizer.rules_for(self._user(request), namespace)
-            else:
-                resource_rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
-                non_resource_rules = [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
-            return _json({
-                "kind": "SelfSubjectRulesReview",
-                "apiVersion": "authorization.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
-                "spec": {"namespace": namespace} if namespace else {},
-                "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False},
-            }, status=201)
-        except st.ApiError as exc:
-            return _error(exc)
-
-    async def _self_subject_review(self, request: web.Request) -> web.Response:
-        """SelfSubjectReview (pkg/registry/authentication/selfsubjectreview/rest.go): who am I?"""
-        return _json({
-            "kind": "SelfSubjectReview",
-            "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"creationTimestamp": None},
-            "status": {"userInfo": self._user(request).as_status()},
-        }, status=201)
 
     async def _probe(self, request: web.Request) -> web.Response:
         return web.Response(text="ok", content_type="text/plain")
