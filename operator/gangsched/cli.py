@@ -41,6 +41,8 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--faults", default=None, metavar="FILE", help="fault rules as JSON or YAML (a list, or {seed, rules})")
     serve.add_argument("--fault-seed", type=int, default=None, help="seed of the fault rules' random choices (default 0)")
+    serve.add_argument("--no-auth", action="store_true",
+                       help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)")
 
     bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
     bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
@@ -81,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
             fault_specs=args.fault,
             faults_path=args.faults,
             fault_seed=args.fault_seed,
+            auth=not args.no_auth,
         )
     if args.command == "bench":
         return _bench(args.names)

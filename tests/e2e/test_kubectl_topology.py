@@ -34,7 +34,7 @@ NODE = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
 
 def configmap(text: str) -> str:
     return json.dumps(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "default"}, "data": {"topology.json": text}}
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"}, "data": {"topology.json": text}}
     )
 
 
@@ -148,7 +148,7 @@ async def test_invalid_topology_is_rejected_with_an_event_and_the_last_good_one_
         await kubectl(story_cluster, "apply", "-f", "-", input=configmap(json.dumps(cyclic)))
 
         async def warned() -> list[dict[str, Any]]:
-            return [e for e in await events_for(story_cluster.client, "gangsched-topology") if e["reason"] == "InvalidTopology"]
+            return [e for e in await events_for(story_cluster.client, "gangsched-topology", "gangsched-system") if e["reason"] == "InvalidTopology"]
 
         events = await eventually(warned, what="InvalidTopology event")
         assert "last good topology stays in force" in events[0]["message"]

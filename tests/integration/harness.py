@@ -3,6 +3,12 @@
 Everything goes through real HTTP: the emulator serves, the operator (Kopf + its own client) and the tests
 talk to it as they would to a cluster. `eventually()` polls a real condition with a deadline; it never
 sleeps to make a race pass.
+
+Replicas run as the ServiceAccount of manifests/rbac.yaml (gangsched-system/gangsched) with RBAC enforced, as
+in a real installation: `replica()` mints a token for it through the TokenRequest API with the test's admin
+kubeconfig and gives the replica a kubeconfig with that token, so a permission the manifests lack fails the
+test (403). The test's own client stays the admin. A kubeconfig without a token (an emulator with auth off) is
+used as it is.
 """
 
 from __future__ import annotations
@@ -10,8 +16,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from pathlib import Path
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
+
+import yaml
 
 from gangsched.handlers.thread import OperatorThread
 from gangsched.k8s.client import ApiError, KubeClient
@@ -21,6 +30,29 @@ from gangsched.runtime.operator import Operator
 T = TypeVar("T")
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
 GPU = "nvidia.com/gpu"
+OPERATOR_NAMESPACE = "gangsched-system"
+SERVICE_ACCOUNT = "gangsched"
+
+
+async def service_account_kubeconfig(
+    admin_kubeconfig: str, *, namespace: str = OPERATOR_NAMESPACE, name: str = SERVICE_ACCOUNT
+) -> str:
+    """A kubeconfig next to admin_kubeconfig with a fresh token of the ServiceAccount (TokenRequest, as
+    `kubectl create token` does); admin_kubeconfig itself when it carries no token (auth off)."""
+    doc = yaml.safe_load(Path(admin_kubeconfig).read_text())
+    users = doc.get("users") or []
+    if not users or not (users[0].get("user") or {}).get("token"):
+        return admin_kubeconfig
+    async with await KubeClient.connect(admin_kubeconfig) as admin:
+        answer = await admin.create(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+        )
+    users[0]["user"] = {"token": answer["status"]["token"]}
+    target = Path(f"{admin_kubeconfig}.{namespace}.{name}")
+    target.touch(mode=0o600)
+    target.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(target)
 
 
 async def eventually(probe: Callable[[], Awaitable[T]], *, timeout: float = 20.0, what: str = "condition") -> T:
@@ -45,11 +77,14 @@ async def replica(
     **settings: Any,
 ) -> AsyncIterator[Operator]:
     """One operator replica, in a thread and event loop of its own, until the block ends; yields its Operator.
+    It runs as the manifests' ServiceAccount (see module docstring), in namespace gangsched-system unless
+    `namespace=` says otherwise.
 
     `stop_replica(operator)` stops it early (e.g. to see a follower take over)."""
+    kubeconfig = await service_account_kubeconfig(kubeconfig)
     config = config_from_mapping(
         {
-            "namespace": "default",
+            "namespace": OPERATOR_NAMESPACE,
             "leaderElection": {"enabled": leader_election, "leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.2},
             **settings,
         }
@@ -69,6 +104,17 @@ _RUNNERS: dict[int, OperatorThread] = {}
 
 async def stop_replica(operator: Operator) -> None:
     await _RUNNERS[id(operator)].stop()
+
+
+async def bindings_counted(operator: Operator, count: int) -> None:
+    """Wait until the replica has counted `count` bindings (it counts after the API's answer, which the test may
+    see first), then check it is exactly that many."""
+
+    async def probe() -> bool:
+        return operator.bound >= count
+
+    await eventually(probe, what=f"{count} bindings counted by the replica")
+    assert operator.bound == count, (operator.bound, count)
 
 
 def on_replica(operator: Operator, fn: Callable[[], T]) -> T:

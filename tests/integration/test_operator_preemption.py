@@ -45,7 +45,7 @@ PRIORITY_CLASSES = [
 async def story() -> AsyncIterator[Cluster]:
     async with running_cluster(nodes=12, node_resources=NODE, topology=STORY_TREE) as cluster:
         await create(cluster.client, *PRIORITY_CLASSES, {
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "default"},
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
             "data": {"topology.json": json.dumps(STORY_TREE)}})
         yield cluster
 

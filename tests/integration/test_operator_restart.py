@@ -15,6 +15,7 @@ from gangsched.core.timeparse import parse_rfc3339
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import (
+    bindings_counted,
     create,
     eventually,
     events_for,
@@ -93,6 +94,11 @@ async def test_new_leader_finishes_a_preemption_in_progress(two: Cluster, handov
         where = await eventually(lambda: placed(k, "high", 2), what="high bound after the victims went")
         assert where == nominated
         assert await placed(k, "late", 1) is None
+
+        async def counted() -> bool:  # the binder counts after the API's answer, which the test may see first
+            return new.bound == 2
+
+        await eventually(counted, what="the new leader's bindings counted")
         assert new.preemptions.evicted == 0 and new.bound == 2
         for i in range(2):  # each victim was evicted once
             preempted = [e for e in await events_for(k, f"low-{i}") if e["reason"] == "Preempted"]
@@ -233,7 +239,7 @@ async def test_stale_watch_events_after_our_binding_do_not_unbind_a_pod(two: Clu
         on_replica(op, lambda: state.update(release=True))
         await create(k, pod("tick-1", scheduler="someone-else"))  # an event that lets the held ones through
         await eventually(lambda: _confirmed(op, key), what="the bound event confirms the assumption")
-        assert op.bound == 2
+        await bindings_counted(op, 2)
         assert (await placed(k, "lag", 2)) == where
         events = (await k.get("/api/v1/namespaces/default/events"))["items"]
         assert not [e for e in events if e["reason"] in ("FailedBinding", "FailedScheduling")

@@ -18,7 +18,7 @@ TREE = [
 ]
 NODE = {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8", "pods": "110"}
 TIERS = ["topology.gangsched.io/tier-1", "topology.gangsched.io/tier-2"]
-CM = "/api/v1/namespaces/default/configmaps/gangsched-topology"
+CM = "/api/v1/namespaces/gangsched-system/configmaps/gangsched-topology"
 
 
 async def test_operator_writes_the_topology_from_node_labels_and_places_by_it() -> None:

@@ -555,7 +555,7 @@ async def make_cluster_objects(client: KubeClient, rng: random.Random) -> list[s
         names = next(e["children"] for e in TREE if e["name"] == unit)
         await create_nodes(client, names, resources, labels_for_name=lambda n: labels.get(n, {}))
     await create(client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}, *PRIORITY_CLASSES,
-                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "default"},
+                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
                   "data": {"topology.json": json.dumps(TREE)}})
     foreign = []
     for i, node in enumerate(rng.sample([f"n{i}" for i in range(12)], 5)):

@@ -60,22 +60,22 @@ def _grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
     return out
 
 
+# what the operator uses (tests/integration/test_rbac_grants.py checks use against grant with RBAC enforced)
 NEEDED_CLUSTER_WIDE = {
     ("", "pods"): {"get", "list", "watch", "patch"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch"},
     ("", "pods/eviction"): {"create"},
-    ("", "nodes"): {"get", "list", "watch"},
-    ("", "namespaces"): {"get", "list", "watch"},
-    ("", "configmaps"): {"get", "list", "watch"},
+    ("", "nodes"): {"list", "watch"},
+    ("", "configmaps"): {"list", "watch"},
     ("", "events"): {"create", "patch"},
-    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch", "create", "update", "patch", "delete"},
-    ("scheduling.x-k8s.io", "podgroups/status"): {"get", "update", "patch"},
-    ("scheduling.k8s.io", "priorityclasses"): {"get", "list", "watch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
+    ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},
 }
 NEEDED_IN_OWN_NAMESPACE = {
-    ("", "configmaps"): {"get", "create", "update", "patch"},
+    ("", "configmaps"): {"get", "create", "patch"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
 }
 
@@ -104,7 +104,7 @@ def test_cluster_role_writes_to_pods_are_only_what_scheduling_needs() -> None:
     grants = _grants(_rules("ClusterRole"))
     assert grants[("", "pods")] == {"get", "list", "watch", "patch"}  # never create, update or delete pods
     assert ("coordination.k8s.io", "leases") not in grants  # leases only in the operator's namespace
-    assert grants[("", "configmaps")] == {"get", "list", "watch"}
+    assert grants[("", "configmaps")] == {"list", "watch"}
 
 
 def test_bindings_tie_roles_to_the_service_account() -> None:

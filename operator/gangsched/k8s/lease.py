@@ -8,6 +8,9 @@ Contract:
   so a replica cut off from the API server stops acting as leader before another can take over
   (renew_deadline < lease_duration).
 - `leading` (asyncio.Event) is set while leader; `changed` is awaited by whoever wants to react to changes.
+- A problem only the user can fix -- the namespace does not exist (404 on create), or the ServiceAccount may not
+  read or write the Lease (403) -- is logged once as an ERROR naming the fix and kept in `problem` (None once a
+  renewal succeeds again); other failures are WARNINGs as before.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ class LeaderElector:
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
         self._renewed_at: float | None = None
+        self.problem: str | None = None  # a problem the user must fix (see module docstring)
         self.leading = asyncio.Event()
         self.changed = asyncio.Event()
         self._path = resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=namespace, name=name)
@@ -84,12 +88,30 @@ class LeaderElector:
             try:
                 ok = await self.try_acquire_or_renew()
             except ApiError as exc:
-                log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+                self._report(exc)
                 ok = False
             if ok:
                 self._renewed_at = time.monotonic()
+                self.problem = None
             self._set_leading(self.is_leader)
             await asyncio.sleep(self.retry_period)
+
+    def _report(self, exc: ApiError) -> None:
+        problem = None
+        if exc.status == 404 and "namespaces" in exc.message:
+            problem = (f"leader election: namespace {self.namespace} does not exist ({exc.message}): create it, "
+                       f"e.g. kubectl apply -f manifests/namespace.yaml")
+        elif exc.status in (401, 403):
+            problem = (f"leader election: not allowed to use Lease {self.namespace}/{self.name} ({exc.message}): grant "
+                       f"get/update (and create) on leases in {self.namespace} to this ServiceAccount, "
+                       f"e.g. kubectl apply -f manifests/rbac.yaml")
+        if problem is None:
+            log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+        elif problem != self.problem:
+            log.error("%s", problem)
+        else:
+            log.debug("%s", problem)
+        self.problem = problem
 
     async def release(self) -> None:
         """Give the lease up (on shutdown), so another replica need not wait for it to expire."""

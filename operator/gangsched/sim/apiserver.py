@@ -1,12 +1,22 @@
 """The Kubernetes API emulator's HTTP server (aiohttp, in-process): REST routing, content negotiation, watch streams.
 
 Contract:
-- `server = ApiServer(history_limit=...)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
-  ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path) -> Path` (plain http, no auth, context
-  "gangsched-sim", namespace default); `await server.stop()`. `server.registry` and `server.store` give direct
-  in-process access (tests should prefer HTTP). `ApiServer(disruption_controller=True)` runs the disruption
-  controller (sim/disruption.py: PodDisruptionBudget status) while started; `server.disruption` is it (or None).
-  `server.request_counts[(method, "pods/eviction")]` counts the resource requests served (tests' witness).
+- `server = ApiServer(history_limit=..., auth=False)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
+  ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path, token=None) -> Path` (plain http, context
+  "gangsched-sim", namespace default; the admin's token when auth is on); `await server.stop()`. With auth on the
+  server speaks https with a self-signed certificate (tls.py; kubectl sends tokens only over https), which the
+  kubeconfig carries as certificate-authority-data.
+- Authentication and authorization (auth.py, rbac.py, their HTTP side in authapi.py): with `auth=True` a middleware answers 401 to requests
+  without a valid bearer token and 403 (the real message) to those RBAC does not allow, and records each user's
+  (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default for
+  in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
+  bootstrap ClusterRoles/bindings, mints service-account tokens (POST .../serviceaccounts/{name}/token,
+  TokenRequest) and answers SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
+  (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give direct
+  in-process access (tests should prefer HTTP).
+- `ApiServer(disruption_controller=True)` runs the disruption controller (sim/disruption.py: PodDisruptionBudget
+  status) while started; `server.disruption` is it (or None). `server.request_counts[(method, "pods/eviction")]`
+  counts the resource requests served (tests' witness). `server.faults` (sim/faults.py) injects faults.
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
   list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths; resume from a
@@ -43,8 +53,10 @@ import yaml
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from gangsched.sim import openapi, protobuf, table
+from gangsched.sim import openapi, protobuf, rbac, table
 from gangsched.sim import status as st
+from gangsched.sim.auth import Authenticator
+from gangsched.sim.authapi import AuthEndpoints
 from gangsched.sim.disruption import DisruptionController
 from gangsched.sim.faults import Answer, FaultInjector, FaultSpecError, RequestInfo, rule_from_mapping
 from gangsched.sim.kubeconfig import write_kubeconfig
@@ -165,6 +177,7 @@ class ApiServer:
         bookmark_interval: float = 5.0,
         default_watch_timeout: float = 1800.0,
         disruption_controller: bool = True,
+        auth: bool = False,
     ) -> None:
         self.store = Store(history_limit=history_limit, history_seconds=history_seconds)
         self.faults = FaultInjector()  # sim/faults.py; `faults.active` is the only thing the hot path reads
@@ -172,10 +185,22 @@ class ApiServer:
         # kube-controller-manager's disruption controller (PDB status), run in-process from start() to stop()
         self.disruption = DisruptionController(self.registry) if disruption_controller else None
         self.request_counts: Counter[tuple[str, str]] = Counter()  # (method, plural[/subresource]) -> requests
+        self.auth = auth
+        self.authenticator = Authenticator(self.store)
+        self.authorizer = rbac.RbacAuthorizer(self.store)
+        self.auth_endpoints = AuthEndpoints(
+            registry=self.registry, authenticator=self.authenticator, authorizer=self.authorizer, enforcing=auth,
+            read_body=self._body,
+        )
+        for obj in rbac.BOOTSTRAP_OBJECTS:
+            rtype = self.registry.resolve(rbac.RBAC_GROUP, "v1", obj["kind"].lower() + "s")
+            assert rtype is not None
+            self.registry.create(rtype, "", orjson.loads(orjson.dumps(obj)), RequestContext())
         self.watch_queue_limit = watch_queue_limit
         self.bookmark_interval = bookmark_interval
         self.default_watch_timeout = default_watch_timeout
         self.url = ""
+        self.ca_pem: bytes | None = None  # the serving certificate (self-signed) when auth (and so TLS) is on
         self.host = ""
         self.port = 0
         self._runner: _Runner | None = None
@@ -190,13 +215,19 @@ class ApiServer:
             self.disruption.start()
         self._runner = _Runner(self.app, self._stopping, access_log=None, handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, backlog=1024)
+        context = None
+        if self.auth:
+            from gangsched.sim import tls
+
+            self.ca_pem, key_pem = tls.serving_material([host])
+            context = tls.ssl_context(self.ca_pem, key_pem)
+        site = web.TCPSite(self._runner, host, port, backlog=1024, ssl_context=context)
         await site.start()
         sockets = getattr(site._server, "sockets", None)
         assert sockets, "the API server did not bind a socket"
         sock = sockets[0]
         self.host, self.port = host, int(sock.getsockname()[1])
-        self.url = f"http://{host}:{self.port}"
+        self.url = f"{'https' if context else 'http'}://{host}:{self.port}"
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -207,8 +238,11 @@ class ApiServer:
             await self._runner.cleanup()
             self._runner = None
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
-        return write_kubeconfig(path, server=self.url)
+    def write_kubeconfig(self, path: str | Path, *, token: str | None = None, namespace: str = "default") -> Path:
+        """A kubeconfig for this server: with `token`, or the admin's token when authentication is on."""
+        if token is None and self.auth:
+            token = self.authenticator.admin_token
+        return write_kubeconfig(path, server=self.url, token=token, namespace=namespace, ca_pem=self.ca_pem)
 
     async def __aenter__(self) -> ApiServer:
         if not self.url:
@@ -220,7 +254,8 @@ class ApiServer:
 
     # ------------------------------------------------------------------ routing
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        middlewares = [self.auth_endpoints.middleware] if self.auth else []
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=middlewares)
         r = app.router
         for probe in ("/healthz", "/readyz", "/livez"):
             r.add_get(probe, self._probe)
@@ -237,6 +272,7 @@ class ApiServer:
         r.add_get("/api/v1", self._core_resources)
         r.add_get("/apis/{group}", self._group)
         r.add_get("/apis/{group}/{version}", self._group_resources)
+        self.auth_endpoints.add_routes(r)  # before the catch-all resource routes below
         r.add_route("*", "/api/v1/{tail:.+}", self._core_dispatch)
         r.add_route("*", "/apis/{group}/{version}/{tail:.+}", self._group_dispatch)
         return app
@@ -718,8 +754,8 @@ class ApiServer:
                 await response.write(self._bookmark_line(rtype))
             return response
         except (ConnectionResetError, asyncio.CancelledError) as exc:
-            if self._stopping.is_set():
-                return response
+            if self._stopping.is_set() or not isinstance(exc, asyncio.CancelledError):
+                return response  # stopping, or the client went away (over TLS seen as a reset on write): nothing to log
             if isinstance(exc, asyncio.CancelledError) and response.prepared and self._client_connected(request):
                 # Cancelled by other code in the loop (Kopf stopping cancels every task created while it ran), the
                 # client still listening: end the stream as a complete response, as a real API server ends a
@@ -770,8 +806,8 @@ class ApiServer:
         return transform
 
 
-async def _serve_main(*, host: str, port: int, kubeconfig: str | None, history_limit: int) -> None:
-    server = ApiServer(history_limit=history_limit)
+async def _serve_main(*, host: str, port: int, kubeconfig: str | None, history_limit: int, auth: bool = False) -> None:
+    server = ApiServer(history_limit=history_limit, auth=auth)
     await server.start(host=host, port=port)
     if kubeconfig:
         server.write_kubeconfig(kubeconfig)
@@ -792,9 +828,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig", default=None)
     parser.add_argument("--history-limit", type=int, default=10000)
+    parser.add_argument("--auth", action="store_true", help="require tokens and enforce RBAC (the kubeconfig gets the admin's)")
     args = parser.parse_args(argv)
     try:
-        asyncio.run(_serve_main(host=args.host, port=args.port, kubeconfig=args.kubeconfig, history_limit=args.history_limit))
+        asyncio.run(_serve_main(host=args.host, port=args.port, kubeconfig=args.kubeconfig, history_limit=args.history_limit, auth=args.auth))
     except KeyboardInterrupt:
         pass
     return 0

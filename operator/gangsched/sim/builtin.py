@@ -3,8 +3,9 @@
 Contract: `BUILTIN_TYPES` lists every kind served from the start (core/v1, events.k8s.io/v1,
 scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, storage.k8s.io/v1, apps/v1 workloads (Deployment,
 ReplicaSet, StatefulSet; ReplicationController in core/v1: stored only, the disruption controller reads their
-scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, apiextensions.k8s.io/v1; the
-last entry is the CRD type). Their bodies are checked against the real v1.32 schemas by sim/validation/. `crd_types(crd)` turns a
+scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, the create-only
+SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview, apiextensions.k8s.io/v1; the last entry is
+the CRD type). Their bodies are checked against the real v1.32 schemas by sim/validation/. `crd_types(crd)` turns a
 CustomResourceDefinition object into one ResourceType per served version. Nothing here does I/O.
 """
 
@@ -25,7 +26,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", "secret", True),
     ResourceType("", "v1", "Service", "services", "service", True, ("svc",), _STATUS, categories=("all",)),
-    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",)),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", True, ("sa",), frozenset({"token"})),
     ResourceType("", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
@@ -56,6 +57,13 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", "flowschema", False, (), _STATUS),
     ResourceType("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations",
                  "prioritylevelconfiguration", False, (), _STATUS),
+    # create-only reviews (answered by apiserver.py, never stored)
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
+                 "selfsubjectaccessreview", False, verbs=("create",)),
+    ResourceType("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
+                 "selfsubjectrulesreview", False, verbs=("create",)),
+    ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False,
+                 verbs=("create",)),
     ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
                  "customresourcedefinition", False, ("crd", "crds"), _STATUS),
 )

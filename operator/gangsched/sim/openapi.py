@@ -51,6 +51,7 @@ _SUBRESOURCE_ENTRIES: dict[str, tuple[str, str, str, tuple[str, ...]]] = {
     "binding": ("Binding", "", "", ("create",)),
     "eviction": ("Eviction", "policy", "v1", ("create",)),
     "scale": ("Scale", "autoscaling", "v1", ("get", "patch", "update")),
+    "token": ("TokenRequest", "authentication.k8s.io", "v1", ("create",)),
 }
 
 _PATCH_MEDIA_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")

@@ -209,7 +209,11 @@ class Registry:
                 if self.store.get(storage_key(rtype), namespace, name) is None:
                     break
             meta["name"] = name
-        if not isinstance(name, str) or len(name) > 253 or not _NAME_RE.match(name):
+        if rtype.group == "rbac.authorization.k8s.io":
+            # RBAC objects' names are path segments (pkg/apis/rbac/validation: ValidateRBACName), e.g. "system:discovery"
+            if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "%" in name:
+                raise st.invalid(rtype, str(name), [("metadata.name", f'Invalid value: "{name}": may not contain \'/\' or \'%\'')])
+        elif not isinstance(name, str) or len(name) > 253 or not _NAME_RE.match(name):
             raise st.invalid(rtype, str(name), [(
                 "metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
                 "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")])

@@ -4,14 +4,20 @@ Contract:
 - `async with running_cluster(*, nodes, node_resources, topology=None, kubeconfig_path=None, port=0,
   kubelet_start_delay=0.0) as cluster:` starts ApiServer on 127.0.0.1:port, writes a kubeconfig (to a temporary
   file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory,
-  creates the nodes and runs SimKubelet until exit. Nodes are named after the topology's nodes when `topology`
+  creates the nodes and runs SimKubelet until exit. By default (`auth=True`) the server authenticates and enforces
+  RBAC (https, the kubeconfig carries the admin's token, see apiserver.py) and `install_manifests=True` applies
+  manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
+  `topology_configmap_from=FILE` also creates the topology ConfigMap gangsched-system/gangsched-topology
+  (key topology.json) from the file. Nodes are named after the topology's nodes when `topology`
   (a file path or a parsed list in the seed format) is given, else node-0 ... node-(N-1); with a topology, each
   node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
   topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has `server`, `url`,
   `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py rules) are
-  switched on once the cluster is set up (CRDs, nodes, kubelet synced), never during it.
+  switched on once the cluster is set up (CRDs, manifests, nodes, kubelet synced), never during it.
 - `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path, fault_specs=(), faults_path=None,
-  fault_seed=None) -> int` is `gangsched sim serve`: the same cluster (with the faults of `--fault` / `--faults`), serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
+  fault_seed=None, auth=True) -> int` is `gangsched sim serve`: the same cluster (auth on, manifests installed, with
+  --topology the topology ConfigMap too, and the faults of `--fault` / `--faults`), serving until SIGINT or
+  SIGTERM; prints the kubeconfig path and a kubectl hint.
   Bad arguments print the error (naming the field, the value and what is allowed) and return 2.
 - `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
 """
@@ -48,6 +54,67 @@ def find_crds_dir() -> Path | None:
     candidates.append(Path(__file__).resolve().parents[3] / "crds")
     candidates.append(Path.cwd() / "crds")
     return next((c for c in candidates if c.is_dir()), None)
+
+
+def find_manifests_dir() -> Path | None:
+    """The repository's manifests/ directory (next to crds/), if it can be found."""
+    crds = find_crds_dir()
+    candidates = [crds.parent / "manifests"] if crds is not None else []
+    candidates.append(Path.cwd() / "manifests")
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+# kind -> (API path prefix, plural, namespaced) of what manifests/namespace.yaml and rbac.yaml hold
+_MANIFEST_KINDS: dict[str, tuple[str, str, bool]] = {
+    "Namespace": ("/api/v1", "namespaces", False),
+    "ServiceAccount": ("/api/v1", "serviceaccounts", True),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+    "ClusterRole": ("/apis/rbac.authorization.k8s.io/v1", "clusterroles", False),
+    "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+}
+# the manifests a cluster with gangsched installed has (README's install order); the Deployment is not run here
+INSTALLED_MANIFESTS = ("namespace.yaml", "rbac.yaml")
+OPERATOR_NAMESPACE = "gangsched-system"
+TOPOLOGY_CONFIGMAP = "gangsched-topology"
+
+
+async def apply_manifests(client: KubeClient, docs: Sequence[Mapping[str, Any]]) -> None:
+    """Create each object (kinds of _MANIFEST_KINDS; an existing one is left as it is)."""
+    for doc in docs:
+        kind = str(doc.get("kind"))
+        if kind not in _MANIFEST_KINDS:
+            raise ValueError(f"manifest kind {kind!r} cannot be installed into the emulator: allowed kinds: {sorted(_MANIFEST_KINDS)}")
+        prefix, plural, namespaced = _MANIFEST_KINDS[kind]
+        path = f"{prefix}/namespaces/{doc['metadata'].get('namespace') or 'default'}/{plural}" if namespaced else f"{prefix}/{plural}"
+        try:
+            await client.create(path, dict(doc))
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+
+def load_manifests(directory: Path | None, names: Sequence[str] = INSTALLED_MANIFESTS) -> list[dict[str, Any]]:
+    """The documents of the named files of manifests/ (none if the directory is not found)."""
+    if directory is None:
+        return []
+    docs: list[dict[str, Any]] = []
+    for name in names:
+        path = directory / name
+        if path.is_file():
+            docs.extend(d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict))
+    return docs
+
+
+def topology_configmap(topology_path: str | Path) -> dict[str, Any]:
+    """The topology ConfigMap (gangsched-system/gangsched-topology, key topology.json) holding the file's text."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": TOPOLOGY_CONFIGMAP, "namespace": OPERATOR_NAMESPACE, "labels": {"app.kubernetes.io/name": "gangsched"}},
+        "data": {"topology.json": Path(topology_path).read_text()},
+    }
 
 
 def load_crds(directory: Path | None) -> list[dict[str, Any]]:
@@ -127,13 +194,16 @@ async def running_cluster(
     kubelet_start_delay: float = 0.0,
     faults: Sequence[FaultRule] = (),
     fault_seed: int = 0,
+    auth: bool = True,
+    install_manifests: bool = True,
+    topology_configmap_from: str | Path | None = None,
 ) -> AsyncIterator[Cluster]:
     """A simulated cluster for the duration of the block (see module docstring)."""
     from gangsched.sim.apiserver import ApiServer
 
     resources = parse_node_resources(node_resources) if isinstance(node_resources, str) else dict(node_resources)
     names, labels = _plan_nodes(nodes, topology)
-    server = ApiServer()
+    server = ApiServer(auth=auth)
     await server.start(host="127.0.0.1", port=port)
     temp_dir = None
     try:
@@ -144,6 +214,10 @@ async def running_cluster(
         client = await KubeClient.connect(kubeconfig_path)
         try:
             await apply_crds(client, load_crds(find_crds_dir()))
+            if install_manifests:
+                await apply_manifests(client, load_manifests(find_manifests_dir()))
+            if topology_configmap_from is not None:
+                await apply_manifests(client, [topology_configmap(topology_configmap_from)])
             await create_nodes(client, names, resources, labels_for_name=lambda n: labels.get(n, {}))
             kubelet = SimKubelet(client, start_delay=kubelet_start_delay)
             task = asyncio.create_task(kubelet.run(), name="sim-kubelet")
@@ -172,7 +246,8 @@ async def running_cluster(
 
 
 async def _serve(
-    *, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str, faults: Sequence[FaultRule], fault_seed: int
+    *, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str,
+    faults: Sequence[FaultRule], fault_seed: int, auth: bool = True
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -180,12 +255,18 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     kubeconfig = os.path.abspath(kubeconfig_path)
     async with running_cluster(
-        nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port, faults=faults, fault_seed=fault_seed
+        nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port,
+        topology_configmap_from=topology_path, auth=auth, faults=faults, fault_seed=fault_seed,
     ) as cluster:
         print(f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes", flush=True)
         if faults:
             print(f"injecting {len(faults)} fault rule(s) (seed {fault_seed}); see or change them at {cluster.url}/sim/faults", flush=True)
         print(f"kubeconfig written to {kubeconfig}", flush=True)
+        if auth:
+            print("https, tokens and RBAC enforced; the kubeconfig's user is an admin (group system:masters)", flush=True)
+        print(f"installed: crds/, manifests/namespace.yaml, manifests/rbac.yaml"
+              + (f", topology ConfigMap {OPERATOR_NAMESPACE}/{TOPOLOGY_CONFIGMAP}" if topology_path else ""), flush=True)
+        print(f"run the operator: gangsched run --kubeconfig {kubeconfig}", flush=True)
         print(f"try: kubectl --kubeconfig {kubeconfig} get nodes", flush=True)
         print("press Ctrl-C to stop", flush=True)
         await stop.wait()
@@ -202,13 +283,14 @@ def serve_forever(
     fault_specs: Sequence[str] = (),
     faults_path: str | None = None,
     fault_seed: int | None = None,
+    auth: bool = True,
 ) -> int:
     """`gangsched sim serve` (see module docstring); returns the process exit code."""
     try:
         faults, file_seed = load_rules(fault_specs, faults_path)
         seed = fault_seed if fault_seed is not None else file_seed if file_seed is not None else 0
         asyncio.run(_serve(nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port,
-                           kubeconfig_path=kubeconfig_path, faults=faults, fault_seed=seed))
+                           kubeconfig_path=kubeconfig_path, faults=faults, fault_seed=seed, auth=auth))
     except (InvalidField, FaultSpecError) as exc:
         print(f"gangsched sim serve: {exc}", file=sys.stderr)
         return 2

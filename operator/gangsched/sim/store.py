@@ -78,6 +78,8 @@ Filter = Callable[[dict[str, Any]], bool]
 class Watcher:
     """One watch stream's queue of event lines (see module docstring)."""
 
+    internal = False  # True for the server's own observers (not a client's watch stream)
+
     def __init__(
         self,
         *,
@@ -322,5 +324,6 @@ class Store:
         self._watchers.clear()
 
     def all_watchers(self) -> Iterable[Watcher]:
+        """The watch streams' watchers (not the server's internal observers, e.g. rbac.py's cache invalidator)."""
         for watchers in self._watchers.values():
-            yield from watchers
+            yield from (w for w in watchers if not w.internal)

@@ -1,0 +1,235 @@
+"""What the operator uses of the API, per feature profile, against what manifests/rbac.yaml grants it.
+
+The emulator enforces RBAC as plugin/pkg/auth/authorizer/rbac/rbac.go does and records, per user, every
+(verb, group, resource, subresource) it authorized (request attributes as
+staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go derives them). The operator runs as the
+ServiceAccount of manifests/rbac.yaml (harness.replica), through four profiles that together exercise every
+feature: plain gangs (PodGroups, annotation-only gangs, a NonStrict timeout), group preemption (evictions,
+nominations, a PodDisruptionBudget), topology from node labels (the topology ConfigMap written) and leader
+election (the Lease). A grant nobody used fails the test (least privilege), and so does a use that was not granted
+(the operator would have got 403 and the scenario would not have completed). Rules limited by resourceNames are
+checked to name exactly the Lease and the topology ConfigMap the operator uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gangsched.sim.serve import Cluster, running_cluster
+from tests.integration.harness import (
+    OPERATOR_NAMESPACE,
+    SERVICE_ACCOUNT,
+    bound,
+    create,
+    eventually,
+    get_podgroup,
+    pod,
+    podgroup,
+    pods,
+    replica,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"
+NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+TIERS = ["topology.gangsched.io/tier-1", "topology.gangsched.io/tier-2"]
+TREE: list[dict[str, Any]] = [
+    {"layer": 2, "name": "leaf0", "children": ["unit0", "unit1"]},
+    {"layer": 1, "name": "unit0", "parents": ["leaf0"], "children": ["n0", "n1"]},
+    {"layer": 1, "name": "unit1", "parents": ["leaf0"], "children": ["n2", "n3"]},
+]
+Use = tuple[str, str, str, str]  # (verb, API group, resource, subresource)
+# Grants only an error path uses, which no profile provokes; each names the code that needs it.
+ERROR_PATHS: dict[Use, str] = {
+    ("get", "", "pods", ""): "k8s/binder.py _reconcile_conflict: after a 409 on binding, reads who bound the pod",
+    ("patch", "", "events", ""): "k8s/writer.py EventRecorder: the count of an event repeated with the same message",
+}
+
+
+def granted() -> tuple[set[Use], dict[tuple[str, str], set[str]]]:
+    """Every (verb, group, resource, subresource) manifests/rbac.yaml grants the ServiceAccount, and the
+    resourceNames of the rules limited to names, per (group, resource)."""
+    grants: set[Use] = set()
+    names: dict[tuple[str, str], set[str]] = {}
+    for doc in yaml.safe_load_all((ROOT / "manifests" / "rbac.yaml").read_text()):
+        if not isinstance(doc, dict) or doc.get("kind") not in ("Role", "ClusterRole"):
+            continue
+        for rule in doc.get("rules") or []:
+            for group in rule.get("apiGroups") or []:
+                for resource in rule.get("resources") or []:
+                    res, _, sub = resource.partition("/")
+                    for verb in rule.get("verbs") or []:
+                        grants.add((verb, group, res, sub))
+                    if rule.get("resourceNames"):
+                        names.setdefault((group, resource), set()).update(rule["resourceNames"])
+    return grants, names
+
+
+def used(cluster: Cluster) -> set[Use]:
+    return set(cluster.server.authorizer.usage.get(USER, set()))
+
+
+async def _all_bound(k: Any, names: list[str]) -> bool:
+    placed = bound(await pods(k))
+    return all(n in placed for n in names)
+
+
+async def _phase_is(k: Any, name: str, phase: str) -> bool:
+    return ((await get_podgroup(k, name)) or {}).get("status", {}).get("phase") == phase
+
+
+async def plain_gangs(cluster: Cluster) -> None:
+    k = cluster.client
+    async with replica(cluster.kubeconfig):
+        await create(k, podgroup("slow", min_member=6, mode="NonStrict", scheduleTimeoutSeconds=1),
+                     *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(6)))
+
+        async def annotated() -> bool:
+            ps = await pods(k)
+            return all(ps[f"slow-{i}"]["metadata"].get("annotations", {}).get("gang.scheduling.koordinator.sh/timeout") == "true"
+                       for i in range(6))
+
+        await eventually(annotated, what="timeout annotation on every member of the NonStrict gang")
+        await create(k, podgroup("train", min_member=2), *(pod(f"train-{i}", group="train", gpu=8) for i in range(2)))
+        await eventually(lambda: _all_bound(k, ["train-0", "train-1"]), what="train bound")
+        await eventually(lambda: _phase_is(k, "train", "Running"), what="train Running")
+        koord = {"gang.scheduling.koordinator.sh/name": "koord", "gang.scheduling.koordinator.sh/min-available": "2"}
+        await create(k, pod("koord-0", annotations=koord))
+        await eventually(lambda: get_podgroup(k, "koord"), what="PodGroup created for the annotation-only gang")
+        await create(k, pod("koord-1", annotations=koord))
+
+        async def owned_by_both() -> bool:
+            pg = await get_podgroup(k, "koord")
+            return len((pg or {}).get("metadata", {}).get("ownerReferences", [])) == 2
+
+        await eventually(owned_by_both, what="both members own the PodGroup")
+
+
+async def preemption(cluster: Cluster) -> None:
+    k = cluster.client
+    await create(
+        k,
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 0},
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+    )
+
+    def gang(name: str, n: int, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        return [podgroup(name, min_member=n),
+                *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n))]
+
+    async with replica(cluster.kubeconfig) as op:
+        await create(k, *gang("a", 2, "low", {"app": "a"}), *gang("b", 2, "low"))
+        await eventually(lambda: _all_bound(k, ["a-0", "a-1", "b-0", "b-1"]), what="a and b bound")
+        await create(k, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "a", "namespace": "default"},
+                         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "a"}}}})
+        for i in range(2):  # b's pods stay terminating, so the preemptor's members are nominated while they wait
+            await k.patch(f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}})
+        await create(k, *gang("high", 2, "high"))
+
+        async def nominated() -> bool:
+            ps = await pods(k)
+            return all(ps[f"high-{i}"].get("status", {}).get("nominatedNodeName") for i in range(2))
+
+        await eventually(nominated, what="the preemptor's members nominated")
+        for i in range(2):
+            await k.patch(f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": None}})
+        await eventually(lambda: _all_bound(k, ["high-0", "high-1"]), what="the preemptor bound")
+        assert op.preemptions.evicted == 2
+
+
+async def topology_from_node_labels(cluster: Cluster) -> None:
+    k = cluster.client
+    cm = f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/configmaps/gangsched-topology"
+    async with replica(cluster.kubeconfig, topology={"nodeLabelTiers": TIERS}):
+
+        async def written() -> bool:
+            try:
+                return "n3" in (await k.get(cm))["data"]["topology.json"]
+            except Exception:
+                return False
+
+        await eventually(written, what="topology ConfigMap written from node labels")
+        from gangsched.sim.cluster import create_nodes
+
+        await create_nodes(k, ["n4"], NODE, labels_for_name=lambda _: {TIERS[0]: "unit1", TIERS[1]: "leaf0"})
+
+        async def has_n4() -> bool:
+            return "n4" in json.dumps((await k.get(cm))["data"])
+
+        await eventually(has_n4, what="the ConfigMap follows a joining node")
+
+
+async def leader_election(cluster: Cluster) -> None:
+    k = cluster.client
+    async with replica(cluster.kubeconfig, identity="one", leader_election=True) as one:
+        await eventually(lambda: _leads(one), what="a leader")
+        await create(k, podgroup("g", min_member=2), *(pod(f"g-{i}", group="g", gpu=8) for i in range(2)))
+        await eventually(lambda: _all_bound(k, ["g-0", "g-1"]), what="gang bound by the leader")
+
+
+async def _leads(op: Any) -> bool:
+    return bool(op.health()["leader"])
+
+
+PROFILES: dict[str, tuple[Callable[[Cluster], Awaitable[None]], dict[str, Any]]] = {
+    "plain": (plain_gangs, {"nodes": 4}),
+    "preemption": (preemption, {"nodes": 4}),
+    "topology": (topology_from_node_labels, {"nodes": 0, "topology": TREE}),
+    "leader-election": (leader_election, {"nodes": 2}),
+}
+
+
+async def run_profile(name: str) -> set[Use]:
+    scenario, kwargs = PROFILES[name]
+    async with running_cluster(node_resources=NODE, **kwargs) as cluster:
+        assert cluster.server.auth, "the operator's tests must run with RBAC enforced"
+        await scenario(cluster)
+        return used(cluster)
+
+
+async def test_the_operator_uses_exactly_what_rbac_yaml_grants() -> None:
+    """Per profile the operator's uses are recorded; the union must equal the grants (no 403 was possible, no
+    grant is unused). The grant must not be wider in scope either: resourceNames pin the Lease and ConfigMap."""
+    grants, names = granted()
+    usage: dict[str, set[Use]] = {}
+    for profile in PROFILES:
+        usage[profile] = await run_profile(profile)
+    everything = set().union(*usage.values())
+    ungranted = everything - grants
+    assert not ungranted, f"used but not granted (the emulator would have answered 403): {sorted(ungranted)}"
+    unused = grants - everything - set(ERROR_PATHS)
+    report = "\n".join(f"  {p}: {sorted(u)}" for p, u in usage.items())
+    assert not unused, f"granted by manifests/rbac.yaml but used by no profile: {sorted(unused)}\nuse per profile:\n{report}"
+    assert set(ERROR_PATHS) <= grants, "an error path's grant is missing"
+    assert names.get(("coordination.k8s.io", "leases")) == {"gangsched"}
+    assert names.get(("", "configmaps")) == {"gangsched-topology"}
+    # leader election and topology are features of their own: their grants are used only by their profiles
+    assert not {u for u in usage["plain"] if u[2] == "leases"}
+    assert any(u[2] == "leases" for u in usage["leader-election"])
+    assert ("create", "", "configmaps", "") in usage["topology"]
+
+
+@pytest.mark.parametrize("profile", ["plain"])
+async def test_a_missing_permission_fails_the_operator_visibly(profile: str) -> None:
+    """Removing the ClusterRoleBinding leaves the ServiceAccount with nothing: the operator's requests get the
+    real 403 (responsewriters.Forbidden's message) and nothing is bound."""
+    async with running_cluster(nodes=1, node_resources=NODE) as cluster:
+        k = cluster.client
+        await k.delete("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/gangsched")
+        from gangsched.k8s.client import ApiError, KubeClient
+        from tests.integration.harness import service_account_kubeconfig
+
+        sa = await service_account_kubeconfig(cluster.kubeconfig)
+        async with await KubeClient.connect(sa) as client:
+            with pytest.raises(ApiError) as err:
+                await client.get("/api/v1/pods")
+        assert err.value.status == 403
+        assert err.value.message == (
+            f'pods is forbidden: User "{USER}" cannot list resource "pods" in API group "" at the cluster scope'
+        )
