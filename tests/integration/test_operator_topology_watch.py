@@ -13,26 +13,26 @@ import json
 from typing import Any
 
 from gangsched.sim.serve import running_cluster
-from tests.integration.harness import create, eventually, on_replica, replica
+from tests.integration.harness import OPERATOR_NAMESPACE, create, eventually, on_replica, replica
 
 NODE = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 TREE = [{"layer": 1, "name": "unit0", "children": ["node-0", "node-1"]}]
-CMS = "/api/v1/namespaces/default/configmaps"
+CMS = f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/configmaps"
 
 
 def _configmap(name: str, text: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": {"topology.json": text}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE}, "data": {"topology.json": text}}
 
 
 async def test_topology_configmap_is_watched_by_name_and_followed_through_delete_and_recreate() -> None:
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         k = cluster.client
         async with replica(cluster.kubeconfig) as op:
-            async def watching() -> set[Any]:
-                return set(cluster.server.store._watchers.get(("", "configmaps"), set()))
+            async def watching() -> set[Any]:  # the emulator's own controllers' taps are internal, not watches
+                return {w for w in cluster.server.store._watchers.get(("", "configmaps"), set()) if not w.internal}
 
             watchers = await eventually(watching, what="a watch of the topology ConfigMap")
-            assert all(w.namespace == "default" and w.matches is not None for w in watchers), (
+            assert all(w.namespace == OPERATOR_NAMESPACE and w.matches is not None for w in watchers), (
                 "every ConfigMap watch is narrowed to the operator's namespace and the ConfigMap's name"
             )
 

@@ -67,7 +67,6 @@ NEEDED_CLUSTER_WIDE = {
     ("", "pods/status"): {"patch"},
     ("", "pods/eviction"): {"create"},
     ("", "nodes"): {"list", "watch"},
-    ("", "configmaps"): {"list", "watch"},
     ("", "events"): {"create", "patch"},
     ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
@@ -75,7 +74,7 @@ NEEDED_CLUSTER_WIDE = {
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
 }
 NEEDED_IN_OWN_NAMESPACE = {
-    ("", "configmaps"): {"get", "create", "patch"},
+    ("", "configmaps"): {"get", "list", "watch", "create", "patch"},
     ("coordination.k8s.io", "leases"): {"get", "create", "update"},
 }
 
@@ -104,7 +103,7 @@ def test_cluster_role_writes_to_pods_are_only_what_scheduling_needs() -> None:
     grants = _grants(_rules("ClusterRole"))
     assert grants[("", "pods")] == {"get", "list", "watch", "patch"}  # never create, update or delete pods
     assert ("coordination.k8s.io", "leases") not in grants  # leases only in the operator's namespace
-    assert grants[("", "configmaps")] == {"list", "watch"}
+    assert ("", "configmaps") not in grants  # the topology ConfigMap is watched by name, in the operator's namespace
 
 
 def test_bindings_tie_roles_to_the_service_account() -> None:
