@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import ssl
 import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator
@@ -126,8 +127,14 @@ def requests_of(pod: dict[str, Any]) -> dict[str, float]:
 class Judge:
     """The test's view: its own HTTP session (never faulted), a pod watch checking every event."""
 
-    def __init__(self, url: str) -> None:
-        self.session = aiohttp.ClientSession(url, headers={"User-Agent": "chaos-driver", "Accept": "application/json"})
+    def __init__(self, server: Any) -> None:
+        """The judge is the cluster's admin: the server's admin token over its TLS (auth is on, as in sim serve)."""
+        headers = {"User-Agent": "chaos-driver", "Accept": "application/json"}
+        connector = None
+        if server.ca_pem is not None:
+            headers["Authorization"] = f"Bearer {server.authenticator.admin_token}"
+            connector = aiohttp.TCPConnector(ssl=ssl.create_default_context(cadata=server.ca_pem.decode()))
+        self.session = aiohttp.ClientSession(server.url, headers=headers, connector=connector)
         self.allocatable = {k: quantity(v) for k, v in NODE.items()}
         self.node_of: dict[str, str] = {}  # pod uid -> node
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> latest object
@@ -242,7 +249,7 @@ async def run_chaos(seed: int, kinds: tuple[str, ...], *, chaos_seconds: float =
     report = ChaosReport(seed, kinds)
     started = time.monotonic()
     async with chaos_cluster() as cluster:
-        judge = Judge(cluster.url)
+        judge = Judge(cluster.server)
         watch = asyncio.create_task(judge.watch())
         try:
             settings = {"backoff": {"initialSeconds": 0.1, "maxSeconds": 0.5}}

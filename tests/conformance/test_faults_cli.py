@@ -19,7 +19,7 @@ async def test_sim_serve_injects_the_faults_of_its_flags_and_file(tmp_path: Path
     rules = tmp_path / "faults.json"
     rules.write_text('{"seed": 3, "rules": [{"kind": "http503", "verb": "get", "resource": "nodes", "next": 1}]}')
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gangsched", "sim", "serve", "--nodes", "2", "--kubeconfig", str(tmp_path / "kc"),
+        sys.executable, "-m", "gangsched", "sim", "serve", "--nodes", "2", "--kubeconfig", str(tmp_path / "kc"), "--no-auth",
         "--fault", "kind=http500,verb=list,resource=nodes,next=1", "--faults", str(rules),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
