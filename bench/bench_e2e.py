@@ -250,7 +250,9 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
     cpu = _cpu_delta(cpu0)
     await _quiet(kube, ns, podgroups=True)
     cpu_all = _cpu_delta(cpu0)
-    requests = await _requests_settled() - requests0
+    requests_now = await _requests_settled()
+    by_verb = {verb: requests_now.get(verb, 0) - requests0.get(verb, 0) for verb in requests_now}
+    requests = sum(by_verb.values())
     times = sorted(watch.bound_at.values())
     first_bind, last_bind = times[0], times[-1]
     return {
@@ -267,6 +269,7 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
         "operator_cpu_ms_per_pod_settled": cpu_all["operator"] * 1000 / PODS,
         "emulator_cpu_ms_per_pod_settled": cpu_all["emulator"] * 1000 / PODS,
         "api_requests_per_pod": requests / PODS,
+        **{f"api_{verb.lower()}_per_pod": n / PODS for verb, n in sorted(by_verb.items())},
     }
 
 
@@ -293,26 +296,32 @@ _PIDS: dict[str, int] = {}  # "operator" / "emulator" -> pid, for CPU accounting
 _PROBE: dict[str, int] = {}  # "metrics" -> the operator's metrics port (gangsched_api_requests_total)
 
 
-async def _requests_settled(timeout: float = 10.0) -> int:
-    """The operator's request count once its trailing writes (events, deferred statuses) are done: polled until
-    it grows by no more than the lease's renewals (a get and an update every retryPeriod) over a second."""
+async def _requests_settled(timeout: float = 10.0) -> dict[str, int]:
+    """The operator's request counts once its trailing writes (events, deferred statuses) are done: polled until
+    they grow by no more than the lease's renewals (a get and an update every retryPeriod) over a second."""
     last = await _operator_requests()
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         await asyncio.sleep(1.0)
         now = await _operator_requests()
-        if now - last <= 2:
+        if sum(now.values()) - sum(last.values()) <= 2:
             return now
         last = now
     return last
 
 
-async def _operator_requests() -> int:
-    """All API requests the operator process has sent so far (its KubeClient's counter, from /metrics)."""
+async def _operator_requests() -> dict[str, int]:
+    """API requests the operator process has sent so far, by verb (its KubeClient's counter, from /metrics)."""
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{_PROBE['metrics']}/metrics") as resp:
             text = await resp.text()
-    return int(sum(float(line.rpartition(" ")[2]) for line in text.splitlines() if line.startswith("gangsched_api_requests_total{")))
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("gangsched_api_requests_total{"):
+            labels, _, value = line.rpartition(" ")
+            verb = labels.partition('verb="')[2].partition('"')[0]
+            out[verb] = out.get(verb, 0) + int(float(value))
+    return out
 
 
 def _cpu() -> dict[str, float]:
@@ -406,7 +415,9 @@ def main() -> None:
             raw_binding_median=med("emulator_cpu_ms_per_pod", result["raw"]),
             note="emulator CPU (API server + simulated kubelet) per pod: the operator's requests cost it this much", **ctx)
     _report("e2e.api_requests_per_pod", [r["api_requests_per_pod"] for r in runs], unit="requests", target=2.5,
-            better="lower", note="every API request the operator sent (its client's counter: binds, status and "
+            better="lower", **{k + "_median": round(statistics.median(r.get(k, 0.0) for r in runs), 3)
+               for k in sorted({k for r in runs for k in r}) if k.startswith("api_") and k != "api_requests_per_pod"},
+            note="every API request the operator sent (its client's counter: binds, status and "
             "condition patches, events, lease, lists, watches) from the PodGroups' creation until the run settled, "
             "per pod bound", **ctx)
     figure("operator.rss_mb", rss, unit="MiB", target=None, better="lower", peak_mb=round(hwm, 1),

@@ -17,8 +17,9 @@ Contract:
     least once a minute (client-go's cachingTokenSource: period 1 min, leeway 10 s); a failed or empty read keeps
     the last good token;
   - an `exec` plugin's ExecCredential is cached until its `expirationTimestamp` (minus 10 s) and run again then;
-  - an OIDC id-token is used until its JWT `exp` (minus 10 s), then refreshed with the refresh-token
-    (kubernetes_asyncio's loader does the token exchange).
+  - an OIDC id-token is used until its JWT `exp` (minus 10 s), then refreshed with the refresh-token at the
+    issuer's token endpoint;
+  - after a 401, the cached token is dropped and obtained again (re-read, plugin run again, OIDC refreshed).
 - `await credentials.authorization()` is the Authorization header value to send now (None: no token);
   `await credentials.refresh(sent)` is called after a 401 for a request sent with `sent`: it drops the cached token
   and obtains a new one (once, however many requests failed together) and says whether the header changed, i.e.
@@ -37,13 +38,15 @@ import datetime as dt
 import json
 import logging
 import os
+import ssl
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+import aiohttp
 import yaml
 
 log = logging.getLogger(__name__)
@@ -258,45 +261,71 @@ def jwt_expiry(token: str) -> float | None:
 
 
 class OidcTokenSource:
-    """`auth-provider: oidc`: the id-token until its JWT exp (minus leeway), then refreshed through the refresh-token
-    by kubernetes_asyncio's loader (OpenID discovery and token exchange)."""
+    """`auth-provider: oidc` (client-go plugin/pkg/client/auth/oidc): the id-token until its JWT exp (minus leeway),
+    then a new one from the issuer's token endpoint (OpenID discovery, then the refresh_token grant with the
+    client's id and secret). The refreshed tokens are kept in memory (kubectl also writes them back to the file)."""
 
-    def __init__(self, kubeconfig: dict[str, Any], context: str | None, *, leeway: float = TOKEN_LEEWAY, clock: Clock = time.time) -> None:
-        from kubernetes_asyncio.config.kube_config import KubeConfigLoader
-
-        self._loader = KubeConfigLoader(config_dict=kubeconfig, active_context=context, config_base_path=None)
+    def __init__(self, config: Mapping[str, Any], *, base_dir: str = ".", leeway: float = TOKEN_LEEWAY, clock: Clock = time.time) -> None:
+        self._config = dict(config)
+        for key in ("idp-issuer-url", "client-id"):
+            if not self._config.get(key):
+                raise CredentialError(f"kubeconfig auth-provider oidc: config.{key} is required")
+        self._ca = _file(self._config, "idp-certificate-authority", base_dir)
+        if self._config.get("idp-certificate-authority-data"):
+            self._ca = _data_file(str(self._config["idp-certificate-authority-data"]), "auth-provider oidc idp-certificate-authority-data")
         self._leeway = leeway
         self._clock = clock
-        self._token: str | None = None
-        self._expiry: float | None = None
+        self._forced = False
         self._lock = asyncio.Lock()
-
-    def _provider_config(self) -> dict[str, Any]:
-        user = self._loader._user
-        assert user is not None
-        return dict(user["auth-provider"]["config"].value)
+        self.refreshes = 0
 
     def _valid(self) -> bool:
-        return self._token is not None and (self._expiry is None or self._clock() < self._expiry - self._leeway)
+        token = self._config.get("id-token")
+        if not token or self._forced:
+            return False
+        exp = jwt_expiry(str(token))
+        return exp is None or self._clock() < exp - self._leeway
 
     async def header(self) -> str | None:
         if not self._valid():
             async with self._lock:
                 if not self._valid():
-                    current = self._provider_config().get("id-token")
-                    exp = jwt_expiry(current) if current else None
-                    if current is None or self._token is not None or (exp is not None and self._clock() >= exp - self._leeway):
-                        await self._loader._refresh_oidc(self._loader._user["auth-provider"])  # type: ignore[index]
-                    token = str(self._provider_config()["id-token"])
-                    self._token, self._expiry = token, jwt_expiry(token)
-        return f"Bearer {self._token}"
+                    await self._refresh()
+        return f"Bearer {self._config['id-token']}"
+
+    async def _refresh(self) -> None:
+        refresh_token = self._config.get("refresh-token")
+        if not refresh_token:
+            raise CredentialError("kubeconfig auth-provider oidc: the id-token is missing or expired and there is no refresh-token")
+        issuer = str(self._config["idp-issuer-url"]).rstrip("/")
+        ssl_ctx: ssl.SSLContext | bool = ssl.create_default_context(cafile=self._ca) if self._ca else True
+        basic = base64.b64encode(f"{self._config['client-id']}:{self._config.get('client-secret') or ''}".encode()).decode()
+        try:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl_ctx), timeout=aiohttp.ClientTimeout(total=30)) as http:
+                async with http.get(f"{issuer}/.well-known/openid-configuration") as resp:
+                    resp.raise_for_status()
+                    endpoint = (await resp.json(content_type=None))["token_endpoint"]
+                form = {"grant_type": "refresh_token", "refresh_token": str(refresh_token)}
+                async with http.post(endpoint, data=form, headers={"Authorization": f"Basic {basic}"}) as resp:
+                    resp.raise_for_status()
+                    answer = await resp.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, KeyError, ValueError) as exc:
+            raise CredentialError(f"oidc: refreshing the id-token at {issuer} failed: {exc!r}") from None
+        if not isinstance(answer, dict) or not answer.get("id_token"):
+            raise CredentialError(f"oidc: the token endpoint of {issuer} returned no id_token")
+        self._config["id-token"] = str(answer["id_token"])
+        if answer.get("refresh_token"):
+            self._config["refresh-token"] = str(answer["refresh_token"])
+        self._forced = False
+        self.refreshes += 1
 
     def reset(self) -> None:
-        self._expiry = float("-inf") if self._token is not None else None
+        self._forced = True
 
     @property
     def expiry(self) -> float | None:
-        return self._expiry
+        token = self._config.get("id-token")
+        return jwt_expiry(str(token)) if token else None
 
 
 class Credentials:
@@ -496,8 +525,7 @@ def credentials_from_kubeconfig(
         name = (provider or {}).get("name")
         if name != "oidc":
             raise CredentialError(f"kubeconfig user {user_name!r}: auth-provider {name!r} is not supported (only oidc; use an exec plugin)")
-        config = {"current-context": ctx_name, **{k: merged[k] for k in ("clusters", "users", "contexts")}}
-        auth = OidcTokenSource(config, ctx_name, clock=clock)
+        auth = OidcTokenSource(provider.get("config") or {}, base_dir=ubase, clock=clock)
     elif user.get("exec"):
         auth = ExecTokenSource(user["exec"], base_dir=ubase, clock=clock, environ=environ)
     elif user.get("token"):
@@ -576,5 +604,5 @@ def _pem_file(pem: str) -> str:
 __all__ = [
     "AuthSource", "ConnectionSettings", "CredentialError", "Credentials", "ExecTokenSource", "FileTokenSource",
     "OidcTokenSource", "StaticAuth", "credentials_from_kubeconfig", "credentials_in_cluster", "jwt_expiry",
-    "load_credentials", "merge_kubeconfigs", "field",
+    "load_credentials", "merge_kubeconfigs",
 ]

@@ -26,6 +26,7 @@ from typing import Any
 
 from gangsched.core.plan import Plan
 from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.state.cache import ClusterCache
 
@@ -101,7 +102,7 @@ class Preemptions:
         message = ""
         for attempt in range(self._attempts):
             try:
-                await self._client.create(path, body)
+                await self._client.create(path, body, retry=NO_RETRY)  # this loop decides (a PDB's 429 is final here)
                 self.evicted += 1
                 return
             except ApiError as exc:
