@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import stat
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,69 +31,12 @@ from aiohttp import web
 from gangsched.k8s.client import ApiError, ConnectionSettings, KubeClient
 from gangsched.k8s.credentials import credentials_from_kubeconfig
 from gangsched.k8s.retry import RetryPolicy
+from tests.integration.stub_server import OK, FakeTime, Script, json_answer, server, text
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+__all__ = ["server"]  # a fixture
 HTML_502 = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
 STATUS_404 = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404,
               "message": 'pods "p" not found'}
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
-class Script:
-    """A server whose answers to one path are scripted: each request takes the next handler (the last repeats)."""
-
-    def __init__(self) -> None:
-        self.answers: list[Handler] = []
-        self.seen: list[web.Request] = []
-        self.auth: list[str | None] = []
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        self.seen.append(request)
-        self.auth.append(request.headers.get("Authorization"))
-        answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-        return await answer(request)
-
-
-def text(status: int, body: str, content_type: str = "text/plain", **headers: str) -> Handler:
-    async def answer(_: web.Request) -> web.StreamResponse:
-        return web.Response(status=status, body=body.encode(), content_type=content_type, headers=headers)
-    return answer
-
-
-def json_answer(status: int, obj: Any, **headers: str) -> Handler:
-    return text(status, orjson.dumps(obj).decode(), "application/json", **headers)
-
-
-OK = json_answer(200, {"kind": "Pod", "metadata": {"name": "p"}})
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[tuple[Script, str]]:
-    script = Script()
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", script.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield script, f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
 
 @pytest.fixture
 def fake_time() -> FakeTime:
