@@ -347,3 +347,17 @@ async def test_proxy_url_is_used(server: tuple[Script, str], tmp_path: Path) -> 
         await kube.get("/api/v1/namespaces/default/pods/p")
     assert str(script.seen[0].url) == "http://apiserver.invalid:8080/api/v1/namespaces/default/pods/p"
     assert script.auth == ["Bearer t"]
+
+
+async def test_lease_requests_are_not_throttled(server: tuple[Script, str], fake_time: FakeTime) -> None:
+    """kube-scheduler gives leader election a client of its own (cmd/kube-scheduler/app/options/options.go
+    createClients: a separate leader-election client config), so a renewal never queues behind a burst of
+    bindings in the rate limiter; here Lease paths bypass the bucket."""
+    script, url = server
+    script.answers = [OK]
+    async with KubeClient(ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, qps=1, burst=1) as kube:
+        for _ in range(3):
+            await kube.get("/api/v1/namespaces/default/pods/p")
+        for _ in range(5):
+            await kube.replace("/apis/coordination.k8s.io/v1/namespaces/gangsched-system/leases/gangsched", {})
+        assert fake_time.sleeps == pytest.approx([1.0, 1.0])  # only the pod reads waited

@@ -14,8 +14,10 @@ Contract:
 - Retries: every call runs under a RetryPolicy (k8s/retry.py; the client's `retry`, default `retry.DEFAULT`;
   a call may pass `retry=`): 429, 5xx, no answer and unreadable answers are retried with jittered exponential
   backoff, honouring Retry-After, bounded by attempts and time; other 4xx are raised at once.
-- Rate limit: every request and every watch start takes a token from one client-side token bucket
-  (k8s/ratelimit.py; `qps`, `burst`; None disables it), retries included, as client-go throttles them.
+- Rate limit: with `qps` set (the operator sets it from its config, `apiClient`), every request and every watch
+  start takes a token from one client-side token bucket (k8s/ratelimit.py), retries included, as client-go
+  throttles them; Lease requests are exempt, as kube-scheduler gives leader election a client (and rate limiter)
+  of its own: a renewal queued behind a burst of bindings would lose the lease. Without `qps`, no limit.
 - `requests` counts requests by (verb, HTTP code) ("error" when no answer came; watches as verb WATCH);
   runtime/metrics.py exports it.
 - `watch()` yields (type, object) pairs from one watch request; it ends when the server closes the stream. A watch
@@ -46,8 +48,7 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 EXCERPT = 200  # characters of a non-Status body kept in an ApiError's message
-DEFAULT_QPS = 200.0
-DEFAULT_BURST = 400
+LEASES = "/apis/coordination.k8s.io/"  # leader election is never throttled behind a burst (see the docstring)
 
 __all__ = [
     "JSON", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "JSON_PATCH", "ApiError", "ConnectionSettings", "Credentials",
@@ -141,8 +142,8 @@ class KubeClient:
         *,
         max_connections: int = 100,
         retry: RetryPolicy = DEFAULT,
-        qps: float | None = DEFAULT_QPS,
-        burst: int = DEFAULT_BURST,
+        qps: float | None = None,
+        burst: int = 1,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
@@ -241,7 +242,7 @@ class KubeClient:
         headers = {"Content-Type": content_type} if data is not None else {}
         if auth:
             headers["Authorization"] = auth
-        if self.limiter is not None:
+        if self.limiter is not None and not path.startswith(LEASES):
             await self.limiter.acquire()
         try:
             async with self._session.request(

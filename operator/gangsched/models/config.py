@@ -20,7 +20,7 @@ Example (all defaults):
     topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
                      renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
-    apiClient: {qps: 200, burst: 400}  # client-side rate limit of API requests (token bucket)
+    apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
     metricsPort: 8080
     probesPort: 8081
     createPodGroupsForAnnotationGangs: true
@@ -82,8 +82,8 @@ class LeaderElectionConfig(_Section):
 class ApiClientConfig(_Section):
     """The client-side rate limit (k8s/ratelimit.py): sized not to cap binding throughput (see `make bench`)."""
 
-    qps: PositiveFloat = 200.0
-    burst: Annotated[int, Field(strict=True, ge=1, le=100_000)] = 400
+    qps: PositiveFloat = 1000.0
+    burst: Annotated[int, Field(strict=True, ge=1, le=100_000)] = 2000
 
 
 class OperatorConfig(_Section):
