@@ -35,7 +35,7 @@ PG_STATUS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/g/s
 
 
 def _writer(kube: KubeClient, t: FakeTime) -> PatchWriter:
-    return PatchWriter(kube, clock=t.clock, rand=lambda: 1.0, min_gap=0.0)
+    return PatchWriter(kube, clock=t.clock, rand=lambda: 1.0, min_gap=0.0, settle=0.0)
 
 
 async def test_a_status_write_is_retried_until_it_lands(server: tuple[Script, str]) -> None:
@@ -112,7 +112,7 @@ async def test_writes_to_one_path_within_the_gap_are_coalesced(server: tuple[Scr
     script.answers = [record]
     t = FakeTime()
     async with KubeClient(ConnectionSettings(server=url), qps=None) as kube:
-        writer = PatchWriter(kube, clock=t.clock, min_gap=0.5)
+        writer = PatchWriter(kube, clock=t.clock, min_gap=0.5, settle=0.0)
         writer.patch(PG_STATUS, {"status": {"running": 1}})
         await writer.flush()
         for running in range(2, 9):
@@ -228,3 +228,22 @@ def _value(fn: Callable[[], bool]) -> Callable[[], Awaitable[bool]]:
         return fn()
 
     return probe
+
+
+async def test_a_condition_discarded_within_the_settle_time_is_never_sent(server: tuple[Script, str]) -> None:
+    """A pod's PodScheduled=False (its gang still gathering members) is held `settle` seconds; the gang binds
+    meanwhile, the operator discards it, and the pod gets no status write at all for that decision."""
+    script, url = server
+    script.answers = [json_answer(200, {})]
+    t = FakeTime()
+    async with KubeClient(ConnectionSettings(server=url), qps=None) as kube:
+        writer = PatchWriter(kube, clock=t.clock, settle=0.5)
+        condition = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "WaitingForGang"}]}}
+        writer.patch(f"{PODS}/a/status", condition, content_type=STRATEGIC_MERGE_PATCH)
+        writer.patch(f"{PODS}/b/status", condition, content_type=STRATEGIC_MERGE_PATCH)
+        t.now += 0.3
+        await writer.flush()
+        writer.discard(f"{PODS}/a/status", content_type=STRATEGIC_MERGE_PATCH)  # a is being bound
+        t.now += 0.3
+        await writer.flush()
+    assert [r.path for r in script.seen] == [f"{PODS}/b/status"]

@@ -80,7 +80,7 @@ async def test_discard_drops_a_pending_patch_only(kube: KubeClient) -> None:
     writer.patch(f"{PODS}/b/status", condition, content_type=STRATEGIC_MERGE_PATCH)
     writer.discard(f"{PODS}/a/status")  # another content type: not the same pending patch
     writer.discard(f"{PODS}/a/status", content_type=STRATEGIC_MERGE_PATCH)
-    await writer.flush()
+    await writer.flush(everything=True)
     a, b = await kube.get(f"{PODS}/a"), await kube.get(f"{PODS}/b")
     assert all(c.get("reason") != "Unschedulable" for c in (a.get("status") or {}).get("conditions") or [])
     assert [c["reason"] for c in b["status"]["conditions"] if c["type"] == "PodScheduled"] == ["Unschedulable"]

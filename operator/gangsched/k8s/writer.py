@@ -3,14 +3,17 @@
 Contract:
 - `PatchWriter.patch(path, body, content_type=...)` never blocks and never raises: it records the desired patch.
   Patches to the same path are deep-merged (latest value wins per field) until the next flush, so a burst of
-  status changes for one PodGroup becomes one request; a path written less than `min_gap` seconds ago waits out
-  the rest of that gap, merging whatever comes meanwhile (a gang's members turning Running one by one give one
-  status write, not one each). A patch equal to the last one written to that path is skipped. `flush()` sends
+  status changes for one PodGroup becomes one request. A patch waits `settle` seconds after it was first asked
+  for, and a path written less than `min_gap` seconds ago waits out the rest of that gap, merging whatever comes
+  meanwhile: a gang's members turning Running one by one give one status write, not one each, and a pod's
+  PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
+  that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is skipped. `flush()` sends
   everything due with bounded concurrency; `run()` flushes whenever something is due.
   A write is retried until it succeeds or the object is gone (404: dropped): never given up, with exponential
   backoff and full jitter per path, honouring Retry-After (k8s/retry.py `PERSISTENT`); newer content for the path
   merges over the failed body while it waits. A patch counts as written (and is remembered for the skip above)
   only after the server accepted it. `errors` counts failed attempts, `writes` successful ones.
+  `flush()` sends what is due; `flush(everything=True)` also what waits (shutdown, tests).
   `discard(path, content_type=...)` drops a patch not yet sent (e.g. a pod's PodScheduled=False condition once
   the pod is being bound: sent later, it would overwrite the binding's PodScheduled=True).
 - `EventRecorder.record(ref, type_, reason, message)` never blocks. Events are recorded as client-go's event
@@ -99,6 +102,7 @@ class PatchWriter:
         defer_to: asyncio.Event | None = None,
         max_defer: float = 2.0,
         min_gap: float = 0.5,
+        settle: float = 0.5,
         policy: RetryPolicy = PERSISTENT,
         clock: Clock = time.monotonic,
         rand: Callable[[], float] = random.random,
@@ -107,6 +111,7 @@ class PatchWriter:
         self._defer_to = defer_to
         self._max_defer = max_defer
         self._min_gap = min_gap
+        self._settle = settle
         self._policy = policy
         self._clock = clock
         self._rand = rand
@@ -126,6 +131,8 @@ class PatchWriter:
         current = self._pending.get(key)
         if current is None:
             self._pending[key] = _deep_merge({}, body)
+            if self._settle > 0 and key not in self._not_before:
+                self._not_before[key] = self._clock() + self._settle
         else:
             _deep_merge(current, body)
         self._wake.set()
@@ -145,24 +152,30 @@ class PatchWriter:
         """Paths whose last write failed and that wait for their next attempt."""
         return len(self._attempts)
 
+    def _ready_at(self, key: PathKey) -> float:
+        """When the pending patch of `key` may be sent: after its settle time or backoff, and min_gap after the
+        last write of the path (a failed write waits for its backoff only)."""
+        ready = self._not_before.get(key, float("-inf"))
+        if key not in self._attempts:
+            last = self._last_write.get(key)
+            if last is not None:
+                ready = max(ready, last + self._min_gap)
+        return ready
+
     def _due(self, now: float) -> dict[PathKey, dict[str, Any]]:
         batch: dict[PathKey, dict[str, Any]] = {}
         for key in list(self._pending):
-            not_before = self._not_before.get(key)
-            if not_before is None and key not in self._attempts:
-                last = self._last_write.get(key)
-                if last is not None and now - last < self._min_gap:
-                    not_before = self._not_before[key] = last + self._min_gap
-            if not_before is not None and not_before > now:
+            if self._ready_at(key) > now:
                 continue
             self._not_before.pop(key, None)
             batch[key] = self._pending.pop(key)
         return batch
 
     def _next_due(self) -> float | None:
-        """Seconds until the earliest pending patch that waits may be sent; None when none waits."""
-        waiting = [self._not_before[k] for k in self._pending if k in self._not_before]
-        return max(0.0, min(waiting) - self._clock()) if waiting else None
+        """Seconds until the earliest pending patch may be sent (0: now); None when nothing is pending."""
+        if not self._pending:
+            return None
+        return max(0.0, min(self._ready_at(key) for key in self._pending) - self._clock())
 
     async def flush(self, *, everything: bool = False) -> None:
         """Send the patches that are due (with everything=True, also those waiting out a gap or a backoff)."""
@@ -204,8 +217,10 @@ class PatchWriter:
 
     async def run(self, *, min_interval: float = 0.02) -> None:
         while True:
-            await _wait_any(self._wake, self._next_due() if self._pending else None)
-            if not self._pending:
+            delay = self._next_due()
+            if delay is None or delay > 0:  # nothing due yet: wait for a new patch or the first one due
+                if not self._wake.is_set():
+                    await _wait_any(self._wake, delay)
                 self._wake.clear()
                 continue
             await asyncio.sleep(min_interval)  # coalescing window: let a burst of patches merge
