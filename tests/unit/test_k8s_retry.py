@@ -185,3 +185,21 @@ def test_token_bucket_rejects_nonsense() -> None:
         TokenBucket(0, 1)
     with pytest.raises(ValueError, match="burst"):
         TokenBucket(1, 0)
+
+
+def test_rate_limit_is_configured_from_the_operator_config() -> None:
+    """`apiClient: {qps, burst}` (like kube-scheduler's clientConnection.qps/burst); defaults sized not to cap a
+    1,600-pod binding burst (see `make bench BENCH=e2e`, e2e.bind_ratio)."""
+    from gangsched.core.errors import InvalidField
+    from gangsched.models.config import config_from_mapping
+
+    default = config_from_mapping({}).api_client
+    assert (default.qps, default.burst) == (1000.0, 2000)
+    custom = config_from_mapping({"apiClient": {"qps": 50, "burst": 100}}).api_client
+    assert (custom.qps, custom.burst) == (50.0, 100)
+    with pytest.raises(InvalidField) as info:
+        config_from_mapping({"apiClient": {"qps": 0}})
+    assert "apiClient.qps" in str(info.value)
+    with pytest.raises(InvalidField) as info:
+        config_from_mapping({"apiClient": {"burst": 0}})
+    assert "apiClient.burst" in str(info.value)

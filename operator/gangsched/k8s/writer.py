@@ -5,7 +5,8 @@ Contract:
   Patches to the same path are deep-merged (latest value wins per field) until the next flush, so a burst of
   status changes for one PodGroup becomes one request. A patch waits `settle` seconds after it was first asked
   for, and a path written less than `min_gap` seconds ago waits out the rest of that gap, merging whatever comes
-  meanwhile: a gang's members turning Running one by one give one status write, not one each, and a pod's
+  meanwhile (1 s: the batch period of the Job controller's status syncs, pkg/controller/job/job_controller.go
+  syncJobBatchPeriod): a gang's members turning Running one by one give one status write, not one each, and a pod's
   PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
   that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is skipped. `flush()` sends
   everything due with bounded concurrency; `run()` flushes whenever something is due.
@@ -101,7 +102,7 @@ class PatchWriter:
         concurrency: int = 16,
         defer_to: asyncio.Event | None = None,
         max_defer: float = 2.0,
-        min_gap: float = 0.5,
+        min_gap: float = 1.0,
         settle: float = 0.5,
         policy: RetryPolicy = PERSISTENT,
         clock: Clock = time.monotonic,
