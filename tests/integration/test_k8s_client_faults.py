@@ -361,3 +361,22 @@ async def test_lease_requests_are_not_throttled(server: tuple[Script, str], fake
         for _ in range(5):
             await kube.replace("/apis/coordination.k8s.io/v1/namespaces/gangsched-system/leases/gangsched", {})
         assert fake_time.sleeps == pytest.approx([1.0, 1.0])  # only the pod reads waited
+
+
+async def test_request_counts_are_exported_by_verb_and_code(server: tuple[Script, str], client: KubeClient) -> None:
+    """The client counts every request by verb and HTTP code (client-go's rest_client_requests_total{method,code});
+    runtime/metrics.py exports the counter as gangsched_api_requests_total."""
+    from gangsched.runtime.metrics import Metrics
+
+    script, _ = server
+    script.answers = [OK, json_answer(404, STATUS_404), OK]
+    metrics = Metrics()
+    metrics.export_requests(client.requests)
+    await client.get("/x")
+    with pytest.raises(ApiError):
+        await client.patch("/x", {})
+    await client.patch("/x", {})
+    text_ = metrics.render().decode()
+    assert 'gangsched_api_requests_total{code="200",verb="GET"} 1.0' in text_
+    assert 'gangsched_api_requests_total{code="404",verb="PATCH"} 1.0' in text_
+    assert 'gangsched_api_requests_total{code="200",verb="PATCH"} 1.0' in text_

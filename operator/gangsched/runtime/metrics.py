@@ -20,7 +20,7 @@ class _RequestCounts:
 
     def collect(self) -> Iterator[Metric]:
         family = CounterMetricFamily("gangsched_api_requests", "API requests sent, by verb and HTTP code (code 'error': no answer)", labels=["verb", "code"])
-        for (verb, code), count in sorted(self._counts.items()):
+        for (verb, code), count in sorted(dict(self._counts).items()):  # a copy: scraped from another thread
             family.add_metric([verb, code], count)
         yield family
 
