@@ -91,6 +91,7 @@ def _start_emulator(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
 
 def _start_operator(tmp: Path, kubeconfig: Path) -> tuple[subprocess.Popen[str], int]:
     probe_port, metrics_port = _free_port(), _free_port()
+    _PROBE["metrics"] = metrics_port
     config = tmp / "operator.yaml"
     config.write_text(
         "namespace: default\n"
@@ -219,6 +220,7 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
             "metadata": {"name": f"g{g}", "namespace": ns}, "spec": {"minMember": GANG_SIZE}} for g in range(GANGS)]
     pods = [_pod(f"g{g}-{i}", namespace=ns, group=f"g{g}", scheduler="gangsched") for g in range(GANGS) for i in range(GANG_SIZE)]
     pod_path, pg_path = f"/api/v1/namespaces/{ns}/pods", f"{PG}/namespaces/{ns}/podgroups"
+    requests0 = await _operator_requests()
     first_create = time.perf_counter()
     if FLOW == "paused":
         # The operator is stopped (SIGSTOP) while the PodGroups and then their pods are created, in the order a job
@@ -248,6 +250,9 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
     cpu = _cpu_delta(cpu0)
     await _quiet(kube, ns, podgroups=True)
     cpu_all = _cpu_delta(cpu0)
+    requests_now = await _requests_settled()
+    by_verb = {verb: requests_now.get(verb, 0) - requests0.get(verb, 0) for verb in requests_now}
+    requests = sum(by_verb.values())
     times = sorted(watch.bound_at.values())
     first_bind, last_bind = times[0], times[-1]
     return {
@@ -263,6 +268,8 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
         "emulator_cpu_ms_per_pod": cpu["emulator"] * 1000 / PODS,
         "operator_cpu_ms_per_pod_settled": cpu_all["operator"] * 1000 / PODS,
         "emulator_cpu_ms_per_pod_settled": cpu_all["emulator"] * 1000 / PODS,
+        "api_requests_per_pod": requests / PODS,
+        **{f"api_{verb.lower()}_per_pod": n / PODS for verb, n in sorted(by_verb.items())},
     }
 
 
@@ -286,6 +293,35 @@ async def _quiet(kube: KubeClient, ns: str, *, podgroups: bool) -> None:
 
 
 _PIDS: dict[str, int] = {}  # "operator" / "emulator" -> pid, for CPU accounting
+_PROBE: dict[str, int] = {}  # "metrics" -> the operator's metrics port (gangsched_api_requests_total)
+
+
+async def _requests_settled(timeout: float = 10.0) -> dict[str, int]:
+    """The operator's request counts once its trailing writes (events, deferred statuses) are done: polled until
+    they grow by no more than the lease's renewals (a get and an update every retryPeriod) over a second."""
+    last = await _operator_requests()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await asyncio.sleep(1.0)
+        now = await _operator_requests()
+        if sum(now.values()) - sum(last.values()) <= 2:
+            return now
+        last = now
+    return last
+
+
+async def _operator_requests() -> dict[str, int]:
+    """API requests the operator process has sent so far, by verb (its KubeClient's counter, from /metrics)."""
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"http://127.0.0.1:{_PROBE['metrics']}/metrics") as resp:
+            text = await resp.text()
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("gangsched_api_requests_total{"):
+            labels, _, value = line.rpartition(" ")
+            verb = labels.partition('verb="')[2].partition('"')[0]
+            out[verb] = out.get(verb, 0) + int(float(value))
+    return out
 
 
 def _cpu() -> dict[str, float]:
@@ -378,6 +414,12 @@ def main() -> None:
             better="lower", until_last_bind_median=med("emulator_cpu_ms_per_pod", runs),
             raw_binding_median=med("emulator_cpu_ms_per_pod", result["raw"]),
             note="emulator CPU (API server + simulated kubelet) per pod: the operator's requests cost it this much", **ctx)
+    _report("e2e.api_requests_per_pod", [r["api_requests_per_pod"] for r in runs], unit="requests", target=2.5,
+            better="lower", **{k + "_median": round(statistics.median(r.get(k, 0.0) for r in runs), 3)
+               for k in sorted({k for r in runs for k in r}) if k.startswith("api_") and k != "api_requests_per_pod"},
+            note="every API request the operator sent (its client's counter: binds, status and "
+            "condition patches, events, lease, lists, watches) from the PodGroups' creation until the run settled, "
+            "per pod bound", **ctx)
     figure("operator.rss_mb", rss, unit="MiB", target=None, better="lower", peak_mb=round(hwm, 1),
            pods_in_cluster=2 * PODS * RUNS, **ctx)
 

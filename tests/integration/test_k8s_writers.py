@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.binder import Binder
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, KubeClient
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
@@ -65,7 +66,7 @@ async def test_binder_idle_is_cleared_while_bindings_are_in_flight(kube: KubeCli
 
 
 async def test_binder_idle_is_set_again_after_failures(kube: KubeClient) -> None:
-    binder = Binder(kube, concurrency=2, attempts=1)
+    binder = Binder(kube, concurrency=2, retry=NO_RETRY)
     [result] = await binder.bind_all([("default", "missing", "n1")])
     assert result.outcome == "gone"
     assert binder.idle.is_set() and binder.in_flight == 0
@@ -80,7 +81,7 @@ async def test_discard_drops_a_pending_patch_only(kube: KubeClient) -> None:
     writer.patch(f"{PODS}/b/status", condition, content_type=STRATEGIC_MERGE_PATCH)
     writer.discard(f"{PODS}/a/status")  # another content type: not the same pending patch
     writer.discard(f"{PODS}/a/status", content_type=STRATEGIC_MERGE_PATCH)
-    await writer.flush()
+    await writer.flush(everything=True)
     a, b = await kube.get(f"{PODS}/a"), await kube.get(f"{PODS}/b")
     assert all(c.get("reason") != "Unschedulable" for c in (a.get("status") or {}).get("conditions") or [])
     assert [c["reason"] for c in b["status"]["conditions"] if c["type"] == "PodScheduled"] == ["Unschedulable"]

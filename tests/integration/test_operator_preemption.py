@@ -17,6 +17,7 @@ from tests.integration.harness import (
     events_for,
     get_podgroup,
     on_replica,
+    phase_of,
     pod,
     podgroup,
     pods,
@@ -211,14 +212,21 @@ async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
 
         await eventually(nominated, what="urgent's members nominated")
         await eventually(cleared, timeout=15, what="nominations cleared after the waiting time ended")
-        pg = await get_podgroup(k, "urgent")
-        assert pg is not None and pg["status"]["phase"] == "Timeout"
+        # the PodGroup's status is written apart from the pods' (its own path, coalesced: k8s/writer.py min_gap)
+        await eventually(_phase_is(k, "urgent", "Timeout"), timeout=5, what="urgent's PodGroup phase Timeout")
         for i in range(4):
             await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": None}})
 
 
 def _short_retries(op: Any) -> None:
     op.preemptions.retry_window, op.preemptions.initial_backoff, op.preemptions.attempts = 1.0, 0.1, 3
+
+
+def _phase_is(k: Any, name: str, phase: str) -> Any:
+    async def probe() -> bool:
+        return await phase_of(k, name) == phase
+
+    return probe
 
 
 async def _protected(op: Any, keys: list[str]) -> bool:

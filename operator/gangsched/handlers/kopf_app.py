@@ -3,7 +3,7 @@
 Contract:
 - `build_registry()` returns a fresh Kopf registry (so two operators can live in one process, as the leader
   election tests do) whose handlers take the `Operator` from `memo.operator`:
-  - login: connection settings from the kubeconfig / in-cluster config the operator was started with;
+  - login: the operator client's credential source (k8s/credentials.py), so Kopf gets the same fresh tokens;
   - startup / cleanup: start and stop the operator's own tasks (the pod reflector, the scheduling loop, the
     writers, leader election);
   - probes (`/healthz` on the liveness endpoint): whether this replica leads and how many gangs wait;
@@ -67,17 +67,10 @@ def build_registry() -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
-    def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
-        s = _operator(memo).client.settings
-        return kopf.ConnectionInfo(
-            server=s.server,
-            ca_path=s.ca_path,
-            insecure=not s.verify,
-            certificate_path=s.cert_path,
-            private_key_path=s.key_path,
-            token=s.token,
-            default_namespace=s.default_namespace,
-        )
+    async def login(memo: Any, **_: Any) -> kopf.ConnectionInfo:
+        # the operator's own credential source (k8s/credentials.py): refreshed tokens, with an expiration so
+        # that Kopf logs in again before they go stale (and after a 401)
+        return kopf.ConnectionInfo(**await _operator(memo).client.credentials.kopf_login())
 
     @kopf.on.startup(registry=registry)
     async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:

@@ -65,7 +65,7 @@ async def operate(
     liveness_endpoint: str | None = None,
     serve_metrics: bool = False,
 ) -> None:
-    client = await KubeClient.connect(kubeconfig)
+    client = await KubeClient.connect(kubeconfig, qps=config.api_client.qps, burst=config.api_client.burst)
     operator = Operator(client=client, config=config, identity=identity or default_identity())
     if serve_metrics:
         operator.metrics.serve(config.metrics_port)

@@ -16,7 +16,9 @@ never bound on a decision taken for the old one. Outcomes:
 - "failed": transient errors (429, 5xx, broken connections) persisted through every retry.
 A 409 is reconciled by reading the pod (its current state decides the outcome), never retried blindly; a 409
 whose pod turns out bindable after all (e.g. its gates were just removed) is tried again within the attempts.
-Transient errors are retried with capped exponential backoff.
+Transient errors are retried under the operator's one retry policy (k8s/retry.py: full-jitter backoff, never sooner
+than the server's Retry-After), `BIND_RETRY` by default; the client itself does not retry a binding (each attempt is
+`retry=NO_RETRY`), so the two never multiply.
 `in_flight` counts bindings under way; `idle` (an asyncio.Event) is set whenever none is, so that lower-priority
 writers (events, status patches) can stay out of the bindings' way (see k8s/writer.py, `defer_to`).
 """
@@ -25,10 +27,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gangsched.k8s.client import ApiError, KubeClient, resource_path
+from gangsched.k8s.retry import NO_RETRY, RetryPolicy
+
+BIND_RETRY = RetryPolicy(initial_backoff=0.05, max_backoff=2.0, max_attempts=5, max_elapsed=30.0)
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +58,11 @@ class Binder:
         client: KubeClient,
         *,
         concurrency: int = 64,
-        attempts: int = 5,
-        initial_backoff: float = 0.05,
+        retry: RetryPolicy = BIND_RETRY,
     ) -> None:
         self._client = client
         self._slots = asyncio.Semaphore(concurrency)
-        self._attempts = attempts
-        self._initial_backoff = initial_backoff
+        self._retry = retry
         self.errors = 0
         self.in_flight = 0
         self.idle = asyncio.Event()
@@ -89,14 +93,16 @@ class Binder:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         path = resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="binding")
-        backoff = self._initial_backoff
         last = ""
-        for attempt in range(self._attempts):
+        attempts = self._retry.max_attempts or 5
+        for attempt in range(attempts):
+            error: ApiError | None = None
             try:
                 async with self._slots:
-                    await self._client.create(path, body)
+                    await self._client.create(path, body, retry=NO_RETRY)
                 return BindResult(namespace, name, node, "bound")
             except ApiError as exc:
+                error = exc
                 last = str(exc)
                 if exc.status == 404:
                     return BindResult(namespace, name, node, "gone", exc.message)
@@ -109,9 +115,8 @@ class Binder:
                 elif not exc.transient:
                     self.errors += 1
                     return BindResult(namespace, name, node, "conflict", exc.message)
-            if attempt + 1 < self._attempts:
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+            if attempt + 1 < attempts:
+                await asyncio.sleep(self._retry.delay(attempt, error, random.random))
         self.errors += 1
         return BindResult(namespace, name, node, "failed", last)
 

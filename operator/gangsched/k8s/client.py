@@ -1,57 +1,59 @@
 """The operator's HTTP client for the Kubernetes API: raw JSON over aiohttp, parsed with orjson.
 
 Contract:
-- Connection settings (server, TLS material, bearer token) come from kubernetes_asyncio's own kubeconfig and
-  in-cluster loaders, so the operator connects the way kubectl and the library do.
+- Connection settings and credentials come from k8s/credentials.py (kubeconfig list, exec plugins, OIDC,
+  in-cluster token file re-read as it rotates). Every request asks the credential source for the current
+  Authorization header; a 401 makes it obtain new credentials once and the request is sent again (once).
 - Requests and watches are made here, without kubernetes_asyncio's model (de)serialization, which costs about
   1 ms per pod: bodies are dicts in, dicts out.
-- A non-2xx answer raises ApiError carrying the HTTP status and the Kubernetes `Status` reason and message.
+- Every failure is an ApiError(status, reason, message) (k8s/errors.py), never a JSON or aiohttp exception: a
+  non-2xx answer carries the Kubernetes `Status` reason and message when the body is one, else the HTTP reason
+  phrase and a short excerpt of the body (an HTML 502 from a load balancer, a plain-text 503 from a proxy, an
+  empty body); a 2xx body that is not JSON (cut short) is `InvalidResponse`; no answer at all is status 0.
+  `Retry-After` (seconds) is kept on the error.
+- Retries: every call runs under a RetryPolicy (k8s/retry.py; the client's `retry`, default `retry.DEFAULT`;
+  a call may pass `retry=`): 429, 5xx, no answer and unreadable answers are retried with jittered exponential
+  backoff, honouring Retry-After, bounded by attempts and time; other 4xx are raised at once.
+- Rate limit: with `qps` set (the operator sets it from its config, `apiClient`), every request and every watch
+  start takes a token from one client-side token bucket (k8s/ratelimit.py), retries included, as client-go
+  throttles them; Lease requests are exempt, as kube-scheduler gives leader election a client (and rate limiter)
+  of its own: a renewal queued behind a burst of bindings would lose the lease. Without `qps`, no limit.
+- `requests` counts requests by (verb, HTTP code) ("error" when no answer came; watches as verb WATCH);
+  runtime/metrics.py exports it.
 - `watch()` yields (type, object) pairs from one watch request; it ends when the server closes the stream. A watch
-  ERROR event is raised as ApiError (410 Gone included), so callers relist.
+  ERROR event is raised as ApiError (410 Gone included), so callers relist; so is a line that is not JSON.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
+import random
 import ssl
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 import orjson
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.client import Configuration
+
+from gangsched.k8s.credentials import ConnectionSettings, Credentials, load_credentials
+from gangsched.k8s.errors import ApiError
+from gangsched.k8s.ratelimit import TokenBucket
+from gangsched.k8s.retry import DEFAULT, Retrier, RetryPolicy
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+EXCERPT = 200  # characters of a non-Status body kept in an ApiError's message
+LEASES = "/apis/coordination.k8s.io/"  # leader election is never throttled behind a burst (see the docstring)
 
-
-class ApiError(Exception):
-    """A Kubernetes API call that did not succeed."""
-
-    def __init__(self, status: int, reason: str, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(f"{status} {reason}: {message}")
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.retry_after = retry_after  # seconds, from the Retry-After header (None: not given)
-
-    @property
-    def transient(self) -> bool:
-        """Worth retrying: throttling, server errors and timeouts."""
-        return self.status in (429, 500, 502, 503, 504) or self.status == 0
-
-
-def _retry_after(value: str | None) -> float | None:
-    """A Retry-After header in seconds (the HTTP-date form is not used by kube-apiserver)."""
-    try:
-        return max(float(value), 0.0) if value else None
-    except ValueError:
-        return None
+__all__ = [
+    "JSON", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "JSON_PATCH", "ApiError", "ConnectionSettings", "Credentials",
+    "KubeClient", "load_connection", "resource_path", "error_from_response",
+]
 
 
 def resource_path(
@@ -75,77 +77,99 @@ def resource_path(
     return base
 
 
-@dataclass(frozen=True)
-class ConnectionSettings:
-    """Where the API server is and how to authenticate, independent of any client library."""
-
-    server: str
-    ca_path: str | None = None
-    verify: bool = True
-    cert_path: str | None = None
-    key_path: str | None = None
-    token: str | None = None
-    default_namespace: str | None = None
+def _excerpt(raw: bytes) -> str:
+    text = " ".join(raw[: EXCERPT * 4].decode("utf-8", errors="replace").split())
+    return text[:EXCERPT] + ("..." if len(text) > EXCERPT else "") if text else "(empty body)"
 
 
-async def load_connection(kubeconfig: str | None = None) -> ConnectionSettings:
-    """Read connection settings: the given kubeconfig, else $KUBECONFIG or ~/.kube/config, else in-cluster."""
-    cfg = Configuration()
-    path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
-    namespace: str | None = None
-    if os.path.exists(path):
-        loader = await k8s_config.load_kube_config(config_file=path, client_configuration=cfg, persist_config=False)
-        context = loader.current_context or {}
-        namespace = (context.get("context") or {}).get("namespace") if isinstance(context, Mapping) else None
+def _retry_after(header: str | None) -> float | None:
+    """Retry-After in seconds (client-go rest/request.go retryAfterSeconds: integer seconds only)."""
+    if header is None:
+        return None
+    try:
+        seconds = int(header.strip())
+    except ValueError:
+        return None
+    return float(seconds) if seconds >= 0 else None
+
+
+def error_from_response(status: int, raw: bytes, retry_after_header: str | None = None) -> ApiError:
+    """The ApiError of a non-2xx answer, whatever its body is."""
+    retry_after = _retry_after(retry_after_header)
+    parsed: Any = None
+    if raw[:1] in (b"{", b" ", b"\n"):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = None
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "Unknown"
+    if isinstance(parsed, dict) and (parsed.get("kind") == "Status" or "message" in parsed):
+        details: dict[str, Any] = parsed["details"] if isinstance(parsed.get("details"), dict) else {}
+        if retry_after is None and isinstance(details.get("retryAfterSeconds"), int):
+            retry_after = float(details["retryAfterSeconds"])
+        return ApiError(status, str(parsed.get("reason") or phrase), str(parsed.get("message") or ""), retry_after=retry_after)
+    return ApiError(status, phrase, _excerpt(raw), retry_after=retry_after)
+
+
+def _ssl_context(settings: ConnectionSettings) -> ssl.SSLContext | bool:
+    if not settings.server.startswith("https"):
+        return False
+    if settings.verify:
+        ctx = ssl.create_default_context(cafile=settings.ca_path, cadata=settings.ca_data)
     else:
-        k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-        ns_file = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-        if os.path.exists(ns_file):
-            with open(ns_file) as f:
-                namespace = f.read().strip()
-    token = None
-    auth = await cfg.auth_settings()
-    if "BearerToken" in auth:
-        token = str(auth["BearerToken"]["value"]).removeprefix("Bearer ").strip()
-    return ConnectionSettings(
-        server=str(cfg.host or "").rstrip("/"),
-        ca_path=cfg.ssl_ca_cert,
-        verify=bool(cfg.verify_ssl),
-        cert_path=cfg.cert_file,
-        key_path=cfg.key_file,
-        token=token,
-        default_namespace=namespace,
-    )
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if settings.cert_path:
+        ctx.load_cert_chain(settings.cert_path, settings.key_path)
+    return ctx
+
+
+async def load_connection(kubeconfig: str | None = None) -> Credentials:
+    """Connection settings and credentials (k8s/credentials.py `load_credentials`)."""
+    return await load_credentials(kubeconfig)
 
 
 class KubeClient:
     """A small async client of the Kubernetes REST API over one aiohttp session (see module docstring)."""
 
-    def __init__(self, settings: ConnectionSettings, *, max_connections: int = 100) -> None:
-        self.settings = settings
-        ssl_context: ssl.SSLContext | bool = False
-        if settings.server.startswith("https"):
-            if settings.verify:
-                ssl_context = ssl.create_default_context(cafile=settings.ca_path)
-            else:
-                ssl_context = ssl.create_default_context()
-                ssl_context.check_hostname = False
-                ssl_context.verify_mode = ssl.CERT_NONE
-            if settings.cert_path:
-                ssl_context.load_cert_chain(settings.cert_path, settings.key_path)
-        headers = {"Accept": JSON, "User-Agent": "gangsched"}
-        if settings.token:
-            headers["Authorization"] = f"Bearer {settings.token}"
+    def __init__(
+        self,
+        settings: ConnectionSettings | Credentials,
+        *,
+        max_connections: int = 100,
+        retry: RetryPolicy = DEFAULT,
+        qps: float | None = None,
+        burst: int = 1,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.credentials = settings if isinstance(settings, Credentials) else Credentials(settings)
+        self.settings = self.credentials.settings
+        self.retry = retry
+        self._clock, self._sleep, self._rand = clock, sleep, rand
+        self.limiter = TokenBucket(qps, burst, clock=clock, sleep=sleep) if qps else None
+        self.requests: dict[tuple[str, str], int] = {}  # (verb, code) -> count; code "error" = no answer
+        self.retries = 0
+        self._extra: dict[str, Any] = {}
+        if self.settings.tls_server_name:
+            self._extra["server_hostname"] = self.settings.tls_server_name
+        if self.settings.proxy_url:
+            self._extra["proxy"] = self.settings.proxy_url
         self._session = aiohttp.ClientSession(
-            base_url=settings.server,
-            headers=headers,
-            connector=aiohttp.TCPConnector(limit=max_connections, ssl=ssl_context),
+            base_url=self.settings.server,
+            headers={"Accept": JSON, "User-Agent": "gangsched"},
+            connector=aiohttp.TCPConnector(limit=max_connections, ssl=_ssl_context(self.settings)),
             json_serialize=lambda obj: orjson.dumps(obj).decode(),
         )
 
     @classmethod
     async def connect(cls, kubeconfig: str | None = None, **kwargs: Any) -> KubeClient:
-        return cls(await load_connection(kubeconfig), **kwargs)
+        return cls(await load_credentials(kubeconfig), **kwargs)
 
     async def close(self) -> None:
         await self._session.close()
@@ -156,6 +180,18 @@ class KubeClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _count(self, verb: str, code: str) -> None:
+        key = (verb, code)
+        self.requests[key] = self.requests.get(key, 0) + 1
+
+    @property
+    def requests_total(self) -> int:
+        return sum(self.requests.values())
+
+    def retrier(self, policy: RetryPolicy | None = None) -> Retrier:
+        """A Retrier with this client's clock, sleep and randomness (for callers retrying several calls as one)."""
+        return Retrier(policy or self.retry, clock=self._clock, sleep=self._sleep, rand=self._rand)
+
     async def request(
         self,
         method: str,
@@ -165,10 +201,49 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         timeout: float | None = 30.0,
+        retry: RetryPolicy | None = None,
     ) -> dict[str, Any]:
-        """One call; returns the parsed JSON body, raises ApiError on a non-2xx answer or a broken connection."""
+        """One call, retried under the policy; returns the parsed JSON body, raises ApiError."""
         data = orjson.dumps(body) if body is not None else None
-        headers = {"Content-Type": content_type} if data is not None else None
+        retrier = self.retrier(retry)
+        try:
+            return await retrier.call(lambda: self._authorized(method, path, params, data, content_type, timeout))
+        finally:
+            self.retries += retrier.retries
+
+    async def _authorized(
+        self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None, content_type: str, timeout: float | None
+    ) -> dict[str, Any]:
+        """One attempt; on 401, new credentials and one more attempt (client-go transport/token_source.go)."""
+        auth = await self._authorization()
+        try:
+            return await self._once(method, path, params, data, content_type, timeout, auth)
+        except ApiError as exc:
+            if exc.status != 401 or not await self.credentials.refresh(auth):
+                raise
+        return await self._once(method, path, params, data, content_type, timeout, await self._authorization())
+
+    async def _authorization(self) -> str | None:
+        try:
+            return await self.credentials.authorization()
+        except Exception as exc:  # a failing exec plugin or unreadable token file: an error of this call
+            raise ApiError(401, "CredentialError", str(exc)) from exc
+
+    async def _once(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        data: bytes | None,
+        content_type: str,
+        timeout: float | None,
+        auth: str | None,
+    ) -> dict[str, Any]:
+        headers = {"Content-Type": content_type} if data is not None else {}
+        if auth:
+            headers["Authorization"] = auth
+        if self.limiter is not None and not path.startswith(LEASES):
+            await self.limiter.acquire()
         try:
             async with self._session.request(
                 method,
@@ -177,15 +252,25 @@ class KubeClient:
                 data=data,
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
+                **self._extra,
             ) as response:
                 raw = await response.read()
                 status = response.status
-                retry_after = _retry_after(response.headers.get("Retry-After"))
+                retry_after = response.headers.get("Retry-After")
         except (aiohttp.ClientError, TimeoutError) as exc:
+            self._count(method, "error")
             raise ApiError(0, "ConnectionError", f"{method} {path}: {exc!r}") from exc
-        parsed: dict[str, Any] = orjson.loads(raw) if raw else {}
+        self._count(method, str(status))
         if status >= 300:
-            raise ApiError(status, str(parsed.get("reason", "")), str(parsed.get("message", raw[:200])), retry_after=retry_after)
+            raise error_from_response(status, raw, retry_after)
+        if not raw:
+            return {}
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ApiError(status, "InvalidResponse", f"{method} {path}: the body is not JSON: {_excerpt(raw)}") from None
+        if not isinstance(parsed, dict):
+            raise ApiError(status, "InvalidResponse", f"{method} {path}: the body is not a JSON object: {_excerpt(raw)}")
         return parsed
 
     async def get(self, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -233,28 +318,52 @@ class KubeClient:
             allowWatchBookmarks="true",
             timeoutSeconds=str(timeout_seconds),
         )
-        try:
-            async with self._session.get(
-                path,
-                params=query,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=timeout_seconds + 30),
-            ) as response:
-                if response.status >= 300:
-                    raw = await response.read()
-                    parsed = orjson.loads(raw) if raw else {}
-                    raise ApiError(response.status, str(parsed.get("reason", "")), str(parsed.get("message", "")))
-                buffer = b""
-                async for chunk in response.content.iter_any():
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if not line.strip():
+        auth = await self._authorization()
+        for attempt in (1, 2):
+            headers = {"Authorization": auth} if auth else {}
+            if self.limiter is not None:
+                await self.limiter.acquire()
+            try:
+                async with self._session.get(
+                    path,
+                    params=query,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=timeout_seconds + 30),
+                    **self._extra,
+                ) as response:
+                    self._count("WATCH", str(response.status))
+                    if response.status >= 300:
+                        error = error_from_response(response.status, await response.read(), response.headers.get("Retry-After"))
+                        if response.status == 401 and attempt == 1 and await self.credentials.refresh(auth):
+                            auth = await self._authorization()
                             continue
-                        event = orjson.loads(line)
-                        kind = event.get("type", "")
-                        obj = event.get("object") or {}
-                        if kind == "ERROR":
-                            raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
-                        yield kind, obj
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ApiError(0, "ConnectionError", f"watch {path}: {exc!r}") from exc
+                        raise error
+                    async for item in self._events(path, response):
+                        yield item
+                    return
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                self._count("WATCH", "error")
+                raise ApiError(0, "ConnectionError", f"watch {path}: {exc!r}") from exc
+
+    @staticmethod
+    async def _events(path: str, response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        buffer = b""
+        async for chunk in response.content.iter_any():
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    event = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    raise ApiError(response.status, "InvalidResponse", f"watch {path}: a line is not JSON: {_excerpt(line)}") from None
+                if not isinstance(event, dict):
+                    raise ApiError(response.status, "InvalidResponse", f"watch {path}: a line is not a watch event: {_excerpt(line)}")
+                kind = event.get("type", "")
+                obj = event.get("object") or {}
+                if kind == "ERROR":
+                    raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
+                yield kind, obj
+        if buffer.strip():
+            raise ApiError(response.status, "InvalidResponse", f"watch {path}: the stream ended inside an event: {_excerpt(buffer)}")

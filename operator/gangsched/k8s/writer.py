@@ -3,18 +3,39 @@
 Contract:
 - `PatchWriter.patch(path, body, content_type=...)` never blocks and never raises: it records the desired patch.
   Patches to the same path are deep-merged (latest value wins per field) until the next flush, so a burst of
-  status changes for one PodGroup becomes one request. A patch equal to the last one written to that path is
-  skipped. `flush()` sends everything pending with bounded concurrency; `run()` flushes whenever something is
-  pending. A 404 drops the patch (the object is gone); other errors are logged, counted and retried next flush
-  (up to a few times).
+  status changes for one PodGroup becomes one request. A patch waits `settle` seconds after it was first asked
+  for, and a path written less than `min_gap` seconds ago waits out the rest of that gap, merging whatever comes
+  meanwhile (1 s: the batch period of the Job controller's status syncs, pkg/controller/job/job_controller.go
+  syncJobBatchPeriod): a gang's members turning Running one by one give one status write, not one each, and a pod's
+  PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
+  that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is skipped. `flush()` sends
+  everything due with bounded concurrency; `run()` flushes whenever something is due.
+  A write is retried until it succeeds or the object is gone (404: dropped): never given up, with exponential
+  backoff and full jitter per path, honouring Retry-After (k8s/retry.py `PERSISTENT`); newer content for the path
+  merges over the failed body while it waits. A patch counts as written (and is remembered for the skip above)
+  only after the server accepted it. `errors` counts failed attempts, `writes` successful ones.
+  `flush()` sends what is due; `flush(everything=True)` also what waits (shutdown, tests).
   `discard(path, content_type=...)` drops a patch not yet sent (e.g. a pod's PodScheduled=False condition once
   the pod is being bound: sent later, it would overwrite the binding's PodScheduled=True).
-- `EventRecorder.record(ref, type_, reason, message)` never blocks: the first occurrence creates a core/v1 Event,
-  repeats within the TTL bump its count (as kubelet/kube-scheduler's recorder does). The backlog is bounded.
+- `EventRecorder.record(ref, type_, reason, message)` never blocks. Events are recorded as client-go's event
+  broadcaster records them (k8s.io/client-go/tools/record/event.go and events_cache.go), which kube-scheduler uses:
+  - an event about a cluster-scoped object (a Node: no namespace) is written to the `default` namespace
+    (event.go makeEvent);
+  - EventAggregator: events with the same source, object, type and reason but different messages are counted
+    per 10 minutes; from the 10th distinct message on they become one event "(combined from similar events): "
+    + the latest message;
+  - EventLogger: a repeat of an event already written (same key, message included) patches its `count`,
+    `lastTimestamp` (and message) instead of creating another; a patch answered 404 (the event expired) creates it
+    anew; a create answered 409 (a retry after a lost answer) counts as written;
+  - a failed write is retried (up to 12 tries, as event.go's maxTriesPerEvent), then dropped and counted.
+  Repeats still queued are merged before sending (one create with count N, not a create and N-1 patches). The
+  backlog holds at most `backlog` distinct events; beyond that new ones are dropped and counted.
 - Both take `defer_to` (an asyncio.Event, e.g. the binder's `idle`) and `max_defer` seconds: before sending a
   batch they wait until the event is set, for at most max_defer, so a burst of bindings is not slowed down by the
   events and status patches it causes (they follow right after it, coalesced further). `deferrals` counts the
   batches that had to wait (counted when the wait begins).
+- Clock, sleep and randomness are injectable (tests); the writers' own requests are sent without the client's
+  retry loop (`retry.NO_RETRY`): the writers retry themselves, so that newer content merges in meanwhile.
 """
 
 from __future__ import annotations
@@ -23,16 +44,22 @@ import asyncio
 import contextlib
 import datetime as dt
 import logging
+import random
+import time
 import uuid
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from cachetools import TTLCache
 
 from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.k8s.retry import NO_RETRY, PERSISTENT, RetryPolicy
 
 log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+PathKey = tuple[str, str]  # (path, content type)
 
 
 def _deep_merge(into: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
@@ -58,25 +85,44 @@ async def _wait_set(event: asyncio.Event, timeout: float) -> None:
         await asyncio.wait_for(event.wait(), timeout)
 
 
+async def _wait_any(event: asyncio.Event, timeout: float | None) -> None:
+    """Wait until event is set, or timeout seconds (None: no limit)."""
+    if timeout is None:
+        await event.wait()
+    elif timeout > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+
 class PatchWriter:
     def __init__(
         self,
         client: KubeClient,
         *,
         concurrency: int = 16,
-        max_attempts: int = 5,
         defer_to: asyncio.Event | None = None,
         max_defer: float = 2.0,
+        min_gap: float = 1.0,
+        settle: float = 0.5,
+        policy: RetryPolicy = PERSISTENT,
+        clock: Clock = time.monotonic,
+        rand: Callable[[], float] = random.random,
     ) -> None:
         self._client = client
         self._defer_to = defer_to
         self._max_defer = max_defer
-        self._pending: dict[tuple[str, str], dict[str, Any]] = {}
-        self._attempts: dict[tuple[str, str], int] = {}
-        self._written: TTLCache[tuple[str, str], dict[str, Any]] = TTLCache(maxsize=50_000, ttl=600)
+        self._min_gap = min_gap
+        self._settle = settle
+        self._policy = policy
+        self._clock = clock
+        self._rand = rand
+        self._pending: dict[PathKey, dict[str, Any]] = {}
+        self._not_before: dict[PathKey, float] = {}  # backoff after a failure, or the rest of min_gap
+        self._attempts: dict[PathKey, int] = {}  # failed attempts in a row
+        self._written: TTLCache[PathKey, dict[str, Any]] = TTLCache(maxsize=50_000, ttl=600)
+        self._last_write: TTLCache[PathKey, float] = TTLCache(maxsize=50_000, ttl=max(min_gap, 1.0) * 2)
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(concurrency)
-        self._max_attempts = max_attempts
         self.errors = 0
         self.writes = 0
         self.deferrals = 0
@@ -86,51 +132,98 @@ class PatchWriter:
         current = self._pending.get(key)
         if current is None:
             self._pending[key] = _deep_merge({}, body)
+            if self._settle > 0 and key not in self._not_before:
+                self._not_before[key] = self._clock() + self._settle
         else:
             _deep_merge(current, body)
         self._wake.set()
 
     def discard(self, path: str, *, content_type: str = MERGE_PATCH) -> None:
-        self._pending.pop((path, content_type), None)
+        key = (path, content_type)
+        self._pending.pop(key, None)
+        self._not_before.pop(key, None)
+        self._attempts.pop(key, None)
 
     @property
     def idle(self) -> bool:
         return not self._pending
 
-    async def flush(self) -> None:
-        batch, self._pending = self._pending, {}
+    @property
+    def retrying(self) -> int:
+        """Paths whose last write failed and that wait for their next attempt."""
+        return len(self._attempts)
+
+    def _ready_at(self, key: PathKey) -> float:
+        """When the pending patch of `key` may be sent: after its settle time or backoff, and min_gap after the
+        last write of the path (a failed write waits for its backoff only)."""
+        ready = self._not_before.get(key, float("-inf"))
+        if key not in self._attempts:
+            last = self._last_write.get(key)
+            if last is not None:
+                ready = max(ready, last + self._min_gap)
+        return ready
+
+    def _due(self, now: float) -> dict[PathKey, dict[str, Any]]:
+        batch: dict[PathKey, dict[str, Any]] = {}
+        for key in list(self._pending):
+            if self._ready_at(key) > now:
+                continue
+            self._not_before.pop(key, None)
+            batch[key] = self._pending.pop(key)
+        return batch
+
+    def _next_due(self) -> float | None:
+        """Seconds until the earliest pending patch may be sent (0: now); None when nothing is pending."""
+        if not self._pending:
+            return None
+        return max(0.0, min(self._ready_at(key) for key in self._pending) - self._clock())
+
+    async def flush(self, *, everything: bool = False) -> None:
+        """Send the patches that are due (with everything=True, also those waiting out a gap or a backoff)."""
+        if everything:
+            self._not_before.clear()
+            batch, self._pending = self._pending, {}
+        else:
+            batch = self._due(self._clock())
         self._wake.clear()
         await asyncio.gather(*(self._send(key, body) for key, body in batch.items()))
 
-    async def _send(self, key: tuple[str, str], body: dict[str, Any]) -> None:
+    async def _send(self, key: PathKey, body: dict[str, Any]) -> None:
         if self._written.get(key) == body:
+            self._attempts.pop(key, None)
             return
         path, content_type = key
         try:
             async with self._slots:
-                await self._client.patch(path, body, content_type=content_type)
-            self.writes += 1
-            self._written[key] = body
-            self._attempts.pop(key, None)
+                await self._client.patch(path, body, content_type=content_type, retry=NO_RETRY)
         except ApiError as exc:
             if exc.status == 404:
-                return
+                self._attempts.pop(key, None)
+                return  # the object is gone: nothing left to write to
             self.errors += 1
             attempts = self._attempts.get(key, 0) + 1
-            if attempts >= self._max_attempts:
-                log.error("giving up patching %s after %d attempts: %s", path, attempts, exc)
-                self._attempts.pop(key, None)
-                return
             self._attempts[key] = attempts
-            log.warning("patching %s failed (%s); will retry", path, exc)
-            # keep newer pending content: re-merge the failed body under it
-            newer = self._pending.get(key)
+            delay = self._policy.delay(attempts - 1, exc, self._rand)
+            level = logging.WARNING if exc.transient else logging.ERROR
+            log.log(level, "patching %s failed (attempt %d: %s); retrying in %.2fs", path, attempts, exc, delay)
+            newer = self._pending.get(key)  # keep newer pending content: re-merge the failed body under it
             self._pending[key] = _deep_merge(body, newer) if newer else body
+            self._not_before[key] = self._clock() + delay
             self._wake.set()
+            return
+        self.writes += 1
+        self._written[key] = body
+        self._last_write[key] = self._clock()
+        self._attempts.pop(key, None)
 
     async def run(self, *, min_interval: float = 0.02) -> None:
         while True:
-            await self._wake.wait()
+            delay = self._next_due()
+            if delay is None or delay > 0:  # nothing due yet: wait for a new patch or the first one due
+                if not self._wake.is_set():
+                    await _wait_any(self._wake, delay)
+                self._wake.clear()
+                continue
             await asyncio.sleep(min_interval)  # coalescing window: let a burst of patches merge
             if self._defer_to is not None and _must_defer(self._defer_to, self._max_defer):
                 self.deferrals += 1
@@ -147,6 +240,46 @@ class ObjectRef:
     uid: str = ""
 
 
+EventKey = tuple[str, str, str, str, str, str, str]  # namespace, kind, name, uid, apiVersion, type, reason
+MAX_SIMILAR = 10  # events_cache.go defaultAggregateMaxEvents
+SIMILAR_WINDOW = 600.0  # events_cache.go defaultAggregateIntervalInSeconds
+MAX_TRIES = 12  # event.go maxTriesPerEvent
+COMBINED = "(combined from similar events): "
+
+
+class EventAggregator:
+    """client-go events_cache.go EventAggregator: counts the distinct messages of similar events (same object, type
+    and reason) within `window` seconds; from the `max_similar`th on, the event is folded into one aggregate event."""
+
+    def __init__(self, *, max_similar: int = MAX_SIMILAR, window: float = SIMILAR_WINDOW, clock: Clock = time.monotonic) -> None:
+        self._max = max_similar
+        self._window = window
+        self._clock = clock
+        self._records: TTLCache[EventKey, tuple[set[str], float]] = TTLCache(maxsize=20_000, ttl=window)
+
+    def aggregate(self, key: EventKey, message: str) -> tuple[tuple[EventKey, str], str]:
+        """(the dedup key, the message) to record this event under."""
+        now = self._clock()
+        messages, last = self._records.get(key, (set(), now))
+        if now - last > self._window:
+            messages = set()
+        messages.add(message)
+        self._records[key] = (messages, now)
+        if len(messages) < self._max:
+            return (key, message), message
+        return (key, ""), COMBINED + message
+
+
+@dataclass(slots=True)
+class _Pending:
+    ref: ObjectRef
+    type_: str
+    reason: str
+    message: str
+    count: int
+    tries: int = 0
+
+
 class EventRecorder:
     def __init__(
         self,
@@ -157,62 +290,114 @@ class EventRecorder:
         backlog: int = 10_000,
         defer_to: asyncio.Event | None = None,
         max_defer: float = 2.0,
+        clock: Clock = time.monotonic,
+        rand: Callable[[], float] = random.random,
+        policy: RetryPolicy = PERSISTENT,
     ) -> None:
         self._client = client
         self._defer_to = defer_to
         self._max_defer = max_defer
         self._component = component
         self._instance = instance or component
-        self._queue: deque[tuple[ObjectRef, str, str, str]] = deque(maxlen=backlog)
-        self._seen: TTLCache[tuple[str, str, str, str, str], tuple[str, int]] = TTLCache(maxsize=20_000, ttl=600)
+        self._backlog = backlog
+        self._clock = clock
+        self._rand = rand
+        self._policy = policy
+        self._aggregator = EventAggregator(clock=clock)
+        self._queue: dict[tuple[EventKey, str], _Pending] = {}
+        self._not_before: dict[tuple[EventKey, str], float] = {}
+        # EventLogger: dedup key -> (event name, namespace, count so far)
+        self._seen: TTLCache[tuple[EventKey, str], tuple[str, str, int]] = TTLCache(maxsize=20_000, ttl=SIMILAR_WINDOW)
         self._wake = asyncio.Event()
         self.dropped = 0
         self.errors = 0
         self.deferrals = 0
+        self.creates = 0
+        self.patches = 0
 
     def record(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        if len(self._queue) == self._queue.maxlen:
+        key: EventKey = (ref.namespace, ref.kind, ref.name, ref.uid, ref.api_version, type_, reason)
+        dedup, message = self._aggregator.aggregate(key, message[:1024])
+        queued = self._queue.get(dedup)
+        if queued is not None:
+            queued.count += 1
+            queued.message = message
+        elif len(self._queue) >= self._backlog:
             self.dropped += 1
-        self._queue.append((ref, type_, reason, message[:1024]))
+            return
+        else:
+            self._queue[dedup] = _Pending(ref, type_, reason, message, 1)
         self._wake.set()
+
+    @property
+    def idle(self) -> bool:
+        return not self._queue
+
+    def _take(self, limit: int) -> list[tuple[tuple[EventKey, str], _Pending]]:
+        now = self._clock()
+        out: list[tuple[tuple[EventKey, str], _Pending]] = []
+        for dedup in list(self._queue):
+            if len(out) >= limit:
+                break
+            if self._not_before.get(dedup, 0.0) > now:
+                continue
+            self._not_before.pop(dedup, None)
+            out.append((dedup, self._queue.pop(dedup)))
+        return out
+
+    def _next_due(self) -> float | None:
+        """Seconds until the earliest event waiting for a retry may be sent; None when none waits."""
+        waiting = [t for d, t in self._not_before.items() if d in self._queue]
+        return max(0.0, min(waiting) - self._clock()) if waiting else None
 
     async def run(self, *, concurrency: int = 8) -> None:
         while True:
-            await self._wake.wait()
+            if not self._wake.is_set():
+                await _wait_any(self._wake, self._next_due())
             self._wake.clear()
             deadline = asyncio.get_running_loop().time() + self._max_defer  # events wait max_defer at most
-            while self._queue:
+            while True:
                 left = deadline - asyncio.get_running_loop().time()
-                if self._defer_to is not None and _must_defer(self._defer_to, left):
+                if self._queue and self._defer_to is not None and _must_defer(self._defer_to, left):
                     self.deferrals += 1
                     await _wait_set(self._defer_to, left)
-                batch = [self._queue.popleft() for _ in range(min(concurrency, len(self._queue)))]
-                await asyncio.gather(*(self._emit(*item) for item in batch))
+                batch = self._take(concurrency)
+                if not batch:
+                    break
+                await asyncio.gather(*(self._emit(dedup, item) for dedup, item in batch))
 
     async def drain(self) -> None:
+        """Send everything queued now (backoffs ignored), once each."""
+        self._not_before.clear()
         while self._queue:
-            item = self._queue.popleft()
-            await self._emit(*item)
+            dedup, item = next(iter(self._queue.items()))
+            del self._queue[dedup]
+            item.tries = MAX_TRIES - 1  # one try: no requeue
+            await self._emit(dedup, item)
 
-    async def _emit(self, ref: ObjectRef, type_: str, reason: str, message: str) -> None:
-        key = (ref.namespace, ref.name, ref.uid, reason, message)
+    async def _emit(self, dedup: tuple[EventKey, str], item: _Pending) -> None:
+        ref = item.ref
+        namespace = ref.namespace or "default"  # event.go makeEvent: cluster-scoped objects' events go to default
         now = now_rfc3339()
-        # an event about a cluster-scoped object (a Node, a ClusterRole) lives in "default": legacyValidateEvent in
-        # pkg/apis/core/validation/events.go accepts only "" or "default" then, and "" is not a namespace to post to
-        event_ns = ref.namespace or "default"
+        seen = self._seen.get(dedup)
         try:
-            seen = self._seen.get(key)
             if seen is not None:
-                name, count = seen
-                path = resource_path(group="", version="v1", plural="events", namespace=event_ns, name=name)
-                await self._client.patch(path, {"count": count + 1, "lastTimestamp": now})
-                self._seen[key] = (name, count + 1)
-                return
+                name, ns, count = seen
+                path = resource_path(group="", version="v1", plural="events", namespace=ns, name=name)
+                try:
+                    await self._client.patch(path, {"count": count + item.count, "lastTimestamp": now, "message": item.message}, retry=NO_RETRY)
+                    self.patches += 1
+                    self._seen[dedup] = (name, ns, count + item.count)
+                    return
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+                    self._seen.pop(dedup, None)  # the event expired meanwhile: create it again (event.go)
             name = f"{ref.name}.{uuid.uuid4().hex[:16]}"
             body = {
                 "apiVersion": "v1",
                 "kind": "Event",
-                "metadata": {"name": name, "namespace": event_ns},
+                "metadata": {"name": name, "namespace": namespace},
                 "involvedObject": {
                     "kind": ref.kind,
                     "apiVersion": ref.api_version,
@@ -220,19 +405,35 @@ class EventRecorder:
                     "name": ref.name,
                     "uid": ref.uid,
                 },
-                "reason": reason,
-                "message": message,
-                "type": type_,
-                "count": 1,
+                "reason": item.reason,
+                "message": item.message,
+                "type": item.type_,
+                "count": item.count,
                 "firstTimestamp": now,
                 "lastTimestamp": now,
                 "source": {"component": self._component},
                 "reportingComponent": self._component,
                 "reportingInstance": self._instance,
             }
-            await self._client.create(resource_path(group="", version="v1", plural="events", namespace=event_ns), body)
-            self._seen[key] = (name, 1)
+            path = resource_path(group="", version="v1", plural="events", namespace=namespace)
+            try:
+                await self._client.create(path, body, retry=NO_RETRY)
+            except ApiError as exc:
+                if exc.status != 409:  # 409: a retry of a create whose answer was lost: it is there
+                    raise
+            self.creates += 1
+            self._seen[dedup] = (name, namespace, item.count)
         except ApiError as exc:
             self.errors += 1
-            self._seen.pop(key, None)
-            log.warning("could not record event %s on %s/%s: %s", reason, ref.namespace, ref.name, exc)
+            item.tries += 1
+            if item.tries >= MAX_TRIES or (not exc.transient and exc.status != 401):
+                self.dropped += 1
+                log.warning("could not record event %s on %s/%s (%d tries): %s", item.reason, namespace, ref.name, item.tries, exc)
+                return
+            queued = self._queue.get(dedup)  # requeue, with repeats recorded meanwhile merged in
+            if queued is not None:
+                queued.count += item.count
+            else:
+                self._queue[dedup] = item
+            self._not_before[dedup] = self._clock() + self._policy.delay(item.tries - 1, exc, self._rand)
+            self._wake.set()

@@ -20,6 +20,7 @@ Example (all defaults):
     topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
                      renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
+    apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
     metricsPort: 8080
     probesPort: 8081
     createPodGroupsForAnnotationGangs: true
@@ -78,6 +79,13 @@ class LeaderElectionConfig(_Section):
         return self
 
 
+class ApiClientConfig(_Section):
+    """The client-side rate limit (k8s/ratelimit.py): sized not to cap binding throughput (see `make bench`)."""
+
+    qps: PositiveFloat = 1000.0
+    burst: Annotated[int, Field(strict=True, ge=1, le=100_000)] = 2000
+
+
 class OperatorConfig(_Section):
     scheduler_name: Annotated[str, Field(min_length=1)] = Field("gangsched", alias="schedulerName")
     namespace: Annotated[str, Field(min_length=1)] = "gangsched-system"
@@ -91,6 +99,7 @@ class OperatorConfig(_Section):
     leader_election: LeaderElectionConfig = Field(
         default_factory=lambda: LeaderElectionConfig.model_validate({}), alias="leaderElection"
     )
+    api_client: ApiClientConfig = Field(default_factory=lambda: ApiClientConfig.model_validate({}), alias="apiClient")
     metrics_port: Port = Field(8080, alias="metricsPort")
     probes_port: Port = Field(8081, alias="probesPort")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")

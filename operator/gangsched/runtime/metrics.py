@@ -6,7 +6,23 @@ needed: the client's own tiny HTTP server runs in a daemon thread).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
+from prometheus_client.core import CounterMetricFamily, Metric
+
+
+class _RequestCounts:
+    """`gangsched_api_requests_total{verb,code}` read from a KubeClient's `requests` dict when scraped."""
+
+    def __init__(self, counts: Mapping[tuple[str, str], int]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily("gangsched_api_requests", "API requests sent, by verb and HTTP code (code 'error': no answer)", labels=["verb", "code"])
+        for (verb, code), count in sorted(dict(self._counts).items()):  # a copy: scraped from another thread
+            family.add_metric([verb, code], count)
+        yield family
 
 
 class Metrics:
@@ -29,6 +45,10 @@ class Metrics:
         self.bound_pods = Counter("gangsched_bound_pods_total", "Pods bound by gangsched", registry=self.registry)
         self.preemptions = Counter("gangsched_evictions_total", "Victim pods evicted for preemptors", registry=self.registry)
         self.is_leader = Gauge("gangsched_leader", "1 while this replica is the leader", registry=self.registry)
+
+    def export_requests(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Export a KubeClient's request counter (k8s/client.py `KubeClient.requests`)."""
+        self.registry.register(_RequestCounts(counts))
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

@@ -69,6 +69,7 @@ class Operator:
         self.identity = identity
         self.sched_config = config.scheduler_config()
         self.metrics = Metrics()
+        self.metrics.export_requests(client.requests)
         self.cache = ClusterCache(scheduler_name=config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status)
         self.status_delay = 0.1  # status-only changes (pods seen bound / Running) wake the loop this much later, merged
         self._status_wake: asyncio.TimerHandle | None = None

@@ -33,6 +33,7 @@ from typing import Any
 
 from gangsched.core.plan import Plan
 from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.state.cache import ClusterCache
 
@@ -149,7 +150,7 @@ class Preemptions:
             retry_after: float | None = None
             try:
                 self.requests += 1
-                await self._client.create(path, body)
+                await self._client.create(path, body, retry=NO_RETRY)  # this loop decides: backoff, Retry-After, cool-down
                 self.evicted += 1
                 self._cooldown.pop(key, None)
                 return
