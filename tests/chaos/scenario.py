@@ -44,7 +44,7 @@ NODES = 6
 NODE = {"cpu": "16", "memory": "64Gi", GPU: "4", "pods": "20"}
 PROFILES = {"gpu1": {"cpu": "1", "memory": "1Gi", GPU: "1"}, "gpu2": {"cpu": "2", "memory": "2Gi", GPU: "2"}}
 AGENTS = "gangsched|kopf"  # the operator's own client and Kopf's; the test's client is "chaos-driver"
-ALL_KINDS = ("http429", "http500", "http503", "http504", "reset", "latency", "stall", "watch-cut", "watch-gone", "continue-expired")
+ALL_KINDS = ("http429", "http500", "http502", "http503", "http504", "reset", "latency", "stall", "watch-cut", "watch-gone", "continue-expired")
 
 
 def fault_rules(kinds: tuple[str, ...], rng: random.Random) -> list[dict[str, Any]]:
@@ -58,7 +58,7 @@ def fault_rules(kinds: tuple[str, ...], rng: random.Random) -> list[dict[str, An
             extra = {"delay": round(rng.uniform(0.05, 0.3), 3)} if kind == "http504" else {}
             rules.append({**base, "verb": "create", "resource": "pods/binding", "p": round(rng.uniform(0.15, 0.3), 3), "commit": True, **extra})
             rules.append({**base, "verb": "get|list|create|update|patch|delete", "p": round(rng.uniform(0.05, 0.15), 3), **extra})
-        elif kind == "http503":
+        elif kind in ("http502", "http503"):
             rules.append({**base, "p": round(rng.uniform(0.05, 0.2), 3)})
         elif kind == "latency":
             rules.append({**base, "p": 0.3, "delay": round(rng.uniform(0.02, 0.2), 3)})
@@ -244,7 +244,15 @@ async def chaos_cluster() -> AsyncIterator[Any]:
         yield cluster
 
 
-async def run_chaos(seed: int, kinds: tuple[str, ...], *, chaos_seconds: float = 4.0, settle_seconds: float = 20.0) -> ChaosReport:
+async def run_chaos(
+    seed: int,
+    kinds: tuple[str, ...],
+    *,
+    chaos_seconds: float = 4.0,
+    settle_seconds: float = 20.0,
+    rules: list[dict[str, Any]] | None = None,
+) -> ChaosReport:
+    """One seeded run; `rules` (sim/faults.py rule objects) replace the ones drawn for `kinds`."""
     rng = random.Random(seed)
     report = ChaosReport(seed, kinds)
     started = time.monotonic()
@@ -257,7 +265,7 @@ async def run_chaos(seed: int, kinds: tuple[str, ...], *, chaos_seconds: float =
                 plans = plan_workload(rng)
                 report.gangs = len(plans)
                 report.pods = sum(p.size for p in plans)
-                await judge.call("POST", "/sim/faults", {"seed": seed, "record": True, "rules": fault_rules(kinds, rng)})
+                await judge.call("POST", "/sim/faults", {"seed": seed, "record": True, "rules": rules if rules is not None else fault_rules(kinds, rng)})
                 # the workload, paced over the chaos window: gangs arrive, a few are deleted again
                 deadline = time.monotonic() + chaos_seconds
                 steps: list[tuple[str, GangPlan]] = [("create", p) for p in plans]

@@ -101,6 +101,19 @@ async def test_503_is_an_html_page_from_a_load_balancer(http: aiohttp.ClientSess
         assert r.status == 200
 
 
+async def test_502_every_fifth_answer_is_a_bad_gateway_page(http: aiohttp.ClientSession) -> None:
+    """An nginx-style 502 Bad Gateway (text/html) on every fifth matching request, as a load balancer whose upstream
+    apiserver dropped the connection answers; not a Kubernetes Status."""
+    await faults(http, [{"kind": "http502", "verb": "list", "every": 5}])
+    statuses = []
+    for _ in range(10):
+        async with http.get(PODS) as r:
+            statuses.append(r.status)
+            if r.status == 502:
+                assert r.headers["Content-Type"].startswith("text/html") and "502 Bad Gateway" in await r.text()
+    assert statuses.count(502) == 2 and statuses.count(200) == 8
+
+
 async def test_504_comes_after_the_delay_with_the_timeout_filters_status(http: aiohttp.ClientSession) -> None:
     await faults(http, [{"kind": "http504", "verb": "create", "delay": 0.3, "next": 1},
                         {"kind": "http504", "verb": "create", "delay": 0.1, "commit": True, "skip": 1, "next": 1}])

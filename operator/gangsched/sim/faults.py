@@ -22,6 +22,7 @@ Contract:
 Kinds and what they imitate (the tests cite the Kubernetes sources):
   http429          kube-apiserver's max-in-flight / priority-and-fairness filters: 429, `Retry-After`, text body
   http500          an internal error: a JSON Status, reason InternalError
+  http502          a load balancer whose upstream apiserver failed mid-answer: 502 Bad Gateway, text/html body
   http503          a load balancer in front of the apiserver with no healthy backend: text/html body
   http504          the apiserver's timeout filter: JSON Status reason Timeout, after `delay` seconds
   reset            the connection dropped without an answer (TCP RST)
@@ -45,6 +46,7 @@ from typing import Any
 KINDS = (
     "http429",
     "http500",
+    "http502",
     "http503",
     "http504",
     "reset",
@@ -67,6 +69,11 @@ INCONSISTENT_CONTINUE = (  # storage/etcd3/errors.go inconsistentContinue
     "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
     "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
     "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+LB_502_HTML = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    "</body>\r\n</html>\r\n"
 )
 LB_503_HTML = (
     "<html>\r\n<head><title>503 Service Temporarily Unavailable</title></head>\r\n<body>\r\n"
@@ -416,6 +423,8 @@ class FaultInjector:
         if kind == "http500":
             message = f"Internal error occurred: injected fault (rule {self.rules.index(chosen)})"
             return Answer(500, body=_status_body(500, "InternalError", message, {"causes": [{"message": "injected fault"}]}), kind=kind)
+        if kind == "http502":
+            return Answer(502, "text/html", LB_502_HTML.encode(), {}, kind=kind)
         if kind == "http503":
             headers = {"Retry-After": str(chosen.retry_after)} if chosen.retry_after is not None else {}
             return Answer(503, "text/html", LB_503_HTML.encode(), headers, kind=kind)
