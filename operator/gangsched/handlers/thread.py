@@ -84,7 +84,7 @@ class OperatorThread:
             self._ready.set()
 
     async def _body(self) -> None:
-        client = await KubeClient.connect(self.kubeconfig)
+        client = await KubeClient.connect(self.kubeconfig, user_agent=f"gangsched/{self.identity}")
         try:
             self._operator = Operator(client=client, config=self.config, identity=self.identity)
             self._loop = asyncio.get_running_loop()

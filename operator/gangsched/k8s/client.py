@@ -112,7 +112,7 @@ async def load_connection(kubeconfig: str | None = None) -> ConnectionSettings:
 class KubeClient:
     """A small async client of the Kubernetes REST API over one aiohttp session (see module docstring)."""
 
-    def __init__(self, settings: ConnectionSettings, *, max_connections: int = 100) -> None:
+    def __init__(self, settings: ConnectionSettings, *, max_connections: int = 100, user_agent: str = "gangsched") -> None:
         self.settings = settings
         ssl_context: ssl.SSLContext | bool = False
         if settings.server.startswith("https"):
@@ -124,7 +124,7 @@ class KubeClient:
                 ssl_context.verify_mode = ssl.CERT_NONE
             if settings.cert_path:
                 ssl_context.load_cert_chain(settings.cert_path, settings.key_path)
-        headers = {"Accept": JSON, "User-Agent": "gangsched"}
+        headers = {"Accept": JSON, "User-Agent": user_agent}
         if settings.token:
             headers["Authorization"] = f"Bearer {settings.token}"
         self._session = aiohttp.ClientSession(

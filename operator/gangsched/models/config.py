@@ -22,6 +22,7 @@ Example (all defaults):
                      renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
     metricsPort: 8080
     probesPort: 8081
+    progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
 """
 
@@ -93,6 +94,8 @@ class OperatorConfig(_Section):
     )
     metrics_port: Port = Field(8080, alias="metricsPort")
     probes_port: Port = Field(8081, alias="probesPort")
+    # /livez fails when the leader owes a scheduling round (woken, or a round running) for longer than this
+    progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
 
     @property

@@ -44,6 +44,7 @@ from gangsched.sim.registry import (
     RequestContext,
     storage_key,
 )
+from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent
 from gangsched.sim.types import ResourceType
@@ -163,6 +164,7 @@ class ApiServer:
         self._docs: dict[str, bytes] = {}
         self._stopping = asyncio.Event()
         self.registry.listeners.append(self._docs.clear)
+        self.requests = RequestLog()  # test instruments: request log and hold switch (sim/requestlog.py)
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ lifecycle
@@ -197,7 +199,7 @@ class ApiServer:
 
     # ------------------------------------------------------------------ routing
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[self.requests.middleware])
         r = app.router
         for probe in ("/healthz", "/readyz", "/livez"):
             r.add_get(probe, self._probe)
