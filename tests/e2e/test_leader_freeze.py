@@ -73,12 +73,12 @@ async def test_frozen_leader_sends_nothing_after_resuming_and_the_other_replica_
     frozen, frozen_probes = start(cluster, tmp_path, "frozen")
     procs = [frozen]
     try:
-        body = await eventually(lambda: readyz(frozen_probes), timeout=30, what="frozen's /readyz")
+        await eventually(lambda: readyz(frozen_probes), timeout=30, what="frozen's /readyz")
         await eventually(lambda: _leads(frozen_probes), timeout=30, what="frozen leads")
         standby, standby_probes = start(cluster, tmp_path, "standby")
         procs.append(standby)
         body = await eventually(lambda: readyz(standby_probes), timeout=30, what="standby's /readyz")
-        assert body["ready"] and not body["leader"]
+        assert body is not None and body["ready"] and not body["leader"]
 
         froze: list[int] = []
 

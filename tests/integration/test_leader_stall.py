@@ -89,9 +89,13 @@ async def test_probe_endpoints_of_a_leader_and_a_follower(cluster: Cluster) -> N
                 except aiohttp.ClientError:
                     return None
 
-            status, body = await eventually(lambda: get(urls[0] + "/readyz"), what="leader's /readyz")
+            answer = await eventually(lambda: get(urls[0] + "/readyz"), what="leader's /readyz")
+            assert answer is not None
+            status, body = answer
             assert status == 200 and body["ready"] is True and body["leader"] is True and body["identity"] == "p"
-            status, body = await eventually(lambda: get(urls[1] + "/readyz"), what="follower's /readyz")
+            answer = await eventually(lambda: get(urls[1] + "/readyz"), what="follower's /readyz")
+            assert answer is not None
+            status, body = answer
             assert status == 200 and body["ready"] is True and body["leader"] is False and body["holder"] == "p"
             for url in urls:
                 assert await get(url + "/livez") == (200, {"ok": True, "problems": []})

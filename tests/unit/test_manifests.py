@@ -128,8 +128,12 @@ def test_deployment_runs_the_cli_contract() -> None:
     assert container["args"] == ["run", "--namespace", "gangsched-system"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"metrics": 8080, "probes": 8081}
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
         assert container[probe]["httpGet"]["port"] in ports
+    # liveness sees a stalled loop, readiness synced caches (a follower too): two endpoints (handlers/probes.py)
+    assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["startupProbe"]["httpGet"]["path"] == "/readyz"
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 

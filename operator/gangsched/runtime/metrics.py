@@ -58,8 +58,6 @@ class Metrics:
         self.bind_errors = Counter("gangsched_bind_errors_total", "Bindings that failed", registry=self.registry)
         self.bound_pods = Counter("gangsched_bound_pods_total", "Pods bound by gangsched", registry=self.registry)
         self.preemptions = Counter("gangsched_evictions_total", "Victim pods evicted for preemptors", registry=self.registry)
-        # kept for the runtime's writes; the exported series is the live one below (agrees with /readyz)
-        self.is_leader = Gauge("gangsched_leader_last_round", "1 if this replica led at its last scheduling round", registry=self.registry)
         ProcessCollector(registry=self.registry)
 
     def attach(self, op: Operator) -> None:

@@ -16,6 +16,14 @@ Contract:
   preemption's evictions and nominations: runtime/preemption.py.
 - Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
   only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
+- Fencing (issue 11): every write goes through `self.api`, a FencedClient (k8s/fence.py) that sends only while
+  `may_write()` (the Lease renewed within renewDeadline). When leadership ends (the elector calls
+  `_lost_leadership` synchronously), the loop, the writers, the pod reflector, bindings and evictions in flight
+  are cancelled before anything else runs, and the replica rebuilds as a follower (`_rebuild`: a fresh cache,
+  binder, writers, all relisted); kube-scheduler exits there instead. Plans decided before are never sent.
+- Supervision: the pod reflector, the writers, the loop and the elector run under runtime/supervisor.py
+  (logged, restarted with backoff); a binding task that fails unexpectedly requeues its pods. Liveness
+  (`liveness_problems`) and readiness (`readiness`) are served by handlers/probes.py.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
@@ -180,7 +188,6 @@ class Operator:
         """Called synchronously by the elector the moment leadership ends: cancel all queued and in-flight work
         before anything else can run, then rebuild as a follower (kube-scheduler exits here instead:
         cmd/kube-scheduler/app/server.go, OnStoppedLeading)."""
-        self.metrics.is_leader.set(0)
         if self._stopped:
             return
         cancelled = self.supervisor.stop_now(["pods", "writer", "events", "loop"])
@@ -302,7 +309,6 @@ class Operator:
                 # a follower waits for leadership itself (not for a "change" that a late renewal never makes)
                 self._was_leader = False
                 self._work_since = None
-                self.metrics.is_leader.set(0)
                 await self.elector.leading.wait()
                 self.wake()
                 continue
@@ -314,7 +320,6 @@ class Operator:
                 await asyncio.sleep(self.debounce)  # let a burst of watch events land before deciding
             if not self.is_leader:
                 continue
-            self.metrics.is_leader.set(1)
             if not self._was_leader:  # a new leader rewrites every gang's status from its own view
                 self._was_leader = True
                 self._restore()
@@ -362,7 +367,7 @@ class Operator:
     def _carry_out(self, plan: Plan) -> None:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
         if plan.bindings:
-            self._spawn(self._bind(plan.bindings))
+            self._spawn(self._bind_supervised(plan.bindings))
         wall = time.time()
         for gang in plan.satisfied:  # from the gang's first member to its quorum being bound
             state = self.cluster.gangs.get(gang)
@@ -399,6 +404,20 @@ class Operator:
             self._bound(result)
             failed |= not result.ok
         if failed:
+            self.wake()
+
+    async def _bind_supervised(self, bindings: Sequence[tuple[str, str]]) -> None:
+        """`_bind`, and if it fails unexpectedly: logged with the pods concerned, and every binding it left in flight
+        goes back to the core as failed (requeued), never "binding in flight" forever."""
+        try:
+            await self._bind(bindings)
+        except Exception:
+            log.exception("binding %d pods failed unexpectedly (%s...); requeueing them", len(bindings),
+                          ", ".join(key for key, _ in bindings[:5]))
+            for key, _node in bindings:
+                reservation = self.cluster.reservation_of(key)
+                if reservation is not None and reservation[1]:
+                    self.cluster.bind_failed(key)
             self.wake()
 
     def _bound(self, result: BindResult) -> None:
