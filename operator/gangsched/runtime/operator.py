@@ -253,7 +253,9 @@ class Operator:
 
     @property
     def is_leader(self) -> bool:
-        return self.elector is None or self.elector.is_leader
+        """Whether this replica leads, without side effects: safe from any thread (tests, the metrics server).
+        The runtime itself checks `may_write()`, which also ends a leadership whose renewal is too old."""
+        return self.holds_lease()
 
     def holds_lease(self) -> bool:
         """Leadership without side effects (safe from the metrics thread); what /readyz and gangsched_leader say."""
@@ -318,7 +320,7 @@ class Operator:
             self._wake.clear()
             if self.debounce:
                 await asyncio.sleep(self.debounce)  # let a burst of watch events land before deciding
-            if not self.is_leader:
+            if not self.may_write():
                 continue
             if not self._was_leader:  # a new leader rewrites every gang's status from its own view
                 self._was_leader = True
