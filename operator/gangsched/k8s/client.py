@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -109,6 +109,26 @@ async def load_connection(kubeconfig: str | None = None) -> ConnectionSettings:
     )
 
 
+def _before_send_trace() -> aiohttp.TraceConfig:
+    """Calls a request's `before_send` hook when its connection is acquired (reused or new; aiohttp releases it if
+    the hook raises) and again right before its body is written (aiohttp sends the buffered headers with the first
+    body chunk, in a task of its own: one more turn of the event loop). A hook that raises then leaves the request
+    unsent; aiohttp reports it as a connection error (ApiError status 0)."""
+
+    async def hook(_session: aiohttp.ClientSession, ctx: Any, _params: Any) -> None:
+        request_ctx = getattr(ctx, "trace_request_ctx", None)
+        if request_ctx:
+            before = request_ctx.get("before_send")
+            if before is not None:
+                before()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(hook)
+    trace.on_connection_create_end.append(hook)
+    trace.on_request_chunk_sent.append(hook)
+    return trace
+
+
 class KubeClient:
     """A small async client of the Kubernetes REST API over one aiohttp session (see module docstring)."""
 
@@ -132,6 +152,7 @@ class KubeClient:
             headers=headers,
             connector=aiohttp.TCPConnector(limit=max_connections, ssl=ssl_context),
             json_serialize=lambda obj: orjson.dumps(obj).decode(),
+            trace_configs=[_before_send_trace()],
         )
 
     @classmethod
@@ -156,8 +177,11 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         timeout: float | None = 30.0,
+        before_send: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
-        """One call; returns the parsed JSON body, raises ApiError on a non-2xx answer or a broken connection."""
+        """One call; returns the parsed JSON body, raises ApiError on a non-2xx answer or a broken connection.
+        `before_send()` runs once a connection is in hand and again right before the body is written (no wait
+        between it and the write): it may raise to abort the request unsent (the leader fence, k8s/fence.py)."""
         data = orjson.dumps(body) if body is not None else None
         headers = {"Content-Type": content_type} if data is not None else None
         try:
@@ -168,6 +192,7 @@ class KubeClient:
                 data=data,
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
+                trace_request_ctx={"before_send": before_send} if before_send is not None else None,
             ) as response:
                 raw = await response.read()
                 status = response.status

@@ -3,8 +3,9 @@
 Contract:
 - `FencedClient(inner, may_write)` is a KubeClient: reads (GET, list, watch) go straight through; every other
   request (bindings, evictions, status/condition/annotation patches, events, PodGroup creates) first calls
-  `may_write()` synchronously, right before the request would be sent, and raises `NotLeader` (an ApiError with
-  status 0 and reason "NotLeader") instead of sending it when that is false.
+  `may_write()` synchronously, before asking for a connection and again once the connection is in hand, right
+  before aiohttp writes the request (KubeClient.request's `before_send` hook: no wait in between), and raises
+  `NotLeader` (an ApiError with status 0 and reason "NotLeader") instead of sending it when that is false.
 - `may_write` is typically the leader elector's `is_leader`, which also ends leadership (and runs its
   callbacks, which cancel the replica's work) the first time it finds the last renewal older than renewDeadline:
   a process that resumes after a freeze refuses its first write before anything else happens.
@@ -49,11 +50,24 @@ class FencedClient(KubeClient):
         body: Any = None,
         content_type: str = JSON,
         timeout: float | None = 30.0,
+        before_send: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
-        if method != "GET" and not self._may_write():
-            self.refused += 1
-            raise NotLeader(method, path)
-        return await self._inner.request(method, path, params=params, body=body, content_type=content_type, timeout=timeout)
+        if method == "GET":
+            return await self._inner.request(method, path, params=params, body=body, content_type=content_type,
+                                             timeout=timeout, before_send=before_send)
+
+        def check() -> None:
+            if not self._may_write():
+                self.refused += 1
+                raise NotLeader(method, path)
+            if before_send is not None:
+                before_send()
+
+        check()  # refused at once, without even waiting for a connection
+        # ...and again once the connection is in hand, right before the request is written: a replica frozen
+        # while it waited for a connection finds its Lease too old when it resumes and sends nothing
+        return await self._inner.request(method, path, params=params, body=body, content_type=content_type,
+                                         timeout=timeout, before_send=check)
 
     async def watch(
         self,

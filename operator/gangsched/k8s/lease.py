@@ -104,6 +104,7 @@ class LeaderElector:
         self._observed: _Observed | None = None
         self._observed_at = 0.0  # monotonic time at which _observed was last seen to change
         self.term = 0
+        self._stops = 0  # leaderships ended (a write prepared before one ended is not sent)
         self.leading = asyncio.Event()
         self.changed = asyncio.Event()  # set on every transition (kept for callers that wait on it)
         self.on_started_leading: list[Callable[[], None]] = []
@@ -147,6 +148,7 @@ class LeaderElector:
         if self._renewed_at is None:
             return
         self._renewed_at = None
+        self._stops += 1
         log.warning("%s lost lease %s/%s (term %d): %s", self.identity, self.namespace, self.name, self.term, why)
         self.leading.clear()
         self.changed.set()
@@ -164,7 +166,8 @@ class LeaderElector:
         leader = self.is_leader
         budget = self.renew_deadline - (started - self._renewed_at) if leader and self._renewed_at is not None else self.renew_deadline
         try:
-            ok = await asyncio.wait_for(self.try_acquire_or_renew(), timeout=max(budget, 0.001))
+            async with asyncio.timeout(max(budget, 0.001)):  # not wait_for: it may swallow a cancel (Python 3.11)
+                ok = await self.try_acquire_or_renew()
         except TimeoutError:
             log.warning("lease %s/%s: no answer within %.2fs", self.namespace, self.name, budget)
             ok = False
@@ -205,6 +208,7 @@ class LeaderElector:
 
     async def try_acquire_or_renew(self) -> bool:
         now = format_micro(self.clock.now())
+        stops = self._stops
         try:
             lease = await self._client.get(self._path)
         except ApiError as exc:
@@ -224,6 +228,8 @@ class LeaderElector:
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
         elif not spec.get("acquireTime"):
             spec["acquireTime"] = now
+        if self._stops != stops or (self._renewed_at is not None and not self.is_leader):
+            return False  # leadership ended while we waited for the read (a freeze): that read is stale
         spec["holderIdentity"] = self.identity
         spec["leaseDurationSeconds"] = self._lease_seconds()
         spec["renewTime"] = now

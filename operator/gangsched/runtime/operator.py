@@ -54,7 +54,7 @@ from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter, now_iso
 from gangsched.runtime.podgroups import split_key as _split
 from gangsched.runtime.preemption import Preemptions
-from gangsched.runtime.supervisor import Supervisor
+from gangsched.runtime.supervisor import Supervisor, finish_cancelled
 from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
 
@@ -173,9 +173,7 @@ class Operator:
         for task in list(self._binds):
             task.cancel()
         await self.supervisor.stop()
-        for task in list(self._binds):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await finish_cancelled(list(self._binds))
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()
@@ -202,12 +200,11 @@ class Operator:
         self._work_since = self._round_started = None
         if self._rebuilding is not None:
             self._rebuilding.cancel()
+        log.warning("%s stopped leading: %d tasks cancelled; rebuilding as a follower", self.identity, len(cancelled))
         self._rebuilding = asyncio.get_running_loop().create_task(self._rebuild(cancelled), name="gangsched-rebuild")
 
     async def _rebuild(self, cancelled: list[asyncio.Task[Any]]) -> None:
-        for task in cancelled:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await finish_cancelled(cancelled)
         self._dropped_before += self.events.dropped
         backoff = 0.1
         while True:
@@ -223,7 +220,7 @@ class Operator:
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
         self.rebuilds += 1
-        log.info("%s rebuilt its state as a follower (rebuild %d)", self.identity, self.rebuilds)
+        log.warning("%s rebuilt its state as a follower (rebuild %d)", self.identity, self.rebuilds)
 
     async def _seed(self) -> None:
         """Lists first, so the first decision is taken on a complete view (restart safety). PriorityClasses and
@@ -315,8 +312,9 @@ class Operator:
                 self.wake()
                 continue
             timeout = None if next_wakeup is None else max(0.0, next_wakeup - time.time())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout: wait_for may swallow a cancel (Python 3.11)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
             self._wake.clear()
             if self.debounce:
                 await asyncio.sleep(self.debounce)  # let a burst of watch events land before deciding

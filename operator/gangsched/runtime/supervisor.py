@@ -9,8 +9,9 @@ Contract:
   lasted `healthy_after` seconds) and restarted. Cancellation is never swallowed.
 - `sup.down()` lists the vital tasks that are down now (crashed and waiting for their restart); `status()`
   gives, per task, {up, restarts, lastError}; `restarts` counts restarts over all tasks (a metric).
-- `await sup.stop(names=None)` cancels the given tasks (default: all) and waits for them; `stop_now(names)`
-  only cancels (synchronous: used where nothing may run in between, e.g. on losing leadership).
+- `await sup.stop(names=None)` cancels the given tasks (default: all) and waits for them, cancelling again a
+  task that swallowed the cancellation (`finish_cancelled`); `stop_now(names)` only cancels (synchronous: used
+  where nothing may run in between, e.g. on losing leadership).
 """
 
 from __future__ import annotations
@@ -110,6 +111,17 @@ class Supervisor:
         return tasks
 
     async def stop(self, names: Iterable[str] | None = None) -> None:
-        for task in self.stop_now(names):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await finish_cancelled(self.stop_now(names))
+
+
+async def finish_cancelled(tasks: Iterable[asyncio.Task[Any]], *, every: float = 0.05) -> None:
+    """Wait until the tasks are done, cancelling them again while they are not: a cancellation can be swallowed
+    (Python 3.11's asyncio.wait_for returns the inner result when it completes as the cancel arrives), and a
+    task that survives it would go on working after its replica stopped leading."""
+    for task in tasks:
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=every)
+        if not task.cancelled():
+            with contextlib.suppress(BaseException):
+                task.result()
