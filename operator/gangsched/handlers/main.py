@@ -2,7 +2,8 @@
 
 Contract:
 - `run_kopf(operator, *, stop_flag, ready_flag, liveness_endpoint)` runs one operator replica (Kopf with a
-  registry of its own, plus the runtime's tasks) until `stop_flag` is set. Several replicas may run in one
+  registry of its own, plus the runtime's tasks) until `stop_flag` is set; Kopf failing is logged and Kopf is
+  started again with backoff (supervised, like the runtime's own tasks). Several replicas may run in one
   process (each has its own registry, memo and metrics).
 - `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
 - `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM;
