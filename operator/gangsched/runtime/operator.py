@@ -167,13 +167,12 @@ class Operator:
         if self._stopped:
             return
         self._stopped = True
-        if self._rebuilding is not None:
-            self._rebuilding.cancel()
-        self.preemptions.cancel()
-        for task in list(self._binds):
+        rebuilding = [self._rebuilding] if self._rebuilding is not None else []
+        evictions = self.preemptions.cancel()
+        for task in [*rebuilding, *self._binds]:
             task.cancel()
         await self.supervisor.stop()
-        await finish_cancelled(list(self._binds))
+        await finish_cancelled([*rebuilding, *evictions, *self._binds])
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()
