@@ -43,7 +43,7 @@ async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cl
     metrics, probes = free_port(), free_port()
     config = tmp_path / "config.yaml"
     config.write_text(f"namespace: default\nmetricsPort: {metrics}\nprobesPort: {probes}\nleaderElection: {{enabled: true}}\n")
-    env = dict(os.environ, GANGSCHED_LOG_LEVEL="WARNING")
+    env = dict(os.environ, GANGSCHED_LOG_LEVEL="INFO")  # probes must not show up in the log even at INFO
     proc = subprocess.Popen(
         [sys.executable, "-m", "gangsched", "run", "--kubeconfig", cluster.kubeconfig, "--config", str(config)],
         env=env,
@@ -64,6 +64,10 @@ async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cl
         text = await eventually(lambda: get_text(f"http://127.0.0.1:{metrics}/metrics"), what="/metrics answering")
         assert "gangsched_bound_pods_total 2.0" in text
         assert "gangsched_leader 1.0" in text
+        livez = await get_text(f"http://127.0.0.1:{probes}/livez")
+        readyz = await get_text(f"http://127.0.0.1:{probes}/readyz")
+        assert livez is not None and '"ok":true' in livez
+        assert readyz is not None and '"ready":true' in readyz and '"leader":true' in readyz
     finally:
         proc.terminate()
         try:
@@ -72,3 +76,5 @@ async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cl
             proc.kill()
             out, _ = proc.communicate()
     assert proc.returncode == 0, out  # SIGTERM is a graceful stop (lease released, tasks ended)
+    for endpoint in (b"/healthz", b"/livez", b"/readyz"):
+        assert endpoint not in out, out  # probes are not logged

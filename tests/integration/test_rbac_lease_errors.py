@@ -65,3 +65,20 @@ async def test_forbidden_lease_is_one_error_with_the_fix(caplog: pytest.LogCaptu
     message = errors[0].getMessage()
     assert 'cannot get resource "leases" in API group "coordination.k8s.io"' in message
     assert "kubectl apply -f manifests/rbac.yaml" in message
+
+
+async def test_readyz_names_the_problem_of_an_operator_that_cannot_elect() -> None:
+    """/readyz (Operator.readiness) is not ready while the Lease cannot be used, and says why and how to fix it."""
+    from gangsched.sim.serve import running_cluster
+    from tests.integration.harness import on_replica, replica
+
+    async with running_cluster(nodes=1, node_resources={"cpu": "4", "memory": "8Gi", "pods": "110"}) as cluster:
+        async with replica(cluster.kubeconfig, leader_election=True, namespace="nowhere") as op:
+
+            async def reported() -> dict[str, object] | None:
+                body = on_replica(op, op.readiness)
+                return body if body.get("problem") else None
+
+            body = await eventually(reported, what="a leader-election problem on /readyz")
+            assert body["ready"] is False and body["leader"] is False
+            assert "kubectl apply -f manifests/" in str(body["problem"])

@@ -129,6 +129,10 @@ def test_deployment_runs_the_cli_contract() -> None:
     assert ports == {"metrics": 8080, "probes": 8081}
     for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"]["port"] in ports
+    # liveness sees a stalled loop, readiness synced caches (a follower too): two endpoints (handlers/probes.py)
+    assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["startupProbe"]["httpGet"]["path"] == "/readyz"
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 

@@ -4,9 +4,10 @@ Contract:
 - `build_registry()` returns a fresh Kopf registry (so two operators can live in one process, as the leader
   election tests do) whose handlers take the `Operator` from `memo.operator`:
   - login: the operator client's credential source (k8s/credentials.py), so Kopf gets the same fresh tokens;
-  - startup / cleanup: start and stop the operator's own tasks (the pod reflector, the scheduling loop, the
-    writers, leader election);
-  - probes (`/healthz` on the liveness endpoint): whether this replica leads and how many gangs wait;
+  - startup: starts the operator's own tasks (the pod reflector, the scheduling loop, the writers, leader
+    election; idempotent, as Kopf is restarted if it fails); they are stopped by `run_kopf` when Kopf ends;
+  - a Kopf probe (only if Kopf's own liveness endpoint is configured); the probes that matter are /livez and
+    /readyz of handlers/probes.py;
   - `on.event` for PodGroups, nodes and PriorityClasses: the raw object is handed to
     the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
     victims the Eviction API would refuse as protected, from the PDB's status; no LIST).
@@ -76,10 +77,6 @@ def build_registry() -> kopf.OperatorRegistry:
     async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         configure(settings)
         await _operator(memo).start()
-
-    @kopf.on.cleanup(registry=registry)
-    async def cleanup(memo: Any, **_: Any) -> None:
-        await _operator(memo).stop()
 
     @kopf.on.probe(id="scheduler", registry=registry)
     async def probe(memo: Any, **_: Any) -> dict[str, Any]:

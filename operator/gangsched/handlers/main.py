@@ -2,10 +2,14 @@
 
 Contract:
 - `run_kopf(operator, *, stop_flag, ready_flag, liveness_endpoint)` runs one operator replica (Kopf with a
-  registry of its own, plus the runtime's tasks) until `stop_flag` is set. Several replicas may run in one
+  registry of its own, plus the runtime's tasks) until `stop_flag` is set; Kopf failing is logged and Kopf is
+  started again with backoff (supervised, like the runtime's own tasks). Several replicas may run in one
   process (each has its own registry, memo and metrics).
 - `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
-- `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM.
+- `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM;
+  it serves /livez, /readyz and /healthz on probesPort (handlers/probes.py) and /metrics on metricsPort.
+  The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
+  what).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import uuid
 import kopf
 
 from gangsched.handlers.kopf_app import build_registry, configure
+from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
 from gangsched.models.config import OperatorConfig, load_config
 from gangsched.runtime.operator import Operator
@@ -36,21 +41,36 @@ async def run_kopf(
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
     liveness_endpoint: str | None = None,
+    max_backoff: float = 30.0,
 ) -> None:
-    """Run Kopf for this operator replica until stop_flag is set; the operator's tasks stop with it."""
-    settings = kopf.OperatorSettings()
-    configure(settings)
+    """Run Kopf for this operator replica until stop_flag is set (or Kopf is stopped by a signal); the operator's
+    tasks stop with it. Kopf is supervised: if it fails, the failure is logged and Kopf is started again with
+    exponential backoff (the operator's own tasks keep running; its startup handler is idempotent)."""
+    backoff = 0.5
     try:
-        await kopf.operator(
-            registry=build_registry(),
-            settings=settings,
-            memo=kopf.Memo(operator=operator),
-            clusterwide=True,
-            standalone=True,  # no Kopf peering: our own Lease decides who schedules
-            stop_flag=stop_flag,
-            ready_flag=ready_flag,
-            liveness_endpoint=liveness_endpoint,
-        )
+        while True:
+            settings = kopf.OperatorSettings()
+            configure(settings)
+            try:
+                await kopf.operator(
+                    registry=build_registry(),
+                    settings=settings,
+                    memo=kopf.Memo(operator=operator),
+                    clusterwide=True,
+                    standalone=True,  # no Kopf peering: our own Lease decides who schedules
+                    stop_flag=stop_flag,
+                    ready_flag=ready_flag,
+                    liveness_endpoint=liveness_endpoint,
+                )
+                return  # Kopf returns only when asked to stop (stop_flag or SIGINT/SIGTERM)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                if stop_flag is not None and stop_flag.is_set():
+                    return
+                log.exception("Kopf failed; restarting it in %.1fs", backoff)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, max_backoff)
     finally:
         await operator.stop()
 
@@ -64,14 +84,20 @@ async def operate(
     ready_flag: asyncio.Event | None = None,
     liveness_endpoint: str | None = None,
     serve_metrics: bool = False,
+    serve_probes_port: int | None = None,
 ) -> None:
-    client = await KubeClient.connect(kubeconfig, qps=config.api_client.qps, burst=config.api_client.burst)
-    operator = Operator(client=client, config=config, identity=identity or default_identity())
+    identity = identity or default_identity()
+    client = await KubeClient.connect(kubeconfig, user_agent=f"gangsched/{identity}", qps=config.api_client.qps,
+                                      burst=config.api_client.burst)
+    operator = Operator(client=client, config=config, identity=identity)
     if serve_metrics:
         operator.metrics.serve(config.metrics_port)
+    probes = await serve_probes(operator, serve_probes_port) if serve_probes_port else None
     try:
         await run_kopf(operator, stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
     finally:
+        if probes is not None:
+            await probes.cleanup()
         await client.close()
 
 
@@ -81,9 +107,9 @@ def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: 
         config = config.model_copy(update={"namespace": namespace})
     logging.basicConfig(level=os.environ.get("GANGSCHED_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("kopf").setLevel(logging.WARNING)
-    endpoint = f"http://0.0.0.0:{config.probe_port}/healthz" if config.probe_port else None
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # probes are not logged
     try:
-        asyncio.run(operate(kubeconfig=kubeconfig, config=config, liveness_endpoint=endpoint, serve_metrics=True))
+        asyncio.run(operate(kubeconfig=kubeconfig, config=config, serve_metrics=True, serve_probes_port=config.probe_port))
     except KeyboardInterrupt:
         pass
     return 0

@@ -133,6 +133,26 @@ async def load_connection(kubeconfig: str | None = None) -> Credentials:
     return await load_credentials(kubeconfig)
 
 
+def _before_send_trace() -> aiohttp.TraceConfig:
+    """Calls a request's `before_send` hook when its connection is acquired (reused or new; aiohttp releases it if
+    the hook raises) and again right before its body is written (aiohttp sends the buffered headers with the first
+    body chunk, in a task of its own: one more turn of the event loop). A hook that raises then leaves the request
+    unsent; aiohttp reports it as a connection error (ApiError status 0)."""
+
+    async def hook(_session: aiohttp.ClientSession, ctx: Any, _params: Any) -> None:
+        request_ctx = getattr(ctx, "trace_request_ctx", None)
+        if request_ctx:
+            before = request_ctx.get("before_send")
+            if before is not None:
+                before()
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(hook)
+    trace.on_connection_create_end.append(hook)
+    trace.on_request_chunk_sent.append(hook)
+    return trace
+
+
 class KubeClient:
     """A small async client of the Kubernetes REST API over one aiohttp session (see module docstring)."""
 
@@ -141,6 +161,7 @@ class KubeClient:
         settings: ConnectionSettings | Credentials,
         *,
         max_connections: int = 100,
+        user_agent: str = "gangsched",
         retry: RetryPolicy = DEFAULT,
         qps: float | None = None,
         burst: int = 1,
@@ -162,9 +183,10 @@ class KubeClient:
             self._extra["proxy"] = self.settings.proxy_url
         self._session = aiohttp.ClientSession(
             base_url=self.settings.server,
-            headers={"Accept": JSON, "User-Agent": "gangsched"},
+            headers={"Accept": JSON, "User-Agent": user_agent},
             connector=aiohttp.TCPConnector(limit=max_connections, ssl=_ssl_context(self.settings)),
             json_serialize=lambda obj: orjson.dumps(obj).decode(),
+            trace_configs=[_before_send_trace()],
         )
 
     @classmethod
@@ -202,26 +224,37 @@ class KubeClient:
         content_type: str = JSON,
         timeout: float | None = 30.0,
         retry: RetryPolicy | None = None,
+        before_send: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
-        """One call, retried under the policy; returns the parsed JSON body, raises ApiError."""
+        """One call, retried under the policy; returns the parsed JSON body, raises ApiError.
+        `before_send()` runs once a connection is in hand and again right before the body is written (no wait
+        between it and the write): it may raise to abort the request unsent (the leader fence, k8s/fence.py); what
+        it raises is not retried unless it is a transient ApiError."""
         data = orjson.dumps(body) if body is not None else None
         retrier = self.retrier(retry)
         try:
-            return await retrier.call(lambda: self._authorized(method, path, params, data, content_type, timeout))
+            return await retrier.call(lambda: self._authorized(method, path, params, data, content_type, timeout, before_send))
         finally:
             self.retries += retrier.retries
 
     async def _authorized(
-        self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None, content_type: str, timeout: float | None
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        data: bytes | None,
+        content_type: str,
+        timeout: float | None,
+        before_send: Callable[[], None] | None,
     ) -> dict[str, Any]:
         """One attempt; on 401, new credentials and one more attempt (client-go transport/token_source.go)."""
         auth = await self._authorization()
         try:
-            return await self._once(method, path, params, data, content_type, timeout, auth)
+            return await self._once(method, path, params, data, content_type, timeout, auth, before_send)
         except ApiError as exc:
             if exc.status != 401 or not await self.credentials.refresh(auth):
                 raise
-        return await self._once(method, path, params, data, content_type, timeout, await self._authorization())
+        return await self._once(method, path, params, data, content_type, timeout, await self._authorization(), before_send)
 
     async def _authorization(self) -> str | None:
         try:
@@ -238,6 +271,7 @@ class KubeClient:
         content_type: str,
         timeout: float | None,
         auth: str | None,
+        before_send: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         headers = {"Content-Type": content_type} if data is not None else {}
         if auth:
@@ -253,6 +287,7 @@ class KubeClient:
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
                 **self._extra,
+                trace_request_ctx={"before_send": before_send} if before_send is not None else None,
             ) as response:
                 raw = await response.read()
                 status = response.status

@@ -1,16 +1,29 @@
-"""Leader election through a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it.
+"""Leader election through a coordination.k8s.io/v1 Lease, with client-go's semantics.
+
+Reference: client-go `tools/leaderelection/leaderelection.go` (`tryAcquireOrRenew`, `renew`, `isLeaseValid`).
 
 Contract:
-- `LeaderElector.run()` loops forever: it creates the Lease if absent, renews it while it holds it, and takes it
-  over when the holder's renewTime + leaseDurationSeconds has passed. Every write carries the resourceVersion it
-  read, so two replicas racing for an expired lease cannot both win (the loser gets 409 Conflict).
-- `is_leader` is true only while the last successful renewal is younger than `renew_deadline` (monotonic clock),
-  so a replica cut off from the API server stops acting as leader before another can take over
-  (renew_deadline < lease_duration).
-- `leading` (asyncio.Event) is set while leader; `changed` is awaited by whoever wants to react to changes.
+- Time is read from an injectable `Clock`: `now()` (wall time, only for the timestamps written into the Lease)
+  and `monotonic()` (every duration this elector measures). Nothing ever compares another replica's wall clock
+  with ours: clocks skewed by more than the lease duration do not matter.
+- Follower: the Lease is taken over only when `leaseDurationSeconds` (as written in the record) of OUR monotonic
+  clock have passed since we last OBSERVED the record change (client-go's observedTime), or when it has no
+  holder. Every write carries the resourceVersion it read, so two replicas racing cannot both win (409).
+- Leader: each attempt to renew is bounded by what is left of `renew_deadline` since the start of the last
+  successful renewal (measured before its request was sent). `is_leader` is true only while that renewal is
+  younger than `renew_deadline`; the moment it is not (checked by `is_leader` itself, so a process resuming
+  from a freeze sees it before doing anything), leadership ends: `term` is bumped and the `on_stopped_leading`
+  callbacks run synchronously, before any other task of the replica can send anything (kube-scheduler exits
+  there; the operator cancels its work and rebuilds as a follower instead).
+- renewTime/acquireTime are MicroTime (`2026-01-01T00:00:00.123456Z`); acquireTime and leaseTransitions+1 are
+  written on takeover, kept on renewal.
+- `leading` (asyncio.Event) is set while leader; `term` counts leaderships won (a fence token for callers).
+- `release()` on shutdown empties holderIdentity so a follower need not wait for expiry.
 - A problem only the user can fix -- the namespace does not exist (404 on create), or the ServiceAccount may not
-  read or write the Lease (403) -- is logged once as an ERROR naming the fix and kept in `problem` (None once a
-  renewal succeeds again); other failures are WARNINGs as before.
+  read or write the Lease (401/403) -- is logged once as an ERROR naming the fix and kept in `problem` (None once a
+  renewal succeeds again; /readyz shows it); other failures are WARNINGs.
+- Its requests are never retried by the client (`retry=NO_RETRY`): the retry period is its loop, and a renewal
+  must not keep retrying past renewDeadline.
 """
 
 from __future__ import annotations
@@ -18,29 +31,54 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 import time
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from gangsched.k8s.client import ApiError, KubeClient, resource_path
+from gangsched.k8s.retry import NO_RETRY
 
 log = logging.getLogger(__name__)
 
 MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
-def _format(ts: dt.datetime) -> str:
-    return ts.strftime(MICRO)
+class Clock(Protocol):
+    def now(self) -> dt.datetime: ...
+    def monotonic(self) -> float: ...
 
 
-def _parse(text: str | None) -> dt.datetime | None:
-    if not text:
-        return None
-    for fmt in (MICRO, "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
-        except ValueError:
-            continue
-    return None
+class SystemClock:
+    """The real clocks; `offset` skews the wall clock (tests of skewed replicas), never the monotonic one."""
+
+    def __init__(self, offset: float = 0.0) -> None:
+        self.offset = offset
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=self.offset)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+def format_micro(ts: dt.datetime) -> str:
+    return ts.astimezone(dt.timezone.utc).strftime(MICRO)
+
+
+@dataclass(frozen=True, slots=True)
+class _Observed:
+    holder: str
+    duration: float
+    record: tuple[Any, ...]  # the whole spec, to see any change (client-go compares the raw record)
+
+
+def _observe(spec: dict[str, Any], default_duration: float) -> _Observed:
+    holder = str(spec.get("holderIdentity") or "")
+    duration = float(spec.get("leaseDurationSeconds") or default_duration)
+    record = tuple(sorted((k, str(v)) for k, v in spec.items()))
+    return _Observed(holder, duration, record)
 
 
 class LeaderElector:
@@ -54,9 +92,12 @@ class LeaderElector:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
+        clock: Clock | None = None,
     ) -> None:
-        if not renew_deadline < lease_duration:
-            raise ValueError(f"renew_deadline ({renew_deadline}) must be shorter than lease_duration ({lease_duration})")
+        if not retry_period < renew_deadline < lease_duration:
+            raise ValueError(
+                f"need retry_period ({retry_period}) < renew_deadline ({renew_deadline}) < lease_duration ({lease_duration})"
+            )
         self._client = client
         self.namespace = namespace
         self.name = name
@@ -64,37 +105,92 @@ class LeaderElector:
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
-        self._renewed_at: float | None = None
+        self.clock: Clock = clock or SystemClock()
+        self._renewed_at: float | None = None  # monotonic start of the last successful renewal while leading
+        self._observed: _Observed | None = None
+        self._observed_at = 0.0  # monotonic time at which _observed was last seen to change
+        self.term = 0
+        self._stops = 0  # leaderships ended (a write prepared before one ended is not sent)
         self.problem: str | None = None  # a problem the user must fix (see module docstring)
         self.leading = asyncio.Event()
-        self.changed = asyncio.Event()
+        self.changed = asyncio.Event()  # set on every transition (kept for callers that wait on it)
+        self.on_started_leading: list[Callable[[], None]] = []
+        self.on_stopped_leading: list[Callable[[], None]] = []
+        self.transitions = 0
         self._path = resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=namespace, name=name)
 
     @property
-    def is_leader(self) -> bool:
-        return self._renewed_at is not None and time.monotonic() - self._renewed_at < self.renew_deadline
+    def path(self) -> str:
+        return self._path
 
-    def _set_leading(self, leading: bool) -> None:
-        if leading != self.leading.is_set():
-            log.info("%s %s leadership of lease %s/%s", self.identity, "acquired" if leading else "lost", self.namespace, self.name)
-            if leading:
-                self.leading.set()
-            else:
-                self.leading.clear()
-            self.changed.set()
+    @property
+    def is_leader(self) -> bool:
+        """Whether this replica may act as leader now; ends leadership the moment the renewal is too old."""
+        if self._renewed_at is None:
+            return False
+        if self.clock.monotonic() - self._renewed_at < self.renew_deadline:
+            return True
+        self._stop_leading("renewal older than renewDeadline")
+        return False
+
+    def holds_lease(self) -> bool:
+        """`is_leader` without its side effect (safe to call from another thread, e.g. the metrics server)."""
+        renewed = self._renewed_at
+        return renewed is not None and self.clock.monotonic() - renewed < self.renew_deadline
+
+    @property
+    def observed_holder(self) -> str:
+        return self._observed.holder if self._observed else ""
+
+    def _start_leading(self) -> None:
+        self.term += 1
+        self.transitions += 1
+        log.info("%s acquired lease %s/%s (term %d)", self.identity, self.namespace, self.name, self.term)
+        self.leading.set()
+        self.changed.set()
+        for callback in list(self.on_started_leading):
+            callback()
+
+    def _stop_leading(self, why: str) -> None:
+        if self._renewed_at is None:
+            return
+        self._renewed_at = None
+        self._stops += 1
+        log.warning("%s lost lease %s/%s (term %d): %s", self.identity, self.namespace, self.name, self.term, why)
+        self.leading.clear()
+        self.changed.set()
+        for callback in list(self.on_stopped_leading):
+            callback()
 
     async def run(self) -> None:
         while True:
-            try:
-                ok = await self.try_acquire_or_renew()
-            except ApiError as exc:
-                self._report(exc)
-                ok = False
-            if ok:
-                self._renewed_at = time.monotonic()
-                self.problem = None
-            self._set_leading(self.is_leader)
+            await self.step()
             await asyncio.sleep(self.retry_period)
+
+    async def step(self) -> bool:
+        """One attempt to acquire or renew, bounded by the renew deadline while leading; returns success."""
+        started = self.clock.monotonic()
+        leader = self.is_leader
+        budget = self.renew_deadline - (started - self._renewed_at) if leader and self._renewed_at is not None else self.renew_deadline
+        try:
+            async with asyncio.timeout(max(budget, 0.001)):  # not wait_for: it may swallow a cancel (Python 3.11)
+                ok = await self.try_acquire_or_renew()
+        except TimeoutError:
+            log.warning("lease %s/%s: no answer within %.2fs", self.namespace, self.name, budget)
+            ok = False
+        except ApiError as exc:
+            self._report(exc)
+            ok = False
+        if ok:
+            self.problem = None
+            if self._renewed_at is None:
+                self._renewed_at = started
+                self._start_leading()
+            elif self.is_leader:  # still within the deadline: extend it from this attempt's start
+                self._renewed_at = started
+        else:
+            _ = self.is_leader  # ends leadership if the deadline passed
+        return ok
 
     def _report(self, exc: ApiError) -> None:
         problem = None
@@ -118,64 +214,77 @@ class LeaderElector:
         if not self.is_leader:
             return
         self._renewed_at = None
-        self._set_leading(False)
+        self.leading.clear()
+        self.changed.set()
         try:
-            lease = await self._client.get(self._path)
-            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
-                lease["spec"]["holderIdentity"] = None
-                lease["spec"]["renewTime"] = None
-                await self._client.replace(self._path, lease)
+            lease = await self._client.get(self._path, retry=NO_RETRY)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") == self.identity:
+                spec["holderIdentity"] = None
+                spec["leaseDurationSeconds"] = 1
+                spec["renewTime"] = format_micro(self.clock.now())
+                lease["spec"] = spec
+                await self._client.replace(self._path, lease, retry=NO_RETRY)
         except ApiError as exc:
             log.info("releasing lease %s/%s: %s", self.namespace, self.name, exc)
 
+    def _lease_seconds(self) -> int:
+        return max(1, math.ceil(self.lease_duration))
+
     async def try_acquire_or_renew(self) -> bool:
-        now = dt.datetime.now(dt.timezone.utc)
+        now = format_micro(self.clock.now())
+        stops = self._stops
         try:
-            lease = await self._client.get(self._path)
+            lease = await self._client.get(self._path, retry=NO_RETRY)
         except ApiError as exc:
             if exc.status != 404:
                 raise
             return await self._create(now)
-        spec: dict[str, Any] = lease.setdefault("spec", {})
-        holder = spec.get("holderIdentity")
-        if holder and holder != self.identity:
-            renewed = _parse(spec.get("renewTime")) or _parse(spec.get("acquireTime"))
-            duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-            if renewed is not None and (now - renewed).total_seconds() < duration:
-                return False
-        if holder != self.identity:
-            spec["acquireTime"] = _format(now)
+        spec: dict[str, Any] = lease.get("spec") or {}
+        observed = _observe(spec, self.lease_duration)
+        mono = self.clock.monotonic()
+        if self._observed is None or observed.record != self._observed.record:
+            self._observed, self._observed_at = observed, mono
+        mine = observed.holder == self.identity
+        if observed.holder and not mine and mono - self._observed_at < observed.duration:
+            return False  # held by another, and it has not gone unchanged for a lease duration of OUR clock
+        if not mine:
+            spec["acquireTime"] = now
             spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        elif not spec.get("acquireTime"):
+            spec["acquireTime"] = now
+        if self._stops != stops or (self._renewed_at is not None and not self.is_leader):
+            return False  # leadership ended while we waited for the read (a freeze): that read is stale
         spec["holderIdentity"] = self.identity
-        spec["leaseDurationSeconds"] = int(self.lease_duration)
-        spec["renewTime"] = _format(now)
+        spec["leaseDurationSeconds"] = self._lease_seconds()
+        spec["renewTime"] = now
+        lease["spec"] = spec
         try:
-            await self._client.replace(self._path, lease)
+            written = await self._client.replace(self._path, lease, retry=NO_RETRY)
         except ApiError as exc:
             if exc.status == 409:
                 return False
             raise
+        self._observed, self._observed_at = _observe(written.get("spec") or spec, self.lease_duration), self.clock.monotonic()
         return True
 
-    async def _create(self, now: dt.datetime) -> bool:
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
-            "spec": {
-                "holderIdentity": self.identity,
-                "leaseDurationSeconds": int(self.lease_duration),
-                "acquireTime": _format(now),
-                "renewTime": _format(now),
-                "leaseTransitions": 0,
-            },
+    async def _create(self, now: str) -> bool:
+        spec = {
+            "holderIdentity": self.identity,
+            "leaseDurationSeconds": self._lease_seconds(),
+            "acquireTime": now,
+            "renewTime": now,
+            "leaseTransitions": 0,
         }
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
         try:
             await self._client.create(
-                resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=self.namespace), body
+                resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=self.namespace), body,
+                retry=NO_RETRY,
             )
         except ApiError as exc:
             if exc.status == 409:
                 return False
             raise
+        self._observed, self._observed_at = _observe(spec, self.lease_duration), self.clock.monotonic()
         return True

@@ -48,16 +48,25 @@ class Reflector:
         self.synced = asyncio.Event()
         self.events_seen = 0
         self.sink_errors = 0
+        self.relists = 0  # lists after the first (watch expired or failed)
+        self.watch_restarts = 0  # watch requests after the first one of a list
 
     async def run(self) -> None:
         backoff = 0.05
         resource_version = ""
+        watched = False
         while True:
             try:
                 if not resource_version:
+                    if self.synced.is_set():
+                        self.relists += 1
                     items, resource_version = await self._client.list_all(self._path, params=self._params)
                     self._on_list(items)
                     self.synced.set()
+                    watched = False
+                if watched:
+                    self.watch_restarts += 1
+                watched = True
                 async for kind, obj in self._client.watch(
                     self._path,
                     resource_version=resource_version,

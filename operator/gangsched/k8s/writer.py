@@ -81,8 +81,9 @@ def _must_defer(event: asyncio.Event | None, max_defer: float) -> bool:
 
 async def _wait_set(event: asyncio.Event, timeout: float) -> None:
     """Wait until event is set, for at most timeout seconds."""
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout)
+    with contextlib.suppress(TimeoutError):  # asyncio.timeout: wait_for may swallow a cancel (Python 3.11)
+        async with asyncio.timeout(timeout):
+            await event.wait()
 
 
 async def _wait_any(event: asyncio.Event, timeout: float | None) -> None:

@@ -23,6 +23,7 @@ Example (all defaults):
     apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
     metricsPort: 8080
     probesPort: 8081
+    progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
 """
 
@@ -102,6 +103,8 @@ class OperatorConfig(_Section):
     api_client: ApiClientConfig = Field(default_factory=lambda: ApiClientConfig.model_validate({}), alias="apiClient")
     metrics_port: Port = Field(8080, alias="metricsPort")
     probes_port: Port = Field(8081, alias="probesPort")
+    # /livez fails when the leader owes a scheduling round (woken, or a round running) for longer than this
+    progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
 
     @property

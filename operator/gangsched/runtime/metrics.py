@@ -1,15 +1,28 @@
 """Prometheus metrics of one operator instance, in a registry of its own (two replicas may share a process in tests).
 
-Exposed at /metrics by `serve_metrics()` (prometheus-client's WSGI app on a thread-free aiohttp handler is not
-needed: the client's own tiny HTTP server runs in a daemon thread).
+Contract:
+- Counters and histograms the runtime updates directly (cycles, bindings, evictions, gang wait).
+- `attach(operator)` adds what is read from the operator when scraped (from the metrics server's thread, so
+  only plain reads, no side effects): `gangsched_leader` (the same answer as /readyz's `leader`),
+  `gangsched_seconds_since_last_cycle`, `gangsched_watch_restarts_total`, `gangsched_relists_total`,
+  `gangsched_dropped_events_total`, `gangsched_cache_errors_total`, `gangsched_task_restarts_total`,
+  `gangsched_fenced_writes_total`, `gangsched_rebuilds_total`, and the process collector's
+  `process_resident_memory_bytes` (and the other `process_*` series).
+- `serve(port)` runs prometheus-client's own tiny HTTP server in a daemon thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, start_http_server
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from gangsched.runtime.operator import Operator
 
 
 class _RequestCounts:
@@ -23,6 +36,20 @@ class _RequestCounts:
         for (verb, code), count in sorted(dict(self._counts).items()):  # a copy: scraped from another thread
             family.add_metric([verb, code], count)
         yield family
+
+
+class _Live(Collector):
+    """Series computed at scrape time from the operator's counters."""
+
+    def __init__(self, read: Callable[[], list[tuple[str, str, str, float]]]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        for kind, name, help_, value in self._read():
+            if kind == "counter":
+                yield CounterMetricFamily(name, help_, value=value)
+            else:
+                yield GaugeMetricFamily(name, help_, value=value)
 
 
 class Metrics:
@@ -44,7 +71,26 @@ class Metrics:
         self.bind_errors = Counter("gangsched_bind_errors_total", "Bindings that failed", registry=self.registry)
         self.bound_pods = Counter("gangsched_bound_pods_total", "Pods bound by gangsched", registry=self.registry)
         self.preemptions = Counter("gangsched_evictions_total", "Victim pods evicted for preemptors", registry=self.registry)
-        self.is_leader = Gauge("gangsched_leader", "1 while this replica is the leader", registry=self.registry)
+        ProcessCollector(registry=self.registry)
+
+    def attach(self, op: Operator) -> None:
+        def read() -> list[tuple[str, str, str, float]]:
+            reflector = op.pod_reflector
+            return [
+                ("gauge", "gangsched_leader", "1 while this replica holds the Lease (what /readyz says)", float(op.holds_lease())),
+                ("gauge", "gangsched_seconds_since_last_cycle", "Seconds since the scheduling loop last completed a round",
+                 max(0.0, time.monotonic() - op.last_cycle_at)),
+                ("counter", "gangsched_watch_restarts", "Watch requests resumed after one ended", float(reflector.watch_restarts)),
+                ("counter", "gangsched_relists", "Full relists after a watch expired or failed", float(reflector.relists)),
+                ("counter", "gangsched_dropped_events", "Kubernetes events dropped (recorder backlog full)",
+                 float(op._dropped_before + op.events.dropped)),
+                ("counter", "gangsched_cache_errors", "Watch events the cache could not take", float(reflector.sink_errors)),
+                ("counter", "gangsched_task_restarts", "Supervised tasks restarted after an unexpected end", float(op.supervisor.restarts)),
+                ("counter", "gangsched_fenced_writes", "Writes not sent because the Lease was not fresh", float(op.api.refused)),
+                ("counter", "gangsched_rebuilds", "State rebuilds after losing leadership", float(op.rebuilds)),
+            ]
+
+        self.registry.register(_Live(read))
 
     def export_requests(self, counts: Mapping[tuple[str, str], int]) -> None:
         """Export a KubeClient's request counter (k8s/client.py `KubeClient.requests`)."""

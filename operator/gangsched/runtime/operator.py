@@ -16,6 +16,14 @@ Contract:
   preemption's evictions and nominations: runtime/preemption.py.
 - Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
   only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
+- Fencing (issue 11): every write goes through `self.api`, a FencedClient (k8s/fence.py) that sends only while
+  `may_write()` (the Lease renewed within renewDeadline). When leadership ends (the elector calls
+  `_lost_leadership` synchronously), the loop, the writers, the pod reflector, bindings and evictions in flight
+  are cancelled before anything else runs, and the replica rebuilds as a follower (`_rebuild`: a fresh cache,
+  binder, writers, all relisted); kube-scheduler exits there instead. Plans decided before are never sent.
+- Supervision: the pod reflector, the writers, the loop and the elector run under runtime/supervisor.py
+  (logged, restarted with backoff); a binding task that fails unexpectedly requeues its pods. Liveness
+  (`liveness_problems`) and readiness (`readiness`) are served by handlers/probes.py.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
@@ -32,7 +40,8 @@ from gangsched.core.plan import Plan
 from gangsched.core.scheduler import schedule
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
-from gangsched.k8s.lease import LeaderElector
+from gangsched.k8s.fence import FencedClient
+from gangsched.k8s.lease import Clock, LeaderElector
 from gangsched.k8s.reflector import Reflector
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.models import keys
@@ -45,6 +54,7 @@ from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter, now_iso
 from gangsched.runtime.podgroups import split_key as _split
 from gangsched.runtime.preemption import Preemptions
+from gangsched.runtime.supervisor import Supervisor, finish_cancelled
 from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
 
@@ -63,6 +73,7 @@ class Operator:
         identity: str,
         debounce: float = 0.01,
         max_cycles_per_round: int = 10_000,
+        clock: Clock | None = None,
     ) -> None:
         self.client = client
         self.config = config
@@ -70,16 +81,9 @@ class Operator:
         self.sched_config = config.scheduler_config()
         self.metrics = Metrics()
         self.metrics.export_requests(client.requests)
-        self.cache = ClusterCache(scheduler_name=config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status)
+        self.supervisor = Supervisor()
         self.status_delay = 0.1  # status-only changes (pods seen bound / Running) wake the loop this much later, merged
-        self._status_wake: asyncio.TimerHandle | None = None
-        self.binder = Binder(client, concurrency=config.bind_concurrency)
-        # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
-        self.writer = PatchWriter(client, defer_to=self.binder.idle)
-        self.events = EventRecorder(client, component=config.scheduler_name, instance=identity, defer_to=self.binder.idle)
-        self.podgroups = PodGroupReporter(client=client, cache=self.cache, writer=self.writer, create_for_annotation_gangs=config.create_pod_groups_for_annotation_gangs)
-        self.topology = TopologySource(client=client, cache=self.cache, events=self.events, namespace=config.namespace, config=config.topology)
-        self.preemptions = Preemptions(client=client, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake)
+        self.progress_deadline = config.progress_deadline_seconds
         le = config.leader_election
         self.elector = (
             LeaderElector(
@@ -90,57 +94,148 @@ class Operator:
                 lease_duration=le.lease_duration_seconds,
                 renew_deadline=le.renew_deadline_seconds,
                 retry_period=le.retry_period_seconds,
+                clock=clock,
             )
             if le.enabled
             else None
         )
+        if self.elector is not None:
+            self.elector.on_stopped_leading.append(self._lost_leadership)
+        # every write of the replica goes through the fence: sent only while the Lease is fresh (k8s/fence.py)
+        self.api = FencedClient(client, self.may_write)
         self.debounce = debounce
         self.max_cycles_per_round = max_cycles_per_round
         self.ready = asyncio.Event()
+        self.synced = False  # caches listed (readiness); false while rebuilding after a lost leadership
         self.bound = 0  # pods this replica bound (the tests' and benchmarks' witness)
         self.cycles = 0
-        self._wake = asyncio.Event()
-        self._tasks: list[asyncio.Task[Any]] = []
+        self.rebuilds = 0
+        self.last_cycle_at = time.monotonic()  # end of the last completed round (liveness, metrics)
+        self._work_since: float | None = None  # the loop was woken while leading and no round has run since
+        self._round_started: float | None = None
+        self._status_wake: asyncio.TimerHandle | None = None
         self._binds: set[asyncio.Task[Any]] = set()
+        self._started = False
         self._stopped = False
+        self._rebuilding: asyncio.Task[None] | None = None
+        self._dropped_before = 0
+        # one pod reflector for the replica's life: its sinks go to whatever cache is current
+        self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self._on_pod_list, on_event=self._on_pod_event)
+        # the topology ConfigMap, watched by name (not through Kopf, which would watch every ConfigMap)
+        path, params = TopologySource.watch_target(namespace=config.namespace, config=config.topology)
+        self.topology_reflector = Reflector(client, path, params=params, on_list=self._on_topology_list,
+                                            on_event=self._on_topology_event)
+        self._build()
+        self.metrics.attach(self)
+
+    def _build(self) -> None:
+        """The leader's working state, fresh: a follower's (or a new leader's) view of the cluster."""
+        self.cache = ClusterCache(scheduler_name=self.config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status)
+        self.binder = Binder(self.api, concurrency=self.config.bind_concurrency)
+        # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
+        self.writer = PatchWriter(self.api, defer_to=self.binder.idle)
+        self.events = EventRecorder(self.api, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle)
+        self.podgroups = PodGroupReporter(client=self.api, cache=self.cache, writer=self.writer, create_for_annotation_gangs=self.config.create_pod_groups_for_annotation_gangs)
+        self.topology = TopologySource(client=self.api, cache=self.cache, events=self.events, namespace=self.config.namespace, config=self.config.topology)
+        self.preemptions = Preemptions(client=self.api, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake)
+        self._wake = asyncio.Event()
         self._was_leader = False
-        self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self.cache.on_pod_list, on_event=self.cache.on_pod_event)
-        self.topology_reflector = self.topology.reflector()
+
+    def _on_pod_list(self, items: list[dict[str, Any]]) -> None:
+        self.cache.on_pod_list(items)
+
+    def _on_pod_event(self, kind: str, obj: dict[str, Any]) -> None:
+        self.cache.on_pod_event(kind, obj)
+
+    def _on_topology_list(self, items: list[dict[str, Any]]) -> None:
+        self.topology.on_list(items)
+
+    def _on_topology_event(self, kind: str, obj: dict[str, Any]) -> None:
+        self.topology.on_configmap(kind, obj)
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
-        if self._tasks:
+        if self._started:
             return
-        await self._seed()
-        self._tasks.append(asyncio.create_task(self.pod_reflector.run(), name="gangsched-pods"))
-        self._tasks.append(asyncio.create_task(self.topology_reflector.run(), name="gangsched-topology"))
-        await self.pod_reflector.synced.wait()
-        self._tasks += [
-            asyncio.create_task(self.writer.run(), name="gangsched-writer"),
-            asyncio.create_task(self.events.run(), name="gangsched-events"),
-            asyncio.create_task(self._loop(), name="gangsched-loop"),
-        ]
+        self._started = True
+        await self._start_components()
         if self.elector is not None:
-            self._tasks.append(asyncio.create_task(self.elector.run(), name="gangsched-lease"))
+            self.supervisor.start("lease", self.elector.run)
         self.ready.set()
+
+    async def _start_components(self) -> None:
+        await self._seed()
+        self.pod_reflector.synced.clear()  # a new run lists first
+        self.supervisor.start("pods", self.pod_reflector.run)
+        self.supervisor.start("topology", self.topology_reflector.run)
+        await self.pod_reflector.synced.wait()
+        self.supervisor.start("writer", self.writer.run)
+        self.supervisor.start("events", self.events.run)
+        self.supervisor.start("loop", self._loop)
+        self.synced = True
         self.wake()
 
     async def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
-        for task in [*self._tasks, *self._binds]:
+        rebuilding = [self._rebuilding] if self._rebuilding is not None else []
+        evictions = self.preemptions.cancel()
+        for task in [*rebuilding, *self._binds]:
             task.cancel()
-        for task in [*self._tasks, *self._binds]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await self.supervisor.stop()
+        await finish_cancelled([*rebuilding, *evictions, *self._binds])
         if self.elector is not None:
             with contextlib.suppress(Exception):
                 await self.elector.release()
 
+    def may_write(self) -> bool:
+        """The fence (k8s/fence.py): this replica leads on a Lease renewed within renewDeadline."""
+        return self.elector is None or self.elector.is_leader
+
+    def _lost_leadership(self) -> None:
+        """Called synchronously by the elector the moment leadership ends: cancel all queued and in-flight work
+        before anything else can run, then rebuild as a follower (kube-scheduler exits here instead:
+        cmd/kube-scheduler/app/server.go, OnStoppedLeading)."""
+        if self._stopped:
+            return
+        cancelled = self.supervisor.stop_now(["pods", "topology", "writer", "events", "loop"])
+        cancelled += self.preemptions.cancel()
+        for task in list(self._binds):
+            task.cancel()
+            cancelled.append(task)
+        if self._status_wake is not None:
+            self._status_wake.cancel()
+            self._status_wake = None
+        self.synced = False
+        self._work_since = self._round_started = None
+        if self._rebuilding is not None:
+            self._rebuilding.cancel()
+        log.warning("%s stopped leading: %d tasks cancelled; rebuilding as a follower", self.identity, len(cancelled))
+        self._rebuilding = asyncio.get_running_loop().create_task(self._rebuild(cancelled), name="gangsched-rebuild")
+
+    async def _rebuild(self, cancelled: list[asyncio.Task[Any]]) -> None:
+        await finish_cancelled(cancelled)
+        self._dropped_before += self.events.dropped
+        backoff = 0.1
+        while True:
+            self._build()
+            try:
+                await self._start_components()
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("rebuilding as a follower failed; retrying in %.1fs", backoff)
+                await self.supervisor.stop(["pods", "topology", "writer", "events", "loop"])
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+        self.rebuilds += 1
+        log.warning("%s rebuilt its state as a follower (rebuild %d)", self.identity, self.rebuilds)
+
     async def _seed(self) -> None:
-        """Lists first, so the first decision is taken on a complete view (restart safety)."""
+        """Lists first, so the first decision is taken on a complete view (restart safety). PriorityClasses and
+        PodDisruptionBudgets too: Kopf's watches do not replay them when the state is rebuilt."""
         nodes, _ = await self.client.list_all("/api/v1/nodes")
         for node in nodes:
             self.cache.on_node(None, node)
@@ -151,21 +246,64 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
+        for path, feed in (
+            ("/apis/scheduling.k8s.io/v1/priorityclasses", self.cache.on_priority_class),
+            ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_pdb),
+        ):
+            try:
+                objs, _ = await self.client.list_all(path)
+            except ApiError as exc:
+                log.warning("cannot list %s: %s", path, exc)
+                continue
+            for obj in objs:
+                feed(None, obj)
         await self.topology.seed()
 
     @property
     def is_leader(self) -> bool:
-        return self.elector is None or self.elector.is_leader
+        """Whether this replica leads, without side effects: safe from any thread (tests, the metrics server).
+        The runtime itself checks `may_write()`, which also ends a leadership whose renewal is too old."""
+        return self.holds_lease()
+
+    def holds_lease(self) -> bool:
+        """Leadership without side effects (safe from the metrics thread); what /readyz and gangsched_leader say."""
+        return self.elector is None or self.elector.holds_lease()
 
     def health(self) -> dict[str, Any]:
         pending = sum(1 for g in self.cluster.gangs.values() if g.pending)
-        return {"ready": self.ready.is_set(), "leader": self.is_leader, "pendingGangs": pending, "cycles": self.cycles}
+        return {"ready": self.ready.is_set() and self.synced, "leader": self.holds_lease(), "pendingGangs": pending, "cycles": self.cycles}
+
+    def liveness_problems(self, now: float | None = None) -> list[str]:
+        """Why /livez should fail: a vital task down, or the loop not completing a round it owes for longer than
+        progressDeadlineSeconds (a follower owes none; a gang that never fits completes rounds)."""
+        now = time.monotonic() if now is None else now
+        problems = [f"task {name} is down" for name in self.supervisor.down()]
+        if self._round_started is not None and now - self._round_started > self.progress_deadline:
+            problems.append(f"a scheduling round has been running for {now - self._round_started:.0f}s")
+        if self._work_since is not None and self.holds_lease() and now - self._work_since > self.progress_deadline:
+            problems.append(f"no scheduling round completed for {now - self._work_since:.0f}s while there is work")
+        return problems
+
+    def readiness(self) -> dict[str, Any]:
+        """/readyz's body: ready once the caches are synced, unless leader election has a problem only the user can
+        fix (missing namespace, forbidden Lease: `problem` names it and the fix)."""
+        problem = self.elector.problem if self.elector is not None else None
+        return {
+            "ready": self.ready.is_set() and self.synced and problem is None,
+            "problem": problem,
+            "leader": self.holds_lease(),
+            "identity": self.identity,
+            "term": self.elector.term if self.elector is not None else 0,
+            "holder": self.elector.observed_holder if self.elector is not None else self.identity,
+        }
 
     @property
     def cluster(self) -> Any:
         return self.cache.cluster
 
     def wake(self) -> None:
+        if self._work_since is None and (self.elector is None or self.elector.leading.is_set()):
+            self._work_since = time.monotonic()
         self._wake.set()
 
     def wake_for_status(self) -> None:
@@ -181,29 +319,35 @@ class Operator:
     async def _loop(self) -> None:
         next_wakeup: float | None = None
         while True:
+            if self.elector is not None and not self.elector.is_leader:
+                # a follower waits for leadership itself (not for a "change" that a late renewal never makes)
+                self._was_leader = False
+                self._work_since = None
+                await self.elector.leading.wait()
+                self.wake()
+                continue
             timeout = None if next_wakeup is None else max(0.0, next_wakeup - time.time())
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout: wait_for may swallow a cancel (Python 3.11)
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
             self._wake.clear()
             if self.debounce:
                 await asyncio.sleep(self.debounce)  # let a burst of watch events land before deciding
-            self.metrics.is_leader.set(1 if self.is_leader else 0)
-            if not self.is_leader:
-                self._was_leader = False
-                if self.elector is not None:
-                    await self.elector.changed.wait()
-                    self.elector.changed.clear()
-                next_wakeup = None
+            if not self.may_write():
                 continue
             if not self._was_leader:  # a new leader rewrites every gang's status from its own view
                 self._was_leader = True
                 self._restore()
                 self.cache.dirty_gangs.update(self.cluster.gangs)
+            self._round_started = time.monotonic()
+            self._work_since = None
             try:
                 next_wakeup = await self._round()
             except Exception:  # the loop never dies of one bad object
                 log.exception("scheduling round failed; retrying")
                 next_wakeup = time.time() + 1.0
+            self._round_started = None
+            self.last_cycle_at = time.monotonic()
 
     def _restore(self) -> None:
         """Becoming leader (start, or a follower taking over): what the previous leader held in memory comes back
@@ -239,7 +383,7 @@ class Operator:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
         if plan.bindings:
             # the UIDs of the pods decided on, now: a pod re-created before its binding is sent is not bound
-            self._spawn(self._bind(plan.bindings, {key: self._uid(key) for key, _node in plan.bindings}))
+            self._spawn(self._bind_supervised(plan.bindings, {key: self._uid(key) for key, _node in plan.bindings}))
         wall = time.time()
         for gang in plan.satisfied:  # from the gang's first member to its quorum being bound
             state = self.cluster.gangs.get(gang)
@@ -284,6 +428,20 @@ class Operator:
         pod = self.cluster.pods.get(pod_key)
         return pod.uid if pod is not None else ""
 
+    async def _bind_supervised(self, bindings: Sequence[tuple[str, str]], uids: dict[str, str]) -> None:
+        """`_bind`, and if it fails unexpectedly: logged with the pods concerned, and every binding it left in flight
+        goes back to the core as failed (requeued), never "binding in flight" forever."""
+        try:
+            await self._bind(bindings, uids)
+        except Exception:
+            log.exception("binding %d pods failed unexpectedly (%s...); requeueing them", len(bindings),
+                          ", ".join(key for key, _ in bindings[:5]))
+            for key, _node in bindings:
+                reservation = self.cluster.reservation_of(key)
+                if reservation is not None and reservation[1]:
+                    self.cluster.bind_failed(key)
+            self.wake()
+
     def _bound(self, result: BindResult) -> None:
         key = f"{result.namespace}/{result.name}"
         if result.ok:
@@ -311,6 +469,9 @@ class Operator:
         self.metrics.pending_gangs.set(sum(1 for g in self.cluster.gangs.values() if g.pending))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        if not self.may_write():  # decided by a leader that no longer is one: never sent
+            coro.close()
+            return
         task = asyncio.create_task(coro)
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)

@@ -195,6 +195,13 @@ class Preemptions:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
+    def cancel(self) -> list[asyncio.Task[Any]]:
+        """Cancel the evictions in flight now (synchronously: leadership lost); returns the cancelled tasks."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        return tasks
+
     async def stop(self) -> None:
         for task in list(self._tasks):
             task.cancel()

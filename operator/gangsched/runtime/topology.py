@@ -1,9 +1,9 @@
 """Where the scheduler's topology tree comes from: the topology ConfigMap, or node labels written to it.
 
 Contract:
-- `reflector()` builds a list+watch of exactly the topology ConfigMap (`fieldSelector=metadata.name=...` in the
-  operator's namespace, so neither the operator nor its RBAC touches any other ConfigMap of the cluster) that
-  feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its `topology.json` (config.topology.key)
+- `watch_target(namespace=, config=)` is what the operator's reflector lists and watches: exactly the topology
+  ConfigMap (`fieldSelector=metadata.name=...` in the operator's namespace, so neither the operator nor its RBAC
+  touches any other ConfigMap of the cluster); it feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its `topology.json` (config.topology.key)
   and puts the tree in the cache. A list without the ConfigMap counts as its deletion.
   Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
   becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. Deleting the ConfigMap removes
@@ -20,7 +20,6 @@ from typing import Any
 
 from gangsched.core.errors import InvalidField
 from gangsched.k8s.client import ApiError, KubeClient, resource_path
-from gangsched.k8s.reflector import Reflector
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.models.config import TopologyConfig
 from gangsched.models.topology import parse_topology, render_topology, tree_from_node_labels
@@ -48,16 +47,11 @@ class TopologySource:
     def is_configmap(self, *, namespace: str | None, name: str | None) -> bool:
         return namespace == self.namespace and name == self.config.config_map_name
 
-    def reflector(self) -> Reflector:
-        """A list+watch of the topology ConfigMap alone: the watch is narrowed by name on the server."""
-        collection = resource_path(group="", version="v1", plural="configmaps", namespace=self.namespace)
-        return Reflector(
-            self.client,
-            collection,
-            params={"fieldSelector": f"metadata.name={self.config.config_map_name}"},
-            on_list=lambda items: self.on_list(items),
-            on_event=lambda kind, obj: self.on_configmap(kind, obj),
-        )
+    @staticmethod
+    def watch_target(*, namespace: str, config: TopologyConfig) -> tuple[str, dict[str, str]]:
+        """(collection path, query) of a list+watch of the topology ConfigMap alone, narrowed by name on the server."""
+        collection = resource_path(group="", version="v1", plural="configmaps", namespace=namespace)
+        return collection, {"fieldSelector": f"metadata.name={config.config_map_name}"}
 
     def on_list(self, items: list[dict[str, Any]]) -> None:
         """A (re)list: the ConfigMap as it is now, or its absence (deleted while nobody watched)."""

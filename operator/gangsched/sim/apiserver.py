@@ -67,6 +67,7 @@ from gangsched.sim.registry import (
     RequestContext,
     storage_key,
 )
+from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent
 from gangsched.sim.types import ResourceType
@@ -207,6 +208,7 @@ class ApiServer:
         self._docs: dict[str, bytes] = {}
         self._stopping = asyncio.Event()
         self.registry.listeners.append(self._docs.clear)
+        self.requests = RequestLog()  # test instruments: request log and hold switch (sim/requestlog.py)
         self.app = self._build_app()
 
     # ------------------------------------------------------------------ lifecycle
@@ -254,7 +256,8 @@ class ApiServer:
 
     # ------------------------------------------------------------------ routing
     def _build_app(self) -> web.Application:
-        middlewares = [self.auth_endpoints.middleware] if self.auth else []
+        # the request log first (it sees every request, refused ones too), then authentication and RBAC
+        middlewares = [self.requests.middleware, *([self.auth_endpoints.middleware] if self.auth else [])]
         app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=middlewares)
         r = app.router
         for probe in ("/healthz", "/readyz", "/livez"):
