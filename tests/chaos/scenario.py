@@ -307,10 +307,14 @@ async def run_chaos(
                     problems = await settled()
                 report.violations += [f"not settled {settle_seconds}s after the faults stopped: {p}" for p in problems]
 
-                # the loop alive: every task runs, rounds go on, a last gang binds
-                dead = on_replica(operator, lambda: [t.get_name() for t in operator._tasks if t.done()])
+                # the loop alive: every supervised task runs (never restarted after a crash), rounds go on, a last
+                # gang binds
+                dead = on_replica(operator, operator.supervisor.down)
                 if dead:
-                    report.violations.append(f"operator tasks ended: {dead}")
+                    report.violations.append(f"operator tasks down: {dead}")
+                crashed = on_replica(operator, lambda: {n: s for n, s in operator.supervisor.status().items() if s["lastError"]})
+                if crashed:
+                    report.violations.append(f"operator tasks crashed (restarted by the supervisor): {crashed}")
                 last = GangPlan("last", 2, "gpu1", fits=True)
                 if not problems:
                     for path, obj in gang_objects(last):

@@ -91,7 +91,7 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
         _wait(lambda: bound() or operator.poll() is not None, timeout=90, what="the example gang bound")
         assert operator.poll() is None, (tmp_path / "run.log").read_text()
         log = (tmp_path / "run.log").read_text()
-        assert "acquired leadership" in log
+        assert "acquired lease gangsched-system/gangsched" in log
         assert " ERROR " not in log and "WARNING gangsched.k8s.lease" not in log, log
     finally:
         for proc in (operator, serve):
