@@ -65,7 +65,7 @@ async def test_protobuf_kind_not_decoded_is_415(apiserver: ApiServer) -> None:
 async def test_openapi_v2_is_a_gnostic_document(apiserver: ApiServer) -> None:
     """kubectl's discovery client asks for application/com.github.proto-openapi.spec.v2@v1.0+protobuf and
     unmarshals an openapi_v2.Document (gnostic-models openapiv2/OpenAPIv2.proto: swagger = 1, info = 2)."""
-    from gangsched.sim.protobuf import _wire
+    from gangsched.sim.protobuf import wire_fields
 
     async with aiohttp.ClientSession() as session, session.get(
         f"{apiserver.url}/openapi/v2",
@@ -74,7 +74,7 @@ async def test_openapi_v2_is_a_gnostic_document(apiserver: ApiServer) -> None:
         assert resp.status == 200
         assert "protobuf" in resp.headers["Content-Type"]
         body = await resp.read()
-    fields = {number: value for number, _, value in _wire(body)}
+    fields = {number: value for number, _, value in wire_fields(body)}
     assert fields[1] == b"2.0"
-    info = {number: value for number, _, value in _wire(fields[2])}
+    info = {number: value for number, _, value in wire_fields(fields[2])}
     assert info[1] == b"Kubernetes"

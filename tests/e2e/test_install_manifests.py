@@ -17,30 +17,18 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.e2e.processes import free_port, wait_until
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(predicate: object, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
-        time.sleep(0.2)  # polling a real condition (a subprocess's output or the API) with a deadline
 
 
 def _install_command() -> list[str]:
@@ -78,7 +66,7 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
                              cwd=ROOT, env=env, stdout=serve_log, stderr=subprocess.STDOUT, text=True)
     operator = None
     try:
-        _wait(lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
+        wait_until(lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
               timeout=60, what="sim serve ready")
         assert serve.poll() is None, (tmp_path / "serve.log").read_text()
 
@@ -105,7 +93,7 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
         args = [str(a) for a in container["args"]]  # type: ignore[union-attr]
         assert args[0] == "run"
         config = tmp_path / "operator.yaml"  # free ports: parallel runs would clash on the defaults 8080/8081
-        config.write_text(f"metricsPort: {_free_port()}\nprobesPort: {_free_port()}\n")
+        config.write_text(f"metricsPort: {free_port()}\nprobesPort: {free_port()}\n")
         operator_env = {**env, "POD_NAME": "gangsched-test-0", "POD_NAMESPACE": "gangsched-system"}
         operator = subprocess.Popen(
             [str(bin_dir / "gangsched"), *args, "--kubeconfig", service_account, "--config", str(config)],
@@ -119,7 +107,7 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
             placed = dict(line.split("=", 1) for line in result.stdout.split() if "=" in line)
             return len([n for n, node in placed.items() if n.startswith("train-small-") and node]) == 4
 
-        _wait(lambda: bound() or operator.poll() is not None, timeout=90, what="the example gang bound")
+        wait_until(lambda: bound() or operator.poll() is not None, timeout=90, what="the example gang bound")
         assert operator.poll() is None, (tmp_path / "run.log").read_text()
         log = (tmp_path / "run.log").read_text()
         assert "forbidden" not in log.lower(), log

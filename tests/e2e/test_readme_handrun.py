@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.processes import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,18 +33,6 @@ def readme_commands() -> list[list[str]]:
     return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait(predicate: object, *, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached within {timeout}s")
-        time.sleep(0.2)  # polling a real condition (a subprocess's output) with a deadline
 
 
 def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
@@ -71,7 +59,7 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
     serve = subprocess.Popen(resolve(commands[0]), cwd=ROOT, env=env, stdout=serve_out, stderr=subprocess.STDOUT, text=True)
     operator = None
     try:
-        _wait(lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
+        wait_until(lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
               timeout=60, what="sim serve ready")
         assert serve.poll() is None, (tmp_path / "serve.log").read_text()
         operator = subprocess.Popen([*resolve(commands[1]), "--config", str(config)], cwd=ROOT, env=env,
@@ -88,7 +76,7 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
             placed = dict(line.split("=", 1) for line in result.stdout.split() if "=" in line)
             return len([n for n, node in placed.items() if n.startswith("train-small-") and node]) == 4
 
-        _wait(lambda: bound() or operator.poll() is not None, timeout=90, what="the example gang bound")
+        wait_until(lambda: bound() or operator.poll() is not None, timeout=90, what="the example gang bound")
         assert operator.poll() is None, (tmp_path / "run.log").read_text()
         log = (tmp_path / "run.log").read_text()
         assert "acquired lease gangsched-system/gangsched" in log

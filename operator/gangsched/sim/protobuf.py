@@ -211,7 +211,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
             raise ProtobufError("varint too long")
 
 
-def _wire(buf: bytes) -> Iterator[tuple[int, int, Any]]:
+def wire_fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
     """(field number, wire type, value): int for varint/fixed, bytes for length-delimited."""
     pos, end = 0, len(buf)
     while pos < end:
@@ -248,7 +248,7 @@ def _signed(value: int) -> int:
 
 def _time(buf: bytes) -> str | None:
     seconds = nanos = 0
-    for number, wtype, value in _wire(buf):
+    for number, wtype, value in wire_fields(buf):
         if number == 1 and wtype == 0:
             seconds = _signed(value)
         elif number == 2 and wtype == 0:
@@ -262,7 +262,7 @@ def _time(buf: bytes) -> str | None:
 def _int_or_string(buf: bytes) -> int | str:
     kind = int_val = 0
     str_val = ""
-    for number, wtype, value in _wire(buf):
+    for number, wtype, value in wire_fields(buf):
         if number == 1 and wtype == 0:
             kind = _signed(value)
         elif number == 2 and wtype == 0:
@@ -299,7 +299,7 @@ def _scalar(ftype: str, wtype: int, value: Any, where: str) -> Any:
     if ftype == "intorstr":
         return _int_or_string(value)
     if ftype == "quantity":  # resource.Quantity {string = 1}
-        for number, wtype, item in _wire(value):
+        for number, wtype, item in wire_fields(value):
             if number == 1 and wtype == 2:
                 return item.decode()
         return "0"
@@ -314,7 +314,7 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
     """One message of MESSAGES as its JSON-shaped dict (see module docstring for what is left out)."""
     fields = MESSAGES[name]
     out: dict[str, Any] = {}
-    for number, wtype, value in _wire(buf):
+    for number, wtype, value in wire_fields(buf):
         spec = fields.get(number)
         if spec is None:
             continue
@@ -324,7 +324,7 @@ def decode_message(name: str, buf: bytes) -> dict[str, Any]:
             if wtype != 2:
                 raise ProtobufError(f"{where}: expected a map entry")
             key, item = "", None
-            for n, w, v in _wire(value):
+            for n, w, v in wire_fields(value):
                 if n == 1:
                     key = _scalar("string", w, v, where)
                 elif n == 2:

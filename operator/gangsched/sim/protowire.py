@@ -13,44 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-MAGIC = b"k8s\x00"
-
-
-def _varint(data: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if i >= len(data):
-            raise ValueError("truncated varint")
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
-
+from gangsched.sim.protobuf import MAGIC, wire_fields
 
 def fields(data: bytes) -> dict[int, list[Any]]:
+    """One message's fields, {number: [values]}, read by protobuf.py's wire decoder."""
     out: dict[int, list[Any]] = {}
-    i = 0
-    while i < len(data):
-        key, i = _varint(data, i)
-        number, wire = key >> 3, key & 7
-        value: Any
-        if wire == 0:
-            value, i = _varint(data, i)
-        elif wire == 2:
-            size, i = _varint(data, i)
-            if i + size > len(data):
-                raise ValueError("truncated field")
-            value, i = data[i : i + size], i + size
-        elif wire == 1:
-            value, i = data[i : i + 8], i + 8
-        elif wire == 5:
-            value, i = data[i : i + 4], i + 4
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
+    for number, _wtype, value in wire_fields(data):
         out.setdefault(number, []).append(value)
     return out
 
