@@ -429,25 +429,60 @@ def required(group: str, version: str, kind: str, obj: dict[str, Any]) -> list[s
     return out
 
 
+def _has_required_below(name: str, visiting: frozenset[str] = frozenset()) -> bool:
+    """Whether a definition, or any definition it refers to, has required fields (cached): the walk skips the
+    many subtrees with none (a pod's resources, probes, volumes...), which keeps creates fast."""
+    cached = _REQUIRED.get(name)
+    if cached is not None:
+        return bool(cached)
+    if name in visiting:
+        return True  # a cycle: assume so (not cached)
+    schema = schemas.definitions().get(name) or {}
+    found = bool(schema.get("required"))
+    for sub in (schema.get("properties") or {}).values():
+        if found:
+            break
+        ref = sub.get("$ref") or (sub.get("items") or {}).get("$ref")
+        if ref:
+            found = _has_required_below(schemas.ref_name(ref), visiting | {name})
+    _REQUIRED[name] = found
+    return found
+
+
+_PLANS: dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, bool], ...]]] = {}
+
+
+def _plan(name: str) -> tuple[tuple[str, ...], tuple[tuple[str, str, bool], ...]]:
+    """(required keys, children worth walking as (key, definition, is a list)) of a definition, cached."""
+    plan = _PLANS.get(name)
+    if plan is None:
+        schema = schemas.definitions().get(name) or {}
+        children = []
+        for key, sub in (schema.get("properties") or {}).items():
+            ref, many = sub.get("$ref"), False
+            if not ref:
+                ref, many = (sub.get("items") or {}).get("$ref"), True
+            if ref and _has_required_below(schemas.ref_name(ref)):
+                children.append((key, schemas.ref_name(ref), many))
+        plan = _PLANS[name] = (tuple(schema.get("required") or ()), tuple(children))
+    return plan
+
+
 def _walk_required(name: str, value: Any, path: str, out: list[str], *, depth: int) -> None:
     if depth > 12 or not isinstance(value, dict):
         return
-    schema = schemas.definitions().get(name) or {}
-    props = schema.get("properties") or {}
+    required_keys, children = _plan(name)
     if depth > 0:
-        for key in schema.get("required") or ():
+        for key in required_keys:
             if value.get(key) is None:
                 out.append(f"{path}.{key}" if path else key)
-    for key, item in value.items():
-        sub = props.get(key)
-        if sub is None or item is None or key == "metadata" or (depth == 0 and key == "status"):
+    for key, child, many in children:
+        item = value.get(key)
+        if item is None or key == "metadata" or (depth == 0 and key == "status"):
             continue
         sub_path = f"{path}.{key}" if path else key
-        ref = sub.get("$ref")
-        if ref:
-            _walk_required(schemas.ref_name(ref), item, sub_path, out, depth=depth + 1)
-            continue
-        items = sub.get("items") or {}
-        if isinstance(item, list) and items.get("$ref"):
+        if not many:
+            _walk_required(child, item, sub_path, out, depth=depth + 1)
+        elif isinstance(item, list):
             for i, element in enumerate(item):
-                _walk_required(schemas.ref_name(items["$ref"]), element, f"{sub_path}[{i}]", out, depth=depth + 1)
+                _walk_required(child, element, f"{sub_path}[{i}]", out, depth=depth + 1)
