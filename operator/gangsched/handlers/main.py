@@ -87,7 +87,7 @@ async def operate(
     serve_probes_port: int | None = None,
 ) -> None:
     identity = identity or default_identity()
-    client = await KubeClient.connect(kubeconfig, user_agent=f"gangsched/{identity}", qps=config.api_client.qps,
+    client = await KubeClient.connect(kubeconfig, user_agent=f"gangsched/{identity}", fence_hooks=True, qps=config.api_client.qps,
                                       burst=config.api_client.burst)
     operator = Operator(client=client, config=config, identity=identity)
     if serve_metrics:

@@ -84,7 +84,7 @@ class OperatorThread:
             self._ready.set()
 
     async def _body(self) -> None:
-        client = await KubeClient.connect(self.kubeconfig, user_agent=f"gangsched/{self.identity}",
+        client = await KubeClient.connect(self.kubeconfig, user_agent=f"gangsched/{self.identity}", fence_hooks=True,
                                           qps=self.config.api_client.qps, burst=self.config.api_client.burst)
         try:
             self._operator = Operator(client=client, config=self.config, identity=self.identity)

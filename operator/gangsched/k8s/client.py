@@ -162,6 +162,7 @@ class KubeClient:
         *,
         max_connections: int = 100,
         user_agent: str = "gangsched",
+        fence_hooks: bool = False,
         retry: RetryPolicy = DEFAULT,
         qps: float | None = None,
         burst: int = 1,
@@ -169,6 +170,7 @@ class KubeClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         rand: Callable[[], float] = random.random,
     ) -> None:
+        self._fence_hooks = fence_hooks
         self.credentials = settings if isinstance(settings, Credentials) else Credentials(settings)
         self.settings = self.credentials.settings
         self.retry = retry
@@ -186,7 +188,9 @@ class KubeClient:
             headers={"Accept": JSON, "User-Agent": user_agent},
             connector=aiohttp.TCPConnector(limit=max_connections, ssl=_ssl_context(self.settings)),
             json_serialize=lambda obj: orjson.dumps(obj).decode(),
-            trace_configs=[_before_send_trace()],
+            # the fence's late checks (k8s/fence.py) ride on aiohttp trace hooks, which cost every request: only the
+            # operator's own client, whose writes are fenced, asks for them
+            trace_configs=[_before_send_trace()] if fence_hooks else None,
         )
 
     @classmethod
@@ -278,6 +282,8 @@ class KubeClient:
             headers["Authorization"] = auth
         if self.limiter is not None and not path.startswith(LEASES):
             await self.limiter.acquire()
+        if before_send is not None and not self._fence_hooks:
+            before_send()  # no trace hooks on this session: checked once, right before the request is made
         try:
             async with self._session.request(
                 method,
@@ -287,7 +293,7 @@ class KubeClient:
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
                 **self._extra,
-                trace_request_ctx={"before_send": before_send} if before_send is not None else None,
+                trace_request_ctx={"before_send": before_send} if before_send is not None and self._fence_hooks else None,
             ) as response:
                 raw = await response.read()
                 status = response.status
