@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -20,3 +21,14 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, what: str) -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {timeout}s")
         time.sleep(0.2)  # polling a real condition with a deadline
+
+
+def stop_processes(*procs: subprocess.Popen[str] | None) -> None:
+    """SIGINT each process still running (as Ctrl-C), then kill it if it has not ended within 30 s."""
+    for proc in procs:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(2)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()

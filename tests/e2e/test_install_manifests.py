@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.e2e.processes import free_port, wait_until
+from tests.e2e.processes import free_port, stop_processes, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,12 +112,6 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
         log = (tmp_path / "run.log").read_text()
         assert "forbidden" not in log.lower(), log
     finally:
-        for proc in (operator, serve):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(2)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop_processes(operator, serve)
         serve_log.close()
         run_log.close()

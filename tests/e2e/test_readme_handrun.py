@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.processes import free_port, wait_until
+from tests.e2e.processes import free_port, stop_processes, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,12 +82,6 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
         assert "acquired lease gangsched-system/gangsched" in log
         assert " ERROR " not in log and "WARNING gangsched.k8s.lease" not in log, log
     finally:
-        for proc in (operator, serve):
-            if proc is not None and proc.poll() is None:
-                proc.send_signal(2)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop_processes(operator, serve)
         serve_out.close()
         run_log.close()

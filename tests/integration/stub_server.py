@@ -14,20 +14,12 @@ import orjson
 import pytest
 from aiohttp import web
 
+from tests.fake_time import FakeTime
+
+__all__ = ["FakeTime", "Script", "json_answer", "server", "text", "OK"]
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 class Script:

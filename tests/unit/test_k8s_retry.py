@@ -17,21 +17,8 @@ import pytest
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.ratelimit import TokenBucket
 from gangsched.k8s.retry import DEFAULT, NO_RETRY, PERSISTENT, Retrier, RetryPolicy, classify
+from tests.fake_time import FakeTime
 
-
-class FakeTime:
-    """A clock that only moves when something sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 class Flaky:
@@ -85,7 +72,7 @@ def test_backoff_is_full_jitter_exponential_and_capped() -> None:
 
 async def test_retry_after_is_honoured_and_longer_than_the_backoff() -> None:
     """client-go rest/with_retry.go Before(): sleeps r.retryAfter.Wait (the Retry-After seconds) before retrying."""
-    t = FakeTime()
+    t = FakeTime(1000.0)
     call = Flaky(err(503, retry_after=3), err(429, retry_after=1))
     retrier = Retrier(RetryPolicy(initial_backoff=0.1, max_backoff=1.0), clock=t.clock, sleep=t.sleep, rand=lambda: 0.5)
     assert await retrier.call(call) == "ok"
@@ -95,7 +82,7 @@ async def test_retry_after_is_honoured_and_longer_than_the_backoff() -> None:
 
 
 async def test_retry_after_is_capped() -> None:
-    t = FakeTime()
+    t = FakeTime(1000.0)
     retrier = Retrier(RetryPolicy(max_retry_after=10.0, max_elapsed=None), clock=t.clock, sleep=t.sleep, rand=lambda: 0.0)
     assert await retrier.call(Flaky(err(429, retry_after=3600))) == "ok"
     assert t.sleeps == [10.0]
@@ -103,7 +90,7 @@ async def test_retry_after_is_capped() -> None:
 
 async def test_bounded_by_attempts() -> None:
     """client-go with_retry.go IsNextRetry: no retry once attempts > maxRetries; the last error is returned."""
-    t = FakeTime()
+    t = FakeTime(1000.0)
     call = Flaky(*[err(502) for _ in range(10)])
     retrier = Retrier(RetryPolicy(max_attempts=4, max_elapsed=None), clock=t.clock, sleep=t.sleep, rand=lambda: 1.0)
     with pytest.raises(ApiError) as info:
@@ -114,7 +101,7 @@ async def test_bounded_by_attempts() -> None:
 
 async def test_bounded_by_total_time() -> None:
     """A retry whose sleep would end past max_elapsed is not made: the call fails instead of waiting longer."""
-    t = FakeTime()
+    t = FakeTime(1000.0)
     call = Flaky(*[err(503, retry_after=4) for _ in range(10)])
     retrier = Retrier(RetryPolicy(max_attempts=None, max_elapsed=10.0), clock=t.clock, sleep=t.sleep, rand=lambda: 0.0)
     with pytest.raises(ApiError):
@@ -124,7 +111,7 @@ async def test_bounded_by_total_time() -> None:
 
 
 async def test_other_4xx_is_raised_at_once() -> None:
-    t = FakeTime()
+    t = FakeTime(1000.0)
     for status in (400, 401, 403, 404, 409, 422):
         call = Flaky(err(status))
         with pytest.raises(ApiError):
@@ -134,7 +121,7 @@ async def test_other_4xx_is_raised_at_once() -> None:
 
 
 async def test_no_retry_and_persistent_policies() -> None:
-    t = FakeTime()
+    t = FakeTime(1000.0)
     call = Flaky(err(503))
     with pytest.raises(ApiError):
         await Retrier(NO_RETRY, clock=t.clock, sleep=t.sleep).call(call)
@@ -155,7 +142,7 @@ def test_policy_rejects_nonsense() -> None:
 async def test_token_bucket_allows_a_burst_then_qps() -> None:
     """client-go util/flowcontrol tokenBucketRateLimiter: starts with `burst` tokens, then refills at `qps`;
     Accept() blocks until a token is available."""
-    t = FakeTime()
+    t = FakeTime(1000.0)
     bucket = TokenBucket(qps=10, burst=5, clock=t.clock, sleep=t.sleep)
     for _ in range(5):
         await bucket.acquire()
@@ -174,7 +161,7 @@ async def test_token_bucket_allows_a_burst_then_qps() -> None:
 
 def test_token_bucket_reservations_queue_in_order() -> None:
     """Concurrent waiters are spaced 1/qps apart (golang.org/x/time/rate Reserve), not woken all at once."""
-    t = FakeTime()
+    t = FakeTime(1000.0)
     bucket = TokenBucket(qps=100, burst=1, clock=t.clock, sleep=t.sleep)
     waits = [bucket.reserve() for _ in range(4)]
     assert waits == pytest.approx([0.0, 0.01, 0.02, 0.03])
