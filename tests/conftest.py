@@ -62,7 +62,9 @@ def kubectl(kubeconfig: Path, kube_env: dict[str, str], tmp_path: Path) -> Kubec
         pytest.skip("kubectl is not installed")
     cache = tmp_path / "kube-cache"
 
-    def run(*args: str, input: str | None = None, check: bool = False, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, input: str | None = None, check: bool = False, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         env = dict(kube_env)
         env["HOME"] = str(tmp_path)  # kubectl's discovery cache stays per test
         result = subprocess.run(
@@ -74,7 +76,9 @@ def kubectl(kubeconfig: Path, kube_env: dict[str, str], tmp_path: Path) -> Kubec
             timeout=timeout,
         )
         if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+            )
         return result
 
     return run

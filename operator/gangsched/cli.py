@@ -39,10 +39,17 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="inject a fault, e.g. 'kind=http500,verb=create,resource=pods/binding,p=0.2' (repeatable; see README)",
     )
-    serve.add_argument("--faults", default=None, metavar="FILE", help="fault rules as JSON or YAML (a list, or {seed, rules})")
-    serve.add_argument("--fault-seed", type=int, default=None, help="seed of the fault rules' random choices (default 0)")
-    serve.add_argument("--no-auth", action="store_true",
-                       help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)")
+    serve.add_argument(
+        "--faults", default=None, metavar="FILE", help="fault rules as JSON or YAML (a list, or {seed, rules})"
+    )
+    serve.add_argument(
+        "--fault-seed", type=int, default=None, help="seed of the fault rules' random choices (default 0)"
+    )
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)",
+    )
 
     bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
     bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")

@@ -62,7 +62,10 @@ async def kubectl(kubeconfig: str, *args: str, check: bool = True) -> str:
 
 async def phases(client: KubeClient) -> dict[str, str]:
     items = (await client.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups"))["items"]
-    return {f"{pg['metadata']['namespace']}/{pg['metadata']['name']}": (pg.get("status") or {}).get("phase", "") for pg in items}
+    return {
+        f"{pg['metadata']['namespace']}/{pg['metadata']['name']}": (pg.get("status") or {}).get("phase", "")
+        for pg in items
+    }
 
 
 async def run_demo_async() -> int:
@@ -75,8 +78,20 @@ async def run_demo_async() -> int:
     say("== starting the API emulator: 8 nodes x {cpu: 32, memory: 256Gi, nvidia.com/gpu: 8}")
     async with running_cluster(nodes=8, node_resources=NODE_RESOURCES, kubeconfig_path=kubeconfig) as cluster:
         say(f"   kubeconfig: {kubeconfig}  (try: kubectl --kubeconfig {kubeconfig} get nodes)")
-        await kubectl(kubeconfig, "apply", "-f", str(ROOT / "manifests" / "namespace.yaml"), "-f", str(ROOT / "manifests" / "topology-configmap.yaml"))
-        config = config_from_mapping({"namespace": "gangsched-system", "leaderElection": {"leaseDurationSeconds": 6, "renewDeadlineSeconds": 4, "retryPeriodSeconds": 1}})
+        await kubectl(
+            kubeconfig,
+            "apply",
+            "-f",
+            str(ROOT / "manifests" / "namespace.yaml"),
+            "-f",
+            str(ROOT / "manifests" / "topology-configmap.yaml"),
+        )
+        config = config_from_mapping(
+            {
+                "namespace": "gangsched-system",
+                "leaderElection": {"leaseDurationSeconds": 6, "renewDeadlineSeconds": 4, "retryPeriodSeconds": 1},
+            }
+        )
         say("== starting the operator (one replica, in a thread and event loop of its own)")
         operator = OperatorThread(kubeconfig=kubeconfig, config=config, identity="gangsched-demo")
         await operator.start()
@@ -88,7 +103,10 @@ async def run_demo_async() -> int:
         while time.monotonic() - started < DEADLINE_S:
             now = await phases(cluster.client)
             if now != last:
-                say(f"   t={time.monotonic() - started:4.1f}s  " + "  ".join(f"{k}={v or '-'}" for k, v in sorted(now.items())))
+                say(
+                    f"   t={time.monotonic() - started:4.1f}s  "
+                    + "  ".join(f"{k}={v or '-'}" for k, v in sorted(now.items()))
+                )
                 last = now
             if all(now.get(k) in ok for k, ok in EXPECTED.items()):
                 settled = True
@@ -101,7 +119,13 @@ async def run_demo_async() -> int:
         say("\n$ kubectl get pods -A -o wide")
         say((await kubectl(kubeconfig, "get", "pods", "-A", "-o", "wide")).rstrip())
         say("\n$ kubectl get events -A --field-selector involvedObject.kind=PodGroup")
-        say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "involvedObject.kind=PodGroup", check=False)).rstrip())
+        say(
+            (
+                await kubectl(
+                    kubeconfig, "get", "events", "-A", "--field-selector", "involvedObject.kind=PodGroup", check=False
+                )
+            ).rstrip()
+        )
         await operator.stop()
     wrong = {k: last.get(k) for k, ok in {**EXPECTED, **PREEMPTION_EXPECTED}.items() if last.get(k) not in ok}
     if settled:
@@ -111,7 +135,9 @@ async def run_demo_async() -> int:
     return 1
 
 
-async def wait_phases(client: KubeClient, expected: dict[str, set[str]], deadline: float) -> tuple[bool, dict[str, str]]:
+async def wait_phases(
+    client: KubeClient, expected: dict[str, set[str]], deadline: float
+) -> tuple[bool, dict[str, str]]:
     started = time.monotonic()
     now: dict[str, str] = {}
     while time.monotonic() - started < deadline:
@@ -124,8 +150,21 @@ async def wait_phases(client: KubeClient, expected: dict[str, set[str]], deadlin
 
 async def preemption_step(kubeconfig: str, client: KubeClient) -> tuple[bool, dict[str, str]]:
     """A scavenger gang fills part of the free GPUs, then an urgent gang preempts it whole (see the files)."""
-    say("\n== group preemption: kubectl apply -f manifests/examples/preemption/00-priorityclasses.yaml -f .../10-batch-low.yaml")
-    say((await kubectl(kubeconfig, "apply", "-f", str(PREEMPTION_DIR / "00-priorityclasses.yaml"), "-f", str(PREEMPTION_DIR / "10-batch-low.yaml"))).rstrip())
+    say(
+        "\n== group preemption: kubectl apply -f manifests/examples/preemption/00-priorityclasses.yaml -f .../10-batch-low.yaml"
+    )
+    say(
+        (
+            await kubectl(
+                kubeconfig,
+                "apply",
+                "-f",
+                str(PREEMPTION_DIR / "00-priorityclasses.yaml"),
+                "-f",
+                str(PREEMPTION_DIR / "10-batch-low.yaml"),
+            )
+        ).rstrip()
+    )
     ok, now = await wait_phases(client, {"default/batch-low": {"Running"}}, PREEMPTION_DEADLINE_S)
     say(f"   batch-low={now.get('default/batch-low') or '-'}")
     if not ok:
@@ -136,9 +175,15 @@ async def preemption_step(kubeconfig: str, client: KubeClient) -> tuple[bool, di
     say("   " + "  ".join(f"{k}={now.get(k) or '-'}" for k in sorted(PREEMPTION_EXPECTED)))
     say("\n== who preempted whom")
     say("$ kubectl get events -A --field-selector reason=Preempting")
-    say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "reason=Preempting", check=False)).rstrip())
+    say(
+        (
+            await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "reason=Preempting", check=False)
+        ).rstrip()
+    )
     say("$ kubectl get events -A --field-selector reason=Preempted")
-    say((await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "reason=Preempted", check=False)).rstrip())
+    say(
+        (await kubectl(kubeconfig, "get", "events", "-A", "--field-selector", "reason=Preempted", check=False)).rstrip()
+    )
     return ok, now
 
 

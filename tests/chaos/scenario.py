@@ -44,7 +44,19 @@ NODES = 6
 NODE = {"cpu": "16", "memory": "64Gi", GPU: "4", "pods": "20"}
 PROFILES = {"gpu1": {"cpu": "1", "memory": "1Gi", GPU: "1"}, "gpu2": {"cpu": "2", "memory": "2Gi", GPU: "2"}}
 AGENTS = "gangsched|kopf"  # the operator's own client and Kopf's; the test's client is "chaos-driver"
-ALL_KINDS = ("http429", "http500", "http502", "http503", "http504", "reset", "latency", "stall", "watch-cut", "watch-gone", "continue-expired")
+ALL_KINDS = (
+    "http429",
+    "http500",
+    "http502",
+    "http503",
+    "http504",
+    "reset",
+    "latency",
+    "stall",
+    "watch-cut",
+    "watch-gone",
+    "continue-expired",
+)
 
 
 def fault_rules(kinds: tuple[str, ...], rng: random.Random) -> list[dict[str, Any]]:
@@ -56,8 +68,19 @@ def fault_rules(kinds: tuple[str, ...], rng: random.Random) -> list[dict[str, An
             rules.append({**base, "p": round(rng.uniform(0.1, 0.25), 3), "retry_after": rng.choice([0, 1])})
         elif kind in ("http500", "http504", "reset"):
             extra = {"delay": round(rng.uniform(0.05, 0.3), 3)} if kind == "http504" else {}
-            rules.append({**base, "verb": "create", "resource": "pods/binding", "p": round(rng.uniform(0.15, 0.3), 3), "commit": True, **extra})
-            rules.append({**base, "verb": "get|list|create|update|patch|delete", "p": round(rng.uniform(0.05, 0.15), 3), **extra})
+            rules.append(
+                {
+                    **base,
+                    "verb": "create",
+                    "resource": "pods/binding",
+                    "p": round(rng.uniform(0.15, 0.3), 3),
+                    "commit": True,
+                    **extra,
+                }
+            )
+            rules.append(
+                {**base, "verb": "get|list|create|update|patch|delete", "p": round(rng.uniform(0.05, 0.15), 3), **extra}
+            )
         elif kind in ("http502", "http503"):
             rules.append({**base, "p": round(rng.uniform(0.05, 0.2), 3)})
         elif kind == "latency":
@@ -104,8 +127,10 @@ class ChaosReport:
     seconds: float = 0.0
 
     def summary(self) -> str:
-        return (f"seed {self.seed} kinds {','.join(self.kinds)}: {self.gangs} gangs, {self.pods} pods, {self.bindings} bindings ({self.lost_answers} answers lost), {self.events} pod events, "
-                f"faults {self.faults_injected}, {len(self.violations)} violations, {self.seconds:.1f}s")
+        return (
+            f"seed {self.seed} kinds {','.join(self.kinds)}: {self.gangs} gangs, {self.pods} pods, {self.bindings} bindings ({self.lost_answers} answers lost), {self.events} pod events, "
+            f"faults {self.faults_injected}, {len(self.violations)} violations, {self.seconds:.1f}s"
+        )
 
 
 def quantity(value: str) -> float:
@@ -158,7 +183,9 @@ class Judge:
         while True:
             try:
                 params = {"watch": "true", "resourceVersion": rv, "allowWatchBookmarks": "true"}
-                async with self.session.get("/api/v1/pods", params=params, timeout=aiohttp.ClientTimeout(total=None)) as r:
+                async with self.session.get(
+                    "/api/v1/pods", params=params, timeout=aiohttp.ClientTimeout(total=None)
+                ) as r:
                     async for line in r.content:
                         event = orjson.loads(line)
                         obj = event["object"]
@@ -192,7 +219,10 @@ class Judge:
     def check_node(self, node: str, when: str, pods: list[dict[str, Any]] | None = None) -> None:
         used: dict[str, float] = defaultdict(float)
         for p in pods if pods is not None else self.pods.values():
-            if p["spec"].get("nodeName") == node and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+            if p["spec"].get("nodeName") == node and (p.get("status") or {}).get("phase") not in (
+                "Succeeded",
+                "Failed",
+            ):
                 for r, v in requests_of(p).items():
                     used[r] += v
         over = {r: v for r, v in used.items() if v > self.allocatable.get(r, 0.0) + 1e-9}
@@ -202,14 +232,38 @@ class Judge:
 
 def gang_objects(plan: GangPlan) -> list[tuple[str, dict[str, Any]]]:
     requests = PROFILES[plan.profile]
-    objs: list[tuple[str, dict[str, Any]]] = [(f"{PG}/namespaces/default/podgroups", {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": plan.name, "namespace": "default"},
-        "spec": {"minMember": plan.size}})]
+    objs: list[tuple[str, dict[str, Any]]] = [
+        (
+            f"{PG}/namespaces/default/podgroups",
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": {"name": plan.name, "namespace": "default"},
+                "spec": {"minMember": plan.size},
+            },
+        )
+    ]
     for member in plan.members():
-        objs.append(("/api/v1/namespaces/default/pods", {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": member, "namespace": "default", "labels": {GROUP_LABEL: plan.name}},
-            "spec": {"schedulerName": "gangsched", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
-                     "resources": {"requests": dict(requests), "limits": {GPU: requests[GPU]}}}]}}))
+        objs.append(
+            (
+                "/api/v1/namespaces/default/pods",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": member, "namespace": "default", "labels": {GROUP_LABEL: plan.name}},
+                    "spec": {
+                        "schedulerName": "gangsched",
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "registry.k8s.io/pause:3.9",
+                                "resources": {"requests": dict(requests), "limits": {GPU: requests[GPU]}},
+                            }
+                        ],
+                    },
+                },
+            )
+        )
     return objs
 
 
@@ -265,7 +319,11 @@ async def run_chaos(
                 plans = plan_workload(rng)
                 report.gangs = len(plans)
                 report.pods = sum(p.size for p in plans)
-                await judge.call("POST", "/sim/faults", {"seed": seed, "record": True, "rules": rules if rules is not None else fault_rules(kinds, rng)})
+                await judge.call(
+                    "POST",
+                    "/sim/faults",
+                    {"seed": seed, "record": True, "rules": rules if rules is not None else fault_rules(kinds, rng)},
+                )
                 # the workload, paced over the chaos window: gangs arrive, a few are deleted again
                 deadline = time.monotonic() + chaos_seconds
                 steps: list[tuple[str, GangPlan]] = [("create", p) for p in plans]
@@ -279,7 +337,11 @@ async def run_chaos(
                         plan.deleted = True
                         await judge.call("DELETE", f"{PG}/namespaces/default/podgroups/{plan.name}", ok=(200, 404))
                         for member in plan.members():
-                            await judge.call("DELETE", f"/api/v1/namespaces/default/pods/{member}?gracePeriodSeconds=0", ok=(200, 404))
+                            await judge.call(
+                                "DELETE",
+                                f"/api/v1/namespaces/default/pods/{member}?gracePeriodSeconds=0",
+                                ok=(200, 404),
+                            )
                     await asyncio.sleep(rng.uniform(0.0, 2 * chaos_seconds / len(steps)))  # pacing the scenario
                 await asyncio.sleep(max(0.0, deadline - time.monotonic()))  # the rest of the chaos window
                 state = await judge.call("GET", "/sim/faults")
@@ -288,7 +350,10 @@ async def run_chaos(
                 cycles_at_calm = on_replica(operator, lambda: operator.cycles)
 
                 async def settled() -> list[str]:
-                    pods = {p["metadata"]["name"]: p for p in (await judge.call("GET", "/api/v1/namespaces/default/pods"))["items"]}
+                    pods = {
+                        p["metadata"]["name"]: p
+                        for p in (await judge.call("GET", "/api/v1/namespaces/default/pods"))["items"]
+                    }
                     problems = []
                     for plan in plans:
                         bound = [m for m in plan.members() if (pods.get(m) or {}).get("spec", {}).get("nodeName")]
@@ -312,7 +377,9 @@ async def run_chaos(
                 dead = on_replica(operator, operator.supervisor.down)
                 if dead:
                     report.violations.append(f"operator tasks down: {dead}")
-                crashed = on_replica(operator, lambda: {n: s for n, s in operator.supervisor.status().items() if s["lastError"]})
+                crashed = on_replica(
+                    operator, lambda: {n: s for n, s in operator.supervisor.status().items() if s["lastError"]}
+                )
                 if crashed:
                     report.violations.append(f"operator tasks crashed (restarted by the supervisor): {crashed}")
                 last = GangPlan("last", 2, "gpu1", fits=True)
@@ -324,7 +391,9 @@ async def run_chaos(
                     while time.monotonic() < end and await settled():
                         await asyncio.sleep(0.1)
                     if await settled():
-                        report.violations.append(f"the last gang was not bound after the faults stopped: {await settled()}")
+                        report.violations.append(
+                            f"the last gang was not bound after the faults stopped: {await settled()}"
+                        )
                 if on_replica(operator, lambda: operator.cycles) <= cycles_at_calm:
                     report.violations.append("the operator completed no scheduling round after the faults stopped")
 

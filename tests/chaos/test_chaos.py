@@ -45,16 +45,19 @@ async def test_every_fifth_reply_an_html_502_and_every_watch_cut_every_few_secon
     """A flaky load balancer in front of the apiserver (every fifth answer to the operator a 502 HTML page) and watch
     streams cut every 1.5 s for the whole chaos window: the operator keeps scheduling, and every gang that fits
     is bound whole."""
-    rules = [{"kind": "http502", "agent": AGENTS, "every": 5},
-             {"kind": "watch-cut", "agent": AGENTS, "seconds": 1.5}]
+    rules = [{"kind": "http502", "agent": AGENTS, "every": 5}, {"kind": "watch-cut", "agent": AGENTS, "seconds": 1.5}]
     report = await run_chaos(7, ("http502", "watch-cut"), chaos_seconds=6.0, settle_seconds=15.0, rules=rules)
     print(report.summary())
     _check(report.violations, report.summary())
-    assert report.faults_injected.get("http502", 0) >= 5 and report.faults_injected.get("watch-cut", 0) >= 2, report.summary()
+    assert report.faults_injected.get("http502", 0) >= 5 and report.faults_injected.get("watch-cut", 0) >= 2, (
+        report.summary()
+    )
     assert report.bindings >= 4, report.summary()
 
 
-@pytest.mark.skipif(not LONG_RUN, reason="the long run only (make chaos SEEDS=N): one kind at a time, to tell which breaks")
+@pytest.mark.skipif(
+    not LONG_RUN, reason="the long run only (make chaos SEEDS=N): one kind at a time, to tell which breaks"
+)
 @pytest.mark.parametrize("kind", ALL_KINDS)
 async def test_chaos_one_kind(kind: str) -> None:
     report = await run_chaos(1, (kind,), settle_seconds=8.0)

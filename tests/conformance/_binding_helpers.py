@@ -14,13 +14,15 @@ import orjson
 from gangsched.sim.apiserver import ApiServer
 
 
-async def call(server: ApiServer, method: str, path: str, body: Any = None, *,
-               content_type: str = "application/json") -> tuple[int, dict[str, Any]]:
+async def call(
+    server: ApiServer, method: str, path: str, body: Any = None, *, content_type: str = "application/json"
+) -> tuple[int, dict[str, Any]]:
     """One request; (HTTP status, parsed JSON body)."""
     data = orjson.dumps(body) if body is not None else None
     async with aiohttp.ClientSession() as session:
-        async with session.request(method, server.url + path, data=data,
-                                   headers={"Content-Type": content_type}) as response:
+        async with session.request(
+            method, server.url + path, data=data, headers={"Content-Type": content_type}
+        ) as response:
             raw = await response.read()
             return response.status, (orjson.loads(raw) if raw else {})
 
@@ -30,13 +32,21 @@ def pod(name: str, **spec: Any) -> dict[str, Any]:
     for key in ("annotations", "labels", "finalizers"):
         if key in spec:
             meta[key] = spec.pop(key)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"containers": [{"name": "c", "image": "busybox:1"}], **spec}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "image": "busybox:1"}], **spec},
+    }
 
 
 def binding(name: str, node: str = "machine", **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, **meta},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, **meta},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
 
 
 async def eventually(probe: Callable[[], Awaitable[Any]], *, timeout: float = 10.0, what: str = "condition") -> Any:

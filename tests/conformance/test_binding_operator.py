@@ -13,15 +13,17 @@ import pytest
 
 from gangsched.k8s.binder import Binder
 from gangsched.k8s.client import KubeClient
-from gangsched.sim.serve import Cluster, running_cluster
+from gangsched.sim.serve import running_cluster
 from tests.integration.harness import create, eventually, on_replica, pod, pods, replica
 
 PODS = "/api/v1/namespaces/default/pods"
 
 
 def _pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, **({"finalizers": spec.pop("finalizers")} if "finalizers" in spec else {})},
-            "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
+    return {
+        "metadata": {"name": name, **({"finalizers": spec.pop("finalizers")} if "finalizers" in spec else {})},
+        "spec": {"containers": [{"name": "c", "image": "i"}], **spec},
+    }
 
 
 async def test_a_pod_recreated_under_the_same_name_is_not_bound(kube: KubeClient) -> None:
@@ -45,13 +47,17 @@ async def test_a_gated_pod_is_reported_gated(kube: KubeClient) -> None:
 
 @pytest.mark.parametrize("state", ["same-node", "other-node", "deleting"])
 async def test_a_conflict_is_reconciled_from_the_pod(kube: KubeClient, state: str) -> None:
-    created = await kube.create(PODS, _pod("p", **({"finalizers": ["example.com/hold"]} if state == "deleting" else {})))
+    created = await kube.create(
+        PODS, _pod("p", **({"finalizers": ["example.com/hold"]} if state == "deleting" else {}))
+    )
     uid = created["metadata"]["uid"]
     if state == "deleting":
         await kube.delete(f"{PODS}/p")
     else:
         node = "n1" if state == "same-node" else "n2"
-        await kube.create(f"{PODS}/p/binding", {"metadata": {"name": "p", "uid": uid}, "target": {"kind": "Node", "name": node}})
+        await kube.create(
+            f"{PODS}/p/binding", {"metadata": {"name": "p", "uid": uid}, "target": {"kind": "Node", "name": node}}
+        )
     binder = Binder(kube)
     [result] = await binder.bind_all([("default", "p", "n1", uid)])
     expected = {"same-node": "already-bound", "other-node": "conflict", "deleting": "gone"}[state]
@@ -76,7 +82,9 @@ async def test_the_operator_survives_a_gated_pod_and_binds_it_once_ungated() -> 
             gated = pod("gated", cpu="1")
             gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
             await create(k, gated)
-            await eventually(lambda: _true(on_replica(op, lambda: _bind_errors(op)) >= 1), what="the gated bind refused")
+            await eventually(
+                lambda: _true(on_replica(op, lambda: _bind_errors(op)) >= 1), what="the gated bind refused"
+            )
             await create(k, pod("plain", cpu="1"))
             await eventually(lambda: _bound(k, "plain"), what="an ordinary pod bound meanwhile")
             assert on_replica(op, lambda: _bind_errors(op)) <= 5  # refused a few times, not in a loop

@@ -37,16 +37,22 @@ async def _node_of(server: ApiServer, name: str = "foo") -> str | None:
 CREATE_BINDING_CASES = [
     pytest.param({}, False, 500, "target.name: Required value", id="noName"),
     pytest.param({}, True, 400, "name in URL does not match name in Binding object", id="badNameInURL"),
-    pytest.param({"name": "machine1", "kind": "unknown"}, False, 500,
-                 'target.kind: Unsupported value: "unknown": supported values: "Node", "<empty>"', id="badKind"),
+    pytest.param(
+        {"name": "machine1", "kind": "unknown"},
+        False,
+        500,
+        'target.kind: Unsupported value: "unknown": supported values: "Node", "<empty>"',
+        id="badKind",
+    ),
     pytest.param({"name": "machine2"}, False, 201, None, id="emptyKind"),
     pytest.param({"name": "machine3", "kind": "Node"}, False, 201, None, id="kindNode"),
 ]
 
 
 @pytest.mark.parametrize(("target", "bad_name", "code", "message"), CREATE_BINDING_CASES)
-async def test_create_binding(apiserver: ApiServer, target: dict[str, Any], bad_name: bool, code: int,
-                              message: str | None) -> None:
+async def test_create_binding(
+    apiserver: ApiServer, target: dict[str, Any], bad_name: bool, code: int, message: str | None
+) -> None:
     await _new_pod(apiserver)
     url_name = "foobadnameinurl" if bad_name else "foo"  # the name check comes before the pod is read
     body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "foo"}, "target": target}
@@ -79,10 +85,14 @@ async def test_create_binding_with_uid_and_resource_version(apiserver: ApiServer
     status, answer = await call(apiserver, "POST", f"{PODS}/foo/binding", binding("foo", **meta))
     if "changed" in (uid_how, rv_how):
         assert status == 409 and answer["reason"] == "Conflict", answer
-        assert answer["message"].startswith('Operation cannot be fulfilled on pods "foo": StorageError: invalid object, Code: 4')
+        assert answer["message"].startswith(
+            'Operation cannot be fulfilled on pods "foo": StorageError: invalid object, Code: 4'
+        )
         if uid_how == "changed":
-            assert f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: " \
-                   f"{created['metadata']['uid']}" in answer["message"]
+            assert (
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
+                f"{created['metadata']['uid']}" in answer["message"]
+            )
         else:
             assert "Precondition failed: ResourceVersion in precondition: " in answer["message"]
         assert answer["details"] == {"name": "foo", "group": "", "kind": "pods"}
@@ -95,14 +105,17 @@ async def test_create_binding_with_uid_and_resource_version(apiserver: ApiServer
 @pytest.mark.parametrize(
     ("gates", "error"),
     [
-        pytest.param([{"name": "foo"}, {"name": "bar"}],
-                     'Operation cannot be fulfilled on pods/binding "foo": pod foo has non-empty .spec.schedulingGates',
-                     id="pod with non-nil schedulingGates"),
+        pytest.param(
+            [{"name": "foo"}, {"name": "bar"}],
+            'Operation cannot be fulfilled on pods/binding "foo": pod foo has non-empty .spec.schedulingGates',
+            id="pod with non-nil schedulingGates",
+        ),
         pytest.param(None, None, id="pod with nil schedulingGates"),
     ],
 )
-async def test_create_with_scheduling_gates(apiserver: ApiServer, gates: list[dict[str, str]] | None,
-                                            error: str | None) -> None:
+async def test_create_with_scheduling_gates(
+    apiserver: ApiServer, gates: list[dict[str, str]] | None, error: str | None
+) -> None:
     """TestEtcdCreateWithSchedulingGates (Kueue relies on a gated pod never being bound)."""
     await _new_pod(apiserver, **({"schedulingGates": gates} if gates else {}))
     status, answer = await call(apiserver, "POST", f"{PODS}/foo/binding", binding("foo"))
@@ -123,14 +136,18 @@ async def test_binding_conflicts_no_pod_and_deleting(apiserver: ApiServer) -> No
     assert (await call(apiserver, "POST", f"{PODS}/foo/binding", binding("foo")))[0] == 201
     status, answer = await call(apiserver, "POST", f"{PODS}/foo/binding", binding("foo", "other"))
     assert status == 409
-    assert answer["message"] == 'Operation cannot be fulfilled on pods/binding "foo": pod foo is already assigned to node "machine"'
+    assert (
+        answer["message"]
+        == 'Operation cannot be fulfilled on pods/binding "foo": pod foo is already assigned to node "machine"'
+    )
     await _new_pod(apiserver, "held", finalizers=["example.com/hold"])
     status, _ = await call(apiserver, "DELETE", f"{PODS}/held")
     assert status == 200
     status, answer = await call(apiserver, "POST", f"{PODS}/held/binding", binding("held"))
     assert status == 409
-    assert answer["message"] == ('Operation cannot be fulfilled on pods/binding "held": '
-                                 "pod held is being deleted, cannot be assigned to a host")
+    assert answer["message"] == (
+        'Operation cannot be fulfilled on pods/binding "held": pod held is being deleted, cannot be assigned to a host'
+    )
 
 
 async def test_binding_copies_annotations_not_labels(apiserver: ApiServer) -> None:
@@ -148,11 +165,21 @@ async def test_binding_keeps_nominated_node_name(apiserver: ApiServer) -> None:
     """TestEtcdCreateClearsNominatedNodeName with ClearingNominatedNodeNameAfterBinding off (the 1.32 behaviour:
     the gate does not exist yet); PodScheduled becomes True in place (podutil.UpdatePodCondition)."""
     await _new_pod(apiserver)
-    status, _ = await call(apiserver, "PATCH", f"{PODS}/foo/status", {"status": {
-        "nominatedNodeName": "nominated-node",
-        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no"},
-                       {"type": "Example", "status": "True"}]}},
-        content_type="application/strategic-merge-patch+json")
+    status, _ = await call(
+        apiserver,
+        "PATCH",
+        f"{PODS}/foo/status",
+        {
+            "status": {
+                "nominatedNodeName": "nominated-node",
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "no"},
+                    {"type": "Example", "status": "True"},
+                ],
+            }
+        },
+        content_type="application/strategic-merge-patch+json",
+    )
     assert status == 200
     assert (await call(apiserver, "POST", f"{PODS}/foo/binding", binding("foo")))[0] == 201
     _, got = await call(apiserver, "GET", f"{PODS}/foo")
@@ -170,5 +197,6 @@ async def test_binding_in_a_terminating_namespace_is_forbidden(apiserver: ApiSer
     assert (await call(apiserver, "DELETE", "/api/v1/namespaces/team"))[0] == 200
     status, answer = await call(apiserver, "POST", f"{path}/foo/binding", binding("foo"))
     assert status == 403 and answer["reason"] == "Forbidden", answer
-    assert answer["message"] == ('pods "foo" is forbidden: unable to create new content in namespace team '
-                                 "because it is being terminated")
+    assert answer["message"] == (
+        'pods "foo" is forbidden: unable to create new content in namespace team because it is being terminated'
+    )

@@ -48,8 +48,15 @@ class World:
         body["spec"]["selector"] = {"matchLabels": FOO_BAR} if selector is None else selector
         return self.create("policy", "poddisruptionbudgets", body)
 
-    def pod(self, name: str, *, labels: dict[str, str] | None = None, ready: bool = True,
-            owner: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+    def pod(
+        self,
+        name: str,
+        *,
+        labels: dict[str, str] | None = None,
+        ready: bool = True,
+        owner: dict[str, Any] | None = None,
+        **meta: Any,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "metadata": {"name": name, "labels": FOO_BAR if labels is None else labels, **meta},
             "spec": {"containers": [{"name": "c", "image": "i"}]},
@@ -67,8 +74,9 @@ class World:
         obj["status"]["conditions"] = [{"type": "Ready", "status": "True"}] if ready else []
         self.registry.update(self.t("", "v1", "pods"), "default", name, obj, self.ctx, subresource="status")
 
-    def workload(self, group: str, plural: str, kind: str, name: str, replicas: int, *,
-                 owner: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    def workload(
+        self, group: str, plural: str, kind: str, name: str, replicas: int, *, owner: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         meta: dict[str, Any] = {"name": name}
         if owner is not None:
             meta["ownerReferences"] = [owner]
@@ -80,8 +88,13 @@ class World:
         if kind == "StatefulSet":
             spec["serviceName"] = name
         obj = self.create(group, plural, {"metadata": meta, "spec": spec})
-        ref = {"apiVersion": f"{group}/v1" if group else "v1", "kind": kind, "name": name,
-               "uid": obj["metadata"]["uid"], "controller": True}
+        ref = {
+            "apiVersion": f"{group}/v1" if group else "v1",
+            "kind": kind,
+            "name": name,
+            "uid": obj["metadata"]["uid"],
+            "controller": True,
+        }
         return obj, ref
 
     def scale(self, group: str, plural: str, name: str, replicas: int) -> None:
@@ -95,8 +108,9 @@ class World:
         pdb = self.registry.get(self.t("policy", "v1", "poddisruptionbudgets"), "default", "foobar").obj
         return dict(pdb["status"], generation=pdb["metadata"]["generation"])
 
-    def verify(self, allowed: int, healthy: int, desired: int, expected: int,
-               disrupted: dict[str, str] | None = None) -> None:
+    def verify(
+        self, allowed: int, healthy: int, desired: int, expected: int, disrupted: dict[str, str] | None = None
+    ) -> None:
         """ps.VerifyPdbStatus: the four counts, disruptedPods, observedGeneration and the condition."""
         s = self.status()
         got = (s["disruptionsAllowed"], s["currentHealthy"], s["desiredHealthy"], s["expectedPods"])
@@ -182,12 +196,21 @@ def test_naked_pod_with_a_percentage(budget: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("owner", "message"),
     [
-        pytest.param({"apiVersion": "apps.test.io/v1", "kind": "TestWorkload", "name": "fake-controller"},
-                     'no matches for kind "TestWorkload" in version "apps.test.io/v1"', id="unknown-kind"),
-        pytest.param({"apiVersion": "v1", "kind": "ConfigMap", "name": "cm"},
-                     "configmaps does not implement the scale subresource", id="no-scale-subresource"),
-        pytest.param({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "gone"},
-                     'found no controllers for pod "naked"', id="controller-not-found"),
+        pytest.param(
+            {"apiVersion": "apps.test.io/v1", "kind": "TestWorkload", "name": "fake-controller"},
+            'no matches for kind "TestWorkload" in version "apps.test.io/v1"',
+            id="unknown-kind",
+        ),
+        pytest.param(
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "cm"},
+            "configmaps does not implement the scale subresource",
+            id="no-scale-subresource",
+        ),
+        pytest.param(
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "gone"},
+            'found no controllers for pod "naked"',
+            id="controller-not-found",
+        ),
     ],
 )
 def test_unsupported_controller_pod_fails_safe(owner: dict[str, Any], message: str) -> None:
@@ -201,8 +224,11 @@ def test_unsupported_controller_pod_fails_safe(owner: dict[str, Any], message: s
     assert s["disruptionsAllowed"] == 0
     cond = next(c for c in s["conditions"] if c["type"] == "DisruptionAllowed")
     assert (cond["status"], cond["reason"], cond["message"]) == ("False", "SyncFailed", message)
-    assert ("Warning", "CalculateExpectedPodCountFailed",
-            f"Failed to calculate the number of expected pods: {message}") in w.events()
+    assert (
+        "Warning",
+        "CalculateExpectedPodCountFailed",
+        f"Failed to calculate the number of expected pods: {message}",
+    ) in w.events()
 
 
 def test_replica_set_without_deployment() -> None:
@@ -228,17 +254,38 @@ def test_deployment_scale_through_its_replica_set() -> None:
 def test_scale_resource() -> None:
     """TestScaleResource: a custom resource with the scale subresource (replicas 10, 4 pods, maxUnavailable 5)."""
     w = World()
-    w.create("apiextensions.k8s.io", "customresourcedefinitions", {
-        "metadata": {"name": "customresources.custom.k8s.io"},
-        "spec": {"group": "custom.k8s.io", "scope": "Namespaced",
-                 "names": {"plural": "customresources", "singular": "customresource", "kind": "CustomResource"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
-                                                                        "statusReplicasPath": ".status.replicas"}},
-                               "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    w.create(
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        {
+            "metadata": {"name": "customresources.custom.k8s.io"},
+            "spec": {
+                "group": "custom.k8s.io",
+                "scope": "Namespaced",
+                "names": {"plural": "customresources", "singular": "customresource", "kind": "CustomResource"},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {
+                            "status": {},
+                            "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+                        },
+                        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                    }
+                ],
+            },
+        },
+    )
     cr = w.create("custom.k8s.io", "customresources", {"metadata": {"name": "cr"}, "spec": {"replicas": 10}})
-    ref = {"apiVersion": "custom.k8s.io/v1", "kind": "CustomResource", "name": "cr", "uid": cr["metadata"]["uid"],
-           "controller": True}
+    ref = {
+        "apiVersion": "custom.k8s.io/v1",
+        "kind": "CustomResource",
+        "name": "cr",
+        "uid": cr["metadata"]["uid"],
+        "controller": True,
+    }
     w.pdb(maxUnavailable=5)
     for i in range(4):
         w.pod(f"pod-{i}", owner=ref)
@@ -261,8 +308,10 @@ def test_multiple_controllers() -> None:
     assert w.status()["disruptionsAllowed"] == 1
 
 
-@pytest.mark.parametrize(("group", "plural", "kind"), [
-    ("", "replicationcontrollers", "ReplicationController"), ("apps", "statefulsets", "StatefulSet")])
+@pytest.mark.parametrize(
+    ("group", "plural", "kind"),
+    [("", "replicationcontrollers", "ReplicationController"), ("apps", "statefulsets", "StatefulSet")],
+)
 def test_replication_controller_and_stateful_set(group: str, plural: str, kind: str) -> None:
     """TestReplicationController / TestStatefulSetController: 34% of 3 rounds up to 2; a rogue pod with no
     controller then adds a healthy pod but no expected one."""
@@ -295,8 +344,11 @@ def test_update_disrupted_pods() -> None:
     w.status()
     obj = w.registry.get(rtype, "default", "foobar").copy()
     obj["status"]["disruptedPods"] = {
-        "p1": format_time(T0), "p2": format_time(T0 - datetime.timedelta(minutes=3)),
-        "p3": format_time(T0 - datetime.timedelta(minutes=1)), "notthere": format_time(T0)}
+        "p1": format_time(T0),
+        "p2": format_time(T0 - datetime.timedelta(minutes=3)),
+        "p3": format_time(T0 - datetime.timedelta(minutes=1)),
+        "notthere": format_time(T0),
+    }
     w.registry.update(rtype, "default", "foobar", obj, w.ctx, subresource="status")
     w.verify(0, 1, 1, 3, {"p3": format_time(T0 - datetime.timedelta(minutes=1))})
     w.now = T0 + datetime.timedelta(minutes=1, seconds=1)  # p3's entry expires: healthy again
@@ -310,8 +362,15 @@ def test_keep_existing_pdb_condition_during_sync() -> None:
     w.pdb(selector={}, minAvailable=3)
     rtype = w.t("policy", "v1", "poddisruptionbudgets")
     obj = w.registry.get(rtype, "default", "foobar").copy()
-    obj["status"]["conditions"] = [{"type": "ExistingTestCondition", "status": "True", "reason": "Test",
-                                    "message": "This is a test condition", "lastTransitionTime": format_time(T0)}]
+    obj["status"]["conditions"] = [
+        {
+            "type": "ExistingTestCondition",
+            "status": "True",
+            "reason": "Test",
+            "message": "This is a test condition",
+            "lastTransitionTime": format_time(T0),
+        }
+    ]
     w.registry.update(rtype, "default", "foobar", obj, w.ctx, subresource="status")
     w.verify(0, 0, 3, 0)
     assert {c["type"] for c in w.status()["conditions"]} == {"ExistingTestCondition", "DisruptionAllowed"}
@@ -368,8 +427,14 @@ def test_stale_pod_disruption(status: str, deleting: bool, passed: int, want: st
     w.pod("foo", finalizers=["test/hold"] if deleting else [])
     pods = w.t("", "v1", "pods")
     obj = w.registry.get(pods, "default", "foo").copy()
-    obj["status"]["conditions"].append({"type": "DisruptionTarget", "status": status, "reason": "EvictionByEvictionAPI",
-                                        "lastTransitionTime": format_time(T0)})
+    obj["status"]["conditions"].append(
+        {
+            "type": "DisruptionTarget",
+            "status": status,
+            "reason": "EvictionByEvictionAPI",
+            "lastTransitionTime": format_time(T0),
+        }
+    )
     w.registry.update(pods, "default", "foo", obj, w.ctx, subresource="status")
     if deleting:
         w.registry.delete(pods, "default", "foo", w.ctx)
@@ -383,14 +448,20 @@ async def test_the_controller_runs_on_the_loop_debounced(kube: KubeClient, apise
     """Inside the ApiServer the status follows pod writes without any explicit sync, and a burst of writes
     costs far fewer syncs than writes (one per loop iteration at most)."""
     pods = "/api/v1/namespaces/default/pods"
-    await kube.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
-                      {"metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": FOO_BAR}}})
+    await kube.create(
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        {"metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": FOO_BAR}}},
+    )
     before = apiserver.disruption.syncs
     for i in range(20):
-        await kube.create(pods, {"metadata": {"name": f"p{i}", "labels": FOO_BAR},
-                                 "spec": {"containers": [{"name": "c", "image": "i"}]}})
+        await kube.create(
+            pods,
+            {"metadata": {"name": f"p{i}", "labels": FOO_BAR}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        )
     for i in range(20):
-        await kube.patch(f"{pods}/p{i}/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+        await kube.patch(
+            f"{pods}/p{i}/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+        )
     pdb = await kube.get("/apis/policy/v1/namespaces/default/poddisruptionbudgets/b")
     status = pdb["status"]
     assert (status["currentHealthy"], status["expectedPods"], status["disruptionsAllowed"]) == (20, 20, 19)
@@ -402,13 +473,18 @@ async def test_kubectl_get_pdb_shows_the_computed_budget(kube: KubeClient, kubec
     """What a user sees: `kubectl get pdb` prints the ALLOWED DISRUPTIONS the controller computed (and
     `kubectl describe`-style fields are in the status)."""
     pods = "/api/v1/namespaces/default/pods"
-    await kube.create("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
-                      {"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": FOO_BAR}}})
+    await kube.create(
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+        {"metadata": {"name": "web"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": FOO_BAR}}},
+    )
     for i in range(3):
-        await kube.create(pods, {"metadata": {"name": f"w{i}", "labels": FOO_BAR},
-                                 "spec": {"containers": [{"name": "c", "image": "i"}]}})
-        await kube.patch(f"{pods}/w{i}/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+        await kube.create(
+            pods,
+            {"metadata": {"name": f"w{i}", "labels": FOO_BAR}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        )
+        await kube.patch(
+            f"{pods}/w{i}/status", {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+        )
     result = await asyncio.to_thread(kubectl, "get", "pdb", "web", "--no-headers", check=True)
     out = result.stdout.split()
     assert out[:4] == ["web", "1", "N/A", "2"], out
-

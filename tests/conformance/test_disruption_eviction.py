@@ -37,18 +37,36 @@ async def fixed(tmp_path: Path) -> AsyncIterator[KubeClient]:
         await server.stop()
 
 
-async def make_pdb(k: KubeClient, status: dict[str, Any], *, selector: dict[str, Any] | None = None, name: str = "foo",
-                   **spec: Any) -> dict[str, Any]:
-    pdb = await k.create(PDBS, {"metadata": {"name": name},
-                                "spec": {"selector": {"matchLabels": A_TRUE} if selector is None else selector, **spec}})
-    full = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0,
-            "observedGeneration": pdb["metadata"]["generation"], **status}
+async def make_pdb(
+    k: KubeClient, status: dict[str, Any], *, selector: dict[str, Any] | None = None, name: str = "foo", **spec: Any
+) -> dict[str, Any]:
+    pdb = await k.create(
+        PDBS,
+        {
+            "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": A_TRUE} if selector is None else selector, **spec},
+        },
+    )
+    full = {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+        "observedGeneration": pdb["metadata"]["generation"],
+        **status,
+    }
     result: dict[str, Any] = await k.patch(f"{PDBS}/{name}/status", {"status": full})
     return result
 
 
-async def make_pod(k: KubeClient, name: str, *, phase: str | None = "Running", ready: bool | None = True,
-                   finalizers: list[str] | None = None) -> None:
+async def make_pod(
+    k: KubeClient,
+    name: str,
+    *,
+    phase: str | None = "Running",
+    ready: bool | None = True,
+    finalizers: list[str] | None = None,
+) -> None:
     meta: dict[str, Any] = {"name": name, "labels": A_TRUE}
     if finalizers:
         meta["finalizers"] = finalizers
@@ -63,8 +81,12 @@ async def make_pod(k: KubeClient, name: str, *, phase: str | None = "Running", r
 
 
 def eviction(name: str, **options: Any) -> dict[str, Any]:
-    return {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "default"},
-            "deleteOptions": {"gracePeriodSeconds": 0, **options}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": "default"},
+        "deleteOptions": {"gracePeriodSeconds": 0, **options},
+    }
 
 
 async def exists(k: KubeClient, name: str) -> bool:
@@ -122,8 +144,9 @@ async def test_refusal_body_names_the_budget(fixed: KubeClient) -> None:
             assert resp.status == 429 and "Retry-After" not in resp.headers
     assert body["reason"] == "TooManyRequests"
     assert body["message"] == "Cannot evict pod as it would violate the pod's disruption budget."
-    assert body["details"]["causes"] == [{"reason": "DisruptionBudget",
-                                          "message": "The disruption budget foo needs 2 healthy pods and has 2 currently"}]
+    assert body["details"]["causes"] == [
+        {"reason": "DisruptionBudget", "message": "The disruption budget foo needs 2 healthy pods and has 2 currently"}
+    ]
 
 
 async def test_a_budget_being_processed_answers_429_with_retry_after(fixed: KubeClient) -> None:
@@ -135,8 +158,9 @@ async def test_a_budget_being_processed_answers_429_with_retry_after(fixed: Kube
         async with session.post(f"{fixed.settings.server}{PODS}/t1/eviction", json=eviction("t1")) as resp:
             body = await resp.json()
             assert resp.status == 429 and resp.headers.get("Retry-After") == "10"
-    assert body["details"]["causes"] == [{"reason": "DisruptionBudget",
-                                          "message": "The disruption budget foo is still being processed by the server."}]
+    assert body["details"]["causes"] == [
+        {"reason": "DisruptionBudget", "message": "The disruption budget foo is still being processed by the server."}
+    ]
     assert body["details"]["retryAfterSeconds"] == 10
     assert await exists(fixed, "t1")
 
@@ -149,7 +173,10 @@ async def test_two_budgets_are_an_internal_error(fixed: KubeClient) -> None:
     with pytest.raises(ApiError) as err:
         await fixed.create(f"{PODS}/t1/eviction", eviction("t1"))
     assert err.value.status == 500
-    assert err.value.message == "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    assert (
+        err.value.message
+        == "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    )
 
 
 async def test_an_empty_selector_protects_nothing_at_eviction(fixed: KubeClient) -> None:
@@ -163,20 +190,42 @@ async def test_an_empty_selector_protects_nothing_at_eviction(fixed: KubeClient)
 @pytest.mark.parametrize(
     ("status", "ready", "policy", "deleted"),
     [
-        pytest.param({"currentHealthy": 2, "desiredHealthy": 2}, True, None, False,
-                     id="no disruptions allowed, pod running, pod healthy, unhealthy pod not ours"),
-        pytest.param({"currentHealthy": 2, "desiredHealthy": 2}, False, None, True,
-                     id="no disruptions allowed, pod running, pod unhealthy, unhealthy pod ours"),
-        pytest.param({"currentHealthy": 1, "desiredHealthy": 2}, False, None, False,
-                     id="IfHealthyBudget: an unhealthy pod of a disrupted application is kept"),
-        pytest.param({"currentHealthy": 1, "desiredHealthy": 2}, False, "AlwaysAllow", True,
-                     id="AlwaysAllow: an unhealthy pod goes whatever the budget"),
-        pytest.param({"currentHealthy": 1, "desiredHealthy": 2}, False, "IfHealthyBudget", False,
-                     id="IfHealthyBudget explicit"),
+        pytest.param(
+            {"currentHealthy": 2, "desiredHealthy": 2},
+            True,
+            None,
+            False,
+            id="no disruptions allowed, pod running, pod healthy, unhealthy pod not ours",
+        ),
+        pytest.param(
+            {"currentHealthy": 2, "desiredHealthy": 2},
+            False,
+            None,
+            True,
+            id="no disruptions allowed, pod running, pod unhealthy, unhealthy pod ours",
+        ),
+        pytest.param(
+            {"currentHealthy": 1, "desiredHealthy": 2},
+            False,
+            None,
+            False,
+            id="IfHealthyBudget: an unhealthy pod of a disrupted application is kept",
+        ),
+        pytest.param(
+            {"currentHealthy": 1, "desiredHealthy": 2},
+            False,
+            "AlwaysAllow",
+            True,
+            id="AlwaysAllow: an unhealthy pod goes whatever the budget",
+        ),
+        pytest.param(
+            {"currentHealthy": 1, "desiredHealthy": 2}, False, "IfHealthyBudget", False, id="IfHealthyBudget explicit"
+        ),
     ],
 )
-async def test_eviction_ignore_pdb_for_unhealthy_pods(fixed: KubeClient, status: dict[str, int], ready: bool,
-                                                    policy: str | None, deleted: bool) -> None:
+async def test_eviction_ignore_pdb_for_unhealthy_pods(
+    fixed: KubeClient, status: dict[str, int], ready: bool, policy: str | None, deleted: bool
+) -> None:
     """TestEvictionIngorePDB (t7, t8) and unhealthyPodEvictionPolicy (KEP-3017, GA in 1.31)."""
     spec = {"unhealthyPodEvictionPolicy": policy} if policy else {}
     before = await make_pdb(fixed, {"disruptionsAllowed": 0, **status}, **spec)
@@ -218,13 +267,27 @@ async def test_eviction_pdb_status(fixed: KubeClient, allowed: int, reason: str)
     """TestEvictionPDBStatus: a successful eviction decrements disruptionsAllowed, records the pod in
     disruptedPods, and the DisruptionAllowed reason changes only when the budget reaches 0. The evicted pod
     gets the DisruptionTarget condition (EvictionByEvictionAPI) before it is deleted."""
-    await make_pdb(fixed, {"disruptionsAllowed": allowed, "conditions": [
-        {"type": "DisruptionAllowed", "status": "True", "reason": "SufficientPods", "message": "",
-         "lastTransitionTime": "2026-01-01T00:00:00Z"}]})
+    await make_pdb(
+        fixed,
+        {
+            "disruptionsAllowed": allowed,
+            "conditions": [
+                {
+                    "type": "DisruptionAllowed",
+                    "status": "True",
+                    "reason": "SufficientPods",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ],
+        },
+    )
     await make_pod(fixed, "foo-1", finalizers=["test.gangsched.io/hold"])
     await make_pod(fixed, "foo-2")
-    await fixed.create(f"{PODS}/foo-1/eviction", {"apiVersion": "policy/v1", "kind": "Eviction",
-                                                 "metadata": {"name": "foo-1"}, "deleteOptions": {}})
+    await fixed.create(
+        f"{PODS}/foo-1/eviction",
+        {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "foo-1"}, "deleteOptions": {}},
+    )
     pdb = await fixed.get(f"{PDBS}/foo")
     assert pdb["status"]["disruptionsAllowed"] == allowed - 1
     assert list(pdb["status"]["disruptedPods"]) == ["foo-1"]
@@ -233,28 +296,41 @@ async def test_eviction_pdb_status(fixed: KubeClient, allowed: int, reason: str)
     pod = await fixed.get(f"{PODS}/foo-1")
     assert pod["metadata"]["deletionTimestamp"]
     target = next(c for c in pod["status"]["conditions"] if c["type"] == "DisruptionTarget")
-    assert (target["status"], target["reason"], target["message"]) == ("True", "EvictionByEvictionAPI", "Eviction API: evicting")
+    assert (target["status"], target["reason"], target["message"]) == (
+        "True",
+        "EvictionByEvictionAPI",
+        "Eviction API: evicting",
+    )
 
 
 # ---------------------------------------------------------------- with the disruption controller
 
+
 async def test_with_the_controller_bare_pods_under_max_unavailable_are_protected(kube: KubeClient) -> None:
     """The whole chain: the controller's fail-safe for pods without a controller (expectedPods 0) makes the
     Eviction API refuse, with the status it computed in the message."""
-    await kube.create(PDBS, {"metadata": {"name": "b"}, "spec": {"maxUnavailable": 1, "selector": {"matchLabels": A_TRUE}}})
+    await kube.create(
+        PDBS, {"metadata": {"name": "b"}, "spec": {"maxUnavailable": 1, "selector": {"matchLabels": A_TRUE}}}
+    )
     for i in range(3):
         await make_pod(kube, f"p{i}")
     with pytest.raises(ApiError) as err:
         await kube.create(f"{PODS}/p0/eviction", eviction("p0"))
     assert err.value.status == 429
     pdb = await kube.get(f"{PDBS}/b")
-    assert (pdb["status"]["expectedPods"], pdb["status"]["currentHealthy"], pdb["status"]["disruptionsAllowed"]) == (0, 3, 0)
+    assert (pdb["status"]["expectedPods"], pdb["status"]["currentHealthy"], pdb["status"]["disruptionsAllowed"]) == (
+        0,
+        3,
+        0,
+    )
 
 
 async def test_with_the_controller_the_budget_is_spent_then_restored(kube: KubeClient) -> None:
     """minAvailable 2 of 4: two evictions succeed (each decrements the budget at once, before the controller
     recomputes), the third is refused; disruptedPods empties once the pods are gone."""
-    await kube.create(PDBS, {"metadata": {"name": "b"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": A_TRUE}}})
+    await kube.create(
+        PDBS, {"metadata": {"name": "b"}, "spec": {"minAvailable": 2, "selector": {"matchLabels": A_TRUE}}}
+    )
     for i in range(4):
         await make_pod(kube, f"p{i}")
     await kube.create(f"{PODS}/p0/eviction", eviction("p0"))
@@ -272,14 +348,30 @@ async def test_with_the_controller_the_budget_is_spent_then_restored(kube: KubeC
     [
         ({"minAvailable": 1, "maxUnavailable": 1}, "spec", "minAvailable and maxUnavailable cannot be both set"),
         ({"minAvailable": -1}, "spec.minAvailable", "Invalid value: -1: must be greater than or equal to 0"),
-        ({"maxUnavailable": "10"}, "spec.maxUnavailable", "a valid percent string must be a numeric string followed by an ending '%'"),
+        (
+            {"maxUnavailable": "10"},
+            "spec.maxUnavailable",
+            "a valid percent string must be a numeric string followed by an ending '%'",
+        ),
         ({"minAvailable": "101%"}, "spec.minAvailable", 'Invalid value: "101%": must not be greater than 100%'),
-        ({"minAvailable": 1, "unhealthyPodEvictionPolicy": "Sometimes"}, "spec.unhealthyPodEvictionPolicy",
-         'Unsupported value: "Sometimes": supported values: "AlwaysAllow", "IfHealthyBudget"'),
-        ({"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
-         "spec.selector.matchExpressions[0].values", "Required value: must be specified when `operator` is 'In' or 'NotIn'"),
-        ({"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "illegal", "values": ["b"]}]}},
-         "spec.selector.matchExpressions[0].operator", 'Invalid value: "illegal": not a valid selector operator'),
+        (
+            {"minAvailable": 1, "unhealthyPodEvictionPolicy": "Sometimes"},
+            "spec.unhealthyPodEvictionPolicy",
+            'Unsupported value: "Sometimes": supported values: "AlwaysAllow", "IfHealthyBudget"',
+        ),
+        (
+            {"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}},
+            "spec.selector.matchExpressions[0].values",
+            "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+        ),
+        (
+            {
+                "minAvailable": 1,
+                "selector": {"matchExpressions": [{"key": "a", "operator": "illegal", "values": ["b"]}]},
+            },
+            "spec.selector.matchExpressions[0].operator",
+            'Invalid value: "illegal": not a valid selector operator',
+        ),
     ],
     ids=["both", "negative", "not-a-percent", "over-100", "policy", "in-without-values", "operator"],
 )
@@ -290,7 +382,9 @@ async def test_pdb_validation(kube: KubeClient, spec: dict[str, Any], field: str
     with pytest.raises(ApiError) as err:
         await kube.create(PDBS, body)
     assert err.value.status == 422 and f"{field}: " in err.value.message and detail in err.value.message
-    await kube.create(PDBS, {"metadata": {"name": "v"}, "spec": {"selector": {"matchLabels": A_TRUE}, "minAvailable": 1}})
+    await kube.create(
+        PDBS, {"metadata": {"name": "v"}, "spec": {"selector": {"matchLabels": A_TRUE}, "minAvailable": 1}}
+    )
     with pytest.raises(ApiError) as err:
         await kube.patch(f"{PDBS}/v", {"spec": {"maxUnavailable": None, "minAvailable": None, **spec}})
     assert err.value.status == 422 and detail in err.value.message

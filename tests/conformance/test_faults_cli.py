@@ -19,9 +19,22 @@ async def test_sim_serve_injects_the_faults_of_its_flags_and_file(tmp_path: Path
     rules = tmp_path / "faults.json"
     rules.write_text('{"seed": 3, "rules": [{"kind": "http503", "verb": "get", "resource": "nodes", "next": 1}]}')
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gangsched", "sim", "serve", "--nodes", "2", "--kubeconfig", str(tmp_path / "kc"), "--no-auth",
-        "--fault", "kind=http500,verb=list,resource=nodes,next=1", "--faults", str(rules),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "gangsched",
+        "sim",
+        "serve",
+        "--nodes",
+        "2",
+        "--kubeconfig",
+        str(tmp_path / "kc"),
+        "--no-auth",
+        "--fault",
+        "kind=http500,verb=list,resource=nodes,next=1",
+        "--faults",
+        str(rules),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
@@ -29,7 +42,9 @@ async def test_sim_serve_injects_the_faults_of_its_flags_and_file(tmp_path: Path
         async with asyncio.timeout(30):
             while not lines or not lines[-1].startswith("try:"):
                 line = (await proc.stdout.readline()).decode()
-                assert line, f"sim serve exited early: {lines} {(await proc.stderr.read()).decode() if proc.stderr else ''}"
+                assert line, (
+                    f"sim serve exited early: {lines} {(await proc.stderr.read()).decode() if proc.stderr else ''}"
+                )
                 lines.append(line.strip())
         match = re.search(r"at (http://\S+) with 2 simulated nodes", lines[0])
         assert match, lines
@@ -57,13 +72,19 @@ async def test_sim_serve_injects_the_faults_of_its_flags_and_file(tmp_path: Path
     [
         pytest.param(["--fault", "kind=http418"], "'kind': 'http418' is not allowed: allowed kinds are", id="bad-kind"),
         pytest.param(["--fault", "kind=http500,every=0"], "'every': 0 is not allowed: an integer >= 1", id="bad-every"),
-        pytest.param(["--faults", "/nonexistent/faults.yaml"], "--faults '/nonexistent/faults.yaml': cannot be read", id="missing-file"),
+        pytest.param(
+            ["--faults", "/nonexistent/faults.yaml"],
+            "--faults '/nonexistent/faults.yaml': cannot be read",
+            id="missing-file",
+        ),
     ],
 )
 def test_sim_serve_rejects_bad_fault_rules(args: list[str], message: str, tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "gangsched", "sim", "serve", "--kubeconfig", str(tmp_path / "kc"), *args],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert message in result.stderr

@@ -33,14 +33,25 @@ import orjson
 import pytest
 
 from gangsched.sim.apiserver import ApiServer
-from gangsched.sim.faults import INCONSISTENT_CONTINUE, TOO_MANY_REQUESTS, WATCH_EXPIRED, FaultSpecError, load_rules, parse_rule_spec
+from gangsched.sim.faults import (
+    INCONSISTENT_CONTINUE,
+    TOO_MANY_REQUESTS,
+    WATCH_EXPIRED,
+    FaultSpecError,
+    load_rules,
+    parse_rule_spec,
+)
 
 PODS = "/api/v1/namespaces/default/pods"
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]},
+    }
 
 
 @pytest.fixture
@@ -68,7 +79,9 @@ async def exists(http: aiohttp.ClientSession, name: str) -> bool:
         return r.status == 200
 
 
-async def test_429_has_retry_after_and_the_max_in_flight_text_body_and_is_refused_before_the_handler(http: aiohttp.ClientSession) -> None:
+async def test_429_has_retry_after_and_the_max_in_flight_text_body_and_is_refused_before_the_handler(
+    http: aiohttp.ClientSession,
+) -> None:
     await faults(http, [{"kind": "http429", "verb": "create", "resource": "pods", "next": 1, "retry_after": 2}])
     status, ctype, body, headers = await create(http, "a")
     assert (status, headers["Retry-After"], body.decode()) == (429, "2", TOO_MANY_REQUESTS)
@@ -77,11 +90,19 @@ async def test_429_has_retry_after_and_the_max_in_flight_text_body_and_is_refuse
     assert (await create(http, "a"))[0] == 201  # "the next 1": only the first one
 
 
-async def test_500_is_a_json_status_and_commit_loses_the_answer_of_a_write_that_happened(http: aiohttp.ClientSession) -> None:
+async def test_500_is_a_json_status_and_commit_loses_the_answer_of_a_write_that_happened(
+    http: aiohttp.ClientSession,
+) -> None:
     await faults(http, [{"kind": "http500", "verb": "create", "resource": "pods", "next": 2, "commit": True}])
     status, ctype, body, _ = await create(http, "a")
     doc = orjson.loads(body)
-    assert (status, ctype, doc["kind"], doc["reason"], doc["code"]) == (500, "application/json", "Status", "InternalError", 500)
+    assert (status, ctype, doc["kind"], doc["reason"], doc["code"]) == (
+        500,
+        "application/json",
+        "Status",
+        "InternalError",
+        500,
+    )
     assert doc["message"].startswith("Internal error occurred: ")
     assert await exists(http, "a")  # committed, the answer lost
     status, _, body, _ = await create(http, "a")  # the client's retry meets its own write
@@ -115,21 +136,35 @@ async def test_502_every_fifth_answer_is_a_bad_gateway_page(http: aiohttp.Client
 
 
 async def test_504_comes_after_the_delay_with_the_timeout_filters_status(http: aiohttp.ClientSession) -> None:
-    await faults(http, [{"kind": "http504", "verb": "create", "delay": 0.3, "next": 1},
-                        {"kind": "http504", "verb": "create", "delay": 0.1, "commit": True, "skip": 1, "next": 1}])
+    await faults(
+        http,
+        [
+            {"kind": "http504", "verb": "create", "delay": 0.3, "next": 1},
+            {"kind": "http504", "verb": "create", "delay": 0.1, "commit": True, "skip": 1, "next": 1},
+        ],
+    )
     t0 = time.monotonic()
     status, _, body, _ = await create(http, "a")
     assert time.monotonic() - t0 >= 0.3
     doc = orjson.loads(body)
-    assert (status, doc["reason"], doc["message"]) == (504, "Timeout", "Timeout: request did not complete within the allotted timeout")
+    assert (status, doc["reason"], doc["message"]) == (
+        504,
+        "Timeout",
+        "Timeout: request did not complete within the allotted timeout",
+    )
     assert not await exists(http, "a")
     status, _, _, _ = await create(http, "b")  # the second rule: the handler ran, the answer is a 504
     assert status == 504 and await exists(http, "b")
 
 
 async def test_a_reset_drops_the_connection_without_an_answer(http: aiohttp.ClientSession) -> None:
-    await faults(http, [{"kind": "reset", "verb": "create", "next": 1},
-                        {"kind": "reset", "verb": "create", "commit": True, "skip": 1, "next": 1}])
+    await faults(
+        http,
+        [
+            {"kind": "reset", "verb": "create", "next": 1},
+            {"kind": "reset", "verb": "create", "commit": True, "skip": 1, "next": 1},
+        ],
+    )
     with pytest.raises(aiohttp.ClientError):
         await create(http, "a")
     assert not await exists(http, "a")
@@ -150,7 +185,9 @@ async def test_latency_is_added_to_matching_requests_only(http: aiohttp.ClientSe
     assert time.monotonic() - t0 < 0.3
 
 
-async def test_a_stall_holds_every_request_watches_included_for_its_duration(http: aiohttp.ClientSession, apiserver: ApiServer) -> None:
+async def test_a_stall_holds_every_request_watches_included_for_its_duration(
+    http: aiohttp.ClientSession, apiserver: ApiServer
+) -> None:
     async with aiohttp.ClientSession(apiserver.url) as watcher:
         async with watcher.get(PODS, params={"watch": "true", "resourceVersion": "0"}) as stream:
             await faults(http, [{"kind": "stall", "verb": "create", "seconds": 0.6, "next": 1}])
@@ -171,8 +208,13 @@ async def test_a_stall_holds_every_request_watches_included_for_its_duration(htt
 async def test_a_watch_is_cut_after_n_events_or_t_seconds(http: aiohttp.ClientSession) -> None:
     for i in range(3):
         await create(http, f"p{i}")
-    await faults(http, [{"kind": "watch-cut", "resource": "pods", "events": 2, "next": 1},
-                        {"kind": "watch-cut", "resource": "pods", "seconds": 0.3, "skip": 1, "next": 1}])
+    await faults(
+        http,
+        [
+            {"kind": "watch-cut", "resource": "pods", "events": 2, "next": 1},
+            {"kind": "watch-cut", "resource": "pods", "seconds": 0.3, "skip": 1, "next": 1},
+        ],
+    )
     seen = []
     with pytest.raises(aiohttp.ClientPayloadError):  # torn: no final chunk
         async with http.get(PODS, params={"watch": "true", "resourceVersion": "0"}) as r:
@@ -202,10 +244,17 @@ async def test_a_resumed_watch_gets_410_expired_as_after_etcd_compaction(http: a
         assert await r.content.read() == b""  # the stream ends after the ERROR
     assert event["type"] == "ERROR"
     status = event["object"]
-    assert (status["kind"], status["code"], status["reason"], status["message"]) == ("Status", 410, "Expired", WATCH_EXPIRED)
+    assert (status["kind"], status["code"], status["reason"], status["message"]) == (
+        "Status",
+        410,
+        "Expired",
+        WATCH_EXPIRED,
+    )
 
 
-async def test_a_continue_token_expires_with_an_inconsistent_continue_token_to_read_the_rest(http: aiohttp.ClientSession) -> None:
+async def test_a_continue_token_expires_with_an_inconsistent_continue_token_to_read_the_rest(
+    http: aiohttp.ClientSession,
+) -> None:
     for i in range(3):
         await create(http, f"p{i}")
     await faults(http, [{"kind": "continue-expired", "verb": "list", "next": 1}])
@@ -260,23 +309,34 @@ async def test_probabilities_are_deterministic_for_a_seed(http: aiohttp.ClientSe
     assert 5 < first.count(500) < 25
 
 
-async def test_rules_match_verbs_resources_subresources_and_user_agents(http: aiohttp.ClientSession, apiserver: ApiServer) -> None:
+async def test_rules_match_verbs_resources_subresources_and_user_agents(
+    http: aiohttp.ClientSession, apiserver: ApiServer
+) -> None:
     await create(http, "a")
     await faults(http, [{"kind": "http500", "verb": "update|patch", "resource": "pods/*", "agent": "kopf"}])
     patch = {"metadata": {"labels": {"x": "y"}}}
     headers = {"Content-Type": "application/merge-patch+json"}
-    async with http.patch(f"{PODS}/a/status", data=orjson.dumps(patch), headers={**headers, "User-Agent": "kopf/1.37"}) as r:
+    async with http.patch(
+        f"{PODS}/a/status", data=orjson.dumps(patch), headers={**headers, "User-Agent": "kopf/1.37"}
+    ) as r:
         assert r.status == 500
     async with http.patch(f"{PODS}/a", data=orjson.dumps(patch), headers={**headers, "User-Agent": "kopf/1.37"}) as r:
         assert r.status == 200  # "pods/*" is a subresource of pods, not pods
-    async with http.patch(f"{PODS}/a/status", data=orjson.dumps(patch), headers={**headers, "User-Agent": "gangsched"}) as r:
+    async with http.patch(
+        f"{PODS}/a/status", data=orjson.dumps(patch), headers={**headers, "User-Agent": "gangsched"}
+    ) as r:
         assert r.status == 200  # another client
 
 
 async def test_bad_rules_are_refused_naming_the_field_and_what_is_allowed(http: aiohttp.ClientSession) -> None:
-    for rule, words in [({"kind": "http418"}, "allowed kinds are"), ({"kind": "http500", "p": 2}, "between 0 and 1"),
-                        ({"kind": "http500", "verb": "poke"}, "allowed verbs are"), ({"kind": "latency", "commit": True}, "commit"),
-                        ({"kind": "http500", "every": 2, "p": 0.1}, "at most one of"), ({"kind": "http500", "bogus": 1}, "unknown")]:
+    for rule, words in [
+        ({"kind": "http418"}, "allowed kinds are"),
+        ({"kind": "http500", "p": 2}, "between 0 and 1"),
+        ({"kind": "http500", "verb": "poke"}, "allowed verbs are"),
+        ({"kind": "latency", "commit": True}, "commit"),
+        ({"kind": "http500", "every": 2, "p": 0.1}, "at most one of"),
+        ({"kind": "http500", "bogus": 1}, "unknown"),
+    ]:
         async with http.post("/sim/faults", data=orjson.dumps([rule])) as r:
             body = await r.json()
             assert r.status == 400 and words in body["message"], (rule, body)
@@ -285,7 +345,13 @@ async def test_bad_rules_are_refused_naming_the_field_and_what_is_allowed(http: 
 
 def test_cli_specs_and_files_parse_into_the_same_rules(tmp_path: Any) -> None:
     rule = parse_rule_spec("verb=create,resource=pods/binding,kind=http500,p=0.2,commit=true")
-    assert (rule.kind, rule.verb, rule.resource, rule.p, rule.commit) == ("http500", "create", "pods/binding", 0.2, True)
+    assert (rule.kind, rule.verb, rule.resource, rule.p, rule.commit) == (
+        "http500",
+        "create",
+        "pods/binding",
+        0.2,
+        True,
+    )
     path = tmp_path / "faults.yaml"
     path.write_text("seed: 5\nrules:\n- {kind: http429, verb: create, every: 3, retryAfter: 2}\n")
     rules, seed = load_rules(["kind=watch-cut,events=10"], str(path))

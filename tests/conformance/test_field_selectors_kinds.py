@@ -20,9 +20,10 @@ from gangsched.sim.apiserver import ApiServer
 
 
 async def _get(server: ApiServer, path: str, selector: str) -> tuple[int, dict[str, Any]]:
-    async with aiohttp.ClientSession() as session, session.get(
-        f"{server.url}{path}", params={"fieldSelector": selector}
-    ) as resp:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{server.url}{path}", params={"fieldSelector": selector}) as resp,
+    ):
         return resp.status, await resp.json()
 
 
@@ -31,12 +32,17 @@ async def _get(server: ApiServer, path: str, selector: str) -> tuple[int, dict[s
     [
         pytest.param("/api/v1/pods", "spec.nodeName=a,spec.restartPolicy=Always,spec.schedulerName=x", id="pod-spec"),
         pytest.param("/api/v1/pods", "spec.serviceAccountName=a,spec.hostNetwork=false", id="pod-sa-hostnetwork"),
-        pytest.param("/api/v1/pods", "status.phase=Running,status.podIP=1.2.3.4,status.nominatedNodeName=n",
-                     id="pod-status"),
+        pytest.param(
+            "/api/v1/pods", "status.phase=Running,status.podIP=1.2.3.4,status.nominatedNodeName=n", id="pod-status"
+        ),
         pytest.param("/api/v1/pods", "status.podIPs=1.2.3.4", id="pod-podIPs"),
-        pytest.param("/api/v1/events", "involvedObject.kind=Pod,involvedObject.name=p,involvedObject.uid=u,"
-                     "involvedObject.namespace=d,involvedObject.apiVersion=v1,involvedObject.resourceVersion=1,"
-                     "involvedObject.fieldPath=x", id="event-involved"),
+        pytest.param(
+            "/api/v1/events",
+            "involvedObject.kind=Pod,involvedObject.name=p,involvedObject.uid=u,"
+            "involvedObject.namespace=d,involvedObject.apiVersion=v1,involvedObject.resourceVersion=1,"
+            "involvedObject.fieldPath=x",
+            id="event-involved",
+        ),
         pytest.param("/api/v1/events", "reason=R,reportingComponent=c,source=s,type=Normal", id="event-fields"),
         pytest.param("/api/v1/nodes", "spec.unschedulable=false,metadata.name=n", id="node"),
         pytest.param("/api/v1/namespaces", "status.phase=Active", id="namespace"),
@@ -68,9 +74,12 @@ async def test_unsupported_labels_are_400(apiserver: ApiServer, path: str, selec
 
 
 async def test_unsupported_label_on_watch_is_400(apiserver: ApiServer) -> None:
-    async with aiohttp.ClientSession() as session, session.get(
-        f"{apiserver.url}/api/v1/pods", params={"watch": "true", "fieldSelector": "spec.priority=1"}
-    ) as resp:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            f"{apiserver.url}/api/v1/pods", params={"watch": "true", "fieldSelector": "spec.priority=1"}
+        ) as resp,
+    ):
         assert resp.status == 400
 
 
@@ -81,8 +90,11 @@ async def _create(server: ApiServer, path: str, body: dict[str, Any]) -> None:
 
 async def test_computed_values(apiserver: ApiServer) -> None:
     """spec.hostNetwork and spec.unschedulable read "false" when absent; status.podIPs is never in the set."""
-    await _create(apiserver, "/api/v1/namespaces/default/pods",
-                  {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    await _create(
+        apiserver,
+        "/api/v1/namespaces/default/pods",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
     await _create(apiserver, "/api/v1/nodes", {"metadata": {"name": "n"}})
     for path, selector, names in [
         ("/api/v1/pods", "spec.hostNetwork=false", ["p"]),
@@ -98,19 +110,40 @@ async def test_computed_values(apiserver: ApiServer) -> None:
 
 async def test_crd_selectable_fields(apiserver: ApiServer) -> None:
     crd = {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "selectableFields": [{"jsonPath": ".spec.color"}],
-                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                                   "spec": {"type": "object", "properties": {"color": {"type": "string"},
-                                                                             "size": {"type": "string"}}}}}}}]},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "selectableFields": [{"jsonPath": ".spec.color"}],
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {"color": {"type": "string"}, "size": {"type": "string"}},
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
     }
     await _create(apiserver, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    await _create(apiserver, "/apis/example.com/v1/namespaces/default/widgets",
-                  {"metadata": {"name": "w"}, "spec": {"color": "red", "size": "L"}})
+    await _create(
+        apiserver,
+        "/apis/example.com/v1/namespaces/default/widgets",
+        {"metadata": {"name": "w"}, "spec": {"color": "red", "size": "L"}},
+    )
     status, body = await _get(apiserver, "/apis/example.com/v1/widgets", "spec.color=red")
     assert status == 200 and [i["metadata"]["name"] for i in body["items"]] == ["w"]
     status, body = await _get(apiserver, "/apis/example.com/v1/widgets", "spec.size=L")

@@ -109,14 +109,26 @@ async def test_watch_history_is_bounded_by_time(tmp_path: Any) -> None:
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        pytest.param({"resourceVersionMatch": "Exact"},
-                     "resourceVersionMatch is forbidden unless resourceVersion is provided", id="match-without-rv"),
-        pytest.param({"resourceVersionMatch": "NotARealMatch"},
-                     'Unsupported value: "NotARealMatch": supported values: "Exact", "NotOlderThan", ""', id="unsupported"),
-        pytest.param({"resourceVersion": "0", "resourceVersionMatch": "Exact"},
-                     'resourceVersionMatch "exact" is forbidden for resourceVersion "0"', id="exact-zero"),
-        pytest.param({"resourceVersion": "1", "resourceVersionMatch": "Exact", "continue": "x"},
-                     "resourceVersionMatch is forbidden when continue is provided", id="match-with-continue"),
+        pytest.param(
+            {"resourceVersionMatch": "Exact"},
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            id="match-without-rv",
+        ),
+        pytest.param(
+            {"resourceVersionMatch": "NotARealMatch"},
+            'Unsupported value: "NotARealMatch": supported values: "Exact", "NotOlderThan", ""',
+            id="unsupported",
+        ),
+        pytest.param(
+            {"resourceVersion": "0", "resourceVersionMatch": "Exact"},
+            'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
+            id="exact-zero",
+        ),
+        pytest.param(
+            {"resourceVersion": "1", "resourceVersionMatch": "Exact", "continue": "x"},
+            "resourceVersionMatch is forbidden when continue is provided",
+            id="match-with-continue",
+        ),
     ],
 )
 async def test_list_options_validation(kube: KubeClient, params: dict[str, str], message: str) -> None:

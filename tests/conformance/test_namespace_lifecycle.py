@@ -34,7 +34,9 @@ async def test_deleted_namespace_terminates_then_disappears(apiserver: ApiServer
     await _namespace(apiserver, "team")
     pods = f"{NS}/team/pods"
     assert (await call(apiserver, "POST", f"{NS}/team/configmaps", {"metadata": {"name": "cm"}}))[0] == 201
-    assert (await call(apiserver, "POST", pods, pod("slow", annotations={"sim.gangsched.io/termination-delay": "500ms"})))[0] == 201
+    assert (
+        await call(apiserver, "POST", pods, pod("slow", annotations={"sim.gangsched.io/termination-delay": "500ms"}))
+    )[0] == 201
     assert (await call(apiserver, "POST", f"{pods}/slow/binding", binding("slow", "node-1")))[0] == 201
     status, answer = await call(apiserver, "DELETE", f"{NS}/team")
     assert status == 200, answer
@@ -49,11 +51,17 @@ async def test_deleted_namespace_terminates_then_disappears(apiserver: ApiServer
     assert await _get(apiserver, f"{NS}/team/configmaps/cm") is None
     status, answer = await call(apiserver, "POST", f"{NS}/team/configmaps", {"metadata": {"name": "late"}})
     assert status == 403 and answer["reason"] == "Forbidden", answer
-    assert answer["message"] == ('configmaps "late" is forbidden: unable to create new content in namespace team '
-                                 "because it is being terminated")
+    assert answer["message"] == (
+        'configmaps "late" is forbidden: unable to create new content in namespace team because it is being terminated'
+    )
     assert (answer["details"]["name"], answer["details"]["kind"]) == ("late", "configmaps")
-    assert answer["details"]["causes"] == [{"reason": "NamespaceTerminating", "message": "namespace team is being terminated",
-                                            "field": "metadata.namespace"}]
+    assert answer["details"]["causes"] == [
+        {
+            "reason": "NamespaceTerminating",
+            "message": "namespace team is being terminated",
+            "field": "metadata.namespace",
+        }
+    ]
     ns = await _get(apiserver, f"{NS}/team")
     assert ns is not None and ns["status"]["phase"] == "Terminating"
     await eventually(lambda: _gone(apiserver, f"{NS}/team"), what="the namespace removed once empty")
@@ -76,14 +84,20 @@ async def test_finalizers_hold_the_namespace(apiserver: ApiServer) -> None:
         return conds if "NamespaceFinalizersRemaining" in conds else None
 
     conds = await eventually(reported, what="the namespace's conditions")
-    assert conds["NamespaceContentRemaining"]["message"] == "Some resources are remaining: configmaps has 1 resource instances"
+    assert (
+        conds["NamespaceContentRemaining"]["message"]
+        == "Some resources are remaining: configmaps has 1 resource instances"
+    )
     assert conds["NamespaceFinalizersRemaining"]["status"] == "True"
-    assert conds["NamespaceFinalizersRemaining"]["message"] == \
-        "Some content in the namespace has finalizers remaining: example.com/x in 1 resource instances"
+    assert (
+        conds["NamespaceFinalizersRemaining"]["message"]
+        == "Some content in the namespace has finalizers remaining: example.com/x in 1 resource instances"
+    )
     cm = await _get(apiserver, f"{cms}/cm")
     assert cm is not None and cm["metadata"]["deletionTimestamp"]
-    status, _ = await call(apiserver, "PATCH", f"{cms}/cm", {"metadata": {"finalizers": None}},
-                           content_type="application/merge-patch+json")
+    status, _ = await call(
+        apiserver, "PATCH", f"{cms}/cm", {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json"
+    )
     assert status == 200
     await eventually(lambda: _gone(apiserver, f"{NS}/held"), what="the namespace removed after the finalizer")
 

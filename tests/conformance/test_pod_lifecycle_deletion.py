@@ -48,8 +48,9 @@ async def test_deleting_a_bound_pod_is_graceful(apiserver: ApiServer) -> None:
     """A bound, running pod keeps existing with deletionTimestamp = now + spec.terminationGracePeriodSeconds and
     deletionGracePeriodSeconds, until its kubelet stops it (after the pod's termination delay) and deletes it
     with grace 0."""
-    await _bound_pod(apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "300ms"},
-                     terminationGracePeriodSeconds=45)
+    await _bound_pod(
+        apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "300ms"}, terminationGracePeriodSeconds=45
+    )
     before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
     status, answer = await call(apiserver, "DELETE", f"{PODS}/p")
     assert status == 200 and answer["kind"] == "Pod", answer
@@ -88,8 +89,15 @@ async def test_pods_removed_at_once(apiserver: ApiServer, case: str) -> None:
     else:
         await _bound_pod(apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "1h"})
     if case == "succeeded":
-        assert (await call(apiserver, "PATCH", f"{PODS}/p/status", {"status": {"phase": "Succeeded"}},
-                           content_type="application/merge-patch+json"))[0] == 200
+        assert (
+            await call(
+                apiserver,
+                "PATCH",
+                f"{PODS}/p/status",
+                {"status": {"phase": "Succeeded"}},
+                content_type="application/merge-patch+json",
+            )
+        )[0] == 200
     body = {"gracePeriodSeconds": 0} if case == "grace-zero" else None
     status, answer = await call(apiserver, "DELETE", f"{PODS}/p", body)
     assert status == 200 and answer["metadata"]["deletionGracePeriodSeconds"] == 0
@@ -99,8 +107,9 @@ async def test_pods_removed_at_once(apiserver: ApiServer, case: str) -> None:
 async def test_termination_delay_is_capped_by_the_grace_period(apiserver: ApiServer) -> None:
     """The kubelet never keeps a pod past its grace period: a pod asking for 1h of termination with a grace period
     of 1 s is gone within about a second."""
-    await _bound_pod(apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "1h"},
-                     terminationGracePeriodSeconds=1)
+    await _bound_pod(
+        apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "1h"}, terminationGracePeriodSeconds=1
+    )
     status, _ = await call(apiserver, "DELETE", f"{PODS}/p")
     assert status == 200
     assert await _exists(apiserver, "p") is not None
@@ -127,14 +136,21 @@ async def test_finalizers_keep_a_terminated_pod_and_no_new_ones(apiserver: ApiSe
         return got is not None and got["metadata"]["deletionGracePeriodSeconds"] == 0
 
     await eventually(finished, what="the kubelet's final delete leaving the finalizer")
-    status, answer = await call(apiserver, "PATCH", f"{PODS}/p",
-                                {"metadata": {"finalizers": ["example.com/a", "example.com/b"]}},
-                                content_type="application/merge-patch+json")
+    status, answer = await call(
+        apiserver,
+        "PATCH",
+        f"{PODS}/p",
+        {"metadata": {"finalizers": ["example.com/a", "example.com/b"]}},
+        content_type="application/merge-patch+json",
+    )
     assert status == 422 and answer["reason"] == "Invalid", answer
-    assert 'metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, ' \
-           'found new finalizers []string{"example.com/b"}' in answer["message"]
-    status, _ = await call(apiserver, "PATCH", f"{PODS}/p", {"metadata": {"finalizers": None}},
-                           content_type="application/merge-patch+json")
+    assert (
+        "metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, "
+        'found new finalizers []string{"example.com/b"}' in answer["message"]
+    )
+    status, _ = await call(
+        apiserver, "PATCH", f"{PODS}/p", {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json"
+    )
     assert status == 200
     assert await _gone(apiserver, "p")
 
@@ -144,31 +160,50 @@ async def test_delete_preconditions(apiserver: ApiServer) -> None:
     created = await _bound_pod(apiserver, "p")
     status, answer = await call(apiserver, "DELETE", f"{PODS}/p", {"preconditions": {"uid": "not-the-uid"}})
     assert status == 409, answer
-    assert answer["message"] == ('Operation cannot be fulfilled on Pod "p": the UID in the precondition (not-the-uid) '
-                                 f"does not match the UID in record ({created['metadata']['uid']}). "
-                                 "The object might have been deleted and then recreated")
+    assert answer["message"] == (
+        'Operation cannot be fulfilled on Pod "p": the UID in the precondition (not-the-uid) '
+        f"does not match the UID in record ({created['metadata']['uid']}). "
+        "The object might have been deleted and then recreated"
+    )
 
 
 # ValidatePodUpdate: (merge patch of the pod, allowed?)
 UPDATE_CASES = [
     pytest.param({"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}, None, id="image"),
     pytest.param({"spec": {"activeDeadlineSeconds": 30}}, None, id="activeDeadlineSeconds-set"),
-    pytest.param({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]}},
-                 None, id="tolerations-added"),
-    pytest.param({"spec": {"tolerations": []}}, "spec.tolerations: Forbidden: existing toleration can not be modified",
-                 id="tolerations-removed"),
+    pytest.param(
+        {"spec": {"tolerations": [{"key": "a", "operator": "Exists"}, {"key": "b", "operator": "Exists"}]}},
+        None,
+        id="tolerations-added",
+    ),
+    pytest.param(
+        {"spec": {"tolerations": []}},
+        "spec.tolerations: Forbidden: existing toleration can not be modified",
+        id="tolerations-removed",
+    ),
     pytest.param({"spec": {"schedulingGates": [{"name": "g1"}]}}, None, id="gate-removed"),
-    pytest.param({"spec": {"schedulingGates": [{"name": "g1"}, {"name": "g2"}, {"name": "g3"}]}},
-                 "spec.schedulingGates[2].name: Forbidden: only deletion is allowed, but found new scheduling gate 'g3'",
-                 id="gate-added"),
+    pytest.param(
+        {"spec": {"schedulingGates": [{"name": "g1"}, {"name": "g2"}, {"name": "g3"}]}},
+        "spec.schedulingGates[2].name: Forbidden: only deletion is allowed, but found new scheduling gate 'g3'",
+        id="gate-added",
+    ),
     pytest.param({"metadata": {"labels": {"x": "y"}, "annotations": {"a": "b"}}}, None, id="labels-annotations"),
-    pytest.param({"spec": {"containers": [{"name": "c", "image": "busybox:1", "command": ["sleep"]}]}},
-                 "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`", id="command"),
+    pytest.param(
+        {"spec": {"containers": [{"name": "c", "image": "busybox:1", "command": ["sleep"]}]}},
+        "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`",
+        id="command",
+    ),
     pytest.param({"spec": {"nodeSelector": {"zone": "a"}}}, None, id="nodeSelector-added-while-gated"),
-    pytest.param({"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "d", "image": "i"}]}},
-                 "spec.containers: Forbidden: pod updates may not add or remove containers", id="container-added"),
-    pytest.param({"spec": {"priorityClassName": "system-node-critical"}},
-                 "spec: Forbidden: pod updates may not change fields other than", id="priorityClassName"),
+    pytest.param(
+        {"spec": {"containers": [{"name": "c", "image": "i"}, {"name": "d", "image": "i"}]}},
+        "spec.containers: Forbidden: pod updates may not add or remove containers",
+        id="container-added",
+    ),
+    pytest.param(
+        {"spec": {"priorityClassName": "system-node-critical"}},
+        "spec: Forbidden: pod updates may not change fields other than",
+        id="priorityClassName",
+    ),
 ]
 
 
@@ -176,7 +211,9 @@ UPDATE_CASES = [
 async def test_pod_update_validation(apiserver: ApiServer, patch: dict[str, Any], error: str | None) -> None:
     spec = {"tolerations": [{"key": "a", "operator": "Exists"}], "schedulingGates": [{"name": "g1"}, {"name": "g2"}]}
     assert (await call(apiserver, "POST", PODS, pod("p", **spec)))[0] == 201
-    status, answer = await call(apiserver, "PATCH", f"{PODS}/p", patch, content_type="application/strategic-merge-patch+json")
+    status, answer = await call(
+        apiserver, "PATCH", f"{PODS}/p", patch, content_type="application/strategic-merge-patch+json"
+    )
     if error is None:
         assert status == 200, answer
     else:
@@ -187,11 +224,21 @@ async def test_pod_update_validation(apiserver: ApiServer, patch: dict[str, Any]
 async def test_node_selector_is_immutable_once_ungated(apiserver: ApiServer) -> None:
     """ValidatePodUpdate: nodeSelector additions are allowed only while the stored pod has scheduling gates."""
     assert (await call(apiserver, "POST", PODS, pod("p", schedulingGates=[{"name": "g"}])))[0] == 201
-    status, _ = await call(apiserver, "PATCH", f"{PODS}/p", {"spec": {"schedulingGates": None, "nodeSelector": {"a": "1"}}},
-                           content_type="application/merge-patch+json")
+    status, _ = await call(
+        apiserver,
+        "PATCH",
+        f"{PODS}/p",
+        {"spec": {"schedulingGates": None, "nodeSelector": {"a": "1"}}},
+        content_type="application/merge-patch+json",
+    )
     assert status == 200
-    status, answer = await call(apiserver, "PATCH", f"{PODS}/p", {"spec": {"nodeSelector": {"a": "1", "b": "2"}}},
-                                content_type="application/merge-patch+json")
+    status, answer = await call(
+        apiserver,
+        "PATCH",
+        f"{PODS}/p",
+        {"spec": {"nodeSelector": {"a": "1", "b": "2"}}},
+        content_type="application/merge-patch+json",
+    )
     assert status == 422 and "pod updates may not change fields other than" in answer["message"], answer
 
 

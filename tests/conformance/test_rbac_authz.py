@@ -57,8 +57,10 @@ async def admin(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
 
 
 async def token_for(admin: KubeClient, namespace: str = "team", name: str = "bot", **spec: Any) -> str:
-    answer = await admin.create(f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-                                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+    answer = await admin.create(
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec},
+    )
     return str(answer["status"]["token"])
 
 
@@ -89,14 +91,33 @@ REQUEST_INFO_CASES = [
     ("GET", "/api/v1/pods", {"watch": "true"}, ("watch", True, "", "pods", "", "", "")),
     ("GET", "/api/v1/watch/namespaces/other/pods", {}, ("watch", True, "", "pods", "", "other", "")),
     ("GET", "/api/v1/watch/namespaces/other/pods/foo", {}, ("watch", True, "", "pods", "", "other", "foo")),
-    ("GET", "/api/v1/namespaces/other/pods", {"fieldSelector": "metadata.name=foo"}, ("list", True, "", "pods", "", "other", "foo")),
-    ("GET", "/api/v1/namespaces/other/pods", {"watch": "1", "fieldSelector": "metadata.name==foo"},
-     ("watch", True, "", "pods", "", "other", "foo")),
-    ("GET", "/api/v1/namespaces/other/pods", {"fieldSelector": "metadata.name!=foo"}, ("list", True, "", "pods", "", "other", "")),
+    (
+        "GET",
+        "/api/v1/namespaces/other/pods",
+        {"fieldSelector": "metadata.name=foo"},
+        ("list", True, "", "pods", "", "other", "foo"),
+    ),
+    (
+        "GET",
+        "/api/v1/namespaces/other/pods",
+        {"watch": "1", "fieldSelector": "metadata.name==foo"},
+        ("watch", True, "", "pods", "", "other", "foo"),
+    ),
+    (
+        "GET",
+        "/api/v1/namespaces/other/pods",
+        {"fieldSelector": "metadata.name!=foo"},
+        ("list", True, "", "pods", "", "other", ""),
+    ),
     ("POST", "/api/v1/namespaces/other/pods", {}, ("create", True, "", "pods", "", "other", "")),
     ("POST", "/api/v1/namespaces/other/pods/foo/binding", {}, ("create", True, "", "pods", "binding", "other", "foo")),
     ("PATCH", "/api/v1/namespaces/other/pods/foo/status", {}, ("patch", True, "", "pods", "status", "other", "foo")),
-    ("PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", {}, ("update", True, "coordination.k8s.io", "leases", "", "ns", "l")),
+    (
+        "PUT",
+        "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l",
+        {},
+        ("update", True, "coordination.k8s.io", "leases", "", "ns", "l"),
+    ),
     ("DELETE", "/api/v1/namespaces/other/pods/foo", {}, ("delete", True, "", "pods", "", "other", "foo")),
     ("DELETE", "/api/v1/namespaces/other/pods", {}, ("deletecollection", True, "", "pods", "", "other", "")),
     ("PUT", "/api/v1/namespaces/other/finalize", {}, ("update", True, "", "namespaces", "finalize", "other", "other")),
@@ -108,7 +129,9 @@ REQUEST_INFO_CASES = [
 
 
 @pytest.mark.parametrize(("method", "path", "query", "expected"), REQUEST_INFO_CASES)
-def test_request_attributes_as_requestinfo_go(method: str, path: str, query: dict[str, str], expected: tuple[Any, ...]) -> None:
+def test_request_attributes_as_requestinfo_go(
+    method: str, path: str, query: dict[str, str], expected: tuple[Any, ...]
+) -> None:
     a = request_attributes(U, method, path, query)
     assert (a.verb, a.resource_request, a.group, a.resource, a.subresource, a.namespace, a.name) == expected
 
@@ -122,25 +145,41 @@ async def test_requests_without_a_valid_token_get_401_but_health_probes_answer(s
                 assert (await r.json())["reason"] == "Unauthorized"
         async with session.get(f"{server.url}/readyz", ssl=False) as r:
             assert r.status == 200
-        async with session.get(f"{server.url}/api/v1/pods", ssl=False,
-                               headers={"Authorization": f"Bearer {server.authenticator.admin_token}"}) as r:
+        async with session.get(
+            f"{server.url}/api/v1/pods",
+            ssl=False,
+            headers={"Authorization": f"Bearer {server.authenticator.admin_token}"},
+        ) as r:
             assert r.status == 200
 
 
 async def test_the_admin_kubeconfig_is_a_system_masters_user_over_https(server: ApiServer, admin: KubeClient) -> None:
     assert server.url.startswith("https://")
-    review = await admin.create("/apis/authentication.k8s.io/v1/selfsubjectreviews", {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
-    assert review["status"]["userInfo"] == {"username": ADMIN.name, "groups": ["system:masters", "system:authenticated"]}
+    review = await admin.create(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
+    assert review["status"]["userInfo"] == {
+        "username": ADMIN.name,
+        "groups": ["system:masters", "system:authenticated"],
+    }
 
 
-async def test_token_request_mints_a_service_account_token_that_authenticates_as_it(server: ApiServer, admin: KubeClient, bot: KubeClient) -> None:
-    review = await bot.create("/apis/authentication.k8s.io/v1/selfsubjectreviews", {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+async def test_token_request_mints_a_service_account_token_that_authenticates_as_it(
+    server: ApiServer, admin: KubeClient, bot: KubeClient
+) -> None:
+    review = await bot.create(
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+    )
     info = review["status"]["userInfo"]
     assert info["username"] == SA_USER
     assert info["groups"] == ["system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"]
     sa = await admin.get("/api/v1/namespaces/team/serviceaccounts/bot")
     assert info["uid"] == sa["metadata"]["uid"]
-    answer = await admin.create("/api/v1/namespaces/team/serviceaccounts/bot/token", {"spec": {"expirationSeconds": 600}})
+    answer = await admin.create(
+        "/api/v1/namespaces/team/serviceaccounts/bot/token", {"spec": {"expirationSeconds": 600}}
+    )
     assert answer["kind"] == "TokenRequest" and answer["spec"]["expirationSeconds"] == 600
     assert answer["spec"]["audiences"] == ["https://kubernetes.default.svc.cluster.local"]
     assert answer["status"]["expirationTimestamp"].endswith("Z")
@@ -154,26 +193,47 @@ async def test_token_request_validation(admin: KubeClient) -> None:
     assert (code, message) == (404, 'serviceaccounts "nobody" not found')
     code, message = await status_of(token_for(admin, expirationSeconds=599))
     assert code == 422
-    assert message == ('TokenRequest.authentication.k8s.io "bot" is invalid: spec.expirationSeconds: Invalid value: 599: '
-                       "may not specify a duration less than 10 minutes")
+    assert message == (
+        'TokenRequest.authentication.k8s.io "bot" is invalid: spec.expirationSeconds: Invalid value: 599: '
+        "may not specify a duration less than 10 minutes"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- authorization
 async def test_forbidden_with_the_real_message_until_a_role_binding_allows(admin: KubeClient, bot: KubeClient) -> None:
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "x"}, "target": {"kind": "Node", "name": "n"}}
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "x"},
+        "target": {"kind": "Node", "name": "n"},
+    }
     code, message = await status_of(bot.create("/api/v1/namespaces/team/pods/x/binding", binding))
     assert code == 403
-    assert message == (f'pods "x" is forbidden: User "{SA_USER}" cannot create resource "pods/binding" in API group "" '
-                       'in the namespace "team"')
+    assert message == (
+        f'pods "x" is forbidden: User "{SA_USER}" cannot create resource "pods/binding" in API group "" '
+        'in the namespace "team"'
+    )
     code, message = await status_of(bot.get("/apis/coordination.k8s.io/v1/leases"))
-    assert message == (f'leases.coordination.k8s.io is forbidden: User "{SA_USER}" cannot list resource "leases" in API '
-                       'group "coordination.k8s.io" at the cluster scope')
-    await admin.create(f"{RBAC}/namespaces/team/roles", {"metadata": {"name": "reader"},
-                       "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "get"]}]})
+    assert message == (
+        f'leases.coordination.k8s.io is forbidden: User "{SA_USER}" cannot list resource "leases" in API '
+        'group "coordination.k8s.io" at the cluster scope'
+    )
+    await admin.create(
+        f"{RBAC}/namespaces/team/roles",
+        {
+            "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "get"]}],
+        },
+    )
     assert (await status_of(bot.get("/api/v1/namespaces/team/pods")))[0] == 403  # a Role alone grants nothing
-    await admin.create(f"{RBAC}/namespaces/team/rolebindings", {"metadata": {"name": "reader"},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
-                       "subjects": [{"kind": "ServiceAccount", "name": "bot"}]})  # no namespace: the binding's
+    await admin.create(
+        f"{RBAC}/namespaces/team/rolebindings",
+        {
+            "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bot"}],
+        },
+    )  # no namespace: the binding's
     assert (await status_of(bot.get("/api/v1/namespaces/team/pods")))[0] == 200
     assert (await status_of(bot.get("/api/v1/namespaces/default/pods")))[0] == 403  # a RoleBinding is namespaced
     assert (await status_of(bot.get("/api/v1/pods")))[0] == 403
@@ -184,22 +244,54 @@ async def test_forbidden_with_the_real_message_until_a_role_binding_allows(admin
 
 
 async def test_cluster_role_binding_by_group_and_subresource_wildcards(admin: KubeClient, bot: KubeClient) -> None:
-    await admin.create(f"{RBAC}/clusterroles", {"metadata": {"name": "status-reader"},
-                       "rules": [{"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["get"]}]})
-    await admin.create(f"{RBAC}/clusterrolebindings", {"metadata": {"name": "status-reader"},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "status-reader"},
-                       "subjects": [{"kind": "Group", "name": "system:serviceaccounts:team"}]})
-    await admin.create("/api/v1/namespaces/team/pods", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    await admin.create(
+        f"{RBAC}/clusterroles",
+        {
+            "metadata": {"name": "status-reader"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*/status"], "verbs": ["get"]}],
+        },
+    )
+    await admin.create(
+        f"{RBAC}/clusterrolebindings",
+        {
+            "metadata": {"name": "status-reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "status-reader"},
+            "subjects": [{"kind": "Group", "name": "system:serviceaccounts:team"}],
+        },
+    )
+    await admin.create(
+        "/api/v1/namespaces/team/pods",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
     assert (await status_of(bot.get("/api/v1/namespaces/team/pods/p/status")))[0] == 200
     assert (await status_of(bot.get("/api/v1/namespaces/team/pods/p")))[0] == 403
 
 
-async def test_resource_names_authorize_get_and_list_watch_by_name_but_never_create(admin: KubeClient, bot: KubeClient) -> None:
-    await admin.create(f"{RBAC}/namespaces/team/roles", {"metadata": {"name": "one-cm"}, "rules": [
-        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cfg"], "verbs": ["get", "list", "watch", "create", "update"]}]})
-    await admin.create(f"{RBAC}/namespaces/team/rolebindings", {"metadata": {"name": "one-cm"},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "one-cm"},
-                       "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]})
+async def test_resource_names_authorize_get_and_list_watch_by_name_but_never_create(
+    admin: KubeClient, bot: KubeClient
+) -> None:
+    await admin.create(
+        f"{RBAC}/namespaces/team/roles",
+        {
+            "metadata": {"name": "one-cm"},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "resourceNames": ["cfg"],
+                    "verbs": ["get", "list", "watch", "create", "update"],
+                }
+            ],
+        },
+    )
+    await admin.create(
+        f"{RBAC}/namespaces/team/rolebindings",
+        {
+            "metadata": {"name": "one-cm"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "one-cm"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}],
+        },
+    )
     cms = "/api/v1/namespaces/team/configmaps"
     assert (await status_of(bot.create(cms, {"metadata": {"name": "cfg"}})))[0] == 403  # create has no name
     await admin.create(cms, {"metadata": {"name": "cfg"}, "data": {"a": "1"}})
@@ -210,23 +302,46 @@ async def test_resource_names_authorize_get_and_list_watch_by_name_but_never_cre
     listed = await bot.get(cms, params={"fieldSelector": "metadata.name=cfg"})
     assert [i["metadata"]["name"] for i in listed["items"]] == ["cfg"]
     assert (await status_of(bot.get(cms, params={"fieldSelector": "metadata.name=other"})))[0] == 403
-    events = [e async for e in bot.watch(cms, resource_version="0", params={"fieldSelector": "metadata.name=cfg"}, timeout_seconds=1)]
+    events = [
+        e
+        async for e in bot.watch(
+            cms, resource_version="0", params={"fieldSelector": "metadata.name=cfg"}, timeout_seconds=1
+        )
+    ]
     assert [o["metadata"]["name"] for t, o in events if t != "BOOKMARK"] == ["cfg"]
 
 
 async def test_self_subject_access_review_answers_can_i(admin: KubeClient, bot: KubeClient) -> None:
     path = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
-    ask = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-           "spec": {"resourceAttributes": {"namespace": "team", "verb": "create", "resource": "pods", "subresource": "binding"}}}
+    ask = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {
+            "resourceAttributes": {"namespace": "team", "verb": "create", "resource": "pods", "subresource": "binding"}
+        },
+    }
     assert (await bot.create(path, ask))["status"] == {"allowed": False}
     assert (await admin.create(path, ask))["status"]["allowed"] is True
-    await admin.create(f"{RBAC}/clusterroles", {"metadata": {"name": "binder"},
-                       "rules": [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]})
-    await admin.create(f"{RBAC}/clusterrolebindings", {"metadata": {"name": "binder"},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "binder"},
-                       "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}]})
+    await admin.create(
+        f"{RBAC}/clusterroles",
+        {
+            "metadata": {"name": "binder"},
+            "rules": [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}],
+        },
+    )
+    await admin.create(
+        f"{RBAC}/clusterrolebindings",
+        {
+            "metadata": {"name": "binder"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "binder"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bot", "namespace": "team"}],
+        },
+    )
     status = (await bot.create(path, ask))["status"]
-    assert status == {"allowed": True, "reason": 'RBAC: allowed by ClusterRoleBinding "binder" of ClusterRole "binder" to ServiceAccount "team/bot"'}
+    assert status == {
+        "allowed": True,
+        "reason": 'RBAC: allowed by ClusterRoleBinding "binder" of ClusterRole "binder" to ServiceAccount "team/bot"',
+    }
     non = {"spec": {"nonResourceAttributes": {"path": "/healthz", "verb": "get"}}}
     assert (await bot.create(path, non))["status"]["allowed"] is True  # system:public-info-viewer
     code, message = await status_of(bot.create(path, {"spec": {}}))
@@ -238,8 +353,14 @@ def _kubectl(kubeconfig: Path, tmp: Path, *args: str, input: str | None = None) 
     binary = shutil.which("kubectl")
     if binary is None:
         pytest.skip("kubectl is not installed")
-    return subprocess.run([binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp / 'cache'}", *args],
-                          input=input, capture_output=True, text=True, timeout=60, env={"HOME": str(tmp), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp / 'cache'}", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(tmp), "PATH": "/usr/bin:/bin"},
+    )
 
 
 async def test_kubectl_auth_whoami_can_i_and_create_token(server: ApiServer, admin: KubeClient, tmp_path: Path) -> None:
@@ -257,22 +378,43 @@ async def test_kubectl_auth_whoami_can_i_and_create_token(server: ApiServer, adm
     assert (no.returncode, no.stdout.strip()) == (1, "no")
     denied = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "get", "pods")
     assert denied.returncode == 1
-    assert (f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API group "" '
-            'in the namespace "team"') in denied.stderr
+    assert (
+        f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API group "" '
+        'in the namespace "team"'
+    ) in denied.stderr
     who = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "whoami")
     assert SA_USER in who.stdout
 
 
-async def test_kubectl_auth_can_i_list_shows_the_rules_of_the_namespace(server: ApiServer, admin: KubeClient, tmp_path: Path) -> None:
+async def test_kubectl_auth_can_i_list_shows_the_rules_of_the_namespace(
+    server: ApiServer, admin: KubeClient, tmp_path: Path
+) -> None:
     """SelfSubjectRulesReview (pkg/registry/authorization/selfsubjectrulesreview/rest.go; rbac.go RulesFor): the
     rules of the ClusterRoleBindings and the namespace's RoleBindings that apply to the user."""
     import asyncio
 
-    await admin.create(f"{RBAC}/namespaces/team/roles", {"metadata": {"name": "lease"}, "rules": [
-        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": ["gangsched"], "verbs": ["get", "update"]}]})
-    await admin.create(f"{RBAC}/namespaces/team/rolebindings", {"metadata": {"name": "lease"},
-                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease"},
-                       "subjects": [{"kind": "ServiceAccount", "name": "bot"}]})
+    await admin.create(
+        f"{RBAC}/namespaces/team/roles",
+        {
+            "metadata": {"name": "lease"},
+            "rules": [
+                {
+                    "apiGroups": ["coordination.k8s.io"],
+                    "resources": ["leases"],
+                    "resourceNames": ["gangsched"],
+                    "verbs": ["get", "update"],
+                }
+            ],
+        },
+    )
+    await admin.create(
+        f"{RBAC}/namespaces/team/rolebindings",
+        {
+            "metadata": {"name": "lease"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lease"},
+            "subjects": [{"kind": "ServiceAccount", "name": "bot"}],
+        },
+    )
     bot_kc = server.write_kubeconfig(tmp_path / "bot-kc", token=await token_for(admin), namespace="team")
     listed = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "can-i", "--list")
     assert listed.returncode == 0, listed.stderr
@@ -299,7 +441,9 @@ async def test_an_expired_service_account_token_no_longer_authenticates(tmp_path
             assert (await status_of(bot.create(path, {})))[0] == 401
 
 
-async def test_a_token_for_another_audience_does_not_authenticate(server: ApiServer, admin: KubeClient, tmp_path: Path) -> None:
+async def test_a_token_for_another_audience_does_not_authenticate(
+    server: ApiServer, admin: KubeClient, tmp_path: Path
+) -> None:
     """TokenRequest spec.audiences: the authenticator accepts only tokens meant for the API server's audiences
     (pkg/serviceaccount/jwt.go: the audience must intersect --api-audiences)."""
     token = await token_for(admin, audiences=["vault"])

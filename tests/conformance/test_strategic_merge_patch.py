@@ -21,8 +21,12 @@ from gangsched.sim.strategic import NAME_TABLE_META, SchemaPatchMeta, patch_meta
 
 CASES = yaml.safe_load((Path(__file__).parent / "data" / "strategic_merge_patch_upstream.yaml").read_text())
 
-MERGING_LIST = {"type": "array", "items": {"$ref": "#/definitions/mergeItem"},
-                "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "name"}
+MERGING_LIST = {
+    "type": "array",
+    "items": {"$ref": "#/definitions/mergeItem"},
+    "x-kubernetes-patch-strategy": "merge",
+    "x-kubernetes-patch-merge-key": "name",
+}
 NON_MERGING_LIST = {"type": "array", "items": {"$ref": "#/definitions/mergeItem"}}
 MERGING_INT_LIST = {"type": "array", "items": {"type": "integer"}, "x-kubernetes-patch-strategy": "merge"}
 SIMPLE_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
@@ -30,7 +34,9 @@ DEFINITIONS: dict[str, Any] = {
     "mergeItem": {
         "type": "object",
         "properties": {
-            "name": {"type": "string"}, "value": {"type": "string"}, "other": {"type": "string"},
+            "name": {"type": "string"},
+            "value": {"type": "string"},
+            "other": {"type": "string"},
             "mergingList": MERGING_LIST,
             "nonMergingList": NON_MERGING_LIST,
             "mergingIntList": MERGING_INT_LIST,
@@ -45,8 +51,12 @@ DEFINITIONS: dict[str, Any] = {
     "retainKeysMergeItem": {
         "type": "object",
         "properties": {
-            "name": {"type": "string"}, "value": {"type": "string"}, "other": {"type": "string"},
-            "simpleMap": SIMPLE_MAP, "mergingIntList": MERGING_INT_LIST, "mergingList": MERGING_LIST,
+            "name": {"type": "string"},
+            "value": {"type": "string"},
+            "other": {"type": "string"},
+            "simpleMap": SIMPLE_MAP,
+            "mergingIntList": MERGING_INT_LIST,
+            "mergingList": MERGING_LIST,
             "nonMergingList": NON_MERGING_LIST,
         },
     },
@@ -60,11 +70,25 @@ def _applications() -> list[Any]:
         for case in CASES[table]:
             name = case["description"]
             expected = case.get("twoWayResult", case.get("modified"))
-            out.append(pytest.param(case.get("original") or {}, case["twoWay"], expected, case.get("expectedError"),
-                                    id=f"{table}: {name} (two-way)"))
+            out.append(
+                pytest.param(
+                    case.get("original") or {},
+                    case["twoWay"],
+                    expected,
+                    case.get("expectedError"),
+                    id=f"{table}: {name} (two-way)",
+                )
+            )
             if "threeWay" in case:
-                out.append(pytest.param(case.get("current") or {}, case["threeWay"], case["result"], None,
-                                        id=f"{table}: {name} (three-way)"))
+                out.append(
+                    pytest.param(
+                        case.get("current") or {},
+                        case["threeWay"],
+                        case["result"],
+                        None,
+                        id=f"{table}: {name} (three-way)",
+                    )
+                )
     return out
 
 
@@ -86,20 +110,40 @@ def test_built_in_kinds_merge_as_their_real_schema_says() -> None:
     svc = {"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}}
     out = strategic_merge_patch(svc, {"spec": {"ports": [{"port": 443, "targetPort": 8443}]}}, service)
     assert out["spec"]["ports"] == [{"port": 80, "name": "http"}, {"port": 443, "name": "https", "targetPort": 8443}]
-    spec = {"spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "TCP"}]}],
-                     "tolerations": [{"key": "a", "operator": "Exists"}]}}
-    out = strategic_merge_patch(spec, {"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80, "name": "web"}]}],
-                                                "tolerations": [{"key": "b", "operator": "Exists"}]}}, pod)
+    spec = {
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "TCP"}]}],
+            "tolerations": [{"key": "a", "operator": "Exists"}],
+        }
+    }
+    out = strategic_merge_patch(
+        spec,
+        {
+            "spec": {
+                "containers": [{"name": "c", "ports": [{"containerPort": 80, "name": "web"}]}],
+                "tolerations": [{"key": "b", "operator": "Exists"}],
+            }
+        },
+        pod,
+    )
     assert out["spec"]["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP", "name": "web"}]
     assert out["spec"]["tolerations"] == [{"key": "b", "operator": "Exists"}]  # no patch strategy: replaced
-    out = strategic_merge_patch({"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
-                                {"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}}, pod)
+    out = strategic_merge_patch(
+        {"status": {"conditions": [{"type": "Ready", "status": "False"}]}},
+        {"status": {"conditions": [{"type": "PodScheduled", "status": "True"}]}},
+        pod,
+    )
     assert sorted(c["type"] for c in out["status"]["conditions"]) == ["PodScheduled", "Ready"]
 
 
 async def test_the_emulator_applies_strategic_merge_patches_by_the_kinds_schema(kube: KubeClient) -> None:
-    await kube.create("/api/v1/namespaces/default/services", {
-        "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}})
-    out = await kube.patch("/api/v1/namespaces/default/services/s", {"spec": {"ports": [{"port": 443, "targetPort": 8443}]}},
-                           content_type=STRATEGIC_MERGE_PATCH)
+    await kube.create(
+        "/api/v1/namespaces/default/services",
+        {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}},
+    )
+    out = await kube.patch(
+        "/api/v1/namespaces/default/services/s",
+        {"spec": {"ports": [{"port": 443, "targetPort": 8443}]}},
+        content_type=STRATEGIC_MERGE_PATCH,
+    )
     assert [p.get("targetPort") for p in out["spec"]["ports"]] == [None, 8443]

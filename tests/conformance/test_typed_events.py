@@ -54,24 +54,107 @@ LONG_MESSAGE = "z" * 1100
 
 # TestValidateEventForNewV1beta1Events: (msg, event, valid); v1beta1 is legacy-only, like core/v1
 NEW_V1BETA1_TABLE = [
-    ("Old Event with EventTime should trigger new validation and fail",
-     _core("test", "default", NODE, eventTime=SOME_TIME), False),
-    ("Valid new Event", _core("test", "kube-system", NODE, eventTime=SOME_TIME, reportingComponent="k8s.io/my-controller",
-                              reportingInstance="node-xyz", action="Do", reason="Because"), True),
-    ("not qualified reportingController",
-     _core("test", "kube-system", NODE, eventTime=SOME_TIME, reportingComponent="my-contr@ller",
-           reportingInstance="node-xyz", action="Do", reason="Because"), False),
-    ("too long reporting instance",
-     _core("test", "kube-system", NODE, eventTime=SOME_TIME, reportingComponent="k8s.io/my-controller",
-           reportingInstance=LONG_INSTANCE, action="Do", reason="Because"), False),
-    ("missing reason", _core("test", "kube-system", NODE, eventTime=SOME_TIME, reportingComponent="k8s.io/my-controller",
-                             reportingInstance="node-xyz", action="Do"), False),
-    ("missing action", _core("test", "kube-system", NODE, eventTime=SOME_TIME, reportingComponent="k8s.io/my-controller",
-                             reportingInstance="node-xyz", reason="Because"), False),
-    ("missing namespace", _core("test", "", NODE, eventTime=SOME_TIME, reportingComponent="k8s.io/my-controller",
-                                reportingInstance="node-xyz", reason="Because"), False),
-    ("too long message", _core("test", "", NODE, eventTime=SOME_TIME, reportingComponent="k8s.io/my-controller",
-                               reportingInstance="node-xyz", action="Do", reason="Because", message=LONG_MESSAGE), False),
+    (
+        "Old Event with EventTime should trigger new validation and fail",
+        _core("test", "default", NODE, eventTime=SOME_TIME),
+        False,
+    ),
+    (
+        "Valid new Event",
+        _core(
+            "test",
+            "kube-system",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="k8s.io/my-controller",
+            reportingInstance="node-xyz",
+            action="Do",
+            reason="Because",
+        ),
+        True,
+    ),
+    (
+        "not qualified reportingController",
+        _core(
+            "test",
+            "kube-system",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="my-contr@ller",
+            reportingInstance="node-xyz",
+            action="Do",
+            reason="Because",
+        ),
+        False,
+    ),
+    (
+        "too long reporting instance",
+        _core(
+            "test",
+            "kube-system",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="k8s.io/my-controller",
+            reportingInstance=LONG_INSTANCE,
+            action="Do",
+            reason="Because",
+        ),
+        False,
+    ),
+    (
+        "missing reason",
+        _core(
+            "test",
+            "kube-system",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="k8s.io/my-controller",
+            reportingInstance="node-xyz",
+            action="Do",
+        ),
+        False,
+    ),
+    (
+        "missing action",
+        _core(
+            "test",
+            "kube-system",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="k8s.io/my-controller",
+            reportingInstance="node-xyz",
+            reason="Because",
+        ),
+        False,
+    ),
+    (
+        "missing namespace",
+        _core(
+            "test",
+            "",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="k8s.io/my-controller",
+            reportingInstance="node-xyz",
+            reason="Because",
+        ),
+        False,
+    ),
+    (
+        "too long message",
+        _core(
+            "test",
+            "",
+            NODE,
+            eventTime=SOME_TIME,
+            reportingComponent="k8s.io/my-controller",
+            reportingInstance="node-xyz",
+            action="Do",
+            reason="Because",
+            message=LONG_MESSAGE,
+        ),
+        False,
+    ),
 ]
 
 
@@ -84,9 +167,16 @@ def test_new_v1beta1_events_table(msg: str, event: dict[str, Any], valid: bool) 
 
 def _events_v1(**overrides: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e1", "namespace": "kube-system"},
-        "regarding": NODE, "eventTime": SOME_TIME, "reportingController": "k8s.io/my-controller",
-        "reportingInstance": "node-xyz", "action": "Do", "reason": "Because", "type": "Normal",
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e1", "namespace": "kube-system"},
+        "regarding": NODE,
+        "eventTime": SOME_TIME,
+        "reportingController": "k8s.io/my-controller",
+        "reportingInstance": "node-xyz",
+        "action": "Do",
+        "reason": "Because",
+        "type": "Normal",
     }
     body.update(overrides)
     return {k: v for k, v in body.items() if v is not None}
@@ -96,10 +186,12 @@ def _events_v1(**overrides: Any) -> dict[str, Any]:
     ("overrides", "expected"),
     [
         pytest.param({}, None, id="valid-new-event"),
-        pytest.param({"type": "Bogus"}, "type: Invalid value: \"\": has invalid value: Bogus", id="bogus-type"),
+        pytest.param({"type": "Bogus"}, 'type: Invalid value: "": has invalid value: Bogus', id="bogus-type"),
         pytest.param({"eventTime": None}, "eventTime: Required value", id="missing-eventTime"),
-        pytest.param({"deprecatedCount": 3}, "count: Invalid value: \"\": needs to be unset", id="count-set"),
-        pytest.param({"note": LONG_MESSAGE}, "note: Invalid value: \"\": can have at most 1024 characters", id="long-note"),
+        pytest.param({"deprecatedCount": 3}, 'count: Invalid value: "": needs to be unset', id="count-set"),
+        pytest.param(
+            {"note": LONG_MESSAGE}, 'note: Invalid value: "": can have at most 1024 characters', id="long-note"
+        ),
         pytest.param({"series": {"count": 1, "lastObservedTime": SOME_TIME}}, "series.count", id="series-count"),
     ],
 )
@@ -119,8 +211,12 @@ async def test_events_k8s_io_v1_create(apiserver: ApiServer, overrides: dict[str
 async def test_core_v1_event_namespace_mismatch_is_422(apiserver: ApiServer) -> None:
     """legacyValidateEvent: a core/v1 Event about a namespaced object lives in that object's namespace."""
     url = f"{apiserver.url}/api/v1/namespaces/default/events"
-    event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "namespace": "kube-system", "name": "p"},
-             "reason": "R", "type": "Normal"}
+    event = {
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "namespace": "kube-system", "name": "p"},
+        "reason": "R",
+        "type": "Normal",
+    }
     async with aiohttp.ClientSession() as session, session.post(url, json=event) as resp:
         body = await resp.json()
     assert resp.status == 422

@@ -33,14 +33,21 @@ def _configmap() -> bytes:
 
 def test_decode_configmap() -> None:
     obj = decode_object(_envelope("v1", "ConfigMap", _configmap()))
-    assert obj == {"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": "cm", "namespace": "default", "labels": {"app": "x"}}, "data": {"a": "b"}}
+    assert obj == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cm", "namespace": "default", "labels": {"app": "x"}},
+        "data": {"a": "b"},
+    }
 
 
 async def _post(server: ApiServer, body: bytes) -> tuple[int, dict[str, object]]:
-    async with aiohttp.ClientSession() as session, session.post(
-        f"{server.url}/api/v1/namespaces/default/configmaps", data=body, headers={"Content-Type": MEDIA_TYPE}
-    ) as resp:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{server.url}/api/v1/namespaces/default/configmaps", data=body, headers={"Content-Type": MEDIA_TYPE}
+        ) as resp,
+    ):
         return resp.status, await resp.json()
 
 
@@ -67,10 +74,13 @@ async def test_openapi_v2_is_a_gnostic_document(apiserver: ApiServer) -> None:
     unmarshals an openapi_v2.Document (gnostic-models openapiv2/OpenAPIv2.proto: swagger = 1, info = 2)."""
     from gangsched.sim.protobuf import wire_fields
 
-    async with aiohttp.ClientSession() as session, session.get(
-        f"{apiserver.url}/openapi/v2",
-        headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
-    ) as resp:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(
+            f"{apiserver.url}/openapi/v2",
+            headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+        ) as resp,
+    ):
         assert resp.status == 200
         assert "protobuf" in resp.headers["Content-Type"]
         body = await resp.read()

@@ -66,6 +66,8 @@ async def wait_for_pod(
                 if predicate(pod):
                     return pod
             rv = listing["metadata"]["resourceVersion"]
-            async for kind, pod in kube.watch(path, resource_version=rv, params={"fieldSelector": f"metadata.name={name}"}, timeout_seconds=30):
+            async for kind, pod in kube.watch(
+                path, resource_version=rv, params={"fieldSelector": f"metadata.name={name}"}, timeout_seconds=30
+            ):
                 if kind in ("ADDED", "MODIFIED") and predicate(pod):
                     return pod

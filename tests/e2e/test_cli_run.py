@@ -42,7 +42,9 @@ async def get_text(url: str) -> str | None:
 async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cluster, tmp_path: Path) -> None:
     metrics, probes = free_port(), free_port()
     config = tmp_path / "config.yaml"
-    config.write_text(f"namespace: default\nmetricsPort: {metrics}\nprobesPort: {probes}\nleaderElection: {{enabled: true}}\n")
+    config.write_text(
+        f"namespace: default\nmetricsPort: {metrics}\nprobesPort: {probes}\nleaderElection: {{enabled: true}}\n"
+    )
     env = dict(os.environ, GANGSCHED_LOG_LEVEL="INFO")  # probes must not show up in the log even at INFO
     proc = subprocess.Popen(
         [sys.executable, "-m", "gangsched", "run", "--kubeconfig", cluster.kubeconfig, "--config", str(config)],
@@ -51,7 +53,9 @@ async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cl
         stderr=subprocess.STDOUT,
     )
     try:
-        health = await eventually(lambda: get_text(f"http://127.0.0.1:{probes}/healthz"), timeout=30, what="/healthz answering")
+        health = await eventually(
+            lambda: get_text(f"http://127.0.0.1:{probes}/healthz"), timeout=30, what="/healthz answering"
+        )
         assert "scheduler" in health
         k = cluster.client
         await create(k, podgroup("cli", min_member=2), pod("cli-0", group="cli"), pod("cli-1", group="cli"))

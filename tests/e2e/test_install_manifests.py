@@ -29,8 +29,6 @@ from tests.e2e.processes import free_port, stop_processes, wait_until
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
-
 def _install_command() -> list[str]:
     text = (ROOT / "README.md").read_text().split("## Using it", 1)[1]
     block = re.search(r"```sh\n(.*?)```", text, re.S)
@@ -55,29 +53,47 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
 
     def kubectl(*args: str, kubeconfig: str = admin, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", *args],
-                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            ["kubectl", f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert not check or result.returncode == 0, f"kubectl {shlex.join(args)}:\n{result.stdout}\n{result.stderr}"
         return result
 
     serve_log = open(tmp_path / "serve.log", "w+")
     run_log = open(tmp_path / "run.log", "w+")
-    serve = subprocess.Popen([str(bin_dir / "gangsched"), "sim", "serve", "--nodes", "4", "--kubeconfig", admin],
-                             cwd=ROOT, env=env, stdout=serve_log, stderr=subprocess.STDOUT, text=True)
+    serve = subprocess.Popen(
+        [str(bin_dir / "gangsched"), "sim", "serve", "--nodes", "4", "--kubeconfig", admin],
+        cwd=ROOT,
+        env=env,
+        stdout=serve_log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     operator = None
     try:
-        wait_until(lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
-              timeout=60, what="sim serve ready")
+        wait_until(
+            lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
+            timeout=60,
+            what="sim serve ready",
+        )
         assert serve.poll() is None, (tmp_path / "serve.log").read_text()
 
         install = _install_command()
         assert install[:2] == ["kubectl", "apply"]
         out = kubectl(*install[1:]).stdout
-        for created in ("customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io",
-                        "priorityclass.scheduling.k8s.io/gangsched-critical",
-                        "flowschema.flowcontrol.apiserver.k8s.io/gangsched",
-                        "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/gangsched",
-                        "deployment.apps/gangsched", "poddisruptionbudget.policy/gangsched"):
+        for created in (
+            "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io",
+            "priorityclass.scheduling.k8s.io/gangsched-critical",
+            "flowschema.flowcontrol.apiserver.k8s.io/gangsched",
+            "prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/gangsched",
+            "deployment.apps/gangsched",
+            "poddisruptionbudget.policy/gangsched",
+        ):
             assert created in out, out
 
         token = kubectl("create", "token", "gangsched", "-n", "gangsched-system").stdout.strip()
@@ -86,8 +102,10 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
         shutil.copy(admin, service_account)
         kubectl("config", "set-credentials", "gangsched", f"--token={token}", kubeconfig=service_account)
         kubectl("config", "set-context", "--current", "--user=gangsched", kubeconfig=service_account)
-        assert kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}",
-                       kubeconfig=service_account).stdout == "system:serviceaccount:gangsched-system:gangsched"
+        assert (
+            kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}", kubeconfig=service_account).stdout
+            == "system:serviceaccount:gangsched-system:gangsched"
+        )
 
         container = _deployment_container()
         args = [str(a) for a in container["args"]]  # type: ignore[union-attr]
@@ -97,13 +115,25 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
         operator_env = {**env, "POD_NAME": "gangsched-test-0", "POD_NAMESPACE": "gangsched-system"}
         operator = subprocess.Popen(
             [str(bin_dir / "gangsched"), *args, "--kubeconfig", service_account, "--config", str(config)],
-            cwd=ROOT, env=operator_env, stdout=run_log, stderr=subprocess.STDOUT, text=True)
+            cwd=ROOT,
+            env=operator_env,
+            stdout=run_log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
         kubectl("apply", "-f", "manifests/examples/gang-fits.yaml")
 
         def bound() -> bool:
-            result = kubectl("get", "pods", "-n", "default", "-o",
-                             "jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{'\\n'}{end}", check=False)
+            result = kubectl(
+                "get",
+                "pods",
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{'\\n'}{end}",
+                check=False,
+            )
             placed = dict(line.split("=", 1) for line in result.stdout.split() if "=" in line)
             return len([n for n, node in placed.items() if n.startswith("train-small-") and node]) == 4
 

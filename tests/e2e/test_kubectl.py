@@ -53,7 +53,9 @@ def _table(stdout: str) -> list[dict[str, str]]:
     header = lines[0]
     starts = [m.start() for m in re.finditer(r"(?:(?<=\s\s)|^)\S", header)]
     names = [header[s:e].strip() for s, e in zip(starts, starts[1:] + [len(header) + 1000])]
-    return [{n: line[s:e].strip() for n, s, e in zip(names, starts, starts[1:] + [len(line) + 1000])} for line in lines[1:]]
+    return [
+        {n: line[s:e].strip() for n, s, e in zip(names, starts, starts[1:] + [len(line) + 1000])} for line in lines[1:]
+    ]
 
 
 async def _install_crds(kctl: AsyncKubectl) -> None:
@@ -86,14 +88,22 @@ async def test_apply_get_patch_delete_podgroups(kctl: AsyncKubectl, kube: KubeCl
     for column in ("NAME", "PHASE", "MINMEMBER", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "AGE"):
         assert column in header
     (row,) = _table(listing.stdout)
-    assert (row["NAME"], row["PHASE"], row["MINMEMBER"], row["SCHEDULED"], row["RUNNING"]) == ("job1", "Running", "2", "2", "1")
+    assert (row["NAME"], row["PHASE"], row["MINMEMBER"], row["SCHEDULED"], row["RUNNING"]) == (
+        "job1",
+        "Running",
+        "2",
+        "2",
+        "1",
+    )
     assert row["SUCCEEDED"] == ""  # absent from status: the server sends null, kubectl prints nothing
     assert re.fullmatch(r"\d+s", row["AGE"])
 
     short = await kctl("get", "pg", "-n", "team-a", "-o", "name", check=True)
     assert short.stdout.strip() == "podgroup.scheduling.x-k8s.io/job1"
 
-    patched = await kctl("patch", "pg", "job1", "-n", "team-a", "--type=merge", "-p", '{"spec":{"minMember":3}}', check=True)
+    patched = await kctl(
+        "patch", "pg", "job1", "-n", "team-a", "--type=merge", "-p", '{"spec":{"minMember":3}}', check=True
+    )
     assert "patched" in patched.stdout
     value = await kctl("get", "pgs", "job1", "-n", "team-a", "-o", "jsonpath={.spec.minMember}", check=True)
     assert value.stdout == "3"
@@ -171,26 +181,42 @@ def _phase(phase: str) -> Any:
     return lambda pod: (pod.get("status") or {}).get("phase") == phase
 
 
-async def test_bound_pod_runs_and_kubectl_shows_its_node(kctl: AsyncKubectl, kube: KubeClient, sim_kubelet: SimKubelet) -> None:
+async def test_bound_pod_runs_and_kubectl_shows_its_node(
+    kctl: AsyncKubectl, kube: KubeClient, sim_kubelet: SimKubelet
+) -> None:
     await _create_and_bind(kube, "web-0", "node-2")
     await kube.create("/api/v1/namespaces/default/pods", _pod_manifest("unbound"))
     pod = await wait_for_pod(kube, "default", "web-0", _phase("Running"))
     status = pod["status"]
     assert status["hostIP"] == "10.250.0.3"  # node-2, the third node created
-    assert {c["type"] for c in status["conditions"] if c["status"] == "True"} >= {"Ready", "ContainersReady", "Initialized", "PodScheduled"}
+    assert {c["type"] for c in status["conditions"] if c["status"] == "True"} >= {
+        "Ready",
+        "ContainersReady",
+        "Initialized",
+        "PodScheduled",
+    }
     assert [c["ready"] for c in status["containerStatuses"]] == [True]
 
     wide = await kctl("get", "pods", "-o", "wide", check=True)
     rows = {r["NAME"]: r for r in _table(wide.stdout)}
     assert (rows["web-0"]["READY"], rows["web-0"]["STATUS"], rows["web-0"]["NODE"], rows["web-0"]["IP"]) == (
-        "1/1", "Running", "node-2", status["podIP"],
+        "1/1",
+        "Running",
+        "node-2",
+        status["podIP"],
     )
-    assert (rows["unbound"]["STATUS"], rows["unbound"]["NODE"], rows["unbound"]["NOMINATED NODE"]) == ("Pending", "<none>", "<none>")
+    assert (rows["unbound"]["STATUS"], rows["unbound"]["NODE"], rows["unbound"]["NOMINATED NODE"]) == (
+        "Pending",
+        "<none>",
+        "<none>",
+    )
     narrow = await kctl("get", "pods", check=True)
     assert narrow.stdout.splitlines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
 
 
-async def test_duration_annotation_makes_the_pod_succeed(kctl: AsyncKubectl, kube: KubeClient, sim_kubelet: SimKubelet) -> None:
+async def test_duration_annotation_makes_the_pod_succeed(
+    kctl: AsyncKubectl, kube: KubeClient, sim_kubelet: SimKubelet
+) -> None:
     await _create_and_bind(kube, "batch-0", "node-0", **{"sim.gangsched.io/duration": "200ms"})
     pod = await wait_for_pod(kube, "default", "batch-0", _phase("Succeeded"))
     (terminated,) = [c["state"]["terminated"] for c in pod["status"]["containerStatuses"]]

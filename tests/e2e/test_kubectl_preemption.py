@@ -30,7 +30,11 @@ async def two_nodes() -> AsyncIterator[Cluster]:
 
 async def kubectl(cluster: Cluster, *args: str) -> str:
     result = await asyncio.to_thread(
-        subprocess.run, ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args], capture_output=True, text=True, timeout=60
+        subprocess.run,
+        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
     return result.stdout
@@ -39,7 +43,14 @@ async def kubectl(cluster: Cluster, *args: str) -> str:
 async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whole(two_nodes: Cluster) -> None:
     k = two_nodes.client
     async with replica(two_nodes.kubeconfig):
-        await kubectl(two_nodes, "apply", "-f", str(EXAMPLES / "00-priorityclasses.yaml"), "-f", str(EXAMPLES / "10-batch-low.yaml"))
+        await kubectl(
+            two_nodes,
+            "apply",
+            "-f",
+            str(EXAMPLES / "00-priorityclasses.yaml"),
+            "-f",
+            str(EXAMPLES / "10-batch-low.yaml"),
+        )
 
         async def low_running() -> bool:
             return len([n for n in bound(await pods(k)) if n.startswith("batch-low-")]) == 4
@@ -50,7 +61,9 @@ async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whol
 
         async def urgent_bound() -> bool:
             placed = bound(await pods(k))
-            return len([n for n in placed if n.startswith("train-urgent-")]) == 4 and not any(n.startswith("batch-low-") for n in placed)
+            return len([n for n in placed if n.startswith("train-urgent-")]) == 4 and not any(
+                n.startswith("batch-low-") for n in placed
+            )
 
         await eventually(urgent_bound, what="train-urgent bound, batch-low evicted")
         assert not [n for n in await pods(k) if n.startswith("batch-low-")]  # evicted whole, not one by one

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, eventually, events_for, get_podgroup, pods, replica
+from tests.integration.harness import bound, events_for, eventually, get_podgroup, pods, replica
 
 pytestmark = pytest.mark.e2e
 
@@ -34,11 +34,18 @@ NODE = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
 
 def configmap(text: str) -> str:
     return json.dumps(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"}, "data": {"topology.json": text}}
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
+            "data": {"topology.json": text},
+        }
     )
 
 
-def gang_manifest(name: str, *, members: int, group_size: int, mode: str = "soft", extra: dict[str, Any] | None = None) -> str:
+def gang_manifest(
+    name: str, *, members: int, group_size: int, mode: str = "soft", extra: dict[str, Any] | None = None
+) -> str:
     docs: list[dict[str, Any]] = [
         {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -52,10 +59,20 @@ def gang_manifest(name: str, *, members: int, group_size: int, mode: str = "soft
             {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": f"{name}-{i}", "namespace": "default", "labels": {"scheduling.x-k8s.io/pod-group": name}},
+                "metadata": {
+                    "name": f"{name}-{i}",
+                    "namespace": "default",
+                    "labels": {"scheduling.x-k8s.io/pod-group": name},
+                },
                 "spec": {
                     "schedulerName": "gangsched",
-                    "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}}],
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.9",
+                            "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}},
+                        }
+                    ],
                 },
             }
         )
@@ -70,7 +87,13 @@ def blocker(name: str, node: str) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "nodeName": node,
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": {"nvidia.com/gpu": "8"}, "limits": {"nvidia.com/gpu": "8"}},
+                }
+            ],
         },
     }
 
@@ -85,7 +108,12 @@ async def story_cluster() -> AsyncIterator[Cluster]:
 
 async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
     result = await asyncio.to_thread(
-        subprocess.run, ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args], input=input, capture_output=True, text=True, timeout=60
+        subprocess.run,
+        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
     return result.stdout
@@ -129,7 +157,13 @@ async def test_hard_mode_waits_with_a_reason_when_its_tier_is_full(story_cluster
     async with replica(story_cluster.kubeconfig):
         await kubectl(story_cluster, "apply", "-f", "-", input=configmap(json.dumps(TREE)))
         # 6 members fit no unit (4 nodes each): hard mode with highestTierAllowed 1 must not spill over
-        await kubectl(story_cluster, "apply", "-f", "-", input=gang_manifest("hard", members=6, group_size=2, mode="hard", extra={"highestTierAllowed": 1}))
+        await kubectl(
+            story_cluster,
+            "apply",
+            "-f",
+            "-",
+            input=gang_manifest("hard", members=6, group_size=2, mode="hard", extra={"highestTierAllowed": 1}),
+        )
 
         async def reason() -> str | None:
             pg = await get_podgroup(story_cluster.client, "hard")
@@ -144,11 +178,19 @@ async def test_hard_mode_waits_with_a_reason_when_its_tier_is_full(story_cluster
 async def test_invalid_topology_is_rejected_with_an_event_and_the_last_good_one_stays(story_cluster: Cluster) -> None:
     async with replica(story_cluster.kubeconfig):
         await kubectl(story_cluster, "apply", "-f", "-", input=configmap(json.dumps(TREE)))
-        cyclic = [*TREE[:3], {"layer": 1, "name": "unit0", "parents": ["leaf0", "leaf1"], "children": ["node0"]}, *TREE[4:]]
+        cyclic = [
+            *TREE[:3],
+            {"layer": 1, "name": "unit0", "parents": ["leaf0", "leaf1"], "children": ["node0"]},
+            *TREE[4:],
+        ]
         await kubectl(story_cluster, "apply", "-f", "-", input=configmap(json.dumps(cyclic)))
 
         async def warned() -> list[dict[str, Any]]:
-            return [e for e in await events_for(story_cluster.client, "gangsched-topology", "gangsched-system") if e["reason"] == "InvalidTopology"]
+            return [
+                e
+                for e in await events_for(story_cluster.client, "gangsched-topology", "gangsched-system")
+                if e["reason"] == "InvalidTopology"
+            ]
 
         events = await eventually(warned, what="InvalidTopology event")
         assert "last good topology stays in force" in events[0]["message"]

@@ -36,13 +36,32 @@ async def test_kubectl_create_builtin_kinds(kctl: AsyncKubectl) -> None:
     await _ok(kctl, "-n", "team-x", "create", "configmap", "cm", "--from-literal=a=b", "--from-literal=empty=")
     await _ok(kctl, "-n", "team-x", "create", "secret", "generic", "s", "--from-literal=k=v")
     await _ok(kctl, "-n", "team-x", "create", "serviceaccount", "robot")
-    await _ok(kctl, "create", "priorityclass", "high", "--value=1000", "--description=important",
-              "--preemption-policy=Never")
+    await _ok(
+        kctl, "create", "priorityclass", "high", "--value=1000", "--description=important", "--preemption-policy=Never"
+    )
     await _ok(kctl, "-n", "team-x", "create", "poddisruptionbudget", "pdb", "--selector=app=x", "--min-available=50%")
-    await _ok(kctl, "-n", "team-x", "create", "role", "reader", "--verb=get,list", "--resource=pods,configmaps",
-              "--resource-name=a")
-    await _ok(kctl, "-n", "team-x", "create", "rolebinding", "rb", "--role=reader", "--user=alice",
-              "--serviceaccount=team-x:robot")
+    await _ok(
+        kctl,
+        "-n",
+        "team-x",
+        "create",
+        "role",
+        "reader",
+        "--verb=get,list",
+        "--resource=pods,configmaps",
+        "--resource-name=a",
+    )
+    await _ok(
+        kctl,
+        "-n",
+        "team-x",
+        "create",
+        "rolebinding",
+        "rb",
+        "--role=reader",
+        "--user=alice",
+        "--serviceaccount=team-x:robot",
+    )
 
     ns = await _get(kctl, "namespace", "team-x")
     assert ns["status"] == {"phase": "Active"}
@@ -55,8 +74,9 @@ async def test_kubectl_create_builtin_kinds(kctl: AsyncKubectl) -> None:
     pdb = await _get(kctl, "-n", "team-x", "pdb", "pdb")
     assert pdb["spec"] == {"minAvailable": "50%", "selector": {"matchLabels": {"app": "x"}}}
     role = await _get(kctl, "-n", "team-x", "role", "reader")
-    assert role["rules"] == [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods", "configmaps"],
-                              "resourceNames": ["a"]}]
+    assert role["rules"] == [
+        {"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods", "configmaps"], "resourceNames": ["a"]}
+    ]
     rb = await _get(kctl, "-n", "team-x", "rolebinding", "rb")
     assert rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"}
     assert rb["subjects"] == [
@@ -67,9 +87,11 @@ async def test_kubectl_create_builtin_kinds(kctl: AsyncKubectl) -> None:
 
 async def test_kubectl_create_workloads_and_quota(kctl: AsyncKubectl) -> None:
     """The objects equal what kubectl builds (`--dry-run=client -o json`), decoded from protobuf."""
-    for args in (["deployment", "d", "--image=busybox", "--replicas=2", "--port=80"],
-                 ["job", "j", "--image=busybox", "--", "sleep", "1"],
-                 ["quota", "q", "--hard=pods=2,cpu=1", "--scopes=BestEffort"]):
+    for args in (
+        ["deployment", "d", "--image=busybox", "--replicas=2", "--port=80"],
+        ["job", "j", "--image=busybox", "--", "sleep", "1"],
+        ["quota", "q", "--hard=pods=2,cpu=1", "--scopes=BestEffort"],
+    ):
         expected = json.loads(await _ok(kctl, "create", *args[:2], "--dry-run=client", "-o", "json", *args[2:]))
         await _ok(kctl, "create", *args)
         got = await _get(kctl, expected["kind"].lower(), args[1])
@@ -109,8 +131,10 @@ spec: {holderIdentity: me, leaseDurationSeconds: "15"}
 """
     result = await kctl("apply", "-f", "-", input=manifest)
     assert result.returncode != 0
-    assert ('Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal string into Go struct field '
-            "LeaseSpec.spec.leaseDurationSeconds of type int32") in result.stderr
+    assert (
+        'Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal string into Go struct field '
+        "LeaseSpec.spec.leaseDurationSeconds of type int32"
+    ) in result.stderr
     result = await kctl("apply", "-f", "-", input=manifest.replace('"15"', "15, bogus: 1"))
     assert result.returncode != 0 and 'strict decoding error: unknown field "spec.bogus"' in result.stderr
     result = await kctl("apply", "--validate=warn", "-f", "-", input=manifest.replace('"15"', "15, bogus: 1"))

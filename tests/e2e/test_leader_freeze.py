@@ -51,7 +51,9 @@ def start(cluster: Cluster, tmp_path: Path, name: str) -> tuple[subprocess.Popen
     env = dict(os.environ, GANGSCHED_LOG_LEVEL=os.environ.get("FREEZE_LOG", "WARNING"), POD_NAME=name)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gangsched", "run", "--kubeconfig", cluster.kubeconfig, "--config", str(config)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     return proc, probes
 
@@ -67,7 +69,9 @@ def is_write(r: LoggedRequest) -> bool:
     return r.method != "GET"
 
 
-async def test_frozen_leader_sends_nothing_after_resuming_and_the_other_replica_completes(cluster: Cluster, tmp_path: Path) -> None:
+async def test_frozen_leader_sends_nothing_after_resuming_and_the_other_replica_completes(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     log = cluster.server.requests
     log.enabled = True
     frozen, frozen_probes = start(cluster, tmp_path, "frozen")
@@ -97,15 +101,27 @@ async def test_frozen_leader_sends_nothing_after_resuming_and_the_other_replica_
         await eventually(lambda: _true(bool(froze)), timeout=30, what="the leader frozen at its first binding")
         await eventually(lambda: _holder_is(k, "standby-"), timeout=30, what="standby takes the lease over")
         await eventually(lambda: _all_bound(k), timeout=60, what="every gang bound by the new leader")
-        standby_bindings = [r for r in log.entries if r.user_agent.startswith("gangsched/standby-") and r.path.endswith("/binding")]
+        standby_bindings = [
+            r for r in log.entries if r.user_agent.startswith("gangsched/standby-") and r.path.endswith("/binding")
+        ]
         assert standby_bindings, "the burst was not cut: the frozen leader had sent every binding"
 
         resumed_at = len(log.entries)
         os.kill(frozen.pid, signal.SIGCONT)
         # it answers again, as a follower, and has read the Lease since resuming (twice: at least a retry period)
         await eventually(lambda: _follower(frozen_probes), timeout=30, what="the resumed replica is a ready follower")
-        await eventually(lambda: _true(sum(1 for r in log.entries[resumed_at:] if r.user_agent.startswith("gangsched/frozen-")
-                                           and r.path == LEASE) >= 2), timeout=10, what="two Lease reads after resuming")
+        await eventually(
+            lambda: _true(
+                sum(
+                    1
+                    for r in log.entries[resumed_at:]
+                    if r.user_agent.startswith("gangsched/frozen-") and r.path == LEASE
+                )
+                >= 2
+            ),
+            timeout=10,
+            what="two Lease reads after resuming",
+        )
         after = [r for r in log.entries[resumed_at:] if r.user_agent.startswith("gangsched/frozen-")]
         # no binding, eviction, status write or event (a Lease update is fenced by its resourceVersion: never here)
         assert [(r.method, r.path) for r in after if is_write(r)] == []
@@ -115,7 +131,9 @@ async def test_frozen_leader_sends_nothing_after_resuming_and_the_other_replica_
         for obj in objs_now.values():
             node = obj["spec"].get("nodeName")
             if node:
-                used[node] = used.get(node, 0.0) + float(parse_quantity(obj["spec"]["containers"][0]["resources"]["requests"]["cpu"], field="cpu"))
+                used[node] = used.get(node, 0.0) + float(
+                    parse_quantity(obj["spec"]["containers"][0]["resources"]["requests"]["cpu"], field="cpu")
+                )
         assert all(v <= CPU for v in used.values()), used
         assert len(bound(objs_now)) == GANGS * SIZE
     finally:
@@ -129,7 +147,9 @@ async def test_frozen_leader_sends_nothing_after_resuming_and_the_other_replica_
             except subprocess.TimeoutExpired:
                 proc.kill()
                 out, _ = proc.communicate()
-            print(f"--- replica {proc.pid} (exit {proc.returncode}):\n{out.decode(errors='replace')[-5000:]}")  # shown on failure
+            print(
+                f"--- replica {proc.pid} (exit {proc.returncode}):\n{out.decode(errors='replace')[-5000:]}"
+            )  # shown on failure
     assert [p.returncode for p in procs] == [0, 0]
 
 

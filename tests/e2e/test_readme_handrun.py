@@ -33,8 +33,6 @@ def readme_commands() -> list[list[str]]:
     return [shlex.split(line) for line in block.group(1).splitlines() if line.strip()]
 
 
-
-
 def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
@@ -56,23 +54,50 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
     serve_out = open(tmp_path / "serve.log", "w+")
     run_log = open(tmp_path / "run.log", "w+")
-    serve = subprocess.Popen(resolve(commands[0]), cwd=ROOT, env=env, stdout=serve_out, stderr=subprocess.STDOUT, text=True)
+    serve = subprocess.Popen(
+        resolve(commands[0]), cwd=ROOT, env=env, stdout=serve_out, stderr=subprocess.STDOUT, text=True
+    )
     operator = None
     try:
-        wait_until(lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
-              timeout=60, what="sim serve ready")
+        wait_until(
+            lambda: "press Ctrl-C" in (tmp_path / "serve.log").read_text() or serve.poll() is not None,
+            timeout=60,
+            what="sim serve ready",
+        )
         assert serve.poll() is None, (tmp_path / "serve.log").read_text()
-        operator = subprocess.Popen([*resolve(commands[1]), "--config", str(config)], cwd=ROOT, env=env,
-                                    stdout=run_log, stderr=subprocess.STDOUT, text=True)
+        operator = subprocess.Popen(
+            [*resolve(commands[1]), "--config", str(config)],
+            cwd=ROOT,
+            env=env,
+            stdout=run_log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         for cmd in commands[2:]:
             result = subprocess.run(resolve(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
             assert result.returncode == 0, f"{shlex.join(cmd)}:\n{result.stdout}\n{result.stderr}"
 
         def bound() -> bool:
             result = subprocess.run(
-                resolve(["kubectl", "--kubeconfig", "sim.kubeconfig", "get", "pods", "-n", "default", "-o",
-                         "jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{'\\n'}{end}"]),
-                cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+                resolve(
+                    [
+                        "kubectl",
+                        "--kubeconfig",
+                        "sim.kubeconfig",
+                        "get",
+                        "pods",
+                        "-n",
+                        "default",
+                        "-o",
+                        "jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{'\\n'}{end}",
+                    ]
+                ),
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             placed = dict(line.split("=", 1) for line in result.stdout.split() if "=" in line)
             return len([n for n, node in placed.items() if n.startswith("train-small-") and node]) == 4
 

@@ -33,7 +33,10 @@ def _kubectl(kubeconfig: str, tmp_path: Path, *args: str) -> subprocess.Complete
     env = dict(os.environ, HOME=str(tmp_path))
     return subprocess.run(
         [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", *args],
-        capture_output=True, text=True, env=env, timeout=60,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
 
 
@@ -44,20 +47,34 @@ async def test_running_cluster_names_and_labels_nodes_after_the_topology(tmp_pat
         assert cluster.node_names == ["gpu-a", "gpu-b", "gpu-c"]
         assert Path(cluster.kubeconfig).exists()
         result = await asyncio.to_thread(
-            _kubectl, cluster.kubeconfig, tmp_path, "get", "nodes", "-L", "topology.gangsched.io/tier-1,topology.gangsched.io/tier-2"
+            _kubectl,
+            cluster.kubeconfig,
+            tmp_path,
+            "get",
+            "nodes",
+            "-L",
+            "topology.gangsched.io/tier-1,topology.gangsched.io/tier-2",
         )
         assert result.returncode == 0, result.stderr
         rows = [line.split() for line in result.stdout.splitlines()[1:]]
         assert [(r[0], r[1], r[-2], r[-1]) for r in rows] == [
-            ("gpu-a", "Ready", "unit0", "leaf0"), ("gpu-b", "Ready", "unit0", "leaf0"), ("gpu-c", "Ready", "unit1", "leaf0"),
+            ("gpu-a", "Ready", "unit0", "leaf0"),
+            ("gpu-b", "Ready", "unit0", "leaf0"),
+            ("gpu-c", "Ready", "unit1", "leaf0"),
         ]
         gpus = await cluster.client.get("/api/v1/nodes/gpu-c")
         assert gpus["status"]["allocatable"]["nvidia.com/gpu"] == "8"
         if (ROOT / "crds").is_dir():  # the CRDs of the repository are installed and served
             await cluster.client.get("/apis/scheduling.x-k8s.io/v1alpha1/podgroups")
         # the kubelet runs: a bound pod starts
-        await cluster.client.create("/api/v1/namespaces/default/pods", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})
-        await cluster.client.create("/api/v1/namespaces/default/pods/p/binding", {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "gpu-b"}})
+        await cluster.client.create(
+            "/api/v1/namespaces/default/pods",
+            {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+        )
+        await cluster.client.create(
+            "/api/v1/namespaces/default/pods/p/binding",
+            {"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "gpu-b"}},
+        )
         await wait_for_pod(cluster.client, "default", "p", lambda pod: pod.get("status", {}).get("phase") == "Running")
         kubeconfig = cluster.kubeconfig
     assert not Path(kubeconfig).exists()  # the temporary kubeconfig is removed
@@ -66,14 +83,18 @@ async def test_running_cluster_names_and_labels_nodes_after_the_topology(tmp_pat
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(["--node-resources", "cpu=lots"], '--node-resources cpu: invalid value "lots"', id="bad-resources"),
+        pytest.param(
+            ["--node-resources", "cpu=lots"], '--node-resources cpu: invalid value "lots"', id="bad-resources"
+        ),
         pytest.param(["--topology", "/nonexistent/topology.json"], "--topology", id="missing-topology"),
     ],
 )
 def test_sim_serve_rejects_bad_arguments(args: list[str], message: str, tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "gangsched", "sim", "serve", "--kubeconfig", str(tmp_path / "kc"), *args],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert message in result.stderr
@@ -82,8 +103,17 @@ def test_sim_serve_rejects_bad_arguments(args: list[str], message: str, tmp_path
 async def test_sim_serve_serves_until_sigint(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kc"
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "gangsched", "sim", "serve", "--nodes", "2", "--kubeconfig", str(kubeconfig),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "gangsched",
+        "sim",
+        "serve",
+        "--nodes",
+        "2",
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         assert proc.stdout is not None
@@ -91,7 +121,9 @@ async def test_sim_serve_serves_until_sigint(tmp_path: Path) -> None:
         async with asyncio.timeout(30):
             while not lines or not lines[-1].startswith("try:"):
                 line = (await proc.stdout.readline()).decode()
-                assert line, f"sim serve exited early: {lines} {(await proc.stderr.read()).decode() if proc.stderr else ''}"
+                assert line, (
+                    f"sim serve exited early: {lines} {(await proc.stderr.read()).decode() if proc.stderr else ''}"
+                )
                 lines.append(line.strip())
         assert f"kubeconfig written to {kubeconfig}" in lines
         assert lines[-1] == f"try: kubectl --kubeconfig {kubeconfig} get nodes"

@@ -17,7 +17,9 @@ TREE = [
 async def test_the_cluster_starts_with_gangsched_installed_and_the_topology_configmap(tmp_path: Path) -> None:
     topology = tmp_path / "topology.json"
     topology.write_text(json.dumps(TREE))
-    async with running_cluster(nodes=0, node_resources="cpu=8", topology=str(topology), topology_configmap_from=topology) as cluster:
+    async with running_cluster(
+        nodes=0, node_resources="cpu=8", topology=str(topology), topology_configmap_from=topology
+    ) as cluster:
         k = cluster.client
         assert cluster.url.startswith("https://") and cluster.server.auth
         await k.get("/api/v1/namespaces/gangsched-system")

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from pathlib import Path
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
@@ -85,7 +85,12 @@ async def replica(
     config = config_from_mapping(
         {
             "namespace": OPERATOR_NAMESPACE,
-            "leaderElection": {"enabled": leader_election, "leaseDurationSeconds": 3, "renewDeadlineSeconds": 2, "retryPeriodSeconds": 0.2},
+            "leaderElection": {
+                "enabled": leader_election,
+                "leaseDurationSeconds": 3,
+                "renewDeadlineSeconds": 2,
+                "retryPeriodSeconds": 0.2,
+            },
             **settings,
         }
     )
@@ -142,14 +147,25 @@ def pod(
         all_labels["scheduling.x-k8s.io/pod-group"] = group
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
-        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": requests, "limits": {GPU: str(gpu)} if gpu else {}}}],
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.9",
+                "resources": {"requests": requests, "limits": {GPU: str(gpu)} if gpu else {}},
+            }
+        ],
     }
     if priority_class:
         spec["priorityClassName"] = priority_class
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": all_labels, "annotations": dict(annotations or {})},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": all_labels,
+            "annotations": dict(annotations or {}),
+        },
         "spec": spec,
     }
 

@@ -21,7 +21,6 @@ __all__ = ["FakeTime", "Script", "json_answer", "server", "text", "OK"]
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-
 class Script:
     """A server whose answers to one path are scripted: each request takes the next handler (the last repeats)."""
 
@@ -40,6 +39,7 @@ class Script:
 def text(status: int, body: str, content_type: str = "text/plain", **headers: str) -> Handler:
     async def answer(_: web.Request) -> web.StreamResponse:
         return web.Response(status=status, body=body.encode(), content_type=content_type, headers=headers)
+
     return answer
 
 
@@ -64,5 +64,3 @@ async def server() -> AsyncIterator[tuple[Script, str]]:
         yield script, f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
-
-

@@ -25,7 +25,9 @@ def pod(name: str, **spec: Any) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
 
 
-async def raw(server: ApiServer, method: str, path: str, body: Any = None, **headers: str) -> tuple[int, dict[str, Any]]:
+async def raw(
+    server: ApiServer, method: str, path: str, body: Any = None, **headers: str
+) -> tuple[int, dict[str, Any]]:
     async with aiohttp.ClientSession() as session:
         data = orjson.dumps(body) if body is not None else None
         async with session.request(method, server.url + path, data=data, headers=headers or None) as resp:
@@ -69,7 +71,9 @@ async def test_stale_resource_version_is_409_conflict(kube: KubeClient) -> None:
     assert err.value.status == 409 and err.value.reason == "Conflict"
     assert "the object has been modified" in err.value.message
     with pytest.raises(ApiError) as err:
-        await kube.patch(f"{CMS}/a", {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "data": {"k": "4"}})
+        await kube.patch(
+            f"{CMS}/a", {"metadata": {"resourceVersion": created["metadata"]["resourceVersion"]}, "data": {"k": "4"}}
+        )
     assert err.value.status == 409
     assert (await kube.get(f"{CMS}/a"))["data"] == {"k": "2"}
 
@@ -77,23 +81,47 @@ async def test_stale_resource_version_is_409_conflict(kube: KubeClient) -> None:
 @pytest.mark.parametrize(
     ("method", "path", "body", "code", "reason", "needle"),
     [
-        pytest.param("GET", f"{CMS}/missing", None, 404, "NotFound", 'configmaps "missing" not found', id="get-missing"),
-        pytest.param("POST", "/api/v1/namespaces/nope/configmaps", {"metadata": {"name": "a"}}, 404, "NotFound",
-                     'namespaces "nope" not found', id="namespace-missing"),
+        pytest.param(
+            "GET", f"{CMS}/missing", None, 404, "NotFound", 'configmaps "missing" not found', id="get-missing"
+        ),
+        pytest.param(
+            "POST",
+            "/api/v1/namespaces/nope/configmaps",
+            {"metadata": {"name": "a"}},
+            404,
+            "NotFound",
+            'namespaces "nope" not found',
+            id="namespace-missing",
+        ),
         pytest.param("POST", CMS, {"metadata": {"name": "Bad_Name"}}, 422, "Invalid", "metadata.name", id="bad-name"),
         pytest.param("POST", CMS, {"metadata": {}}, 422, "Invalid", "name or generateName is required", id="no-name"),
-        pytest.param("POST", PODS, {"metadata": {"name": "p"}, "spec": {"containers": []}}, 422, "Invalid",
-                     "spec.containers", id="pod-without-containers"),
+        pytest.param(
+            "POST",
+            PODS,
+            {"metadata": {"name": "p"}, "spec": {"containers": []}},
+            422,
+            "Invalid",
+            "spec.containers",
+            id="pod-without-containers",
+        ),
         pytest.param("POST", CMS, [1, 2], 400, "BadRequest", "JSON object", id="not-an-object"),
-        pytest.param("POST", CMS, {"kind": "Pod", "metadata": {"name": "a"}}, 400, "BadRequest", "kind", id="wrong-kind"),
-        pytest.param("GET", "/api/v1/namespaces/default/nothings", None, 404, "NotFound", "could not find", id="unknown-resource"),
-        pytest.param("GET", f"{CMS}?labelSelector=a%20in%20(", None, 400, "BadRequest", "labelSelector", id="bad-selector"),
+        pytest.param(
+            "POST", CMS, {"kind": "Pod", "metadata": {"name": "a"}}, 400, "BadRequest", "kind", id="wrong-kind"
+        ),
+        pytest.param(
+            "GET", "/api/v1/namespaces/default/nothings", None, 404, "NotFound", "could not find", id="unknown-resource"
+        ),
+        pytest.param(
+            "GET", f"{CMS}?labelSelector=a%20in%20(", None, 400, "BadRequest", "labelSelector", id="bad-selector"
+        ),
     ],
 )
 async def test_errors_are_kubernetes_status_bodies(
     apiserver: ApiServer, method: str, path: str, body: Any, code: int, reason: str, needle: str
 ) -> None:
-    status, doc = await raw(apiserver, method, path, body, **({"Content-Type": "application/json"} if body is not None else {}))
+    status, doc = await raw(
+        apiserver, method, path, body, **({"Content-Type": "application/json"} if body is not None else {})
+    )
     assert status == code
     assert doc["kind"] == "Status" and doc["apiVersion"] == "v1" and doc["status"] == "Failure"
     assert doc["code"] == code and doc["reason"] == reason
@@ -137,17 +165,33 @@ async def test_initial_namespaces_exist_and_namespace_deletion_removes_content(k
     ("classes", "pod_spec", "priority", "class_name", "policy"),
     [
         pytest.param([], {}, 0, None, "PreemptLowerPriority", id="no-class"),
-        pytest.param([("high", 1000, False, None)], {"priorityClassName": "high"}, 1000, "high", "PreemptLowerPriority",
-                     id="named-class"),
+        pytest.param(
+            [("high", 1000, False, None)],
+            {"priorityClassName": "high"},
+            1000,
+            "high",
+            "PreemptLowerPriority",
+            id="named-class",
+        ),
         pytest.param([("dflt", 7, True, "Never")], {}, 7, "dflt", "Never", id="global-default"),
         pytest.param([("low", 5, False, "Never")], {"priorityClassName": "low"}, 5, "low", "Never", id="class-policy"),
-        pytest.param([], {"priorityClassName": "system-node-critical"}, 2000001000, "system-node-critical",
-                     "PreemptLowerPriority", id="system-class"),
+        pytest.param(
+            [],
+            {"priorityClassName": "system-node-critical"},
+            2000001000,
+            "system-node-critical",
+            "PreemptLowerPriority",
+            id="system-class",
+        ),
     ],
 )
 async def test_pod_priority_from_priority_class(
-    kube: KubeClient, classes: list[tuple[str, int, bool, str | None]], pod_spec: dict[str, Any],
-    priority: int, class_name: str | None, policy: str,
+    kube: KubeClient,
+    classes: list[tuple[str, int, bool, str | None]],
+    pod_spec: dict[str, Any],
+    priority: int,
+    class_name: str | None,
+    policy: str,
 ) -> None:
     for name, value, default, preemption in classes:
         body: dict[str, Any] = {"metadata": {"name": name}, "value": value, "globalDefault": default}
@@ -194,6 +238,10 @@ async def test_kubernetes_asyncio_crud(kubeconfig: Path) -> None:
             await core.read_namespaced_config_map("cm", "default")
         assert err.value.status == 404
         p = await core.create_namespaced_pod(
-            "default", k8s.V1Pod(metadata=k8s.V1ObjectMeta(name="p"), spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="i")]))
+            "default",
+            k8s.V1Pod(
+                metadata=k8s.V1ObjectMeta(name="p"),
+                spec=k8s.V1PodSpec(containers=[k8s.V1Container(name="c", image="i")]),
+            ),
         )
         assert p.spec.scheduler_name == "default-scheduler" and p.status.phase == "Pending"

@@ -21,7 +21,9 @@ from gangsched.sim.apiserver import ApiServer
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
-async def cancel_tasks_created_during(work: Callable[[], Awaitable[Any]], *, spare: Collection[asyncio.Task[Any]] = ()) -> int:
+async def cancel_tasks_created_during(
+    work: Callable[[], Awaitable[Any]], *, spare: Collection[asyncio.Task[Any]] = ()
+) -> int:
     """What Kopf does when it stops: cancel every task created since a snapshot (but `spare`), wait until done."""
     existing = {*asyncio.all_tasks(), *spare, asyncio.current_task()}
     await work()
@@ -32,7 +34,9 @@ async def cancel_tasks_created_during(work: Callable[[], Awaitable[Any]], *, spa
     return len(spawned)
 
 
-async def test_idle_keepalive_connection_survives_foreign_task_cancellation(apiserver: ApiServer, kube: KubeClient) -> None:
+async def test_idle_keepalive_connection_survives_foreign_task_cancellation(
+    apiserver: ApiServer, kube: KubeClient
+) -> None:
     # the client's first request opens the pooled keep-alive connection; the server's task for it is then cancelled
     assert await cancel_tasks_created_during(lambda: kube.create(CMS, {"metadata": {"name": "before"}})) >= 1
     for i in range(3):  # the same client, the same pooled connection: answered at once, not after a timeout
@@ -66,7 +70,9 @@ async def test_watch_cancelled_by_foreign_code_ends_cleanly_and_resumes(apiserve
     assert len((await kube.get(CMS, timeout=5))["items"]) == 2
 
 
-async def test_client_connection_opened_while_kopf_ran_still_works_after_kopf_stopped(apiserver: ApiServer, kubeconfig: Any) -> None:
+async def test_client_connection_opened_while_kopf_ran_still_works_after_kopf_stopped(
+    apiserver: ApiServer, kubeconfig: Any
+) -> None:
     """The reported scenario with real Kopf: a long-lived client opens a connection while a Kopf operator runs in
     the same loop; after Kopf stopped (and cancelled its "hung" tasks), that client's next request is answered."""
     registry = kopf.OperatorRegistry()

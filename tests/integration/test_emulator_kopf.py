@@ -20,10 +20,18 @@ GADGETS = "/apis/example.com/v1/namespaces/default/gadgets"
 GADGET_CRD: dict[str, Any] = {
     "metadata": {"name": "gadgets.example.com"},
     "spec": {
-        "group": "example.com", "scope": "Namespaced",
+        "group": "example.com",
+        "scope": "Namespaced",
         "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-        "versions": [{"name": "v1", "served": True, "storage": True, "subresources": {"status": {}},
-                      "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
     },
 }
 
@@ -72,8 +80,9 @@ async def test_kopf_operator_sees_create_update_delete(apiserver: ApiServer, kub
 
     stop = asyncio.Event()
     ready = asyncio.Event()
-    task = asyncio.create_task(kopf.operator(registry=registry, namespaces=["default"], standalone=True,
-                                             stop_flag=stop, ready_flag=ready))
+    task = asyncio.create_task(
+        kopf.operator(registry=registry, namespaces=["default"], standalone=True, stop_flag=stop, ready_flag=ready)
+    )
     try:
         await asyncio.wait_for(ready.wait(), 15)
         await kube.create(CMS, {"metadata": {"name": "cm"}, "data": {"a": "1"}})

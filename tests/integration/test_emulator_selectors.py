@@ -9,8 +9,11 @@ import pytest
 
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector, selector_from_object
 
-OBJ = {"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web", "tier": "front", "v": "1"}},
-       "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}}
+OBJ = {
+    "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web", "tier": "front", "v": "1"}},
+    "spec": {"nodeName": "n1"},
+    "status": {"phase": "Running"},
+}
 
 
 @pytest.mark.parametrize(
@@ -33,8 +36,15 @@ def test_label_selector(text: str, matches: bool) -> None:
     assert parse_label_selector(text).matches(OBJ) is matches
 
 
-@pytest.mark.parametrize("text", [pytest.param("a in (", id="open-paren"), pytest.param("=x", id="no-key"),
-                                  pytest.param("a,,b", id="empty-part"), pytest.param("a=b=c", id="double-eq")])
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("a in (", id="open-paren"),
+        pytest.param("=x", id="no-key"),
+        pytest.param("a,,b", id="empty-part"),
+        pytest.param("a=b=c", id="double-eq"),
+    ],
+)
 def test_label_selector_errors_name_the_value(text: str) -> None:
     with pytest.raises(SelectorError) as err:
         parse_label_selector(text)

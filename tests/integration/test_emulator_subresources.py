@@ -26,28 +26,43 @@ WIDGET_CRD: dict[str, Any] = {
         "group": "example.com",
         "scope": "Namespaced",
         "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "subresources": {"status": {}},
-            "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-                                         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"}],
-            "schema": {"openAPIV3Schema": {
-                "type": "object",
-                "properties": {
-                    "spec": {"type": "object", "required": ["size"], "properties": {
-                        "size": {"type": "integer", "minimum": 1},
-                        "mode": {"type": "string", "enum": ["A", "B"], "default": "A"},
-                    }},
-                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                ],
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "required": ["size"],
+                                "properties": {
+                                    "size": {"type": "integer", "minimum": 1},
+                                    "mode": {"type": "string", "enum": ["A", "B"], "default": "A"},
+                                },
+                            },
+                            "status": {"type": "object", "properties": {"phase": {"type": "string"}}},
+                        },
+                    }
                 },
-            }},
-        }],
+            }
+        ],
     },
 }
 
 
 def pod(name: str, labels: dict[str, str] | None = None, **meta: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels or {}, **meta}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    return {
+        "metadata": {"name": name, "labels": labels or {}, **meta},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
 
 
 async def eventually(check: Any, *, timeout: float = 5.0) -> None:
@@ -68,11 +83,14 @@ async def gone(kube: KubeClient, path: str) -> bool:
 
 
 async def set_running(kube: KubeClient, name: str, *, ready: bool = True) -> None:
-    await kube.patch(f"{PODS}/{name}/status", {"status": {"phase": "Running", "conditions": [
-        {"type": "Ready", "status": "True" if ready else "False"}]}})
+    await kube.patch(
+        f"{PODS}/{name}/status",
+        {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}},
+    )
 
 
 # ---------------------------------------------------------------- status subresource
+
 
 async def test_pod_status_is_separate_from_the_object(kube: KubeClient) -> None:
     created = await kube.create(PODS, pod("p"))
@@ -88,7 +106,9 @@ async def test_pod_status_is_separate_from_the_object(kube: KubeClient) -> None:
 
 async def test_crd_status_subresource_and_generation(kube: KubeClient) -> None:
     await kube.create(CRDS, WIDGET_CRD)
-    created = await kube.create(WIDGETS, {"metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"phase": "dropped"}})
+    created = await kube.create(
+        WIDGETS, {"metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"phase": "dropped"}}
+    )
     assert "status" not in created and created["spec"] == {"size": 1, "mode": "A"}
     with_status = await kube.patch(f"{WIDGETS}/w/status", {"status": {"phase": "Ready"}})
     assert with_status["status"] == {"phase": "Ready"} and with_status["metadata"]["generation"] == 1
@@ -98,10 +118,18 @@ async def test_crd_status_subresource_and_generation(kube: KubeClient) -> None:
 
 # ---------------------------------------------------------------- binding
 
+
 async def test_binding_sets_node_and_condition_then_conflicts(kube: KubeClient) -> None:
     await kube.create(PODS, pod("p"))
-    result = await kube.create(f"{PODS}/p/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
-                                                      "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}})
+    result = await kube.create(
+        f"{PODS}/p/binding",
+        {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "p"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+        },
+    )
     assert result["status"] == "Success"
     bound = await kube.get(f"{PODS}/p")
     assert bound["spec"]["nodeName"] == "n1"
@@ -117,6 +145,7 @@ async def test_binding_sets_node_and_condition_then_conflicts(kube: KubeClient) 
 
 # ---------------------------------------------------------------- eviction
 
+
 @pytest.mark.parametrize(
     ("budget", "running", "managed", "allowed"),
     [
@@ -131,18 +160,38 @@ async def test_binding_sets_node_and_condition_then_conflicts(kube: KubeClient) 
         pytest.param({"maxUnavailable": "50%"}, 2, False, False, id="percent-bare-pods"),
     ],
 )
-async def test_eviction_respects_pdb(kube: KubeClient, budget: dict[str, Any], running: int, managed: bool,
-                                     allowed: bool) -> None:
+async def test_eviction_respects_pdb(
+    kube: KubeClient, budget: dict[str, Any], running: int, managed: bool, allowed: bool
+) -> None:
     """The budget is decided from the status the disruption controller computes (maxUnavailable and percentages
     need the pods' controller's replicas: a ReplicaSet here)."""
-    await kube.create(PDBS, {"metadata": {"name": "budget"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, **budget}})
+    await kube.create(
+        PDBS, {"metadata": {"name": "budget"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, **budget}}
+    )
     owner: dict[str, Any] = {}
     if managed:
-        rs = await kube.create("/apis/apps/v1/namespaces/default/replicasets", {
-            "metadata": {"name": "rs"}, "spec": {"replicas": running, "selector": {"matchLabels": {"app": "x"}},
-                                                 "template": {"metadata": {"labels": {"app": "x"}}}}})
-        owner = {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
-                                      "uid": rs["metadata"]["uid"], "controller": True}]}
+        rs = await kube.create(
+            "/apis/apps/v1/namespaces/default/replicasets",
+            {
+                "metadata": {"name": "rs"},
+                "spec": {
+                    "replicas": running,
+                    "selector": {"matchLabels": {"app": "x"}},
+                    "template": {"metadata": {"labels": {"app": "x"}}},
+                },
+            },
+        )
+        owner = {
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "rs",
+                    "uid": rs["metadata"]["uid"],
+                    "controller": True,
+                }
+            ]
+        }
     for i in range(running):
         await kube.create(PODS, pod(f"p{i}", {"app": "x"}, **owner))
         await set_running(kube, f"p{i}")
@@ -160,8 +209,16 @@ async def test_eviction_respects_pdb(kube: KubeClient, budget: dict[str, Any], r
 
 
 async def test_eviction_of_unready_or_unselected_pods_is_allowed(kube: KubeClient) -> None:
-    await kube.create(PDBS, {"metadata": {"name": "b"}, "spec": {"selector": {"matchExpressions": [
-        {"key": "app", "operator": "In", "values": ["x"]}]}, "minAvailable": 1}})
+    await kube.create(
+        PDBS,
+        {
+            "metadata": {"name": "b"},
+            "spec": {
+                "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["x"]}]},
+                "minAvailable": 1,
+            },
+        },
+    )
     await kube.create(PODS, pod("ready", {"app": "x"}))
     await set_running(kube, "ready")
     await kube.create(PODS, pod("unready", {"app": "x"}))
@@ -181,6 +238,7 @@ async def test_eviction_of_unready_or_unselected_pods_is_allowed(kube: KubeClien
 
 # ---------------------------------------------------------------- finalizers and garbage collection
 
+
 async def test_finalizers_hold_deletion_until_removed(kube: KubeClient) -> None:
     await kube.create(CMS, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}})
     deleted = await kube.delete(f"{CMS}/held")
@@ -194,9 +252,13 @@ async def test_finalizers_hold_deletion_until_removed(kube: KubeClient) -> None:
 async def test_pod_with_finalizer_via_strategic_patch(kube: KubeClient) -> None:
     await kube.create(PODS, pod("p", finalizers=["a/b", "c/d"]))
     await kube.delete(f"{PODS}/p")
-    await kube.patch(f"{PODS}/p", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/b"]}}, content_type=STRATEGIC_MERGE_PATCH)
+    await kube.patch(
+        f"{PODS}/p", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/b"]}}, content_type=STRATEGIC_MERGE_PATCH
+    )
     assert (await kube.get(f"{PODS}/p"))["metadata"]["finalizers"] == ["c/d"]
-    await kube.patch(f"{PODS}/p", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["c/d"]}}, content_type=STRATEGIC_MERGE_PATCH)
+    await kube.patch(
+        f"{PODS}/p", {"metadata": {"$deleteFromPrimitiveList/finalizers": ["c/d"]}}, content_type=STRATEGIC_MERGE_PATCH
+    )
     assert await gone(kube, f"{PODS}/p")
 
 
@@ -225,12 +287,21 @@ async def deletion_rv(kube: KubeClient, path: str, *, since: str) -> int:
     raise AssertionError(f"no DELETED event on {path}")
 
 
-@pytest.mark.parametrize(("policy", "dependent_first"), [pytest.param("Foreground", True, id="foreground"),
-                                                          pytest.param("Background", False, id="background")])
+@pytest.mark.parametrize(
+    ("policy", "dependent_first"),
+    [pytest.param("Foreground", True, id="foreground"), pytest.param("Background", False, id="background")],
+)
 async def test_propagation_order(kube: KubeClient, policy: str, dependent_first: bool) -> None:
     a = await kube.create(PODS, pod("a"))
-    dep = await kube.create(CMS, {"metadata": {"name": "dep", "ownerReferences": [
-        {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": a["metadata"]["uid"]}]}})
+    dep = await kube.create(
+        CMS,
+        {
+            "metadata": {
+                "name": "dep",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": a["metadata"]["uid"]}],
+            }
+        },
+    )
     since = dep["metadata"]["resourceVersion"]
     await kube.delete(f"{PODS}/a", params={"propagationPolicy": policy})
     owner_rv = await deletion_rv(kube, PODS, since=since)
@@ -240,8 +311,15 @@ async def test_propagation_order(kube: KubeClient, policy: str, dependent_first:
 
 async def test_orphan_propagation_keeps_dependents(kube: KubeClient) -> None:
     a = await kube.create(PODS, pod("a"))
-    await kube.create(CMS, {"metadata": {"name": "dep", "ownerReferences": [
-        {"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": a["metadata"]["uid"]}]}})
+    await kube.create(
+        CMS,
+        {
+            "metadata": {
+                "name": "dep",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "a", "uid": a["metadata"]["uid"]}],
+            }
+        },
+    )
     await kube.delete(f"{PODS}/a", params={"propagationPolicy": "Orphan"})
     # GC runs on the next loop iteration; a later request is served after it
     await kube.get(CMS)
@@ -250,13 +328,16 @@ async def test_orphan_propagation_keeps_dependents(kube: KubeClient) -> None:
 
 # ---------------------------------------------------------------- CRDs
 
+
 async def test_crd_is_served_and_unserved(kube: KubeClient) -> None:
     with pytest.raises(ApiError):
         await kube.get(WIDGETS)
     crd = await kube.create(CRDS, WIDGET_CRD)
     assert {c["type"] for c in crd["status"]["conditions"]} >= {"Established", "NamesAccepted"}
     resources = await kube.get("/apis/example.com/v1")
-    assert {"name": "widgets/status"}.items() <= next(r for r in resources["resources"] if r["name"] == "widgets/status").items()
+    assert {"name": "widgets/status"}.items() <= next(
+        r for r in resources["resources"] if r["name"] == "widgets/status"
+    ).items()
     widget = next(r for r in resources["resources"] if r["name"] == "widgets")
     assert widget["kind"] == "Widget" and widget["shortNames"] == ["wd"] and widget["namespaced"] is True
     groups = await kube.get("/apis")
@@ -272,15 +353,22 @@ async def test_crd_is_served_and_unserved(kube: KubeClient) -> None:
 @pytest.mark.parametrize(
     ("validation", "body", "status", "needle"),
     [
-        pytest.param("Strict", {"spec": {"size": 1, "colour": "red"}}, 400, 'strict decoding error: unknown field "spec.colour"',
-                     id="strict-unknown"),
+        pytest.param(
+            "Strict",
+            {"spec": {"size": 1, "colour": "red"}},
+            400,
+            'strict decoding error: unknown field "spec.colour"',
+            id="strict-unknown",
+        ),
         pytest.param("Strict", {"spec": {"size": 0}}, 422, "spec.size", id="minimum"),
         pytest.param("Ignore", {"spec": {"size": 1, "mode": "C"}}, 422, 'Unsupported value: "C"', id="enum"),
         pytest.param("Warn", {"spec": {"size": "big"}}, 422, "spec.size", id="type"),
         pytest.param("Warn", {"spec": {}}, 422, "spec.size: Required value", id="required"),
     ],
 )
-async def test_crd_schema_validation(kube: KubeClient, validation: str, body: dict[str, Any], status: int, needle: str) -> None:
+async def test_crd_schema_validation(
+    kube: KubeClient, validation: str, body: dict[str, Any], status: int, needle: str
+) -> None:
     await kube.create(CRDS, WIDGET_CRD)
     with pytest.raises(ApiError) as err:
         await kube.create(WIDGETS, {"metadata": {"name": "w"}, **body}, params={"fieldValidation": validation})
@@ -290,8 +378,9 @@ async def test_crd_schema_validation(kube: KubeClient, validation: str, body: di
 
 async def test_crd_unknown_fields_pruned_when_not_strict_and_no_strategic_patch(kube: KubeClient) -> None:
     await kube.create(CRDS, WIDGET_CRD)
-    created = await kube.create(WIDGETS, {"metadata": {"name": "w"}, "spec": {"size": 1, "colour": "red"}},
-                                params={"fieldValidation": "Ignore"})
+    created = await kube.create(
+        WIDGETS, {"metadata": {"name": "w"}, "spec": {"size": 1, "colour": "red"}}, params={"fieldValidation": "Ignore"}
+    )
     assert created["spec"] == {"size": 1, "mode": "A"}
     with pytest.raises(ApiError) as err:
         await kube.patch(f"{WIDGETS}/w", {"spec": {"size": 2}}, content_type=STRATEGIC_MERGE_PATCH)

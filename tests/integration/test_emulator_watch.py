@@ -53,7 +53,9 @@ async def seed_pods(kube: KubeClient) -> None:
         pytest.param(PODS, {"fieldSelector": "spec.nodeName=node-1"}, ["a"], id="node"),
         pytest.param(PODS, {"fieldSelector": "spec.nodeName="}, ["b", "c"], id="unbound"),
         pytest.param(PODS, {"fieldSelector": "spec.nodeName!="}, ["a"], id="bound"),
-        pytest.param(PODS, {"fieldSelector": "status.phase==Pending,metadata.name!=a"}, ["b", "c"], id="phase-and-name"),
+        pytest.param(
+            PODS, {"fieldSelector": "status.phase==Pending,metadata.name!=a"}, ["b", "c"], id="phase-and-name"
+        ),
         pytest.param(PODS, {"fieldSelector": "status.phase=Running"}, [], id="no-match"),
     ],
 )
@@ -95,7 +97,9 @@ async def watchers_registered(server: ApiServer, count: int = 1) -> None:
         await asyncio.sleep(0.005)
 
 
-async def collect(kube: KubeClient, path: str, *, rv: str, until: int, timeout: int = 5, **params: str) -> list[tuple[str, dict[str, Any]]]:
+async def collect(
+    kube: KubeClient, path: str, *, rv: str, until: int, timeout: int = 5, **params: str
+) -> list[tuple[str, dict[str, Any]]]:
     events: list[tuple[str, dict[str, Any]]] = []
 
     async def run() -> None:
@@ -118,7 +122,10 @@ async def test_watch_from_zero_lists_then_streams(apiserver: ApiServer, kube: Ku
     await kube.delete(f"{CMS}/a")
     events_seen = await task
     assert [(t, o["metadata"]["name"]) for t, o in events_seen] == [
-        ("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "a")
+        ("ADDED", "a"),
+        ("ADDED", "b"),
+        ("MODIFIED", "b"),
+        ("DELETED", "a"),
     ]
     rvs = [int(o["metadata"]["resourceVersion"]) for _, o in events_seen[1:]]
     assert rvs == sorted(rvs)
@@ -225,8 +232,12 @@ async def test_kubernetes_asyncio_watch(kubeconfig: Path, kube: KubeClient) -> N
             await kube.delete(f"{CMS}/a")
 
         task = asyncio.create_task(writer())
-        async with w.stream(core.list_namespaced_config_map, "default",
-                            resource_version=listed.metadata.resource_version, timeout_seconds=5) as stream:
+        async with w.stream(
+            core.list_namespaced_config_map,
+            "default",
+            resource_version=listed.metadata.resource_version,
+            timeout_seconds=5,
+        ) as stream:
             async for event in stream:
                 seen.append((event["type"], event["object"].metadata.name))
                 if len(seen) == 2:

@@ -35,8 +35,15 @@ from tests.integration.stub_server import OK, FakeTime, Script, json_answer, ser
 
 __all__ = ["server"]  # a fixture
 HTML_502 = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
-STATUS_404 = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404,
-              "message": 'pods "p" not found'}
+STATUS_404 = {
+    "kind": "Status",
+    "apiVersion": "v1",
+    "status": "Failure",
+    "reason": "NotFound",
+    "code": 404,
+    "message": 'pods "p" not found',
+}
+
 
 @pytest.fixture
 def fake_time() -> FakeTime:
@@ -45,12 +52,15 @@ def fake_time() -> FakeTime:
 
 @pytest.fixture
 async def client(server: tuple[Script, str], fake_time: FakeTime) -> AsyncIterator[KubeClient]:
-    async with KubeClient(ConnectionSettings(server=server[1]), clock=fake_time.clock, sleep=fake_time.sleep,
-                          rand=lambda: 1.0, qps=None) as kube:
+    async with KubeClient(
+        ConnectionSettings(server=server[1]), clock=fake_time.clock, sleep=fake_time.sleep, rand=lambda: 1.0, qps=None
+    ) as kube:
         yield kube
 
 
-async def test_html_502_from_a_load_balancer_is_an_api_error_with_an_excerpt(server: tuple[Script, str], client: KubeClient) -> None:
+async def test_html_502_from_a_load_balancer_is_an_api_error_with_an_excerpt(
+    server: tuple[Script, str], client: KubeClient
+) -> None:
     """request.go newUnstructuredResponseError: status + body excerpt, not a decode error; retried (5xx), then given up."""
     script, _ = server
     script.answers = [text(502, HTML_502, "text/html")]
@@ -63,20 +73,37 @@ async def test_html_502_from_a_load_balancer_is_an_api_error_with_an_excerpt(ser
     assert client.requests == {("GET", "502"): 3}
 
 
-async def test_plain_text_503_with_retry_after_is_retried_after_that_many_seconds(server: tuple[Script, str], client: KubeClient, fake_time: FakeTime) -> None:
+async def test_plain_text_503_with_retry_after_is_retried_after_that_many_seconds(
+    server: tuple[Script, str], client: KubeClient, fake_time: FakeTime
+) -> None:
     """with_retry.go checkWait + Before(): a 503 with Retry-After: 2 is retried after 2 s."""
     script, _ = server
-    script.answers = [text(503, "upstream connect error or disconnect/reset before headers. reset reason: overflow", **{"Retry-After": "2"}), OK]
+    script.answers = [
+        text(
+            503,
+            "upstream connect error or disconnect/reset before headers. reset reason: overflow",
+            **{"Retry-After": "2"},
+        ),
+        OK,
+    ]
     assert (await client.get("/api/v1/namespaces/default/pods/p"))["metadata"]["name"] == "p"
     assert fake_time.sleeps == [2.0]
     assert client.requests == {("GET", "503"): 1, ("GET", "200"): 1}
 
 
-async def test_429_status_with_retry_after_seconds_in_details(server: tuple[Script, str], client: KubeClient, fake_time: FakeTime) -> None:
+async def test_429_status_with_retry_after_seconds_in_details(
+    server: tuple[Script, str], client: KubeClient, fake_time: FakeTime
+) -> None:
     """API Priority and Fairness rejects with 429, a Status whose details.retryAfterSeconds and Retry-After agree."""
     script, _ = server
-    status = {"kind": "Status", "status": "Failure", "reason": "TooManyRequests", "code": 429,
-              "message": "Too many requests, please try again later.", "details": {"retryAfterSeconds": 1}}
+    status = {
+        "kind": "Status",
+        "status": "Failure",
+        "reason": "TooManyRequests",
+        "code": 429,
+        "message": "Too many requests, please try again later.",
+        "details": {"retryAfterSeconds": 1},
+    }
     script.answers = [json_answer(429, status), OK]
     await client.patch("/api/v1/namespaces/default/pods/p", {"metadata": {}})
     assert fake_time.sleeps == [1.0]
@@ -114,8 +141,13 @@ async def test_status_404_is_final_and_keeps_the_status_reason(server: tuple[Scr
 
 async def test_no_answer_is_status_0_and_retried(fake_time: FakeTime) -> None:
     """Connection refused: the ApiError has status 0 (no HTTP answer) and is retried within the policy's bounds."""
-    async with KubeClient(ConnectionSettings(server="http://127.0.0.1:9"), clock=fake_time.clock, sleep=fake_time.sleep,
-                          qps=None, retry=RetryPolicy(max_attempts=3)) as kube:
+    async with KubeClient(
+        ConnectionSettings(server="http://127.0.0.1:9"),
+        clock=fake_time.clock,
+        sleep=fake_time.sleep,
+        qps=None,
+        retry=RetryPolicy(max_attempts=3),
+    ) as kube:
         with pytest.raises(ApiError) as info:
             await kube.get("/version")
     assert (info.value.status, info.value.reason) == (0, "ConnectionError")
@@ -139,28 +171,42 @@ def _exec_plugin(tmp_path: Path) -> Path:
 
 
 def _kubeconfig(tmp_path: Path, server: str, user: dict[str, Any]) -> str:
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-           "clusters": [{"name": "k", "cluster": {"server": server}}],
-           "users": [{"name": "u", "user": user}],
-           "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": server}}],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }
     path = tmp_path / "kubeconfig"
     path.write_text(orjson.dumps(doc).decode())
     return str(path)
 
 
-async def test_401_refreshes_the_exec_credential_once_and_retries(server: tuple[Script, str], fake_time: FakeTime, tmp_path: Path) -> None:
+async def test_401_refreshes_the_exec_credential_once_and_retries(
+    server: tuple[Script, str], fake_time: FakeTime, tmp_path: Path
+) -> None:
     """token_source.go: a 401 resets the token; the exec plugin runs again and the request goes out once more."""
     script, url = server
     plugin = _exec_plugin(tmp_path)
-    path = _kubeconfig(tmp_path, url, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": [str(plugin)]}})
+    path = _kubeconfig(
+        tmp_path,
+        url,
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": [str(plugin)]}},
+    )
 
     async def only_token_2(request: web.Request) -> web.StreamResponse:
         if request.headers.get("Authorization") != "Bearer token-2":
-            return web.Response(status=401, text='{"kind":"Status","reason":"Unauthorized","code":401,"message":"Unauthorized"}')
+            return web.Response(
+                status=401, text='{"kind":"Status","reason":"Unauthorized","code":401,"message":"Unauthorized"}'
+            )
         return await OK(request)
 
     script.answers = [only_token_2]
-    async with KubeClient(credentials_from_kubeconfig([path]), clock=fake_time.clock, sleep=fake_time.sleep, qps=None) as kube:
+    async with KubeClient(
+        credentials_from_kubeconfig([path]), clock=fake_time.clock, sleep=fake_time.sleep, qps=None
+    ) as kube:
         assert (await kube.get("/api/v1/namespaces/default/pods/p"))["kind"] == "Pod"
         assert script.auth == ["Bearer token-1", "Bearer token-2"]
         assert (tmp_path / "runs").read_text() == "2"
@@ -168,7 +214,9 @@ async def test_401_refreshes_the_exec_credential_once_and_retries(server: tuple[
         assert script.auth[-1] == "Bearer token-2" and (tmp_path / "runs").read_text() == "2"
 
 
-async def test_401_with_a_token_that_cannot_change_is_raised_after_one_attempt(server: tuple[Script, str], client: KubeClient) -> None:
+async def test_401_with_a_token_that_cannot_change_is_raised_after_one_attempt(
+    server: tuple[Script, str], client: KubeClient
+) -> None:
     script, _ = server
     script.answers = [text(401, "Unauthorized")]
     with pytest.raises(ApiError) as info:
@@ -177,12 +225,20 @@ async def test_401_with_a_token_that_cannot_change_is_raised_after_one_attempt(s
     assert len(script.seen) == 1  # a static token: refreshing cannot help, and 401 is not retried
 
 
-async def test_401_refreshes_at_most_once_per_request(server: tuple[Script, str], fake_time: FakeTime, tmp_path: Path) -> None:
+async def test_401_refreshes_at_most_once_per_request(
+    server: tuple[Script, str], fake_time: FakeTime, tmp_path: Path
+) -> None:
     script, url = server
     plugin = _exec_plugin(tmp_path)
-    path = _kubeconfig(tmp_path, url, {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": [str(plugin)]}})
+    path = _kubeconfig(
+        tmp_path,
+        url,
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": [str(plugin)]}},
+    )
     script.answers = [text(401, "Unauthorized")]
-    async with KubeClient(credentials_from_kubeconfig([path]), clock=fake_time.clock, sleep=fake_time.sleep, qps=None) as kube:
+    async with KubeClient(
+        credentials_from_kubeconfig([path]), clock=fake_time.clock, sleep=fake_time.sleep, qps=None
+    ) as kube:
         with pytest.raises(ApiError) as info:
             await kube.get("/x")
     assert info.value.status == 401
@@ -198,7 +254,9 @@ async def _stream(lines: list[bytes], request: web.Request) -> web.StreamRespons
     return response
 
 
-async def test_a_watch_line_that_is_not_json_ends_the_watch_with_an_api_error(server: tuple[Script, str], client: KubeClient) -> None:
+async def test_a_watch_line_that_is_not_json_ends_the_watch_with_an_api_error(
+    server: tuple[Script, str], client: KubeClient
+) -> None:
     """watch/decoder.go: an undecodable frame ends the watch with an error (the caller relists)."""
     script, _ = server
     good = orjson.dumps({"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "5"}}}) + b"\n"
@@ -243,7 +301,9 @@ async def test_requests_are_throttled_by_the_token_bucket(server: tuple[Script, 
     """flowcontrol throttle.go: the first `burst` requests go at once, then one per 1/qps seconds."""
     script, url = server
     script.answers = [OK]
-    async with KubeClient(ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, qps=5, burst=3) as kube:
+    async with KubeClient(
+        ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, qps=5, burst=3
+    ) as kube:
         for _ in range(6):
             await kube.get("/x")
         assert fake_time.sleeps == pytest.approx([0.2, 0.2, 0.2])
@@ -255,8 +315,9 @@ async def test_retries_are_throttled_too(server: tuple[Script, str], fake_time: 
     """with_retry.go Before(): a retry also waits for the client-side rate limiter."""
     script, url = server
     script.answers = [text(503, "busy"), text(503, "busy"), OK]
-    async with KubeClient(ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, rand=lambda: 0.0,
-                          qps=1, burst=1) as kube:
+    async with KubeClient(
+        ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, rand=lambda: 0.0, qps=1, burst=1
+    ) as kube:
         await kube.get("/x")
         assert kube.limiter is not None and kube.limiter.throttled == 2
 
@@ -275,12 +336,29 @@ def _pki(tmp_path: Path) -> Path:
     if shutil.which("openssl") is None:
         pytest.skip("openssl is not installed")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _openssl("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca", cwd=tmp_path)
+    _openssl(
+        "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca", cwd=tmp_path
+    )
     (tmp_path / "san.ext").write_text("subjectAltName=DNS:kube.internal\n")
     for name, cn, ext in (("server", "kube.internal", ["-extfile", "san.ext"]), ("client", "gangsched", [])):
         _openssl("req", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={cn}", cwd=tmp_path)
-        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-                 "-out", f"{name}.crt", "-days", "1", *ext, cwd=tmp_path)
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{name}.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{name}.crt",
+            "-days",
+            "1",
+            *ext,
+            cwd=tmp_path,
+        )
     return tmp_path
 
 
@@ -314,18 +392,29 @@ async def test_tls_server_name_ca_data_and_client_certificate(tmp_path: Path) ->
         return base64.b64encode((pki / name).read_bytes()).decode()
 
     try:
-        cluster = {"server": f"https://127.0.0.1:{port}", "certificate-authority-data": b64("ca.crt"), "tls-server-name": "kube.internal"}
+        cluster = {
+            "server": f"https://127.0.0.1:{port}",
+            "certificate-authority-data": b64("ca.crt"),
+            "tls-server-name": "kube.internal",
+        }
         user = {"client-certificate-data": b64("client.crt"), "client-key-data": b64("client.key")}
-        doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c", "clusters": [{"name": "k", "cluster": cluster}],
-               "users": [{"name": "u", "user": user}], "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+        doc = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "c",
+            "clusters": [{"name": "k", "cluster": cluster}],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        }
         (tmp_path / "kubeconfig").write_text(orjson.dumps(doc).decode())
         async with KubeClient(credentials_from_kubeconfig([str(tmp_path / "kubeconfig")]), qps=None) as kube:
             assert (await kube.get("/version"))["status"] == "Success"
         assert peers == ["gangsched"]
         del cluster["tls-server-name"]  # 127.0.0.1 is not a name the certificate holds
         (tmp_path / "kubeconfig").write_text(orjson.dumps(doc).decode())
-        async with KubeClient(credentials_from_kubeconfig([str(tmp_path / "kubeconfig")]), qps=None,
-                              retry=RetryPolicy(max_attempts=1)) as kube:
+        async with KubeClient(
+            credentials_from_kubeconfig([str(tmp_path / "kubeconfig")]), qps=None, retry=RetryPolicy(max_attempts=1)
+        ) as kube:
             with pytest.raises(ApiError) as info:
                 await kube.get("/version")
         assert info.value.status == 0 and "certificate" in info.value.message.lower()
@@ -338,10 +427,14 @@ async def test_proxy_url_is_used(server: tuple[Script, str], tmp_path: Path) -> 
     scripted server plays the proxy; the cluster's own address does not resolve)."""
     script, url = server
     script.answers = [OK]
-    doc = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-           "clusters": [{"name": "k", "cluster": {"server": "http://apiserver.invalid:8080", "proxy-url": url}}],
-           "users": [{"name": "u", "user": {"token": "t"}}],
-           "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "http://apiserver.invalid:8080", "proxy-url": url}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }
     (tmp_path / "kubeconfig").write_text(orjson.dumps(doc).decode())
     async with KubeClient(credentials_from_kubeconfig([str(tmp_path / "kubeconfig")]), qps=None) as kube:
         await kube.get("/api/v1/namespaces/default/pods/p")
@@ -355,7 +448,9 @@ async def test_lease_requests_are_not_throttled(server: tuple[Script, str], fake
     bindings in the rate limiter; here Lease paths bypass the bucket."""
     script, url = server
     script.answers = [OK]
-    async with KubeClient(ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, qps=1, burst=1) as kube:
+    async with KubeClient(
+        ConnectionSettings(server=url), clock=fake_time.clock, sleep=fake_time.sleep, qps=1, burst=1
+    ) as kube:
         for _ in range(3):
             await kube.get("/api/v1/namespaces/default/pods/p")
         for _ in range(5):

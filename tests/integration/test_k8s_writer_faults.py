@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 from aiohttp import web
 
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, ConnectionSettings, KubeClient
@@ -86,7 +85,10 @@ async def test_newer_content_merges_over_a_failed_write(server: tuple[Script, st
         t.now += 60
         await writer.flush()
         await writer.flush()  # written and equal to what was written: not sent again
-    assert bodies == [{"status": {"phase": "Scheduling", "scheduled": 3}}, {"status": {"phase": "Scheduled", "scheduled": 8}}]
+    assert bodies == [
+        {"status": {"phase": "Scheduling", "scheduled": 3}},
+        {"status": {"phase": "Scheduled", "scheduled": 8}},
+    ]
     assert writer.writes == 1
 
 
@@ -147,7 +149,13 @@ async def test_events_about_nodes_go_to_the_default_namespace(kube: KubeClient) 
     recorder.record(ObjectRef("Node", "v1", "", "node-1", "uid-1"), "Warning", "TopologyLabelMissing", "no rack label")
     await recorder.drain()
     [event] = await _events(kube, "default")
-    assert event["involvedObject"] == {"kind": "Node", "apiVersion": "v1", "namespace": "", "name": "node-1", "uid": "uid-1"}
+    assert event["involvedObject"] == {
+        "kind": "Node",
+        "apiVersion": "v1",
+        "namespace": "",
+        "name": "node-1",
+        "uid": "uid-1",
+    }
     assert recorder.errors == 0 and recorder.creates == 1
 
 
@@ -238,7 +246,9 @@ async def test_a_condition_discarded_within_the_settle_time_is_never_sent(server
     t = FakeTime()
     async with KubeClient(ConnectionSettings(server=url), qps=None) as kube:
         writer = PatchWriter(kube, clock=t.clock, settle=0.5)
-        condition = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "WaitingForGang"}]}}
+        condition = {
+            "status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "WaitingForGang"}]}
+        }
         writer.patch(f"{PODS}/a/status", condition, content_type=STRATEGIC_MERGE_PATCH)
         writer.patch(f"{PODS}/b/status", condition, content_type=STRATEGIC_MERGE_PATCH)
         t.now += 0.3

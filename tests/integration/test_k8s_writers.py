@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.binder import Binder
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, KubeClient
+from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from tests.integration.harness import eventually
 
@@ -25,13 +25,24 @@ PODS = "/api/v1/namespaces/default/pods"
 
 
 def _pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-            "spec": {"schedulerName": "gangsched", "containers": [{"name": "c", "image": "busybox"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"schedulerName": "gangsched", "containers": [{"name": "c", "image": "busybox"}]},
+    }
 
 
 async def _node(kube: KubeClient, name: str) -> None:
-    await kube.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-                                        "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}})
+    await kube.create(
+        "/api/v1/nodes",
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}},
+        },
+    )
 
 
 @contextlib.asynccontextmanager

@@ -49,8 +49,12 @@ async def test_podgroup_node_priorityclass_and_topology_events_reach_the_cache_o
                 k,
                 podgroup("g", min_member=2),
                 {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "p"}, "value": 5},
-                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
-                 "data": {"topology.json": json.dumps(TREE)}},
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
+                    "data": {"topology.json": json.dumps(TREE)},
+                },
             )
             await create_nodes(k, ["node-2"], NODE)
 

@@ -58,8 +58,16 @@ async def client(tmp_path: object) -> AsyncIterator[KubeClient]:
 
 
 def elector(client: KubeClient, identity: str, clock: object, *, lease: float = 2.0) -> LeaderElector:
-    return LeaderElector(client, namespace="default", name="gangsched", identity=identity, lease_duration=lease,
-                         renew_deadline=1.5, retry_period=0.25, clock=clock)  # type: ignore[arg-type]
+    return LeaderElector(
+        client,
+        namespace="default",
+        name="gangsched",
+        identity=identity,
+        lease_duration=lease,
+        renew_deadline=1.5,
+        retry_period=0.25,
+        clock=clock,
+    )  # type: ignore[arg-type]
 
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched"

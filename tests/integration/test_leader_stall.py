@@ -17,9 +17,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-
 import aiohttp
+import pytest
 
 from gangsched.handlers.probes import serve_probes
 from gangsched.sim.serve import Cluster, running_cluster
@@ -41,14 +40,18 @@ async def test_scheduling_resumes_after_an_api_stall(cluster: Cluster) -> None:
     k = cluster.client
     async with replica(cluster.kubeconfig, identity="solo", leader_election=True) as op:
         await eventually(lambda: _true(op.holds_lease()), what="solo leads")
-        await create(k, podgroup("before", min_member=2), pod("before-0", group="before"), pod("before-1", group="before"))
+        await create(
+            k, podgroup("before", min_member=2), pod("before-0", group="before"), pod("before-1", group="before")
+        )
         await eventually(lambda: _bound(k, "before-0", "before-1"), what="first gang bound")
         # a gang that never fits: not a liveness failure, however long it waits
         await create(k, podgroup("huge", min_member=1), pod("huge-0", group="huge", cpu="64"))
         await eventually(lambda: _true(on_replica(op, lambda: "default/huge" in op.cluster.gangs)), what="huge seen")
         # once the loop has caught up, no amount of waiting for that gang fails /livez
-        await eventually(lambda: _true(on_replica(op, lambda: op.liveness_problems(now=time.monotonic() + 10_000)) == []),
-                         what="an idle loop is alive however long the gang waits")
+        await eventually(
+            lambda: _true(on_replica(op, lambda: op.liveness_problems(now=time.monotonic() + 10_000)) == []),
+            what="an idle loop is alive however long the gang waits",
+        )
 
         term = op.elector.term if op.elector else 0
         cluster.server.requests.hold(5.0)  # longer than the lease: the renewal misses its deadline
@@ -57,24 +60,34 @@ async def test_scheduling_resumes_after_an_api_stall(cluster: Cluster) -> None:
         assert _leader_series(op.metrics.render().decode()) == 0.0  # the metric agrees with /readyz
         # created during the stall (this request is held too, then answered)
         await create(k, podgroup("after", min_member=2), pod("after-0", group="after"), pod("after-1", group="after"))
-        await eventually(lambda: _bound(k, "after-0", "after-1"), timeout=20, what="a gang created during the stall bound")
+        await eventually(
+            lambda: _bound(k, "after-0", "after-1"), timeout=20, what="a gang created during the stall bound"
+        )
         assert op.elector is not None and op.elector.term > term and op.rebuilds >= 1
         body = on_replica(op, op.readiness)
         assert body["ready"] and body["leader"] and body["holder"] == "solo"
         assert _leader_series(op.metrics.render().decode()) == 1.0
         assert on_replica(op, op.liveness_problems) == []
         text = op.metrics.render().decode()
-        for series in ("gangsched_seconds_since_last_cycle", "gangsched_watch_restarts_total", "gangsched_relists_total",
-                       "gangsched_dropped_events_total", "gangsched_cache_errors_total", "process_resident_memory_bytes",
-                       "gangsched_rebuilds_total 1.0"):
+        for series in (
+            "gangsched_seconds_since_last_cycle",
+            "gangsched_watch_restarts_total",
+            "gangsched_relists_total",
+            "gangsched_dropped_events_total",
+            "gangsched_cache_errors_total",
+            "process_resident_memory_bytes",
+            "gangsched_rebuilds_total 1.0",
+        ):
             assert series in text, series
 
 
 async def test_probe_endpoints_of_a_leader_and_a_follower(cluster: Cluster) -> None:
     """/readyz: 200 for a synced follower too, leadership in the body; /livez: 500 once the leader owes a round
     for longer than progressDeadlineSeconds."""
-    async with replica(cluster.kubeconfig, identity="p", leader_election=True) as p, \
-            replica(cluster.kubeconfig, identity="q", leader_election=True) as q:
+    async with (
+        replica(cluster.kubeconfig, identity="p", leader_election=True) as p,
+        replica(cluster.kubeconfig, identity="q", leader_election=True) as q,
+    ):
         await eventually(lambda: _true(p.holds_lease() or q.holds_lease()), what="a leader")
         op, follower = (p, q) if p.holds_lease() else (q, p)
         urls = []
@@ -83,6 +96,7 @@ async def test_probe_endpoints_of_a_leader_and_a_follower(cluster: Cluster) -> N
             on_replica(replica_op, lambda o=replica_op, p=port: asyncio.ensure_future(serve_probes(o, p, "127.0.0.1")))  # type: ignore[misc]
             urls.append(f"http://127.0.0.1:{port}")
         async with aiohttp.ClientSession() as http:
+
             async def get(url: str) -> tuple[int, dict[str, Any]] | None:
                 try:
                     async with http.get(url) as resp:
@@ -93,7 +107,9 @@ async def test_probe_endpoints_of_a_leader_and_a_follower(cluster: Cluster) -> N
             answer = await eventually(lambda: get(urls[0] + "/readyz"), what="leader's /readyz")
             assert answer is not None
             status, body = answer
-            assert status == 200 and body["ready"] is True and body["leader"] is True and body["identity"] == op.identity
+            assert (
+                status == 200 and body["ready"] is True and body["leader"] is True and body["identity"] == op.identity
+            )
             answer = await eventually(lambda: get(urls[1] + "/readyz"), what="follower's /readyz")
             assert answer is not None
             status, body = answer
@@ -102,7 +118,9 @@ async def test_probe_endpoints_of_a_leader_and_a_follower(cluster: Cluster) -> N
                 assert await get(url + "/livez") == (200, {"ok": True, "problems": []})
             on_replica(op, lambda: setattr(op, "_work_since", time.monotonic() - 10_000))
             result = await get(urls[0] + "/livez")
-            assert result is not None and result[0] == 500 and "no scheduling round completed" in result[1]["problems"][0]
+            assert (
+                result is not None and result[0] == 500 and "no scheduling round completed" in result[1]["problems"][0]
+            )
 
 
 def free_port() -> int:

@@ -14,8 +14,8 @@ from tests.integration.harness import (
     bindings_counted,
     bound,
     create,
-    eventually,
     events_for,
+    eventually,
     get_podgroup,
     phase_of,
     pod,
@@ -38,7 +38,11 @@ async def test_gang_that_fits_is_bound_whole_and_status_tells(cluster4: Cluster)
     k = cluster4.client
     async with replica(cluster4.kubeconfig) as op:
         await create(k, podgroup("train", min_member=4), *(pod(f"train-{i}", group="train", gpu=8) for i in range(4)))
-        assert await eventually(lambda: phase_of(k, "train"), what="train phase") in {"Scheduling", "Scheduled", "Running"}
+        assert await eventually(lambda: phase_of(k, "train"), what="train phase") in {
+            "Scheduling",
+            "Scheduled",
+            "Running",
+        }
         await eventually(lambda: _phase_is(k, "train", "Running"), what="train Running")
         placed = bound(await pods(k))
         assert sorted(placed) == [f"train-{i}" for i in range(4)]
@@ -90,7 +94,10 @@ async def test_nonstrict_gang_times_out_releases_and_marks_its_pods(cluster4: Cl
 
         async def annotated() -> bool:
             ps = await pods(k)
-            return all(p["metadata"].get("annotations", {}).get("gang.scheduling.koordinator.sh/timeout") == "true" for p in ps.values())
+            return all(
+                p["metadata"].get("annotations", {}).get("gang.scheduling.koordinator.sh/timeout") == "true"
+                for p in ps.values()
+            )
 
         await eventually(annotated, what="timeout annotation on every member")
         assert bound(await pods(k)) == {}
@@ -134,7 +141,10 @@ async def test_annotation_only_gang_gets_a_podgroup_deleted_with_its_pods(cluste
 
         async def owned_by_both() -> bool:
             pg = await get_podgroup(k, "koord")
-            return {o["name"] for o in (pg or {}).get("metadata", {}).get("ownerReferences", [])} == {"koord-0", "koord-1"}
+            return {o["name"] for o in (pg or {}).get("metadata", {}).get("ownerReferences", [])} == {
+                "koord-0",
+                "koord-1",
+            }
 
         await eventually(owned_by_both, what="both members own the PodGroup")
         await eventually(lambda: _phase_is(k, "koord", "Running"), what="its status written")
@@ -184,7 +194,9 @@ async def test_restart_keeps_a_satisfied_gang_satisfied_and_double_binds_nothing
         await bindings_counted(second, 4)
         after = bound(await pods(k))
         assert {n: after[n] for n in placed_before} == placed_before  # nothing re-bound
-        assert not [e for e in (await k.get("/api/v1/namespaces/default/events"))["items"] if e["reason"] == "FailedBinding"]
+        assert not [
+            e for e in (await k.get("/api/v1/namespaces/default/events"))["items"] if e["reason"] == "FailedBinding"
+        ]
 
 
 async def test_two_replicas_never_both_bind(cluster4: Cluster) -> None:

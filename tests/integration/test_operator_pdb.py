@@ -46,15 +46,33 @@ def gang(name: str, n: int, *, pc: str, owner: dict[str, Any] | None = None) -> 
 
 async def replica_set(k: KubeClient, name: str, replicas: int) -> dict[str, Any]:
     """A ReplicaSet as the owner of a victim gang's pods (a Deployment-like workload; nothing runs it here)."""
-    rs = await k.create("/apis/apps/v1/namespaces/default/replicasets", {
-        "metadata": {"name": name}, "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                                             "template": {"metadata": {"labels": {"app": name}}}}})
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": rs["metadata"]["uid"], "controller": True}
+    rs = await k.create(
+        "/apis/apps/v1/namespaces/default/replicasets",
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": {"app": name}}},
+            },
+        },
+    )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": name,
+        "uid": rs["metadata"]["uid"],
+        "controller": True,
+    }
 
 
 def budget(name: str, **spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"selector": {"matchLabels": {"app": name}}, **spec}}
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
+    }
 
 
 async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
@@ -124,7 +142,8 @@ async def test_victims_under_an_exhausted_budget_are_avoided_and_never_asked(fou
     ],
 )
 async def test_max_unavailable_as_the_disruption_controller_computes_it(
-        four: Cluster, owned: bool, max_unavailable: int, victim: str) -> None:
+    four: Cluster, owned: bool, max_unavailable: int, victim: str
+) -> None:
     """maxUnavailable needs the pods' controller: bare pods get disruptionsAllowed 0 (the controller's
     fail-safe, so a is protected); pods of a ReplicaSet of 2 get maxUnavailable of them; a victim gang larger
     than the budget would be cut short part-way, so it is protected too."""
@@ -144,8 +163,10 @@ async def test_max_unavailable_as_the_disruption_controller_computes_it(
         status = await pdb_status(k, "a")
         assert status["disruptionsAllowed"] == (max_unavailable if owned else 0)
         assert status["expectedPods"] == (2 if owned else 0)
-        await eventually(lambda: _async(protected(op, ["default/a-0", "default/a-1"], victim == "b")),
-                         what="a's protection from the budget")
+        await eventually(
+            lambda: _async(protected(op, ["default/a-0", "default/a-1"], victim == "b")),
+            what="a's protection from the budget",
+        )
         await create(k, *gang("high", 2, pc="guarantee"))
         await eventually(lambda: placed(k, "high", 2), what="high bound")
         assert await gone(k, victim)
@@ -182,7 +203,9 @@ async def test_only_protected_victims_are_retried_with_backoff_not_stormed(four:
         await eventually(lambda: placed(k, "high", 2), timeout=30, what="high bound after the budget was relaxed")
         await eventually(lambda: gone(k, "a"), timeout=30, what="the whole victim gang evicted")
         # (the operator reads the last answer a moment after the server removed the pod)
-        await eventually(lambda: _async(on_replica(op, lambda: op.preemptions.evicted) == 4), what="4 evictions answered")
+        await eventually(
+            lambda: _async(on_replica(op, lambda: op.preemptions.evicted) == 4), what="4 evictions answered"
+        )
         assert op.preemptions.refused == 0
 
 
@@ -198,8 +221,13 @@ async def test_a_budget_being_processed_is_retried_after_retry_after(four: Clust
         await eventually(lambda: _async(protected(op, ["default/b-0", "default/b-1"])), what="b protected")
         await eventually(lambda: _async(protected(op, ["default/a-0", "default/a-1"], False)), what="a free")
         four.server.disruption.delay = 4.0  # the controller lags: a's new spec stays unobserved for 4 s
-        await k.patch(f"{PDBS}/a", {"metadata": {"labels": {"touched": "yes"}}, "spec": {"minAvailable": 0,
-                                                                                      "unhealthyPodEvictionPolicy": "AlwaysAllow"}})
+        await k.patch(
+            f"{PDBS}/a",
+            {
+                "metadata": {"labels": {"touched": "yes"}},
+                "spec": {"minAvailable": 0, "unhealthyPodEvictionPolicy": "AlwaysAllow"},
+            },
+        )
         for key in ("default/a-0", "default/a-1"):  # the cache has not seen that PDB event yet
             on_replica(op, lambda key=key: op.cluster.set_protected(key, False))
         start = time.monotonic()

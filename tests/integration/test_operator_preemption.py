@@ -13,8 +13,8 @@ from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import (
     bound,
     create,
-    eventually,
     events_for,
+    eventually,
     get_podgroup,
     on_replica,
     phase_of,
@@ -36,8 +36,13 @@ STORY_TREE: list[dict[str, Any]] = [
 PRIORITY_CLASSES = [
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee-never"},
-     "value": 1000, "preemptionPolicy": "Never"},
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "guarantee-never"},
+        "value": 1000,
+        "preemptionPolicy": "Never",
+    },
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": 10},
 ]
 
@@ -45,9 +50,16 @@ PRIORITY_CLASSES = [
 @pytest.fixture
 async def story() -> AsyncIterator[Cluster]:
     async with running_cluster(nodes=12, node_resources=NODE, topology=STORY_TREE) as cluster:
-        await create(cluster.client, *PRIORITY_CLASSES, {
-            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
-            "data": {"topology.json": json.dumps(STORY_TREE)}})
+        await create(
+            cluster.client,
+            *PRIORITY_CLASSES,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
+                "data": {"topology.json": json.dumps(STORY_TREE)},
+            },
+        )
         yield cluster
 
 
@@ -58,13 +70,22 @@ async def four() -> AsyncIterator[Cluster]:
         yield cluster
 
 
-def gang(name: str, n: int, *, pc: str, min_member: int | None = None, group_size: int | None = None,
-         labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def gang(
+    name: str,
+    n: int,
+    *,
+    pc: str,
+    min_member: int | None = None,
+    group_size: int | None = None,
+    labels: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     spec: dict[str, Any] = {}
     if group_size is not None:
         spec["networkTopology"] = {"mode": "soft", "groupSize": group_size}
-    return [podgroup(name, min_member=min_member or n, **spec),
-            *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n))]
+    return [
+        podgroup(name, min_member=min_member or n, **spec),
+        *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)),
+    ]
 
 
 async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
@@ -81,17 +102,21 @@ async def test_user_story_3_gang3_evicts_exactly_gang2_and_lands_on_node4_to_11(
     async with replica(story.kubeconfig):
         await create(k, *gang("gang1", 4, pc="best-effort", group_size=2))
         assert set((await eventually(lambda: placed(k, "gang1", 4), what="gang1 bound")).values()) == {
-            f"node{i}" for i in range(4)}
+            f"node{i}" for i in range(4)
+        }
         await create(k, *gang("gang2", 4, pc="best-effort", group_size=2))
         assert set((await eventually(lambda: placed(k, "gang2", 4), what="gang2 bound")).values()) == {
-            f"node{i}" for i in range(4, 8)}
+            f"node{i}" for i in range(4, 8)
+        }
         await create(k, *gang("gang3", 8, pc="guarantee", group_size=4))
         where = await eventually(lambda: placed(k, "gang3", 8), what="gang3 bound after preemption")
         assert set(where.values()) == {f"node{i}" for i in range(4, 12)}
         assert await gone(k, "gang2")
         assert set((await placed(k, "gang1", 4) or {}).values()) == {f"node{i}" for i in range(4)}
         # the story, as events tell it
-        victim_msgs = {e["message"] for i in range(4) for e in await events_for(k, f"gang2-{i}") if e["reason"] == "Preempted"}
+        victim_msgs = {
+            e["message"] for i in range(4) for e in await events_for(k, f"gang2-{i}") if e["reason"] == "Preempted"
+        }
         assert victim_msgs == {"Preempted by gang default/gang3 for tier-2 placement"}
         preempting = [e["message"] for e in await events_for(k, "gang3") if e["reason"] == "Preempting"]
         assert preempting and "default/gang2" in preempting[0] and "default/gang1" not in preempting[0]
@@ -138,12 +163,21 @@ async def test_pdb_protected_gang_is_skipped_and_held_nodes_wait_for_the_preempt
         await eventually(lambda: placed(k, "a", 2), what="a bound")
         await create(k, *gang("b", 2, pc="best-effort"))
         b_nodes = set((await eventually(lambda: placed(k, "b", 2), what="b bound")).values())
-        await create(k, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "a", "namespace": "default"},
-                         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "a"}}}})
+        await create(
+            k,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "a", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "a"}}},
+            },
+        )
         await eventually(lambda: _protected(op, ["default/a-0", "default/a-1"]), what="a's pods protected in the cache")
         # b's pods stay terminating (a finalizer) so the preemptor has to wait with its nodes held
         for i in range(2):
-            await k.patch(f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}})
+            await k.patch(
+                f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}}
+            )
         await create(k, *gang("high", 2, pc="guarantee"))
 
         async def nominated() -> dict[str, str] | None:
@@ -167,7 +201,9 @@ async def test_pdb_protected_gang_is_skipped_and_held_nodes_wait_for_the_preempt
 
         async def nominations_cleared() -> bool:  # binding keeps nominatedNodeName (1.32); the operator clears it
             after = await pods(k)
-            return all(not p.get("status", {}).get("nominatedNodeName") for n, p in after.items() if n.startswith("high-"))
+            return all(
+                not p.get("status", {}).get("nominatedNodeName") for n, p in after.items() if n.startswith("high-")
+            )
 
         await eventually(nominations_cleared, what="high's nominations cleared once bound")
 
@@ -188,8 +224,10 @@ async def test_two_preemptors_take_distinct_victims_and_no_gang_runs_below_quoru
             msgs = [e for e in await events_for(k, f"y-{i}") if e["reason"] == "Preempted"]
             assert len(msgs) == 1 and msgs[0].get("count", 1) == 1, msgs  # each victim taken once
             preempted[f"y-{i}"] = msgs[0]["message"]
-        assert sorted(preempted.values()) == ["Preempted by gang default/p1 for gang placement",
-                                              "Preempted by gang default/p2 for gang placement"]
+        assert sorted(preempted.values()) == [
+            "Preempted by gang default/p1 for gang placement",
+            "Preempted by gang default/p2 for gang placement",
+        ]
         assert op.preemptions.evicted == 2
 
 
@@ -199,7 +237,9 @@ async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
         await create(k, *gang("low", 4, pc="best-effort"))
         await eventually(lambda: placed(k, "low", 4), what="low bound")
         for i in range(4):  # the victims never finish terminating
-            await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}})
+            await k.patch(
+                f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}}
+            )
         urgent = gang("urgent", 2, pc="guarantee")
         urgent[0]["spec"]["scheduleTimeoutSeconds"] = 2
         await create(k, *urgent)
@@ -245,8 +285,15 @@ async def test_refused_eviction_makes_the_operator_choose_again(four: Cluster) -
         await create(k, *gang("x", 2, pc="best-effort"), *gang("y", 2, pc="batch"))
         await eventually(lambda: placed(k, "x", 2), what="x bound")
         await eventually(lambda: placed(k, "y", 2), what="y bound")
-        await create(k, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "x", "namespace": "default"},
-                         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"scheduling.x-k8s.io/pod-group": "x"}}}})
+        await create(
+            k,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "x", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"scheduling.x-k8s.io/pod-group": "x"}}},
+            },
+        )
         keys = ["default/x-0", "default/x-1"]
         await eventually(lambda: _protected(op, keys), what="x protected")
         for key in keys:  # the cache lags behind the PDB: x (the lowest priority) looks like the best victim

@@ -17,8 +17,8 @@ from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import (
     bindings_counted,
     create,
-    eventually,
     events_for,
+    eventually,
     get_podgroup,
     on_replica,
     pod,
@@ -40,8 +40,11 @@ async def two() -> AsyncIterator[Cluster]:
 
 
 async def _nominations(k: KubeClient, prefix: str) -> dict[str, str | None]:
-    return {n: p.get("status", {}).get("nominatedNodeName") for n, p in (await pods(k)).items()
-            if n.startswith(prefix + "-")}
+    return {
+        n: p.get("status", {}).get("nominatedNodeName")
+        for n, p in (await pods(k)).items()
+        if n.startswith(prefix + "-")
+    }
 
 
 async def _all_nominated(k: KubeClient, prefix: str, n: int) -> dict[str, str | None] | None:
@@ -59,9 +62,14 @@ async def _status_message(k: KubeClient, name: str) -> str:
     return str((pg or {}).get("status", {}).get("message", ""))
 
 
-@pytest.mark.parametrize("handover", [pytest.param("restart", id="leader-restarts"),
-                                      pytest.param("takeover", id="follower-takes-over"),
-                                      pytest.param("stall", id="leader-loses-its-lease-and-leads-again")])
+@pytest.mark.parametrize(
+    "handover",
+    [
+        pytest.param("restart", id="leader-restarts"),
+        pytest.param("takeover", id="follower-takes-over"),
+        pytest.param("stall", id="leader-loses-its-lease-and-leads-again"),
+    ],
+)
 async def test_new_leader_finishes_a_preemption_in_progress(two: Cluster, handover: str) -> None:
     """Victims held Terminating by a finalizer; the leader goes; the new one keeps the nominations, evicts
     nobody else, gives the held nodes to no lower-priority gang, and binds the preemptor there.
@@ -147,8 +155,11 @@ async def test_nonstrict_waiting_time_is_not_extended_by_a_restart(two: Cluster)
     k = two.client
     wait = 6
     async with replica(two.kubeconfig, identity="old"):
-        await create(k, podgroup("slow", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=wait),
-                     *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(3)))
+        await create(
+            k,
+            podgroup("slow", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=wait),
+            *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(3)),
+        )
         start_iso = await eventually(lambda: _start_while(k, "slow", "Scheduling"), what="slow Scheduling")
     start = parse_rfc3339(start_iso, field="scheduleStartTime")
     # the downtime: a wall-clock condition of the scenario (no race depends on it)
@@ -263,8 +274,11 @@ async def test_stale_watch_events_after_our_binding_do_not_unbind_a_pod(two: Clu
         await bindings_counted(op, 2)
         assert (await placed(k, "lag", 2)) == where
         events = (await k.get("/api/v1/namespaces/default/events"))["items"]
-        assert not [e for e in events if e["reason"] in ("FailedBinding", "FailedScheduling")
-                    and e["involvedObject"]["name"] == "lag-0"]
+        assert not [
+            e
+            for e in events
+            if e["reason"] in ("FailedBinding", "FailedScheduling") and e["involvedObject"]["name"] == "lag-0"
+        ]
 
 
 async def _confirmed(op: Any, key: str) -> bool:

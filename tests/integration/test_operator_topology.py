@@ -47,7 +47,11 @@ async def test_operator_writes_the_topology_from_node_labels_and_places_by_it() 
             await eventually(has_n5, what="n5 in the ConfigMap")
             # 3 full-node members with groupSize 3: unit0 (3 nodes) and unit1 (now 3 nodes) both fit one unit
             members = [pod(f"t-{i}", group="t", gpu=8) for i in range(3)]
-            await create(k, podgroup("t", min_member=3, networkTopology={"mode": "hard", "highestTierAllowed": 1, "groupSize": 3}), *members)
+            await create(
+                k,
+                podgroup("t", min_member=3, networkTopology={"mode": "hard", "highestTierAllowed": 1, "groupSize": 3}),
+                *members,
+            )
 
             async def placed() -> dict[str, str] | None:
                 got = bound(await pods(k))

@@ -21,13 +21,19 @@ CMS = f"/api/v1/namespaces/{OPERATOR_NAMESPACE}/configmaps"
 
 
 def _configmap(name: str, text: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE}, "data": {"topology.json": text}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": OPERATOR_NAMESPACE},
+        "data": {"topology.json": text},
+    }
 
 
 async def test_topology_configmap_is_watched_by_name_and_followed_through_delete_and_recreate() -> None:
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         k = cluster.client
         async with replica(cluster.kubeconfig) as op:
+
             async def watching() -> set[Any]:  # the emulator's own controllers' taps are internal, not watches
                 return {w for w in cluster.server.store._watchers.get(("", "configmaps"), set()) if not w.internal}
 

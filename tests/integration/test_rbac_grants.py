@@ -87,13 +87,19 @@ async def _phase_is(k: Any, name: str, phase: str) -> bool:
 async def plain_gangs(cluster: Cluster) -> None:
     k = cluster.client
     async with replica(cluster.kubeconfig):
-        await create(k, podgroup("slow", min_member=6, mode="NonStrict", scheduleTimeoutSeconds=1),
-                     *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(6)))
+        await create(
+            k,
+            podgroup("slow", min_member=6, mode="NonStrict", scheduleTimeoutSeconds=1),
+            *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(6)),
+        )
 
         async def annotated() -> bool:
             ps = await pods(k)
-            return all(ps[f"slow-{i}"]["metadata"].get("annotations", {}).get("gang.scheduling.koordinator.sh/timeout") == "true"
-                       for i in range(6))
+            return all(
+                ps[f"slow-{i}"]["metadata"].get("annotations", {}).get("gang.scheduling.koordinator.sh/timeout")
+                == "true"
+                for i in range(6)
+            )
 
         await eventually(annotated, what="timeout annotation on every member of the NonStrict gang")
         await create(k, podgroup("train", min_member=2), *(pod(f"train-{i}", group="train", gpu=8) for i in range(2)))
@@ -120,16 +126,27 @@ async def preemption(cluster: Cluster) -> None:
     )
 
     def gang(name: str, n: int, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
-        return [podgroup(name, min_member=n),
-                *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n))]
+        return [
+            podgroup(name, min_member=n),
+            *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)),
+        ]
 
     async with replica(cluster.kubeconfig) as op:
         await create(k, *gang("a", 2, "low", {"app": "a"}), *gang("b", 2, "low"))
         await eventually(lambda: _all_bound(k, ["a-0", "a-1", "b-0", "b-1"]), what="a and b bound")
-        await create(k, {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "a", "namespace": "default"},
-                         "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "a"}}}})
+        await create(
+            k,
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "a", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "a"}}},
+            },
+        )
         for i in range(2):  # b's pods stay terminating, so the preemptor's members are nominated while they wait
-            await k.patch(f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}})
+            await k.patch(
+                f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": ["test.gangsched.io/hold"]}}
+            )
         await create(k, *gang("high", 2, "high"))
 
         async def nominated() -> bool:
@@ -205,7 +222,9 @@ async def test_the_operator_uses_exactly_what_rbac_yaml_grants() -> None:
     assert not ungranted, f"used but not granted (the emulator would have answered 403): {sorted(ungranted)}"
     unused = grants - everything - set(ERROR_PATHS)
     report = "\n".join(f"  {p}: {sorted(u)}" for p, u in usage.items())
-    assert not unused, f"granted by manifests/rbac.yaml but used by no profile: {sorted(unused)}\nuse per profile:\n{report}"
+    assert not unused, (
+        f"granted by manifests/rbac.yaml but used by no profile: {sorted(unused)}\nuse per profile:\n{report}"
+    )
     assert set(ERROR_PATHS) <= grants, "an error path's grant is missing"
     assert names.get(("coordination.k8s.io", "leases")) == {"gangsched"}
     assert names.get(("", "configmaps")) == {"gangsched-topology"}

@@ -25,6 +25,7 @@ LOGGER = "gangsched.k8s.lease"
 async def _retried_a_few_times(caplog: pytest.LogCaptureFixture, elector: LeaderElector) -> None:
     task = asyncio.create_task(elector.run())
     try:
+
         async def repeated() -> bool:
             return sum(r.levelno == logging.DEBUG and r.name == LOGGER for r in caplog.records) >= 3
 
@@ -39,8 +40,15 @@ async def test_missing_namespace_is_one_error_with_the_fix(caplog: pytest.LogCap
     caplog.set_level(logging.DEBUG, logger=LOGGER)
     async with ApiServer() as server:
         async with await KubeClient.connect(str(server.write_kubeconfig(tmp_path / "kc"))) as client:
-            elector = LeaderElector(client, namespace="gangsched-system", name="gangsched", identity="a",
-                                    lease_duration=3, renew_deadline=2, retry_period=0.01)
+            elector = LeaderElector(
+                client,
+                namespace="gangsched-system",
+                name="gangsched",
+                identity="a",
+                lease_duration=3,
+                renew_deadline=2,
+                retry_period=0.01,
+            )
             await _retried_a_few_times(caplog, elector)
     errors = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == LOGGER]
     assert [r.levelname for r in errors] == ["ERROR"]
@@ -54,11 +62,22 @@ async def test_forbidden_lease_is_one_error_with_the_fix(caplog: pytest.LogCaptu
     async with ApiServer(auth=True) as server:
         async with await KubeClient.connect(str(server.write_kubeconfig(tmp_path / "admin"))) as admin:
             await admin.create("/api/v1/namespaces", {"metadata": {"name": "gangsched-system"}})
-            await admin.create("/api/v1/namespaces/gangsched-system/serviceaccounts", {"metadata": {"name": "gangsched"}})
-            token = (await admin.create("/api/v1/namespaces/gangsched-system/serviceaccounts/gangsched/token", {"spec": {}}))["status"]["token"]
+            await admin.create(
+                "/api/v1/namespaces/gangsched-system/serviceaccounts", {"metadata": {"name": "gangsched"}}
+            )
+            token = (
+                await admin.create("/api/v1/namespaces/gangsched-system/serviceaccounts/gangsched/token", {"spec": {}})
+            )["status"]["token"]
         async with await KubeClient.connect(str(server.write_kubeconfig(tmp_path / "sa", token=token))) as client:
-            elector = LeaderElector(client, namespace="gangsched-system", name="gangsched", identity="a",
-                                    lease_duration=3, renew_deadline=2, retry_period=0.01)
+            elector = LeaderElector(
+                client,
+                namespace="gangsched-system",
+                name="gangsched",
+                identity="a",
+                lease_duration=3,
+                renew_deadline=2,
+                retry_period=0.01,
+            )
             await _retried_a_few_times(caplog, elector)
     errors = [r for r in caplog.records if r.levelno >= logging.WARNING and r.name == LOGGER]
     assert [r.levelname for r in errors] == ["ERROR"]

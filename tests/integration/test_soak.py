@@ -80,8 +80,16 @@ PRIORITY_CLASSES = [
 ]
 DURATIONS = ["500ms", "1s", "1500ms", "2s", "3s", None, None]  # None: runs until deleted
 
-_SUFFIX = {"m": Fraction(1, 1000), "k": Fraction(1000), "M": Fraction(10**6), "G": Fraction(10**9),
-           "Ki": Fraction(1024), "Mi": Fraction(1024**2), "Gi": Fraction(1024**3), "Ti": Fraction(1024**4)}
+_SUFFIX = {
+    "m": Fraction(1, 1000),
+    "k": Fraction(1000),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "Ki": Fraction(1024),
+    "Mi": Fraction(1024**2),
+    "Gi": Fraction(1024**3),
+    "Ti": Fraction(1024**4),
+}
 
 
 def quantity(value: str) -> Fraction:
@@ -139,7 +147,9 @@ class Watcher:
     seq: int = 0
     events: int = 0
     changed: asyncio.Event = field(default_factory=asyncio.Event)
-    trace: list[str] = field(default_factory=list)  # one line per event, written out when GANGSCHED_SOAK_TRACE names a file
+    trace: list[str] = field(
+        default_factory=list
+    )  # one line per event, written out when GANGSCHED_SOAK_TRACE names a file
 
     def by_key(self, key: str) -> PodSeen | None:
         found = [p for p in self.pods.values() if p.key == key and not p.deleted]
@@ -155,12 +165,19 @@ class Watcher:
         key = f"{meta['namespace']}/{meta['name']}"
         seen = self.pods.get(uid)
         if seen is None:
-            seen = self.pods[uid] = PodSeen(key=key, gang=gang_of(obj), ours=obj["spec"].get("schedulerName") == "gangsched",
-                                            requests=requests_of(obj), priority=int(obj["spec"].get("priority") or 0))
+            seen = self.pods[uid] = PodSeen(
+                key=key,
+                gang=gang_of(obj),
+                ours=obj["spec"].get("schedulerName") == "gangsched",
+                requests=requests_of(obj),
+                priority=int(obj["spec"].get("priority") or 0),
+            )
         node = obj["spec"].get("nodeName")
         status = obj.get("status") or {}
-        self.trace.append(f"{self.seq} {time.monotonic():.3f} {kind} {key} node={node} phase={status.get('phase')} "
-                          f"nominated={status.get('nominatedNodeName')} rv={meta.get('resourceVersion')}")
+        self.trace.append(
+            f"{self.seq} {time.monotonic():.3f} {kind} {key} node={node} phase={status.get('phase')} "
+            f"nominated={status.get('nominatedNodeName')} rv={meta.get('resourceVersion')}"
+        )
         timed_out = (meta.get("annotations") or {}).get(TIMEOUT_ANNOTATION) == "true"
         if timed_out and seen.gang is not None:
             self.gang_timeout_seq.setdefault(seen.gang, self.seq)
@@ -247,9 +264,19 @@ class Driver:
         self.counter += 1
         return f"{prefix}{self.counter}"
 
-    def pod(self, name: str, *, namespace: str, profile: str, priority: str, group: str | None = None,
-            annotations: dict[str, str] | None = None, duration: str | None = None, scheduler: str = "gangsched",
-            node: str | None = None) -> dict[str, Any]:
+    def pod(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        profile: str,
+        priority: str,
+        group: str | None = None,
+        annotations: dict[str, str] | None = None,
+        duration: str | None = None,
+        scheduler: str = "gangsched",
+        node: str | None = None,
+    ) -> dict[str, Any]:
         key = f"{namespace}/{name}"
         ann = dict(annotations or {})
         if duration:
@@ -260,17 +287,32 @@ class Driver:
         spec: dict[str, Any] = {
             "schedulerName": scheduler,
             "priorityClassName": priority,
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
-                            "resources": {"requests": dict(requests), "limits": {GPU: requests[GPU]} if GPU in requests else {}}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {
+                        "requests": dict(requests),
+                        "limits": {GPU: requests[GPU]} if GPU in requests else {},
+                    },
+                }
+            ],
         }
         if node:
             spec["nodeName"] = node
         if scheduler == "gangsched":
             self.created_pods.append(key)
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": namespace, "labels": {GROUP_LABEL: group} if group else {},
-                             "annotations": ann},
-                "spec": spec}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {GROUP_LABEL: group} if group else {},
+                "annotations": ann,
+            },
+            "spec": spec,
+        }
 
     def priority(self) -> str:
         return self.rng.choices(["low", "mid", "high"], weights=[5, 3, 2])[0]
@@ -296,15 +338,23 @@ class Driver:
             spec["scheduleTimeoutSeconds"] = self.rng.randint(1, 3)
         if plan.profile in ("gpu4", "gpu1") and n <= 4 and self.rng.random() < 0.4:
             hard = self.rng.random() < 0.5
-            spec["networkTopology"] = {"mode": "hard", "highestTierAllowed": 1} if hard else {"mode": "soft", "groupSize": 2}
+            spec["networkTopology"] = (
+                {"mode": "hard", "highestTierAllowed": 1} if hard else {"mode": "soft", "groupSize": 2}
+            )
             plan.hard_topology = hard
         pc, duration = self.priority(), self.duration()
-        members = [self.pod(f"{name}-{i}", namespace=ns, profile=plan.profile, priority=pc, group=name, duration=duration)
-                   for i in range(total)]
+        members = [
+            self.pod(f"{name}-{i}", namespace=ns, profile=plan.profile, priority=pc, group=name, duration=duration)
+            for i in range(total)
+        ]
         plan.members = [f"{ns}/{name}-{i}" for i in range(total)]
         self.gangs[plan.key] = plan
-        pg = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-              "metadata": {"name": name, "namespace": ns}, "spec": spec}
+        pg = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": spec,
+        }
         order = self.rng.random()
         if order < 0.15:  # the PodGroup arrives after its pods
             self.later.append([pg])
@@ -322,10 +372,18 @@ class Driver:
         for key in (a, b):
             ns, pg_name = key.split("/")
             n = self.rng.randint(2, 3)
-            objs.append({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": pg_name, "namespace": ns},
-                         "spec": {"minMember": n, "gangGroup": [a, b], "scheduleTimeoutSeconds": self.rng.randint(2, 3)}})
-            objs += [self.pod(f"{pg_name}-{i}", namespace=ns, profile=profile, priority=pc, group=pg_name, duration=duration)
-                     for i in range(n)]
+            objs.append(
+                {
+                    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": pg_name, "namespace": ns},
+                    "spec": {"minMember": n, "gangGroup": [a, b], "scheduleTimeoutSeconds": self.rng.randint(2, 3)},
+                }
+            )
+            objs += [
+                self.pod(f"{pg_name}-{i}", namespace=ns, profile=profile, priority=pc, group=pg_name, duration=duration)
+                for i in range(n)
+            ]
             self.gangs[key] = GangPlan(key, n, [f"{ns}/{pg_name}-{i}" for i in range(n)], group=(a, b), profile=profile)
         return objs
 
@@ -334,24 +392,43 @@ class Driver:
         ns = self.rng.choice(NAMESPACES)
         n = self.rng.randint(2, 5)
         ann = {KOORD + "name": name, KOORD + "min-available": str(n)}
-        plan = GangPlan(f"{ns}/{name}", n, [f"{ns}/{name}-{i}" for i in range(n)], annotation_only=True, profile=self.profile())
+        plan = GangPlan(
+            f"{ns}/{name}", n, [f"{ns}/{name}-{i}" for i in range(n)], annotation_only=True, profile=self.profile()
+        )
         if self.rng.random() < 0.4:
             ann[KOORD + "mode"] = plan.mode = "NonStrict"
             ann[KOORD + "waiting-time"] = self.rng.choice(["1s", "2s"])
         pc, duration = self.priority(), self.duration()
         self.gangs[plan.key] = plan
-        return [self.pod(f"{name}-{i}", namespace=ns, profile=plan.profile, priority=pc, annotations=ann, duration=duration)
-                for i in range(n)]
+        return [
+            self.pod(f"{name}-{i}", namespace=ns, profile=plan.profile, priority=pc, annotations=ann, duration=duration)
+            for i in range(n)
+        ]
 
     def lone_pod(self) -> list[dict[str, Any]]:
         name = self.name("lone")
         ns = self.rng.choice(NAMESPACES)
         self.lone.append(f"{ns}/{name}")
-        return [self.pod(name, namespace=ns, profile=self.rng.choice(["gpu1", "cpu2", "cpu-small"]), priority=self.priority(),
-                         duration=self.duration())]
+        return [
+            self.pod(
+                name,
+                namespace=ns,
+                profile=self.rng.choice(["gpu1", "cpu2", "cpu-small"]),
+                priority=self.priority(),
+                duration=self.duration(),
+            )
+        ]
 
     def foreign_pending(self) -> list[dict[str, Any]]:
-        return [self.pod(self.name("other"), namespace="default", profile="cpu-small", priority="low", scheduler="default-scheduler")]
+        return [
+            self.pod(
+                self.name("other"),
+                namespace="default",
+                profile="cpu-small",
+                priority="low",
+                scheduler="default-scheduler",
+            )
+        ]
 
     async def delete_pod(self) -> None:
         if not self.created_pods:
@@ -386,8 +463,19 @@ class Driver:
                 self.watcher.violations.append(f"creating {obj['kind']} {obj['metadata']['name']} failed: {exc}")
 
     async def run(self, *, steps: int, seconds: float) -> None:
-        kinds = ["podgroup", "podgroup", "podgroup", "group", "koord", "lone", "lone", "delete-pod", "delete-pod",
-                 "delete-pg", "foreign"]
+        kinds = [
+            "podgroup",
+            "podgroup",
+            "podgroup",
+            "group",
+            "koord",
+            "lone",
+            "lone",
+            "delete-pod",
+            "delete-pod",
+            "delete-pg",
+            "foreign",
+        ]
         weights = [4, 4, 4, 2, 3, 2, 2, 2, 2, 1, 1]
         script = self.rng.choices(kinds, weights=weights, k=steps)
         pauses = [self.rng.random() for _ in range(steps)]
@@ -428,7 +516,9 @@ async def list_podgroups(client: KubeClient) -> list[dict[str, Any]]:
     return out
 
 
-def free_capacity(pods: list[dict[str, Any]], allocatable: dict[str, dict[str, Fraction]]) -> dict[str, dict[str, Fraction]]:
+def free_capacity(
+    pods: list[dict[str, Any]], allocatable: dict[str, dict[str, Fraction]]
+) -> dict[str, dict[str, Fraction]]:
     free = {n: dict(a) for n, a in allocatable.items()}
     for p in pods:
         node = p["spec"].get("nodeName")
@@ -483,15 +573,21 @@ def status_problems(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]])
         else:
             expected = {"Pending", "Timeout", "Scheduled", None} if not ms else {"Pending", "Timeout", "Scheduled"}
         if phase not in expected:
-            problems.append(f"PodGroup {key} phase {phase!r} with counts {want} and minMember {m}; expected one of "
-                            f"{sorted(map(str, expected))}; spec {pg['spec']}, status {status}, members {[p['metadata']['name'] for p in ms]}")
+            problems.append(
+                f"PodGroup {key} phase {phase!r} with counts {want} and minMember {m}; expected one of "
+                f"{sorted(map(str, expected))}; spec {pg['spec']}, status {status}, members {[p['metadata']['name'] for p in ms]}"
+            )
         if phase == "Timeout" and want["scheduled"]:
             problems.append(f"PodGroup {key} phase Timeout with {want['scheduled']} members bound")
     return problems
 
 
-def unbound_fitting(driver: Driver, pods: list[dict[str, Any]], podgroups: list[dict[str, Any]],
-                    allocatable: dict[str, dict[str, Fraction]]) -> list[str]:
+def unbound_fitting(
+    driver: Driver,
+    pods: list[dict[str, Any]],
+    podgroups: list[dict[str, Any]],
+    allocatable: dict[str, dict[str, Fraction]],
+) -> list[str]:
     """Gangs and pods that would fit the free capacity but are not bound (nothing holds capacity at the end)."""
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_keys = {f"{pg['metadata']['namespace']}/{pg['metadata']['name']}": pg for pg in podgroups}
@@ -500,8 +596,12 @@ def unbound_fitting(driver: Driver, pods: list[dict[str, Any]], podgroups: list[
 
     def waiting(key: str) -> bool:
         p = by_key.get(key)
-        return (p is not None and not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
-                and (p["metadata"].get("annotations") or {}).get(TIMEOUT_ANNOTATION) != "true")
+        return (
+            p is not None
+            and not p["spec"].get("nodeName")
+            and not p["metadata"].get("deletionTimestamp")
+            and (p["metadata"].get("annotations") or {}).get(TIMEOUT_ANNOTATION) != "true"
+        )
 
     for key in driver.lone:
         if waiting(key) and fits(1, requests_of(by_key[key]), free, one_unit=False):
@@ -523,7 +623,9 @@ def unbound_fitting(driver: Driver, pods: list[dict[str, Any]], podgroups: list[
         if plan.group or driver.watcher.ever_bound.get(plan.key):
             continue  # a gang group needs its partner; a partly bound, unsatisfied gang (members deleted) is left alone
         if len(pend) >= plan.min_member and fits(plan.min_member, request, free, one_unit=plan.hard_topology):
-            problems.append(f"gang {plan.key} ({len(pend)} pending, minMember {plan.min_member}, {plan.profile}) fits but is not bound")
+            problems.append(
+                f"gang {plan.key} ({len(pend)} pending, minMember {plan.min_member}, {plan.profile}) fits but is not bound"
+            )
     return problems
 
 
@@ -538,7 +640,9 @@ def quorum_violations(driver: Driver) -> list[str]:
             continue
         got = len(w.ever_bound.get(plan.key, ()))
         if got < plan.min_member:
-            problems.append(f"gang {plan.key} (group {list(partners)}) had {got} members bound, minMember {plan.min_member}")
+            problems.append(
+                f"gang {plan.key} (group {list(partners)}) had {got} members bound, minMember {plan.min_member}"
+            )
         if plan.hard_topology:
             units = {UNIT_OF[n] for n in w.bound_nodes.get(plan.key, {}).values()}
             if len(units) > 1:
@@ -554,18 +658,38 @@ async def make_cluster_objects(client: KubeClient, rng: random.Random) -> list[s
     for unit, resources in NODE_KINDS.items():
         names = next(e["children"] for e in TREE if e["name"] == unit)
         await create_nodes(client, names, resources, labels_for_name=lambda n: labels.get(n, {}))
-    await create(client, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}}, *PRIORITY_CLASSES,
-                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
-                  "data": {"topology.json": json.dumps(TREE)}})
+    await create(
+        client,
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}},
+        *PRIORITY_CLASSES,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
+            "data": {"topology.json": json.dumps(TREE)},
+        },
+    )
     foreign = []
     for i, node in enumerate(rng.sample([f"n{i}" for i in range(12)], 5)):
         profile = "gpu1" if UNIT_OF[node] != "unit2" else "cpu2"
         name = f"foreign-{i}"
         requests = PROFILES[profile]
-        await create(client, {
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"schedulerName": "default-scheduler", "nodeName": node, "priorityClassName": "high",
-                     "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": requests}}]}})
+        await create(
+            client,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "schedulerName": "default-scheduler",
+                    "nodeName": node,
+                    "priorityClassName": "high",
+                    "containers": [
+                        {"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": requests}}
+                    ],
+                },
+            },
+        )
         foreign.append(f"default/{name}")
     return foreign
 
@@ -575,8 +699,11 @@ def allocatable_of(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Fraction]
 
 
 # GANGSCHED_SOAK_SEEDS=1,2,3 runs other seeds (for hunting); the suite runs these three
-SEEDS = [pytest.param(int(seed), id=f"seed-{seed}")
-         for seed in (os.environ.get("GANGSCHED_SOAK_SEEDS") or "11,23,47").split(",") if seed.strip()]
+SEEDS = [
+    pytest.param(int(seed), id=f"seed-{seed}")
+    for seed in (os.environ.get("GANGSCHED_SOAK_SEEDS") or "11,23,47").split(",")
+    if seed.strip()
+]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -623,10 +750,20 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                     raise AssertionError(f"seed {seed}: not settled:\n" + "\n".join(problems)) from None
 
                 # the loop is alive: a final small gang binds
-                final = [driver.pod(f"final-{i}", namespace="default", profile="cpu-small", priority="high", group="final")
-                         for i in range(2)]
-                await create(k, {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-                                 "metadata": {"name": "final", "namespace": "default"}, "spec": {"minMember": 2}}, *final)
+                final = [
+                    driver.pod(f"final-{i}", namespace="default", profile="cpu-small", priority="high", group="final")
+                    for i in range(2)
+                ]
+                await create(
+                    k,
+                    {
+                        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                        "kind": "PodGroup",
+                        "metadata": {"name": "final", "namespace": "default"},
+                        "spec": {"minMember": 2},
+                    },
+                    *final,
+                )
 
                 async def final_bound() -> bool:
                     ps = {p["metadata"]["name"]: p for p in await list_pods(k)}
@@ -643,16 +780,26 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 out.write("\n".join(watcher.trace) + "\n")
         evicted = sorted(p.key for p in watcher.pods.values() if p.deleted and p.key not in driver.deleted_pods)
         # preemption only evicts pods of a lower priority than some preemptor: never the highest priority
-        problems_evicted = [f"{p.key} (priority {p.priority}) was evicted" for p in watcher.pods.values()
-                            if p.key in evicted and p.priority >= PRIORITIES["high"]]
-        print(f"seed {seed}: {watcher.events} pod events, {len(driver.gangs)} gangs, "
-              f"{sum(1 for g in driver.gangs if watcher.ever_bound.get(g))} bound, {len(watcher.gang_timeout_seq)} timed out, "
-              f"{len(evicted)} pods evicted, {sum(1 for p in watcher.pods.values() if p.terminal)} succeeded")
+        problems_evicted = [
+            f"{p.key} (priority {p.priority}) was evicted"
+            for p in watcher.pods.values()
+            if p.key in evicted and p.priority >= PRIORITIES["high"]
+        ]
+        print(
+            f"seed {seed}: {watcher.events} pod events, {len(driver.gangs)} gangs, "
+            f"{sum(1 for g in driver.gangs if watcher.ever_bound.get(g))} bound, {len(watcher.gang_timeout_seq)} timed out, "
+            f"{len(evicted)} pods evicted, {sum(1 for p in watcher.pods.values() if p.terminal)} succeeded"
+        )
         problems = watcher.violations + quorum_violations(driver) + problems_evicted
-        foreign_bound = [p.key for p in watcher.pods.values() if not p.ours and p.key.startswith("default/other")
-                         and p.node is not None]
+        foreign_bound = [
+            p.key
+            for p in watcher.pods.values()
+            if not p.ours and p.key.startswith("default/other") and p.node is not None
+        ]
         problems += [f"pod {key} of another scheduler was bound" for key in foreign_bound]
-        assert problems == [], f"seed {seed} ({watcher.events} pod events, drive {drive_time:.1f}s):\n" + "\n".join(problems)
+        assert problems == [], f"seed {seed} ({watcher.events} pod events, drive {drive_time:.1f}s):\n" + "\n".join(
+            problems
+        )
         # the scenario did what it is for: gangs were bound, some pods succeeded, something was deleted
         assert sum(1 for g in driver.gangs if watcher.ever_bound.get(g)) >= 5
         assert any(p.terminal for p in watcher.pods.values())

@@ -19,8 +19,11 @@ async def test_nonstrict_gang_whose_holding_members_are_deleted_is_no_longer_rep
         k = cluster.client
         async with replica(cluster.kubeconfig):
             # 3 members of 4 GPUs on 2 nodes of 4: two are placed and held, the third never fits
-            await create(k, podgroup("hold", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=600),
-                         *(pod(f"hold-{i}", group="hold", gpu=4) for i in range(3)))
+            await create(
+                k,
+                podgroup("hold", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=600),
+                *(pod(f"hold-{i}", group="hold", gpu=4) for i in range(3)),
+            )
 
             async def holding() -> bool:
                 return (await _status(k, "hold")).get("phase") == "Scheduling"

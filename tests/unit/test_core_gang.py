@@ -85,10 +85,16 @@ def test_quorum_counts_already_bound_members() -> None:
 @pytest.mark.parametrize(
     ("mode", "reserved", "phase", "why"),
     [
-        pytest.param(GangMode.STRICT, 0, "Pending", "5 nodes fit; 5 more blocked by: no more nodes",
-                     id="strict-releases-all"),
-        pytest.param(GangMode.NON_STRICT, 5, PHASE_SCHEDULING,
-                     "0 nodes fit; 5 more blocked by: insufficient nvidia.com/gpu (5)", id="nonstrict-keeps"),
+        pytest.param(
+            GangMode.STRICT, 0, "Pending", "5 nodes fit; 5 more blocked by: no more nodes", id="strict-releases-all"
+        ),
+        pytest.param(
+            GangMode.NON_STRICT,
+            5,
+            PHASE_SCHEDULING,
+            "0 nodes fit; 5 more blocked by: insufficient nvidia.com/gpu (5)",
+            id="nonstrict-keeps",
+        ),
     ],
 )
 def test_member_six_of_ten_does_not_fit(mode: GangMode, reserved: int, phase: str, why: str) -> None:
@@ -214,8 +220,11 @@ def test_event_names_what_blocks_the_gang() -> None:
     add_nodes(c, 5, gpu=8)
     add_nodes(c, 3, prefix="busy", gpu=4)
     for i in range(2):
-        c.upsert_node(node_from_api(node_obj(f"infer{i}", gpu=8, taints=[
-            {"key": "dedicated", "value": "infer", "effect": "NoSchedule"}])))
+        c.upsert_node(
+            node_from_api(
+                node_obj(f"infer{i}", gpu=8, taints=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"}])
+            )
+        )
     add_gang(c, "g", 8, gpu=8, cpu=None)
     (event,) = step(c, CFG, 0.0).events
     assert event.message.endswith(
@@ -274,9 +283,16 @@ def test_preferred_affinity_wins_over_binpack() -> None:
     c = Cluster()
     add_nodes(c, 2, gpu=8)
     c.upsert_node(node_from_api(node_obj("fast", gpu=8, labels={"speed": "fast"})))
-    pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 50, "preference": {"matchExpressions": [{"key": "speed", "operator": "In", "values": ["fast"]}]}}
-    ]}}
+    pref = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 50,
+                    "preference": {"matchExpressions": [{"key": "speed", "operator": "In", "values": ["fast"]}]},
+                }
+            ]
+        }
+    }
     add_pod(c, "busy", gpu=4)  # makes n0 the binpack favourite
     step(c, CFG, 0.0)
     add_pod(c, "p", gpu=1, spec_extra={"affinity": pref})
@@ -286,11 +302,13 @@ def test_preferred_affinity_wins_over_binpack() -> None:
 def test_topology_gang_reports_tier() -> None:
     c = Cluster()
     add_nodes(c, 4, gpu=8)
-    tree = TopologyTree.from_domains([
-        Domain(1, "tor-a", parents=("spine",), children=("n0", "n1")),
-        Domain(1, "tor-b", parents=("spine",), children=("n2", "n3")),
-        Domain(2, "spine"),
-    ])
+    tree = TopologyTree.from_domains(
+        [
+            Domain(1, "tor-a", parents=("spine",), children=("n0", "n1")),
+            Domain(1, "tor-b", parents=("spine",), children=("n2", "n3")),
+            Domain(2, "spine"),
+        ]
+    )
     c.set_topology(tree)
     add_pod(c, "blocker", gpu=8, node="n0", phase="Running")
     c.upsert_gang(GangSpec("default", "g", 2, network_topology=NetworkTopology(TopologyMode.HARD, 1)))

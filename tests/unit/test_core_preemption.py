@@ -21,31 +21,48 @@ HIGH = 1000
 
 def story_tree() -> TopologyTree:
     """spine0 -> leaf0 -> unit0 (node0-3); spine0 -> leaf1 -> unit1 (node4-7), unit2 (node8-11)."""
-    return TopologyTree.from_domains([
-        Domain(3, "spine0", (), ("leaf0", "leaf1")),
-        Domain(2, "leaf0", ("spine0",), ("unit0",)),
-        Domain(2, "leaf1", ("spine0",), ("unit1", "unit2")),
-        Domain(1, "unit0", ("leaf0",), tuple(f"node{i}" for i in range(4))),
-        Domain(1, "unit1", ("leaf1",), tuple(f"node{i}" for i in range(4, 8))),
-        Domain(1, "unit2", ("leaf1",), tuple(f"node{i}" for i in range(8, 12))),
-    ])
+    return TopologyTree.from_domains(
+        [
+            Domain(3, "spine0", (), ("leaf0", "leaf1")),
+            Domain(2, "leaf0", ("spine0",), ("unit0",)),
+            Domain(2, "leaf1", ("spine0",), ("unit1", "unit2")),
+            Domain(1, "unit0", ("leaf0",), tuple(f"node{i}" for i in range(4))),
+            Domain(1, "unit1", ("leaf1",), tuple(f"node{i}" for i in range(4, 8))),
+            Domain(1, "unit2", ("leaf1",), tuple(f"node{i}" for i in range(8, 12))),
+        ]
+    )
 
 
-def running_gang(c: Cluster, name: str, nodes: list[str], *, priority: int = 0, min_member: int | None = None,
-                 **kw: Any) -> list[str]:
+def running_gang(
+    c: Cluster, name: str, nodes: list[str], *, priority: int = 0, min_member: int | None = None, **kw: Any
+) -> list[str]:
     c.upsert_gang(GangSpec("default", name, min_member if min_member is not None else len(nodes)))
     c.mark_satisfied(f"default/{name}")
-    return [add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, node=n, phase="Running", gpu=8,
-                    priority=priority, **kw) for i, n in enumerate(nodes)]
+    return [
+        add_pod(
+            c, f"{name}-{i}", gang=f"default/{name}", rank=i, node=n, phase="Running", gpu=8, priority=priority, **kw
+        )
+        for i, n in enumerate(nodes)
+    ]
 
 
-def pending_gang(c: Cluster, name: str, pods: int, *, priority: int = HIGH, min_member: int | None = None,
-                 group_size: int | None = None, policy: str | None = None) -> list[str]:
+def pending_gang(
+    c: Cluster,
+    name: str,
+    pods: int,
+    *,
+    priority: int = HIGH,
+    min_member: int | None = None,
+    group_size: int | None = None,
+    policy: str | None = None,
+) -> list[str]:
     nt = NetworkTopology(group_size=group_size) if group_size is not None else None
     c.upsert_gang(GangSpec("default", name, min_member if min_member is not None else pods, network_topology=nt))
     extra = {"preemptionPolicy": policy} if policy else None
-    return [add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, gpu=8, priority=priority, spec_extra=extra)
-            for i in range(pods)]
+    return [
+        add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, gpu=8, priority=priority, spec_extra=extra)
+        for i in range(pods)
+    ]
 
 
 def nodes(n: int, start: int = 0) -> list[str]:
@@ -303,8 +320,10 @@ def instances(draw: st.DrawFn) -> tuple[Cluster, list[tuple[str, list[str], int,
         prio = draw(st.integers(0, 3))
         where = [free.pop(draw(st.integers(0, len(free) - 1))) for _ in range(size)]
         c.upsert_gang(GangSpec("default", f"g{g}", quorum))
-        keys = [add_pod(c, f"g{g}-{i}", gang=f"default/g{g}", rank=i, node=n, phase="Running", gpu=2, priority=prio)
-                for i, n in enumerate(where)]
+        keys = [
+            add_pod(c, f"g{g}-{i}", gang=f"default/g{g}", rank=i, node=n, phase="Running", gpu=2, priority=prio)
+            for i, n in enumerate(where)
+        ]
         gangs.append((f"default/g{g}", keys, quorum, prio))
     need = draw(st.integers(1, len(slots)))
     return c, gangs, need, 10
@@ -320,10 +339,20 @@ def _fits(c: Cluster, gone: set[str], need: int) -> bool:
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
-def test_victims_are_valid_complete_and_of_minimal_priority(inst: tuple[Cluster, list[tuple[str, list[str], int, int]], int, int]) -> None:
+def test_victims_are_valid_complete_and_of_minimal_priority(
+    inst: tuple[Cluster, list[tuple[str, list[str], int, int]], int, int],
+) -> None:
     c, gangs, need, prio = inst
-    choice = find_victims(c, requests={"nvidia.com/gpu": 2, "pods": 1}, count=need, priority=prio,
-                          feasible=list(c.nodes), extra={}, topology=None, tree=None)
+    choice = find_victims(
+        c,
+        requests={"nvidia.com/gpu": 2, "pods": 1},
+        count=need,
+        priority=prio,
+        feasible=list(c.nodes),
+        extra={},
+        topology=None,
+        tree=None,
+    )
     # brute force: every gang either keeps all members, is taken whole, or gives up to (bound - quorum) members
     best: tuple[int, int] | None = None
     options = []

@@ -18,9 +18,15 @@ from tests.unit.test_core_preemption import evict, nodes, pending_gang, running_
 from tests.unit.test_core_support import add_nodes, add_pod
 
 
-@pytest.mark.parametrize("units", [pytest.param(1, id="one-unit-per-cycle"), pytest.param(64, id="many-units-per-cycle")])
-@pytest.mark.parametrize("mode", [pytest.param(GangMode.STRICT, id="strict-taker"), pytest.param(GangMode.NON_STRICT, id="nonstrict-taker")])
-def test_a_preemptor_that_lost_its_held_nodes_is_not_bound_onto_them_in_the_same_cycle(units: int, mode: GangMode) -> None:
+@pytest.mark.parametrize(
+    "units", [pytest.param(1, id="one-unit-per-cycle"), pytest.param(64, id="many-units-per-cycle")]
+)
+@pytest.mark.parametrize(
+    "mode", [pytest.param(GangMode.STRICT, id="strict-taker"), pytest.param(GangMode.NON_STRICT, id="nonstrict-taker")]
+)
+def test_a_preemptor_that_lost_its_held_nodes_is_not_bound_onto_them_in_the_same_cycle(
+    units: int, mode: GangMode
+) -> None:
     cfg = SchedulerConfig(max_units_per_cycle=units)
     c = Cluster()
     add_nodes(c, 2, prefix="node", gpu=8)

@@ -51,8 +51,13 @@ def _recount(c: Cluster) -> dict[str, dict[str, int]]:
     fail_binds=st.lists(st.booleans(), max_size=40),
     strategy=st.sampled_from(["binpack", "spread"]),
 )
-def test_never_overcommitted(nodes: list[tuple[int, int]], gang_list: list[tuple[int, int, GangMode, int, int, int]],
-                             loners: int, fail_binds: list[bool], strategy: str) -> None:
+def test_never_overcommitted(
+    nodes: list[tuple[int, int]],
+    gang_list: list[tuple[int, int, GangMode, int, int, int]],
+    loners: int,
+    fail_binds: list[bool],
+    strategy: str,
+) -> None:
     c = Cluster()
     for i, (gpu, cpu) in enumerate(nodes):
         add_nodes(c, 1, prefix=f"n{i}-", gpu=gpu, cpu=str(cpu), pods=8)

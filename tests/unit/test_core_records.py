@@ -11,9 +11,16 @@ from gangsched.core.matching import preference, static_block
 from gangsched.core.records import node_from_api, pod_from_api
 from tests.unit.test_core_support import node_obj, pod_obj
 
-NODE = node_from_api(node_obj("gpu-7", labels={"zone": "a", "gen": "5", "pool": "train"},
-                              taints=[{"key": "dedicated", "value": "infer", "effect": "NoSchedule"},
-                                      {"key": "spot", "value": "", "effect": "PreferNoSchedule"}]))
+NODE = node_from_api(
+    node_obj(
+        "gpu-7",
+        labels={"zone": "a", "gen": "5", "pool": "train"},
+        taints=[
+            {"key": "dedicated", "value": "infer", "effect": "NoSchedule"},
+            {"key": "spot", "value": "", "effect": "PreferNoSchedule"},
+        ],
+    )
+)
 TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "infer", "effect": "NoSchedule"}]
 
 
@@ -34,28 +41,57 @@ def _required(*exprs: dict[str, Any], fields: list[dict[str, Any]] | None = None
         pytest.param({}, "taint dedicated=infer", id="untolerated-taint"),
         pytest.param({"tolerations": TOLERATE}, None, id="tolerated"),
         pytest.param({"tolerations": [{"operator": "Exists"}]}, None, id="tolerate-everything"),
-        pytest.param({"tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]},
-                     "taint dedicated=infer", id="wrong-effect"),
+        pytest.param(
+            {"tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}]},
+            "taint dedicated=infer",
+            id="wrong-effect",
+        ),
         pytest.param({"tolerations": TOLERATE, "nodeSelector": {"zone": "a"}}, None, id="selector-match"),
         pytest.param({"tolerations": TOLERATE, "nodeSelector": {"zone": "b"}}, "node selector", id="selector-miss"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required({"key": "zone", "operator": "In",
-                                                                       "values": ["a", "c"]})}, None, id="in"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required({"key": "zone", "operator": "NotIn",
-                                                                       "values": ["a"]})}, "node affinity",
-                     id="notin"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required({"key": "pool", "operator": "Exists"})},
-                     None, id="exists"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required({"key": "pool", "operator": "DoesNotExist"})},
-                     "node affinity", id="does-not-exist"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required({"key": "gen", "operator": "Gt",
-                                                                       "values": ["4"]})}, None, id="gt"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required({"key": "gen", "operator": "Lt",
-                                                                       "values": ["5"]})}, "node affinity", id="lt"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required(
-            fields=[{"key": "metadata.name", "operator": "In", "values": ["gpu-7"]}])}, None, id="match-fields"),
-        pytest.param({"tolerations": TOLERATE, "affinity": _required(
-            fields=[{"key": "metadata.name", "operator": "NotIn", "values": ["gpu-7"]}])}, "node affinity",
-            id="match-fields-notin"),
+        pytest.param(
+            {"tolerations": TOLERATE, "affinity": _required({"key": "zone", "operator": "In", "values": ["a", "c"]})},
+            None,
+            id="in",
+        ),
+        pytest.param(
+            {"tolerations": TOLERATE, "affinity": _required({"key": "zone", "operator": "NotIn", "values": ["a"]})},
+            "node affinity",
+            id="notin",
+        ),
+        pytest.param(
+            {"tolerations": TOLERATE, "affinity": _required({"key": "pool", "operator": "Exists"})}, None, id="exists"
+        ),
+        pytest.param(
+            {"tolerations": TOLERATE, "affinity": _required({"key": "pool", "operator": "DoesNotExist"})},
+            "node affinity",
+            id="does-not-exist",
+        ),
+        pytest.param(
+            {"tolerations": TOLERATE, "affinity": _required({"key": "gen", "operator": "Gt", "values": ["4"]})},
+            None,
+            id="gt",
+        ),
+        pytest.param(
+            {"tolerations": TOLERATE, "affinity": _required({"key": "gen", "operator": "Lt", "values": ["5"]})},
+            "node affinity",
+            id="lt",
+        ),
+        pytest.param(
+            {
+                "tolerations": TOLERATE,
+                "affinity": _required(fields=[{"key": "metadata.name", "operator": "In", "values": ["gpu-7"]}]),
+            },
+            None,
+            id="match-fields",
+        ),
+        pytest.param(
+            {
+                "tolerations": TOLERATE,
+                "affinity": _required(fields=[{"key": "metadata.name", "operator": "NotIn", "values": ["gpu-7"]}]),
+            },
+            "node affinity",
+            id="match-fields-notin",
+        ),
     ],
 )
 def test_static_feasibility(extra: dict[str, Any], blocked: str | None) -> None:
@@ -70,10 +106,17 @@ def test_cordoned_node_blocks_unless_tolerated() -> None:
 
 
 def test_preference_scores_preferred_affinity_and_prefer_no_schedule() -> None:
-    pref = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 30, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
-        {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}},
-    ]}}
+    pref = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 30,
+                    "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                },
+                {"weight": 5, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}},
+            ]
+        }
+    }
     assert preference(_pod(affinity=pref).sclass, NODE) == 30 - 100  # the spot taint costs 100
     spot_ok = [{"key": "spot", "operator": "Exists"}]
     assert preference(_pod(affinity=pref, tolerations=spot_ok).sclass, NODE) == 30
@@ -102,14 +145,21 @@ def test_pod_record_fields() -> None:
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        pytest.param({"affinity": _required({"key": "a", "operator": "Near", "values": ["x"]})},
-                     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-                     ".nodeSelectorTerms[0].matchExpressions[0].operator", id="bad-operator"),
-        pytest.param({"affinity": _required({"key": "a", "operator": "Gt", "values": ["x"]})},
-                     "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-                     ".nodeSelectorTerms[0].matchExpressions[0].values", id="gt-not-integer"),
-        pytest.param({"tolerations": [{"key": "a", "operator": "Maybe"}]}, "spec.tolerations[0].operator",
-                     id="bad-toleration"),
+        pytest.param(
+            {"affinity": _required({"key": "a", "operator": "Near", "values": ["x"]})},
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].operator",
+            id="bad-operator",
+        ),
+        pytest.param(
+            {"affinity": _required({"key": "a", "operator": "Gt", "values": ["x"]})},
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].values",
+            id="gt-not-integer",
+        ),
+        pytest.param(
+            {"tolerations": [{"key": "a", "operator": "Maybe"}]}, "spec.tolerations[0].operator", id="bad-toleration"
+        ),
         pytest.param({"priority": "high"}, "spec.priority", id="bad-priority"),
     ],
 )

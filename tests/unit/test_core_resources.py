@@ -62,8 +62,9 @@ def test_parse_quantity_is_exact() -> None:
     assert parse_quantity("0.1", field="x") * 3 == Fraction(3, 10)
 
 
-def _c(cpu: str | None = None, mem: str | None = None, *, limits: dict[str, str] | None = None,
-       restart: str | None = None) -> dict[str, Any]:
+def _c(
+    cpu: str | None = None, mem: str | None = None, *, limits: dict[str, str] | None = None, restart: str | None = None
+) -> dict[str, Any]:
     req = {k: v for k, v in (("cpu", cpu), ("memory", mem)) if v is not None}
     c: dict[str, Any] = {"name": "x", "resources": {"requests": req}}
     if limits:
@@ -76,18 +77,31 @@ def _c(cpu: str | None = None, mem: str | None = None, *, limits: dict[str, str]
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [
-        pytest.param({"containers": [_c("1", "1Gi"), _c("500m", "1Gi")]}, {"cpu": 1500, "memory": 2 << 30},
-                     id="sum-of-containers"),
+        pytest.param(
+            {"containers": [_c("1", "1Gi"), _c("500m", "1Gi")]},
+            {"cpu": 1500, "memory": 2 << 30},
+            id="sum-of-containers",
+        ),
         pytest.param({"containers": [_c("1")], "initContainers": [_c("3")]}, {"cpu": 3000}, id="init-max"),
-        pytest.param({"containers": [_c("2")], "initContainers": [_c("1"), _c("1500m")]}, {"cpu": 2000},
-                     id="containers-exceed-init"),
-        pytest.param({"containers": [_c("1")], "initContainers": [_c("500m", restart="Always"), _c("2")]},
-                     {"cpu": 2500}, id="sidecar-adds-to-later-init"),
-        pytest.param({"containers": [_c("1")], "initContainers": [_c("500m", restart="Always")]},
-                     {"cpu": 1500}, id="sidecar-adds-to-containers"),
+        pytest.param(
+            {"containers": [_c("2")], "initContainers": [_c("1"), _c("1500m")]},
+            {"cpu": 2000},
+            id="containers-exceed-init",
+        ),
+        pytest.param(
+            {"containers": [_c("1")], "initContainers": [_c("500m", restart="Always"), _c("2")]},
+            {"cpu": 2500},
+            id="sidecar-adds-to-later-init",
+        ),
+        pytest.param(
+            {"containers": [_c("1")], "initContainers": [_c("500m", restart="Always")]},
+            {"cpu": 1500},
+            id="sidecar-adds-to-containers",
+        ),
         pytest.param({"containers": [_c("1")], "overhead": {"cpu": "250m"}}, {"cpu": 1250}, id="overhead"),
-        pytest.param({"containers": [_c(limits={"nvidia.com/gpu": "2"})]}, {"nvidia.com/gpu": 2},
-                     id="limits-default-requests"),
+        pytest.param(
+            {"containers": [_c(limits={"nvidia.com/gpu": "2"})]}, {"nvidia.com/gpu": 2}, id="limits-default-requests"
+        ),
         pytest.param({"containers": [{"name": "x"}]}, {}, id="no-resources"),
     ],
 )

@@ -38,6 +38,7 @@ def _gpu(c: Cluster) -> int:
 
 # --------------------------------------------------------------------------- assumed pods (stale events)
 
+
 def _bound_alone(c: Cluster) -> tuple[str, str]:
     """One pod without a gang, scheduled and bound by us (bind_succeeded): (key, node)."""
     add_nodes(c, 1, gpu=8)
@@ -60,15 +61,21 @@ def _version(c: Cluster, key: str, *, node: str | None, uid: str | None = None, 
     [
         pytest.param([("stale", None)], False, True, True, id="stale-event-keeps-it-bound"),
         pytest.param([("stale", None), ("stale", None)], False, True, True, id="two-stale-events"),
-        pytest.param([("bound", None), ("stale-after-confirm", None)], True, False, False,
-                     id="confirmed-then-unbound-is-believed"),
+        pytest.param(
+            [("bound", None), ("stale-after-confirm", None)],
+            True,
+            False,
+            False,
+            id="confirmed-then-unbound-is-believed",
+        ),
         pytest.param([("stale", None), ("bound", None)], False, True, False, id="stale-then-confirmed"),
         pytest.param([("recreated", "uid-other")], True, False, False, id="same-name-other-uid-is-a-new-pod"),
         pytest.param([("failed", None)], False, False, False, id="terminal-ends-the-assumption"),
     ],
 )
-def test_stale_events_after_our_binding(events: list[tuple[str, str | None]], pending: bool, node_kept: bool,
-                                        assumed: bool) -> None:
+def test_stale_events_after_our_binding(
+    events: list[tuple[str, str | None]], pending: bool, node_kept: bool, assumed: bool
+) -> None:
     c = Cluster()
     key, node = _bound_alone(c)
     for what, uid in events:
@@ -96,14 +103,26 @@ def test_deleting_an_assumed_pod_forgets_it() -> None:
 
 
 def _raw(uid: str = "u-1", rv: str = "5", node: str | None = None, **status: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": "gangsched", "priority": 0,
-                            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}]}
+    spec: dict[str, Any] = {
+        "schedulerName": "gangsched",
+        "priority": 0,
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2"}}}],
+    }
     if node:
         spec["nodeName"] = node
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p0", "namespace": "ns", "uid": uid, "resourceVersion": rv,
-                         "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": spec, "status": {"phase": "Pending", **status}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "p0",
+            "namespace": "ns",
+            "uid": uid,
+            "resourceVersion": rv,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": spec,
+        "status": {"phase": "Pending", **status},
+    }
 
 
 def test_cache_event_order_binding_answer_before_an_older_status_event() -> None:
@@ -139,8 +158,10 @@ def test_cache_recreated_pod_of_the_same_name_is_pending_again() -> None:
     assert cache.cluster.pods["ns/p0"].node_name is None and "ns/p0" in _pending(cache.cluster)
 
 
-@pytest.mark.parametrize("deleting, leaving", [pytest.param(True, True, id="deletionTimestamp-set"),
-                                               pytest.param(False, False, id="no-deletionTimestamp")])
+@pytest.mark.parametrize(
+    "deleting, leaving",
+    [pytest.param(True, True, id="deletionTimestamp-set"), pytest.param(False, False, id="no-deletionTimestamp")],
+)
 def test_cache_marks_leaving_pods(deleting: bool, leaving: bool) -> None:
     cache = ClusterCache(scheduler_name="gangsched")
     obj = _raw(node="n0")
@@ -159,10 +180,19 @@ def test_cache_marks_leaving_pods(deleting: bool, leaving: bool) -> None:
 
 def test_cache_keeps_schedule_start_time() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    pg = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-          "metadata": {"name": "g", "namespace": "ns", "uid": "pg-1", "generation": 1,
-                       "creationTimestamp": "2026-01-01T00:00:00Z"},
-          "spec": {"minMember": 2}, "status": {"phase": "Scheduling", "scheduleStartTime": "2026-01-01T00:00:10Z"}}
+    pg = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "g",
+            "namespace": "ns",
+            "uid": "pg-1",
+            "generation": 1,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": {"minMember": 2},
+        "status": {"phase": "Scheduling", "scheduleStartTime": "2026-01-01T00:00:10Z"},
+    }
     cache.on_podgroup(None, pg)
     info = cache.podgroup("ns/g")
     assert info is not None and info.schedule_start_iso == "2026-01-01T00:00:10Z"
@@ -175,6 +205,7 @@ def test_cache_keeps_schedule_start_time() -> None:
 
 
 # --------------------------------------------------------------------------- restored nominations
+
 
 def _preempting_cluster() -> tuple[Cluster, list[str], list[str]]:
     """2 nodes of 8 GPUs: gang low (priority 0) runs on both; gang high (2 x 8 GPUs) preempts it."""
@@ -258,8 +289,12 @@ def test_restore_assigns_leaving_pods_only_of_lower_priority_on_nominated_nodes(
         pytest.param(lambda c: c.mark_satisfied("default/high"), id="gang-satisfied"),
         pytest.param(lambda c: setattr(c.gangs["default/high"], "timed_out", True), id="gang-timed-out"),
         pytest.param(lambda c: c.remove_node("n0") or c.remove_node("n1"), id="node-gone"),
-        pytest.param(lambda c: [c.upsert_pod(dataclasses.replace(c.pods[k], timed_out=True))
-                                for k in list(c.pods) if "high" in k], id="pods-marked-timed-out"),
+        pytest.param(
+            lambda c: [
+                c.upsert_pod(dataclasses.replace(c.pods[k], timed_out=True)) for k in list(c.pods) if "high" in k
+            ],
+            id="pods-marked-timed-out",
+        ),
     ],
 )
 def test_nominations_the_gang_cannot_use_are_not_restored_but_cleared(setup: Any) -> None:
@@ -272,6 +307,7 @@ def test_nominations_the_gang_cannot_use_are_not_restored_but_cleared(setup: Any
 
 
 # --------------------------------------------------------------------------- waiting time across a restart
+
 
 @pytest.mark.parametrize(
     "restored_start, timed_out_at_12",
@@ -296,10 +332,13 @@ def test_nonstrict_waiting_time_survives_a_restart(restored_start: float | None,
         assert sorted(plan.timeouts[0].pods) == sorted(keys) and _gpu(c) == 0
 
 
-@pytest.mark.parametrize("prepare", [
-    pytest.param(lambda c: c.mark_satisfied("default/g"), id="satisfied"),
-    pytest.param(lambda c: setattr(c.gangs["default/g"], "timed_out", True), id="timed-out"),
-])
+@pytest.mark.parametrize(
+    "prepare",
+    [
+        pytest.param(lambda c: c.mark_satisfied("default/g"), id="satisfied"),
+        pytest.param(lambda c: setattr(c.gangs["default/g"], "timed_out", True), id="timed-out"),
+    ],
+)
 def test_restore_wait_start_ignores_gangs_not_waiting(prepare: Any) -> None:
     c = Cluster()
     add_nodes(c, 1, gpu=8)
@@ -317,4 +356,3 @@ def test_restore_wait_start_keeps_a_start_already_known() -> None:
     step(c, CFG, 5.0)
     c.restore_wait_start("default/g", 0.0)
     assert c.gangs["default/g"].first_reserved == 5.0
-

@@ -38,7 +38,10 @@ def test_identity(crd: dict[str, Any], version: dict[str, Any]) -> None:
     spec = crd["spec"]
     assert (spec["group"], spec["scope"]) == ("scheduling.x-k8s.io", "Namespaced")
     assert spec["names"] == {
-        "kind": "PodGroup", "listKind": "PodGroupList", "plural": "podgroups", "singular": "podgroup",
+        "kind": "PodGroup",
+        "listKind": "PodGroupList",
+        "plural": "podgroups",
+        "singular": "podgroup",
         "shortNames": ["pg", "pgs"],
     }
     assert version["served"] is True and version["storage"] is True
@@ -63,9 +66,14 @@ SCHEDULER_PLUGINS_STATUS = {
 
 @pytest.mark.parametrize(
     ("part", "fields"),
-    [pytest.param("spec", SCHEDULER_PLUGINS_SPEC, id="spec"), pytest.param("status", SCHEDULER_PLUGINS_STATUS, id="status")],
+    [
+        pytest.param("spec", SCHEDULER_PLUGINS_SPEC, id="spec"),
+        pytest.param("status", SCHEDULER_PLUGINS_STATUS, id="status"),
+    ],
 )
-def test_scheduler_plugins_fields_are_present_with_their_types(version: dict[str, Any], part: str, fields: dict[str, dict[str, Any]]) -> None:
+def test_scheduler_plugins_fields_are_present_with_their_types(
+    version: dict[str, Any], part: str, fields: dict[str, dict[str, Any]]
+) -> None:
     props = _props(version, part)
     for name, facts in fields.items():
         assert name in props, name
@@ -93,7 +101,9 @@ def test_min_resources_are_int_or_string_quantities(version: dict[str, Any]) -> 
         pytest.param(("networkTopology", "groupSize"), {"type": "integer", "minimum": 1}, id="topology-group-size"),
     ],
 )
-def test_our_spec_fields_are_validated_by_plain_openapi(version: dict[str, Any], path: tuple[str, ...], facts: dict[str, Any]) -> None:
+def test_our_spec_fields_are_validated_by_plain_openapi(
+    version: dict[str, Any], path: tuple[str, ...], facts: dict[str, Any]
+) -> None:
     node: dict[str, Any] = {"properties": _props(version, "spec")}
     for part in path:
         node = node["properties"][part]
@@ -108,7 +118,14 @@ def test_roles_items_require_name_and_min_member(version: dict[str, Any]) -> Non
 
 def test_conditions_schema(version: dict[str, Any]) -> None:
     cond = _props(version, "status")["conditions"]["items"]
-    assert set(cond["properties"]) == {"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
+    assert set(cond["properties"]) == {
+        "type",
+        "status",
+        "reason",
+        "message",
+        "lastTransitionTime",
+        "observedGeneration",
+    }
     assert cond["properties"]["status"]["enum"] == ["True", "False", "Unknown"]
 
 
@@ -146,7 +163,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples"
 
 
 def _example_podgroups() -> list[dict[str, Any]]:
-    return [d for p in sorted(EXAMPLES.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d and d["kind"] == "PodGroup"]
+    return [
+        d
+        for p in sorted(EXAMPLES.glob("*.yaml"))
+        for d in yaml.safe_load_all(p.read_text())
+        if d and d["kind"] == "PodGroup"
+    ]
 
 
 def test_the_emulators_validator_accepts_every_example_podgroup_strictly(version: dict[str, Any]) -> None:
@@ -164,8 +186,12 @@ def test_the_emulators_validator_accepts_every_example_podgroup_strictly(version
         pytest.param({"minMember": 0}, "spec.minMember", id="min-zero"),
         pytest.param({"minMember": 2, "mode": "Loose"}, "spec.mode", id="mode"),
         pytest.param({"minMember": 2, "totalMember": 0}, "spec.totalMember", id="total-zero"),
-        pytest.param({"minMember": 2, "networkTopology": {"mode": "strict"}}, "spec.networkTopology.mode", id="topology-mode"),
-        pytest.param({"minMember": 2, "networkTopology": {"groupSize": 0}}, "spec.networkTopology.groupSize", id="group-size"),
+        pytest.param(
+            {"minMember": 2, "networkTopology": {"mode": "strict"}}, "spec.networkTopology.mode", id="topology-mode"
+        ),
+        pytest.param(
+            {"minMember": 2, "networkTopology": {"groupSize": 0}}, "spec.networkTopology.groupSize", id="group-size"
+        ),
         pytest.param({"minMember": 2, "roles": [{"name": "ps"}]}, "spec.roles[0].minMember", id="role-without-min"),
         pytest.param({"minMember": 2, "minResources": {"cpu": "lots"}}, "spec.minResources[cpu]", id="bad-quantity"),
     ],

@@ -117,9 +117,13 @@ def test_token_file_reset_forces_a_read(tmp_path: Path) -> None:
 def _plugin(tmp_path: Path, *, expires_in: float | None, exit_code: int = 0) -> Path:
     """A plugin that counts its runs, echoes an env var and KUBERNETES_EXEC_INFO, and sets an expiry."""
     script = tmp_path / "plugin.py"
-    expiry = "" if expires_in is None else (
-        "import datetime; status['expirationTimestamp'] = (datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)"
-        f" + datetime.timedelta(seconds={expires_in})).strftime('%Y-%m-%dT%H:%M:%SZ')\n"
+    expiry = (
+        ""
+        if expires_in is None
+        else (
+            "import datetime; status['expirationTimestamp'] = (datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)"
+            f" + datetime.timedelta(seconds={expires_in})).strftime('%Y-%m-%dT%H:%M:%SZ')\n"
+        )
     )
     script.write_text(
         "import json, os, pathlib, sys\n"
@@ -140,11 +144,21 @@ async def test_exec_plugin_token_is_cached_until_its_expiry(tmp_path: Path) -> N
     """exec.go: the credential is reused until expirationTimestamp, then the plugin runs again."""
     plugin = _plugin(tmp_path, expires_in=300)
     clock = Clock(1_700_000_000.0)  # 2023-11-14T22:13:20Z, the plugin's base time
-    source = ExecTokenSource({"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable,
-                              "args": [str(plugin)], "env": [{"name": "PREFIX", "value": "abc"}]}, clock=clock)
+    source = ExecTokenSource(
+        {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": sys.executable,
+            "args": [str(plugin)],
+            "env": [{"name": "PREFIX", "value": "abc"}],
+        },
+        clock=clock,
+    )
     assert await source.header() == "Bearer abc-1"
     assert json.loads((tmp_path / "info").read_text()) == {
-        "apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "spec": {"interactive": False}}
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "spec": {"interactive": False},
+    }
     clock.now += 280
     assert await source.header() == "Bearer abc-1"
     clock.now += 15  # within the 10 s leeway of the expiry
@@ -171,7 +185,10 @@ async def test_exec_plugin_relative_command_is_relative_to_the_kubeconfig(tmp_pa
     wrapper = bin_dir / "auth"
     wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} {plugin}\n")
     wrapper.chmod(0o755)
-    kubeconfig = _kubeconfig(tmp_path / "conf" / "kubeconfig", {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "../bin/auth"}})
+    kubeconfig = _kubeconfig(
+        tmp_path / "conf" / "kubeconfig",
+        {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "../bin/auth"}},
+    )
     creds = credentials_from_kubeconfig([str(kubeconfig)])
     assert await creds.authorization() == "Bearer tok-1"
 
@@ -180,6 +197,7 @@ async def test_exec_plugin_relative_command_is_relative_to_the_kubeconfig(tmp_pa
 def _jwt(exp: float, n: int = 0) -> str:
     def part(obj: dict[str, Any]) -> str:
         return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
     return f"{part({'alg': 'none'})}.{part({'iss': 'test', 'exp': int(exp), 'n': n})}.sig"
 
 
@@ -195,8 +213,12 @@ async def idp() -> AsyncIterator[tuple[str, list[dict[str, str]]]]:
 
     async def token(request: web.Request) -> web.Response:
         form = dict(await request.post())
-        grants.append({**{k: str(v) for k, v in form.items()}, "authorization": request.headers.get("Authorization", "")})
-        return web.json_response({"id_token": _jwt(time.time() + 3600, len(grants)), "refresh_token": f"refresh-{len(grants) + 1}"})
+        grants.append(
+            {**{k: str(v) for k, v in form.items()}, "authorization": request.headers.get("Authorization", "")}
+        )
+        return web.json_response(
+            {"id_token": _jwt(time.time() + 3600, len(grants)), "refresh_token": f"refresh-{len(grants) + 1}"}
+        )
 
     app.router.add_get("/.well-known/openid-configuration", discovery)
     app.router.add_post("/token", token)
@@ -217,8 +239,16 @@ async def test_oidc_id_token_is_used_until_exp_then_refreshed(idp: tuple[str, li
     issuer, grants = idp
     clock = Clock(time.time())
     first = _jwt(clock.now + 120)
-    source = OidcTokenSource({"idp-issuer-url": issuer, "client-id": "kubectl", "client-secret": "s3cret",
-                              "id-token": first, "refresh-token": "refresh-1"}, clock=clock)
+    source = OidcTokenSource(
+        {
+            "idp-issuer-url": issuer,
+            "client-id": "kubectl",
+            "client-secret": "s3cret",
+            "id-token": first,
+            "refresh-token": "refresh-1",
+        },
+        clock=clock,
+    )
     assert await source.header() == f"Bearer {first}"
     assert jwt_expiry(first) == int(clock.now + 120)
     assert grants == []
@@ -239,16 +269,27 @@ async def test_oidc_without_refresh_token_is_a_clear_error() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ kubeconfig
-def _kubeconfig(path: Path, user: dict[str, Any], *, cluster: dict[str, Any] | None = None, current: str | None = "c",
-                names: tuple[str, str, str] = ("k", "u", "c"), namespace: str | None = None) -> Path:
+def _kubeconfig(
+    path: Path,
+    user: dict[str, Any],
+    *,
+    cluster: dict[str, Any] | None = None,
+    current: str | None = "c",
+    names: tuple[str, str, str] = ("k", "u", "c"),
+    namespace: str | None = None,
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     k, u, c = names
     context: dict[str, Any] = {"cluster": k, "user": u}
     if namespace:
         context["namespace"] = namespace
-    doc: dict[str, Any] = {"apiVersion": "v1", "kind": "Config",
-                           "clusters": [{"name": k, "cluster": cluster or {"server": "https://k.example:6443"}}],
-                           "users": [{"name": u, "user": user}], "contexts": [{"name": c, "context": context}]}
+    doc: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": k, "cluster": cluster or {"server": "https://k.example:6443"}}],
+        "users": [{"name": u, "user": user}],
+        "contexts": [{"name": c, "context": context}],
+    }
     if current:
         doc["current-context"] = current
     path.write_text(yaml.safe_dump(doc))
@@ -258,10 +299,21 @@ def _kubeconfig(path: Path, user: dict[str, Any], *, cluster: dict[str, Any] | N
 def test_kubeconfig_list_first_file_wins(tmp_path: Path) -> None:
     """clientcmd loader.go: the first file to set current-context wins; the first to define a name wins (not
     merged); missing files in the list are skipped."""
-    a = _kubeconfig(tmp_path / "a", {"token": "from-a"}, cluster={"server": "https://a.example"}, current="c-b",
-                    names=("shared", "ua", "c-a"))
-    b = _kubeconfig(tmp_path / "b", {"token": "from-b"}, cluster={"server": "https://b.example", "tls-server-name": "ignored"},
-                    current="c-a", names=("shared", "ub", "c-b"), namespace="team-b")
+    a = _kubeconfig(
+        tmp_path / "a",
+        {"token": "from-a"},
+        cluster={"server": "https://a.example"},
+        current="c-b",
+        names=("shared", "ua", "c-a"),
+    )
+    b = _kubeconfig(
+        tmp_path / "b",
+        {"token": "from-b"},
+        cluster={"server": "https://b.example", "tls-server-name": "ignored"},
+        current="c-a",
+        names=("shared", "ub", "c-b"),
+        namespace="team-b",
+    )
     creds = credentials_from_kubeconfig([str(tmp_path / "missing"), str(a), str(b)])
     # current-context c-b (a's, the first set), which names cluster "shared" (a's definition) and user ub (b's)
     assert creds.settings.server == "https://a.example"
@@ -284,15 +336,23 @@ def test_kubeconfig_cluster_settings_are_honoured(tmp_path: Path) -> None:
     cfg = _kubeconfig(
         tmp_path / "kc",
         {"client-certificate": "certs/client.crt", "client-key-data": base64.b64encode(b"KEY").decode()},
-        cluster={"server": "https://10.0.0.1:6443/", "tls-server-name": "kubernetes.default",
-                 "proxy-url": "http://proxy.example:3128",
-                 "certificate-authority-data": base64.b64encode(ca_pem.encode()).decode()},
+        cluster={
+            "server": "https://10.0.0.1:6443/",
+            "tls-server-name": "kubernetes.default",
+            "proxy-url": "http://proxy.example:3128",
+            "certificate-authority-data": base64.b64encode(ca_pem.encode()).decode(),
+        },
     )
     (tmp_path / "kc").rename(tmp_path / "config")
     s = credentials_from_kubeconfig([str(tmp_path / "config")]).settings
     assert cfg.name == "kc"
     assert s.server == "https://10.0.0.1:6443"
-    assert (s.tls_server_name, s.proxy_url, s.ca_data, s.verify) == ("kubernetes.default", "http://proxy.example:3128", ca_pem, True)
+    assert (s.tls_server_name, s.proxy_url, s.ca_data, s.verify) == (
+        "kubernetes.default",
+        "http://proxy.example:3128",
+        ca_pem,
+        True,
+    )
     assert s.cert_path == str(tmp_path / "certs" / "client.crt")  # relative to the kubeconfig's directory
     assert s.key_path is not None and Path(s.key_path).read_bytes() == b"KEY"
 
@@ -306,7 +366,9 @@ def test_kubeconfig_cluster_settings_are_honoured(tmp_path: Path) -> None:
         ({}, {"server": "https://k", "certificate-authority-data": "%%%"}, "not valid base64"),
     ],
 )
-def test_kubeconfig_errors_name_the_field(tmp_path: Path, user: dict[str, Any], cluster: dict[str, Any] | None, match: str) -> None:
+def test_kubeconfig_errors_name_the_field(
+    tmp_path: Path, user: dict[str, Any], cluster: dict[str, Any] | None, match: str
+) -> None:
     path = _kubeconfig(tmp_path / "kc", user, cluster=cluster)
     with pytest.raises(CredentialError, match=match):
         credentials_from_kubeconfig([str(path)])
@@ -337,8 +399,11 @@ async def test_in_cluster_token_rotates(tmp_path: Path) -> None:
     (tmp_path / "namespace").write_text("gangsched-system")
     (tmp_path / "ca.crt").write_text("CA")
     clock = Clock()
-    creds = credentials_in_cluster(environ={"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"},
-                                   account_dir=str(tmp_path), clock=clock)
+    creds = credentials_in_cluster(
+        environ={"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"},
+        account_dir=str(tmp_path),
+        clock=clock,
+    )
     assert creds.settings.server == "https://[fd00::1]:443"
     assert creds.settings.default_namespace == "gangsched-system"
     assert creds.settings.ca_path == str(tmp_path / "ca.crt")
@@ -355,8 +420,22 @@ def test_not_in_cluster_is_a_clear_error(tmp_path: Path) -> None:
 async def test_refresh_after_401_happens_once_for_requests_that_failed_together(tmp_path: Path) -> None:
     """Many requests rejected with the same token cause one refresh, not one each (one plugin run)."""
     plugin = _plugin(tmp_path, expires_in=None)
-    creds = credentials_from_kubeconfig([str(_kubeconfig(tmp_path / "kc", {
-        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": [str(plugin)]}}))])
+    creds = credentials_from_kubeconfig(
+        [
+            str(
+                _kubeconfig(
+                    tmp_path / "kc",
+                    {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1",
+                            "command": sys.executable,
+                            "args": [str(plugin)],
+                        }
+                    },
+                )
+            )
+        ]
+    )
     sent = await creds.authorization()
     assert all([await creds.refresh(sent) for _ in range(5)])
     assert await creds.authorization() == "Bearer tok-2"
@@ -368,8 +447,11 @@ async def test_kopf_gets_the_same_fresh_credentials(tmp_path: Path) -> None:
     again before the token goes stale (kopf's Vault expires ConnectionInfo at `expiration`)."""
     (tmp_path / "token").write_text("sa-1")
     clock = Clock(time.time())
-    creds = credentials_in_cluster(environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
-                                   account_dir=str(tmp_path), clock=clock)
+    creds = credentials_in_cluster(
+        environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"},
+        account_dir=str(tmp_path),
+        clock=clock,
+    )
     info = kopf.ConnectionInfo(**await creds.kopf_login())
     assert (info.server, info.scheme, info.token) == ("https://10.0.0.1:443", "Bearer", "sa-1")
     assert info.expiration is not None and info.expiration.timestamp() == pytest.approx(clock.now + 50)

@@ -20,7 +20,6 @@ from gangsched.k8s.retry import DEFAULT, NO_RETRY, PERSISTENT, Retrier, RetryPol
 from tests.fake_time import FakeTime
 
 
-
 class Flaky:
     """A call that raises the given errors in turn, then returns "ok"."""
 
@@ -83,7 +82,9 @@ async def test_retry_after_is_honoured_and_longer_than_the_backoff() -> None:
 
 async def test_retry_after_is_capped() -> None:
     t = FakeTime(1000.0)
-    retrier = Retrier(RetryPolicy(max_retry_after=10.0, max_elapsed=None), clock=t.clock, sleep=t.sleep, rand=lambda: 0.0)
+    retrier = Retrier(
+        RetryPolicy(max_retry_after=10.0, max_elapsed=None), clock=t.clock, sleep=t.sleep, rand=lambda: 0.0
+    )
     assert await retrier.call(Flaky(err(429, retry_after=3600))) == "ok"
     assert t.sleeps == [10.0]
 

@@ -81,7 +81,10 @@ NEEDED_IN_OWN_NAMESPACE = {
 
 @pytest.mark.parametrize(
     ("kind", "needed"),
-    [pytest.param("ClusterRole", NEEDED_CLUSTER_WIDE, id="cluster"), pytest.param("Role", NEEDED_IN_OWN_NAMESPACE, id="namespace")],
+    [
+        pytest.param("ClusterRole", NEEDED_CLUSTER_WIDE, id="cluster"),
+        pytest.param("Role", NEEDED_IN_OWN_NAMESPACE, id="namespace"),
+    ],
 )
 def test_rbac_grants_what_the_operator_needs(kind: str, needed: dict[tuple[str, str], set[str]]) -> None:
     grants = _grants(_rules(kind))
@@ -112,7 +115,9 @@ def test_bindings_tie_roles_to_the_service_account() -> None:
     for binding_kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
         binding = objects[(binding_kind, "gangsched")]
         assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": "gangsched"}
-        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gangsched", "namespace": sa["metadata"]["namespace"]}]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "gangsched", "namespace": sa["metadata"]["namespace"]}
+        ]
     assert objects[("Role", "gangsched")]["metadata"]["namespace"] == "gangsched-system"
 
 
@@ -179,13 +184,19 @@ def test_example_pods_use_gangsched_and_a_small_container(name: str) -> None:
         assert pod["spec"]["schedulerName"] == "gangsched"
         assert [c["image"] for c in pod["spec"]["containers"]] == ["registry.k8s.io/pause:3.9"]
         limits = pod["spec"]["containers"][0]["resources"].get("limits", {})
-        assert limits.get("nvidia.com/gpu", 0) == pod["spec"]["containers"][0]["resources"]["requests"].get("nvidia.com/gpu", 0)
+        assert limits.get("nvidia.com/gpu", 0) == pod["spec"]["containers"][0]["resources"]["requests"].get(
+            "nvidia.com/gpu", 0
+        )
 
 
 @pytest.mark.parametrize("name", [*FITTING, "gang-too-big.yaml"])
 def test_example_gangs_parse_and_every_pod_reaches_a_quorum(name: str) -> None:
     objects = example(name)
-    podgroups = {f'{o["metadata"]["namespace"]}/{o["metadata"]["name"]}': podgroup_spec_from_api(o) for o in objects if o["kind"] == "PodGroup"}
+    podgroups = {
+        f"{o['metadata']['namespace']}/{o['metadata']['name']}": podgroup_spec_from_api(o)
+        for o in objects
+        if o["kind"] == "PodGroup"
+    }
     members: dict[str, int] = defaultdict(int)
     specs = {}
     for pod in pods_of(objects):
@@ -207,7 +218,13 @@ def test_fitting_examples_fit_the_demo_cluster_together_in_any_order() -> None:
     largest = max(gpus(p) for p in pods)
     # while a pod waits, fewer than `total` GPUs are in use; a node with `largest` free GPUs must then exist
     assert total <= NODES * (GPUS_PER_NODE - largest + 1)
-    assert sum(Fraction(canonical("cpu", p["spec"]["containers"][0]["resources"]["requests"]["cpu"], field="cpu"), 1000) for p in pods) <= NODES * 32 // 2
+    assert (
+        sum(
+            Fraction(canonical("cpu", p["spec"]["containers"][0]["resources"]["requests"]["cpu"], field="cpu"), 1000)
+            for p in pods
+        )
+        <= NODES * 32 // 2
+    )
 
 
 def test_too_big_example_never_fits_yet_each_pod_does() -> None:

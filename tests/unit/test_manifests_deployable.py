@@ -25,7 +25,9 @@ import yaml
 
 from gangsched.sim import schema as crd_schema
 
-kubernetes_validate = pytest.importorskip("kubernetes_validate", reason="the sim extra (kubernetes-validate) is not installed")
+kubernetes_validate = pytest.importorskip(
+    "kubernetes_validate", reason="the sim extra (kubernetes-validate) is not installed"
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = sorted((ROOT / "manifests").rglob("*.yaml"))
@@ -33,7 +35,14 @@ CRDS = sorted((ROOT / "crds").glob("*.yaml"))
 K8S_VERSION = "1.32.0"
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 RESTRICTED_VOLUME_TYPES = {
-    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret",
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
 }
 
 
@@ -73,11 +82,19 @@ def test_the_real_schema_check_catches_what_it_must() -> None:
     """The validator is not a no-op: a mistyped Lease and an unknown field are refused."""
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(
-            {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"},
-             "spec": {"leaseDurationSeconds": "15"}}, K8S_VERSION, strict=True)
+            {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {"name": "x"},
+                "spec": {"leaseDurationSeconds": "15"},
+            },
+            K8S_VERSION,
+            strict=True,
+        )
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "bogus": 1}, K8S_VERSION, strict=True)
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}, "bogus": 1}, K8S_VERSION, strict=True
+        )
 
 
 def _deployment() -> dict[str, Any]:
@@ -98,8 +115,10 @@ def _restricted_violations(pod_spec: dict[str, Any]) -> list[str]:
             problems.append(f"volume {volume['name']}: {sorted(types)}")
     if (pod_sc.get("seccompProfile") or {}).get("type") not in ("RuntimeDefault", "Localhost"):
         containers_ok = all(
-            ((c.get("securityContext") or {}).get("seccompProfile") or {}).get("type") in ("RuntimeDefault", "Localhost")
-            for c in pod_spec["containers"])
+            ((c.get("securityContext") or {}).get("seccompProfile") or {}).get("type")
+            in ("RuntimeDefault", "Localhost")
+            for c in pod_spec["containers"]
+        )
         if not containers_ok:
             problems.append("seccompProfile")
     if pod_sc.get("runAsUser") == 0:
@@ -116,7 +135,10 @@ def _restricted_violations(pod_spec: dict[str, Any]) -> list[str]:
             problems.append(f"{name}: capabilities must drop ALL")
         if set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
             problems.append(f"{name}: capabilities added {caps['add']}")
-        if not (sc.get("runAsNonRoot") is True or (pod_sc.get("runAsNonRoot") is True and sc.get("runAsNonRoot") is not False)):
+        if not (
+            sc.get("runAsNonRoot") is True
+            or (pod_sc.get("runAsNonRoot") is True and sc.get("runAsNonRoot") is not False)
+        ):
             problems.append(f"{name}: runAsNonRoot")
         if sc.get("runAsUser") == 0:
             problems.append(f"{name}: runAsUser 0")
@@ -134,8 +156,10 @@ def test_deployment_meets_the_restricted_pod_security_profile() -> None:
 
 
 def test_the_profile_check_catches_a_root_container() -> None:
-    bad = {"containers": [{"name": "c", "image": "x", "securityContext": {"privileged": True}}],
-           "volumes": [{"name": "h", "hostPath": {"path": "/"}}]}
+    bad = {
+        "containers": [{"name": "c", "image": "x", "securityContext": {"privileged": True}}],
+        "volumes": [{"name": "h", "hostPath": {"path": "/"}}],
+    }
     assert len(_restricted_violations(bad)) >= 5
 
 
@@ -197,7 +221,9 @@ def test_dockerfile_is_multi_stage_pinned_non_root_with_gangsched_as_entrypoint(
     assert "gangsched" in entrypoint
     (cmd,) = [rest for word, rest in steps if word == "CMD"]
     assert cmd.startswith('["run"')
-    assert re.search(r"pip install .*\s\.(\s|$)", DOCKERFILE.read_text()), "the package is installed from the repository"
+    assert re.search(r"pip install .*\s\.(\s|$)", DOCKERFILE.read_text()), (
+        "the package is installed from the repository"
+    )
     assert int(_deployment()["spec"]["template"]["spec"]["securityContext"]["runAsUser"]) == int(uid)
 
 

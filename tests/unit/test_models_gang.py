@@ -21,13 +21,34 @@ def pod(labels: dict[str, str] | None = None, annotations: dict[str, Any] | None
 @pytest.mark.parametrize(
     ("labels", "annotations", "declared_by"),
     [
-        pytest.param({"scheduling.x-k8s.io/pod-group": "g"}, {}, "scheduling.x-k8s.io/pod-group", id="label-scheduler-plugins"),
-        pytest.param({"pod-group.scheduling.sigs.k8s.io": "g"}, {}, "pod-group.scheduling.sigs.k8s.io", id="label-legacy"),
-        pytest.param({"pod-group.scheduling.sigs.k8s.io/name": "g"}, {}, "pod-group.scheduling.sigs.k8s.io/name", id="label-legacy-name"),
+        pytest.param(
+            {"scheduling.x-k8s.io/pod-group": "g"}, {}, "scheduling.x-k8s.io/pod-group", id="label-scheduler-plugins"
+        ),
+        pytest.param(
+            {"pod-group.scheduling.sigs.k8s.io": "g"}, {}, "pod-group.scheduling.sigs.k8s.io", id="label-legacy"
+        ),
+        pytest.param(
+            {"pod-group.scheduling.sigs.k8s.io/name": "g"},
+            {},
+            "pod-group.scheduling.sigs.k8s.io/name",
+            id="label-legacy-name",
+        ),
         pytest.param({}, {K + "name": "g"}, K + "name", id="annotation-koordinator"),
-        pytest.param({}, {"pod-group.scheduling.sigs.k8s.io/name": "g"}, "pod-group.scheduling.sigs.k8s.io/name", id="annotation-legacy-name"),
-        pytest.param({}, {"pod-group.scheduling.sigs.k8s.io": "g"}, "pod-group.scheduling.sigs.k8s.io", id="annotation-legacy"),
-        pytest.param({"scheduling.x-k8s.io/pod-group": "g"}, {K + "name": "g"}, "scheduling.x-k8s.io/pod-group", id="label-and-matching-annotation"),
+        pytest.param(
+            {},
+            {"pod-group.scheduling.sigs.k8s.io/name": "g"},
+            "pod-group.scheduling.sigs.k8s.io/name",
+            id="annotation-legacy-name",
+        ),
+        pytest.param(
+            {}, {"pod-group.scheduling.sigs.k8s.io": "g"}, "pod-group.scheduling.sigs.k8s.io", id="annotation-legacy"
+        ),
+        pytest.param(
+            {"scheduling.x-k8s.io/pod-group": "g"},
+            {K + "name": "g"},
+            "scheduling.x-k8s.io/pod-group",
+            id="label-and-matching-annotation",
+        ),
     ],
 )
 def test_every_source_names_the_gang_in_the_pods_namespace(labels: dict, annotations: dict, declared_by: str) -> None:
@@ -59,20 +80,30 @@ def test_annotation_only_gang_has_koordinator_defaults() -> None:
     gang = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "3"}))
     assert gang is not None
     assert gang.spec == GangSpec(
-        namespace="team-a", name="g", min_member=3, total_member=3, mode=GangMode.STRICT,
-        wait_seconds=None, group=(), source="annotations",
+        namespace="team-a",
+        name="g",
+        min_member=3,
+        total_member=3,
+        mode=GangMode.STRICT,
+        wait_seconds=None,
+        group=(),
+        source="annotations",
     )
 
 
 def test_every_koordinator_annotation_is_read() -> None:
-    gang = parse_pod_gang(pod(annotations={
-        K + "name": "gang-a",
-        K + "min-available": "5",
-        K + "total-number": "6",
-        K + "waiting-time": "1h30m",
-        K + "mode": "NonStrict",
-        K + "groups": '["team-a/gang-a", "team-b/gang-b"]',
-    }))
+    gang = parse_pod_gang(
+        pod(
+            annotations={
+                K + "name": "gang-a",
+                K + "min-available": "5",
+                K + "total-number": "6",
+                K + "waiting-time": "1h30m",
+                K + "mode": "NonStrict",
+                K + "groups": '["team-a/gang-a", "team-b/gang-b"]',
+            }
+        )
+    )
     assert gang is not None and gang.spec is not None
     spec = gang.spec
     assert (spec.min_member, spec.total_member, spec.wait_seconds, spec.mode) == (5, 6, 5400.0, GangMode.NON_STRICT)
@@ -80,14 +111,26 @@ def test_every_koordinator_annotation_is_read() -> None:
 
 
 def test_legacy_min_available_annotation_and_label() -> None:
-    by_annotation = parse_pod_gang(pod({"pod-group.scheduling.sigs.k8s.io": "g"}, {"pod-group.scheduling.sigs.k8s.io/min-available": "2"}))
-    by_label = parse_pod_gang(pod({"pod-group.scheduling.sigs.k8s.io": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "4"}))
+    by_annotation = parse_pod_gang(
+        pod({"pod-group.scheduling.sigs.k8s.io": "g"}, {"pod-group.scheduling.sigs.k8s.io/min-available": "2"})
+    )
+    by_label = parse_pod_gang(
+        pod({"pod-group.scheduling.sigs.k8s.io": "g", "pod-group.scheduling.sigs.k8s.io/min-available": "4"})
+    )
     assert by_annotation is not None and by_annotation.spec is not None and by_annotation.spec.min_member == 2
     assert by_label is not None and by_label.spec is not None and by_label.spec.min_member == 4
 
 
 def test_koordinator_min_available_wins_over_legacy() -> None:
-    gang = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "3", "pod-group.scheduling.sigs.k8s.io/min-available": "9"}))
+    gang = parse_pod_gang(
+        pod(
+            annotations={
+                K + "name": "g",
+                K + "min-available": "3",
+                "pod-group.scheduling.sigs.k8s.io/min-available": "9",
+            }
+        )
+    )
     assert gang is not None and gang.spec is not None and gang.spec.min_member == 3
 
 
@@ -125,22 +168,88 @@ def test_role(labels: dict, annotations: dict, expected: str | None) -> None:
     ("annotations", "field", "value", "allowed"),
     [
         pytest.param({K + "min-available": "abc"}, K + "min-available", "abc", "must be an integer >= 1", id="min-abc"),
-        pytest.param({K + "min-available": "-3"}, K + "min-available", "-3", "must be an integer >= 1", id="min-negative"),
+        pytest.param(
+            {K + "min-available": "-3"}, K + "min-available", "-3", "must be an integer >= 1", id="min-negative"
+        ),
         pytest.param({K + "min-available": "0"}, K + "min-available", "0", "must be an integer >= 1", id="min-zero"),
-        pytest.param({K + "min-available": "2.5"}, K + "min-available", "2.5", "must be an integer >= 1", id="min-fraction"),
-        pytest.param({"pod-group.scheduling.sigs.k8s.io/min-available": "x"}, "pod-group.scheduling.sigs.k8s.io/min-available", "x", "must be an integer >= 1", id="legacy-min-abc"),
-        pytest.param({K + "min-available": "5", K + "total-number": "3"}, K + "total-number", "3", "must be an integer >= min-available (5)", id="min-greater-than-total"),
-        pytest.param({K + "total-number": "many"}, K + "total-number", "many", "must be an integer >= 1", id="total-abc"),
-        pytest.param({K + "waiting-time": "forever"}, K + "waiting-time", "forever", "a positive duration like 30s, 10m or 1h30m", id="wait-forever"),
-        pytest.param({K + "waiting-time": "30"}, K + "waiting-time", "30", "a positive duration like 30s, 10m or 1h30m", id="wait-bare-number"),
-        pytest.param({K + "waiting-time": "0s"}, K + "waiting-time", "0s", "a positive duration like 30s, 10m or 1h30m", id="wait-zero"),
+        pytest.param(
+            {K + "min-available": "2.5"}, K + "min-available", "2.5", "must be an integer >= 1", id="min-fraction"
+        ),
+        pytest.param(
+            {"pod-group.scheduling.sigs.k8s.io/min-available": "x"},
+            "pod-group.scheduling.sigs.k8s.io/min-available",
+            "x",
+            "must be an integer >= 1",
+            id="legacy-min-abc",
+        ),
+        pytest.param(
+            {K + "min-available": "5", K + "total-number": "3"},
+            K + "total-number",
+            "3",
+            "must be an integer >= min-available (5)",
+            id="min-greater-than-total",
+        ),
+        pytest.param(
+            {K + "total-number": "many"}, K + "total-number", "many", "must be an integer >= 1", id="total-abc"
+        ),
+        pytest.param(
+            {K + "waiting-time": "forever"},
+            K + "waiting-time",
+            "forever",
+            "a positive duration like 30s, 10m or 1h30m",
+            id="wait-forever",
+        ),
+        pytest.param(
+            {K + "waiting-time": "30"},
+            K + "waiting-time",
+            "30",
+            "a positive duration like 30s, 10m or 1h30m",
+            id="wait-bare-number",
+        ),
+        pytest.param(
+            {K + "waiting-time": "0s"},
+            K + "waiting-time",
+            "0s",
+            "a positive duration like 30s, 10m or 1h30m",
+            id="wait-zero",
+        ),
         pytest.param({K + "mode": "strict"}, K + "mode", "strict", "one of Strict, NonStrict", id="mode-lowercase"),
         pytest.param({K + "mode": "Loose"}, K + "mode", "Loose", "one of Strict, NonStrict", id="mode-unknown"),
-        pytest.param({K + "groups": "team-a/g,team-b/h"}, K + "groups", "team-a/g,team-b/h", 'a JSON list of "namespace/name"', id="groups-not-json"),
-        pytest.param({K + "groups": '{"a": 1}'}, K + "groups", '{"a": 1}', 'a JSON list of "namespace/name"', id="groups-not-a-list"),
-        pytest.param({K + "groups": '["team-b/h", "lonely"]'}, K + "groups", '["team-b/h", "lonely"]', 'entry "lonely" is not "namespace/name"', id="groups-entry-without-slash"),
-        pytest.param({K + "groups": '["a/b/c"]'}, K + "groups", '["a/b/c"]', 'entry "a/b/c" is not "namespace/name"', id="groups-entry-two-slashes"),
-        pytest.param({K + "groups": "[1]"}, K + "groups", "[1]", 'entry "1" is not "namespace/name"', id="groups-entry-not-string"),
+        pytest.param(
+            {K + "groups": "team-a/g,team-b/h"},
+            K + "groups",
+            "team-a/g,team-b/h",
+            'a JSON list of "namespace/name"',
+            id="groups-not-json",
+        ),
+        pytest.param(
+            {K + "groups": '{"a": 1}'},
+            K + "groups",
+            '{"a": 1}',
+            'a JSON list of "namespace/name"',
+            id="groups-not-a-list",
+        ),
+        pytest.param(
+            {K + "groups": '["team-b/h", "lonely"]'},
+            K + "groups",
+            '["team-b/h", "lonely"]',
+            'entry "lonely" is not "namespace/name"',
+            id="groups-entry-without-slash",
+        ),
+        pytest.param(
+            {K + "groups": '["a/b/c"]'},
+            K + "groups",
+            '["a/b/c"]',
+            'entry "a/b/c" is not "namespace/name"',
+            id="groups-entry-two-slashes",
+        ),
+        pytest.param(
+            {K + "groups": "[1]"},
+            K + "groups",
+            "[1]",
+            'entry "1" is not "namespace/name"',
+            id="groups-entry-not-string",
+        ),
     ],
 )
 def test_invalid_values_name_field_value_and_allowed(annotations: dict, field: str, value: str, allowed: str) -> None:
@@ -156,8 +265,16 @@ def test_invalid_values_name_field_value_and_allowed(annotations: dict, field: s
     ("labels", "annotations", "field", "value"),
     [
         pytest.param({}, {K + "name": "Bad_Name"}, K + "name", "Bad_Name", id="name-not-rfc1123"),
-        pytest.param({"scheduling.x-k8s.io/pod-group": "-x"}, {}, "scheduling.x-k8s.io/pod-group", "-x", id="label-not-rfc1123"),
-        pytest.param({"scheduling.x-k8s.io/pod-group": "a"}, {K + "name": "b"}, K + "name", "b", id="label-and-annotation-disagree"),
+        pytest.param(
+            {"scheduling.x-k8s.io/pod-group": "-x"}, {}, "scheduling.x-k8s.io/pod-group", "-x", id="label-not-rfc1123"
+        ),
+        pytest.param(
+            {"scheduling.x-k8s.io/pod-group": "a"},
+            {K + "name": "b"},
+            K + "name",
+            "b",
+            id="label-and-annotation-disagree",
+        ),
     ],
 )
 def test_invalid_names(labels: dict, annotations: dict, field: str, value: str) -> None:
@@ -180,10 +297,59 @@ PG = GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=G
     ("annotations", "expected"),
     [
         pytest.param({}, PG, id="label-only-is-the-podgroup"),
-        pytest.param({K + "mode": "Strict"}, GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="mode-overrides-without-min"),
-        pytest.param({K + "min-available": "6"}, GangSpec(namespace="team-a", name="g", min_member=6, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="min-overrides-total-kept"),
-        pytest.param({K + "min-available": "10"}, GangSpec(namespace="team-a", name="g", min_member=10, total_member=10, mode=GangMode.NON_STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="min-above-podgroup-total-raises-total"),
-        pytest.param({K + "waiting-time": "10s", K + "groups": '["team-b/h"]'}, GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=10.0, group=("team-a/g", "team-b/h"), source="podgroup+annotations"), id="wait-and-groups"),
+        pytest.param(
+            {K + "mode": "Strict"},
+            GangSpec(
+                namespace="team-a",
+                name="g",
+                min_member=4,
+                total_member=8,
+                mode=GangMode.STRICT,
+                wait_seconds=60.0,
+                source="podgroup+annotations",
+            ),
+            id="mode-overrides-without-min",
+        ),
+        pytest.param(
+            {K + "min-available": "6"},
+            GangSpec(
+                namespace="team-a",
+                name="g",
+                min_member=6,
+                total_member=8,
+                mode=GangMode.NON_STRICT,
+                wait_seconds=60.0,
+                source="podgroup+annotations",
+            ),
+            id="min-overrides-total-kept",
+        ),
+        pytest.param(
+            {K + "min-available": "10"},
+            GangSpec(
+                namespace="team-a",
+                name="g",
+                min_member=10,
+                total_member=10,
+                mode=GangMode.NON_STRICT,
+                wait_seconds=60.0,
+                source="podgroup+annotations",
+            ),
+            id="min-above-podgroup-total-raises-total",
+        ),
+        pytest.param(
+            {K + "waiting-time": "10s", K + "groups": '["team-b/h"]'},
+            GangSpec(
+                namespace="team-a",
+                name="g",
+                min_member=4,
+                total_member=8,
+                mode=GangMode.NON_STRICT,
+                wait_seconds=10.0,
+                group=("team-a/g", "team-b/h"),
+                source="podgroup+annotations",
+            ),
+            id="wait-and-groups",
+        ),
     ],
 )
 def test_annotations_win_over_the_podgroup_field_by_field(annotations: dict, expected: GangSpec) -> None:
@@ -204,12 +370,48 @@ def test_resolve_without_podgroup_is_the_annotation_spec_or_none() -> None:
     [
         pytest.param(None, None, None, None, id="neither"),
         pytest.param(PG, None, None, PG, id="podgroup-only"),
-        pytest.param(None, GangSpec(namespace="team-a", name="g", min_member=2), None, GangSpec(namespace="team-a", name="g", min_member=2), id="annotations-only"),
-        pytest.param(PG, GangSpec(namespace="team-a", name="g", min_member=2), None, GangSpec(namespace="team-a", name="g", min_member=2, total_member=8, mode=GangMode.NON_STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="defaults-do-not-override"),
-        pytest.param(PG, GangSpec(namespace="team-a", name="g", min_member=2, mode=GangMode.STRICT), ["mode"], GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=GangMode.STRICT, wait_seconds=60.0, source="podgroup+annotations"), id="explicit-fields"),
+        pytest.param(
+            None,
+            GangSpec(namespace="team-a", name="g", min_member=2),
+            None,
+            GangSpec(namespace="team-a", name="g", min_member=2),
+            id="annotations-only",
+        ),
+        pytest.param(
+            PG,
+            GangSpec(namespace="team-a", name="g", min_member=2),
+            None,
+            GangSpec(
+                namespace="team-a",
+                name="g",
+                min_member=2,
+                total_member=8,
+                mode=GangMode.NON_STRICT,
+                wait_seconds=60.0,
+                source="podgroup+annotations",
+            ),
+            id="defaults-do-not-override",
+        ),
+        pytest.param(
+            PG,
+            GangSpec(namespace="team-a", name="g", min_member=2, mode=GangMode.STRICT),
+            ["mode"],
+            GangSpec(
+                namespace="team-a",
+                name="g",
+                min_member=4,
+                total_member=8,
+                mode=GangMode.STRICT,
+                wait_seconds=60.0,
+                source="podgroup+annotations",
+            ),
+            id="explicit-fields",
+        ),
     ],
 )
-def test_merge_gang_specs(podgroup: GangSpec | None, annotations: GangSpec | None, fields: list[str] | None, expected: GangSpec | None) -> None:
+def test_merge_gang_specs(
+    podgroup: GangSpec | None, annotations: GangSpec | None, fields: list[str] | None, expected: GangSpec | None
+) -> None:
     assert merge_gang_specs(podgroup, annotations, fields=fields) == expected
 
 
@@ -225,13 +427,17 @@ T = "scheduling.gangsched.io/"
 @pytest.mark.parametrize(
     ("annotations", "expected"),
     [
-        pytest.param({T + "group-size": "4"}, NetworkTopology(TopologyMode.SOFT, None, 4), id="group-size-only-is-soft"),
+        pytest.param(
+            {T + "group-size": "4"}, NetworkTopology(TopologyMode.SOFT, None, 4), id="group-size-only-is-soft"
+        ),
         pytest.param(
             {T + "network-topology-mode": "hard", T + "highest-tier-allowed": "2", T + "group-size": "8"},
             NetworkTopology(TopologyMode.HARD, 2, 8),
             id="hard-with-limit",
         ),
-        pytest.param({T + "network-topology-mode": "soft"}, NetworkTopology(TopologyMode.SOFT, None, 1), id="mode-only"),
+        pytest.param(
+            {T + "network-topology-mode": "soft"}, NetworkTopology(TopologyMode.SOFT, None, 1), id="mode-only"
+        ),
     ],
 )
 def test_topology_annotations_of_an_annotation_only_gang(annotations: dict, expected: NetworkTopology) -> None:
@@ -243,7 +449,9 @@ def test_topology_annotations_of_an_annotation_only_gang(annotations: dict, expe
 def test_topology_annotations_override_the_podgroups() -> None:
     decl = parse_pod_gang(pod(labels={"scheduling.x-k8s.io/pod-group": "g"}, annotations={T + "group-size": "2"}))
     assert decl is not None and decl.spec is None
-    podgroup = GangSpec(namespace="team-a", name="g", min_member=4, network_topology=NetworkTopology(TopologyMode.HARD, 1, 4))
+    podgroup = GangSpec(
+        namespace="team-a", name="g", min_member=4, network_topology=NetworkTopology(TopologyMode.HARD, 1, 4)
+    )
     resolved = decl.resolve(podgroup)
     assert resolved is not None and resolved.network_topology == NetworkTopology(TopologyMode.SOFT, None, 2)
 

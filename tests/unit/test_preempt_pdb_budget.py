@@ -16,9 +16,11 @@ from gangsched.state.cache import ClusterCache
 
 
 def pdb(name: str, *, allowed: int, generation: int = 1, observed: int = 1, selector: Any = None) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "default", "generation": generation},
-            "spec": {"selector": {"matchLabels": {"app": "a"}} if selector is None else selector},
-            "status": {"disruptionsAllowed": allowed, "observedGeneration": observed}}
+    return {
+        "metadata": {"name": name, "namespace": "default", "generation": generation},
+        "spec": {"selector": {"matchLabels": {"app": "a"}} if selector is None else selector},
+        "status": {"disruptionsAllowed": allowed, "observedGeneration": observed},
+    }
 
 
 def budget(obj: dict[str, Any]) -> PdbBudget:
@@ -62,9 +64,17 @@ def _pod(name: str, labels: dict[str, str], *, node: str | None = "n1") -> dict[
     spec: dict[str, Any] = {"schedulerName": "other", "containers": [{"name": "c", "image": "i"}]}
     if node:
         spec["nodeName"] = node
-    return {"metadata": {"name": name, "namespace": "default", "uid": f"u-{name}", "labels": labels,
-                         "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"u-{name}",
+            "labels": labels,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    }
 
 
 def test_the_cache_follows_pdb_status_and_pod_labels() -> None:

@@ -27,20 +27,45 @@ def m(name: str, *, labels: dict[str, str] | None = None, annotations: dict[str,
 @pytest.mark.parametrize(
     "member,key",
     [
-        pytest.param(m("p", annotations={RANK_ANNOTATION: "7", JOB_COMPLETION_INDEX: "1"}), RankKey("annotation", (7,)),
-                     id="gang-annotation-wins"),
-        pytest.param(m("p", annotations={JOB_COMPLETION_INDEX: "3"}), RankKey("job-completion-index", (3,)),
-                     id="completion-index-annotation"),
-        pytest.param(m("p", labels={JOB_COMPLETION_INDEX: "4"}), RankKey("job-completion-index", (4,)),
-                     id="completion-index-label"),
-        pytest.param(m("p", labels={JOBSET_JOB_INDEX: "2"}, annotations={JOB_COMPLETION_INDEX: "1"}),
-                     RankKey("jobset", (2, 1)), id="jobset-job-index"),
-        pytest.param(m("p", labels={JOBSET_JOB_INDEX: "0", JOBSET_JOB_GLOBAL_INDEX: "5"},
-                       annotations={JOB_COMPLETION_INDEX: "1"}), RankKey("jobset", (5, 1)), id="jobset-global-index"),
-        pytest.param(m("p", labels={KUBEFLOW_REPLICA_INDEX: "2", KUBEFLOW_REPLICA_TYPE: "worker"}),
-                     RankKey("kubeflow", (1, 2)), id="kubeflow-worker"),
-        pytest.param(m("p", labels={KUBEFLOW_REPLICA_INDEX: "0", KUBEFLOW_REPLICA_TYPE: "Master"}),
-                     RankKey("kubeflow", (0, 0)), id="kubeflow-master"),
+        pytest.param(
+            m("p", annotations={RANK_ANNOTATION: "7", JOB_COMPLETION_INDEX: "1"}),
+            RankKey("annotation", (7,)),
+            id="gang-annotation-wins",
+        ),
+        pytest.param(
+            m("p", annotations={JOB_COMPLETION_INDEX: "3"}),
+            RankKey("job-completion-index", (3,)),
+            id="completion-index-annotation",
+        ),
+        pytest.param(
+            m("p", labels={JOB_COMPLETION_INDEX: "4"}),
+            RankKey("job-completion-index", (4,)),
+            id="completion-index-label",
+        ),
+        pytest.param(
+            m("p", labels={JOBSET_JOB_INDEX: "2"}, annotations={JOB_COMPLETION_INDEX: "1"}),
+            RankKey("jobset", (2, 1)),
+            id="jobset-job-index",
+        ),
+        pytest.param(
+            m(
+                "p",
+                labels={JOBSET_JOB_INDEX: "0", JOBSET_JOB_GLOBAL_INDEX: "5"},
+                annotations={JOB_COMPLETION_INDEX: "1"},
+            ),
+            RankKey("jobset", (5, 1)),
+            id="jobset-global-index",
+        ),
+        pytest.param(
+            m("p", labels={KUBEFLOW_REPLICA_INDEX: "2", KUBEFLOW_REPLICA_TYPE: "worker"}),
+            RankKey("kubeflow", (1, 2)),
+            id="kubeflow-worker",
+        ),
+        pytest.param(
+            m("p", labels={KUBEFLOW_REPLICA_INDEX: "0", KUBEFLOW_REPLICA_TYPE: "Master"}),
+            RankKey("kubeflow", (0, 0)),
+            id="kubeflow-master",
+        ),
         pytest.param(m("p", labels={"app": "x"}), None, id="none"),
     ],
 )
@@ -89,12 +114,21 @@ def test_duplicate_ranks_fall_back_to_names() -> None:
 @pytest.mark.parametrize(
     "member,field",
     [
-        pytest.param(m("p", annotations={RANK_ANNOTATION: "one"}), f"pod p: metadata.annotations[{RANK_ANNOTATION}]",
-                     id="gang-annotation"),
-        pytest.param(m("p", annotations={JOB_COMPLETION_INDEX: "-1"}),
-                     f"pod p: metadata.annotations[{JOB_COMPLETION_INDEX}]", id="negative-completion-index"),
-        pytest.param(m("p", labels={KUBEFLOW_REPLICA_INDEX: "1.5"}), f"pod p: metadata.labels[{KUBEFLOW_REPLICA_INDEX}]",
-                     id="kubeflow-fraction"),
+        pytest.param(
+            m("p", annotations={RANK_ANNOTATION: "one"}),
+            f"pod p: metadata.annotations[{RANK_ANNOTATION}]",
+            id="gang-annotation",
+        ),
+        pytest.param(
+            m("p", annotations={JOB_COMPLETION_INDEX: "-1"}),
+            f"pod p: metadata.annotations[{JOB_COMPLETION_INDEX}]",
+            id="negative-completion-index",
+        ),
+        pytest.param(
+            m("p", labels={KUBEFLOW_REPLICA_INDEX: "1.5"}),
+            f"pod p: metadata.labels[{KUBEFLOW_REPLICA_INDEX}]",
+            id="kubeflow-fraction",
+        ),
     ],
 )
 def test_bad_rank_values_name_the_key(member: MemberMeta, field: str) -> None:

@@ -29,7 +29,11 @@ SEED_TOPOLOGY: list[dict[str, Any]] = [
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param("cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110", {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}, id="full"),
+        pytest.param(
+            "cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110",
+            {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"},
+            id="full",
+        ),
         pytest.param(" cpu = 500m , ", {"cpu": "500m"}, id="spaces-and-trailing-comma"),
         pytest.param("", {}, id="empty"),
     ],
@@ -58,8 +62,12 @@ def test_parse_node_resources_names_the_bad_item(text: str, fragment: str) -> No
 def test_node_manifest() -> None:
     now = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
     node = node_manifest(
-        "n1", resources={"cpu": "32", "nvidia.com/gpu": "8"}, labels={"zone": "a"},
-        taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}], address="10.1.2.3", now=now,
+        "n1",
+        resources={"cpu": "32", "nvidia.com/gpu": "8"},
+        labels={"zone": "a"},
+        taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}],
+        address="10.1.2.3",
+        now=now,
     )
     status = node["status"]
     assert status["capacity"] == status["allocatable"] == {"cpu": "32", "nvidia.com/gpu": "8", "pods": "110"}
@@ -76,7 +84,10 @@ def test_topology_from_a_file_and_from_a_list(tmp_path: Path) -> None:
     path.write_text(json.dumps(SEED_TOPOLOGY))
     assert node_names_from_topology(str(path)) == ["node0", "node1", "node2", "node3"]
     assert node_names_from_topology(SEED_TOPOLOGY) == ["node0", "node1", "node2", "node3"]
-    assert topology_labels(SEED_TOPOLOGY)["node2"] == {"topology.gangsched.io/tier-1": "s1", "topology.gangsched.io/tier-2": "s2"}
+    assert topology_labels(SEED_TOPOLOGY)["node2"] == {
+        "topology.gangsched.io/tier-1": "s1",
+        "topology.gangsched.io/tier-2": "s2",
+    }
 
 
 @pytest.mark.parametrize(
@@ -111,13 +122,30 @@ def test_pod_ips_are_unique() -> None:
 
 def test_kubelet_status_documents() -> None:
     now = datetime.datetime(2025, 1, 1, 12, tzinfo=datetime.timezone.utc)
-    pod = {"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n", "containers": [{"name": "a", "image": "busybox"}, {"name": "b"}]}}
+    pod = {
+        "metadata": {"name": "p", "namespace": "d"},
+        "spec": {"nodeName": "n", "containers": [{"name": "a", "image": "busybox"}, {"name": "b"}]},
+    }
     running = running_status(pod, pod_ip="10.128.0.1", host_ip="10.250.0.1", now=now)
-    assert running["phase"] == "Running" and running["podIP"] == "10.128.0.1" and running["startTime"] == "2025-01-01T12:00:00Z"
-    assert {c["type"] for c in running["conditions"] if c["status"] == "True"} >= {"Ready", "ContainersReady", "Initialized", "PodScheduled"}
-    assert [(c["name"], c["ready"], list(c["state"])) for c in running["containerStatuses"]] == [("a", True, ["running"]), ("b", True, ["running"])]
+    assert (
+        running["phase"] == "Running"
+        and running["podIP"] == "10.128.0.1"
+        and running["startTime"] == "2025-01-01T12:00:00Z"
+    )
+    assert {c["type"] for c in running["conditions"] if c["status"] == "True"} >= {
+        "Ready",
+        "ContainersReady",
+        "Initialized",
+        "PodScheduled",
+    }
+    assert [(c["name"], c["ready"], list(c["state"])) for c in running["containerStatuses"]] == [
+        ("a", True, ["running"]),
+        ("b", True, ["running"]),
+    ]
     done = succeeded_status({**pod, "status": running}, now=now + datetime.timedelta(seconds=30))
     assert done["phase"] == "Succeeded"
     assert {c["type"]: c["status"] for c in done["conditions"]}["Ready"] == "False"
     terminated = [c["state"]["terminated"] for c in done["containerStatuses"]]
-    assert [(t["exitCode"], t["reason"], t["finishedAt"]) for t in terminated] == [(0, "Completed", "2025-01-01T12:00:30Z")] * 2
+    assert [(t["exitCode"], t["reason"], t["finishedAt"]) for t in terminated] == [
+        (0, "Completed", "2025-01-01T12:00:30Z")
+    ] * 2

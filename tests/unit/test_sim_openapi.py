@@ -16,13 +16,26 @@ from gangsched.sim.openapi import (
 )
 from gangsched.sim.types import ResourceType
 
-POD = ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), frozenset({"status", "binding", "eviction"}), categories=("all",))
+POD = ResourceType(
+    "", "v1", "Pod", "pods", "pod", True, ("po",), frozenset({"status", "binding", "eviction"}), categories=("all",)
+)
 NAMESPACE = ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), frozenset({"status"}))
 LEASE = ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True)
-PG_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"minMember": {"type": "integer", "minimum": 1}}}}}
+PG_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"spec": {"type": "object", "properties": {"minMember": {"type": "integer", "minimum": 1}}}},
+}
 PODGROUP = ResourceType(
-    "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", "podgroup", True, ("pg", "pgs"), frozenset({"status"}),
-    schema=PG_SCHEMA, is_crd=True,
+    "scheduling.x-k8s.io",
+    "v1alpha1",
+    "PodGroup",
+    "podgroups",
+    "podgroup",
+    True,
+    ("pg", "pgs"),
+    frozenset({"status"}),
+    schema=PG_SCHEMA,
+    is_crd=True,
 )
 PODGROUP_V1 = ResourceType("scheduling.x-k8s.io", "v1", "PodGroup", "podgroups", "podgroup", True, is_crd=True)
 TYPES = [POD, NAMESPACE, LEASE, PODGROUP]
@@ -39,7 +52,10 @@ def test_group_list_skips_core_and_prefers_the_highest_version() -> None:
     assert doc["kind"] == "APIGroupList"
     groups = {g["name"]: g for g in doc["groups"]}
     assert list(groups) == ["coordination.k8s.io", "scheduling.x-k8s.io"]
-    assert groups["scheduling.x-k8s.io"]["preferredVersion"] == {"groupVersion": "scheduling.x-k8s.io/v1", "version": "v1"}
+    assert groups["scheduling.x-k8s.io"]["preferredVersion"] == {
+        "groupVersion": "scheduling.x-k8s.io/v1",
+        "version": "v1",
+    }
     assert [v["version"] for v in groups["scheduling.x-k8s.io"]["versions"]] == ["v1", "v1alpha1"]
 
 
@@ -59,7 +75,13 @@ def test_resource_list_for_core_has_subresources() -> None:
     by_name = {r["name"]: r for r in doc["resources"]}
     assert set(by_name) == {"pods", "pods/status", "pods/binding", "pods/eviction", "namespaces", "namespaces/status"}
     pods = by_name["pods"]
-    assert (pods["singularName"], pods["namespaced"], pods["kind"], pods["shortNames"], pods["categories"]) == ("pod", True, "Pod", ["po"], ["all"])
+    assert (pods["singularName"], pods["namespaced"], pods["kind"], pods["shortNames"], pods["categories"]) == (
+        "pod",
+        True,
+        "Pod",
+        ["po"],
+        ["all"],
+    )
     assert "watch" in pods["verbs"]
     assert by_name["pods/eviction"]["kind"] == "Eviction" and by_name["pods/eviction"]["group"] == "policy"
     assert by_name["pods/binding"]["verbs"] == ["create"]
@@ -85,8 +107,20 @@ def test_hash_changes_when_the_types_change() -> None:
     after = openapi_v3_root([POD, LEASE, PODGROUP])["paths"]  # Namespace gone from api/v1
     assert before["api/v1"] != after["api/v1"]
     assert before["apis/coordination.k8s.io/v1"] == after["apis/coordination.k8s.io/v1"]
-    changed_schema = ResourceType("scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", "podgroup", True, schema={"type": "object"}, is_crd=True)
-    assert openapi_v3_root([changed_schema])["paths"]["apis/scheduling.x-k8s.io/v1alpha1"] != before["apis/scheduling.x-k8s.io/v1alpha1"]
+    changed_schema = ResourceType(
+        "scheduling.x-k8s.io",
+        "v1alpha1",
+        "PodGroup",
+        "podgroups",
+        "podgroup",
+        True,
+        schema={"type": "object"},
+        is_crd=True,
+    )
+    assert (
+        openapi_v3_root([changed_schema])["paths"]["apis/scheduling.x-k8s.io/v1alpha1"]
+        != before["apis/scheduling.x-k8s.io/v1alpha1"]
+    )
 
 
 def _patch_ops(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -116,7 +150,9 @@ def test_group_doc_schemas_carry_the_kind() -> None:
     doc = openapi_v3_group_doc(TYPES, "scheduling.x-k8s.io", "v1alpha1")
     schema = doc["components"]["schemas"]["io.x-k8s.scheduling.v1alpha1.PodGroup"]
     assert schema["properties"] == PG_SCHEMA["properties"]
-    assert schema["x-kubernetes-group-version-kind"] == [{"group": "scheduling.x-k8s.io", "version": "v1alpha1", "kind": "PodGroup"}]
+    assert schema["x-kubernetes-group-version-kind"] == [
+        {"group": "scheduling.x-k8s.io", "version": "v1alpha1", "kind": "PodGroup"}
+    ]
     assert "x-kubernetes-group-version-kind" not in PG_SCHEMA  # the type's schema is not mutated
     assert "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{namespace}/podgroups/{name}" in doc["paths"]
     core = openapi_v3_group_doc(TYPES, "", "v1")

@@ -24,7 +24,13 @@ SCHEMA: dict[str, Any] = {
             "required": ["minMember"],
             "properties": {
                 "minMember": {"type": "integer", "minimum": 1, "maximum": 1000},
-                "ratio": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 1, "exclusiveMaximum": True},
+                "ratio": {
+                    "type": "number",
+                    "minimum": 0,
+                    "exclusiveMinimum": True,
+                    "maximum": 1,
+                    "exclusiveMaximum": True,
+                },
                 "mode": {"type": "string", "enum": ["Strict", "NonStrict"], "default": "Strict"},
                 "name": {"type": "string", "minLength": 1, "maxLength": 5, "pattern": "^[a-z]*$"},
                 "flag": {"type": "boolean"},
@@ -48,7 +54,11 @@ SCHEMA: dict[str, Any] = {
                     },
                 },
                 "labels": {"type": "object", "additionalProperties": True},
-                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {"n": {"type": "integer"}}},
+                "free": {
+                    "type": "object",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                    "properties": {"n": {"type": "integer"}},
+                },
             },
         },
     },
@@ -56,32 +66,109 @@ SCHEMA: dict[str, Any] = {
 
 
 def _obj(**spec: Any) -> dict[str, Any]:
-    return {"apiVersion": "x/v1", "kind": "Thing", "metadata": {"name": "a", "whatever": 1}, "spec": {"minMember": 1, **spec}}
+    return {
+        "apiVersion": "x/v1",
+        "kind": "Thing",
+        "metadata": {"name": "a", "whatever": 1},
+        "spec": {"minMember": 1, **spec},
+    }
 
 
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        pytest.param({"minMember": 0}, "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1", id="minimum"),
-        pytest.param({"minMember": 1001}, "spec.minMember: Invalid value: 1001: spec.minMember in body should be less than or equal to 1000", id="maximum"),
-        pytest.param({"ratio": 0}, "spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0", id="exclusive-minimum"),
-        pytest.param({"ratio": 1.0}, "spec.ratio: Invalid value: 1: spec.ratio in body should be less than 1", id="exclusive-maximum"),
-        pytest.param({"mode": "Loose"}, 'spec.mode: Unsupported value: "Loose": supported values: "Strict", "NonStrict"', id="enum"),
-        pytest.param({"minMember": "3"}, 'spec.minMember: Invalid value: "string": spec.minMember in body must be of type integer: "string"', id="type-string-for-int"),
-        pytest.param({"minMember": 1.5}, 'spec.minMember: Invalid value: "number": spec.minMember in body must be of type integer: "number"', id="type-float-for-int"),
-        pytest.param({"flag": "yes"}, 'spec.flag: Invalid value: "string": spec.flag in body must be of type boolean: "string"', id="type-boolean"),
-        pytest.param({"name": ""}, 'spec.name: Invalid value: "": spec.name in body should be at least 1 chars long', id="min-length"),
-        pytest.param({"name": "abcdef"}, 'spec.name: Invalid value: "abcdef": spec.name in body should be at most 5 chars long', id="max-length"),
-        pytest.param({"name": "AB"}, "spec.name: Invalid value: \"AB\": spec.name in body should match '^[a-z]*$'", id="pattern"),
-        pytest.param({"tags": []}, "spec.tags: Invalid value: []: spec.tags in body should have at least 1 items", id="min-items"),
-        pytest.param({"tags": ["a", "b", "c"]}, 'spec.tags: Invalid value: ["a", "b", "c"]: spec.tags in body should have at most 2 items', id="max-items"),
-        pytest.param({"tags": [1]}, 'spec.tags[0]: Invalid value: "integer": spec.tags[0] in body must be of type string: "integer"', id="items"),
+        pytest.param(
+            {"minMember": 0},
+            "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1",
+            id="minimum",
+        ),
+        pytest.param(
+            {"minMember": 1001},
+            "spec.minMember: Invalid value: 1001: spec.minMember in body should be less than or equal to 1000",
+            id="maximum",
+        ),
+        pytest.param(
+            {"ratio": 0},
+            "spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0",
+            id="exclusive-minimum",
+        ),
+        pytest.param(
+            {"ratio": 1.0},
+            "spec.ratio: Invalid value: 1: spec.ratio in body should be less than 1",
+            id="exclusive-maximum",
+        ),
+        pytest.param(
+            {"mode": "Loose"},
+            'spec.mode: Unsupported value: "Loose": supported values: "Strict", "NonStrict"',
+            id="enum",
+        ),
+        pytest.param(
+            {"minMember": "3"},
+            'spec.minMember: Invalid value: "string": spec.minMember in body must be of type integer: "string"',
+            id="type-string-for-int",
+        ),
+        pytest.param(
+            {"minMember": 1.5},
+            'spec.minMember: Invalid value: "number": spec.minMember in body must be of type integer: "number"',
+            id="type-float-for-int",
+        ),
+        pytest.param(
+            {"flag": "yes"},
+            'spec.flag: Invalid value: "string": spec.flag in body must be of type boolean: "string"',
+            id="type-boolean",
+        ),
+        pytest.param(
+            {"name": ""},
+            'spec.name: Invalid value: "": spec.name in body should be at least 1 chars long',
+            id="min-length",
+        ),
+        pytest.param(
+            {"name": "abcdef"},
+            'spec.name: Invalid value: "abcdef": spec.name in body should be at most 5 chars long',
+            id="max-length",
+        ),
+        pytest.param(
+            {"name": "AB"}, "spec.name: Invalid value: \"AB\": spec.name in body should match '^[a-z]*$'", id="pattern"
+        ),
+        pytest.param(
+            {"tags": []}, "spec.tags: Invalid value: []: spec.tags in body should have at least 1 items", id="min-items"
+        ),
+        pytest.param(
+            {"tags": ["a", "b", "c"]},
+            'spec.tags: Invalid value: ["a", "b", "c"]: spec.tags in body should have at most 2 items',
+            id="max-items",
+        ),
+        pytest.param(
+            {"tags": [1]},
+            'spec.tags[0]: Invalid value: "integer": spec.tags[0] in body must be of type string: "integer"',
+            id="items",
+        ),
         pytest.param({"roles": [{"min": 2}]}, "spec.roles[0].name: Required value", id="required-in-array-item"),
-        pytest.param({"when": "yesterday"}, 'spec.when: Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"', id="date-time"),
-        pytest.param({"mode": None}, 'spec.mode: Invalid value: "null": spec.mode in body must be of type string: "null"', id="null-not-nullable"),
-        pytest.param({"minResources": {"cpu": "lots"}}, "spec.minResources[cpu]: Invalid value: \"lots\": spec.minResources[cpu] in body should match '^[0-9]+(m|Gi)?$'", id="additional-properties-schema"),
-        pytest.param({"minResources": {"cpu": True}}, 'spec.minResources[cpu]: Invalid value: "boolean": spec.minResources[cpu] in body must be of type integer or string: "boolean"', id="int-or-string"),
-        pytest.param({"free": {"n": "x"}}, 'spec.free.n: Invalid value: "string": spec.free.n in body must be of type integer: "string"', id="known-field-under-preserve"),
+        pytest.param(
+            {"when": "yesterday"},
+            'spec.when: Invalid value: "yesterday": spec.when in body must be of type date-time: "yesterday"',
+            id="date-time",
+        ),
+        pytest.param(
+            {"mode": None},
+            'spec.mode: Invalid value: "null": spec.mode in body must be of type string: "null"',
+            id="null-not-nullable",
+        ),
+        pytest.param(
+            {"minResources": {"cpu": "lots"}},
+            "spec.minResources[cpu]: Invalid value: \"lots\": spec.minResources[cpu] in body should match '^[0-9]+(m|Gi)?$'",
+            id="additional-properties-schema",
+        ),
+        pytest.param(
+            {"minResources": {"cpu": True}},
+            'spec.minResources[cpu]: Invalid value: "boolean": spec.minResources[cpu] in body must be of type integer or string: "boolean"',
+            id="int-or-string",
+        ),
+        pytest.param(
+            {"free": {"n": "x"}},
+            'spec.free.n: Invalid value: "string": spec.free.n in body must be of type integer: "string"',
+            id="known-field-under-preserve",
+        ),
     ],
 )
 def test_invalid_values_get_a_real_servers_message(spec: dict[str, Any], message: str) -> None:
@@ -93,7 +180,9 @@ def test_invalid_values_get_a_real_servers_message(spec: dict[str, Any], message
 def test_missing_required_field() -> None:
     obj = _obj()
     del obj["spec"]["minMember"]
-    assert validate(obj, SCHEMA, strict=True) == [FieldError("spec.minMember", None, "spec.minMember: Required value", "required")]
+    assert validate(obj, SCHEMA, strict=True) == [
+        FieldError("spec.minMember", None, "spec.minMember: Required value", "required")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -165,7 +254,10 @@ def test_apply_defaults_fills_absent_and_null_fields_recursively() -> None:
 
 
 def test_apply_defaults_copies_default_values() -> None:
-    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {"l": {"type": "array", "default": ["x"]}}}}}
+    schema = {
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": {"l": {"type": "array", "default": ["x"]}}}},
+    }
     first, second = {"spec": {}}, {"spec": {}}
     apply_defaults(first, schema)
     apply_defaults(second, schema)
@@ -197,7 +289,12 @@ def _podgroup_schema() -> dict[str, Any]:
 @pytest.mark.skipif(not (ROOT / "crds" / "podgroups.yaml").exists(), reason="crds/podgroups.yaml not written yet")
 def test_the_podgroup_crd_schema_rejects_bad_podgroups() -> None:
     schema = _podgroup_schema()
-    good = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "g"}, "spec": {"minMember": 4}}
+    good = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g"},
+        "spec": {"minMember": 4},
+    }
     assert validate(copy.deepcopy(good), schema, strict=True) == []
     bad = copy.deepcopy(good)
     bad["spec"]["minMember"] = 0

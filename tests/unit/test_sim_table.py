@@ -19,7 +19,14 @@ NAMESPACE = ResourceType("", "v1", "Namespace", "namespaces", "namespace", False
 EVENT = ResourceType("", "v1", "Event", "events", "event", True, ("ev",))
 SECRET = ResourceType("", "v1", "Secret", "secrets", "secret", True)
 PODGROUP = ResourceType(
-    "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", "podgroup", True, ("pg", "pgs"), frozenset({"status"}),
+    "scheduling.x-k8s.io",
+    "v1alpha1",
+    "PodGroup",
+    "podgroups",
+    "podgroup",
+    True,
+    ("pg", "pgs"),
+    frozenset({"status"}),
     printer_columns=(
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
         {"name": "MinMember", "type": "integer", "jsonPath": ".spec.minMember"},
@@ -31,7 +38,9 @@ PODGROUP = ResourceType(
 PLAIN_CRD = ResourceType("example.com", "v1", "Thing", "things", "thing", True, is_crd=True)
 
 
-def _pod(name: str = "p", *, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
+def _pod(
+    name: str = "p", *, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None, **meta: Any
+) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "namespace": "default", "creationTimestamp": FIVE_MIN_AGO, **meta},
         "spec": {"containers": [{"name": "main"}], **(spec or {})},
@@ -70,8 +79,15 @@ def test_human_duration_matches_apimachinery(seconds: int, shown: str) -> None:
 
 def test_pod_columns_and_wide_columns() -> None:
     assert _names(POD) == [
-        ("Name", 0), ("Ready", 0), ("Status", 0), ("Restarts", 0), ("Age", 0),
-        ("IP", 1), ("Node", 1), ("Nominated Node", 1), ("Readiness Gates", 1),
+        ("Name", 0),
+        ("Ready", 0),
+        ("Status", 0),
+        ("Restarts", 0),
+        ("Age", 0),
+        ("IP", 1),
+        ("Node", 1),
+        ("Nominated Node", 1),
+        ("Readiness Gates", 1),
     ]
     wide = to_table(POD, [], now=NOW, wide=True)["columnDefinitions"]
     assert {c["priority"] for c in wide} == {0}
@@ -82,18 +98,39 @@ def test_pod_columns_and_wide_columns() -> None:
     [
         pytest.param(_pod(), ["p", "0/1", "Pending", "0", "5m", "<none>", "<none>", "<none>", "<none>"], id="pending"),
         pytest.param(
-            _pod(spec={"nodeName": "n1"}, status={"phase": "Running", "podIP": "10.0.0.7", "containerStatuses": [{"ready": True, "restartCount": 2, "state": {"running": {}}}]}),
+            _pod(
+                spec={"nodeName": "n1"},
+                status={
+                    "phase": "Running",
+                    "podIP": "10.0.0.7",
+                    "containerStatuses": [{"ready": True, "restartCount": 2, "state": {"running": {}}}],
+                },
+            ),
             ["p", "1/1", "Running", "2", "5m", "10.0.0.7", "n1", "<none>", "<none>"],
             id="running-on-node",
         ),
-        pytest.param(_pod(status={"phase": "Pending", "nominatedNodeName": "n2"}), ["p", "0/1", "Pending", "0", "5m", "<none>", "<none>", "n2", "<none>"], id="nominated"),
         pytest.param(
-            _pod(status={"phase": "Succeeded", "containerStatuses": [{"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}),
+            _pod(status={"phase": "Pending", "nominatedNodeName": "n2"}),
+            ["p", "0/1", "Pending", "0", "5m", "<none>", "<none>", "n2", "<none>"],
+            id="nominated",
+        ),
+        pytest.param(
+            _pod(
+                status={
+                    "phase": "Succeeded",
+                    "containerStatuses": [{"state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
+                }
+            ),
             ["p", "0/1", "Completed", "0", "5m", "<none>", "<none>", "<none>", "<none>"],
             id="completed",
         ),
         pytest.param(
-            _pod(status={"phase": "Pending", "containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}]}),
+            _pod(
+                status={
+                    "phase": "Pending",
+                    "containerStatuses": [{"state": {"waiting": {"reason": "ContainerCreating"}}}],
+                }
+            ),
             ["p", "0/1", "ContainerCreating", "0", "5m", "<none>", "<none>", "<none>", "<none>"],
             id="waiting-reason",
         ),
@@ -103,7 +140,10 @@ def test_pod_columns_and_wide_columns() -> None:
             id="terminating",
         ),
         pytest.param(
-            _pod(spec={"readinessGates": [{"conditionType": "x"}]}, status={"phase": "Running", "conditions": [{"type": "x", "status": "True"}]}),
+            _pod(
+                spec={"readinessGates": [{"conditionType": "x"}]},
+                status={"phase": "Running", "conditions": [{"type": "x", "status": "True"}]},
+            ),
             ["p", "0/1", "Running", "0", "5m", "<none>", "<none>", "<none>", "1/1"],
             id="readiness-gates",
         ),
@@ -117,16 +157,50 @@ def test_pod_rows(pod: dict[str, Any], cells: list[Any]) -> None:
     ("node", "cells"),
     [
         pytest.param(
-            {"metadata": {"name": "n1", "creationTimestamp": FIVE_MIN_AGO, "labels": {"node-role.kubernetes.io/worker": ""}},
-             "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.32.0-sim"},
-                        "addresses": [{"type": "InternalIP", "address": "10.250.0.1"}]}},
-            ["n1", "Ready", "worker", "5m", "v1.32.0-sim", "10.250.0.1", "<none>", "<unknown>", "<unknown>", "<unknown>"],
+            {
+                "metadata": {
+                    "name": "n1",
+                    "creationTimestamp": FIVE_MIN_AGO,
+                    "labels": {"node-role.kubernetes.io/worker": ""},
+                },
+                "status": {
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                    "nodeInfo": {"kubeletVersion": "v1.32.0-sim"},
+                    "addresses": [{"type": "InternalIP", "address": "10.250.0.1"}],
+                },
+            },
+            [
+                "n1",
+                "Ready",
+                "worker",
+                "5m",
+                "v1.32.0-sim",
+                "10.250.0.1",
+                "<none>",
+                "<unknown>",
+                "<unknown>",
+                "<unknown>",
+            ],
             id="ready-worker",
         ),
         pytest.param(
-            {"metadata": {"name": "n2", "creationTimestamp": FIVE_MIN_AGO}, "spec": {"unschedulable": True},
-             "status": {"conditions": [{"type": "Ready", "status": "False"}]}},
-            ["n2", "NotReady,SchedulingDisabled", "<none>", "5m", "", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"],
+            {
+                "metadata": {"name": "n2", "creationTimestamp": FIVE_MIN_AGO},
+                "spec": {"unschedulable": True},
+                "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+            },
+            [
+                "n2",
+                "NotReady,SchedulingDisabled",
+                "<none>",
+                "5m",
+                "",
+                "<none>",
+                "<none>",
+                "<unknown>",
+                "<unknown>",
+                "<unknown>",
+            ],
             id="not-ready-cordoned",
         ),
     ],
@@ -138,21 +212,41 @@ def test_node_rows(node: dict[str, Any], cells: list[Any]) -> None:
 
 def test_event_and_namespace_and_default_columns() -> None:
     assert [n for n, _ in _names(EVENT)] == ["Last Seen", "Type", "Reason", "Object", "Message"]
-    event = {"metadata": {"name": "e"}, "lastTimestamp": FIVE_MIN_AGO, "type": "Warning", "reason": "FailedScheduling",
-             "involvedObject": {"kind": "Pod", "name": "p"}, "message": "0/4 nodes are available"}
+    event = {
+        "metadata": {"name": "e"},
+        "lastTimestamp": FIVE_MIN_AGO,
+        "type": "Warning",
+        "reason": "FailedScheduling",
+        "involvedObject": {"kind": "Pod", "name": "p"},
+        "message": "0/4 nodes are available",
+    }
     assert _cells(EVENT, event) == ["5m", "Warning", "FailedScheduling", "pod/p", "0/4 nodes are available"]
     assert [n for n, _ in _names(NAMESPACE)] == ["Name", "Status", "Age"]
-    assert _cells(NAMESPACE, {"metadata": {"name": "default", "creationTimestamp": FIVE_MIN_AGO}}) == ["default", "Active", "5m"]
+    assert _cells(NAMESPACE, {"metadata": {"name": "default", "creationTimestamp": FIVE_MIN_AGO}}) == [
+        "default",
+        "Active",
+        "5m",
+    ]
     assert [n for n, _ in _names(SECRET)] == ["Name", "Age"]
 
 
 def test_crd_printer_columns_with_missing_values_sent_as_null() -> None:
     assert _names(PODGROUP) == [("Name", 0), ("Phase", 0), ("MinMember", 0), ("Ready", 1), ("Age", 0)]
-    table = to_table(PODGROUP, [
-        {"metadata": {"name": "g1", "creationTimestamp": "2025-01-08T09:00:00Z"}, "spec": {"minMember": 4},
-         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}, {"type": "Other", "status": "False"}]}},
-        {"metadata": {"name": "g2", "creationTimestamp": FIVE_MIN_AGO}, "spec": {"minMember": 2}},
-    ], now=NOW)
+    table = to_table(
+        PODGROUP,
+        [
+            {
+                "metadata": {"name": "g1", "creationTimestamp": "2025-01-08T09:00:00Z"},
+                "spec": {"minMember": 4},
+                "status": {
+                    "phase": "Running",
+                    "conditions": [{"type": "Ready", "status": "True"}, {"type": "Other", "status": "False"}],
+                },
+            },
+            {"metadata": {"name": "g2", "creationTimestamp": FIVE_MIN_AGO}, "spec": {"minMember": 2}},
+        ],
+        now=NOW,
+    )
     assert [r["cells"] for r in table["rows"]] == [["g1", "Running", 4, "True", "2d3h"], ["g2", None, 2, None, "5m"]]
     assert table["columnDefinitions"][-1]["type"] == "date"
 
@@ -165,7 +259,15 @@ def test_crd_without_printer_columns_gets_age() -> None:
 @pytest.mark.parametrize(
     ("include", "expected"),
     [
-        pytest.param("Metadata", {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "p", "namespace": "default", "creationTimestamp": FIVE_MIN_AGO}}, id="metadata"),
+        pytest.param(
+            "Metadata",
+            {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"name": "p", "namespace": "default", "creationTimestamp": FIVE_MIN_AGO},
+            },
+            id="metadata",
+        ),
         pytest.param("Object", _pod(), id="object"),
         pytest.param("None", None, id="none"),
     ],
@@ -200,5 +302,8 @@ def test_table_envelope() -> None:
     ],
 )
 def test_jsonpath_subset(path: str, expected: list[Any]) -> None:
-    obj = {"spec": {"minMember": 3, "items": [{"n": "a"}, {"n": "b"}]}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    obj = {
+        "spec": {"minMember": 3, "items": [{"n": "a"}, {"n": "b"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
     assert eval_jsonpath(obj, path) == expected

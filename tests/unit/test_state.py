@@ -15,7 +15,9 @@ from tests.unit.test_core_support import node_obj, pod_obj
 K = "gang.scheduling.koordinator.sh/"
 
 
-def member(name: str, *, group: str | None = None, annotations: dict[str, str] | None = None, **kw: Any) -> dict[str, Any]:
+def member(
+    name: str, *, group: str | None = None, annotations: dict[str, str] | None = None, **kw: Any
+) -> dict[str, Any]:
     obj = pod_obj(name, **kw)
     if group:
         obj["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
@@ -26,7 +28,13 @@ def member(name: str, *, group: str | None = None, annotations: dict[str, str] |
 
 def podgroup(name: str, *, min_member: int, phase: str | None = None, **spec: Any) -> dict[str, Any]:
     obj: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}", "generation": 1, "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"pg-{name}",
+            "generation": 1,
+            "creationTimestamp": "2024-01-01T00:00:00Z",
+        },
         "spec": {"minMember": min_member, **spec},
     }
     if phase:
@@ -110,18 +118,38 @@ RESERVING = GangStatus("Scheduling", 0, 2, 1, "Unschedulable", "holding 2 of min
         pytest.param([record("a"), record("b"), record("c")], RESERVING, False, False, "Scheduling", id="reserving"),
         pytest.param([record("a"), record("b"), record("c")], RESERVING, False, True, "Timeout", id="timed-out"),
         pytest.param([record(n, node="n0") for n in "abc"], None, True, False, "Scheduled", id="bound"),
-        pytest.param([record(n, node="n0", phase="Running") for n in "abc"], None, True, False, "Running", id="running"),
-        pytest.param([record(n, node="n0", phase="Succeeded") for n in "abc"], None, True, False, "Succeeded", id="succeeded"),
         pytest.param(
-            [record("a", node="n0", phase="Failed"), record("b", node="n0", phase="Running"), record("c", node="n0", phase="Running")],
-            None, True, False, "Failed", id="member-failed-below-quorum",
+            [record(n, node="n0", phase="Running") for n in "abc"], None, True, False, "Running", id="running"
+        ),
+        pytest.param(
+            [record(n, node="n0", phase="Succeeded") for n in "abc"], None, True, False, "Succeeded", id="succeeded"
+        ),
+        pytest.param(
+            [
+                record("a", node="n0", phase="Failed"),
+                record("b", node="n0", phase="Running"),
+                record("c", node="n0", phase="Running"),
+            ],
+            None,
+            True,
+            False,
+            "Failed",
+            id="member-failed-below-quorum",
         ),
     ],
 )
 def test_phase(members: list[Any], decided: GangStatus | None, satisfied: bool, timed_out: bool, phase: str) -> None:
     body = GangStatusBook().status_of(
-        "default/g", min_member=3, members=members, generation=2, decided=decided, satisfied=satisfied,
-        timed_out=timed_out, invalid=None, in_flight=0, now_iso="2024-01-01T00:00:00Z",
+        "default/g",
+        min_member=3,
+        members=members,
+        generation=2,
+        decided=decided,
+        satisfied=satisfied,
+        timed_out=timed_out,
+        invalid=None,
+        in_flight=0,
+        now_iso="2024-01-01T00:00:00Z",
     )
     assert body is not None and body["phase"] == phase
     assert body["observedGeneration"] == 2
@@ -129,7 +157,9 @@ def test_phase(members: list[Any], decided: GangStatus | None, satisfied: bool, 
 
 def test_status_is_written_only_on_change_and_transition_times_only_move_on_transitions() -> None:
     book = GangStatusBook()
-    args: dict[str, Any] = dict(min_member=3, generation=1, decided=WAITING, satisfied=False, timed_out=False, invalid=None, in_flight=0)
+    args: dict[str, Any] = dict(
+        min_member=3, generation=1, decided=WAITING, satisfied=False, timed_out=False, invalid=None, in_flight=0
+    )
     first = book.status_of("default/g", members=[record("a")], now_iso="2024-01-01T00:00:00Z", **args)
     assert first is not None
     assert book.status_of("default/g", members=[record("a")], now_iso="2024-01-01T00:00:05Z", **args) is None
@@ -138,6 +168,8 @@ def test_status_is_written_only_on_change_and_transition_times_only_move_on_tran
     assert second is not None and second["message"] == "needs 3 x {cpu: 1}; 2 nodes fit"
     assert second["conditions"][0]["lastTransitionTime"] == "2024-01-01T00:00:00Z"  # still Scheduled=False
     args.update(decided=None, satisfied=True)
-    third = book.status_of("default/g", members=[record(n, node="n0") for n in "abc"], now_iso="2024-01-01T00:00:12Z", **args)
+    third = book.status_of(
+        "default/g", members=[record(n, node="n0") for n in "abc"], now_iso="2024-01-01T00:00:12Z", **args
+    )
     assert third is not None and third["conditions"][0]["status"] == "True"
     assert third["conditions"][0]["lastTransitionTime"] == "2024-01-01T00:00:12Z"

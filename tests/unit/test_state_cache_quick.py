@@ -21,11 +21,20 @@ def _pod() -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "p0", "namespace": "ns", "uid": "u-1", "resourceVersion": "5",
-                     "creationTimestamp": "2026-01-01T00:00:00Z",
-                     "labels": {"scheduling.x-k8s.io/pod-group": "g"}, "annotations": {}},
-        "spec": {"schedulerName": "gangsched", "priority": 3,
-                 "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]},
+        "metadata": {
+            "name": "p0",
+            "namespace": "ns",
+            "uid": "u-1",
+            "resourceVersion": "5",
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"scheduling.x-k8s.io/pod-group": "g"},
+            "annotations": {},
+        },
+        "spec": {
+            "schedulerName": "gangsched",
+            "priority": 3,
+            "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}],
+        },
         "status": {"phase": "Pending"},
     }
 
@@ -58,7 +67,9 @@ CASES = [
     pytest.param(_set("status", None), True, id="status-null"),
     pytest.param(_set("metadata.resourceVersion", "9"), True, id="resource-version-only"),
     pytest.param(_set("metadata.labels", {"scheduling.x-k8s.io/pod-group": "other"}), False, id="gang-label-changed"),
-    pytest.param(_set("metadata.annotations", {"gang.scheduling.koordinator.sh/timeout": "true"}), False, id="timeout-annotation"),
+    pytest.param(
+        _set("metadata.annotations", {"gang.scheduling.koordinator.sh/timeout": "true"}), False, id="timeout-annotation"
+    ),
     pytest.param(_set("spec.priority", 7), False, id="priority-changed"),
     pytest.param(_set("spec.schedulerName", "default-scheduler"), False, id="scheduler-changed"),
     pytest.param(_set("metadata.uid", "u-2"), False, id="recreated-same-name"),
@@ -145,19 +156,33 @@ def _bound(node: str | None, phase: str, *, scheduler: str = "gangsched") -> dic
         pytest.param(_bound(None, "Pending"), _bound("n1", "Pending"), "status", id="ours-seen-bound"),
         pytest.param(_bound("n1", "Pending"), _bound("n1", "Running"), "status", id="ours-running"),
         pytest.param(_bound("n1", "Running"), _bound("n1", "Succeeded"), "change", id="finished-frees-capacity"),
-        pytest.param(_bound(None, "Pending", scheduler="other"), _bound("n1", "Pending", scheduler="other"), "change",
-                     id="others-pod-bound-takes-capacity"),
-        pytest.param(_bound(None, "Pending"), _bound(None, "Pending") | {"status": {"phase": "Pending", "nominatedNodeName": "n2"}},
-                     "change", id="pending-pod-nominated"),
-        pytest.param(_bound("n1", "Running"), _bound("n1", "Running") | {"status": {"phase": "Running", "podIP": "10.0.0.1"}},
-                     "none", id="nothing-that-matters"),
+        pytest.param(
+            _bound(None, "Pending", scheduler="other"),
+            _bound("n1", "Pending", scheduler="other"),
+            "change",
+            id="others-pod-bound-takes-capacity",
+        ),
+        pytest.param(
+            _bound(None, "Pending"),
+            _bound(None, "Pending") | {"status": {"phase": "Pending", "nominatedNodeName": "n2"}},
+            "change",
+            id="pending-pod-nominated",
+        ),
+        pytest.param(
+            _bound("n1", "Running"),
+            _bound("n1", "Running") | {"status": {"phase": "Running", "podIP": "10.0.0.1"}},
+            "none",
+            id="nothing-that-matters",
+        ),
     ],
 )
 def test_which_events_wake_the_scheduler_and_which_only_the_status_writer(
     before: dict[str, Any] | None, after: dict[str, Any], expected: str
 ) -> None:
     calls: list[str] = []
-    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: calls.append("change"), on_status=lambda: calls.append("status"))
+    cache = ClusterCache(
+        scheduler_name="gangsched", on_change=lambda: calls.append("change"), on_status=lambda: calls.append("status")
+    )
     if before is not None:
         cache.on_pod_event("ADDED", before)
     calls.clear()
@@ -165,11 +190,19 @@ def test_which_events_wake_the_scheduler_and_which_only_the_status_writer(
     assert calls == ([] if expected == "none" else [expected])
 
 
-def _podgroup(*, generation: int = 1, phase: str | None = None, min_member: int = 2, uid: str = "pg-1") -> dict[str, Any]:
+def _podgroup(
+    *, generation: int = 1, phase: str | None = None, min_member: int = 2, uid: str = "pg-1"
+) -> dict[str, Any]:
     obj: dict[str, Any] = {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-        "metadata": {"name": "g", "namespace": "ns", "uid": uid, "generation": generation,
-                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": "g",
+            "namespace": "ns",
+            "uid": uid,
+            "generation": generation,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
         "spec": {"minMember": min_member},
     }
     if phase:
@@ -188,7 +221,9 @@ def _podgroup(*, generation: int = 1, phase: str | None = None, min_member: int 
 )
 def test_podgroup_status_updates_do_not_reschedule(after: dict[str, Any], expected: str, min_member: int) -> None:
     calls: list[str] = []
-    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: calls.append("change"), on_status=lambda: calls.append("status"))
+    cache = ClusterCache(
+        scheduler_name="gangsched", on_change=lambda: calls.append("change"), on_status=lambda: calls.append("status")
+    )
     cache.on_podgroup("ADDED", _podgroup())
     calls.clear()
     cache.dirty_gangs.clear()

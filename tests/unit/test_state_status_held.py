@@ -34,8 +34,17 @@ def record(name: str) -> Any:
 )
 def test_phase_follows_the_reservations_held_now(members: list[str], held: int | None, phase: str, reason: str) -> None:
     body = GangStatusBook().status_of(
-        "default/g", min_member=3, members=[record(n) for n in members], generation=1, decided=HOLDING,
-        satisfied=False, timed_out=False, invalid=None, in_flight=0, now_iso="2024-01-01T00:00:00Z", held=held,
+        "default/g",
+        min_member=3,
+        members=[record(n) for n in members],
+        generation=1,
+        decided=HOLDING,
+        satisfied=False,
+        timed_out=False,
+        invalid=None,
+        in_flight=0,
+        now_iso="2024-01-01T00:00:00Z",
+        held=held,
     )
     assert body is not None
     assert body["phase"] == phase

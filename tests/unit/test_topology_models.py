@@ -62,7 +62,9 @@ def _entry(**kw: object) -> str:
             "cycle",
             id="cycle",
         ),
-        pytest.param(_entry(layer=1, name="u", parents=["x"]), "topology.json[0].parents", "unknown parent", id="unknown-parent"),
+        pytest.param(
+            _entry(layer=1, name="u", parents=["x"]), "topology.json[0].parents", "unknown parent", id="unknown-parent"
+        ),
         pytest.param(
             json.dumps([{"layer": 1, "name": "u0", "children": ["n"]}, {"layer": 1, "name": "u1", "children": ["n"]}]),
             "topology.json[1].children",
@@ -155,7 +157,9 @@ def test_labels_render_to_a_configmap_that_parses_back() -> None:
         pytest.param({}, ["unit", "unit"], "topology.nodeLabels[1]", "unique", id="duplicate-key"),
     ],
 )
-def test_inconsistent_labels_are_named(labels: dict[str, dict[str, str]], keys: list[str], field: str, message: str) -> None:
+def test_inconsistent_labels_are_named(
+    labels: dict[str, dict[str, str]], keys: list[str], field: str, message: str
+) -> None:
     with pytest.raises(InvalidField) as err:
         tree_from_node_labels(labels, keys)
     assert err.value.field == field

@@ -95,8 +95,12 @@ def nodes(*ids: int) -> list[str]:
         pytest.param(free(*range(32)), 4, 2, (1, 1), nodes(0, 1, 2, 3), id="case1-all-in-one-unit"),
         pytest.param(free(0, 1, 4, 5, 8, 12), 4, 2, (2, 1), nodes(0, 1, 4, 5), id="case2-groups-in-units-one-leaf"),
         pytest.param(free(0, 4, 5, 6, 8, 12), 4, 2, (2, 2), nodes(0, 4, 5, 6), id="case3-all-in-one-leaf"),
-        pytest.param(free(0, 1, 2, 8, 9, 10), 6, 3, (3, 1), nodes(0, 1, 2, 8, 9, 10), id="case4-groups-in-units-one-spine"),
-        pytest.param(free(0, 1, 4, 8, 9, 12), 6, 3, (3, 2), nodes(0, 1, 4, 8, 9, 12), id="case5-groups-in-leaves-one-spine"),
+        pytest.param(
+            free(0, 1, 2, 8, 9, 10), 6, 3, (3, 1), nodes(0, 1, 2, 8, 9, 10), id="case4-groups-in-units-one-spine"
+        ),
+        pytest.param(
+            free(0, 1, 4, 8, 9, 12), 6, 3, (3, 2), nodes(0, 1, 4, 8, 9, 12), id="case5-groups-in-leaves-one-spine"
+        ),
         pytest.param(free(0, 1, 8, 9, 12, 13), 6, 3, (3, 3), None, id="case6-all-in-one-spine"),
         pytest.param(free(0, 1, 16, 17), 4, 2, (4, 1), nodes(0, 1, 16, 17), id="beyond-spines-groups-in-units"),
         pytest.param(free(0, 8, 16, 24), 4, 2, (4, 3), nodes(0, 8, 16, 24), id="beyond-spines-groups-in-spines"),
@@ -147,13 +151,17 @@ def test_seed_user_stories(free_nodes: range, expected: list[str]) -> None:
 
 def test_best_fit_prefers_the_domain_with_least_left_over() -> None:
     # unit0 has 4 free, unit1 exactly 3: a gang of 3 takes unit1 and keeps unit0 whole
-    result = place(STRATEGY_TREE, free(0, 1, 2, 3, 4, 5, 6), count=3, group_size=1, highest_tier_allowed=None, hard=False)
+    result = place(
+        STRATEGY_TREE, free(0, 1, 2, 3, 4, 5, 6), count=3, group_size=1, highest_tier_allowed=None, hard=False
+    )
     assert result == TopologyPlacement(nodes=nodes(4, 5, 6), whole_tier=1, group_tier=0)
 
 
 def test_best_fit_tie_prefers_the_tighter_parent() -> None:
     # unit0 and unit4 both have 2 free; leaf0 has 4 more free elsewhere, leaf2 none: take unit4
-    result = place(STRATEGY_TREE, free(0, 1, 4, 5, 6, 7, 16, 17), count=2, group_size=1, highest_tier_allowed=None, hard=False)
+    result = place(
+        STRATEGY_TREE, free(0, 1, 4, 5, 6, 7, 16, 17), count=2, group_size=1, highest_tier_allowed=None, hard=False
+    )
     assert isinstance(result, TopologyPlacement)
     assert result.nodes == nodes(16, 17)
 

@@ -96,8 +96,14 @@ def test_natural_order() -> None:
         pytest.param([D(1, "u", (), ("",))], "domains[0].children", "non-empty", id="empty-child"),
         pytest.param([D(1, "u", (), ()), D(1, "u", (), ())], "domains[1].name", "unique", id="duplicate"),
         pytest.param(
-            [D(3, "s0", (), ()), D(3, "s1", (), ()), D(2, "l", (), ()), D(1, "u", ("l", "s0"), ("n",)),
-             D(1, "x", ("l",), ()), D(2, "l2", ("s1",), ("x",))],
+            [
+                D(3, "s0", (), ()),
+                D(3, "s1", (), ()),
+                D(2, "l", (), ()),
+                D(1, "u", ("l", "s0"), ("n",)),
+                D(1, "x", ("l",), ()),
+                D(2, "l2", ("s1",), ("x",)),
+            ],
             "domains[",
             "not on one chain",
             id="parents-not-on-one-chain",

@@ -30,8 +30,12 @@ _MAX_INDEXES = 256
 Key = tuple[int, int]
 
 
-def fit_count(requests: Mapping[str, int], alloc: Mapping[str, int], used: Mapping[str, int] | None,
-              extra: Mapping[str, int] | None = None) -> int:
+def fit_count(
+    requests: Mapping[str, int],
+    alloc: Mapping[str, int],
+    used: Mapping[str, int] | None,
+    extra: Mapping[str, int] | None = None,
+) -> int:
     """How many pods with `requests` fit in alloc - used - extra (missing resources count as 0)."""
     n = _CAP
     for r, q in requests.items():
@@ -100,7 +104,7 @@ class ClassIndex:
         end = cluster._log_base + len(cluster._log)
         if self.pos == end:
             return
-        changed = set(cluster._log[self.pos - cluster._log_base:])
+        changed = set(cluster._log[self.pos - cluster._log_base :])
         self.pos = end
         req = self.cls.requests
         for name in changed:
@@ -222,8 +226,9 @@ class Workspace:
         rec: NodeRecord | None = self.cluster.nodes.get(node)
         if rec is None or node not in v.idx.pref:
             return
-        v.set_count(node, fit_count(v.idx.cls.requests, rec.allocatable, self.cluster.used.get(node),
-                                    self.extra.get(node)))
+        v.set_count(
+            node, fit_count(v.idx.cls.requests, rec.allocatable, self.cluster.used.get(node), self.extra.get(node))
+        )
 
     def _change(self, node: str, delta: Mapping[str, int], sign: int, *, log: bool) -> None:
         e = self.extra.get(node)

@@ -126,8 +126,11 @@ class Cluster:
     def upsert_node(self, node: NodeRecord) -> None:
         old = self.nodes.get(node.name)
         self.nodes[node.name] = node
-        if old is None or old.allocatable != node.allocatable or old.labels != node.labels or (
-            old.taints != node.taints or old.unschedulable != node.unschedulable
+        if (
+            old is None
+            or old.allocatable != node.allocatable
+            or old.labels != node.labels
+            or (old.taints != node.taints or old.unschedulable != node.unschedulable)
         ):
             self._static_gen += 1
             self.freed_gen += 1
@@ -277,9 +280,17 @@ class Cluster:
                 continue
             gs = self.gangs.get(pod.gang) if pod.gang is not None else None
             if (
-                gs is None or gs.spec is None or gs.satisfied or gs.timed_out or node not in self.nodes
-                or not pod.ours or pod.node_name is not None or pod.terminal or pod.timed_out
-                or key in self._reservations or key in self.leaving
+                gs is None
+                or gs.spec is None
+                or gs.satisfied
+                or gs.timed_out
+                or node not in self.nodes
+                or not pod.ours
+                or pod.node_name is not None
+                or pod.terminal
+                or pod.timed_out
+                or key in self._reservations
+                or key in self.leaving
             ):
                 stale.append(key)
                 continue
@@ -313,8 +324,11 @@ class Cluster:
     def _mark_preempted(self, victim_gangs: set[str]) -> None:
         for vg in victim_gangs:  # a gang evicted whole must gather its quorum again
             vs = self.gangs.get(vg)
-            if vs is not None and all(k in self.evicting for k in vs.members
-                                      if k in self.pods and self.pods[k].node_name and not self.pods[k].terminal):
+            if vs is not None and all(
+                k in self.evicting
+                for k in vs.members
+                if k in self.pods and self.pods[k].node_name and not self.pods[k].terminal
+            ):
                 vs.satisfied = False
                 self._preempted.add(vg)
 
@@ -426,7 +440,7 @@ class Cluster:
 
     def _unit(self, unit_key: str) -> UnitState | None:
         if unit_key.startswith(ALONE_PREFIX):
-            pod_key = unit_key[len(ALONE_PREFIX):]
+            pod_key = unit_key[len(ALONE_PREFIX) :]
             if pod_key not in self.pods:
                 return None
             st = self._alone.get(unit_key)

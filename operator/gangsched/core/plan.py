@@ -96,7 +96,17 @@ class Plan:
     @property
     def empty(self) -> bool:
         return not (
-            self.bindings or self.reservations or self.releases or self.timeouts or self.gang_status
-            or self.events or self.conditions or self.unit_backoffs or self.satisfied or self.waiting_reasons
-            or self.evictions or self.nominations or self.nomination_clears
+            self.bindings
+            or self.reservations
+            or self.releases
+            or self.timeouts
+            or self.gang_status
+            or self.events
+            or self.conditions
+            or self.unit_backoffs
+            or self.satisfied
+            or self.waiting_reasons
+            or self.evictions
+            or self.nominations
+            or self.nomination_clears
         )

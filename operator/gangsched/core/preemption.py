@@ -40,7 +40,6 @@ from gangsched.core.topology import TopologyPlacement, TopologyTree, natural_key
 __all__ = ["PreemptionChoice", "find_victims", "tier_label"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class PreemptionChoice:
     victims: tuple[str, ...]  # pod keys, sorted
@@ -71,8 +70,9 @@ class _Unit:
     whole: bool = False  # a whole gang
 
 
-def _units(cluster: Cluster, priority: int, excluded: Collection[str], protected: Collection[str]
-           ) -> tuple[list[_Unit], dict[str, int]]:
+def _units(
+    cluster: Cluster, priority: int, excluded: Collection[str], protected: Collection[str]
+) -> tuple[list[_Unit], dict[str, int]]:
     """Victim units, and the spare count (members that may be taken singly) per gang."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
     blocked: set[str] = set()  # gangs with a member that may not be taken
@@ -111,9 +111,19 @@ def _units(cluster: Cluster, priority: int, excluded: Collection[str], protected
 class _Search:
     """One preemption search over fixed candidates (see the module docstring)."""
 
-    def __init__(self, cluster: Cluster, *, requests: Mapping[str, int], count: int, feasible: Collection[str],
-                 extra: Mapping[str, Mapping[str, int]], topology: NetworkTopology | None,
-                 tree: TopologyTree | None, units: list[_Unit], spare: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        requests: Mapping[str, int],
+        count: int,
+        feasible: Collection[str],
+        extra: Mapping[str, Mapping[str, int]],
+        topology: NetworkTopology | None,
+        tree: TopologyTree | None,
+        units: list[_Unit],
+        spare: Mapping[str, int],
+    ) -> None:
         self.cluster = cluster
         self.req = requests
         self.count = count
@@ -164,8 +174,14 @@ class _Search:
     def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
         nt, tree = self.topology, self.tree
         assert nt is not None and tree is not None
-        got = place(tree, cap, count=self.count, group_size=nt.group_size,
-                    highest_tier_allowed=nt.highest_tier_allowed, hard=nt.mode == TopologyMode.HARD)
+        got = place(
+            tree,
+            cap,
+            count=self.count,
+            group_size=nt.group_size,
+            highest_tier_allowed=nt.highest_tier_allowed,
+            hard=nt.mode == TopologyMode.HARD,
+        )
         return got if isinstance(got, TopologyPlacement) else None
 
     def run(self) -> PreemptionChoice | None:
@@ -239,7 +255,6 @@ class _Search:
                     f[res] = f.get(res, 0) + q
         return {n: self._fit(n, freed.get(n)) for n in nodes}
 
-
     def _result(self, nodes: list[str], chosen: list[int]) -> PreemptionChoice:
         cap = self._state(nodes, chosen)
         whole_tier: int | None = None
@@ -276,8 +291,9 @@ class _Tracker:
     equal to place()'s: with DP groups kept inside tier-G sub-domains (G < W), the sub-domains' whole-group
     slots (plus a short last group's bonus) must cover the gang; otherwise the domain's capacity must."""
 
-    def __init__(self, search: _Search, nodes: list[str], target: tuple[int, int] | None,
-                 potential: Mapping[str, int]) -> None:
+    def __init__(
+        self, search: _Search, nodes: list[str], target: tuple[int, int] | None, potential: Mapping[str, int]
+    ) -> None:
         self.s = search
         self.nodes = nodes
         self.inside = set(nodes)
@@ -381,8 +397,9 @@ class _Tracker:
                         rank[i] = r_
         last = len(self.subcap) + 1
         sign = 1 if small_first else -1
-        return sorted(cand, key=lambda i: (rank.get(i, last), s.units[i].priority, -cand[i],
-                                           sign * len(s.units[i].pods), i))
+        return sorted(
+            cand, key=lambda i: (rank.get(i, last), s.units[i].priority, -cand[i], sign * len(s.units[i].pods), i)
+        )
 
     def greedy(self, *, small_first: bool) -> list[int] | None:
         s = self.s
@@ -443,8 +460,17 @@ def find_victims(
     for pool in passes:
         if not pool:
             continue
-        choice = _Search(cluster, requests=requests, count=count, feasible=feasible, extra=extra,
-                         topology=topology, tree=tree, units=pool, spare=spare).run()
+        choice = _Search(
+            cluster,
+            requests=requests,
+            count=count,
+            feasible=feasible,
+            extra=extra,
+            topology=topology,
+            tree=tree,
+            units=pool,
+            spare=spare,
+        ).run()
         if choice is not None and choice.victims:
             return choice
     return None

@@ -160,8 +160,11 @@ class _Cycle:
                 continue
             if gs.backoff_until > now and gs.freed_gen >= c.freed_gen:
                 continue
-            created = gs.failed_at if gs.failed_at is not None else (
-                gs.created if gs.created is not None else gs.member_created)
+            created = (
+                gs.failed_at
+                if gs.failed_at is not None
+                else (gs.created if gs.created is not None else gs.member_created)
+            )
             items.append((-gs.priority, created, gk))
         for pk in c._alone_pending:
             st = c._alone.get(alone_key(pk))
@@ -175,7 +178,7 @@ class _Cycle:
 
     def _attempt(self, uk: str) -> bool:
         if uk.startswith(ALONE_PREFIX):
-            pod = self.cluster.pods[uk[len(ALONE_PREFIX):]]
+            pod = self.cluster.pods[uk[len(ALONE_PREFIX) :]]
             self._alone(uk, [pod], gang=None)
             return True
         gs = self.cluster.gangs[uk]
@@ -289,8 +292,10 @@ class _Cycle:
             self._clear_nominations(p.key for p in m.pending)
             self.plan.timeouts.append(GangTimeout(gk, victims))
             self.timed_out_now.add(gk)
-            message = (f"waiting time {self._wait_seconds(gs):g}s ended with {len(m.bound)} bound and "
-                       f"{len(m.reserved)} reserved members; released every reservation")
+            message = (
+                f"waiting time {self._wait_seconds(gs):g}s ended with {len(m.bound)} bound and "
+                f"{len(m.reserved)} reserved members; released every reservation"
+            )
             self._status(gs, GangStatus(PHASE_FAILED, len(m.bound), 0, len(victims), "GangTimeout", message))
             self._event("PodGroup", gk, "Warning", "GangTimeout", message)
             self._conditions((c.pods[k] for k in victims), "GangTimeout", message)
@@ -325,8 +330,9 @@ class _Cycle:
         self.plan.next_wakeup = best
 
     # ------------------------------------------------------------------ placement
-    def _place(self, spec: GangSpec | None, pods: list[PodRecord], *, partial: bool
-               ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None]:
+    def _place(
+        self, spec: GangSpec | None, pods: list[PodRecord], *, partial: bool
+    ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None]:
         """Place pods on the workspace. Returns (placed, shortfalls, topology tier)."""
         groups: dict[int, list[PodRecord]] = {}
         classes: dict[int, SchedulingClass] = {}
@@ -341,11 +347,14 @@ class _Cycle:
         for cid, members in groups.items():
             cls = classes[cid]
             view = self.ws.view(cls)
-            chosen = self._pick_spread(view, cls, len(members)) if self.ws.spread else self._pick_binpack(
-                view, cls, len(members))
+            chosen = (
+                self._pick_spread(view, cls, len(members))
+                if self.ws.spread
+                else self._pick_binpack(view, cls, len(members))
+            )
             i = 0
             for node, k in chosen:
-                for p in members[i:i + k]:
+                for p in members[i : i + k]:
                     placed.append((p, node))
                 i += k
             if i < len(members):
@@ -382,14 +391,21 @@ class _Cycle:
                     break
         return out
 
-    def _place_topology(self, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord]
-                        ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None]:
+    def _place_topology(
+        self, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord]
+    ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None]:
         nt = spec.network_topology
         assert nt is not None
         cls = pods[0].sclass
         view = self.ws.view(cls)
-        result = place(tree, view.capacity(), count=len(pods), group_size=nt.group_size,
-                       highest_tier_allowed=nt.highest_tier_allowed, hard=nt.mode == "hard")
+        result = place(
+            tree,
+            view.capacity(),
+            count=len(pods),
+            group_size=nt.group_size,
+            highest_tier_allowed=nt.highest_tier_allowed,
+            hard=nt.mode == "hard",
+        )
         if not isinstance(result, TopologyPlacement):
             return [], [_Shortfall(cls, len(pods), 0, f"topology: {result.reason}")], None
         for node, k in Counter(result.nodes).items():
@@ -414,8 +430,10 @@ class _Cycle:
                         fit += 1
                         continue
                     free = self.ws.free(name)
-                    why = next((f"insufficient {r}" for r, q in sorted(s.cls.requests.items())
-                                if free.get(r, 0) < q), "insufficient resources")
+                    why = next(
+                        (f"insufficient {r}" for r, q in sorted(s.cls.requests.items()) if free.get(r, 0) < q),
+                        "insufficient resources",
+                    )
                 reasons[why] += 1
             shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
             parts.append(f"{head}; {fit} nodes fit; {s.need - s.placed} more blocked by: {shown or 'no more nodes'}")
@@ -432,8 +450,17 @@ class _Cycle:
             self._success(uk)
             if gang is not None:
                 m = self._members(gang)
-                self._status(gang, GangStatus(PHASE_SCHEDULED, len(m.bound), len(m.reserved), len(m.pending),
-                                              "Scheduled", "quorum reached; later members schedule alone"))
+                self._status(
+                    gang,
+                    GangStatus(
+                        PHASE_SCHEDULED,
+                        len(m.bound),
+                        len(m.reserved),
+                        len(m.pending),
+                        "Scheduled",
+                        "quorum reached; later members schedule alone",
+                    ),
+                )
             return
         done = {p.key for p, _ in placed}
         failed = [p for p in pods if p.key not in done]
@@ -459,7 +486,7 @@ class _Cycle:
         pending = m.pending
         if spec.total_member is not None:
             room = spec.total_member - len(m.bound) - len(m.reserved)
-            pending = pending[:max(room, 0)]
+            pending = pending[: max(room, 0)]
         if not pending:
             return False
         if spec.min_resources and self._min_resources_short(gs, spec, m):
@@ -486,8 +513,10 @@ class _Cycle:
             if gs.first_reserved is not None:
                 self.plan.first_reserved[gs.key] = None
             message = self._explain(short) if short else f"{have} of minMember {spec.min_member} placed"
-            message = f"Strict gang cannot reach its quorum ({len(m.bound)} bound + {len(placed)} fit of " \
-                      f"minMember {spec.min_member}): {message}"
+            message = (
+                f"Strict gang cannot reach its quorum ({len(m.bound)} bound + {len(placed)} fit of "
+                f"minMember {spec.min_member}): {message}"
+            )
             self._fail(gs, message, pending, scheduled=len(m.bound), reserved=0, pending=alive - len(m.bound))
             return True
         self.holds.pop(gs.key, None)  # its own holds were released above and are now placements
@@ -501,16 +530,29 @@ class _Cycle:
             self.plan.reservations.extend((p.key, n) for p, n in placed)
             message = self._explain(short) if short else f"{have} of minMember {spec.min_member} placed"
             message = f"holding {have} of minMember {spec.min_member}: {message}"
-            self._fail(gs, message, [p for p in pending if p.key not in self.reserved_now],
-                       scheduled=len(m.bound), reserved=len(m.reserved) + len(placed),
-                       pending=alive - have, phase=PHASE_SCHEDULING)
+            self._fail(
+                gs,
+                message,
+                [p for p in pending if p.key not in self.reserved_now],
+                scheduled=len(m.bound),
+                reserved=len(m.reserved) + len(placed),
+                pending=alive - have,
+                phase=PHASE_SCHEDULING,
+            )
             return True
         group = self._group_ready(gs)
         if group is None:
             self.plan.reservations.extend((p.key, n) for p, n in placed)
             message = f"quorum reached ({have} of {spec.min_member}); waiting for gang group {list(spec.group)}"
-            st = GangStatus(PHASE_SCHEDULING, len(m.bound), len(m.reserved) + len(placed), alive - have,
-                            "WaitingForGangGroup", message, tier)
+            st = GangStatus(
+                PHASE_SCHEDULING,
+                len(m.bound),
+                len(m.reserved) + len(placed),
+                alive - have,
+                "WaitingForGangGroup",
+                message,
+                tier,
+            )
             self._status(gs, st)
             if self._changed(gs.key, message):
                 self._event("PodGroup", gs.key, "Normal", "WaitingForGangGroup", message)
@@ -567,14 +609,20 @@ class _Cycle:
             if any(node in used for _, node, _ in holds):
                 self._clear_nominations(k for k, _, _ in holds)
                 del self.holds[gk]
-                self._event("PodGroup", gk, "Warning", "NominationLost",
-                            f"its held nodes went to higher-priority gang {gs.key}; it will choose again")
+                self._event(
+                    "PodGroup",
+                    gk,
+                    "Warning",
+                    "NominationLost",
+                    f"its held nodes went to higher-priority gang {gs.key}; it will choose again",
+                )
             else:
                 for _, node, req in holds:
                     self.ws.place(node, req)
 
-    def _nominated_fit(self, gs: GangState, pending: list[PodRecord]
-                       ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None] | None:
+    def _nominated_fit(
+        self, gs: GangState, pending: list[PodRecord]
+    ) -> tuple[list[tuple[PodRecord, str]], list[_Shortfall], int | None] | None:
         """Every pending member nominated and its nominated node now has room: that placement, else None."""
         if not pending or len({p.sclass.id for p in pending}) != 1:
             return None
@@ -600,8 +648,11 @@ class _Cycle:
         c = self.cluster
         spec = gs.spec
         assert spec is not None
-        if not pending or any(p.preemption_policy == "Never" for p in pending) or len(
-                {p.sclass.id for p in pending}) != 1:
+        if (
+            not pending
+            or any(p.preemption_policy == "Never" for p in pending)
+            or len({p.sclass.id for p in pending}) != 1
+        ):
             return False
         lowest = c.lowest_priority()
         if not c.victims_of(gs.key) and (lowest is None or lowest >= min(p.priority for p in pending)):
@@ -621,10 +672,16 @@ class _Cycle:
         mark = self.ws.begin()
         self._release_nominations(pending)
         choice = find_victims(
-            c, requests=cls.requests, count=len(pending), priority=min(p.priority for p in pending),
-            feasible=view.idx.pref.keys(), extra=self.ws.extra,
-            topology=spec.network_topology if tree is not None else None, tree=tree,
-            excluded=c.evicting.keys() | c.leaving | self.evicting_now, protected=c.protected,
+            c,
+            requests=cls.requests,
+            count=len(pending),
+            priority=min(p.priority for p in pending),
+            feasible=view.idx.pref.keys(),
+            extra=self.ws.extra,
+            topology=spec.network_topology if tree is not None else None,
+            tree=tree,
+            excluded=c.evicting.keys() | c.leaving | self.evicting_now,
+            protected=c.protected,
         )
         if choice is None:
             self.ws.rollback(mark)
@@ -640,10 +697,13 @@ class _Cycle:
         if gs.first_reserved is None and gs.key not in self.plan.first_reserved:
             self.plan.first_reserved[gs.key] = self.now  # the waiting time bounds how long it holds nodes
         label = tier_label(choice.whole_tier, c.topology.tiers if c.topology is not None else None)
-        message = (f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)} "
-                   f"for {label} placement; {len(pending)} member(s) nominated")
-        self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message,
-                                    choice.whole_tier))
+        message = (
+            f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)} "
+            f"for {label} placement; {len(pending)} member(s) nominated"
+        )
+        self._status(
+            gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message, choice.whole_tier)
+        )
         self._changed(gs.key, message)
         self._event("PodGroup", gs.key, "Normal", "Preempting", message)
         self._conditions(pending, "Preempting", message)
@@ -658,9 +718,14 @@ class _Cycle:
             note = f"{n} member(s) preempted by gang {gs.key} for {label} placement"
             self._event("PodGroup", vg, "Warning", "Preempted", note)
             vs = c.gangs.get(vg)
-            if vs is not None and all(k in gone or k in c.evicting or k in self.evicting_now for k in vs.members
-                                      if k in c.pods and c.pods[k].node_name and not c.pods[k].terminal):
-                self._status(vs, GangStatus(PHASE_PENDING, 0, 0, 0, "Preempted", f"{note}; it must reach its quorum again"))
+            if vs is not None and all(
+                k in gone or k in c.evicting or k in self.evicting_now
+                for k in vs.members
+                if k in c.pods and c.pods[k].node_name and not c.pods[k].terminal
+            ):
+                self._status(
+                    vs, GangStatus(PHASE_PENDING, 0, 0, 0, "Preempted", f"{note}; it must reach its quorum again")
+                )
         self._backoff(gs.key)
         return True
 
@@ -716,14 +781,24 @@ class _Cycle:
         missing = {r: q for r, q in spec.min_resources if free.get(r, 0) < q}
         if not missing:
             return False
-        message = (f"minResources {format_resources(dict(spec.min_resources))} exceed the cluster's free "
-                   f"capacity {format_resources({r: free.get(r, 0) for r in missing})}")
-        self._fail(gs, message, m.pending, scheduled=len(m.bound), reserved=len(m.reserved),
-                   pending=len(m.pending))
+        message = (
+            f"minResources {format_resources(dict(spec.min_resources))} exceed the cluster's free "
+            f"capacity {format_resources({r: free.get(r, 0) for r in missing})}"
+        )
+        self._fail(gs, message, m.pending, scheduled=len(m.bound), reserved=len(m.reserved), pending=len(m.pending))
         return True
 
-    def _fail(self, gs: GangState, message: str, pods: list[PodRecord], *, scheduled: int, reserved: int,
-              pending: int, phase: str = PHASE_PENDING) -> None:
+    def _fail(
+        self,
+        gs: GangState,
+        message: str,
+        pods: list[PodRecord],
+        *,
+        scheduled: int,
+        reserved: int,
+        pending: int,
+        phase: str = PHASE_PENDING,
+    ) -> None:
         self._backoff(gs.key)
         self._status(gs, GangStatus(phase, scheduled, reserved, pending, "Unschedulable", message))
         if self._changed(gs.key, message):

@@ -12,9 +12,7 @@ import re
 
 from gangsched.core.errors import InvalidField
 
-_RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$"
-)
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$")
 _ALLOWED = "must be an RFC 3339 timestamp such as 2024-05-01T12:00:00Z"
 
 

@@ -303,9 +303,7 @@ def _check_cycles(up: Mapping[str, Mapping[str, str]]) -> None:
             s = state.get(nxt, 0)
             if s == 1:
                 cycle = path[path.index(nxt) :] + [nxt]
-                raise InvalidField(
-                    up[name][nxt], nxt, "cycle in the topology: " + " -> ".join(repr(c) for c in cycle)
-                )
+                raise InvalidField(up[name][nxt], nxt, "cycle in the topology: " + " -> ".join(repr(c) for c in cycle))
             if s == 0:
                 state[nxt] = 1
                 path.append(nxt)
@@ -501,7 +499,13 @@ class _Placer:
             S, B = self.slots(G)
             partial = chunks[-1] < g
             plan = _choose(
-                kids, S[t - 1], B[t - 1], kidcap, n_items=len(chunks), partial=partial, item_pods=g,
+                kids,
+                S[t - 1],
+                B[t - 1],
+                kidcap,
+                n_items=len(chunks),
+                partial=partial,
+                item_pods=g,
                 last_pods=chunks[-1],
             )
             assert plan is not None, "aggregated slots promised a fit"
@@ -615,9 +619,7 @@ def _choose(
     return _in_rank_order(head, (last, remaining), partial)
 
 
-def _in_rank_order(
-    head: list[tuple[int, int]], last: tuple[int, int], partial: bool
-) -> list[tuple[int, int]]:
+def _in_rank_order(head: list[tuple[int, int]], last: tuple[int, int], partial: bool) -> list[tuple[int, int]]:
     plan = [(c, n) for c, n in head if n > 0]
     if partial:
         return sorted(plan) + [last]

@@ -87,8 +87,13 @@ async def operate(
     serve_probes_port: int | None = None,
 ) -> None:
     identity = identity or default_identity()
-    client = await KubeClient.connect(kubeconfig, user_agent=f"gangsched/{identity}", fence_hooks=True, qps=config.api_client.qps,
-                                      burst=config.api_client.burst)
+    client = await KubeClient.connect(
+        kubeconfig,
+        user_agent=f"gangsched/{identity}",
+        fence_hooks=True,
+        qps=config.api_client.qps,
+        burst=config.api_client.burst,
+    )
     operator = Operator(client=client, config=config, identity=identity)
     if serve_metrics:
         operator.metrics.serve(config.metrics_port)
@@ -105,11 +110,15 @@ def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: 
     config = load_config(config_path)
     if namespace:
         config = config.model_copy(update={"namespace": namespace})
-    logging.basicConfig(level=os.environ.get("GANGSCHED_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("GANGSCHED_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("kopf").setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # probes are not logged
     try:
-        asyncio.run(operate(kubeconfig=kubeconfig, config=config, serve_metrics=True, serve_probes_port=config.probe_port))
+        asyncio.run(
+            operate(kubeconfig=kubeconfig, config=config, serve_metrics=True, serve_probes_port=config.probe_port)
+        )
     except KeyboardInterrupt:
         pass
     return 0

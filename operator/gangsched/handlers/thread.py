@@ -84,8 +84,13 @@ class OperatorThread:
             self._ready.set()
 
     async def _body(self) -> None:
-        client = await KubeClient.connect(self.kubeconfig, user_agent=f"gangsched/{self.identity}", fence_hooks=True,
-                                          qps=self.config.api_client.qps, burst=self.config.api_client.burst)
+        client = await KubeClient.connect(
+            self.kubeconfig,
+            user_agent=f"gangsched/{self.identity}",
+            fence_hooks=True,
+            qps=self.config.api_client.qps,
+            burst=self.config.api_client.burst,
+        )
         try:
             self._operator = Operator(client=client, config=self.config, identity=self.identity)
             self._loop = asyncio.get_running_loop()
@@ -97,4 +102,3 @@ class OperatorThread:
             await kopf_task
         finally:
             await client.close()
-

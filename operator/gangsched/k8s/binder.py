@@ -92,7 +92,9 @@ class Binder:
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        path = resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="binding")
+        path = resource_path(
+            group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="binding"
+        )
         last = ""
         attempts = self._retry.max_attempts or 5
         for attempt in range(attempts):
@@ -120,10 +122,14 @@ class Binder:
         self.errors += 1
         return BindResult(namespace, name, node, "failed", last)
 
-    async def _reconcile_conflict(self, namespace: str, name: str, node: str, uid: str, exc: ApiError) -> BindResult | None:
+    async def _reconcile_conflict(
+        self, namespace: str, name: str, node: str, uid: str, exc: ApiError
+    ) -> BindResult | None:
         """The outcome of a 409 from the pod's current state; None: the pod is bindable, try again."""
         try:
-            pod = await self._client.get(resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name))
+            pod = await self._client.get(
+                resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name)
+            )
         except ApiError as read_exc:
             if read_exc.status == 404:
                 return BindResult(namespace, name, node, "gone", read_exc.message)
@@ -132,7 +138,9 @@ class Binder:
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         if uid and meta.get("uid") != uid:
-            return BindResult(namespace, name, node, "gone", f"the pod was re-created (uid {meta.get('uid')}, not {uid})")
+            return BindResult(
+                namespace, name, node, "gone", f"the pod was re-created (uid {meta.get('uid')}, not {uid})"
+            )
         bound_to = spec.get("nodeName")
         if bound_to == node:
             return BindResult(namespace, name, node, "already-bound")

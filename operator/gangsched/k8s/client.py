@@ -51,8 +51,17 @@ EXCERPT = 200  # characters of a non-Status body kept in an ApiError's message
 LEASES = "/apis/coordination.k8s.io/"  # leader election is never throttled behind a burst (see the docstring)
 
 __all__ = [
-    "JSON", "MERGE_PATCH", "STRATEGIC_MERGE_PATCH", "JSON_PATCH", "ApiError", "ConnectionSettings", "Credentials",
-    "KubeClient", "load_connection", "resource_path", "error_from_response",
+    "JSON",
+    "MERGE_PATCH",
+    "STRATEGIC_MERGE_PATCH",
+    "JSON_PATCH",
+    "ApiError",
+    "ConnectionSettings",
+    "Credentials",
+    "KubeClient",
+    "load_connection",
+    "resource_path",
+    "error_from_response",
 ]
 
 
@@ -110,7 +119,9 @@ def error_from_response(status: int, raw: bytes, retry_after_header: str | None 
         details: dict[str, Any] = parsed["details"] if isinstance(parsed.get("details"), dict) else {}
         if retry_after is None and isinstance(details.get("retryAfterSeconds"), int):
             retry_after = float(details["retryAfterSeconds"])
-        return ApiError(status, str(parsed.get("reason") or phrase), str(parsed.get("message") or ""), retry_after=retry_after)
+        return ApiError(
+            status, str(parsed.get("reason") or phrase), str(parsed.get("message") or ""), retry_after=retry_after
+        )
     return ApiError(status, phrase, _excerpt(raw), retry_after=retry_after)
 
 
@@ -237,7 +248,9 @@ class KubeClient:
         data = orjson.dumps(body) if body is not None else None
         retrier = self.retrier(retry)
         try:
-            return await retrier.call(lambda: self._authorized(method, path, params, data, content_type, timeout, before_send))
+            return await retrier.call(
+                lambda: self._authorized(method, path, params, data, content_type, timeout, before_send)
+            )
         finally:
             self.retries += retrier.retries
 
@@ -258,7 +271,9 @@ class KubeClient:
         except ApiError as exc:
             if exc.status != 401 or not await self.credentials.refresh(auth):
                 raise
-        return await self._once(method, path, params, data, content_type, timeout, await self._authorization(), before_send)
+        return await self._once(
+            method, path, params, data, content_type, timeout, await self._authorization(), before_send
+        )
 
     async def _authorization(self) -> str | None:
         try:
@@ -293,7 +308,9 @@ class KubeClient:
                 headers=headers,
                 timeout=aiohttp.ClientTimeout(total=timeout),
                 **self._extra,
-                trace_request_ctx={"before_send": before_send} if before_send is not None and self._fence_hooks else None,
+                trace_request_ctx={"before_send": before_send}
+                if before_send is not None and self._fence_hooks
+                else None,
             ) as response:
                 raw = await response.read()
                 status = response.status
@@ -309,9 +326,13 @@ class KubeClient:
         try:
             parsed = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            raise ApiError(status, "InvalidResponse", f"{method} {path}: the body is not JSON: {_excerpt(raw)}") from None
+            raise ApiError(
+                status, "InvalidResponse", f"{method} {path}: the body is not JSON: {_excerpt(raw)}"
+            ) from None
         if not isinstance(parsed, dict):
-            raise ApiError(status, "InvalidResponse", f"{method} {path}: the body is not a JSON object: {_excerpt(raw)}")
+            raise ApiError(
+                status, "InvalidResponse", f"{method} {path}: the body is not a JSON object: {_excerpt(raw)}"
+            )
         return parsed
 
     async def get(self, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -329,7 +350,9 @@ class KubeClient:
     async def delete(self, path: str, **kwargs: Any) -> dict[str, Any]:
         return await self.request("DELETE", path, **kwargs)
 
-    async def list_all(self, path: str, *, params: Mapping[str, str] | None = None, page: int = 5000) -> tuple[list[Any], str]:
+    async def list_all(
+        self, path: str, *, params: Mapping[str, str] | None = None, page: int = 5000
+    ) -> tuple[list[Any], str]:
         """Every item of a collection, page by page; returns (items, resourceVersion of the list)."""
         items: list[Any] = []
         query = dict(params or {})
@@ -374,7 +397,9 @@ class KubeClient:
                 ) as response:
                     self._count("WATCH", str(response.status))
                     if response.status >= 300:
-                        error = error_from_response(response.status, await response.read(), response.headers.get("Retry-After"))
+                        error = error_from_response(
+                            response.status, await response.read(), response.headers.get("Retry-After")
+                        )
                         if response.status == 401 and attempt == 1 and await self.credentials.refresh(auth):
                             auth = await self._authorization()
                             continue
@@ -398,13 +423,23 @@ class KubeClient:
                 try:
                     event = orjson.loads(line)
                 except orjson.JSONDecodeError:
-                    raise ApiError(response.status, "InvalidResponse", f"watch {path}: a line is not JSON: {_excerpt(line)}") from None
+                    raise ApiError(
+                        response.status, "InvalidResponse", f"watch {path}: a line is not JSON: {_excerpt(line)}"
+                    ) from None
                 if not isinstance(event, dict):
-                    raise ApiError(response.status, "InvalidResponse", f"watch {path}: a line is not a watch event: {_excerpt(line)}")
+                    raise ApiError(
+                        response.status,
+                        "InvalidResponse",
+                        f"watch {path}: a line is not a watch event: {_excerpt(line)}",
+                    )
                 kind = event.get("type", "")
                 obj = event.get("object") or {}
                 if kind == "ERROR":
                     raise ApiError(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
                 yield kind, obj
         if buffer.strip():
-            raise ApiError(response.status, "InvalidResponse", f"watch {path}: the stream ended inside an event: {_excerpt(buffer)}")
+            raise ApiError(
+                response.status,
+                "InvalidResponse",
+                f"watch {path}: the stream ended inside an event: {_excerpt(buffer)}",
+            )

@@ -109,7 +109,9 @@ class FileTokenSource:
     """A bearer token read from a file, re-read when the file changes and at least every `period` - `leeway`
     seconds (client-go transport.NewCachedFileTokenSource); a failed read keeps the last good token."""
 
-    def __init__(self, path: str, *, period: float = TOKEN_PERIOD, leeway: float = TOKEN_LEEWAY, clock: Clock = time.time) -> None:
+    def __init__(
+        self, path: str, *, period: float = TOKEN_PERIOD, leeway: float = TOKEN_LEEWAY, clock: Clock = time.time
+    ) -> None:
         self.path = path
         self._period = period
         self._leeway = leeway
@@ -214,20 +216,32 @@ class ExecTokenSource:
         env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
         try:
             proc = await asyncio.create_subprocess_exec(
-                self.command, *self.args, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                self.command,
+                *self.args,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
             out, err = await proc.communicate()
         except OSError as exc:
             raise CredentialError(f"exec plugin {self.command}: cannot run ({exc.strerror})") from None
         self.runs += 1
         if proc.returncode != 0:
-            raise CredentialError(f"exec plugin {self.command}: exit code {proc.returncode}: {err.decode(errors='replace')[:200]}")
+            raise CredentialError(
+                f"exec plugin {self.command}: exit code {proc.returncode}: {err.decode(errors='replace')[:200]}"
+            )
         try:
             cred = json.loads(out)
         except ValueError:
-            raise CredentialError(f"exec plugin {self.command}: output is not an ExecCredential (JSON): {out[:200]!r}") from None
-        if not isinstance(cred, dict) or cred.get("kind") != "ExecCredential" or cred.get("apiVersion") != self.api_version:
+            raise CredentialError(
+                f"exec plugin {self.command}: output is not an ExecCredential (JSON): {out[:200]!r}"
+            ) from None
+        if (
+            not isinstance(cred, dict)
+            or cred.get("kind") != "ExecCredential"
+            or cred.get("apiVersion") != self.api_version
+        ):
             raise CredentialError(f"exec plugin {self.command}: expected an ExecCredential of {self.api_version}")
         status = cred.get("status") or {}
         token = status.get("token")
@@ -265,14 +279,18 @@ class OidcTokenSource:
     then a new one from the issuer's token endpoint (OpenID discovery, then the refresh_token grant with the
     client's id and secret). The refreshed tokens are kept in memory (kubectl also writes them back to the file)."""
 
-    def __init__(self, config: Mapping[str, Any], *, base_dir: str = ".", leeway: float = TOKEN_LEEWAY, clock: Clock = time.time) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], *, base_dir: str = ".", leeway: float = TOKEN_LEEWAY, clock: Clock = time.time
+    ) -> None:
         self._config = dict(config)
         for key in ("idp-issuer-url", "client-id"):
             if not self._config.get(key):
                 raise CredentialError(f"kubeconfig auth-provider oidc: config.{key} is required")
         self._ca = _file(self._config, "idp-certificate-authority", base_dir)
         if self._config.get("idp-certificate-authority-data"):
-            self._ca = _data_file(str(self._config["idp-certificate-authority-data"]), "auth-provider oidc idp-certificate-authority-data")
+            self._ca = _data_file(
+                str(self._config["idp-certificate-authority-data"]), "auth-provider oidc idp-certificate-authority-data"
+            )
         self._leeway = leeway
         self._clock = clock
         self._forced = False
@@ -296,12 +314,18 @@ class OidcTokenSource:
     async def _refresh(self) -> None:
         refresh_token = self._config.get("refresh-token")
         if not refresh_token:
-            raise CredentialError("kubeconfig auth-provider oidc: the id-token is missing or expired and there is no refresh-token")
+            raise CredentialError(
+                "kubeconfig auth-provider oidc: the id-token is missing or expired and there is no refresh-token"
+            )
         issuer = str(self._config["idp-issuer-url"]).rstrip("/")
         ssl_ctx: ssl.SSLContext | bool = ssl.create_default_context(cafile=self._ca) if self._ca else True
-        basic = base64.b64encode(f"{self._config['client-id']}:{self._config.get('client-secret') or ''}".encode()).decode()
+        basic = base64.b64encode(
+            f"{self._config['client-id']}:{self._config.get('client-secret') or ''}".encode()
+        ).decode()
         try:
-            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl_ctx), timeout=aiohttp.ClientTimeout(total=30)) as http:
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=ssl_ctx), timeout=aiohttp.ClientTimeout(total=30)
+            ) as http:
                 async with http.get(f"{issuer}/.well-known/openid-configuration") as resp:
                     resp.raise_for_status()
                     endpoint = (await resp.json(content_type=None))["token_endpoint"]
@@ -333,7 +357,9 @@ class Credentials:
 
     def __init__(self, settings: ConnectionSettings, auth: AuthSource | None = None) -> None:
         self.settings = settings
-        self.auth: AuthSource = auth if auth is not None else StaticAuth(f"Bearer {settings.token}" if settings.token else None)
+        self.auth: AuthSource = (
+            auth if auth is not None else StaticAuth(f"Bearer {settings.token}" if settings.token else None)
+        )
         self._refresh_lock = asyncio.Lock()
         self.refreshes = 0
 
@@ -371,7 +397,9 @@ class Credentials:
             "private_key_path": s.key_path,
             "default_namespace": s.default_namespace,
             "proxy_url": s.proxy_url,
-            "expiration": dt.datetime.fromtimestamp(expiry - TOKEN_LEEWAY, dt.timezone.utc) if expiry is not None else None,
+            "expiration": dt.datetime.fromtimestamp(expiry - TOKEN_LEEWAY, dt.timezone.utc)
+            if expiry is not None
+            else None,
         }
         if scheme == "Basic":
             user, _, password = base64.b64decode(secret).decode().partition(":")
@@ -495,13 +523,17 @@ def credentials_from_kubeconfig(
         raise CredentialError(f"kubeconfig cluster {cluster_name!r}: server {server!r} must be an http(s):// URL")
     proxy = cluster.get("proxy-url")
     if proxy and not str(proxy).startswith(("http://", "https://")):
-        raise CredentialError(f"kubeconfig cluster {cluster_name!r}: proxy-url {proxy!r}: only http:// and https:// proxies are supported")
+        raise CredentialError(
+            f"kubeconfig cluster {cluster_name!r}: proxy-url {proxy!r}: only http:// and https:// proxies are supported"
+        )
     ca_data = None
     if cluster.get("certificate-authority-data"):
         try:
             ca_data = base64.b64decode(str(cluster["certificate-authority-data"]), validate=True).decode()
         except (ValueError, binascii.Error):
-            raise CredentialError(f"kubeconfig cluster {cluster_name!r}: certificate-authority-data is not valid base64") from None
+            raise CredentialError(
+                f"kubeconfig cluster {cluster_name!r}: certificate-authority-data is not valid base64"
+            ) from None
     cert_path = _file(user, "client-certificate", ubase)
     key_path = _file(user, "client-key", ubase)
     if user.get("client-certificate-data"):
@@ -524,7 +556,9 @@ def credentials_from_kubeconfig(
     if provider:
         name = (provider or {}).get("name")
         if name != "oidc":
-            raise CredentialError(f"kubeconfig user {user_name!r}: auth-provider {name!r} is not supported (only oidc; use an exec plugin)")
+            raise CredentialError(
+                f"kubeconfig user {user_name!r}: auth-provider {name!r} is not supported (only oidc; use an exec plugin)"
+            )
         auth = OidcTokenSource(provider.get("config") or {}, base_dir=ubase, clock=clock)
     elif user.get("exec"):
         auth = ExecTokenSource(user["exec"], base_dir=ubase, clock=clock, environ=environ)
@@ -559,7 +593,9 @@ def credentials_in_cluster(
     ns_file = Path(account_dir, "namespace")
     namespace = ns_file.read_text().strip() if ns_file.exists() else None
     ca = os.path.join(account_dir, "ca.crt")
-    settings = ConnectionSettings(server=f"https://{host}:{port}", ca_path=ca if os.path.exists(ca) else None, default_namespace=namespace)
+    settings = ConnectionSettings(
+        server=f"https://{host}:{port}", ca_path=ca if os.path.exists(ca) else None, default_namespace=namespace
+    )
     return Credentials(settings, token)
 
 
@@ -586,7 +622,9 @@ async def load_credentials(
         if isinstance(auth, ExecTokenSource):  # a plugin may hand out a client certificate instead of a token
             await auth.header()
             if auth.cert_data and auth.key_data:
-                creds.settings = replace(creds.settings, cert_path=_pem_file(auth.cert_data), key_path=_pem_file(auth.key_data))
+                creds.settings = replace(
+                    creds.settings, cert_path=_pem_file(auth.cert_data), key_path=_pem_file(auth.key_data)
+                )
         return creds
     if kubeconfig:
         raise CredentialError(f"--kubeconfig {kubeconfig}: no such file")
@@ -602,7 +640,17 @@ def _pem_file(pem: str) -> str:
 
 
 __all__ = [
-    "AuthSource", "ConnectionSettings", "CredentialError", "Credentials", "ExecTokenSource", "FileTokenSource",
-    "OidcTokenSource", "StaticAuth", "credentials_from_kubeconfig", "credentials_in_cluster", "jwt_expiry",
-    "load_credentials", "merge_kubeconfigs",
+    "AuthSource",
+    "ConnectionSettings",
+    "CredentialError",
+    "Credentials",
+    "ExecTokenSource",
+    "FileTokenSource",
+    "OidcTokenSource",
+    "StaticAuth",
+    "credentials_from_kubeconfig",
+    "credentials_in_cluster",
+    "jwt_expiry",
+    "load_credentials",
+    "merge_kubeconfigs",
 ]

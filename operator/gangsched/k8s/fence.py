@@ -59,8 +59,16 @@ class FencedClient(KubeClient):
         before_send: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         if method == "GET":
-            return await self._inner.request(method, path, params=params, body=body, content_type=content_type,
-                                             timeout=timeout, retry=retry, before_send=before_send)
+            return await self._inner.request(
+                method,
+                path,
+                params=params,
+                body=body,
+                content_type=content_type,
+                timeout=timeout,
+                retry=retry,
+                before_send=before_send,
+            )
 
         def check() -> None:
             if not self._may_write():
@@ -72,8 +80,16 @@ class FencedClient(KubeClient):
         check()  # refused at once, without even waiting for a connection
         # ...and again once the connection is in hand, right before the request is written: a replica frozen
         # while it waited for a connection finds its Lease too old when it resumes and sends nothing
-        return await self._inner.request(method, path, params=params, body=body, content_type=content_type,
-                                         timeout=timeout, retry=retry, before_send=check)
+        return await self._inner.request(
+            method,
+            path,
+            params=params,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+            retry=retry,
+            before_send=check,
+        )
 
     async def watch(
         self,
@@ -83,5 +99,7 @@ class FencedClient(KubeClient):
         params: Mapping[str, str] | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        async for item in self._inner.watch(path, resource_version=resource_version, params=params, timeout_seconds=timeout_seconds):
+        async for item in self._inner.watch(
+            path, resource_version=resource_version, params=params, timeout_seconds=timeout_seconds
+        ):
             yield item

@@ -117,7 +117,9 @@ class LeaderElector:
         self.on_started_leading: list[Callable[[], None]] = []
         self.on_stopped_leading: list[Callable[[], None]] = []
         self.transitions = 0
-        self._path = resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=namespace, name=name)
+        self._path = resource_path(
+            group="coordination.k8s.io", version="v1", plural="leases", namespace=namespace, name=name
+        )
 
     @property
     def path(self) -> str:
@@ -171,7 +173,11 @@ class LeaderElector:
         """One attempt to acquire or renew, bounded by the renew deadline while leading; returns success."""
         started = self.clock.monotonic()
         leader = self.is_leader
-        budget = self.renew_deadline - (started - self._renewed_at) if leader and self._renewed_at is not None else self.renew_deadline
+        budget = (
+            self.renew_deadline - (started - self._renewed_at)
+            if leader and self._renewed_at is not None
+            else self.renew_deadline
+        )
         try:
             async with asyncio.timeout(max(budget, 0.001)):  # not wait_for: it may swallow a cancel (Python 3.11)
                 ok = await self.try_acquire_or_renew()
@@ -195,12 +201,16 @@ class LeaderElector:
     def _report(self, exc: ApiError) -> None:
         problem = None
         if exc.status == 404 and "namespaces" in exc.message:
-            problem = (f"leader election: namespace {self.namespace} does not exist ({exc.message}): create it, "
-                       f"e.g. kubectl apply -f manifests/namespace.yaml")
+            problem = (
+                f"leader election: namespace {self.namespace} does not exist ({exc.message}): create it, "
+                f"e.g. kubectl apply -f manifests/namespace.yaml"
+            )
         elif exc.status in (401, 403):
-            problem = (f"leader election: not allowed to use Lease {self.namespace}/{self.name} ({exc.message}): grant "
-                       f"get/update (and create) on leases in {self.namespace} to this ServiceAccount, "
-                       f"e.g. kubectl apply -f manifests/rbac.yaml")
+            problem = (
+                f"leader election: not allowed to use Lease {self.namespace}/{self.name} ({exc.message}): grant "
+                f"get/update (and create) on leases in {self.namespace} to this ServiceAccount, "
+                f"e.g. kubectl apply -f manifests/rbac.yaml"
+            )
         if problem is None:
             log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
         elif problem != self.problem:
@@ -265,7 +275,10 @@ class LeaderElector:
             if exc.status == 409:
                 return False
             raise
-        self._observed, self._observed_at = _observe(written.get("spec") or spec, self.lease_duration), self.clock.monotonic()
+        self._observed, self._observed_at = (
+            _observe(written.get("spec") or spec, self.lease_duration),
+            self.clock.monotonic(),
+        )
         return True
 
     async def _create(self, now: str) -> bool:
@@ -276,10 +289,16 @@ class LeaderElector:
             "renewTime": now,
             "leaseTransitions": 0,
         }
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": self.name, "namespace": self.namespace}, "spec": spec}
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": spec,
+        }
         try:
             await self._client.create(
-                resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=self.namespace), body,
+                resource_path(group="coordination.k8s.io", version="v1", plural="leases", namespace=self.namespace),
+                body,
                 retry=NO_RETRY,
             )
         except ApiError as exc:

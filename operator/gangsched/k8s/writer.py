@@ -252,7 +252,9 @@ class EventAggregator:
     """client-go events_cache.go EventAggregator: counts the distinct messages of similar events (same object, type
     and reason) within `window` seconds; from the `max_similar`th on, the event is folded into one aggregate event."""
 
-    def __init__(self, *, max_similar: int = MAX_SIMILAR, window: float = SIMILAR_WINDOW, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self, *, max_similar: int = MAX_SIMILAR, window: float = SIMILAR_WINDOW, clock: Clock = time.monotonic
+    ) -> None:
         self._max = max_similar
         self._window = window
         self._clock = clock
@@ -386,7 +388,11 @@ class EventRecorder:
                 name, ns, count = seen
                 path = resource_path(group="", version="v1", plural="events", namespace=ns, name=name)
                 try:
-                    await self._client.patch(path, {"count": count + item.count, "lastTimestamp": now, "message": item.message}, retry=NO_RETRY)
+                    await self._client.patch(
+                        path,
+                        {"count": count + item.count, "lastTimestamp": now, "message": item.message},
+                        retry=NO_RETRY,
+                    )
                     self.patches += 1
                     self._seen[dedup] = (name, ns, count + item.count)
                     return
@@ -429,7 +435,14 @@ class EventRecorder:
             item.tries += 1
             if item.tries >= MAX_TRIES or (not exc.transient and exc.status != 401):
                 self.dropped += 1
-                log.warning("could not record event %s on %s/%s (%d tries): %s", item.reason, namespace, ref.name, item.tries, exc)
+                log.warning(
+                    "could not record event %s on %s/%s (%d tries): %s",
+                    item.reason,
+                    namespace,
+                    ref.name,
+                    item.tries,
+                    exc,
+                )
                 return
             queued = self._queue.get(dedup)  # requeue, with repeats recorded meanwhile merged in
             if queued is not None:

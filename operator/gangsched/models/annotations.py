@@ -115,8 +115,19 @@ def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, An
             min_raw = labels.get(min_key)
     total, wait = annotations.get(keys.KOORD_TOTAL_NUMBER), annotations.get(keys.KOORD_WAITING_TIME)
     mode, groups = annotations.get(keys.KOORD_MODE), annotations.get(keys.KOORD_GROUPS)
-    topo = (annotations.get(keys.TOPOLOGY_MODE), annotations.get(keys.TOPOLOGY_HIGHEST_TIER), annotations.get(keys.TOPOLOGY_GROUP_SIZE))
-    if min_raw is None and total is None and wait is None and mode is None and groups is None and topo == (None, None, None):
+    topo = (
+        annotations.get(keys.TOPOLOGY_MODE),
+        annotations.get(keys.TOPOLOGY_HIGHEST_TIER),
+        annotations.get(keys.TOPOLOGY_GROUP_SIZE),
+    )
+    if (
+        min_raw is None
+        and total is None
+        and wait is None
+        and mode is None
+        and groups is None
+        and topo == (None, None, None)
+    ):
         return None
     return (min_key, min_raw, total, wait, mode, groups, *topo)
 

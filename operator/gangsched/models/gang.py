@@ -115,9 +115,7 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
     return PodGang(namespace=namespace, name=name, role=role, spec=spec, overrides=overrides, declared_by=declared_by)
 
 
-def _declared(
-    namespace: str, name: str, raw: RawAnnotations
-) -> tuple[tuple[tuple[str, Any], ...], GangSpec | None]:
+def _declared(namespace: str, name: str, raw: RawAnnotations) -> tuple[tuple[tuple[str, Any], ...], GangSpec | None]:
     overrides = parse_raw(namespace, name, raw)
     fields = dict(overrides)
     if "min_member" not in fields:

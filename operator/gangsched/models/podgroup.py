@@ -140,7 +140,9 @@ def _allowed(error: Any) -> str:
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind in ("greater_than_equal", "less_than_equal") or kind.startswith("int"):
         low = ctx.get("ge")
-        return f"must be an integer >= {low}" if low is not None else f"must be an integer <= {ctx.get('le', INT32_MAX)}"
+        return (
+            f"must be an integer >= {low}" if low is not None else f"must be an integer <= {ctx.get('le', INT32_MAX)}"
+        )
     if kind in ("literal_error", "enum"):
         return "one of " + str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
     return {
@@ -202,7 +204,9 @@ def podgroup_spec_from_api(obj: dict[str, Any]) -> GangSpec:
     own = gang_key(namespace, name)
     spec = parse_spec(obj.get("spec"))
     if spec.total_member is not None and spec.total_member < spec.min_member:
-        raise InvalidField("spec.totalMember", spec.total_member, f"must be an integer >= spec.minMember ({spec.min_member})")
+        raise InvalidField(
+            "spec.totalMember", spec.total_member, f"must be an integer >= spec.minMember ({spec.min_member})"
+        )
     topology = None
     if spec.network_topology is not None:
         nt = spec.network_topology

@@ -60,7 +60,9 @@ def domains_from_json(doc: Any, *, field: str = TOPOLOGY_KEY) -> list[Domain]:
             raise InvalidField(where, _short(entry), 'must be an object {"layer", "name", "parents", "children"}')
         unknown = sorted(set(entry) - set(_KEYS))
         if unknown:
-            raise InvalidField(f"{where}.{unknown[0]}", _short(entry[unknown[0]]), f"unknown key: allowed {list(_KEYS)}")
+            raise InvalidField(
+                f"{where}.{unknown[0]}", _short(entry[unknown[0]]), f"unknown key: allowed {list(_KEYS)}"
+            )
         if "layer" not in entry:
             raise InvalidField(f"{where}.layer", None, "is required: an integer >= 1 (1 is the lowest tier)")
         layer = entry["layer"]

@@ -17,7 +17,15 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+    start_http_server,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -32,7 +40,11 @@ class _RequestCounts:
         self._counts = counts
 
     def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily("gangsched_api_requests", "API requests sent, by verb and HTTP code (code 'error': no answer)", labels=["verb", "code"])
+        family = CounterMetricFamily(
+            "gangsched_api_requests",
+            "API requests sent, by verb and HTTP code (code 'error': no answer)",
+            labels=["verb", "code"],
+        )
         for (verb, code), count in sorted(dict(self._counts).items()):  # a copy: scraped from another thread
             family.add_metric([verb, code], count)
         yield family
@@ -67,26 +79,68 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 600, 1800),
             registry=self.registry,
         )
-        self.pending_gangs = Gauge("gangsched_pending_gangs", "Gangs with members waiting to be scheduled", registry=self.registry)
+        self.pending_gangs = Gauge(
+            "gangsched_pending_gangs", "Gangs with members waiting to be scheduled", registry=self.registry
+        )
         self.bind_errors = Counter("gangsched_bind_errors_total", "Bindings that failed", registry=self.registry)
         self.bound_pods = Counter("gangsched_bound_pods_total", "Pods bound by gangsched", registry=self.registry)
-        self.preemptions = Counter("gangsched_evictions_total", "Victim pods evicted for preemptors", registry=self.registry)
+        self.preemptions = Counter(
+            "gangsched_evictions_total", "Victim pods evicted for preemptors", registry=self.registry
+        )
         ProcessCollector(registry=self.registry)
 
     def attach(self, op: Operator) -> None:
         def read() -> list[tuple[str, str, str, float]]:
             reflector = op.pod_reflector
             return [
-                ("gauge", "gangsched_leader", "1 while this replica holds the Lease (what /readyz says)", float(op.holds_lease())),
-                ("gauge", "gangsched_seconds_since_last_cycle", "Seconds since the scheduling loop last completed a round",
-                 max(0.0, time.monotonic() - op.last_cycle_at)),
-                ("counter", "gangsched_watch_restarts", "Watch requests resumed after one ended", float(reflector.watch_restarts)),
-                ("counter", "gangsched_relists", "Full relists after a watch expired or failed", float(reflector.relists)),
-                ("counter", "gangsched_dropped_events", "Kubernetes events dropped (recorder backlog full)",
-                 float(op._dropped_before + op.events.dropped)),
-                ("counter", "gangsched_cache_errors", "Watch events the cache could not take", float(reflector.sink_errors)),
-                ("counter", "gangsched_task_restarts", "Supervised tasks restarted after an unexpected end", float(op.supervisor.restarts)),
-                ("counter", "gangsched_fenced_writes", "Writes not sent because the Lease was not fresh", float(op.api.refused)),
+                (
+                    "gauge",
+                    "gangsched_leader",
+                    "1 while this replica holds the Lease (what /readyz says)",
+                    float(op.holds_lease()),
+                ),
+                (
+                    "gauge",
+                    "gangsched_seconds_since_last_cycle",
+                    "Seconds since the scheduling loop last completed a round",
+                    max(0.0, time.monotonic() - op.last_cycle_at),
+                ),
+                (
+                    "counter",
+                    "gangsched_watch_restarts",
+                    "Watch requests resumed after one ended",
+                    float(reflector.watch_restarts),
+                ),
+                (
+                    "counter",
+                    "gangsched_relists",
+                    "Full relists after a watch expired or failed",
+                    float(reflector.relists),
+                ),
+                (
+                    "counter",
+                    "gangsched_dropped_events",
+                    "Kubernetes events dropped (recorder backlog full)",
+                    float(op._dropped_before + op.events.dropped),
+                ),
+                (
+                    "counter",
+                    "gangsched_cache_errors",
+                    "Watch events the cache could not take",
+                    float(reflector.sink_errors),
+                ),
+                (
+                    "counter",
+                    "gangsched_task_restarts",
+                    "Supervised tasks restarted after an unexpected end",
+                    float(op.supervisor.restarts),
+                ),
+                (
+                    "counter",
+                    "gangsched_fenced_writes",
+                    "Writes not sent because the Lease was not fresh",
+                    float(op.api.refused),
+                ),
                 ("counter", "gangsched_rebuilds", "State rebuilds after losing leadership", float(op.rebuilds)),
             ]
 

@@ -60,8 +60,11 @@ from gangsched.state.cache import ClusterCache
 
 log = logging.getLogger(__name__)
 
+
 def pod_path(namespace: str, name: str, *, status: bool = False) -> str:
-    return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status" if status else None)
+    return resource_path(
+        group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status" if status else None
+    )
 
 
 class Operator:
@@ -123,21 +126,39 @@ class Operator:
         self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self._on_pod_list, on_event=self._on_pod_event)
         # the topology ConfigMap, watched by name (not through Kopf, which would watch every ConfigMap)
         path, params = TopologySource.watch_target(namespace=config.namespace, config=config.topology)
-        self.topology_reflector = Reflector(client, path, params=params, on_list=self._on_topology_list,
-                                            on_event=self._on_topology_event)
+        self.topology_reflector = Reflector(
+            client, path, params=params, on_list=self._on_topology_list, on_event=self._on_topology_event
+        )
         self._build()
         self.metrics.attach(self)
 
     def _build(self) -> None:
         """The leader's working state, fresh: a follower's (or a new leader's) view of the cluster."""
-        self.cache = ClusterCache(scheduler_name=self.config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status)
+        self.cache = ClusterCache(
+            scheduler_name=self.config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status
+        )
         self.binder = Binder(self.api, concurrency=self.config.bind_concurrency)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
         self.writer = PatchWriter(self.api, defer_to=self.binder.idle)
-        self.events = EventRecorder(self.api, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle)
-        self.podgroups = PodGroupReporter(client=self.api, cache=self.cache, writer=self.writer, create_for_annotation_gangs=self.config.create_pod_groups_for_annotation_gangs)
-        self.topology = TopologySource(client=self.api, cache=self.cache, events=self.events, namespace=self.config.namespace, config=self.config.topology)
-        self.preemptions = Preemptions(client=self.api, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake)
+        self.events = EventRecorder(
+            self.api, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle
+        )
+        self.podgroups = PodGroupReporter(
+            client=self.api,
+            cache=self.cache,
+            writer=self.writer,
+            create_for_annotation_gangs=self.config.create_pod_groups_for_annotation_gangs,
+        )
+        self.topology = TopologySource(
+            client=self.api,
+            cache=self.cache,
+            events=self.events,
+            namespace=self.config.namespace,
+            config=self.config.topology,
+        )
+        self.preemptions = Preemptions(
+            client=self.api, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake
+        )
         self._wake = asyncio.Event()
         self._was_leader = False
 
@@ -271,7 +292,12 @@ class Operator:
 
     def health(self) -> dict[str, Any]:
         pending = sum(1 for g in self.cluster.gangs.values() if g.pending)
-        return {"ready": self.ready.is_set() and self.synced, "leader": self.holds_lease(), "pendingGangs": pending, "cycles": self.cycles}
+        return {
+            "ready": self.ready.is_set() and self.synced,
+            "leader": self.holds_lease(),
+            "pendingGangs": pending,
+            "cycles": self.cycles,
+        }
 
     def liveness_problems(self, now: float | None = None) -> list[str]:
         """Why /livez should fail: a vital task down, or the loop not completing a round it owes for longer than
@@ -397,10 +423,24 @@ class Operator:
         now = now_iso()
         for cond in plan.conditions:
             ns, name = _split(cond.pod_key)
-            body = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": cond.reason, "message": cond.message, "lastTransitionTime": now}]}}
+            body = {
+                "status": {
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": cond.reason,
+                            "message": cond.message,
+                            "lastTransitionTime": now,
+                        }
+                    ]
+                }
+            }
             self.writer.patch(pod_path(ns, name, status=True), body, content_type=STRATEGIC_MERGE_PATCH)
         for event in plan.events:
-            self.events.record(self._ref(event.kind, event.namespace, event.name), event.type, event.reason, event.message)
+            self.events.record(
+                self._ref(event.kind, event.namespace, event.name), event.type, event.reason, event.message
+            )
         self.cache.dirty_gangs.update(plan.gang_status)
 
     def _ref(self, kind: str, namespace: str, name: str) -> ObjectRef:
@@ -434,8 +474,11 @@ class Operator:
         try:
             await self._bind(bindings, uids)
         except Exception:
-            log.exception("binding %d pods failed unexpectedly (%s...); requeueing them", len(bindings),
-                          ", ".join(key for key, _ in bindings[:5]))
+            log.exception(
+                "binding %d pods failed unexpectedly (%s...); requeueing them",
+                len(bindings),
+                ", ".join(key for key, _ in bindings[:5]),
+            )
             for key, _node in bindings:
                 reservation = self.cluster.reservation_of(key)
                 if reservation is not None and reservation[1]:
@@ -452,16 +495,31 @@ class Operator:
             if pod is not None and pod.gang is not None:
                 self.cache.dirty_gangs.add(pod.gang)
             if result.outcome == "bound":  # as kube-scheduler reports it
-                self.events.record(self._ref("Pod", result.namespace, result.name), "Normal", "Scheduled", f"Successfully assigned {key} to {result.node}")
+                self.events.record(
+                    self._ref("Pod", result.namespace, result.name),
+                    "Normal",
+                    "Scheduled",
+                    f"Successfully assigned {key} to {result.node}",
+                )
             return
         self.metrics.bind_errors.inc()
         self.cluster.bind_failed(key)
         if result.outcome != "gone":
-            self.events.record(self._ref("Pod", result.namespace, result.name), "Warning", "FailedBinding", f"binding to {result.node} failed: {result.message}")
+            self.events.record(
+                self._ref("Pod", result.namespace, result.name),
+                "Warning",
+                "FailedBinding",
+                f"binding to {result.node} failed: {result.message}",
+            )
 
     def _after_round(self) -> None:
         for problem in self.cache.problems:
-            self.events.record(ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid), "Warning", problem.reason, problem.message)
+            self.events.record(
+                ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid),
+                "Warning",
+                problem.reason,
+                problem.message,
+            )
         self.cache.problems.clear()
         dirty, self.cache.dirty_gangs = self.cache.dirty_gangs, set()
         self.podgroups.sync_owned(self._spawn, dirty)

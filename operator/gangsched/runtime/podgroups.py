@@ -41,7 +41,14 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def podgroup_path(namespace: str, name: str | None = None, *, status: bool = False) -> str:
-    return resource_path(group=GROUP, version=VERSION, plural=PLURAL, namespace=namespace, name=name, subresource="status" if status else None)
+    return resource_path(
+        group=GROUP,
+        version=VERSION,
+        plural=PLURAL,
+        namespace=namespace,
+        name=name,
+        subresource="status" if status else None,
+    )
 
 
 def podgroup_for(spec: GangSpec, owners: list[dict[str, str]]) -> dict[str, Any]:
@@ -74,7 +81,9 @@ def podgroup_for(spec: GangSpec, owners: list[dict[str, str]]) -> dict[str, Any]
 
 
 class PodGroupReporter:
-    def __init__(self, *, client: KubeClient, cache: ClusterCache, writer: PatchWriter, create_for_annotation_gangs: bool) -> None:
+    def __init__(
+        self, *, client: KubeClient, cache: ClusterCache, writer: PatchWriter, create_for_annotation_gangs: bool
+    ) -> None:
         self.client = client
         self.cache = cache
         self.writer = writer
@@ -83,7 +92,11 @@ class PodGroupReporter:
         self._creating: set[str] = set()
 
     def _owners(self, key: str) -> list[dict[str, str]]:
-        return [{"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid} for pod in self.cache.members(key) if pod.uid]
+        return [
+            {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
+            for pod in self.cache.members(key)
+            if pod.uid
+        ]
 
     def sync_owned(self, spawn: Spawn, gangs: set[str]) -> None:
         if not self.create_for_annotation_gangs:

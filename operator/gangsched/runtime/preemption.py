@@ -97,11 +97,15 @@ class Preemptions:
         for key in clears:
             self._nominated.discard(key)
             ns, name = _split(key)
-            self._writer.patch(self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH)
+            self._writer.patch(
+                self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH
+            )
         for key, node in plan.nominations:
             self._nominated.add(key)
             ns, name = _split(key)
-            self._writer.patch(self._status_path(ns, name), {"status": {"nominatedNodeName": node}}, content_type=MERGE_PATCH)
+            self._writer.patch(
+                self._status_path(ns, name), {"status": {"nominatedNodeName": node}}, content_type=MERGE_PATCH
+            )
         for key in plan.evictions:
             task = asyncio.create_task(self._evict(key), name=f"gangsched-evict-{key}")
             self._tasks.add(task)
@@ -111,11 +115,15 @@ class Preemptions:
         for key in pod_keys:
             self._nominated.discard(key)
             ns, name = _split(key)
-            self._writer.patch(self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH)
+            self._writer.patch(
+                self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH
+            )
 
     @staticmethod
     def _status_path(namespace: str, name: str) -> str:
-        return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status")
+        return resource_path(
+            group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status"
+        )
 
     def _waiting(self, key: str) -> bool:
         """The core still waits for this victim to go (it is a victim of some preemptor, not given up). A victim
@@ -150,7 +158,9 @@ class Preemptions:
             retry_after: float | None = None
             try:
                 self.requests += 1
-                await self._client.create(path, body, retry=NO_RETRY)  # this loop decides: backoff, Retry-After, cool-down
+                await self._client.create(
+                    path, body, retry=NO_RETRY
+                )  # this loop decides: backoff, Retry-After, cool-down
                 self.evicted += 1
                 self._cooldown.pop(key, None)
                 return
@@ -187,8 +197,12 @@ class Preemptions:
         log.info("eviction of %s refused after %d attempt(s): %s", key, attempt, message)
         self._cache.cluster.eviction_failed(key)
         pod = self._cache.cluster.pods.get(key)
-        self._events.record(ObjectRef("Pod", "v1", ns, name, pod.uid if pod else ""), "Warning", "EvictionRefused",
-                            f"preemption could not evict it: {message}; the scheduler chooses again")
+        self._events.record(
+            ObjectRef("Pod", "v1", ns, name, pod.uid if pod else ""),
+            "Warning",
+            "EvictionRefused",
+            f"preemption could not evict it: {message}; the scheduler chooses again",
+        )
         self._wake()
 
     async def drain(self) -> None:

@@ -79,8 +79,13 @@ class Supervisor:
                 raise
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
-                log.exception("task %s failed (%d in a row, %d restarts so far): %s; restarting",
-                              entry.name, entry.failures_in_a_row + 1, entry.restarts, error)
+                log.exception(
+                    "task %s failed (%d in a row, %d restarts so far): %s; restarting",
+                    entry.name,
+                    entry.failures_in_a_row + 1,
+                    entry.restarts,
+                    error,
+                )
             entry.up = False
             entry.last_error = error
             if self._clock() - started >= self.healthy_after:
@@ -92,7 +97,9 @@ class Supervisor:
             self.restarts += 1
 
     def down(self) -> list[str]:
-        return [e.name for e in self._tasks.values() if e.vital and (not e.up or (e.task is not None and e.task.done()))]
+        return [
+            e.name for e in self._tasks.values() if e.vital and (not e.up or (e.task is not None and e.task.done()))
+        ]
 
     def status(self) -> dict[str, dict[str, Any]]:
         return {e.name: {"up": e.up, "restarts": e.restarts, "lastError": e.last_error} for e in self._tasks.values()}

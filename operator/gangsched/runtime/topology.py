@@ -31,7 +31,9 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 
 
 class TopologySource:
-    def __init__(self, *, client: KubeClient, cache: ClusterCache, events: EventRecorder, namespace: str, config: TopologyConfig) -> None:
+    def __init__(
+        self, *, client: KubeClient, cache: ClusterCache, events: EventRecorder, namespace: str, config: TopologyConfig
+    ) -> None:
         self.client = client
         self.cache = cache
         self.events = events
@@ -42,7 +44,9 @@ class TopologySource:
 
     @property
     def path(self) -> str:
-        return resource_path(group="", version="v1", plural="configmaps", namespace=self.namespace, name=self.config.config_map_name)
+        return resource_path(
+            group="", version="v1", plural="configmaps", namespace=self.namespace, name=self.config.config_map_name
+        )
 
     def is_configmap(self, *, namespace: str | None, name: str | None) -> bool:
         return namespace == self.namespace and name == self.config.config_map_name
@@ -55,8 +59,13 @@ class TopologySource:
 
     def on_list(self, items: list[dict[str, Any]]) -> None:
         """A (re)list: the ConfigMap as it is now, or its absence (deleted while nobody watched)."""
-        mine = [obj for obj in items if self.is_configmap(namespace=(obj.get("metadata") or {}).get("namespace"),
-                                                          name=(obj.get("metadata") or {}).get("name"))]
+        mine = [
+            obj
+            for obj in items
+            if self.is_configmap(
+                namespace=(obj.get("metadata") or {}).get("namespace"), name=(obj.get("metadata") or {}).get("name")
+            )
+        ]
         if mine:
             self.on_configmap(None, mine[0])
         else:
@@ -109,11 +118,17 @@ class TopologySource:
         body = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": self.config.config_map_name, "namespace": self.namespace, "labels": {MANAGED_BY: "gangsched"}},
+            "metadata": {
+                "name": self.config.config_map_name,
+                "namespace": self.namespace,
+                "labels": {MANAGED_BY: "gangsched"},
+            },
             "data": {self.config.key: text},
         }
         try:
-            await self.client.create(resource_path(group="", version="v1", plural="configmaps", namespace=self.namespace), body)
+            await self.client.create(
+                resource_path(group="", version="v1", plural="configmaps", namespace=self.namespace), body
+            )
         except ApiError as exc:
             if exc.status != 409:
                 log.warning("writing the topology ConfigMap: %s", exc)

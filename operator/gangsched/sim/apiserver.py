@@ -40,11 +40,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-from collections import Counter
 import datetime
 import re
 import socket
 import struct
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +190,10 @@ class ApiServer:
         self.authenticator = Authenticator(self.store)
         self.authorizer = rbac.RbacAuthorizer(self.store)
         self.auth_endpoints = AuthEndpoints(
-            registry=self.registry, authenticator=self.authenticator, authorizer=self.authorizer, enforcing=auth,
+            registry=self.registry,
+            authenticator=self.authenticator,
+            authorizer=self.authorizer,
+            enforcing=auth,
             read_body=self._body,
         )
         for obj in rbac.BOOTSTRAP_OBJECTS:
@@ -347,10 +350,16 @@ class ApiServer:
 
     async def _group_dispatch(self, request: web.Request) -> web.StreamResponse:
         if self.faults.active:
-            return await self._with_faults(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
-        return await self._dispatch(request, request.match_info["group"], request.match_info["version"], request.match_info["tail"])
+            return await self._with_faults(
+                request, request.match_info["group"], request.match_info["version"], request.match_info["tail"]
+            )
+        return await self._dispatch(
+            request, request.match_info["group"], request.match_info["version"], request.match_info["tail"]
+        )
 
-    def _route(self, group: str, version: str, tail: str) -> tuple[ResourceType, str | None, str | None, str | None, bool]:
+    def _route(
+        self, group: str, version: str, tail: str
+    ) -> tuple[ResourceType, str | None, str | None, str | None, bool]:
         """(type, namespace, name, subresource, legacy-watch) of a resource path, or 404."""
         parts = [p for p in tail.split("/") if p]
         watch = False
@@ -390,7 +399,9 @@ class ApiServer:
                         self.faults.set_record(bool(doc["record"]))
                     doc = doc.get("rules") or []
                 if not isinstance(doc, list):
-                    raise FaultSpecError(f"the body must be a JSON list of fault rules or an object with 'rules', got {doc!r}")
+                    raise FaultSpecError(
+                        f"the body must be a JSON list of fault rules or an object with 'rules', got {doc!r}"
+                    )
                 self.faults.add([rule_from_mapping(item) for item in doc])
             except (FaultSpecError, orjson.JSONDecodeError, ValueError, TypeError) as exc:
                 return _error(st.bad_request(f"fault rules: {exc}"))
@@ -414,14 +425,25 @@ class ApiServer:
         else:
             verb = _VERBS.get(method, method.lower())
         agent = request.headers.get("User-Agent", "").split("/", 1)[0].strip()
-        info = RequestInfo(verb, rtype.plural, sub, agent, namespace, name, q.get("resourceVersion", "") or "", q.get("continue", "") or "")
+        info = RequestInfo(
+            verb,
+            rtype.plural,
+            sub,
+            agent,
+            namespace,
+            name,
+            q.get("resourceVersion", "") or "",
+            q.get("continue", "") or "",
+        )
         request[_FAULT_INFO] = info
 
         async def serve() -> web.StreamResponse:
             response = await self._dispatch(request, group, version, tail)
             if sub == "binding" and self.faults.record:
                 with contextlib.suppress(Exception):
-                    info.binding_node = str(((orjson.loads(await request.read()) or {}).get("target") or {}).get("name", ""))
+                    info.binding_node = str(
+                        ((orjson.loads(await request.read()) or {}).get("target") or {}).get("name", "")
+                    )
             return response
 
         result = await self.faults.intercept(info, serve, inconsistent_token=self._inconsistent_token)
@@ -436,7 +458,9 @@ class ApiServer:
             await response.prepare(request)
             await response.write(result.body)
             return response
-        return web.Response(body=result.body, status=result.status, headers={"Content-Type": result.content_type, **result.headers})
+        return web.Response(
+            body=result.body, status=result.status, headers={"Content-Type": result.content_type, **result.headers}
+        )
 
     @staticmethod
     def _reset_connection(request: web.Request) -> None:
@@ -574,7 +598,9 @@ class ApiServer:
             options["propagationPolicy"] = q["propagationPolicy"]
         policy = options.get("propagationPolicy")
         if policy not in (None, "Orphan", "Background", "Foreground"):
-            raise st.bad_request(f'propagationPolicy {policy!r} is not supported: allowed values: "Orphan", "Background", "Foreground"')
+            raise st.bad_request(
+                f'propagationPolicy {policy!r} is not supported: allowed values: "Orphan", "Background", "Foreground"'
+            )
         return options
 
     @staticmethod
@@ -593,7 +619,13 @@ class ApiServer:
         return "as=Table" in accept
 
     def _object(
-        self, request: web.Request, rtype: ResourceType, entry: Entry, *, status: int = 200, ctx: RequestContext | None = None
+        self,
+        request: web.Request,
+        rtype: ResourceType,
+        entry: Entry,
+        *,
+        status: int = 200,
+        ctx: RequestContext | None = None,
     ) -> web.Response:
         headers = None
         if ctx is not None and ctx.warnings:
@@ -611,7 +643,9 @@ class ApiServer:
     def _table(self, request: web.Request, rtype: ResourceType, objects: list[dict[str, Any]]) -> dict[str, Any]:
         include = request.query.get("includeObject", "Metadata") or "Metadata"
         if include not in ("Metadata", "Object", "None"):
-            raise st.bad_request(f'includeObject {include!r} is not supported: allowed values: "Object", "Metadata", "None"')
+            raise st.bad_request(
+                f'includeObject {include!r} is not supported: allowed values: "Object", "Metadata", "None"'
+            )
         now = datetime.datetime.now(datetime.timezone.utc)
         result: dict[str, Any] = table.to_table(rtype, objects, now=now, include_object=include)
         result.setdefault("metadata", {})["resourceVersion"] = str(self.store.rv)
@@ -629,7 +663,12 @@ class ApiServer:
         labels, fields = self._selectors(request, rtype)
         limit = self._int(request.query, "limit")
         entries, rv, token, remaining = self.registry.list_entries(
-            rtype, namespace, labels=labels, fields=fields, limit=limit, continue_token=request.query.get("continue") or None,
+            rtype,
+            namespace,
+            labels=labels,
+            fields=fields,
+            limit=limit,
+            continue_token=request.query.get("continue") or None,
             resource_version=request.query.get("resourceVersion", "") or "",
             resource_version_match=request.query.get("resourceVersionMatch", "") or "",
         )
@@ -648,20 +687,32 @@ class ApiServer:
             items = b",".join(e.raw for e in entries)
         return _raw(head[:-1] + b',"items":[' + items + b"]}")
 
-    async def _delete_collection(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.Response:
+    async def _delete_collection(
+        self, request: web.Request, rtype: ResourceType, namespace: str | None
+    ) -> web.Response:
         labels, fields = self._selectors(request, rtype)
         ctx = self._context(request.query)
         options = await self._delete_options(request)
-        entries, rv, _, _ = self.registry.list_entries(rtype, namespace, labels=labels, fields=fields, limit=None, continue_token=None)
+        entries, rv, _, _ = self.registry.list_entries(
+            rtype, namespace, labels=labels, fields=fields, limit=None, continue_token=None
+        )
         deleted: list[bytes] = []
         for entry in entries:
             meta = entry.obj["metadata"]
             try:
-                deleted.append(self.registry.delete(rtype, meta.get("namespace") or "", meta["name"], ctx, options=options).raw)
+                deleted.append(
+                    self.registry.delete(rtype, meta.get("namespace") or "", meta["name"], ctx, options=options).raw
+                )
             except st.ApiError as exc:
                 if exc.code != 404:
                     raise
-        head = orjson.dumps({"kind": f"{rtype.kind}List", "apiVersion": rtype.group_version, "metadata": {"resourceVersion": str(self.store.rv)}})
+        head = orjson.dumps(
+            {
+                "kind": f"{rtype.kind}List",
+                "apiVersion": rtype.group_version,
+                "metadata": {"resourceVersion": str(self.store.rv)},
+            }
+        )
         return _raw(head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
 
     # ------------------------------------------------------------------ watch
@@ -699,9 +750,9 @@ class ApiServer:
                 raise st.bad_request(f"invalid resourceVersion {rv_text!r}: must be an integer") from None
             events = self.store.history_since(skey, since)
             if events is None:
-                error = self._error_line(st.gone(
-                    f"too old resource version: {since} ({self.store.oldest_retained(skey) + 1})"
-                ))
+                error = self._error_line(
+                    st.gone(f"too old resource version: {since} ({self.store.oldest_retained(skey) + 1})")
+                )
             else:
                 for event in events:
                     watcher.offer(event)
@@ -738,7 +789,9 @@ class ApiServer:
                     await response.write(b"".join(lines))
                 if watcher.closed:
                     if watcher.overflowed:
-                        await response.write(self._error_line(st.gone("the watcher fell too far behind and was closed; relist")))
+                        await response.write(
+                            self._error_line(st.gone("the watcher fell too far behind and was closed; relist"))
+                        )
                     return response
                 remaining = deadline - loop.time()
                 if remaining <= 0:
@@ -751,7 +804,12 @@ class ApiServer:
                 try:
                     await asyncio.wait_for(watcher.ready.wait(), wait)
                 except TimeoutError:
-                    if bookmarks and not watcher.lines and loop.time() < deadline and (cut_at is None or loop.time() < cut_at):
+                    if (
+                        bookmarks
+                        and not watcher.lines
+                        and loop.time() < deadline
+                        and (cut_at is None or loop.time() < cut_at)
+                    ):
                         await response.write(self._bookmark_line(rtype))
             if bookmarks and not watcher.lines and not watcher.closed:
                 await response.write(self._bookmark_line(rtype))
@@ -783,7 +841,11 @@ class ApiServer:
         return transport is not None and not transport.is_closing()
 
     def _bookmark_line(self, rtype: ResourceType) -> bytes:
-        obj = {"kind": rtype.kind, "apiVersion": rtype.group_version, "metadata": {"resourceVersion": str(self.store.rv)}}
+        obj = {
+            "kind": rtype.kind,
+            "apiVersion": rtype.group_version,
+            "metadata": {"resourceVersion": str(self.store.rv)},
+        }
         return b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n"
 
     @staticmethod
@@ -831,10 +893,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--kubeconfig", default=None)
     parser.add_argument("--history-limit", type=int, default=10000)
-    parser.add_argument("--auth", action="store_true", help="require tokens and enforce RBAC (the kubeconfig gets the admin's)")
+    parser.add_argument(
+        "--auth", action="store_true", help="require tokens and enforce RBAC (the kubeconfig gets the admin's)"
+    )
     args = parser.parse_args(argv)
     try:
-        asyncio.run(_serve_main(host=args.host, port=args.port, kubeconfig=args.kubeconfig, history_limit=args.history_limit, auth=args.auth))
+        asyncio.run(
+            _serve_main(
+                host=args.host,
+                port=args.port,
+                kubeconfig=args.kubeconfig,
+                history_limit=args.history_limit,
+                auth=args.auth,
+            )
+        )
     except KeyboardInterrupt:
         pass
     return 0

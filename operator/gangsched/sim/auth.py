@@ -124,7 +124,11 @@ class Authenticator:
             try:
                 claims = orjson.loads(_unb64(parts[1]))
                 ref = claims["kubernetes.io"]
-                ns, name, uid = str(ref["namespace"]), str(ref["serviceaccount"]["name"]), str(ref["serviceaccount"]["uid"])
+                ns, name, uid = (
+                    str(ref["namespace"]),
+                    str(ref["serviceaccount"]["name"]),
+                    str(ref["serviceaccount"]["uid"]),
+                )
                 exp = float(claims["exp"])
                 audiences = claims["aud"]
             except (ValueError, KeyError, TypeError):

@@ -113,24 +113,47 @@ class AuthEndpoints:
             if not isinstance(expiration, int) or isinstance(expiration, bool):
                 raise st.bad_request(f"spec.expirationSeconds: Invalid value: {expiration!r}: must be an integer")
             if expiration < 600:
-                raise st.ApiError(422, "Invalid", f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
-                                  f"{expiration}: may not specify a duration less than 10 minutes")
+                raise st.ApiError(
+                    422,
+                    "Invalid",
+                    f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
+                    f"{expiration}: may not specify a duration less than 10 minutes",
+                )
             if expiration > 1 << 32:
-                raise st.ApiError(422, "Invalid", f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
-                                  f"{expiration}: may not specify a duration larger than 2^32 seconds")
+                raise st.ApiError(
+                    422,
+                    "Invalid",
+                    f'{kind} "{name}" is invalid: spec.expirationSeconds: Invalid value: '
+                    f"{expiration}: may not specify a duration larger than 2^32 seconds",
+                )
             audiences = spec.get("audiences") or list(API_AUDIENCES)
             uid = str(sa.obj["metadata"].get("uid", ""))
             token, expires = self.authenticator.mint_service_account_token(
-                namespace=namespace, name=name, uid=uid, audiences=[str(a) for a in audiences], expiration_seconds=expiration
+                namespace=namespace,
+                name=name,
+                uid=uid,
+                audiences=[str(a) for a in audiences],
+                expiration_seconds=expiration,
             )
             now = datetime.datetime.now(datetime.timezone.utc)
-            return _json({
-                "kind": "TokenRequest",
-                "apiVersion": "authentication.k8s.io/v1",
-                "metadata": {"name": name, "namespace": namespace, "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                "spec": {"audiences": audiences, "expirationSeconds": expiration, "boundObjectRef": spec.get("boundObjectRef")},
-                "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
-            }, status=201)
+            return _json(
+                {
+                    "kind": "TokenRequest",
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                    },
+                    "spec": {
+                        "audiences": audiences,
+                        "expirationSeconds": expiration,
+                        "boundObjectRef": spec.get("boundObjectRef"),
+                    },
+                    "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                },
+                status=201,
+            )
         except st.ApiError as exc:
             return _error(exc)
 
@@ -144,14 +167,22 @@ class AuthEndpoints:
             res, non = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
             kind = "SelfSubjectAccessReview.authorization.k8s.io"
             if (res is None) == (non is None):
-                detail = ("spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or "
-                          "resourceAttributes must be specified")
+                detail = (
+                    'spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or '
+                    "resourceAttributes must be specified"
+                )
                 raise st.ApiError(422, "Invalid", f'{kind} "" is invalid: {detail}')
             user = self._user(request)
             if isinstance(res, dict):
                 attrs = rbac.Attributes(
-                    user, str(res.get("verb", "")), True, str(res.get("group", "")), str(res.get("version", "")),
-                    str(res.get("resource", "")), str(res.get("subresource", "")), str(res.get("namespace", "")),
+                    user,
+                    str(res.get("verb", "")),
+                    True,
+                    str(res.get("group", "")),
+                    str(res.get("version", "")),
+                    str(res.get("resource", "")),
+                    str(res.get("subresource", "")),
+                    str(res.get("namespace", "")),
                     str(res.get("name", "")),
                 )
             elif isinstance(non, dict):
@@ -162,13 +193,16 @@ class AuthEndpoints:
             status: dict[str, Any] = {"allowed": allowed}
             if reason:
                 status["reason"] = reason
-            return _json({
-                "kind": "SelfSubjectAccessReview",
-                "apiVersion": "authorization.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
-                "spec": spec,
-                "status": status,
-            }, status=201)
+            return _json(
+                {
+                    "kind": "SelfSubjectAccessReview",
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "metadata": {"creationTimestamp": None},
+                    "spec": spec,
+                    "status": status,
+                },
+                status=201,
+            )
         except st.ApiError as exc:
             return _error(exc)
 
@@ -184,21 +218,31 @@ class AuthEndpoints:
             else:
                 resource_rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
                 non_resource_rules = [{"verbs": ["*"], "nonResourceURLs": ["*"]}]
-            return _json({
-                "kind": "SelfSubjectRulesReview",
-                "apiVersion": "authorization.k8s.io/v1",
-                "metadata": {"creationTimestamp": None},
-                "spec": {"namespace": namespace} if namespace else {},
-                "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": False},
-            }, status=201)
+            return _json(
+                {
+                    "kind": "SelfSubjectRulesReview",
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "metadata": {"creationTimestamp": None},
+                    "spec": {"namespace": namespace} if namespace else {},
+                    "status": {
+                        "resourceRules": resource_rules,
+                        "nonResourceRules": non_resource_rules,
+                        "incomplete": False,
+                    },
+                },
+                status=201,
+            )
         except st.ApiError as exc:
             return _error(exc)
 
     async def self_subject_review(self, request: web.Request) -> web.Response:
         """SelfSubjectReview (pkg/registry/authentication/selfsubjectreview/rest.go): who am I?"""
-        return _json({
-            "kind": "SelfSubjectReview",
-            "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {"creationTimestamp": None},
-            "status": {"userInfo": self._user(request).as_status()},
-        }, status=201)
+        return _json(
+            {
+                "kind": "SelfSubjectReview",
+                "apiVersion": "authentication.k8s.io/v1",
+                "metadata": {"creationTimestamp": None},
+                "status": {"userInfo": self._user(request).as_status()},
+            },
+            status=201,
+        )

@@ -26,7 +26,6 @@ from gangsched.sim import status as st
 from gangsched.sim.store import Store
 from gangsched.sim.types import ResourceType
 
-
 # the resource assignPod's conflicts name (errors.NewConflict(api.Resource("pods/binding"), ...))
 _BINDING_RESOURCE = ResourceType("", "v1", "Binding", "pods/binding", "binding", True)
 
@@ -37,8 +36,12 @@ def _binding_conflict(name: str, why: str) -> st.ApiError:
 
 def _precondition_failed(rtype: ResourceType, namespace: str, name: str, what: str) -> st.ApiError:
     key = f"/registry/{rtype.plural}/{namespace}/{name}"
-    return st.conflict(rtype, name, f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
-                                    f"AdditionalErrorMsg: Precondition failed: {what}")
+    return st.conflict(
+        rtype,
+        name,
+        f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+        f"AdditionalErrorMsg: Precondition failed: {what}",
+    )
 
 
 def validate_binding(body: Any, namespace: str, name: str) -> dict[str, Any]:
@@ -94,12 +97,17 @@ def bind_pod(
     pod_meta = current.obj["metadata"]
     uid = meta.get("uid")
     if uid and uid != pod_meta.get("uid"):
-        raise _precondition_failed(rtype, namespace, name,
-                                   f"UID in precondition: {uid}, UID in object meta: {pod_meta.get('uid', '')}")
+        raise _precondition_failed(
+            rtype, namespace, name, f"UID in precondition: {uid}, UID in object meta: {pod_meta.get('uid', '')}"
+        )
     rv = meta.get("resourceVersion")
     if rv and str(rv) != pod_meta.get("resourceVersion"):
-        raise _precondition_failed(rtype, namespace, name, f"ResourceVersion in precondition: {rv}, "
-                                                           f"ResourceVersion in object meta: {pod_meta.get('resourceVersion')}")
+        raise _precondition_failed(
+            rtype,
+            namespace,
+            name,
+            f"ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {pod_meta.get('resourceVersion')}",
+        )
     spec = current.obj.get("spec") or {}
     if pod_meta.get("deletionTimestamp"):
         raise _binding_conflict(name, f"pod {name} is being deleted, cannot be assigned to a host")

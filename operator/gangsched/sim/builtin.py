@@ -18,11 +18,21 @@ from gangsched.sim.types import ResourceType
 _STATUS = frozenset({"status"})
 
 BUILTIN_TYPES: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "Namespace", "namespaces", "namespace", False, ("ns",), _STATUS,
-                 verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    ResourceType(
+        "",
+        "v1",
+        "Namespace",
+        "namespaces",
+        "namespace",
+        False,
+        ("ns",),
+        _STATUS,
+        verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+    ),
     ResourceType("", "v1", "Node", "nodes", "node", False, ("no",), _STATUS),
-    ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), frozenset({"status", "binding", "eviction"}),
-                 categories=("all",)),
+    ResourceType(
+        "", "v1", "Pod", "pods", "pod", True, ("po",), frozenset({"status", "binding", "eviction"}), categories=("all",)
+    ),
     ResourceType("", "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", "secret", True),
     ResourceType("", "v1", "Service", "services", "service", True, ("svc",), _STATUS, categories=("all",)),
@@ -31,41 +41,99 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
-    ResourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True,
-                 ("pdb",), _STATUS),
+    ResourceType(
+        "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True, ("pdb",), _STATUS
+    ),
     # scale-able workloads, stored only (no controllers run them): the disruption controller reads their
     # spec.replicas for PodDisruptionBudgets with maxUnavailable or a percentage (sim/disruption.py)
-    ResourceType("", "v1", "ReplicationController", "replicationcontrollers", "replicationcontroller", True, ("rc",),
-                 _STATUS, categories=("all",)),
-    ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), _STATUS,
-                 categories=("all",)),
-    ResourceType("apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, ("sts",), _STATUS,
-                 categories=("all",)),
+    ResourceType(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        "replicationcontroller",
+        True,
+        ("rc",),
+        _STATUS,
+        categories=("all",),
+    ),
+    ResourceType("apps", "v1", "ReplicaSet", "replicasets", "replicaset", True, ("rs",), _STATUS, categories=("all",)),
+    ResourceType(
+        "apps", "v1", "StatefulSet", "statefulsets", "statefulset", True, ("sts",), _STATUS, categories=("all",)
+    ),
     ResourceType("", "v1", "ResourceQuota", "resourcequotas", "resourcequota", True, ("quota",), _STATUS),
     ResourceType("", "v1", "PersistentVolume", "persistentvolumes", "persistentvolume", False, ("pv",), _STATUS),
-    ResourceType("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True,
-                 ("pvc",), _STATUS),
+    ResourceType(
+        "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True, ("pvc",), _STATUS
+    ),
     ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, ("sc",)),
-    ResourceType("apps", "v1", "Deployment", "deployments", "deployment", True, ("deploy",),
-                 frozenset({"status", "scale"}), categories=("all",)),
+    ResourceType(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        "deployment",
+        True,
+        ("deploy",),
+        frozenset({"status", "scale"}),
+        categories=("all",),
+    ),
     ResourceType("batch", "v1", "Job", "jobs", "job", True, (), _STATUS, categories=("all",)),
     ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
     ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False),
     ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
-    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings",
-                 "clusterrolebinding", False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", False
+    ),
     ResourceType("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", "flowschema", False, (), _STATUS),
-    ResourceType("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration", "prioritylevelconfigurations",
-                 "prioritylevelconfiguration", False, (), _STATUS),
+    ResourceType(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        "prioritylevelconfiguration",
+        False,
+        (),
+        _STATUS,
+    ),
     # create-only reviews (answered by apiserver.py, never stored)
-    ResourceType("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews",
-                 "selfsubjectaccessreview", False, verbs=("create",)),
-    ResourceType("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews",
-                 "selfsubjectrulesreview", False, verbs=("create",)),
-    ResourceType("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", "selfsubjectreview", False,
-                 verbs=("create",)),
-    ResourceType("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions",
-                 "customresourcedefinition", False, ("crd", "crds"), _STATUS),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        False,
+        verbs=("create",),
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        False,
+        verbs=("create",),
+    ),
+    ResourceType(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        "selfsubjectreview",
+        False,
+        verbs=("create",),
+    ),
+    ResourceType(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        False,
+        ("crd", "crds"),
+        _STATUS,
+    ),
 )
 
 # Kinds whose objects live in one storage across API groups is not modelled: core/v1 and events.k8s.io/v1
@@ -101,7 +169,8 @@ def crd_types(crd: dict[str, Any]) -> list[ResourceType]:
                 categories=tuple(names.get("categories") or ()),
                 is_crd=True,
                 selectable_fields=tuple(
-                    str(f.get("jsonPath", "")).lstrip(".") for f in version.get("selectableFields") or ()
+                    str(f.get("jsonPath", "")).lstrip(".")
+                    for f in version.get("selectableFields") or ()
                     if isinstance(f, dict)
                 ),
             )
@@ -133,7 +202,7 @@ def validate_crd(crd: dict[str, Any]) -> list[tuple[str, str]]:
             problems.append((f"spec.names.{key}", "Required value"))
     scope = spec.get("scope")
     if scope not in ("Namespaced", "Cluster"):
-        problems.append(("spec.scope", f"Unsupported value: {scope!r}: supported values: \"Cluster\", \"Namespaced\""))
+        problems.append(("spec.scope", f'Unsupported value: {scope!r}: supported values: "Cluster", "Namespaced"'))
     versions = spec.get("versions")
     if not isinstance(versions, list) or not versions:
         problems.append(("spec.versions", "Required value: must have exactly one version marked as storage version"))
@@ -147,5 +216,7 @@ def validate_crd(crd: dict[str, Any]) -> list[tuple[str, str]]:
     expected = f"{names.get('plural')}.{group}"
     name = (crd.get("metadata") or {}).get("name")
     if name != expected:
-        problems.append(("metadata.name", f"Invalid value: {name!r}: must be spec.names.plural+\".\"+spec.group ({expected!r})"))
+        problems.append(
+            ("metadata.name", f'Invalid value: {name!r}: must be spec.names.plural+"."+spec.group ({expected!r})')
+        )
     return problems

@@ -34,7 +34,9 @@ from gangsched.k8s.client import ApiError, KubeClient
 KUBELET_VERSION = "v1.32.0-sim"
 TOPOLOGY_LABEL_PREFIX = "topology.gangsched.io/tier-"
 DEFAULT_PODS = "110"
-_RESOURCE_ALLOWED = "must be a comma-separated list of name=quantity items, e.g. cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110"
+_RESOURCE_ALLOWED = (
+    "must be a comma-separated list of name=quantity items, e.g. cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110"
+)
 
 
 def parse_node_resources(text: str) -> dict[str, str]:
@@ -111,7 +113,9 @@ def node_manifest(
             "capacity": capacity,
             "allocatable": dict(capacity),
             "conditions": [
-                condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+                condition(
+                    "MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"
+                ),
                 condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
                 condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
                 condition("Ready", "True", "KubeletReady", "kubelet is posting ready status (simulated)"),
@@ -160,7 +164,9 @@ def read_topology(source: str | Path | Sequence[Mapping[str, Any]]) -> list[dict
     else:
         data = source
     if not isinstance(data, list):
-        raise InvalidField(where, type(data).__name__, 'must be a JSON list of {"layer", "name", "parents", "children"} entries')
+        raise InvalidField(
+            where, type(data).__name__, 'must be a JSON list of {"layer", "name", "parents", "children"} entries'
+        )
     entries = []
     for index, entry in enumerate(data):
         at = f"{where}[{index}]"
@@ -191,7 +197,11 @@ def node_names_from_topology(source: str | Path | Sequence[Mapping[str, Any]]) -
         if entry["layer"] == 1:
             names.update(dict.fromkeys(entry["children"]))
     if not names:
-        raise InvalidField("--topology", str(source) if isinstance(source, (str, Path)) else "<list>", "must have layer-1 entries whose children are node names")
+        raise InvalidField(
+            "--topology",
+            str(source) if isinstance(source, (str, Path)) else "<list>",
+            "must have layer-1 entries whose children are node names",
+        )
     return list(names)
 
 

@@ -67,17 +67,23 @@ def check_preconditions(rtype: ResourceType, obj: dict[str, Any], options: dict[
     uid = pre.get("uid")
     if uid is not None and uid != meta.get("uid"):
         raise st.ApiError(
-            409, "Conflict",
+            409,
+            "Conflict",
             f'Operation cannot be fulfilled on {what} "{name}": the UID in the precondition ({uid}) does not match the '
             f"UID in record ({meta.get('uid')}). The object might have been deleted and then recreated",
-            name=name, rtype=rtype)
+            name=name,
+            rtype=rtype,
+        )
     rv = pre.get("resourceVersion")
     if rv is not None and str(rv) != meta.get("resourceVersion"):
         raise st.ApiError(
-            409, "Conflict",
+            409,
+            "Conflict",
             f'Operation cannot be fulfilled on {what} "{name}": the ResourceVersion in the precondition ({rv}) does not '
             f"match the ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
-            name=name, rtype=rtype)
+            name=name,
+            rtype=rtype,
+        )
 
 
 def pod_grace_period(pod: dict[str, Any], requested: int | None) -> int:

@@ -49,11 +49,15 @@ PODS: StorageKey = ("", "pods")
 PDBS: StorageKey = ("policy", "poddisruptionbudgets")
 CRDS: StorageKey = ("apiextensions.k8s.io", "customresourcedefinitions")
 WORKLOADS: tuple[StorageKey, ...] = (
-    ("", "replicationcontrollers"), ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
+    ("", "replicationcontrollers"),
+    ("apps", "replicasets"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
 )
 # built-in kinds a real apiserver serves a scale subresource for (the emulator stores them only)
-SCALE_BUILTINS = frozenset({("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"),
-                            ("apps", "StatefulSet")})
+SCALE_BUILTINS = frozenset(
+    {("", "ReplicationController"), ("apps", "ReplicaSet"), ("apps", "Deployment"), ("apps", "StatefulSet")}
+)
 DELETION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go DeletionTimeout
 STALE_POD_DISRUPTION_TIMEOUT = datetime.timedelta(minutes=2)  # disruption.go stalePodDisruptionTimeout
 DISRUPTION_ALLOWED = "DisruptionAllowed"
@@ -132,11 +136,17 @@ def disruption_allowed_condition(status: dict[str, Any], now: str) -> None:
     """pdbhelper.UpdateDisruptionAllowedCondition."""
     conditions = status.setdefault("conditions", [])
     allowed = int(status.get("disruptionsAllowed") or 0) > 0
-    set_condition(conditions, {
-        "type": DISRUPTION_ALLOWED, "status": "True" if allowed else "False",
-        "reason": SUFFICIENT_PODS if allowed else INSUFFICIENT_PODS, "message": "",
-        "observedGeneration": int(status.get("observedGeneration") or 0),
-    }, now)
+    set_condition(
+        conditions,
+        {
+            "type": DISRUPTION_ALLOWED,
+            "status": "True" if allowed else "False",
+            "reason": SUFFICIENT_PODS if allowed else INSUFFICIENT_PODS,
+            "message": "",
+            "observedGeneration": int(status.get("observedGeneration") or 0),
+        },
+        now,
+    )
 
 
 def conditions_up_to_date(pdb: dict[str, Any]) -> bool:
@@ -192,8 +202,7 @@ class DisruptionController:
     def start(self) -> None:
         if self._taps:
             return
-        for key, callback in ((PODS, self._on_pod), (PDBS, self._on_pdb),
-                              *((k, self._on_workload) for k in WORKLOADS)):
+        for key, callback in ((PODS, self._on_pod), (PDBS, self._on_pdb), *((k, self._on_workload) for k in WORKLOADS)):
             tap = StoreTap(callback)
             self.store.subscribe(key, tap)
             self._taps.append((key, tap))
@@ -304,8 +313,12 @@ class DisruptionController:
         set (stalePodDisruptionTimeout), e.g. when the delete after an eviction never happened."""
         meta = pod["metadata"]
         key = (meta.get("namespace") or "", meta["name"])
-        if (cond.get("status") != "True" or meta.get("deletionTimestamp") or cond.get("reason") == "TerminationByKubelet"
-                or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")):
+        if (
+            cond.get("status") != "True"
+            or meta.get("deletionTimestamp")
+            or cond.get("reason") == "TerminationByKubelet"
+            or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        ):
             self._stale.pop(key, None)
             return
         since = parse_time(cond.get("lastTransitionTime")) or self.clock()
@@ -358,8 +371,12 @@ class DisruptionController:
         try:
             self._try_sync(key, entry)
         except SyncError as exc:
-            self._record(entry.obj, "Warning", "CalculateExpectedPodCountFailed",
-                         f"Failed to calculate the number of expected pods: {exc}")
+            self._record(
+                entry.obj,
+                "Warning",
+                "CalculateExpectedPodCountFailed",
+                f"Failed to calculate the number of expected pods: {exc}",
+            )
             self._fail_safe(entry, str(exc))
 
     def _pods(self, key: PdbKey) -> list[dict[str, Any]]:
@@ -385,11 +402,15 @@ class DisruptionController:
             self._record(pdb, "Normal", "NoPods", "No matching pods found")
         expected, desired, unmanaged = self.expected_pod_count(pdb, pods)
         if unmanaged:
-            self._record(pdb, "Warning", "UnmanagedPods",
-                         f"Pods selected by this PodDisruptionBudget (selector: {(pdb.get('spec') or {}).get('selector')}) "
-                         "were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, "
-                         "which may result in undefined behavior. To account for these pods please set \".spec.minAvailable\" "
-                         "field of the PDB to an integer value.")
+            self._record(
+                pdb,
+                "Warning",
+                "UnmanagedPods",
+                f"Pods selected by this PodDisruptionBudget (selector: {(pdb.get('spec') or {}).get('selector')}) "
+                "were found to be unmanaged. As a result, the status of the PDB cannot be calculated correctly, "
+                'which may result in undefined behavior. To account for these pods please set ".spec.minAvailable" '
+                "field of the PDB to an integer value.",
+            )
         now = self.clock()
         disrupted, recheck = self._disrupted_pods(pdb, pods, now)
         healthy = 0
@@ -504,8 +525,10 @@ class DisruptionController:
         api_version = str(ref.get("apiVersion", ""))
         group, _, version = api_version.rpartition("/")
         kind = ref.get("kind")
-        rtype = next((t for t in self.registry.served_types()
-                      if t.group == group and t.version == version and t.kind == kind), None)
+        rtype = next(
+            (t for t in self.registry.served_types() if t.group == group and t.version == version and t.kind == kind),
+            None,
+        )
         if rtype is None:
             raise SyncError(f'no matches for kind "{kind}" in version "{api_version}"')
         resource = rtype.plural if not group else f"{rtype.plural}.{group}"
@@ -527,8 +550,9 @@ class DisruptionController:
         return obj["metadata"]["uid"], replicas
 
     # ------------------------------------------------------------------ status
-    def _disrupted_pods(self, pdb: dict[str, Any], pods: list[dict[str, Any]], now: datetime.datetime
-                        ) -> tuple[dict[str, str], datetime.datetime | None]:
+    def _disrupted_pods(
+        self, pdb: dict[str, Any], pods: list[dict[str, Any]], now: datetime.datetime
+    ) -> tuple[dict[str, str], datetime.datetime | None]:
         """buildDisruptedPodMap: entries of pods not yet being deleted, within DeletionTimeout."""
         old = (pdb.get("status") or {}).get("disruptedPods") or {}
         out: dict[str, str] = {}
@@ -545,34 +569,48 @@ class DisruptionController:
                 continue
             expires = when + DELETION_TIMEOUT
             if expires < now:
-                self._record(pod, "Warning", "NotDeleted",
-                             f"Pod was expected by PDB {pdb['metadata'].get('namespace')}/{pdb['metadata']['name']} "
-                             "to be deleted but it wasn't")
+                self._record(
+                    pod,
+                    "Warning",
+                    "NotDeleted",
+                    f"Pod was expected by PDB {pdb['metadata'].get('namespace')}/{pdb['metadata']['name']} "
+                    "to be deleted but it wasn't",
+                )
                 continue
             if recheck is None or expires < recheck:
                 recheck = expires
             out[meta["name"]] = str(stamp)
         return out, recheck
 
-    def _update_status(self, entry: Entry, healthy: int, desired: int, expected: int,
-                       disrupted: dict[str, str], now: datetime.datetime) -> None:
+    def _update_status(
+        self, entry: Entry, healthy: int, desired: int, expected: int, disrupted: dict[str, str], now: datetime.datetime
+    ) -> None:
         pdb = entry.obj
         status = pdb.get("status") or {}
         generation = int(pdb["metadata"].get("generation") or 0)
         allowed = healthy - desired
         if expected <= 0 or allowed <= 0:
             allowed = 0
-        if (int(status.get("currentHealthy") or 0) == healthy and int(status.get("desiredHealthy") or 0) == desired
-                and int(status.get("expectedPods") or 0) == expected
-                and int(status.get("disruptionsAllowed") or 0) == allowed
-                and (status.get("disruptedPods") or {}) == disrupted
-                and int(status.get("observedGeneration") or 0) == generation and conditions_up_to_date(pdb)):
+        if (
+            int(status.get("currentHealthy") or 0) == healthy
+            and int(status.get("desiredHealthy") or 0) == desired
+            and int(status.get("expectedPods") or 0) == expected
+            and int(status.get("disruptionsAllowed") or 0) == allowed
+            and (status.get("disruptedPods") or {}) == disrupted
+            and int(status.get("observedGeneration") or 0) == generation
+            and conditions_up_to_date(pdb)
+        ):
             return
         new: dict[str, Any] = {}
         if disrupted:
             new["disruptedPods"] = disrupted
-        new.update(disruptionsAllowed=allowed, currentHealthy=healthy, desiredHealthy=desired, expectedPods=expected,
-                   observedGeneration=generation)
+        new.update(
+            disruptionsAllowed=allowed,
+            currentHealthy=healthy,
+            desiredHealthy=desired,
+            expectedPods=expected,
+            observedGeneration=generation,
+        )
         new["conditions"] = [dict(c) for c in status.get("conditions") or []]
         disruption_allowed_condition(new, format_time(now))
         self._write(entry, new)
@@ -581,10 +619,17 @@ class DisruptionController:
         status = dict(entry.obj.get("status") or {})
         status["disruptionsAllowed"] = 0
         conditions = [dict(c) for c in status.get("conditions") or []]
-        set_condition(conditions, {
-            "type": DISRUPTION_ALLOWED, "status": "False", "reason": SYNC_FAILED, "message": message,
-            "observedGeneration": int(status.get("observedGeneration") or 0),
-        }, format_time(self.clock()))
+        set_condition(
+            conditions,
+            {
+                "type": DISRUPTION_ALLOWED,
+                "status": "False",
+                "reason": SYNC_FAILED,
+                "message": message,
+                "observedGeneration": int(status.get("observedGeneration") or 0),
+            },
+            format_time(self.clock()),
+        )
         status["conditions"] = conditions
         if status != entry.obj.get("status"):
             self._write(entry, status)
@@ -617,11 +662,22 @@ class DisruptionController:
         stamp = format_time(self.clock())
         event = {
             "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": ns},
-            "involvedObject": {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", ""), "namespace": ns,
-                               "name": meta["name"], "uid": uid, "resourceVersion": meta.get("resourceVersion", "")},
-            "reason": reason, "message": message, "type": kind, "count": 1,
-            "firstTimestamp": stamp, "lastTimestamp": stamp,
-            "source": {"component": "controllermanager"}, "reportingComponent": "controllermanager",
+            "involvedObject": {
+                "kind": obj.get("kind", ""),
+                "apiVersion": obj.get("apiVersion", ""),
+                "namespace": ns,
+                "name": meta["name"],
+                "uid": uid,
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": "controllermanager"},
+            "reportingComponent": "controllermanager",
         }
         rtype = self.registry.resolve("", "v1", "events")
         if rtype is None:
@@ -634,8 +690,10 @@ class DisruptionController:
             log.debug("disruption controller: recording event %s failed: %s", reason, exc)
 
 
-_PERCENT_MSG = ("a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
-                "regex used for validation is '[0-9]+%')")
+_PERCENT_MSG = (
+    "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', "
+    "regex used for validation is '[0-9]+%')"
+)
 _POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 
 
@@ -649,17 +707,27 @@ def validate_pdb_spec(spec: Any) -> list[tuple[str, str, str]]:
         return [("spec", "Required value", "FieldValueRequired")]
     problems: list[tuple[str, str, str]] = []
     if spec.get("minAvailable") is not None and spec.get("maxUnavailable") is not None:
-        problems.append(("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set", "FieldValueInvalid"))
+        problems.append(
+            ("spec", "Invalid value: minAvailable and maxUnavailable cannot be both set", "FieldValueInvalid")
+        )
     for name in ("minAvailable", "maxUnavailable"):
         value = spec.get(name)
         if value is None:
             continue
         where = f"spec.{name}"
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            problems.append((where, f"Invalid value: {_quoted(value)}: must be an integer or percentage (e.g '5%')", "FieldValueInvalid"))
+            problems.append(
+                (
+                    where,
+                    f"Invalid value: {_quoted(value)}: must be an integer or percentage (e.g '5%')",
+                    "FieldValueInvalid",
+                )
+            )
         elif isinstance(value, int):
             if value < 0:
-                problems.append((where, f"Invalid value: {value}: must be greater than or equal to 0", "FieldValueInvalid"))
+                problems.append(
+                    (where, f"Invalid value: {value}: must be greater than or equal to 0", "FieldValueInvalid")
+                )
         elif not (value.endswith("%") and value[:-1].isdigit()):
             problems.append((where, f'Invalid value: "{value}": {_PERCENT_MSG}', "FieldValueInvalid"))
         elif int(value[:-1]) > 100:
@@ -673,17 +741,37 @@ def validate_pdb_spec(spec: Any) -> list[tuple[str, str, str]]:
                 continue
             op, values = expr.get("operator"), expr.get("values") or []
             if op in ("In", "NotIn") and not values:
-                problems.append((f"{where}.values", "Required value: must be specified when `operator` is 'In' or 'NotIn'",
-                                 "FieldValueRequired"))
+                problems.append(
+                    (
+                        f"{where}.values",
+                        "Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                        "FieldValueRequired",
+                    )
+                )
             elif op in ("Exists", "DoesNotExist") and values:
-                problems.append((f"{where}.values", "Forbidden: may not be specified when `operator` is 'Exists' or "
-                                 "'DoesNotExist'", "FieldValueForbidden"))
+                problems.append(
+                    (
+                        f"{where}.values",
+                        "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                        "FieldValueForbidden",
+                    )
+                )
             elif op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-                problems.append((f"{where}.operator", f"Invalid value: {_quoted(op)}: not a valid selector operator",
-                                 "FieldValueInvalid"))
+                problems.append(
+                    (
+                        f"{where}.operator",
+                        f"Invalid value: {_quoted(op)}: not a valid selector operator",
+                        "FieldValueInvalid",
+                    )
+                )
     policy = spec.get("unhealthyPodEvictionPolicy")
     if policy is not None and policy not in _POLICIES:
         supported = ", ".join(f'"{p}"' for p in _POLICIES)
-        problems.append(("spec.unhealthyPodEvictionPolicy", f"Unsupported value: {_quoted(policy)}: supported values: {supported}",
-                         "FieldValueNotSupported"))
+        problems.append(
+            (
+                "spec.unhealthyPodEvictionPolicy",
+                f"Unsupported value: {_quoted(policy)}: supported values: {supported}",
+                "FieldValueNotSupported",
+            )
+        )
     return problems

@@ -182,10 +182,14 @@ def parse_rule_spec(text: str) -> FaultRule:
 
 def validate(rule: FaultRule) -> None:
     if rule.kind not in KINDS:
-        raise FaultSpecError(f"fault rule field 'kind': {rule.kind!r} is not allowed: allowed kinds are {', '.join(KINDS)}")
+        raise FaultSpecError(
+            f"fault rule field 'kind': {rule.kind!r} is not allowed: allowed kinds are {', '.join(KINDS)}"
+        )
     for verb in rule.verb.split("|"):
         if verb not in VERBS:
-            raise FaultSpecError(f"fault rule field 'verb': {verb!r} is not allowed: allowed verbs are {', '.join(VERBS)} ('|' between alternatives)")
+            raise FaultSpecError(
+                f"fault rule field 'verb': {verb!r} is not allowed: allowed verbs are {', '.join(VERBS)} ('|' between alternatives)"
+            )
     if not rule.resource or not rule.agent:
         raise FaultSpecError("fault rule fields 'resource' and 'agent' must not be empty ('*' matches anything)")
     chosen = [k for k in ("p", "every", "next") if getattr(rule, k) is not None]
@@ -205,7 +209,9 @@ def validate(rule: FaultRule) -> None:
         if getattr(rule, key) < 0:
             raise FaultSpecError(f"fault rule field {key!r}: {getattr(rule, key)} is not allowed: seconds >= 0")
     if rule.commit and rule.kind not in COMMITTABLE:
-        raise FaultSpecError(f"fault rule field 'commit' is allowed only with kinds {', '.join(COMMITTABLE)}, not {rule.kind!r}")
+        raise FaultSpecError(
+            f"fault rule field 'commit' is allowed only with kinds {', '.join(COMMITTABLE)}, not {rule.kind!r}"
+        )
     if rule.events is not None and rule.kind != "watch-cut":
         raise FaultSpecError(f"fault rule field 'events' is allowed only with kind 'watch-cut', not {rule.kind!r}")
 
@@ -260,11 +266,20 @@ class BindingRecord:
     at: float
 
 
-def _status_body(code: int, reason: str, message: str, details: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> bytes:
+def _status_body(
+    code: int, reason: str, message: str, details: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None
+) -> bytes:
     import orjson
 
-    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": metadata or {}, "status": "Failure",
-                            "message": message, "reason": reason, "code": code}
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": metadata or {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
     if details is not None:
         body["details"] = details
     return orjson.dumps(body)
@@ -342,7 +357,11 @@ class FaultInjector:
     def _fires(self, index: int, rule: FaultRule, info: RequestInfo, *, decide: bool = True) -> bool:
         """Whether the rule fires for this request; a matching request is counted by the rule either way (so that
         `skip` / `every` / `next` count the requests the rule matches, whatever other rules do)."""
-        if not _matches(rule.verb, info.verb) or not _resource_matches(rule.resource, info) or not _matches(rule.agent, info.agent):
+        if (
+            not _matches(rule.verb, info.verb)
+            or not _resource_matches(rule.resource, info)
+            or not _matches(rule.agent, info.agent)
+        ):
             return False
         if rule.kind in WATCH_ONLY and info.verb != "watch":
             return False
@@ -412,17 +431,34 @@ class FaultInjector:
         if kind == "watch-gone":
             return Answer(200, body=watch_error_line(410, "Expired", WATCH_EXPIRED), kind=kind)
         if kind == "continue-expired":
-            return Answer(410, body=_status_body(410, "Expired", INCONSISTENT_CONTINUE,
-                                                 metadata={"continue": inconsistent_token(info.continue_token)}), kind=kind)
+            return Answer(
+                410,
+                body=_status_body(
+                    410,
+                    "Expired",
+                    INCONSISTENT_CONTINUE,
+                    metadata={"continue": inconsistent_token(info.continue_token)},
+                ),
+                kind=kind,
+            )
         if chosen.commit and info.verb != "watch":
             await self._serve(info, serve, kind)
         if kind == "http429":
             retry = chosen.retry_after if chosen.retry_after is not None else 1
-            return Answer(429, "text/plain; charset=utf-8", TOO_MANY_REQUESTS.encode(), {"Retry-After": str(retry),
-                          "X-Content-Type-Options": "nosniff"}, kind=kind)
+            return Answer(
+                429,
+                "text/plain; charset=utf-8",
+                TOO_MANY_REQUESTS.encode(),
+                {"Retry-After": str(retry), "X-Content-Type-Options": "nosniff"},
+                kind=kind,
+            )
         if kind == "http500":
             message = f"Internal error occurred: injected fault (rule {self.rules.index(chosen)})"
-            return Answer(500, body=_status_body(500, "InternalError", message, {"causes": [{"message": "injected fault"}]}), kind=kind)
+            return Answer(
+                500,
+                body=_status_body(500, "InternalError", message, {"causes": [{"message": "injected fault"}]}),
+                kind=kind,
+            )
         if kind == "http502":
             return Answer(502, "text/html", LB_502_HTML.encode(), {}, kind=kind)
         if kind == "http503":
@@ -436,12 +472,23 @@ class FaultInjector:
     async def _serve(self, info: RequestInfo, serve: Callable[[], Awaitable[Any]], lost: str | None) -> Any:
         response = await serve()
         if self.record and info.subresource == "binding" and info.verb == "create":
-            self.bindings.append(BindingRecord(f"{info.namespace}/{info.name}", info.binding_node, int(getattr(response, "status", 0)),
-                                               lost, time.monotonic()))
+            self.bindings.append(
+                BindingRecord(
+                    f"{info.namespace}/{info.name}",
+                    info.binding_node,
+                    int(getattr(response, "status", 0)),
+                    lost,
+                    time.monotonic(),
+                )
+            )
         return response
 
     def bindings_state(self) -> dict[str, Any]:
-        return {"items": [{"pod": b.pod, "node": b.node, "status": b.status, "lostAnswer": b.lost_answer} for b in self.bindings]}
+        return {
+            "items": [
+                {"pod": b.pod, "node": b.node, "status": b.status, "lostAnswer": b.lost_answer} for b in self.bindings
+            ]
+        }
 
 
 def load_rules(specs: Iterable[str] = (), path: str | None = None) -> tuple[list[FaultRule], int | None]:
@@ -467,7 +514,9 @@ def load_rules(specs: Iterable[str] = (), path: str | None = None) -> tuple[list
                     raise FaultSpecError(f"--faults {path!r}: 'seed' {doc['seed']!r} is not an integer") from None
             doc = doc.get("rules") or []
         if not isinstance(doc, list):
-            raise FaultSpecError(f"--faults {path!r}: expected a list of rules or an object with 'rules', got {type(doc).__name__}")
+            raise FaultSpecError(
+                f"--faults {path!r}: expected a list of rules or an object with 'rules', got {type(doc).__name__}"
+            )
         rules += [rule_from_mapping(item) for item in doc]
     rules += [parse_rule_spec(spec) for spec in specs]
     return rules, seed

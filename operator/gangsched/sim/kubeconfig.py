@@ -45,5 +45,7 @@ def write_kubeconfig(
     target.parent.mkdir(parents=True, exist_ok=True)
     target.touch(mode=0o600)
     target.chmod(0o600)
-    target.write_text(yaml.safe_dump(kubeconfig_dict(server=server, namespace=namespace, token=token, ca_pem=ca_pem), sort_keys=False))
+    target.write_text(
+        yaml.safe_dump(kubeconfig_dict(server=server, namespace=namespace, token=token, ca_pem=ca_pem), sort_keys=False)
+    )
     return target

@@ -81,12 +81,22 @@ class NamespaceController:
                 meta = obj_entry.obj["metadata"]
                 if not meta.get("deletionTimestamp"):
                     try:
-                        registry.delete(rtype, namespace, meta["name"], RequestContext(),
-                                        options={"propagationPolicy": "Background"})
+                        registry.delete(
+                            rtype,
+                            namespace,
+                            meta["name"],
+                            RequestContext(),
+                            options={"propagationPolicy": "Background"},
+                        )
                     except st.ApiError as exc:
                         if exc.code != 404:
-                            log.warning("namespace controller: deleting %s %s/%s: %s", rtype.plural, namespace,
-                                        meta["name"], exc.message)
+                            log.warning(
+                                "namespace controller: deleting %s %s/%s: %s",
+                                rtype.plural,
+                                namespace,
+                                meta["name"],
+                                exc.message,
+                            )
             for obj_entry in store.entries(skey, namespace):
                 counts[rtype.plural if not rtype.group else f"{rtype.plural}.{rtype.group}"] += 1
                 for finalizer in obj_entry.obj["metadata"].get("finalizers") or []:
@@ -113,22 +123,50 @@ class NamespaceController:
         now = self._registry.now()
         remaining = ", ".join(f"{res} has {n} resource instances" for res, n in sorted(counts.items()))
         conditions = [
-            {"type": "NamespaceDeletionDiscoveryFailure", "status": "False", "reason": "ResourcesDiscovered",
-             "message": "All resources successfully discovered"},
-            {"type": "NamespaceDeletionGroupVersionParsingFailure", "status": "False", "reason": "ParsedGroupVersions",
-             "message": "All legacy kube types successfully parsed"},
-            {"type": "NamespaceDeletionContentFailure", "status": "False", "reason": "ContentDeleted",
-             "message": "All content successfully deleted, may be waiting on finalization"},
-            {"type": "NamespaceContentRemaining", "status": "True", "reason": "SomeResourcesRemain",
-             "message": f"Some resources are remaining: {remaining}"},
+            {
+                "type": "NamespaceDeletionDiscoveryFailure",
+                "status": "False",
+                "reason": "ResourcesDiscovered",
+                "message": "All resources successfully discovered",
+            },
+            {
+                "type": "NamespaceDeletionGroupVersionParsingFailure",
+                "status": "False",
+                "reason": "ParsedGroupVersions",
+                "message": "All legacy kube types successfully parsed",
+            },
+            {
+                "type": "NamespaceDeletionContentFailure",
+                "status": "False",
+                "reason": "ContentDeleted",
+                "message": "All content successfully deleted, may be waiting on finalization",
+            },
+            {
+                "type": "NamespaceContentRemaining",
+                "status": "True",
+                "reason": "SomeResourcesRemain",
+                "message": f"Some resources are remaining: {remaining}",
+            },
         ]
         if finalizers:
             pending = ", ".join(f"{f} in {n} resource instances" for f, n in sorted(finalizers.items()))
-            conditions.append({"type": "NamespaceFinalizersRemaining", "status": "True", "reason": "SomeFinalizersRemain",
-                               "message": f"Some content in the namespace has finalizers remaining: {pending}"})
+            conditions.append(
+                {
+                    "type": "NamespaceFinalizersRemaining",
+                    "status": "True",
+                    "reason": "SomeFinalizersRemain",
+                    "message": f"Some content in the namespace has finalizers remaining: {pending}",
+                }
+            )
         else:
-            conditions.append({"type": "NamespaceFinalizersRemaining", "status": "False", "reason": "ContentHasNoFinalizers",
-                               "message": "All content-preserving finalizers finished"})
+            conditions.append(
+                {
+                    "type": "NamespaceFinalizersRemaining",
+                    "status": "False",
+                    "reason": "ContentHasNoFinalizers",
+                    "message": "All content-preserving finalizers finished",
+                }
+            )
         obj = entry.copy()
         old = {c.get("type"): c for c in (obj.get("status") or {}).get("conditions") or []}
         for cond in conditions:

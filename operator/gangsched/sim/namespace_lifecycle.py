@@ -44,9 +44,20 @@ def refuse_create(store: Store, namespace: str, rtype: ResourceType, name: str) 
     why = f"unable to create new content in namespace {namespace} because it is being terminated"
     resource = rtype.plural if not rtype.group else f"{rtype.plural}.{rtype.group}"
     message = f'{resource} "{name}" is forbidden: {why}' if name else f"{resource} is forbidden: {why}"
-    raise st.ApiError(403, "Forbidden", message, name=name or None, rtype=rtype, causes=[
-        {"reason": "NamespaceTerminating", "message": f"namespace {namespace} is being terminated",
-         "field": "metadata.namespace"}])
+    raise st.ApiError(
+        403,
+        "Forbidden",
+        message,
+        name=name or None,
+        rtype=rtype,
+        causes=[
+            {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {namespace} is being terminated",
+                "field": "metadata.namespace",
+            }
+        ],
+    )
 
 
 def refuse_delete(name: str) -> None:

@@ -243,9 +243,16 @@ def _kind_schema(rtype: ResourceType) -> dict[str, Any]:
             "type": "object",
             "description": f"{rtype.kind} is a built-in kind served by the gangsched emulator.",
             "properties": {
-                "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this object."},
+                "apiVersion": {
+                    "type": "string",
+                    "description": "APIVersion defines the versioned schema of this object.",
+                },
                 "kind": {"type": "string", "description": "Kind is a string value representing the REST resource."},
-                "metadata": {"type": "object", "description": "Standard object's metadata.", "x-kubernetes-preserve-unknown-fields": True},
+                "metadata": {
+                    "type": "object",
+                    "description": "Standard object's metadata.",
+                    "x-kubernetes-preserve-unknown-fields": True,
+                },
                 "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
                 "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
             },
@@ -256,10 +263,18 @@ def _kind_schema(rtype: ResourceType) -> dict[str, Any]:
 
 
 def _param(name: str, description: str, *, where: str = "query", required: bool = False) -> dict[str, Any]:
-    return {"name": name, "in": where, "description": description, "required": required, "schema": {"type": "string", "uniqueItems": True}}
+    return {
+        "name": name,
+        "in": where,
+        "description": description,
+        "required": required,
+        "schema": {"type": "string", "uniqueItems": True},
+    }
 
 
-def _operation(rtype: ResourceType, verb: str, action: str, ref: str, *, body_types: tuple[str, ...] = ()) -> dict[str, Any]:
+def _operation(
+    rtype: ResourceType, verb: str, action: str, ref: str, *, body_types: tuple[str, ...] = ()
+) -> dict[str, Any]:
     op: dict[str, Any] = {
         "description": f"{verb} {rtype.kind}",
         "operationId": f"{verb}{rtype.kind}",

@@ -22,6 +22,7 @@ class PatchTestFailed(PatchError):
 
 # ---------------------------------------------------------------- merge patch (RFC 7386)
 
+
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
@@ -37,6 +38,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 # ---------------------------------------------------------------- JSON patch (RFC 6902)
+
 
 def _pointer(path: Any) -> list[str]:
     if not isinstance(path, str) or (path and not path.startswith("/")):
@@ -151,5 +153,7 @@ def json_patch(target: Any, ops: Any) -> Any:
                 value = copy.deepcopy(_get(doc, source))
             doc = _add(doc, path, value, replace=False)
         else:
-            raise PatchError(f"JSON patch operation {i}: unknown op {name!r}; allowed: add, remove, replace, move, copy, test")
+            raise PatchError(
+                f"JSON patch operation {i}: unknown op {name!r}; allowed: add, remove, replace, move, copy, test"
+            )
     return doc

@@ -73,8 +73,13 @@ def _tolerations(new: list[Any], old: list[Any]) -> list[Problem]:
                 found = True
                 break
         if not found:
-            return [("spec.tolerations", "Forbidden: existing toleration can not be modified except its tolerationSeconds",
-                     "FieldValueForbidden")]
+            return [
+                (
+                    "spec.tolerations",
+                    "Forbidden: existing toleration can not be modified except its tolerationSeconds",
+                    "FieldValueForbidden",
+                )
+            ]
     return []
 
 
@@ -84,8 +89,13 @@ def _scheduling_gates(new: list[Any], old: list[Any]) -> list[Problem]:
     for i, gate in enumerate(new):
         name = gate.get("name") if isinstance(gate, dict) else gate
         if name not in old_names:
-            problems.append((f"spec.schedulingGates[{i}].name",
-                             f"Forbidden: only deletion is allowed, but found new scheduling gate '{name}'", "FieldValueForbidden"))
+            problems.append(
+                (
+                    f"spec.schedulingGates[{i}].name",
+                    f"Forbidden: only deletion is allowed, but found new scheduling gate '{name}'",
+                    "FieldValueForbidden",
+                )
+            )
     return problems
 
 
@@ -116,14 +126,29 @@ def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[P
     old_deadline = old.get("activeDeadlineSeconds")
     if deadline is not None:
         if not isinstance(deadline, int) or deadline < 0 or deadline > _MAX_INT32:
-            return problems + [("spec.activeDeadlineSeconds",
-                                f"Invalid value: {deadline!r}: must be between 0 and {_MAX_INT32}, inclusive", "FieldValueInvalid")]
+            return problems + [
+                (
+                    "spec.activeDeadlineSeconds",
+                    f"Invalid value: {deadline!r}: must be between 0 and {_MAX_INT32}, inclusive",
+                    "FieldValueInvalid",
+                )
+            ]
         if isinstance(old_deadline, int) and old_deadline < deadline:
-            return problems + [("spec.activeDeadlineSeconds",
-                                f"Invalid value: {deadline}: must be less than or equal to previous value", "FieldValueInvalid")]
+            return problems + [
+                (
+                    "spec.activeDeadlineSeconds",
+                    f"Invalid value: {deadline}: must be less than or equal to previous value",
+                    "FieldValueInvalid",
+                )
+            ]
     elif old_deadline is not None:
-        problems.append(("spec.activeDeadlineSeconds",
-                         "Invalid value: \"null\": must not update from a positive integer to nil value", "FieldValueInvalid"))
+        problems.append(
+            (
+                "spec.activeDeadlineSeconds",
+                'Invalid value: "null": must not update from a positive integer to nil value',
+                "FieldValueInvalid",
+            )
+        )
     problems += _tolerations(new.get("tolerations") or [], old.get("tolerations") or [])
     problems += _scheduling_gates(new.get("schedulingGates") or [], old.get("schedulingGates") or [])
     if _semantic(new) == _semantic(old):
@@ -144,8 +169,14 @@ def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[P
         old_selector = old.get("nodeSelector") or {}
         if new_selector != old_selector:
             if any(new_selector.get(k) != v for k, v in old_selector.items()):
-                problems.append(("spec.nodeSelector", f"Invalid value: {new_selector!r}: only additions to "
-                                 "spec.nodeSelector are allowed (no mutations or deletions)", "FieldValueInvalid"))
+                problems.append(
+                    (
+                        "spec.nodeSelector",
+                        f"Invalid value: {new_selector!r}: only additions to "
+                        "spec.nodeSelector are allowed (no mutations or deletions)",
+                        "FieldValueInvalid",
+                    )
+                )
             if "nodeSelector" in old:
                 munged["nodeSelector"] = copy.deepcopy(old["nodeSelector"])
             else:

@@ -60,114 +60,233 @@ Field = tuple[str, str, str]
 
 MESSAGES: dict[str, dict[int, Field]] = {
     # apimachinery runtime
-    "Unknown": {1: ("typeMeta", "TypeMeta", ""), 2: ("raw", "bytes", ""), 3: ("contentEncoding", "string", ""),
-                4: ("contentType", "string", "")},
+    "Unknown": {
+        1: ("typeMeta", "TypeMeta", ""),
+        2: ("raw", "bytes", ""),
+        3: ("contentEncoding", "string", ""),
+        4: ("contentType", "string", ""),
+    },
     "TypeMeta": {1: ("apiVersion", "string", ""), 2: ("kind", "string", "")},
     # meta/v1
     "ObjectMeta": {
-        1: ("name", "string", ""), 2: ("generateName", "string", ""), 3: ("namespace", "string", ""),
-        4: ("selfLink", "string", ""), 5: ("uid", "string", ""), 6: ("resourceVersion", "string", ""),
-        7: ("generation", "int64", ""), 8: ("creationTimestamp", "time", ""), 9: ("deletionTimestamp", "time", ""),
-        10: ("deletionGracePeriodSeconds", "int64", ""), 11: ("labels", "string", "map:string"),
-        12: ("annotations", "string", "map:string"), 13: ("ownerReferences", "OwnerReference", "repeated"),
+        1: ("name", "string", ""),
+        2: ("generateName", "string", ""),
+        3: ("namespace", "string", ""),
+        4: ("selfLink", "string", ""),
+        5: ("uid", "string", ""),
+        6: ("resourceVersion", "string", ""),
+        7: ("generation", "int64", ""),
+        8: ("creationTimestamp", "time", ""),
+        9: ("deletionTimestamp", "time", ""),
+        10: ("deletionGracePeriodSeconds", "int64", ""),
+        11: ("labels", "string", "map:string"),
+        12: ("annotations", "string", "map:string"),
+        13: ("ownerReferences", "OwnerReference", "repeated"),
         14: ("finalizers", "string", "repeated"),
     },
-    "OwnerReference": {1: ("kind", "string", ""), 3: ("name", "string", ""), 4: ("uid", "string", ""),
-                       5: ("apiVersion", "string", ""), 6: ("controller", "bool", ""),
-                       7: ("blockOwnerDeletion", "bool", "")},
-    "LabelSelector": {1: ("matchLabels", "string", "map:string"),
-                      2: ("matchExpressions", "LabelSelectorRequirement", "repeated")},
-    "LabelSelectorRequirement": {1: ("key", "string", ""), 2: ("operator", "string", ""),
-                                 3: ("values", "string", "repeated")},
+    "OwnerReference": {
+        1: ("kind", "string", ""),
+        3: ("name", "string", ""),
+        4: ("uid", "string", ""),
+        5: ("apiVersion", "string", ""),
+        6: ("controller", "bool", ""),
+        7: ("blockOwnerDeletion", "bool", ""),
+    },
+    "LabelSelector": {
+        1: ("matchLabels", "string", "map:string"),
+        2: ("matchExpressions", "LabelSelectorRequirement", "repeated"),
+    },
+    "LabelSelectorRequirement": {
+        1: ("key", "string", ""),
+        2: ("operator", "string", ""),
+        3: ("values", "string", "repeated"),
+    },
     # core/v1
-    "Namespace": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "NamespaceSpec", ""),
-                  3: ("status", "NamespaceStatus", "")},
+    "Namespace": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("spec", "NamespaceSpec", ""),
+        3: ("status", "NamespaceStatus", ""),
+    },
     "NamespaceSpec": {1: ("finalizers", "string", "repeated")},
     "NamespaceStatus": {1: ("phase", "string", "")},
-    "ConfigMap": {1: ("metadata", "ObjectMeta", ""), 2: ("data", "string", "map:string"),
-                  3: ("binaryData", "bytes", "map:bytes"), 4: ("immutable", "bool", "")},
-    "Secret": {1: ("metadata", "ObjectMeta", ""), 2: ("data", "bytes", "map:bytes"), 3: ("type", "string", ""),
-               4: ("stringData", "string", "map:string"), 5: ("immutable", "bool", "")},
-    "ServiceAccount": {1: ("metadata", "ObjectMeta", ""), 2: ("secrets", "ObjectReference", "repeated"),
-                       3: ("imagePullSecrets", "LocalObjectReference", "repeated"),
-                       4: ("automountServiceAccountToken", "bool", "")},
-    "ObjectReference": {1: ("kind", "string", ""), 2: ("namespace", "string", ""), 3: ("name", "string", ""),
-                        4: ("uid", "string", ""), 5: ("apiVersion", "string", ""),
-                        6: ("resourceVersion", "string", ""), 7: ("fieldPath", "string", "")},
+    "ConfigMap": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("data", "string", "map:string"),
+        3: ("binaryData", "bytes", "map:bytes"),
+        4: ("immutable", "bool", ""),
+    },
+    "Secret": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("data", "bytes", "map:bytes"),
+        3: ("type", "string", ""),
+        4: ("stringData", "string", "map:string"),
+        5: ("immutable", "bool", ""),
+    },
+    "ServiceAccount": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("secrets", "ObjectReference", "repeated"),
+        3: ("imagePullSecrets", "LocalObjectReference", "repeated"),
+        4: ("automountServiceAccountToken", "bool", ""),
+    },
+    "ObjectReference": {
+        1: ("kind", "string", ""),
+        2: ("namespace", "string", ""),
+        3: ("name", "string", ""),
+        4: ("uid", "string", ""),
+        5: ("apiVersion", "string", ""),
+        6: ("resourceVersion", "string", ""),
+        7: ("fieldPath", "string", ""),
+    },
     "LocalObjectReference": {1: ("name", "string", "")},
-    "ResourceQuota": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "ResourceQuotaSpec", ""),
-                      3: ("status", "Empty", "")},
+    "ResourceQuota": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("spec", "ResourceQuotaSpec", ""),
+        3: ("status", "Empty", ""),
+    },
     "ResourceQuotaSpec": {1: ("hard", "quantity", "map:quantity"), 2: ("scopes", "string", "repeated")},
     # the pod template, as far as `kubectl create deployment|job` fills it in (other field numbers are skipped)
     "PodTemplateSpec": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "PodSpec", "")},
     "PodSpec": {
-        2: ("containers", "Container", "repeated"), 3: ("restartPolicy", "string", ""),
-        4: ("terminationGracePeriodSeconds", "int64", ""), 5: ("activeDeadlineSeconds", "int64", ""),
-        6: ("dnsPolicy", "string", ""), 7: ("nodeSelector", "string", "map:string"),
-        8: ("serviceAccountName", "string", ""), 9: ("serviceAccount", "string", ""), 10: ("nodeName", "string", ""),
-        11: ("hostNetwork", "bool", ""), 12: ("hostPID", "bool", ""), 13: ("hostIPC", "bool", ""),
-        16: ("hostname", "string", ""), 17: ("subdomain", "string", ""), 19: ("schedulerName", "string", ""),
-        20: ("initContainers", "Container", "repeated"), 22: ("tolerations", "Toleration", "repeated"),
-        24: ("priorityClassName", "string", ""), 25: ("priority", "int32", ""),
+        2: ("containers", "Container", "repeated"),
+        3: ("restartPolicy", "string", ""),
+        4: ("terminationGracePeriodSeconds", "int64", ""),
+        5: ("activeDeadlineSeconds", "int64", ""),
+        6: ("dnsPolicy", "string", ""),
+        7: ("nodeSelector", "string", "map:string"),
+        8: ("serviceAccountName", "string", ""),
+        9: ("serviceAccount", "string", ""),
+        10: ("nodeName", "string", ""),
+        11: ("hostNetwork", "bool", ""),
+        12: ("hostPID", "bool", ""),
+        13: ("hostIPC", "bool", ""),
+        16: ("hostname", "string", ""),
+        17: ("subdomain", "string", ""),
+        19: ("schedulerName", "string", ""),
+        20: ("initContainers", "Container", "repeated"),
+        22: ("tolerations", "Toleration", "repeated"),
+        24: ("priorityClassName", "string", ""),
+        25: ("priority", "int32", ""),
     },
     "Container": {
-        1: ("name", "string", ""), 2: ("image", "string", ""), 3: ("command", "string", "repeated"),
-        4: ("args", "string", "repeated"), 5: ("workingDir", "string", ""), 6: ("ports", "ContainerPort", "repeated"),
-        7: ("env", "EnvVar", "repeated"), 8: ("resources", "ResourceRequirements", ""),
-        13: ("terminationMessagePath", "string", ""), 14: ("imagePullPolicy", "string", ""),
-        16: ("stdin", "bool", ""), 17: ("stdinOnce", "bool", ""), 18: ("tty", "bool", ""),
+        1: ("name", "string", ""),
+        2: ("image", "string", ""),
+        3: ("command", "string", "repeated"),
+        4: ("args", "string", "repeated"),
+        5: ("workingDir", "string", ""),
+        6: ("ports", "ContainerPort", "repeated"),
+        7: ("env", "EnvVar", "repeated"),
+        8: ("resources", "ResourceRequirements", ""),
+        13: ("terminationMessagePath", "string", ""),
+        14: ("imagePullPolicy", "string", ""),
+        16: ("stdin", "bool", ""),
+        17: ("stdinOnce", "bool", ""),
+        18: ("tty", "bool", ""),
         20: ("terminationMessagePolicy", "string", ""),
     },
-    "ContainerPort": {1: ("name", "string", ""), 2: ("hostPort", "int32", ""), 3: ("containerPort", "int32", ""),
-                      4: ("protocol", "string", ""), 5: ("hostIP", "string", "")},
+    "ContainerPort": {
+        1: ("name", "string", ""),
+        2: ("hostPort", "int32", ""),
+        3: ("containerPort", "int32", ""),
+        4: ("protocol", "string", ""),
+        5: ("hostIP", "string", ""),
+    },
     "EnvVar": {1: ("name", "string", ""), 2: ("value", "string", "")},
     "ResourceRequirements": {1: ("limits", "quantity", "map:quantity"), 2: ("requests", "quantity", "map:quantity")},
-    "Toleration": {1: ("key", "string", ""), 2: ("operator", "string", ""), 3: ("value", "string", ""),
-                   4: ("effect", "string", ""), 5: ("tolerationSeconds", "int64", "")},
+    "Toleration": {
+        1: ("key", "string", ""),
+        2: ("operator", "string", ""),
+        3: ("value", "string", ""),
+        4: ("effect", "string", ""),
+        5: ("tolerationSeconds", "int64", ""),
+    },
     # apps/v1 (staging/src/k8s.io/api/apps/v1/generated.proto)
     "Deployment": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "DeploymentSpec", ""), 3: ("status", "Empty", "")},
-    "DeploymentSpec": {1: ("replicas", "int32", ""), 2: ("selector", "LabelSelector", ""),
-                       3: ("template", "PodTemplateSpec", ""), 4: ("strategy", "DeploymentStrategy", ""),
-                       5: ("minReadySeconds", "int32", ""), 6: ("revisionHistoryLimit", "int32", ""),
-                       7: ("paused", "bool", ""), 9: ("progressDeadlineSeconds", "int32", "")},
+    "DeploymentSpec": {
+        1: ("replicas", "int32", ""),
+        2: ("selector", "LabelSelector", ""),
+        3: ("template", "PodTemplateSpec", ""),
+        4: ("strategy", "DeploymentStrategy", ""),
+        5: ("minReadySeconds", "int32", ""),
+        6: ("revisionHistoryLimit", "int32", ""),
+        7: ("paused", "bool", ""),
+        9: ("progressDeadlineSeconds", "int32", ""),
+    },
     "DeploymentStrategy": {1: ("type", "string", ""), 2: ("rollingUpdate", "RollingUpdateDeployment", "")},
     "RollingUpdateDeployment": {1: ("maxUnavailable", "intorstr", ""), 2: ("maxSurge", "intorstr", "")},
     # batch/v1 (staging/src/k8s.io/api/batch/v1/generated.proto)
     "Job": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "JobSpec", ""), 3: ("status", "Empty", "")},
-    "JobSpec": {1: ("parallelism", "int32", ""), 2: ("completions", "int32", ""),
-                3: ("activeDeadlineSeconds", "int64", ""), 4: ("selector", "LabelSelector", ""),
-                5: ("manualSelector", "bool", ""), 6: ("template", "PodTemplateSpec", ""),
-                7: ("backoffLimit", "int32", ""), 8: ("ttlSecondsAfterFinished", "int32", ""),
-                9: ("completionMode", "string", ""), 10: ("suspend", "bool", "")},
+    "JobSpec": {
+        1: ("parallelism", "int32", ""),
+        2: ("completions", "int32", ""),
+        3: ("activeDeadlineSeconds", "int64", ""),
+        4: ("selector", "LabelSelector", ""),
+        5: ("manualSelector", "bool", ""),
+        6: ("template", "PodTemplateSpec", ""),
+        7: ("backoffLimit", "int32", ""),
+        8: ("ttlSecondsAfterFinished", "int32", ""),
+        9: ("completionMode", "string", ""),
+        10: ("suspend", "bool", ""),
+    },
     # a status the server resets on create: decoded as {}
     "Empty": {},
     # scheduling/v1
-    "PriorityClass": {1: ("metadata", "ObjectMeta", ""), 2: ("value", "int32", ""),
-                      3: ("globalDefault", "bool", ""), 4: ("description", "string", ""),
-                      5: ("preemptionPolicy", "string", "")},
+    "PriorityClass": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("value", "int32", ""),
+        3: ("globalDefault", "bool", ""),
+        4: ("description", "string", ""),
+        5: ("preemptionPolicy", "string", ""),
+    },
     # policy/v1
-    "PodDisruptionBudget": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "PodDisruptionBudgetSpec", ""),
-                            3: ("status", "PodDisruptionBudgetStatus", "")},
-    "PodDisruptionBudgetSpec": {1: ("minAvailable", "intorstr", ""), 2: ("selector", "LabelSelector", ""),
-                                3: ("maxUnavailable", "intorstr", ""),
-                                4: ("unhealthyPodEvictionPolicy", "string", "")},
-    "PodDisruptionBudgetStatus": {1: ("observedGeneration", "int64", ""), 3: ("disruptionsAllowed", "int32", ""),
-                                  4: ("currentHealthy", "int32", ""), 5: ("desiredHealthy", "int32", ""),
-                                  6: ("expectedPods", "int32", "")},
+    "PodDisruptionBudget": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("spec", "PodDisruptionBudgetSpec", ""),
+        3: ("status", "PodDisruptionBudgetStatus", ""),
+    },
+    "PodDisruptionBudgetSpec": {
+        1: ("minAvailable", "intorstr", ""),
+        2: ("selector", "LabelSelector", ""),
+        3: ("maxUnavailable", "intorstr", ""),
+        4: ("unhealthyPodEvictionPolicy", "string", ""),
+    },
+    "PodDisruptionBudgetStatus": {
+        1: ("observedGeneration", "int64", ""),
+        3: ("disruptionsAllowed", "int32", ""),
+        4: ("currentHealthy", "int32", ""),
+        5: ("desiredHealthy", "int32", ""),
+        6: ("expectedPods", "int32", ""),
+    },
     # rbac/v1
     "Role": {1: ("metadata", "ObjectMeta", ""), 2: ("rules", "PolicyRule", "repeated")},
-    "ClusterRole": {1: ("metadata", "ObjectMeta", ""), 2: ("rules", "PolicyRule", "repeated"),
-                    3: ("aggregationRule", "AggregationRule", "")},
+    "ClusterRole": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("rules", "PolicyRule", "repeated"),
+        3: ("aggregationRule", "AggregationRule", ""),
+    },
     "AggregationRule": {1: ("clusterRoleSelectors", "LabelSelector", "repeated")},
-    "PolicyRule": {1: ("verbs", "string", "repeated"), 2: ("apiGroups", "string", "repeated"),
-                   3: ("resources", "string", "repeated"), 4: ("resourceNames", "string", "repeated"),
-                   5: ("nonResourceURLs", "string", "repeated")},
-    "RoleBinding": {1: ("metadata", "ObjectMeta", ""), 2: ("subjects", "Subject", "repeated"),
-                    3: ("roleRef", "RoleRef", "")},
-    "ClusterRoleBinding": {1: ("metadata", "ObjectMeta", ""), 2: ("subjects", "Subject", "repeated"),
-                           3: ("roleRef", "RoleRef", "")},
-    "Subject": {1: ("kind", "string", ""), 2: ("apiGroup", "string", ""), 3: ("name", "string", ""),
-                4: ("namespace", "string", "")},
+    "PolicyRule": {
+        1: ("verbs", "string", "repeated"),
+        2: ("apiGroups", "string", "repeated"),
+        3: ("resources", "string", "repeated"),
+        4: ("resourceNames", "string", "repeated"),
+        5: ("nonResourceURLs", "string", "repeated"),
+    },
+    "RoleBinding": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("subjects", "Subject", "repeated"),
+        3: ("roleRef", "RoleRef", ""),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "ObjectMeta", ""),
+        2: ("subjects", "Subject", "repeated"),
+        3: ("roleRef", "RoleRef", ""),
+    },
+    "Subject": {
+        1: ("kind", "string", ""),
+        2: ("apiGroup", "string", ""),
+        3: ("name", "string", ""),
+        4: ("namespace", "string", ""),
+    },
     "RoleRef": {1: ("apiGroup", "string", ""), 2: ("kind", "string", ""), 3: ("name", "string", "")},
 }
 
@@ -189,11 +308,15 @@ KINDS: dict[tuple[str, str], str] = {
 }
 
 # fields whose zero value is meaningful (no omitempty in their JSON tag)
-KEEP_ZERO: frozenset[tuple[str, str]] = frozenset({
-    ("PriorityClass", "value"),
-    ("PodDisruptionBudgetStatus", "disruptionsAllowed"), ("PodDisruptionBudgetStatus", "currentHealthy"),
-    ("PodDisruptionBudgetStatus", "desiredHealthy"), ("PodDisruptionBudgetStatus", "expectedPods"),
-})
+KEEP_ZERO: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("PriorityClass", "value"),
+        ("PodDisruptionBudgetStatus", "disruptionsAllowed"),
+        ("PodDisruptionBudgetStatus", "currentHealthy"),
+        ("PodDisruptionBudgetStatus", "desiredHealthy"),
+        ("PodDisruptionBudgetStatus", "expectedPods"),
+    }
+)
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -226,17 +349,17 @@ def wire_fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
             length, pos = _varint(buf, pos)
             if pos + length > end:
                 raise ProtobufError("truncated length-delimited field")
-            yield number, wtype, buf[pos:pos + length]
+            yield number, wtype, buf[pos : pos + length]
             pos += length
         elif wtype == 1:
             if pos + 8 > end:
                 raise ProtobufError("truncated fixed64")
-            yield number, wtype, int.from_bytes(buf[pos:pos + 8], "little")
+            yield number, wtype, int.from_bytes(buf[pos : pos + 8], "little")
             pos += 8
         elif wtype == 5:
             if pos + 4 > end:
                 raise ProtobufError("truncated fixed32")
-            yield number, wtype, int.from_bytes(buf[pos:pos + 4], "little")
+            yield number, wtype, int.from_bytes(buf[pos : pos + 4], "little")
             pos += 4
         else:
             raise ProtobufError(f"unsupported wire type {wtype}")
@@ -345,7 +468,7 @@ def decode_object(body: bytes) -> dict[str, Any]:
     """A protobuf request body (envelope + runtime.Unknown) as the JSON-shaped object (see module docstring)."""
     if not body.startswith(MAGIC):
         raise ProtobufError("the body does not start with the Kubernetes protobuf magic number k8s\\x00")
-    unknown = decode_message("Unknown", body[len(MAGIC):])
+    unknown = decode_message("Unknown", body[len(MAGIC) :])
     type_meta = unknown.get("typeMeta") or {}
     api_version, kind = str(type_meta.get("apiVersion", "")), str(type_meta.get("kind", ""))
     if unknown.get("contentEncoding"):

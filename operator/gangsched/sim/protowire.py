@@ -15,6 +15,7 @@ from typing import Any
 
 from gangsched.sim.protobuf import MAGIC, wire_fields
 
+
 def fields(data: bytes) -> dict[int, list[Any]]:
     """One message's fields, {number: [values]}, read by protobuf.py's wire decoder."""
     out: dict[int, list[Any]] = {}

@@ -131,7 +131,9 @@ def forbidden(attrs: Attributes) -> st.ApiError:
     if attrs.namespace:
         why = f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}" in the namespace "{attrs.namespace}"'
     else:
-        why = f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}" at the cluster scope'
+        why = (
+            f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}" at the cluster scope'
+        )
     qualified = attrs.resource if not attrs.group else f"{attrs.resource}.{attrs.group}"
     message = f'{qualified} "{attrs.name}" is forbidden: {why}' if attrs.name else f"{qualified} is forbidden: {why}"
     exc = st.ApiError(403, "Forbidden", message, name=attrs.name or None)
@@ -209,7 +211,9 @@ class RbacAuthorizer:
         self.store = store
         self.cache: dict[tuple[Any, ...], bool] = {}
         self.usage: dict[str, set[tuple[str, str, str, str]]] = {}
-        self.names: dict[str, set[tuple[str, str, str, str]]] = {}  # user -> (group, resource, namespace, name) used by name
+        self.names: dict[
+            str, set[tuple[str, str, str, str]]
+        ] = {}  # user -> (group, resource, namespace, name) used by name
         self._invalidator = _Invalidator(self)
         for key in RBAC_KEYS:
             store.subscribe(key, self._invalidator)
@@ -230,8 +234,10 @@ class RbacAuthorizer:
             ref = obj.get("roleRef") or {}
             for subject in obj.get("subjects") or []:
                 if _applies(user, subject, ""):
-                    where = (f'ClusterRoleBinding "{obj["metadata"]["name"]}" of {ref.get("kind")} "{ref.get("name")}" '
-                             f'to {_describe_subject(subject, "")}')
+                    where = (
+                        f'ClusterRoleBinding "{obj["metadata"]["name"]}" of {ref.get("kind")} "{ref.get("name")}" '
+                        f"to {_describe_subject(subject, '')}"
+                    )
                     if ref.get("kind") == "ClusterRole":
                         for rule in self._role_rules("ClusterRole", str(ref.get("name")), ""):
                             yield where, rule
@@ -244,8 +250,10 @@ class RbacAuthorizer:
             ref = obj.get("roleRef") or {}
             for subject in obj.get("subjects") or []:
                 if _applies(user, subject, ns):
-                    where = (f'RoleBinding "{obj["metadata"]["name"]}/{ns}" of {ref.get("kind")} "{ref.get("name")}" '
-                             f"to {_describe_subject(subject, ns)}")
+                    where = (
+                        f'RoleBinding "{obj["metadata"]["name"]}/{ns}" of {ref.get("kind")} "{ref.get("name")}" '
+                        f"to {_describe_subject(subject, ns)}"
+                    )
                     for rule in self._role_rules(str(ref.get("kind")), str(ref.get("name")), ns):
                         yield where, rule
                     break
@@ -266,10 +274,15 @@ class RbacAuthorizer:
         non_resource_rules: list[dict[str, Any]] = []
         for _, rule in self._visit(Attributes(user, "", True, namespace=namespace)):
             if rule.get("nonResourceURLs"):
-                non_resource_rules.append({"verbs": list(rule.get("verbs") or []), "nonResourceURLs": list(rule["nonResourceURLs"])})
+                non_resource_rules.append(
+                    {"verbs": list(rule.get("verbs") or []), "nonResourceURLs": list(rule["nonResourceURLs"])}
+                )
             if rule.get("resources"):
-                out = {"verbs": list(rule.get("verbs") or []), "apiGroups": list(rule.get("apiGroups") or []),
-                       "resources": list(rule["resources"])}
+                out = {
+                    "verbs": list(rule.get("verbs") or []),
+                    "apiGroups": list(rule.get("apiGroups") or []),
+                    "resources": list(rule["resources"]),
+                }
                 if rule.get("resourceNames"):
                     out["resourceNames"] = list(rule["resourceNames"])
                 resource_rules.append(out)
@@ -280,7 +293,15 @@ class RbacAuthorizer:
         if MASTERS in user.groups:
             return True
         if attrs.resource_request:
-            key: tuple[Any, ...] = (user.name, user.groups, attrs.verb, attrs.group, attrs.resource, attrs.subresource, attrs.namespace)
+            key: tuple[Any, ...] = (
+                user.name,
+                user.groups,
+                attrs.verb,
+                attrs.group,
+                attrs.resource,
+                attrs.subresource,
+                attrs.namespace,
+            )
         else:
             key = (user.name, user.groups, attrs.verb, attrs.path)
         cache = self.cache
@@ -289,8 +310,22 @@ class RbacAuthorizer:
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
             # whether the request is allowed whatever its name: no resourceNames-limited rule is needed
-            anonymous = Attributes(user, attrs.verb, attrs.resource_request, attrs.group, attrs.version, attrs.resource,
-                                   attrs.subresource, attrs.namespace, "", attrs.path) if attrs.name else attrs
+            anonymous = (
+                Attributes(
+                    user,
+                    attrs.verb,
+                    attrs.resource_request,
+                    attrs.group,
+                    attrs.version,
+                    attrs.resource,
+                    attrs.subresource,
+                    attrs.namespace,
+                    "",
+                    attrs.path,
+                )
+                if attrs.name
+                else attrs
+            )
             allowed = cache[key] = self.explain(anonymous)[0]
         if allowed or not attrs.name:
             return allowed
@@ -302,9 +337,13 @@ class RbacAuthorizer:
 
     def record(self, attrs: Attributes) -> None:
         if attrs.resource_request:
-            self.usage.setdefault(attrs.user.name, set()).add((attrs.verb, attrs.group, attrs.resource, attrs.subresource))
+            self.usage.setdefault(attrs.user.name, set()).add(
+                (attrs.verb, attrs.group, attrs.resource, attrs.subresource)
+            )
             if attrs.name and attrs.resource in ("leases", "configmaps"):
-                self.names.setdefault(attrs.user.name, set()).add((attrs.group, attrs.resource, attrs.namespace, attrs.name))
+                self.names.setdefault(attrs.user.name, set()).add(
+                    (attrs.group, attrs.resource, attrs.namespace, attrs.name)
+                )
 
 
 # ---------------------------------------------------------------------------------------------- bootstrap policy
@@ -312,8 +351,11 @@ def _cluster_role(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "ClusterRole",
-        "metadata": {"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-                     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        },
         "rules": rules,
     }
 
@@ -322,31 +364,64 @@ def _cluster_role_binding(name: str, role: str, groups: list[str]) -> dict[str, 
     return {
         "apiVersion": f"{RBAC_GROUP}/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-                     "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        },
         "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": role},
         "subjects": [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": g} for g in groups],
     }
 
 
 BOOTSTRAP_OBJECTS: tuple[dict[str, Any], ...] = (
-    _cluster_role("cluster-admin", [
-        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-        {"nonResourceURLs": ["*"], "verbs": ["*"]},
-    ]),
+    _cluster_role(
+        "cluster-admin",
+        [
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+            {"nonResourceURLs": ["*"], "verbs": ["*"]},
+        ],
+    ),
     _cluster_role_binding("cluster-admin", "cluster-admin", [MASTERS]),
-    _cluster_role("system:discovery", [{"nonResourceURLs": [
-        "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version",
-        "/version/"], "verbs": ["get"]}]),
+    _cluster_role(
+        "system:discovery",
+        [
+            {
+                "nonResourceURLs": [
+                    "/api",
+                    "/api/*",
+                    "/apis",
+                    "/apis/*",
+                    "/healthz",
+                    "/livez",
+                    "/openapi",
+                    "/openapi/*",
+                    "/readyz",
+                    "/version",
+                    "/version/",
+                ],
+                "verbs": ["get"],
+            }
+        ],
+    ),
     _cluster_role_binding("system:discovery", "system:discovery", ["system:authenticated"]),
-    _cluster_role("system:basic-user", [
-        {"apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
-         "verbs": ["create"]},
-        {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
-    ]),
+    _cluster_role(
+        "system:basic-user",
+        [
+            {
+                "apiGroups": ["authorization.k8s.io"],
+                "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+                "verbs": ["create"],
+            },
+            {"apiGroups": ["authentication.k8s.io"], "resources": ["selfsubjectreviews"], "verbs": ["create"]},
+        ],
+    ),
     _cluster_role_binding("system:basic-user", "system:basic-user", ["system:authenticated"]),
-    _cluster_role("system:public-info-viewer", [
-        {"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}]),
-    _cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
-                          ["system:authenticated", "system:unauthenticated"]),
+    _cluster_role(
+        "system:public-info-viewer",
+        [{"nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}],
+    ),
+    _cluster_role_binding(
+        "system:public-info-viewer", "system:public-info-viewer", ["system:authenticated", "system:unauthenticated"]
+    ),
 )

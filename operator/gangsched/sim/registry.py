@@ -35,16 +35,15 @@ from typing import Any
 
 import orjson
 
-from gangsched.sim import deletion, namespace_lifecycle
+from gangsched.sim import deletion, namespace_lifecycle, strategic, validation
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
-from gangsched.sim import strategic, validation
 from gangsched.sim.binding import bind_pod
-from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, crd_types, validate_crd
-from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
+from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.namespace_controller import NamespaceController
 from gangsched.sim.pod_update import check_pod_update
+from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
 from gangsched.sim.termination import PodTerminator
 from gangsched.sim.types import ResourceType
@@ -168,7 +167,9 @@ class Registry:
         unknown = [e for e in schema_mod.validate(obj, rtype.schema, strict=True) if e.kind == "unknown"]
         if unknown:
             if ctx.field_validation == "Strict":
-                raise st.bad_request("strict decoding error: " + ", ".join(f'unknown field "{e.path}"' for e in unknown))
+                raise st.bad_request(
+                    "strict decoding error: " + ", ".join(f'unknown field "{e.path}"' for e in unknown)
+                )
             if ctx.field_validation == "Warn":
                 ctx.warnings.extend(f'unknown field "{e.path}"' for e in unknown)
         schema_mod.prune_unknown(obj, rtype.schema)
@@ -203,7 +204,11 @@ class Registry:
         if not name:
             prefix = meta.get("generateName")
             if not prefix:
-                raise st.invalid(rtype, "", [("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")])
+                raise st.invalid(
+                    rtype,
+                    "",
+                    [("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")],
+                )
             for _ in range(16):
                 name = prefix + "".join(self.rng.choice(_GEN_CHARS) for _ in range(5))
                 if self.store.get(storage_key(rtype), namespace, name) is None:
@@ -212,11 +217,21 @@ class Registry:
         if rtype.group == "rbac.authorization.k8s.io":
             # RBAC objects' names are path segments (pkg/apis/rbac/validation: ValidateRBACName), e.g. "system:discovery"
             if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "%" in name:
-                raise st.invalid(rtype, str(name), [("metadata.name", f'Invalid value: "{name}": may not contain \'/\' or \'%\'')])
+                raise st.invalid(
+                    rtype, str(name), [("metadata.name", f"Invalid value: \"{name}\": may not contain '/' or '%'")]
+                )
         elif not isinstance(name, str) or len(name) > 253 or not _NAME_RE.match(name):
-            raise st.invalid(rtype, str(name), [(
-                "metadata.name", f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-                "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character")])
+            raise st.invalid(
+                rtype,
+                str(name),
+                [
+                    (
+                        "metadata.name",
+                        f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
+                        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                    )
+                ],
+            )
         self._check_namespace(rtype, namespace, name)
         skey = storage_key(rtype)
         if self.store.get(skey, namespace if rtype.namespaced else "", name) is not None:
@@ -247,7 +262,9 @@ class Registry:
     def _check_kind(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         kind = obj.get("kind")
         if kind and kind != rtype.kind:
-            raise st.bad_request(f"the kind of the body ({kind}) does not match the resource {rtype.plural} ({rtype.kind})")
+            raise st.bad_request(
+                f"the kind of the body ({kind}) does not match the resource {rtype.plural} ({rtype.kind})"
+            )
         api_version = obj.get("apiVersion")
         if api_version and api_version != rtype.group_version:
             raise st.bad_request(
@@ -276,10 +293,20 @@ class Registry:
                 "acceptedNames": dict(names),
                 "storedVersions": [crd_storage_version(obj)],
                 "conditions": [
-                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                     "message": "no conflicts found", "lastTransitionTime": self._now()},
-                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                     "message": "the initial names have been accepted", "lastTransitionTime": self._now()},
+                    {
+                        "type": "NamesAccepted",
+                        "status": "True",
+                        "reason": "NoConflicts",
+                        "message": "no conflicts found",
+                        "lastTransitionTime": self._now(),
+                    },
+                    {
+                        "type": "Established",
+                        "status": "True",
+                        "reason": "InitialNamesAccepted",
+                        "message": "the initial names have been accepted",
+                        "lastTransitionTime": self._now(),
+                    },
                 ],
             }
         elif kind == ("policy", "PodDisruptionBudget"):
@@ -325,7 +352,8 @@ class Registry:
         given = spec.get("priority")
         if given is not None and given != value:
             raise st.forbidden(
-                rtype, name,
+                rtype,
+                name,
                 f"the integer value of priority ({given}) must not be provided in pod spec; priority admission "
                 f"controller computed {value} from the given PriorityClass name",
             )
@@ -338,20 +366,37 @@ class Registry:
     def _admit_priority_class(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
         value = obj.get("value")
         if not isinstance(value, int) or isinstance(value, bool):
-            raise st.invalid(rtype, name, [("value", f"Invalid value: {value!r}: must be an integer", "FieldValueInvalid")])
+            raise st.invalid(
+                rtype, name, [("value", f"Invalid value: {value!r}: must be an integer", "FieldValueInvalid")]
+            )
         policy = obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
         if policy not in ("PreemptLowerPriority", "Never"):
-            raise st.invalid(rtype, name, [(
-                "preemptionPolicy", f'Unsupported value: "{policy}": supported values: "Never", "PreemptLowerPriority"',
-                "FieldValueNotSupported")])
+            raise st.invalid(
+                rtype,
+                name,
+                [
+                    (
+                        "preemptionPolicy",
+                        f'Unsupported value: "{policy}": supported values: "Never", "PreemptLowerPriority"',
+                        "FieldValueNotSupported",
+                    )
+                ],
+            )
         if obj.get("globalDefault"):
             for entry in self.store.table(storage_key(rtype)).values():
                 other = entry.obj
                 if other.get("globalDefault") and other["metadata"]["name"] != name:
-                    raise st.invalid(rtype, name, [(
-                        "globalDefault",
-                        f"Invalid value: true: PriorityClass {other['metadata']['name']} is already marked as default. "
-                        "Only one default can exist")])
+                    raise st.invalid(
+                        rtype,
+                        name,
+                        [
+                            (
+                                "globalDefault",
+                                f"Invalid value: true: PriorityClass {other['metadata']['name']} is already marked as default. "
+                                "Only one default can exist",
+                            )
+                        ],
+                    )
 
     # ------------------------------------------------------------------ CRDs
     def _register_crd(self, crd: dict[str, Any]) -> None:
@@ -419,8 +464,9 @@ class Registry:
         elif resource_version not in ("", "0"):
             requested = _parse_rv(resource_version)
             if requested > self.store.rv:
-                raise st.ApiError(504, "Timeout", f"Too large resource version: {requested}, current: {self.store.rv}",
-                                  retry_after=1)
+                raise st.ApiError(
+                    504, "Timeout", f"Too large resource version: {requested}, current: {self.store.rv}", retry_after=1
+                )
             exact = resource_version_match == "Exact" or (not resource_version_match and bool(limit and limit > 0))
             if exact:
                 if requested < self.store.compacted_through(skey):
@@ -451,7 +497,14 @@ class Registry:
 
     # ------------------------------------------------------------------ update / patch
     def update(
-        self, rtype: ResourceType, namespace: str, name: str, body: Any, ctx: RequestContext, *, subresource: str | None = None
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        ctx: RequestContext,
+        *,
+        subresource: str | None = None,
     ) -> Entry:
         if not isinstance(body, dict):
             raise st.bad_request(f"the body of an update must be a JSON object, got {type(body).__name__}")
@@ -487,7 +540,9 @@ class Registry:
                 if rtype.is_crd:
                     result = patching.merge_patch(current.copy(), body)
                 else:
-                    result = strategic.strategic_merge_patch(current.copy(), body, self._patch_meta(rtype), private=True)
+                    result = strategic.strategic_merge_patch(
+                        current.copy(), body, self._patch_meta(rtype), private=True
+                    )
             except patching.PatchError as exc:
                 raise st.bad_request(str(exc)) from None
             return self._commit(rtype, current, result, ctx, subresource=subresource)
@@ -511,8 +566,13 @@ class Registry:
         except patching.PatchTestFailed as exc:
             raise st.invalid(rtype, name, [("", str(exc))]) from None
         except patching.PatchError as exc:
-            raise st.ApiError(422, "Invalid", f"the server rejected our request due to an error in our request: {exc}",
-                              name=name, rtype=rtype) from None
+            raise st.ApiError(
+                422,
+                "Invalid",
+                f"the server rejected our request due to an error in our request: {exc}",
+                name=name,
+                rtype=rtype,
+            ) from None
         if not isinstance(result, dict):
             raise st.bad_request("the patched object is not a JSON object")
         return self._commit(rtype, current, result, ctx, subresource=subresource)
@@ -613,7 +673,9 @@ class Registry:
             return Entry.of(plan.obj) if plan.obj is not None else current
         entry = current
         if plan.obj is not None:
-            entry = current if plan.obj == current.obj else self.store.put(storage_key(rtype), plan.obj, previous=current)
+            entry = (
+                current if plan.obj == current.obj else self.store.put(storage_key(rtype), plan.obj, previous=current)
+            )
             if plan.action == "update":
                 meta = entry.obj["metadata"]
                 if is_pod and meta.get("deletionGracePeriodSeconds") and (entry.obj.get("spec") or {}).get("nodeName"):
@@ -624,7 +686,9 @@ class Registry:
             self._collect(meta["uid"], deleted_owner=meta["uid"], foreground=True)
         return self._remove(rtype, entry, orphan=opts.get("propagationPolicy") == "Orphan")
 
-    def _delete_namespace(self, rtype: ResourceType, current: Entry, opts: dict[str, Any], ctx: RequestContext) -> Entry:
+    def _delete_namespace(
+        self, rtype: ResourceType, current: Entry, opts: dict[str, Any], ctx: RequestContext
+    ) -> Entry:
         """pkg/registry/core/namespace/storage: the first DELETE makes it Terminating (namespace_lifecycle.py);
         the namespace controller empties it and removes it; a DELETE of an already finalized one removes it."""
         name = current.obj["metadata"]["name"]
@@ -735,7 +799,11 @@ class Registry:
             if not sel.empty and sel.matches(pod):  # a nil or empty selector matches nothing here
                 pdbs.append(entry)
         if len(pdbs) > 1:
-            raise st.ApiError(500, "", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+            raise st.ApiError(
+                500,
+                "",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            )
         if pdbs:
             pdb_entry = pdbs[0]
             pdb = pdb_entry.obj
@@ -759,18 +827,38 @@ class Registry:
         status = pdb.get("status") or {}
         message = "Cannot evict pod as it would violate the pod's disruption budget."
         if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
-            raise st.ApiError(429, "TooManyRequests", message, retry_after=10, causes=[
-                {"reason": "DisruptionBudget", "message": f"The disruption budget {pdb_name} is still being processed by the server."}])
+            raise st.ApiError(
+                429,
+                "TooManyRequests",
+                message,
+                retry_after=10,
+                causes=[
+                    {
+                        "reason": "DisruptionBudget",
+                        "message": f"The disruption budget {pdb_name} is still being processed by the server.",
+                    }
+                ],
+            )
         allowed = int(status.get("disruptionsAllowed") or 0)
         if allowed < 0:
             raise st.forbidden(pdb_type, pdb_name, "pdb disruptions allowed is negative")
         if len(status.get("disruptedPods") or {}) > MAX_DISRUPTED_PODS:
-            raise st.forbidden(pdb_type, pdb_name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller")
+            raise st.forbidden(
+                pdb_type, pdb_name, "DisruptedPods map too big - too many evictions not confirmed by PDB controller"
+            )
         if allowed == 0:
-            raise st.ApiError(429, "TooManyRequests", message, causes=[{
-                "reason": "DisruptionBudget",
-                "message": f"The disruption budget {pdb_name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
-                           f"and has {int(status.get('currentHealthy') or 0)} currently"}])
+            raise st.ApiError(
+                429,
+                "TooManyRequests",
+                message,
+                causes=[
+                    {
+                        "reason": "DisruptionBudget",
+                        "message": f"The disruption budget {pdb_name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
+                        f"and has {int(status.get('currentHealthy') or 0)} currently",
+                    }
+                ],
+            )
         if dry_run:
             return
         obj = entry.copy()
@@ -783,27 +871,46 @@ class Registry:
         new["disruptedPods"] = disrupted
         self.store.put(storage_key(pdb_type), obj, previous=entry)
 
-    def _delete_evicted(self, rtype: ResourceType, current: Entry, options: dict[str, Any], ctx: RequestContext) -> None:
+    def _delete_evicted(
+        self, rtype: ResourceType, current: Entry, options: dict[str, Any], ctx: RequestContext
+    ) -> None:
         """addConditionAndDeletePod: a DisruptionTarget condition on the pod, then the delete with the Eviction's
         DeleteOptions (gracePeriodSeconds, preconditions, propagationPolicy)."""
         meta = current.obj["metadata"]
         pre = options.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise st.conflict(rtype, meta["name"], f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}")
+            raise st.conflict(
+                rtype,
+                meta["name"],
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+            )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
-            raise st.conflict(rtype, meta["name"], f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                              f"ResourceVersion in object meta: {meta.get('resourceVersion')}")
+            raise st.conflict(
+                rtype,
+                meta["name"],
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
         if not ctx.dry_run and (current.obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
             obj = current.copy()
             status = obj.setdefault("status", {})
             conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-            conditions.append({"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                               "lastTransitionTime": self._now(), "reason": "EvictionByEvictionAPI",
-                               "message": "Eviction API: evicting"})
+            conditions.append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": self._now(),
+                    "reason": "EvictionByEvictionAPI",
+                    "message": "Eviction API: evicting",
+                }
+            )
             status["conditions"] = conditions
             current = self.store.put(storage_key(rtype), obj, previous=current)
             if pre.get("resourceVersion"):
-                options = dict(options, preconditions=dict(pre, resourceVersion=current.obj["metadata"]["resourceVersion"]))
+                options = dict(
+                    options, preconditions=dict(pre, resourceVersion=current.obj["metadata"]["resourceVersion"])
+                )
         self.delete(rtype, meta.get("namespace") or "", meta["name"], ctx, options=options)
 
 
@@ -836,13 +943,19 @@ def _validate_list_options(resource_version: str, match: str, continue_token: st
         return
     problems: list[str] = []
     if not resource_version:
-        problems.append("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided")
+        problems.append(
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+        )
     if continue_token:
         problems.append("resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided")
     if match not in ("Exact", "NotOlderThan"):
-        problems.append(f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan", ""')
+        problems.append(
+            f'resourceVersionMatch: Unsupported value: "{match}": supported values: "Exact", "NotOlderThan", ""'
+        )
     if match == "Exact" and resource_version == "0":
-        problems.append('resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+        problems.append(
+            'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"'
+        )
     if problems:
         text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         raise st.ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {text}')
@@ -856,21 +969,28 @@ def _should_delete_during_update(old_meta: dict[str, Any], new_meta: dict[str, A
     return not old_meta.get("deletionGracePeriodSeconds")
 
 
-def _check_no_new_finalizers(rtype: ResourceType, name: str, old_meta: dict[str, Any], new_meta: dict[str, Any]) -> None:
+def _check_no_new_finalizers(
+    rtype: ResourceType, name: str, old_meta: dict[str, Any], new_meta: dict[str, Any]
+) -> None:
     """apimachinery ValidateObjectMetaUpdate / ValidateNoNewFinalizers."""
     if not old_meta.get("deletionTimestamp"):
         return
     extra = sorted(set(new_meta.get("finalizers") or []) - set(old_meta.get("finalizers") or []))
     if extra:
         listed = ", ".join(f'"{f}"' for f in extra)
-        raise st.invalid(rtype, name, [(
-            "metadata.finalizers",
-            f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{listed}}}",
-            "FieldValueForbidden")])
+        raise st.invalid(
+            rtype,
+            name,
+            [
+                (
+                    "metadata.finalizers",
+                    f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{listed}}}",
+                    "FieldValueForbidden",
+                )
+            ],
+        )
 
 
 def _okey(entry: Entry) -> tuple[str, str]:
     meta = entry.obj["metadata"]
     return (meta.get("namespace") or "", meta["name"])
-
-

@@ -45,8 +45,14 @@ class RequestLog:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if self.enabled:
-            entry = LoggedRequest(request.method, request.path, request.query_string, time.time(), time.monotonic(),
-                                  request.headers.get("User-Agent", ""))
+            entry = LoggedRequest(
+                request.method,
+                request.path,
+                request.query_string,
+                time.time(),
+                time.monotonic(),
+                request.headers.get("User-Agent", ""),
+            )
             self.entries.append(entry)
             for listener in list(self.listeners):
                 listener(entry)

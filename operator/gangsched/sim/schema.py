@@ -49,7 +49,7 @@ class FieldError:
     def detail(self) -> str:
         """The message without the field path in front (what a Status cause's `message` holds)."""
         prefix = f"{self.path}: "
-        return self.message[len(prefix):] if self.message.startswith(prefix) else self.message
+        return self.message[len(prefix) :] if self.message.startswith(prefix) else self.message
 
     @property
     def reason(self) -> str:
@@ -134,7 +134,9 @@ def validate(obj: dict[str, Any], schema: dict[str, Any], *, strict: bool) -> li
     return errors
 
 
-def _validate(value: Any, schema: dict[str, Any], path: str, errors: list[FieldError], *, strict: bool, root: bool = False) -> None:
+def _validate(
+    value: Any, schema: dict[str, Any], path: str, errors: list[FieldError], *, strict: bool, root: bool = False
+) -> None:
     if value is None:
         if schema.get("nullable") or (not schema.get("type") and schema.get("x-kubernetes-preserve-unknown-fields")):
             return
@@ -167,7 +169,12 @@ def _check_value(value: Any, schema: dict[str, Any], path: str, errors: list[Fie
     if enum is not None and value not in enum:
         supported = ", ".join(format_value(v) for v in enum)
         errors.append(
-            FieldError(path, value, f"{path}: Unsupported value: {format_value(value)}: supported values: {supported}", "invalid")
+            FieldError(
+                path,
+                value,
+                f"{path}: Unsupported value: {format_value(value)}: supported values: {supported}",
+                "invalid",
+            )
         )
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _check_number(value, schema, path, errors)
@@ -180,9 +187,13 @@ def _check_value(value: Any, schema: dict[str, Any], path: str, errors: list[Fie
             errors.append(_invalid(path, value, f"{path} in body should have at most {schema['maxItems']} items"))
     elif isinstance(value, dict):
         if "minProperties" in schema and len(value) < schema["minProperties"]:
-            errors.append(_invalid(path, value, f"{path} in body should have at least {schema['minProperties']} properties"))
+            errors.append(
+                _invalid(path, value, f"{path} in body should have at least {schema['minProperties']} properties")
+            )
         if "maxProperties" in schema and len(value) > schema["maxProperties"]:
-            errors.append(_invalid(path, value, f"{path} in body should have at most {schema['maxProperties']} properties"))
+            errors.append(
+                _invalid(path, value, f"{path} in body should have at most {schema['maxProperties']} properties")
+            )
 
 
 def _check_number(value: float, schema: dict[str, Any], path: str, errors: list[FieldError]) -> None:
@@ -191,7 +202,9 @@ def _check_number(value: float, schema: dict[str, Any], path: str, errors: list[
         if schema.get("exclusiveMinimum") is True and value <= low:
             errors.append(_invalid(path, value, f"{path} in body should be greater than {format_value(low)}"))
         elif value < low:
-            errors.append(_invalid(path, value, f"{path} in body should be greater than or equal to {format_value(low)}"))
+            errors.append(
+                _invalid(path, value, f"{path} in body should be greater than or equal to {format_value(low)}")
+            )
     if "maximum" in schema:
         high = schema["maximum"]
         if schema.get("exclusiveMaximum") is True and value >= high:
@@ -199,7 +212,9 @@ def _check_number(value: float, schema: dict[str, Any], path: str, errors: list[
         elif value > high:
             errors.append(_invalid(path, value, f"{path} in body should be less than or equal to {format_value(high)}"))
     if "multipleOf" in schema and schema["multipleOf"] and (value / schema["multipleOf"]) % 1 != 0:
-        errors.append(_invalid(path, value, f"{path} in body should be a multiple of {format_value(schema['multipleOf'])}"))
+        errors.append(
+            _invalid(path, value, f"{path} in body should be a multiple of {format_value(schema['multipleOf'])}")
+        )
 
 
 def _check_string(value: str, schema: dict[str, Any], path: str, errors: list[FieldError]) -> None:
@@ -222,7 +237,11 @@ def _check_combinators(value: Any, schema: dict[str, Any], path: str, errors: li
     any_of = schema.get("anyOf")
     if any_of and not any(not _branch_errors(value, sub, path) for sub in any_of):
         first = _branch_errors(value, any_of[0], path)
-        errors.append(first[0] if len(any_of) == 1 else _invalid(path, value, f"{path} in body must match at least one schema in anyOf"))
+        errors.append(
+            first[0]
+            if len(any_of) == 1
+            else _invalid(path, value, f"{path} in body must match at least one schema in anyOf")
+        )
     one_of = schema.get("oneOf")
     if one_of:
         matching = sum(1 for sub in one_of if not _branch_errors(value, sub, path))
@@ -263,7 +282,9 @@ def _validate_object(
             errors.append(FieldError(child, item, f'unknown field "{child}"', "unknown"))
 
 
-def _validate_array(value: list[Any], schema: dict[str, Any], path: str, errors: list[FieldError], *, strict: bool) -> None:
+def _validate_array(
+    value: list[Any], schema: dict[str, Any], path: str, errors: list[FieldError], *, strict: bool
+) -> None:
     items = schema.get("items")
     if not isinstance(items, dict):
         return

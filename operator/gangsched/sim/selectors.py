@@ -144,14 +144,30 @@ SUPPORTED_FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "spe
 # (nodes and namespaces do not accept metadata.namespace).
 _META = ("metadata.name", "metadata.namespace")
 _EVENT_FIELDS = (
-    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
-    "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
-    "reason", "reportingComponent", "source", "type",
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
 )
 KIND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "Pod"): _META + (
-        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
-        "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName",
+    ("", "Pod"): _META
+    + (
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.podIPs",
+        "status.nominatedNodeName",
     ),
     ("", "Event"): _META + _EVENT_FIELDS,
     ("events.k8s.io", "Event"): _META + _EVENT_FIELDS,

@@ -85,9 +85,15 @@ async def apply_manifests(client: KubeClient, docs: Sequence[Mapping[str, Any]])
     for doc in docs:
         kind = str(doc.get("kind"))
         if kind not in _MANIFEST_KINDS:
-            raise ValueError(f"manifest kind {kind!r} cannot be installed into the emulator: allowed kinds: {sorted(_MANIFEST_KINDS)}")
+            raise ValueError(
+                f"manifest kind {kind!r} cannot be installed into the emulator: allowed kinds: {sorted(_MANIFEST_KINDS)}"
+            )
         prefix, plural, namespaced = _MANIFEST_KINDS[kind]
-        path = f"{prefix}/namespaces/{doc['metadata'].get('namespace') or 'default'}/{plural}" if namespaced else f"{prefix}/{plural}"
+        path = (
+            f"{prefix}/namespaces/{doc['metadata'].get('namespace') or 'default'}/{plural}"
+            if namespaced
+            else f"{prefix}/{plural}"
+        )
         try:
             await client.create(path, dict(doc))
         except ApiError as exc:
@@ -112,7 +118,11 @@ def topology_configmap(topology_path: str | Path) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": TOPOLOGY_CONFIGMAP, "namespace": OPERATOR_NAMESPACE, "labels": {"app.kubernetes.io/name": "gangsched"}},
+        "metadata": {
+            "name": TOPOLOGY_CONFIGMAP,
+            "namespace": OPERATOR_NAMESPACE,
+            "labels": {"app.kubernetes.io/name": "gangsched"},
+        },
         "data": {"topology.json": Path(topology_path).read_text()},
     }
 
@@ -175,7 +185,9 @@ class Cluster:
     node_names: list[str] = field(default_factory=list)
 
 
-def _plan_nodes(nodes: int, topology: str | Path | Sequence[Mapping[str, Any]] | None) -> tuple[list[str], dict[str, dict[str, str]]]:
+def _plan_nodes(
+    nodes: int, topology: str | Path | Sequence[Mapping[str, Any]] | None
+) -> tuple[list[str], dict[str, dict[str, str]]]:
     if nodes < 0:
         raise InvalidField("--nodes", nodes, "must be an integer >= 0")
     if topology is None:
@@ -230,7 +242,14 @@ async def running_cluster(
                 if faults:
                     server.faults.reseed(fault_seed)
                     server.faults.add(faults)
-                yield Cluster(server=server, url=server.url, kubeconfig=kubeconfig_path, client=client, kubelet=kubelet, node_names=names)
+                yield Cluster(
+                    server=server,
+                    url=server.url,
+                    kubeconfig=kubeconfig_path,
+                    client=client,
+                    kubelet=kubelet,
+                    node_names=names,
+                )
             finally:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -246,8 +265,15 @@ async def running_cluster(
 
 
 async def _serve(
-    *, nodes: int, node_resources: str, topology_path: str | None, port: int, kubeconfig_path: str,
-    faults: Sequence[FaultRule], fault_seed: int, auth: bool = True
+    *,
+    nodes: int,
+    node_resources: str,
+    topology_path: str | None,
+    port: int,
+    kubeconfig_path: str,
+    faults: Sequence[FaultRule],
+    fault_seed: int,
+    auth: bool = True,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -255,17 +281,35 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     kubeconfig = os.path.abspath(kubeconfig_path)
     async with running_cluster(
-        nodes=nodes, node_resources=node_resources, topology=topology_path, kubeconfig_path=kubeconfig, port=port,
-        topology_configmap_from=topology_path, auth=auth, faults=faults, fault_seed=fault_seed,
+        nodes=nodes,
+        node_resources=node_resources,
+        topology=topology_path,
+        kubeconfig_path=kubeconfig,
+        port=port,
+        topology_configmap_from=topology_path,
+        auth=auth,
+        faults=faults,
+        fault_seed=fault_seed,
     ) as cluster:
-        print(f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes", flush=True)
+        print(
+            f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes",
+            flush=True,
+        )
         if faults:
-            print(f"injecting {len(faults)} fault rule(s) (seed {fault_seed}); see or change them at {cluster.url}/sim/faults", flush=True)
+            print(
+                f"injecting {len(faults)} fault rule(s) (seed {fault_seed}); see or change them at {cluster.url}/sim/faults",
+                flush=True,
+            )
         print(f"kubeconfig written to {kubeconfig}", flush=True)
         if auth:
-            print("https, tokens and RBAC enforced; the kubeconfig's user is an admin (group system:masters)", flush=True)
-        print(f"installed: crds/, manifests/namespace.yaml, manifests/rbac.yaml"
-              + (f", topology ConfigMap {OPERATOR_NAMESPACE}/{TOPOLOGY_CONFIGMAP}" if topology_path else ""), flush=True)
+            print(
+                "https, tokens and RBAC enforced; the kubeconfig's user is an admin (group system:masters)", flush=True
+            )
+        print(
+            "installed: crds/, manifests/namespace.yaml, manifests/rbac.yaml"
+            + (f", topology ConfigMap {OPERATOR_NAMESPACE}/{TOPOLOGY_CONFIGMAP}" if topology_path else ""),
+            flush=True,
+        )
         print(f"run the operator: gangsched run --kubeconfig {kubeconfig}", flush=True)
         print(f"try: kubectl --kubeconfig {kubeconfig} get nodes", flush=True)
         print("press Ctrl-C to stop", flush=True)
@@ -289,8 +333,18 @@ def serve_forever(
     try:
         faults, file_seed = load_rules(fault_specs, faults_path)
         seed = fault_seed if fault_seed is not None else file_seed if file_seed is not None else 0
-        asyncio.run(_serve(nodes=nodes, node_resources=node_resources, topology_path=topology_path, port=port,
-                           kubeconfig_path=kubeconfig_path, faults=faults, fault_seed=seed, auth=auth))
+        asyncio.run(
+            _serve(
+                nodes=nodes,
+                node_resources=node_resources,
+                topology_path=topology_path,
+                port=port,
+                kubeconfig_path=kubeconfig_path,
+                faults=faults,
+                fault_seed=seed,
+                auth=auth,
+            )
+        )
     except (InvalidField, FaultSpecError) as exc:
         print(f"gangsched sim serve: {exc}", file=sys.stderr)
         return 2

@@ -81,12 +81,15 @@ def already_exists(rtype: ResourceType, name: str) -> ApiError:
 
 
 def conflict(rtype: ResourceType, name: str, why: str) -> ApiError:
-    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {_resource(rtype)} "{name}": {why}',
-                    name=name, rtype=rtype)
+    return ApiError(
+        409, "Conflict", f'Operation cannot be fulfilled on {_resource(rtype)} "{name}": {why}', name=name, rtype=rtype
+    )
 
 
 def stale(rtype: ResourceType, name: str) -> ApiError:
-    return conflict(rtype, name, "the object has been modified; please apply your changes to the latest version and try again")
+    return conflict(
+        rtype, name, "the object has been modified; please apply your changes to the latest version and try again"
+    )
 
 
 def invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str]] | list[tuple[str, str, str]]) -> ApiError:
@@ -115,7 +118,9 @@ def forbidden(rtype: ResourceType, name: str, why: str) -> ApiError:
 
 
 def method_not_allowed(what: str) -> ApiError:
-    return ApiError(405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({what})")
+    return ApiError(
+        405, "MethodNotAllowed", f"the server does not allow this method on the requested resource ({what})"
+    )
 
 
 def unsupported_media_type(content_type: str, allowed: list[str]) -> ApiError:

@@ -194,8 +194,12 @@ class Store:
         if uid:
             self.uids[uid] = (key, okey)
         self._index_owners(key, okey, previous.obj if previous else None, obj)
-        self._emit(key, WatchEvent(self.rv, "MODIFIED" if previous else "ADDED", entry, previous.obj if previous else None,
-                                   self.clock()))
+        self._emit(
+            key,
+            WatchEvent(
+                self.rv, "MODIFIED" if previous else "ADDED", entry, previous.obj if previous else None, self.clock()
+            ),
+        )
         return entry
 
     def remove(self, key: StorageKey, namespace: str, name: str) -> Entry | None:
@@ -226,7 +230,9 @@ class Store:
         self._history.pop(key, None)
         self._compacted.pop(key, None)
 
-    def _index_owners(self, key: StorageKey, okey: ObjectKey, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    def _index_owners(
+        self, key: StorageKey, okey: ObjectKey, old: dict[str, Any] | None, new: dict[str, Any] | None
+    ) -> None:
         old_owners = {r.get("uid") for r in (old or {}).get("metadata", {}).get("ownerReferences") or []}
         new_owners = {r.get("uid") for r in (new or {}).get("metadata", {}).get("ownerReferences") or []}
         if old_owners == new_owners:

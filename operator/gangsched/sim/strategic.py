@@ -124,11 +124,24 @@ class NameTableMeta:
 
 NAME_TABLE_META = NameTableMeta(
     keys=(
-        ("containers", "name"), ("initContainers", "name"), ("ephemeralContainers", "name"), ("env", "name"),
-        ("volumes", "name"), ("volumeMounts", "mountPath"), ("volumeDevices", "devicePath"),
-        ("ports", "containerPort"), ("conditions", "type"), ("imagePullSecrets", "name"), ("hostAliases", "ip"),
-        ("ownerReferences", "uid"), ("topologySpreadConstraints", "topologyKey"), ("addresses", "type"),
-        ("taints", "key"), ("resourceClaims", "name"), ("podIPs", "ip"), ("containerStatuses", "name"),
+        ("containers", "name"),
+        ("initContainers", "name"),
+        ("ephemeralContainers", "name"),
+        ("env", "name"),
+        ("volumes", "name"),
+        ("volumeMounts", "mountPath"),
+        ("volumeDevices", "devicePath"),
+        ("ports", "containerPort"),
+        ("conditions", "type"),
+        ("imagePullSecrets", "name"),
+        ("hostAliases", "ip"),
+        ("ownerReferences", "uid"),
+        ("topologySpreadConstraints", "topologyKey"),
+        ("addresses", "type"),
+        ("taints", "key"),
+        ("resourceClaims", "name"),
+        ("podIPs", "ip"),
+        ("containerStatuses", "name"),
         ("initContainerStatuses", "name"),
     )
 )
@@ -146,7 +159,10 @@ def patch_meta_for(group: str, version: str, kind: str) -> PatchMeta:
 
 # ---------------------------------------------------------------------------------------------- applying
 
-def strategic_merge_patch(original: Any, patch: Any, meta: PatchMeta = NAME_TABLE_META, *, private: bool = False) -> Any:
+
+def strategic_merge_patch(
+    original: Any, patch: Any, meta: PatchMeta = NAME_TABLE_META, *, private: bool = False
+) -> Any:
     """original + patch; `private=True` says original is the caller's own copy, which may then be reused."""
     if not isinstance(patch, dict):
         raise PatchError(f"a strategic merge patch must be a JSON object, got {type(patch).__name__}")
@@ -170,7 +186,7 @@ def _merge_map(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta)
     for key, value in patch.items():
         is_delete_list = key.startswith(DELETE_FROM_PRIMITIVE)
         if is_delete_list:
-            key = key[len(DELETE_FROM_PRIMITIVE):]
+            key = key[len(DELETE_FROM_PRIMITIVE) :]
             if key not in original:
                 continue
         if value is None:
@@ -227,12 +243,14 @@ def _hashable(value: Any) -> Any:
 def _apply_set_element_order(original: dict[str, Any], patch: dict[str, Any], meta: PatchMeta) -> None:
     for directive in [k for k in patch if k.startswith(SET_ELEMENT_ORDER)]:
         order = patch.pop(directive)
-        name = directive[len(SET_ELEMENT_ORDER):]
+        name = directive[len(SET_ELEMENT_ORDER) :]
         if not isinstance(order, list):
             raise PatchError(f"invalid patch format: {directive} must be a list")
         info = meta.field(name)
         found_original, found_patch = name in original, name in patch
-        if (found_original and not isinstance(original[name], list)) or (found_patch and not isinstance(patch[name], list)):
+        if (found_original and not isinstance(original[name], list)) or (
+            found_patch and not isinstance(patch[name], list)
+        ):
             raise PatchError(f"invalid patch format: {name} must be a list to be ordered by {directive}")
         current: list[Any] = original.get(name) or []
         listed: list[Any] = patch.get(name) or []
@@ -282,8 +300,14 @@ def _merge_list(original: list[Any], patch: list[Any], info: FieldMeta, *, is_de
         merged = list(original)
         for item in patch:
             ident = _ident(item, key)
-            pos = next((i for i, x in enumerate(merged) if isinstance(x, dict) and x.get(key) is not None
-                        and _hashable(x[key]) == ident), None)
+            pos = next(
+                (
+                    i
+                    for i, x in enumerate(merged)
+                    if isinstance(x, dict) and x.get(key) is not None and _hashable(x[key]) == ident
+                ),
+                None,
+            )
             if pos is None:
                 merged.append(item)
             else:
@@ -332,8 +356,9 @@ def _dedupe(items: list[Any]) -> list[Any]:
     return out
 
 
-def _normalize_order(patch_items: list[Any], server_only: list[Any], patch_order: list[Any],
-                     server_order: list[Any], key: str) -> list[Any]:
+def _normalize_order(
+    patch_items: list[Any], server_only: list[Any], patch_order: list[Any], server_order: list[Any], key: str
+) -> list[Any]:
     """normalizeElementOrder + mergeSortedSlice: patch items in the patch's order, server-only items in the live
     order, interleaved where the live order places a server-only item before a patch item."""
     patch_rank: dict[Any, int] = {}

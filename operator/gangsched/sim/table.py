@@ -180,7 +180,10 @@ def _crd_columns(rtype: ResourceType) -> tuple[list[Column], RowFn]:
             str(c["name"]),
             type_=str(c.get("type", "string")),
             priority=int(c.get("priority", 0)),
-            description=str(c.get("description", "") or ("Custom resource definition column (in JSONPath format): " + str(c.get("jsonPath", "")))),
+            description=str(
+                c.get("description", "")
+                or ("Custom resource definition column (in JSONPath format): " + str(c.get("jsonPath", "")))
+            ),
             format_=str(c.get("format", "")),
         )
         for c in printer
@@ -326,7 +329,9 @@ _EVENT_COLUMNS = [
 ]
 
 
-def _simple(*extra: tuple[Column, Callable[[dict[str, Any]], Any]], age_last: bool = True) -> tuple[list[Column], RowFn]:
+def _simple(
+    *extra: tuple[Column, Callable[[dict[str, Any]], Any]], age_last: bool = True
+) -> tuple[list[Column], RowFn]:
     columns = [NAME_COLUMN] + [c for c, _ in extra] + ([AGE_COLUMN] if age_last else [])
 
     def row(obj: dict[str, Any], now: datetime.datetime) -> list[Any]:
@@ -349,22 +354,58 @@ def _builtin(rtype: ResourceType) -> tuple[list[Column], RowFn]:
     if rtype.plural == "events":
         return _EVENT_COLUMNS, _event_row
     if key == ("", "namespaces"):
-        return _simple((_col("Status", description="The status of the namespace"), lambda o: (o.get("status") or {}).get("phase") or "Active"))
+        return _simple(
+            (
+                _col("Status", description="The status of the namespace"),
+                lambda o: (o.get("status") or {}).get("phase") or "Active",
+            )
+        )
     if key == ("", "configmaps"):
-        return _simple((_col("Data", type_="integer", description="Number of data entries"), lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {})))
+        return _simple(
+            (
+                _col("Data", type_="integer", description="Number of data entries"),
+                lambda o: len(o.get("data") or {}) + len(o.get("binaryData") or {}),
+            )
+        )
     if key == ("coordination.k8s.io", "leases"):
-        return _simple((_col("Holder", description="The holder of the lease"), lambda o: (o.get("spec") or {}).get("holderIdentity") or ""))
+        return _simple(
+            (
+                _col("Holder", description="The holder of the lease"),
+                lambda o: (o.get("spec") or {}).get("holderIdentity") or "",
+            )
+        )
     if key == ("scheduling.k8s.io", "priorityclasses"):
         columns, row = _simple(
-            (_col("Value", type_="integer", description="The value of the priority class"), lambda o: o.get("value", 0)),
-            (_col("Global-Default", type_="boolean", description="Whether this is the default priority class"), lambda o: bool(o.get("globalDefault"))),
+            (
+                _col("Value", type_="integer", description="The value of the priority class"),
+                lambda o: o.get("value", 0),
+            ),
+            (
+                _col("Global-Default", type_="boolean", description="Whether this is the default priority class"),
+                lambda o: bool(o.get("globalDefault")),
+            ),
         )
-        return columns + [_col("PreemptionPolicy", description="The preemption policy")], lambda o, now: row(o, now) + [o.get("preemptionPolicy") or "PreemptLowerPriority"]
+        return columns + [
+            _col("PreemptionPolicy", description="The preemption policy")
+        ], lambda o, now: row(o, now) + [o.get("preemptionPolicy") or "PreemptLowerPriority"]
     if key == ("policy", "poddisruptionbudgets"):
         return _simple(
-            (_col("Min Available", description="The minimum number of pods that must be available"), lambda o: _str_or_na((o.get("spec") or {}).get("minAvailable"))),
-            (_col("Max Unavailable", description="The maximum number of pods that may be unavailable"), lambda o: _str_or_na((o.get("spec") or {}).get("maxUnavailable"))),
-            (_col("Allowed Disruptions", type_="integer", description="Calculated number of pods that may be disrupted"), lambda o: int((o.get("status") or {}).get("disruptionsAllowed") or 0)),
+            (
+                _col("Min Available", description="The minimum number of pods that must be available"),
+                lambda o: _str_or_na((o.get("spec") or {}).get("minAvailable")),
+            ),
+            (
+                _col("Max Unavailable", description="The maximum number of pods that may be unavailable"),
+                lambda o: _str_or_na((o.get("spec") or {}).get("maxUnavailable")),
+            ),
+            (
+                _col(
+                    "Allowed Disruptions",
+                    type_="integer",
+                    description="Calculated number of pods that may be disrupted",
+                ),
+                lambda o: int((o.get("status") or {}).get("disruptionsAllowed") or 0),
+            ),
         )
     if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         return _simple((_col("Created At", type_="date", description=_AGE_DESC), _crd_created_at), age_last=False)
@@ -410,4 +451,10 @@ def to_table(
         if shown is not None:
             row["object"] = shown
         rows.append(row)
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "columnDefinitions": definitions, "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {},
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }

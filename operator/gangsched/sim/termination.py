@@ -76,8 +76,13 @@ class PodTerminator:
             self._first_seen.pop(uid, None)  # already finished (waiting for finalizers) or removed
             return
         try:
-            self._registry.delete(rtype, namespace, name, RequestContext(),
-                                  options={"gracePeriodSeconds": 0, "preconditions": {"uid": uid}})
+            self._registry.delete(
+                rtype,
+                namespace,
+                name,
+                RequestContext(),
+                options={"gracePeriodSeconds": 0, "preconditions": {"uid": uid}},
+            )
         except st.ApiError as exc:
             if exc.code not in (404, 409):
                 log.warning("sim kubelet: the final deletion of pod %s/%s failed: %s", namespace, name, exc.message)

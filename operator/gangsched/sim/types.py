@@ -35,7 +35,7 @@ class ResourceType:
 
     @property
     def group_version(self) -> str:
-        """"v1" for the core group, else "group/version" (the apiVersion of objects of this type)."""
+        """ "v1" for the core group, else "group/version" (the apiVersion of objects of this type)."""
         return self.version if not self.group else f"{self.group}/{self.version}"
 
     @property

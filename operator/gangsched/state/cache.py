@@ -36,7 +36,7 @@ import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -97,7 +97,9 @@ def _static_fingerprint(meta: dict[str, Any], spec: dict[str, Any]) -> int:
     """A hash of everything pod_from_api and parse_pod_gang read, except nodeName and status."""
     if "nodeName" in spec:
         spec = {k: v for k, v in spec.items() if k != "nodeName"}
-    blob = orjson.dumps((meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec))
+    blob = orjson.dumps(
+        (meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec)
+    )
     return hash(blob)
 
 
@@ -125,7 +127,11 @@ def _owner_uids(meta: dict[str, Any]) -> frozenset[str]:
 
 def _rank(pod: dict[str, Any]) -> int | None:
     meta = pod.get("metadata") or {}
-    key = member_rank_key(MemberMeta(name=meta.get("name", ""), labels=meta.get("labels") or {}, annotations=meta.get("annotations") or {}))
+    key = member_rank_key(
+        MemberMeta(
+            name=meta.get("name", ""), labels=meta.get("labels") or {}, annotations=meta.get("annotations") or {}
+        )
+    )
     if key is None:
         return None
     rank = 0
@@ -201,7 +207,13 @@ class ClusterCache:
         ours = spec.get("schedulerName") == self.scheduler_name
         try:
             decl = parse_pod_gang(obj) if ours else None
-            record = pod_from_api(obj, gang=decl.key if decl else None, role=decl.role if decl else None, rank=_rank(obj) if decl else None, ours=ours)
+            record = pod_from_api(
+                obj,
+                gang=decl.key if decl else None,
+                role=decl.role if decl else None,
+                rank=_rank(obj) if decl else None,
+                ours=ours,
+            )
         except InvalidField as exc:
             self._report_pod(obj, key, exc)
             if key in self.cluster.pods:  # keep its node share counted, but stop scheduling it
@@ -221,7 +233,9 @@ class ClusterCache:
             self._refresh_gang(decl.key)
         return key
 
-    def _apply_pod(self, key: str, meta: dict[str, Any], previous: PodRecord | None, record: PodRecord, *, notify: bool) -> None:
+    def _apply_pod(
+        self, key: str, meta: dict[str, Any], previous: PodRecord | None, record: PodRecord, *, notify: bool
+    ) -> None:
         self.cluster.upsert_pod(record)
         labels = meta.get("labels")
         self._labels[key] = labels if isinstance(labels, dict) else {}
@@ -235,7 +249,8 @@ class ClusterCache:
             previous is None
             or record.node_name is None  # pending (or unbound again): the scheduler may decide
             or previous.terminal != record.terminal  # capacity freed (or taken back)
-            or previous.node_name != record.node_name and (previous.node_name is not None or not record.ours)
+            or previous.node_name != record.node_name
+            and (previous.node_name is not None or not record.ours)
         ):
             self.on_change()
         elif previous.node_name != record.node_name or previous.phase != record.phase:
@@ -263,7 +278,15 @@ class ClusterCache:
         self._bad_pods[key] = message
         meta = obj.get("metadata") or {}
         self.problems.append(
-            Problem("Pod", "v1", meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", ""), "InvalidGangDeclaration", message)
+            Problem(
+                "Pod",
+                "v1",
+                meta.get("namespace") or "default",
+                meta.get("name", ""),
+                meta.get("uid", ""),
+                "InvalidGangDeclaration",
+                message,
+            )
         )
         self.on_change()
 
@@ -288,7 +311,11 @@ class ClusterCache:
         phase = (obj.get("status") or {}).get("phase")
         generation = int(meta.get("generation") or 0)
         owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
-        if old is not None and generation and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us):
+        if (
+            old is not None
+            and generation
+            and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us)
+        ):
             # the same spec (generation moves with every spec change): a status update, most often our own echo
             sources.podgroup = dataclasses.replace(old, phase=phase, owners=_owner_uids(meta), **self._start(obj))
             satisfied_before = self._satisfied(key)
@@ -318,7 +345,17 @@ class ClusterCache:
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
-            self.problems.append(Problem("PodGroup", "scheduling.x-k8s.io/v1alpha1", key.split("/")[0], meta.get("name", ""), meta.get("uid", ""), "InvalidSpec", error))
+            self.problems.append(
+                Problem(
+                    "PodGroup",
+                    "scheduling.x-k8s.io/v1alpha1",
+                    key.split("/")[0],
+                    meta.get("name", ""),
+                    meta.get("uid", ""),
+                    "InvalidSpec",
+                    error,
+                )
+            )
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
         self._refresh_gang(key)
@@ -385,7 +422,11 @@ class ClusterCache:
             try:
                 sel = pdb_selector(obj)
             except InvalidField as exc:
-                self.problems.append(Problem("PodDisruptionBudget", "policy/v1", ns, name, meta.get("uid", ""), "InvalidSelector", str(exc)))
+                self.problems.append(
+                    Problem(
+                        "PodDisruptionBudget", "policy/v1", ns, name, meta.get("uid", ""), "InvalidSelector", str(exc)
+                    )
+                )
                 sel = None
             raw_selector = (obj.get("spec") or {}).get("selector")
             budget = PdbBudget.from_api(obj, sel, raw_selector)
@@ -455,7 +496,9 @@ class ClusterCache:
             try:
                 self.cluster.upsert_node(node_from_api(obj))
             except InvalidField as exc:
-                self.problems.append(Problem("Node", "v1", "", name, (obj.get("metadata") or {}).get("uid", ""), "InvalidNode", str(exc)))
+                self.problems.append(
+                    Problem("Node", "v1", "", name, (obj.get("metadata") or {}).get("uid", ""), "InvalidNode", str(exc))
+                )
                 self.cluster.remove_node(name)
             new = self.cluster.nodes.get(name)
             if old is None or new is None or old.labels != new.labels:

@@ -102,13 +102,33 @@ class GangStatusBook:
         conditions = []
         sched_ok = phase in ("Scheduled", "Running", "Succeeded", "Failed")
         if sched_ok:
-            conditions.append(self._condition(mem, "Scheduled", "True", "Scheduled", f"{scheduled} of {len(members)} members bound (minMember {min_member})", generation, now_iso))
+            conditions.append(
+                self._condition(
+                    mem,
+                    "Scheduled",
+                    "True",
+                    "Scheduled",
+                    f"{scheduled} of {len(members)} members bound (minMember {min_member})",
+                    generation,
+                    now_iso,
+                )
+            )
         else:
             reason = decided.reason if decided is not None else "WaitingForPods"
             message = decided.message if decided is not None else f"{len(members)} of {min_member} members present"
             conditions.append(self._condition(mem, "Scheduled", "False", reason, message, generation, now_iso))
         if timed_out and not sched_ok:
-            conditions.append(self._condition(mem, "Timeout", "True", "GangTimeout", "the waiting time ended before the quorum was placed", generation, now_iso))
+            conditions.append(
+                self._condition(
+                    mem,
+                    "Timeout",
+                    "True",
+                    "GangTimeout",
+                    "the waiting time ended before the quorum was placed",
+                    generation,
+                    now_iso,
+                )
+            )
         if invalid:
             conditions.append(self._condition(mem, "Invalid", "True", "InvalidSpec", invalid, generation, now_iso))
 
@@ -133,7 +153,9 @@ class GangStatusBook:
         return body
 
     @staticmethod
-    def _condition(mem: _Memory, type_: str, status: str, reason: str, message: str, generation: int, now_iso: str) -> dict[str, Any]:
+    def _condition(
+        mem: _Memory, type_: str, status: str, reason: str, message: str, generation: int, now_iso: str
+    ) -> dict[str, Any]:
         previous = mem.transitions.get(type_)
         if previous is None or previous[0] != status:
             mem.transitions[type_] = (status, now_iso)

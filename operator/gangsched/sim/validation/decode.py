@@ -133,7 +133,7 @@ def _parse_time(value: str, layout: str) -> str | None:
         else:
             if not rest.startswith(elem):
                 return fail
-            rest = rest[len(elem):]
+            rest = rest[len(elem) :]
     if rest:
         return f'parsing time "{value}": extra text: "{rest}"'
     return None

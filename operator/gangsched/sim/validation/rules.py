@@ -63,22 +63,28 @@ def _qualified_name_errors(value: str) -> list[str]:
         if not prefix:
             return ["prefix part must be non-empty"]
         if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return ["prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                    "'-' or '.', and must start and end with an alphanumeric character"]
+            return [
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
+                "'-' or '.', and must start and end with an alphanumeric character"
+            ]
     else:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
-                "and '/' (e.g. 'example.com/MyName')"]
+        return [
+            "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix "
+            "and '/' (e.g. 'example.com/MyName')"
+        ]
     if not name:
         return ["name part must be non-empty"]
     errors = []
     if len(name) > 63:
         errors.append("name part must be no more than 63 characters")
     if not _QUALIFIED_NAME.match(name):
-        errors.append("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                      "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                      "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
+        errors.append(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+            "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+        )
     return errors
 
 
@@ -129,7 +135,9 @@ def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> lis
         if not instance:
             problems.append(_required("reportingInstance"))
         if len(instance) > REPORTING_INSTANCE_LIMIT:
-            problems.append(_invalid("reportingInstance", "", f"can have at most {REPORTING_INSTANCE_LIMIT} characters"))
+            problems.append(
+                _invalid("reportingInstance", "", f"can have at most {REPORTING_INSTANCE_LIMIT} characters")
+            )
         action = str(ev.get("action") or "")
         if not action:
             problems.append(_required("action"))
@@ -144,9 +152,15 @@ def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> lis
         if len(str(ev.get("message") or "")) > NOTE_LIMIT:
             problems.append(_invalid(message_field, "", f"can have at most {NOTE_LIMIT} characters"))
     if namespace and (len(namespace) > 253 or not _DNS1123_SUBDOMAIN.match(namespace)):
-        problems.append(_invalid("namespace", namespace, "a lowercase RFC 1123 subdomain must consist of lower case "
-                                 "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
-                                 "character"))
+        problems.append(
+            _invalid(
+                "namespace",
+                namespace,
+                "a lowercase RFC 1123 subdomain must consist of lower case "
+                "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+                "character",
+            )
+        )
     if not new_api:
         return problems
     series = ev.get("series")
@@ -187,14 +201,20 @@ def validate_lease(obj: dict[str, Any]) -> list[Problem]:
         # ValidateCoordinatedLeaseStrategy is called with spec.strategy and adds .strategy again (as upstream)
         if "/" not in str(strategy):
             if strategy != "OldestEmulationVersion":
-                problems.append(("spec.strategy.strategy", f'Unsupported value: {_quote(strategy)}: supported values: '
-                                 '"OldestEmulationVersion"', "FieldValueNotSupported"))
+                problems.append(
+                    (
+                        "spec.strategy.strategy",
+                        f'Unsupported value: {_quote(strategy)}: supported values: "OldestEmulationVersion"',
+                        "FieldValueNotSupported",
+                    )
+                )
         else:
             for msg in _qualified_name_errors(str(strategy)):
                 problems.append(_invalid("spec.strategy.strategy", strategy, msg))
     if spec.get("preferredHolder") and not spec.get("strategy"):
-        problems.append(("spec.preferredHolder", "Forbidden: may only be specified if `strategy` is defined",
-                         "FieldValueForbidden"))
+        problems.append(
+            ("spec.preferredHolder", "Forbidden: may only be specified if `strategy` is defined", "FieldValueForbidden")
+        )
     return problems
 
 
