@@ -5,7 +5,7 @@ Contract:
   election tests do) whose handlers take the `Operator` from `memo.operator`:
   - login: the operator client's credential source (k8s/credentials.py), so Kopf gets the same fresh tokens;
   - startup: starts the operator's own tasks (the pod reflector, the scheduling loop, the writers, leader
-    election; idempotent, as Kopf is restarted if it fails); they are stopped by `run_kopf` when Kopf ends;
+    election); cleanup stops them and releases the Lease, before Kopf's wait for tasks it did not start;
   - a Kopf probe (only if Kopf's own liveness endpoint is configured); the probes that matter are /livez and
     /readyz of handlers/probes.py;
   - `on.event` for PodGroups, nodes and PriorityClasses: the raw object is handed to
@@ -77,6 +77,12 @@ def build_registry() -> kopf.OperatorRegistry:
     async def startup(settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
         configure(settings)
         await _operator(memo).start()
+
+    @kopf.on.cleanup(registry=registry)
+    async def cleanup(memo: Any, **_: Any) -> None:
+        # Kopf runs this once its own tasks are stopped and then waits up to 5 s for every other task started
+        # while it ran: the operator's tasks stop here, so that wait ends at once (and the Lease is released)
+        await _operator(memo).stop()
 
     @kopf.on.probe(id="scheduler", registry=registry)
     async def probe(memo: Any, **_: Any) -> dict[str, Any]:
