@@ -63,6 +63,7 @@ def _lint_imports(cwd: Path, source_root: Path) -> subprocess.CompletedProcess[s
             "--no-cache",
             "--no-logo",
         ],
+        check=False,
         cwd=cwd,
         env=env,
         capture_output=True,
