@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BENCH  ?=
 SEEDS  ?= 20
 
-.PHONY: venv test chaos demo bench typecheck clean
+.PHONY: venv test lint-imports chaos demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,9 +14,13 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-test: venv
+test: venv lint-imports
 	$(PY) -m mypy
 	$(PY) -m pytest
+
+# the layers: import-linter's contracts in pyproject.toml [tool.importlinter] (README "Layers")
+lint-imports: venv
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 
 # the chaos suite's long run: SEEDS seeds of the operator against an emulator injecting faults (tests/chaos/)
 chaos: venv

@@ -139,7 +139,7 @@ class Metrics:
                     "counter",
                     "gangsched_fenced_writes",
                     "Writes not sent because the Lease was not fresh",
-                    float(op.api.refused),
+                    float(op.fence.refused),
                 ),
                 ("counter", "gangsched_rebuilds", "State rebuilds after losing leadership", float(op.rebuilds)),
             ]

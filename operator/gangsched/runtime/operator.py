@@ -11,12 +11,13 @@ Contract:
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
   Cluster through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
-  go through the coalescing PatchWriter; events through the EventRecorder. PodGroup status and the PodGroups
+  go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
+  other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
   preemption's evictions and nominations: runtime/preemption.py.
 - Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
   only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
-- Fencing (issue 11): every write goes through `self.api`, a FencedClient (k8s/fence.py) that sends only while
+- Fencing: every write goes through `self.fence`, a FencedClient (k8s/fence.py) that sends only while
   `may_write()` (the Lease renewed within renewDeadline). When leadership ends (the elector calls
   `_lost_leadership` synchronously), the loop, the writers, the pod reflector, bindings and evictions in flight
   are cancelled before anything else runs, and the replica rebuilds as a follower (`_rebuild`: a fresh cache,
@@ -38,20 +39,19 @@ from typing import Any
 
 from gangsched.core.plan import Plan
 from gangsched.core.scheduler import schedule
+from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
-from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.k8s.client import KubeClient
+from gangsched.k8s.errors import ApiError
 from gangsched.k8s.fence import FencedClient
 from gangsched.k8s.lease import Clock, LeaderElector
-from gangsched.k8s.reflector import Reflector
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
+from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
-from gangsched.models.podgroup import GROUP as PG_GROUP
-from gangsched.models.podgroup import PLURAL as PG_PLURAL
-from gangsched.models.podgroup import VERSION as PG_VERSION
 from gangsched.runtime.metrics import Metrics
-from gangsched.runtime.podgroups import PodGroupReporter, now_iso
+from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.runtime.podgroups import split_key as _split
 from gangsched.runtime.preemption import Preemptions
 from gangsched.runtime.supervisor import Supervisor, finish_cancelled
@@ -59,12 +59,6 @@ from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
 
 log = logging.getLogger(__name__)
-
-
-def pod_path(namespace: str, name: str, *, status: bool = False) -> str:
-    return resource_path(
-        group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status" if status else None
-    )
 
 
 class Operator:
@@ -104,8 +98,10 @@ class Operator:
         )
         if self.elector is not None:
             self.elector.on_stopped_leading.append(self._lost_leadership)
-        # every write of the replica goes through the fence: sent only while the Lease is fresh (k8s/fence.py)
-        self.api = FencedClient(client, self.may_write)
+        # every write of the replica goes through the fence: sent only while the Lease is fresh (k8s/fence.py); the
+        # runtime's calls are typed (k8s/api.py, k8s/writes.py): it builds no paths or bodies
+        self.fence = FencedClient(client, self.may_write)
+        self.api = KubeApi(self.fence)
         self.debounce = debounce
         self.max_cycles_per_round = max_cycles_per_round
         self.ready = asyncio.Event()
@@ -123,11 +119,13 @@ class Operator:
         self._rebuilding: asyncio.Task[None] | None = None
         self._dropped_before = 0
         # one pod reflector for the replica's life: its sinks go to whatever cache is current
-        self.pod_reflector = Reflector(client, "/api/v1/pods", on_list=self._on_pod_list, on_event=self._on_pod_event)
+        self.pod_reflector = self.api.pod_reflector(on_list=self._on_pod_list, on_event=self._on_pod_event)
         # the topology ConfigMap, watched by name (not through Kopf, which would watch every ConfigMap)
-        path, params = TopologySource.watch_target(namespace=config.namespace, config=config.topology)
-        self.topology_reflector = Reflector(
-            client, path, params=params, on_list=self._on_topology_list, on_event=self._on_topology_event
+        self.topology_reflector = self.api.configmap_reflector(
+            config.namespace,
+            config.topology.config_map_name,
+            on_list=self._on_topology_list,
+            on_event=self._on_topology_event,
         )
         self._build()
         self.metrics.attach(self)
@@ -137,27 +135,28 @@ class Operator:
         self.cache = ClusterCache(
             scheduler_name=self.config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status
         )
-        self.binder = Binder(self.api, concurrency=self.config.bind_concurrency)
+        self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
-        self.writer = PatchWriter(self.api, defer_to=self.binder.idle)
+        self.writer = PatchWriter(self.fence, defer_to=self.binder.idle)
+        self.writes = Writes(self.writer)
         self.events = EventRecorder(
-            self.api, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle
+            self.fence, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle
         )
         self.podgroups = PodGroupReporter(
-            client=self.api,
+            api=self.api,
             cache=self.cache,
-            writer=self.writer,
+            writes=self.writes,
             create_for_annotation_gangs=self.config.create_pod_groups_for_annotation_gangs,
         )
         self.topology = TopologySource(
-            client=self.api,
+            api=self.api,
             cache=self.cache,
             events=self.events,
             namespace=self.config.namespace,
             config=self.config.topology,
         )
         self.preemptions = Preemptions(
-            client=self.api, cache=self.cache, writer=self.writer, events=self.events, wake=self.wake
+            api=self.api, cache=self.cache, writes=self.writes, events=self.events, wake=self.wake
         )
         self._wake = asyncio.Event()
         self._was_leader = False
@@ -257,24 +256,23 @@ class Operator:
     async def _seed(self) -> None:
         """Lists first, so the first decision is taken on a complete view (restart safety). PriorityClasses and
         PodDisruptionBudgets too: Kopf's watches do not replay them when the state is rebuilt."""
-        nodes, _ = await self.client.list_all("/api/v1/nodes")
-        for node in nodes:
+        for node in await self.api.list_nodes():
             self.cache.on_node(None, node)
         try:
-            podgroups, _ = await self.client.list_all(f"/apis/{PG_GROUP}/{PG_VERSION}/{PG_PLURAL}")
+            podgroups = await self.api.list_podgroups()
         except ApiError as exc:
             log.error("cannot list PodGroups (is the CRD installed? kubectl apply -f crds/): %s", exc)
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for path, feed in (
-            ("/apis/scheduling.k8s.io/v1/priorityclasses", self.cache.on_priority_class),
-            ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_pdb),
+        for what, lister, feed in (
+            ("PriorityClasses", self.api.list_priority_classes, self.cache.on_priority_class),
+            ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
         ):
             try:
-                objs, _ = await self.client.list_all(path)
+                objs = await lister()
             except ApiError as exc:
-                log.warning("cannot list %s: %s", path, exc)
+                log.warning("cannot list %s: %s", what, exc)
                 continue
             for obj in objs:
                 feed(None, obj)
@@ -418,25 +416,11 @@ class Operator:
         self.metrics.preemptions.inc(len(plan.evictions))
         for timeout in plan.timeouts:
             for pod_key in timeout.pods:
-                ns, name = _split(pod_key)
-                self.writer.patch(pod_path(ns, name), {"metadata": {"annotations": {keys.KOORD_TIMEOUT: "true"}}})
-        now = now_iso()
+                self.writes.annotate_pod(*_split(pod_key), {keys.KOORD_TIMEOUT: "true"})
         for cond in plan.conditions:
-            ns, name = _split(cond.pod_key)
-            body = {
-                "status": {
-                    "conditions": [
-                        {
-                            "type": "PodScheduled",
-                            "status": "False",
-                            "reason": cond.reason,
-                            "message": cond.message,
-                            "lastTransitionTime": now,
-                        }
-                    ]
-                }
-            }
-            self.writer.patch(pod_path(ns, name, status=True), body, content_type=STRATEGIC_MERGE_PATCH)
+            self.writes.set_pod_condition(
+                *_split(cond.pod_key), type_="PodScheduled", status="False", reason=cond.reason, message=cond.message
+            )
         for event in plan.events:
             self.events.record(
                 self._ref(event.kind, event.namespace, event.name), event.type, event.reason, event.message
@@ -453,7 +437,7 @@ class Operator:
 
     async def _bind(self, bindings: Sequence[tuple[str, str]], uids: dict[str, str] | None = None) -> None:
         for key, _node in bindings:  # a PodScheduled=False not yet sent would land after the binding's True
-            self.writer.discard(pod_path(*_split(key), status=True), content_type=STRATEGIC_MERGE_PATCH)
+            self.writes.discard_pod_conditions(*_split(key))
         uids = uids if uids is not None else {key: self._uid(key) for key, _node in bindings}
         results = await self.binder.bind_all([(*_split(key), node, uids.get(key, "")) for key, node in bindings])
         failed = False

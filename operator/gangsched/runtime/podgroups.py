@@ -3,12 +3,13 @@ annotation-only gangs.
 
 Contract:
 - `write_statuses()` drains the cache's `dirty_gangs` and hands each PodGroup whose status changed (computed by
-  state/status.py's GangStatusBook) to the coalescing PatchWriter as a merge patch of `/status`. Gangs without a
+  state/status.py's GangStatusBook) to the coalesced writes (k8s/writes.py `set_podgroup_status`). Gangs without a
   PodGroup object are skipped (their status is written once the object exists).
-- `sync_owned(spawn)` creates a PodGroup for every annotation-only gang the cache lists (labelled
-  `app.kubernetes.io/managed-by: gangsched`, its spec mirroring the annotations), owned by the gang's member
-  pods so the garbage collector deletes it with the last of them; when new members join such a gang, their pods
-  are added to its ownerReferences. `spawn(coro)` runs the API calls in the background.
+- `sync_owned(spawn)` creates a PodGroup for every annotation-only gang the cache lists (k8s/api.py
+  `create_podgroup`: labelled `app.kubernetes.io/managed-by: gangsched`, its spec mirroring the annotations),
+  owned by the gang's member pods so the garbage collector deletes it with the last of them; when new members
+  join such a gang, their pods are added to its ownerReferences (`set_podgroup_owners`). `spawn(coro)` runs the
+  API calls in the background.
 """
 
 from __future__ import annotations
@@ -19,15 +20,14 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from gangsched.core.gangspec import GangSpec
-from gangsched.k8s.client import ApiError, KubeClient, resource_path
-from gangsched.k8s.writer import PatchWriter
-from gangsched.models.podgroup import API_VERSION, GROUP, PLURAL, VERSION
+from gangsched.k8s.api import KubeApi, PodOwner
+from gangsched.k8s.errors import ApiError
+from gangsched.k8s.writes import Writes
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
@@ -40,63 +40,17 @@ def split_key(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-def podgroup_path(namespace: str, name: str | None = None, *, status: bool = False) -> str:
-    return resource_path(
-        group=GROUP,
-        version=VERSION,
-        plural=PLURAL,
-        namespace=namespace,
-        name=name,
-        subresource="status" if status else None,
-    )
-
-
-def podgroup_for(spec: GangSpec, owners: list[dict[str, str]]) -> dict[str, Any]:
-    """The PodGroup object of an annotation-only gang."""
-    body: dict[str, Any] = {"minMember": spec.min_member}
-    if spec.total_member is not None:
-        body["totalMember"] = spec.total_member
-    body["mode"] = str(spec.mode)
-    if spec.wait_seconds:
-        body["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
-    if spec.group:
-        body["gangGroup"] = list(spec.group)
-    if spec.network_topology is not None:
-        nt = spec.network_topology
-        body["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
-        if nt.highest_tier_allowed is not None:
-            body["networkTopology"]["highestTierAllowed"] = nt.highest_tier_allowed
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "PodGroup",
-        "metadata": {
-            "name": spec.name,
-            "namespace": spec.namespace,
-            "labels": {MANAGED_BY: "gangsched"},
-            "annotations": {"gangsched.io/created-for": "annotation-only gang"},
-            "ownerReferences": owners,
-        },
-        "spec": body,
-    }
-
-
 class PodGroupReporter:
-    def __init__(
-        self, *, client: KubeClient, cache: ClusterCache, writer: PatchWriter, create_for_annotation_gangs: bool
-    ) -> None:
-        self.client = client
+    def __init__(self, *, api: KubeApi, cache: ClusterCache, writes: Writes, create_for_annotation_gangs: bool) -> None:
+        self.api = api
         self.cache = cache
-        self.writer = writer
+        self.writes = writes
         self.statuses = GangStatusBook()
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
 
-    def _owners(self, key: str) -> list[dict[str, str]]:
-        return [
-            {"apiVersion": "v1", "kind": "Pod", "name": pod.name, "uid": pod.uid}
-            for pod in self.cache.members(key)
-            if pod.uid
-        ]
+    def _owners(self, key: str) -> list[PodOwner]:
+        return [PodOwner(pod.name, pod.uid) for pod in self.cache.members(key) if pod.uid]
 
     def sync_owned(self, spawn: Spawn, gangs: set[str]) -> None:
         if not self.create_for_annotation_gangs:
@@ -111,14 +65,12 @@ class PodGroupReporter:
             if pg is None or not pg.owned_by_us:
                 continue
             owners = self._owners(key)
-            if owners and not {o["uid"] for o in owners} <= pg.owners:
-                ns, name = split_key(key)
-                self.writer.patch(podgroup_path(ns, name), {"metadata": {"ownerReferences": owners}})
+            if owners and not {owner.uid for owner in owners} <= pg.owners:
+                self.writes.set_podgroup_owners(*split_key(key), owners)
 
     async def _create(self, key: str, spec: GangSpec) -> None:
-        ns, _ = split_key(key)
         try:
-            await self.client.create(podgroup_path(ns), podgroup_for(spec, self._owners(key)))
+            await self.api.create_podgroup(spec, self._owners(key))
         except ApiError as exc:
             if exc.status != 409:
                 log.warning("creating PodGroup %s for an annotation-only gang: %s", key, exc)
@@ -162,5 +114,4 @@ class PodGroupReporter:
                 held=held,
             )
             if body is not None:
-                ns, name = split_key(key)
-                self.writer.patch(podgroup_path(ns, name, status=True), {"status": body})
+                self.writes.set_podgroup_status(*split_key(key), body)

@@ -1,8 +1,8 @@
 """Carrying out the preemption part of a Plan: evictions, nominations, and the PodDisruptionBudget feed.
 
 Contract:
-- `Preemptions(client=..., cache=..., writer=..., events=..., wake=...)`; `carry_out(plan)` never blocks:
-  - every `plan.evictions` pod is evicted through the Eviction API (`POST pods/{name}/eviction`, policy/v1
+- `Preemptions(api=..., cache=..., writes=..., events=..., wake=...)`; `carry_out(plan)` never blocks:
+  - every `plan.evictions` pod is evicted through the Eviction API (k8s/api.py `evict`: a policy/v1
     Eviction), all at once in the background. 201 or 404 (already gone): done, the pod's deletion arrives
     through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
     error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
@@ -13,10 +13,10 @@ Contract:
     asked again before a per-pod cool-down (`cooldown_base` doubling up to `cooldown_max`, jittered) even if
     the core chooses it again as a last resort. A victim the core no longer waits for is dropped silently.
     `requests`, `evicted`, `throttled`, `already_gone` and `refused` count what happened;
-  - `plan.nominations` patch `status.nominatedNodeName` through pods/status, `plan.nomination_clears` patch
-    it to null (both through the coalescing PatchWriter); so does a binding of a pod this replica nominated
-    or whose status shows a nomination, so that a nomination written late never outlives the binding.
-- `clear_nominations(pod_keys)`: patches status.nominatedNodeName to null (stale nominations found at restore).
+  - `plan.nominations` set `status.nominatedNodeName`, `plan.nomination_clears` clear it (both coalesced:
+    k8s/writes.py `nominate`); so does a binding of a pod this replica nominated or whose status shows a
+    nomination, so that a nomination written late never outlives the binding.
+- `clear_nominations(pod_keys)`: clears status.nominatedNodeName (stale nominations found at restore).
 - PodDisruptionBudgets go straight to the cache (`ClusterCache.on_pdb`): protection is computed there from
   the PDB's status and selector, with no API call.
 - `await drain()`: waits for the evictions in flight (tests, shutdown); `stop()` cancels them.
@@ -32,9 +32,11 @@ from collections.abc import Callable
 from typing import Any
 
 from gangsched.core.plan import Plan
-from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.k8s.api import KubeApi
+from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY
-from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
+from gangsched.k8s.writer import EventRecorder, ObjectRef
+from gangsched.k8s.writes import Writes
 from gangsched.state.cache import ClusterCache
 
 log = logging.getLogger(__name__)
@@ -49,9 +51,9 @@ class Preemptions:
     def __init__(
         self,
         *,
-        client: KubeClient,
+        api: KubeApi,
         cache: ClusterCache,
-        writer: PatchWriter,
+        writes: Writes,
         events: EventRecorder,
         wake: Callable[[], None],
         attempts: int = 8,
@@ -63,9 +65,9 @@ class Preemptions:
         jitter: float = 0.2,
         rng: random.Random | None = None,
     ) -> None:
-        self._client = client
+        self._api = api
         self._cache = cache
-        self._writer = writer
+        self._writes = writes
         self._events = events
         self._wake = wake
         self.attempts = attempts  # eviction requests per victim and task, at most
@@ -96,16 +98,10 @@ class Preemptions:
                 clears.append(key)
         for key in clears:
             self._nominated.discard(key)
-            ns, name = _split(key)
-            self._writer.patch(
-                self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH
-            )
+            self._writes.nominate(*_split(key), None)
         for key, node in plan.nominations:
             self._nominated.add(key)
-            ns, name = _split(key)
-            self._writer.patch(
-                self._status_path(ns, name), {"status": {"nominatedNodeName": node}}, content_type=MERGE_PATCH
-            )
+            self._writes.nominate(*_split(key), node)
         for key in plan.evictions:
             task = asyncio.create_task(self._evict(key), name=f"gangsched-evict-{key}")
             self._tasks.add(task)
@@ -114,16 +110,7 @@ class Preemptions:
     def clear_nominations(self, pod_keys: list[str]) -> None:
         for key in pod_keys:
             self._nominated.discard(key)
-            ns, name = _split(key)
-            self._writer.patch(
-                self._status_path(ns, name), {"status": {"nominatedNodeName": None}}, content_type=MERGE_PATCH
-            )
-
-    @staticmethod
-    def _status_path(namespace: str, name: str) -> str:
-        return resource_path(
-            group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="status"
-        )
+            self._writes.nominate(*_split(key), None)
 
     def _waiting(self, key: str) -> bool:
         """The core still waits for this victim to go (it is a victim of some preemptor, not given up). A victim
@@ -141,8 +128,6 @@ class Preemptions:
         refused before is not asked again before its cool-down ends (exponential per pod): re-choosing a
         protected victim cannot turn into a storm of requests."""
         ns, name = _split(key)
-        path = resource_path(group="", version="v1", plural="pods", namespace=ns, name=name, subresource="eviction")
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
         loop = asyncio.get_running_loop()
         refusals, until = self._cooldown.get(key, (0, 0.0))
         if until > loop.time():
@@ -158,9 +143,7 @@ class Preemptions:
             retry_after: float | None = None
             try:
                 self.requests += 1
-                await self._client.create(
-                    path, body, retry=NO_RETRY
-                )  # this loop decides: backoff, Retry-After, cool-down
+                await self._api.evict(ns, name, retry=NO_RETRY)  # this loop decides: backoff, Retry-After, cool-down
                 self.evicted += 1
                 self._cooldown.pop(key, None)
                 return

@@ -1,16 +1,16 @@
 """Where the scheduler's topology tree comes from: the topology ConfigMap, or node labels written to it.
 
 Contract:
-- `watch_target(namespace=, config=)` is what the operator's reflector lists and watches: exactly the topology
-  ConfigMap (`fieldSelector=metadata.name=...` in the operator's namespace, so neither the operator nor its RBAC
-  touches any other ConfigMap of the cluster); it feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its `topology.json` (config.topology.key)
-  and puts the tree in the cache. A list without the ConfigMap counts as its deletion.
+- The operator's reflector lists and watches exactly the topology ConfigMap (k8s/api.py `configmap_reflector`:
+  by name, in the operator's namespace) and feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its
+  `topology.json` (config.topology.key) and puts the tree in the cache. A list without the ConfigMap counts as its
+  deletion.
   Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
   becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. Deleting the ConfigMap removes
   the tree (unless it is derived from labels).
 - With `topology.nodeLabelTiers` configured, `await refresh_from_labels()` re-derives the tree whenever nodes
-  joined, left or changed labels, puts it in the cache and writes it to the ConfigMap (created or patched), so
-  users see what the scheduler uses.
+  joined, left or changed labels, puts it in the cache and writes it to the ConfigMap (created, or its data
+  patched when it exists), so users see what the scheduler uses.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import logging
 from typing import Any
 
 from gangsched.core.errors import InvalidField
-from gangsched.k8s.client import ApiError, KubeClient, resource_path
+from gangsched.k8s.api import KubeApi
+from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.models.config import TopologyConfig
 from gangsched.models.topology import parse_topology, render_topology, tree_from_node_labels
@@ -27,14 +28,12 @@ from gangsched.state.cache import ClusterCache
 
 log = logging.getLogger(__name__)
 
-MANAGED_BY = "app.kubernetes.io/managed-by"
-
 
 class TopologySource:
     def __init__(
-        self, *, client: KubeClient, cache: ClusterCache, events: EventRecorder, namespace: str, config: TopologyConfig
+        self, *, api: KubeApi, cache: ClusterCache, events: EventRecorder, namespace: str, config: TopologyConfig
     ) -> None:
-        self.client = client
+        self.api = api
         self.cache = cache
         self.events = events
         self.namespace = namespace
@@ -42,20 +41,8 @@ class TopologySource:
         self._rendered_text: str | None = None
         self._rendered_version = -1
 
-    @property
-    def path(self) -> str:
-        return resource_path(
-            group="", version="v1", plural="configmaps", namespace=self.namespace, name=self.config.config_map_name
-        )
-
     def is_configmap(self, *, namespace: str | None, name: str | None) -> bool:
         return namespace == self.namespace and name == self.config.config_map_name
-
-    @staticmethod
-    def watch_target(*, namespace: str, config: TopologyConfig) -> tuple[str, dict[str, str]]:
-        """(collection path, query) of a list+watch of the topology ConfigMap alone, narrowed by name on the server."""
-        collection = resource_path(group="", version="v1", plural="configmaps", namespace=namespace)
-        return collection, {"fieldSelector": f"metadata.name={config.config_map_name}"}
 
     def on_list(self, items: list[dict[str, Any]]) -> None:
         """A (re)list: the ConfigMap as it is now, or its absence (deleted while nobody watched)."""
@@ -73,7 +60,7 @@ class TopologySource:
 
     async def seed(self) -> None:
         try:
-            self.on_configmap(None, await self.client.get(self.path))
+            self.on_configmap(None, await self.api.get_configmap(self.namespace, self.config.config_map_name))
         except ApiError as exc:
             if exc.status != 404:
                 log.warning("reading the topology ConfigMap: %s", exc)
@@ -115,22 +102,11 @@ class TopologySource:
             return
         self._rendered_text = text
         self.cache.set_topology(tree)
-        body = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": self.config.config_map_name,
-                "namespace": self.namespace,
-                "labels": {MANAGED_BY: "gangsched"},
-            },
-            "data": {self.config.key: text},
-        }
+        data = {self.config.key: text}
         try:
-            await self.client.create(
-                resource_path(group="", version="v1", plural="configmaps", namespace=self.namespace), body
-            )
+            await self.api.create_configmap(self.namespace, self.config.config_map_name, data)
         except ApiError as exc:
             if exc.status != 409:
                 log.warning("writing the topology ConfigMap: %s", exc)
                 return
-            await self.client.patch(self.path, {"data": body["data"]})
+            await self.api.patch_configmap_data(self.namespace, self.config.config_map_name, data)

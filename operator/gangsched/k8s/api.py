@@ -1,0 +1,156 @@
+"""Typed calls for what the operator's runtime asks of the API server directly: the runtime names objects and says
+what it wants; the paths and bodies are built here (coalesced writes: k8s/writes.py; bindings: k8s/binder.py; events:
+k8s/writer.py's EventRecorder; the Lease: k8s/lease.py).
+
+Contract:
+- `KubeApi(client)` calls through the KubeClient it is given; over the replica's FencedClient (k8s/fence.py) every
+  write is fenced (sent only while this replica may write), reads and watches go straight through. Every call
+  raises ApiError (k8s/errors.py) and runs under the client's retry policy (k8s/retry.py) unless it passes `retry=`.
+- Lists (every page; the items): `list_nodes()`, `list_podgroups()`, `list_priority_classes()`, `list_pdbs()`.
+- Reflectors (k8s/reflector.py), not started: `pod_reflector(...)` lists and watches every pod of the cluster;
+  `configmap_reflector(namespace, name, ...)` exactly one ConfigMap (`fieldSelector=metadata.name=...`), so neither
+  the operator nor its RBAC touches any other ConfigMap of the cluster.
+- `evict(namespace, name)`: POST pods/{name}/eviction with a policy/v1 Eviction (PodDisruptionBudgets apply).
+- `create_podgroup(spec, owners)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY: gangsched`, its spec
+  mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage collector deletes it
+  with the last of them.
+- ConfigMaps: `get_configmap(namespace, name)`; `create_configmap(namespace, name, data)` (labelled `MANAGED_BY:
+  gangsched`: the operator's own); `patch_configmap_data(namespace, name, data)` (a merge patch of `data`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from gangsched.core.gangspec import GangSpec
+from gangsched.k8s.client import KubeClient, resource_path
+from gangsched.k8s.reflector import OnEvent, OnList, Reflector
+from gangsched.k8s.retry import RetryPolicy
+from gangsched.models.podgroup import API_VERSION as PODGROUP_API_VERSION
+from gangsched.models.podgroup import GROUP as PODGROUP_GROUP
+from gangsched.models.podgroup import PLURAL as PODGROUP_PLURAL
+from gangsched.models.podgroup import VERSION as PODGROUP_VERSION
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+
+
+class PodOwner(NamedTuple):
+    """A pod as an owner of an object (its ownerReference)."""
+
+    name: str
+    uid: str
+
+
+def pod_path(namespace: str, name: str, subresource: str | None = None) -> str:
+    return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource=subresource)
+
+
+def podgroup_path(namespace: str, name: str | None = None, subresource: str | None = None) -> str:
+    return resource_path(
+        group=PODGROUP_GROUP,
+        version=PODGROUP_VERSION,
+        plural=PODGROUP_PLURAL,
+        namespace=namespace,
+        name=name,
+        subresource=subresource,
+    )
+
+
+def configmap_path(namespace: str, name: str | None = None) -> str:
+    return resource_path(group="", version="v1", plural="configmaps", namespace=namespace, name=name)
+
+
+def owner_references(owners: Sequence[PodOwner]) -> list[dict[str, str]]:
+    return [{"apiVersion": "v1", "kind": "Pod", "name": owner.name, "uid": owner.uid} for owner in owners]
+
+
+def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, Any]:
+    """The PodGroup object of an annotation-only gang."""
+    body: dict[str, Any] = {"minMember": spec.min_member}
+    if spec.total_member is not None:
+        body["totalMember"] = spec.total_member
+    body["mode"] = str(spec.mode)
+    if spec.wait_seconds:
+        body["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
+    if spec.group:
+        body["gangGroup"] = list(spec.group)
+    if spec.network_topology is not None:
+        nt = spec.network_topology
+        body["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
+        if nt.highest_tier_allowed is not None:
+            body["networkTopology"]["highestTierAllowed"] = nt.highest_tier_allowed
+    return {
+        "apiVersion": PODGROUP_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {
+            "name": spec.name,
+            "namespace": spec.namespace,
+            "labels": {MANAGED_BY: "gangsched"},
+            "annotations": {"gangsched.io/created-for": "annotation-only gang"},
+            "ownerReferences": owner_references(owners),
+        },
+        "spec": body,
+    }
+
+
+class KubeApi:
+    """The runtime's direct API calls (see the module docstring)."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self.client = client
+
+    # ------------------------------------------------------------------ lists
+    async def list_nodes(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/api/v1/nodes")
+        return items
+
+    async def list_podgroups(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all(f"/apis/{PODGROUP_GROUP}/{PODGROUP_VERSION}/{PODGROUP_PLURAL}")
+        return items
+
+    async def list_priority_classes(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
+        return items
+
+    async def list_pdbs(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/apis/policy/v1/poddisruptionbudgets")
+        return items
+
+    # ------------------------------------------------------------- reflectors
+    def pod_reflector(self, *, on_list: OnList, on_event: OnEvent) -> Reflector:
+        return Reflector(self.client, "/api/v1/pods", on_list=on_list, on_event=on_event)
+
+    def configmap_reflector(self, namespace: str, name: str, *, on_list: OnList, on_event: OnEvent) -> Reflector:
+        return Reflector(
+            self.client,
+            configmap_path(namespace),
+            params={"fieldSelector": f"metadata.name={name}"},
+            on_list=on_list,
+            on_event=on_event,
+        )
+
+    # ------------------------------------------------------------------ pods
+    async def evict(self, namespace: str, name: str, *, retry: RetryPolicy | None = None) -> None:
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+        await self.client.create(pod_path(namespace, name, "eviction"), body, retry=retry)
+
+    # ------------------------------------------------------------- PodGroups
+    async def create_podgroup(self, spec: GangSpec, owners: Sequence[PodOwner]) -> None:
+        await self.client.create(podgroup_path(spec.namespace), podgroup_manifest(spec, owners))
+
+    # ------------------------------------------------------------ ConfigMaps
+    async def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        return await self.client.get(configmap_path(namespace, name))
+
+    async def create_configmap(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace, "labels": {MANAGED_BY: "gangsched"}},
+            "data": dict(data),
+        }
+        await self.client.create(configmap_path(namespace), body)
+
+    async def patch_configmap_data(self, namespace: str, name: str, data: Mapping[str, str]) -> None:
+        await self.client.patch(configmap_path(namespace, name), {"data": dict(data)})
