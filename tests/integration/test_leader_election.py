@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gangsched.k8s.client import KubeClient
-from gangsched.k8s.lease import LeaderElector, SystemClock
+from gangsched.k8s.lease import Clock, LeaderElector, SystemClock
 from gangsched.sim.apiserver import ApiServer
 
 HOUR = 3600.0
@@ -57,7 +57,7 @@ async def client(tmp_path: object) -> AsyncIterator[KubeClient]:
         await server.stop()
 
 
-def elector(client: KubeClient, identity: str, clock: object, *, lease: float = 2.0) -> LeaderElector:
+def elector(client: KubeClient, identity: str, clock: Clock, *, lease: float = 2.0) -> LeaderElector:
     return LeaderElector(
         client,
         namespace="default",
@@ -67,7 +67,7 @@ def elector(client: KubeClient, identity: str, clock: object, *, lease: float = 
         renew_deadline=1.5,
         retry_period=0.25,
         clock=clock,
-    )  # type: ignore[arg-type]
+    )
 
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched"

@@ -18,18 +18,21 @@ CRD_PATH = Path(__file__).resolve().parents[2] / "crds" / "podgroups.yaml"
 def crd() -> dict[str, Any]:
     docs = [d for d in yaml.safe_load_all(CRD_PATH.read_text()) if d]
     assert len(docs) == 1
-    return docs[0]
+    doc: dict[str, Any] = docs[0]
+    return doc
 
 
 @pytest.fixture(scope="module")
 def version(crd: dict[str, Any]) -> dict[str, Any]:
     versions = crd["spec"]["versions"]
     assert [v["name"] for v in versions] == ["v1alpha1"]
-    return versions[0]
+    first: dict[str, Any] = versions[0]
+    return first
 
 
 def _props(version: dict[str, Any], part: str) -> dict[str, Any]:
-    return version["schema"]["openAPIV3Schema"]["properties"][part]["properties"]
+    props: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"][part]["properties"]
+    return props
 
 
 def test_identity(crd: dict[str, Any], version: dict[str, Any]) -> None:
