@@ -45,8 +45,13 @@ async def run_kopf(
 ) -> None:
     """Run Kopf for this operator replica until stop_flag is set (or Kopf is stopped by a signal); the operator's
     tasks stop with it. Kopf is supervised: if it fails, the failure is logged and Kopf is started again with
-    exponential backoff (the operator's own tasks keep running; its startup handler is idempotent)."""
+    exponential backoff (the operator's own tasks keep running; its startup handler is idempotent).
+
+    The operator's own tasks stop as soon as stop_flag is set, alongside Kopf: Kopf, once stopped, waits up to 5 s
+    for the tasks started while it ran before cancelling them (kopf/_core/reactor/running.py, "hung tasks").
+    The stopper is created before Kopf starts, so Kopf leaves it alone."""
     backoff = 0.5
+    stopper = asyncio.create_task(_stop_when_set(stop_flag, operator)) if stop_flag is not None else None
     try:
         while True:
             settings = kopf.OperatorSettings()
@@ -72,7 +77,18 @@ async def run_kopf(
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, max_backoff)
     finally:
+        if stopper is not None:
+            if stop_flag is None or not stop_flag.is_set():
+                stopper.cancel()
+            (stopped,) = await asyncio.gather(stopper, return_exceptions=True)  # a stop under way finishes first
+            if isinstance(stopped, Exception):
+                raise stopped
         await operator.stop()
+
+
+async def _stop_when_set(flag: asyncio.Event, operator: Operator) -> None:
+    await flag.wait()
+    await operator.stop()
 
 
 async def operate(
