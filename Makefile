@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BENCH  ?=
 SEEDS  ?= 20
 
-.PHONY: venv test chaos demo bench typecheck clean
+.PHONY: venv test test-fast chaos demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ venv: $(VENV)/.installed
 test: venv
 	$(PY) -m mypy
 	$(PY) -m pytest
+
+# unit tests only (tests/unit; time-based ones on looptime's virtual time): under 20 s. Bytecode caches are
+# written even where the environment turns them off (PYTHONDONTWRITEBYTECODE): collecting takes 2 s instead of 5
+test-fast: venv
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest tests/unit
 
 # the chaos suite's long run: SEEDS seeds of the operator against an emulator injecting faults (tests/chaos/)
 chaos: venv
