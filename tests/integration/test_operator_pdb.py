@@ -184,9 +184,10 @@ async def test_max_unavailable_as_the_disruption_controller_computes_it(
 async def test_only_protected_victims_are_retried_with_backoff_not_stormed(four: Cluster) -> None:
     """The only victims are protected (last resort): each refused eviction waits a growing backoff (a storm
     sent hundreds per pod and second), the preemptor keeps waiting, and once the budget allows it the retried
-    evictions go through without a refusal ever being counted."""
+    evictions go through without a refusal ever being counted. Durations scaled down: backoff from 0.1 s, not 0.5 s."""
     k = four.client
     async with replica(four.kubeconfig) as op:
+        on_replica(op, lambda: setattr(op.preemptions, "initial_backoff", 0.1))
         await create(k, *gang("a", 4, pc="best-effort"))
         await eventually(lambda: placed(k, "a", 4), what="a bound")
         await create(k, budget("a", minAvailable=4))
@@ -200,7 +201,7 @@ async def test_only_protected_victims_are_retried_with_backoff_not_stormed(four:
         await eventually(throttled, what="three refusals per victim")
         elapsed = time.monotonic() - start
         sent = four.server.request_counts[EVICTIONS]
-        assert elapsed >= 1.2, f"{sent} eviction requests in {elapsed:.2f}s: no backoff"
+        assert elapsed >= (0.1 + 0.2) * 0.8, f"{sent} eviction requests in {elapsed:.2f}s: no backoff"
         assert sent <= 4 * 4, sent  # at most the 4th attempt of each victim started meanwhile
         assert on_replica(op, lambda: op.preemptions.requests) == sent
         assert op.preemptions.refused == 0
