@@ -44,11 +44,9 @@ def _skips_without_reason(source: str, name: str) -> list[str]:
         if not isinstance(node, ast.Call) or _last_name(node.func) not in SKIPS:
             continue
         callee = ast.unparse(node.func)
-        if callee.endswith("pytest.skip") or callee.endswith("mark.skip"):
+        if callee.endswith(("pytest.skip", "mark.skip")):  # the reason may be the first argument
             ok = _reason_given(node, positional=True)
-        elif callee.endswith("mark.skipif"):  # the positional arguments are conditions
-            ok = _reason_given(node, positional=False)
-        elif callee.endswith("importorskip"):  # the positional arguments are the module and its minversion
+        elif callee.endswith(("mark.skipif", "importorskip")):  # positional: conditions; the module, its minversion
             ok = _reason_given(node, positional=False)
         else:
             continue
