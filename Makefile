@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 BENCH  ?=
 SEEDS  ?= 20
 
-.PHONY: venv test lint-imports chaos demo bench typecheck clean
+.PHONY: venv test test-fast lint-imports chaos demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ test: venv lint-imports
 # the layers: import-linter's contracts in pyproject.toml [tool.importlinter] (README "Layers")
 lint-imports: venv
 	$(VENV)/bin/lint-imports --no-logo --no-cache
+
+# unit tests only (tests/unit; time-based ones on looptime's virtual time): under 20 s. Bytecode caches are
+# written even where the environment turns them off (PYTHONDONTWRITEBYTECODE): collecting takes 2 s instead of 5
+test-fast: venv
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest tests/unit
 
 # the chaos suite's long run: SEEDS seeds of the operator against an emulator injecting faults (tests/chaos/)
 chaos: venv

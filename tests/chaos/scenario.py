@@ -314,7 +314,7 @@ async def run_chaos(
         judge = Judge(cluster.server)
         watch = asyncio.create_task(judge.watch())
         try:
-            settings = {"backoff": {"initialSeconds": 0.1, "maxSeconds": 0.5}}
+            settings: dict[str, Any] = {"backoff": {"initialSeconds": 0.1, "maxSeconds": 0.5}}
             async with replica(cluster.kubeconfig, **settings) as operator:
                 plans = plan_workload(rng)
                 report.gangs = len(plans)

@@ -30,7 +30,8 @@ async def _new_pod(server: ApiServer, name: str = "foo", **spec: Any) -> dict[st
 async def _node_of(server: ApiServer, name: str = "foo") -> str | None:
     status, got = await call(server, "GET", f"{PODS}/{name}")
     assert status == 200, got
-    return got["spec"].get("nodeName")
+    node: str | None = got["spec"].get("nodeName")
+    return node
 
 
 # TestEtcdCreateBinding: (target, name in URL differs, expected HTTP code)
@@ -67,11 +68,12 @@ async def test_create_binding(
 
 
 def _uid(pod: dict[str, Any], how: str) -> str:
-    return {"origin": pod["metadata"]["uid"], "empty": "", "changed": pod["metadata"]["uid"] + "-changed"}[how]
+    uid: str = pod["metadata"]["uid"]
+    return {"origin": uid, "empty": "", "changed": uid + "-changed"}[how]
 
 
 def _rv(pod: dict[str, Any], how: str) -> str:
-    rv = pod["metadata"]["resourceVersion"]
+    rv: str = pod["metadata"]["resourceVersion"]
     return {"origin": rv, "empty": "", "changed": rv + "-changed"}[how]
 
 
@@ -117,7 +119,8 @@ async def test_create_with_scheduling_gates(
     apiserver: ApiServer, gates: list[dict[str, str]] | None, error: str | None
 ) -> None:
     """TestEtcdCreateWithSchedulingGates (Kueue relies on a gated pod never being bound)."""
-    await _new_pod(apiserver, **({"schedulingGates": gates} if gates else {}))
+    spec: dict[str, Any] = {"schedulingGates": gates} if gates else {}
+    await _new_pod(apiserver, **spec)
     status, answer = await call(apiserver, "POST", f"{PODS}/foo/binding", binding("foo"))
     if error is None:
         assert status == 201, answer

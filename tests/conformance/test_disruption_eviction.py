@@ -227,7 +227,7 @@ async def test_eviction_ignore_pdb_for_unhealthy_pods(
     fixed: KubeClient, status: dict[str, int], ready: bool, policy: str | None, deleted: bool
 ) -> None:
     """TestEvictionIngorePDB (t7, t8) and unhealthyPodEvictionPolicy (KEP-3017, GA in 1.31)."""
-    spec = {"unhealthyPodEvictionPolicy": policy} if policy else {}
+    spec: dict[str, Any] = {"unhealthyPodEvictionPolicy": policy} if policy else {}
     before = await make_pdb(fixed, {"disruptionsAllowed": 0, **status}, **spec)
     await make_pod(fixed, "t8", ready=ready)
     if deleted:

@@ -83,6 +83,7 @@ async def _raw_get(kube: KubeClient, path: str, params: dict[str, str]) -> dict[
         return result
 
 
+@pytest.mark.looptime  # the watch's timeoutSeconds on virtual time
 async def test_watch_history_is_bounded_by_time(tmp_path: Any) -> None:
     now = [1000.0]
     server = ApiServer(history_seconds=300.0)
@@ -139,6 +140,7 @@ async def test_list_options_validation(kube: KubeClient, params: dict[str, str],
     assert caught.value.message.startswith('ListOptions.meta.k8s.io "" is invalid: ')
 
 
+@pytest.mark.looptime  # the 3 s wait for a too-large resourceVersion on virtual time
 async def test_exact_lists_serve_that_resource_version_and_compacted_ones_are_too_old(tmp_path: Any) -> None:
     server = ApiServer(history_limit=4)
     await server.start()

@@ -12,6 +12,7 @@ grace 30 stays), TestIgnoreDeleteNotFound's grace-0 expectation (DeletionGracePe
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any
 
@@ -104,25 +105,33 @@ async def test_pods_removed_at_once(apiserver: ApiServer, case: str) -> None:
     assert await _gone(apiserver, "p")
 
 
+@pytest.mark.looptime  # the kubelet's grace-period timer on virtual time
 async def test_termination_delay_is_capped_by_the_grace_period(apiserver: ApiServer) -> None:
     """The kubelet never keeps a pod past its grace period: a pod asking for 1h of termination with a grace period
     of 1 s is gone within about a second."""
     await _bound_pod(
         apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "1h"}, terminationGracePeriodSeconds=1
     )
+    loop = asyncio.get_running_loop()
     status, _ = await call(apiserver, "DELETE", f"{PODS}/p")
+    deleted = loop.time()
     assert status == 200
     assert await _exists(apiserver, "p") is not None
     await eventually(lambda: _gone(apiserver, "p"), timeout=5, what="the pod gone after its grace period")
+    assert loop.time() - deleted <= 1.0 + 0.1  # (virtual time: the grace period, and one poll of eventually)
 
 
+@pytest.mark.looptime  # the kubelet's grace-period timer on virtual time
 async def test_a_shortened_grace_period_brings_the_end_forward(apiserver: ApiServer) -> None:
     """A second DELETE with a shorter grace period makes the kubelet finish the pod by the new deadline."""
     await _bound_pod(apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "1h"})
     assert (await call(apiserver, "DELETE", f"{PODS}/p"))[1]["metadata"]["deletionGracePeriodSeconds"] == 30
+    loop = asyncio.get_running_loop()
     assert (await call(apiserver, "DELETE", f"{PODS}/p", {"gracePeriodSeconds": 1}))[0] == 200
+    shortened = loop.time()
     assert await _exists(apiserver, "p") is not None
     await eventually(lambda: _gone(apiserver, "p"), timeout=5, what="the pod gone by its shortened deadline")
+    assert loop.time() - shortened <= 1.0 + 0.1  # (virtual time: the new deadline, and one poll of eventually)
 
 
 async def test_finalizers_keep_a_terminated_pod_and_no_new_ones(apiserver: ApiServer) -> None:

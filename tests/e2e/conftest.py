@@ -62,6 +62,7 @@ async def wait_for_pod(
     async with asyncio.timeout(timeout):
         while True:
             listing = await kube.get(path, params={"fieldSelector": f"metadata.name={name}"})
+            pod: dict[str, Any]
             for pod in listing.get("items") or []:
                 if predicate(pod):
                     return pod

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -38,7 +39,7 @@ def _install_command() -> list[str]:
     return apply
 
 
-def _deployment_container() -> dict[str, object]:
+def _deployment_container() -> dict[str, Any]:
     docs = [d for d in yaml.safe_load_all((ROOT / "manifests" / "deployment.yaml").read_text()) if d]
     (dep,) = [d for d in docs if d["kind"] == "Deployment"]
     (container,) = dep["spec"]["template"]["spec"]["containers"]
@@ -108,7 +109,7 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
         )
 
         container = _deployment_container()
-        args = [str(a) for a in container["args"]]  # type: ignore[union-attr]
+        args = [str(a) for a in container["args"]]
         assert args[0] == "run"
         config = tmp_path / "operator.yaml"  # free ports: parallel runs would clash on the defaults 8080/8081
         config.write_text(f"metricsPort: {free_port()}\nprobesPort: {free_port()}\n")

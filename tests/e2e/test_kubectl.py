@@ -63,7 +63,6 @@ async def _install_crds(kctl: AsyncKubectl) -> None:
     assert "podgroups.scheduling.x-k8s.io created" in result.stdout
 
 
-@pytest.mark.skipif(not CRDS.is_dir(), reason="crds/ not written yet")
 async def test_apply_get_patch_delete_podgroups(kctl: AsyncKubectl, kube: KubeClient) -> None:
     await _install_crds(kctl)
     first = await kctl("apply", "-f", "-", input=NAMESPACE_AND_PODGROUP, check=True)
@@ -126,7 +125,6 @@ BAD_PODGROUPS = [
 ]
 
 
-@pytest.mark.skipif(not CRDS.is_dir(), reason="crds/ not written yet")
 @pytest.mark.parametrize(("spec", "message"), BAD_PODGROUPS)
 async def test_bad_podgroup_is_rejected_with_the_servers_message(kctl: AsyncKubectl, spec: str, message: str) -> None:
     await _install_crds(kctl)
@@ -139,7 +137,6 @@ async def test_bad_podgroup_is_rejected_with_the_servers_message(kctl: AsyncKube
     assert gone.returncode != 0
 
 
-@pytest.mark.skipif(not (CRDS.is_dir() and EXAMPLE.exists()), reason="crds/ or the example manifests not written yet")
 async def test_apply_the_example_manifests(kctl: AsyncKubectl) -> None:
     await kctl("apply", "-f", str(CRDS), check=True)
     result = await kctl("apply", "-f", str(EXAMPLE), check=True)
@@ -246,7 +243,6 @@ async def test_bad_duration_keeps_the_pod_running(kube: KubeClient, sim_kubelet:
     assert odd["status"]["phase"] == "Running"
 
 
-@pytest.mark.skipif(not CRDS.is_dir(), reason="crds/ not written yet")
 async def test_explain_reads_the_crd_schema_from_openapi_v3(kctl: AsyncKubectl) -> None:
     await _install_crds(kctl)
     result = await kctl("explain", "podgroups.spec", check=True)

@@ -70,7 +70,7 @@ async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whol
 
         async def urgent_running() -> bool:
             pg = await get_podgroup(k, "train-urgent")
-            return (pg or {}).get("status", {}).get("phase") == "Running"
+            return bool((pg or {}).get("status", {}).get("phase") == "Running")
 
         await eventually(urgent_running, what="train-urgent Running")
         events = await kubectl(two_nodes, "get", "events", "--field-selector", "reason=Preempted")

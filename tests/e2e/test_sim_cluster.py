@@ -117,7 +117,7 @@ async def test_sim_serve_serves_until_sigint(tmp_path: Path) -> None:
     )
     try:
         assert proc.stdout is not None
-        lines = []
+        lines: list[str] = []
         async with asyncio.timeout(30):
             while not lines or not lines[-1].startswith("try:"):
                 line = (await proc.stdout.readline()).decode()

@@ -55,10 +55,10 @@ async def service_account_kubeconfig(
     return str(target)
 
 
-async def eventually(probe: Callable[[], Awaitable[T]], *, timeout: float = 20.0, what: str = "condition") -> T:
+async def eventually(probe: Callable[[], Awaitable[T | None]], *, timeout: float = 20.0, what: str = "condition") -> T:
     """Await probe() until it returns something truthy; fail with the last value after `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    last: Any = None
+    last: T | None = None
     while True:
         last = await probe()
         if last:
@@ -216,7 +216,8 @@ async def get_podgroup(client: KubeClient, name: str, namespace: str = "default"
 
 async def phase_of(client: KubeClient, name: str, namespace: str = "default") -> str | None:
     pg = await get_podgroup(client, name, namespace)
-    return (pg or {}).get("status", {}).get("phase")
+    phase: str | None = (pg or {}).get("status", {}).get("phase")
+    return phase
 
 
 async def events_for(client: KubeClient, name: str, namespace: str = "default") -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import kopf
+import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.apiserver import ApiServer
@@ -70,6 +71,7 @@ async def test_watch_cancelled_by_foreign_code_ends_cleanly_and_resumes(apiserve
     assert len((await kube.get(CMS, timeout=5))["items"]) == 2
 
 
+@pytest.mark.looptime  # Kopf waits 5 s for the tasks it did not start (here: the emulator's) on virtual time
 async def test_client_connection_opened_while_kopf_ran_still_works_after_kopf_stopped(
     apiserver: ApiServer, kubeconfig: Any
 ) -> None:

@@ -69,7 +69,7 @@ def test_json_patch_errors(ops: Any, error: type[Exception]) -> None:
         json_patch({"a": [1, 2]}, ops)
 
 
-POD_SPEC = {
+POD_SPEC: dict[str, Any] = {
     "containers": [
         {"name": "a", "image": "x:1", "env": [{"name": "E1", "value": "1"}, {"name": "E2", "value": "2"}]},
         {"name": "b", "image": "y:1"},

@@ -159,6 +159,7 @@ async def test_watch_too_old_resource_version_is_410_error_event(kubeconfig: Pat
         await server.stop()
 
 
+@pytest.mark.looptime  # the server's timeoutSeconds and bookmark timer on virtual time
 async def test_bookmarks_and_timeout(kube: KubeClient) -> None:
     created = await kube.create(CMS, {"metadata": {"name": "a"}})
     kinds: list[str] = []

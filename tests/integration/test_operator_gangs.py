@@ -47,7 +47,9 @@ async def test_gang_that_fits_is_bound_whole_and_status_tells(cluster4: Cluster)
         placed = bound(await pods(k))
         assert sorted(placed) == [f"train-{i}" for i in range(4)]
         assert len(set(placed.values())) == 4  # 8 GPUs each: one per node
-        status = (await get_podgroup(k, "train"))["status"]
+        train = await get_podgroup(k, "train")
+        assert train is not None
+        status = train["status"]
         assert (status["scheduled"], status["running"], status["observedGeneration"]) == (4, 4, 1)
         assert status["scheduleStartTime"]
         scheduled = [c for c in status["conditions"] if c["type"] == "Scheduled"][0]

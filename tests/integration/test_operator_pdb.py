@@ -9,6 +9,7 @@ backoff while the preemptor waits, and never storm the Eviction API. Requests ar
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -106,7 +107,7 @@ async def test_pdb_events_cost_no_pod_list(four: Cluster) -> None:
         for n in (0, 2, 1, 0):  # (1: a budget of 1 cannot take the whole gang of 2: still protected)
             await k.patch(f"{PDBS}/a", {"spec": {"minAvailable": n}})
             want = n >= 1
-            await eventually(lambda want=want: _async(protected(op, keys, want)), what=f"a protected={want}")
+            await eventually(functools.partial(_protected_async, op, keys, want), what=f"a protected={want}")
         await k.delete(f"{PDBS}/a")
         await eventually(lambda: _async(protected(op, keys, False)), what="a unprotected")
         assert four.server.request_counts[("GET", "pods")] == lists_before
@@ -114,6 +115,10 @@ async def test_pdb_events_cost_no_pod_list(four: Cluster) -> None:
 
 async def _async(value: bool) -> bool:
     return value
+
+
+async def _protected_async(op: Any, keys: list[str], flag: bool) -> bool:
+    return protected(op, keys, flag)
 
 
 async def test_victims_under_an_exhausted_budget_are_avoided_and_never_asked(four: Cluster) -> None:
@@ -179,9 +184,10 @@ async def test_max_unavailable_as_the_disruption_controller_computes_it(
 async def test_only_protected_victims_are_retried_with_backoff_not_stormed(four: Cluster) -> None:
     """The only victims are protected (last resort): each refused eviction waits a growing backoff (a storm
     sent hundreds per pod and second), the preemptor keeps waiting, and once the budget allows it the retried
-    evictions go through without a refusal ever being counted."""
+    evictions go through without a refusal ever being counted. Durations scaled down: backoff from 0.1 s, not 0.5 s."""
     k = four.client
     async with replica(four.kubeconfig) as op:
+        on_replica(op, lambda: setattr(op.preemptions, "initial_backoff", 0.1))
         await create(k, *gang("a", 4, pc="best-effort"))
         await eventually(lambda: placed(k, "a", 4), what="a bound")
         await create(k, budget("a", minAvailable=4))
@@ -195,7 +201,7 @@ async def test_only_protected_victims_are_retried_with_backoff_not_stormed(four:
         await eventually(throttled, what="three refusals per victim")
         elapsed = time.monotonic() - start
         sent = four.server.request_counts[EVICTIONS]
-        assert elapsed >= 1.2, f"{sent} eviction requests in {elapsed:.2f}s: no backoff"
+        assert elapsed >= (0.1 + 0.2) * 0.8, f"{sent} eviction requests in {elapsed:.2f}s: no backoff"
         assert sent <= 4 * 4, sent  # at most the 4th attempt of each victim started meanwhile
         assert on_replica(op, lambda: op.preemptions.requests) == sent
         assert op.preemptions.refused == 0
@@ -229,7 +235,7 @@ async def test_a_budget_being_processed_is_retried_after_retry_after(four: Clust
             },
         )
         for key in ("default/a-0", "default/a-1"):  # the cache has not seen that PDB event yet
-            on_replica(op, lambda key=key: op.cluster.set_protected(key, False))
+            on_replica(op, functools.partial(op.cluster.set_protected, key, False))
         start = time.monotonic()
         await create(k, *gang("high", 2, pc="guarantee"))
         await eventually(lambda: placed(k, "high", 2), timeout=30, what="high bound")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -297,7 +298,7 @@ async def test_refused_eviction_makes_the_operator_choose_again(four: Cluster) -
         keys = ["default/x-0", "default/x-1"]
         await eventually(lambda: _protected(op, keys), what="x protected")
         for key in keys:  # the cache lags behind the PDB: x (the lowest priority) looks like the best victim
-            on_replica(op, lambda key=key: op.cluster.set_protected(key, False))
+            on_replica(op, functools.partial(op.cluster.set_protected, key, False))
         # 429s are retried while the preemptor waits, within a window (30 s by default; short here)
         on_replica(op, lambda: _short_retries(op))
         await create(k, *gang("high", 2, pc="guarantee"))

@@ -103,7 +103,11 @@ async def test_new_leader_finishes_a_preemption_in_progress(two: Cluster, handov
             assert old.cache is not cache and old.rebuilds >= 1  # rebuilt from the API, not kept in memory
         else:
             await stop_replica(old)
-            new = follower or await stack.enter_async_context(replica(two.kubeconfig, identity="new"))
+            new = (
+                follower
+                if follower is not None
+                else await stack.enter_async_context(replica(two.kubeconfig, identity="new"))
+            )
         await eventually(lambda: _is_leader(new), what="the new replica leads")
         await create(k, *gang("late", 1, pc="best-effort"))  # lower priority, arriving while nodes are held
         await eventually(lambda: _mentions(k, "late", "needs 1 x"), what="the new leader reports late unschedulable")
@@ -187,7 +191,7 @@ async def _is_leader(op: Any) -> bool:
 
 
 async def _evicted(op: Any, n: int) -> bool:
-    return on_replica(op, lambda: op.preemptions.evicted == n)
+    return bool(on_replica(op, lambda: op.preemptions.evicted == n))
 
 
 async def _mentions(k: KubeClient, name: str, text: str) -> bool:
@@ -225,7 +229,7 @@ async def test_stale_watch_events_after_our_binding_do_not_unbind_a_pod(two: Clu
         def install() -> None:
             original = op.pod_reflector._on_event
 
-            def lagging(kind: str | None, obj: dict[str, Any]) -> None:
+            def lagging(kind: str, obj: dict[str, Any]) -> None:
                 mine = obj["metadata"]["name"] == "lag-0"
                 if state["flushed_at"] is None and key in op.cluster.assumed:
                     state["flushed_at"] = op.cycles  # the stale events land after the binder's answer
@@ -243,7 +247,7 @@ async def test_stale_watch_events_after_our_binding_do_not_unbind_a_pod(two: Clu
                     state["held"] = []
                 original(kind, obj)
 
-            op.pod_reflector._on_event = lagging  # type: ignore[method-assign]
+            op.pod_reflector._on_event = lagging
 
         on_replica(op, install)
         await create(k, podgroup("lag", min_member=2), pod("lag-0", group="lag", gpu=8))

@@ -81,7 +81,7 @@ async def _all_bound(k: Any, names: list[str]) -> bool:
 
 
 async def _phase_is(k: Any, name: str, phase: str) -> bool:
-    return ((await get_podgroup(k, name)) or {}).get("status", {}).get("phase") == phase
+    return bool(((await get_podgroup(k, name)) or {}).get("status", {}).get("phase") == phase)
 
 
 async def plain_gangs(cluster: Cluster) -> None:

@@ -565,7 +565,7 @@ def status_problems(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]])
         m = int(pg["spec"]["minMember"])
         phase = status.get("phase")
         if want["succeeded"] >= m:
-            expected = {"Succeeded"}
+            expected: set[str | None] = {"Succeeded"}
         elif want["running"] + want["succeeded"] >= m:
             expected = {"Running"}
         elif want["scheduled"] >= m:
@@ -719,7 +719,7 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
         watch_task = asyncio.create_task(watcher.run(k, ready))
         try:
             await asyncio.wait_for(ready.wait(), 10)
-            settings = {"defaultWaitSeconds": 5, "backoff": {"initialSeconds": 0.2, "maxSeconds": 1}}
+            settings: dict[str, Any] = {"defaultWaitSeconds": 5, "backoff": {"initialSeconds": 0.2, "maxSeconds": 1}}
             async with replica(cluster.kubeconfig, **settings):
                 driver = Driver(rng, k, watcher)
                 started = time.monotonic()

@@ -11,7 +11,8 @@ NODE = {"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "4", "pods": "110"}
 
 
 async def _status(k: Any, name: str) -> dict[str, Any]:
-    return ((await get_podgroup(k, name)) or {}).get("status", {})
+    status: dict[str, Any] = ((await get_podgroup(k, name)) or {}).get("status", {})
+    return status
 
 
 async def test_nonstrict_gang_whose_holding_members_are_deleted_is_no_longer_reported_scheduling() -> None:

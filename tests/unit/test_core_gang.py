@@ -256,7 +256,7 @@ def test_bound_event_replaces_reservation_without_double_count() -> None:
     add_pod(c, "g-2", gang="default/g", gpu=4, node="n1", phase="Running")  # an already bound member
     plan = schedule(c, 0.0, CFG)
     c.apply(plan)
-    assert _gpu_used(c) == 12 and len(c.bindings_in_flight() and list(c.bindings_in_flight())) == 2
+    assert _gpu_used(c) == 12 and len(list(c.bindings_in_flight())) == 2
     for key, node in plan.bindings:  # the watch shows the pods bound
         c.upsert_pod(replace(c.pods[key], node_name=node, phase="Running"))
     assert _gpu_used(c) == 12 and not list(c.bindings_in_flight())

@@ -180,7 +180,7 @@ def test_cache_marks_leaving_pods(deleting: bool, leaving: bool) -> None:
 
 def test_cache_keeps_schedule_start_time() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    pg = {
+    pg: dict[str, Any] = {
         "apiVersion": "scheduling.x-k8s.io/v1alpha1",
         "kind": "PodGroup",
         "metadata": {

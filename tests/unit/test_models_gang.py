@@ -14,7 +14,9 @@ from gangsched.models.gang import PodGang, merge_gang_specs, parse_pod_gang
 K = "gang.scheduling.koordinator.sh/"
 
 
-def pod(labels: dict[str, str] | None = None, annotations: dict[str, Any] | None = None, ns: str = "team-a") -> dict:
+def pod(
+    labels: dict[str, str] | None = None, annotations: dict[str, Any] | None = None, ns: str = "team-a"
+) -> dict[str, Any]:
     return {"metadata": {"name": "p-0", "namespace": ns, "labels": labels or {}, "annotations": annotations or {}}}
 
 
@@ -51,7 +53,9 @@ def pod(labels: dict[str, str] | None = None, annotations: dict[str, Any] | None
         ),
     ],
 )
-def test_every_source_names_the_gang_in_the_pods_namespace(labels: dict, annotations: dict, declared_by: str) -> None:
+def test_every_source_names_the_gang_in_the_pods_namespace(
+    labels: dict[str, Any], annotations: dict[str, Any], declared_by: str
+) -> None:
     gang = parse_pod_gang(pod(labels, annotations))
     assert gang is not None
     assert (gang.key, gang.declared_by) == ("team-a/g", declared_by)
@@ -67,7 +71,7 @@ def test_every_source_names_the_gang_in_the_pods_namespace(labels: dict, annotat
         pytest.param({}, id="no-metadata"),
     ],
 )
-def test_pods_without_a_gang_give_none(obj: dict) -> None:
+def test_pods_without_a_gang_give_none(obj: dict[str, Any]) -> None:
     assert parse_pod_gang(obj) is None
 
 
@@ -159,7 +163,7 @@ def test_groups_are_normalized(groups: str, expected: tuple[str, ...]) -> None:
         pytest.param({}, {}, None, id="none"),
     ],
 )
-def test_role(labels: dict, annotations: dict, expected: str | None) -> None:
+def test_role(labels: dict[str, Any], annotations: dict[str, Any], expected: str | None) -> None:
     gang = parse_pod_gang(pod({"scheduling.x-k8s.io/pod-group": "g", **labels}, annotations))
     assert gang is not None and gang.role == expected
 
@@ -252,7 +256,9 @@ def test_role(labels: dict, annotations: dict, expected: str | None) -> None:
         ),
     ],
 )
-def test_invalid_values_name_field_value_and_allowed(annotations: dict, field: str, value: str, allowed: str) -> None:
+def test_invalid_values_name_field_value_and_allowed(
+    annotations: dict[str, Any], field: str, value: str, allowed: str
+) -> None:
     with pytest.raises(InvalidField) as caught:
         parse_pod_gang(pod(annotations={K + "name": "g", **annotations}))
     err = caught.value
@@ -277,7 +283,7 @@ def test_invalid_values_name_field_value_and_allowed(annotations: dict, field: s
         ),
     ],
 )
-def test_invalid_names(labels: dict, annotations: dict, field: str, value: str) -> None:
+def test_invalid_names(labels: dict[str, Any], annotations: dict[str, Any], field: str, value: str) -> None:
     with pytest.raises(InvalidField) as caught:
         parse_pod_gang(pod(labels, annotations))
     assert (caught.value.field, caught.value.value) == (field, value)
@@ -352,7 +358,7 @@ PG = GangSpec(namespace="team-a", name="g", min_member=4, total_member=8, mode=G
         ),
     ],
 )
-def test_annotations_win_over_the_podgroup_field_by_field(annotations: dict, expected: GangSpec) -> None:
+def test_annotations_win_over_the_podgroup_field_by_field(annotations: dict[str, Any], expected: GangSpec) -> None:
     gang = parse_pod_gang(pod({"scheduling.x-k8s.io/pod-group": "g"}, annotations))
     assert gang is not None
     assert gang.resolve(PG) == expected
@@ -440,7 +446,9 @@ T = "scheduling.gangsched.io/"
         ),
     ],
 )
-def test_topology_annotations_of_an_annotation_only_gang(annotations: dict, expected: NetworkTopology) -> None:
+def test_topology_annotations_of_an_annotation_only_gang(
+    annotations: dict[str, Any], expected: NetworkTopology
+) -> None:
     decl = parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "2", **annotations}))
     assert decl is not None and decl.spec is not None
     assert decl.spec.network_topology == expected
@@ -464,7 +472,7 @@ def test_topology_annotations_override_the_podgroups() -> None:
         pytest.param({T + "group-size": "two"}, T + "group-size", "two", id="group-size-word"),
     ],
 )
-def test_invalid_topology_annotations_name_field_and_value(annotations: dict, field: str, value: str) -> None:
+def test_invalid_topology_annotations_name_field_and_value(annotations: dict[str, Any], field: str, value: str) -> None:
     with pytest.raises(InvalidField) as err:
         parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "2", **annotations}))
     assert err.value.field == field and err.value.value == value

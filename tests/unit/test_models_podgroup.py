@@ -230,7 +230,7 @@ def test_koordinator_annotations_on_the_podgroup_win() -> None:
     ],
 )
 def test_invalid_podgroups_name_field_value_and_allowed(
-    spec: dict, annotations: dict, field: str, value: Any, allowed: str
+    spec: dict[str, Any], annotations: dict[str, Any], field: str, value: Any, allowed: str
 ) -> None:
     with pytest.raises(InvalidField) as caught:
         podgroup_spec_from_api(pg(spec, annotations))

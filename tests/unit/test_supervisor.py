@@ -4,6 +4,7 @@ with exponential backoff; a vital task in backoff is reported down (what /livez 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 
 import pytest
@@ -11,30 +12,56 @@ import pytest
 from gangsched.runtime.supervisor import Supervisor
 
 
+@pytest.mark.looptime  # virtual time: the backoffs (1 + 2 + 4 + 8 s) take no wall time and are exact
 async def test_a_failing_task_is_logged_and_restarted_with_backoff(caplog: pytest.LogCaptureFixture) -> None:
+    loop = asyncio.get_running_loop()
     runs: list[float] = []
-    release = asyncio.Event()
+    release, fifth = asyncio.Event(), asyncio.Event()
 
     async def flaky() -> None:
-        runs.append(asyncio.get_running_loop().time())
-        if len(runs) <= 3:
+        runs.append(loop.time())
+        if len(runs) == 5:
+            fifth.set()
+        if len(runs) <= 4:
             raise RuntimeError(f"boom {len(runs)}")
-        await release.wait()  # the fourth run stays up
+        await release.wait()  # the fifth run stays up
 
-    sup = Supervisor(initial_backoff=0.05, max_backoff=1.0)
+    sup = Supervisor(initial_backoff=1.0, max_backoff=8.0, clock=loop.time)
     with caplog.at_level(logging.ERROR, logger="gangsched.runtime.supervisor"):
         sup.start("flaky", flaky)
-        while len(runs) < 4:
-            await asyncio.sleep(0.01)
-    assert sup.restarts == 3
-    assert sup.status()["flaky"] == {"up": True, "restarts": 3, "lastError": "RuntimeError: boom 3"}
+        await fifth.wait()
+    assert sup.restarts == 4
+    assert sup.status()["flaky"] == {"up": True, "restarts": 4, "lastError": "RuntimeError: boom 4"}
     assert not sup.down()
-    gaps = [b - a for a, b in zip(runs, runs[1:], strict=False)]
-    assert gaps[0] >= 0.05 and gaps[1] >= 0.1 and gaps[2] >= 0.2  # doubling backoff
+    gaps = [b - a for a, b in itertools.pairwise(runs)]
+    assert gaps == pytest.approx([1.0, 2.0, 4.0, 8.0])  # doubling backoff, up to max_backoff
     failures = [r for r in caplog.records if "task flaky failed" in r.getMessage()]
-    assert len(failures) == 3 and all(r.exc_info for r in failures)  # the traceback is logged, with the task's name
+    assert len(failures) == 4 and all(r.exc_info for r in failures)  # the traceback is logged, with the task's name
     await sup.stop()
     assert sup.names() == []
+
+
+@pytest.mark.looptime
+async def test_the_backoff_is_capped_and_starts_over_after_a_healthy_run() -> None:
+    loop = asyncio.get_running_loop()
+    runs: list[float] = []
+    seventh = asyncio.Event()
+
+    async def flaky() -> None:
+        runs.append(loop.time())
+        if len(runs) == 7:
+            seventh.set()
+            await asyncio.Event().wait()
+        if len(runs) == 5:
+            await asyncio.sleep(60.0)  # up for healthy_after: the next failure counts as the first in a row
+        raise RuntimeError("boom")
+
+    sup = Supervisor(initial_backoff=1.0, max_backoff=4.0, healthy_after=60.0, clock=loop.time)
+    sup.start("flaky", flaky)
+    await seventh.wait()
+    await sup.stop()
+    gaps = [b - a for a, b in itertools.pairwise(runs)]
+    assert gaps == pytest.approx([1.0, 2.0, 4.0, 4.0, 60.0 + 1.0, 2.0])
 
 
 async def test_a_vital_task_is_down_while_it_waits_for_its_restart() -> None:
@@ -57,17 +84,20 @@ async def test_a_vital_task_is_down_while_it_waits_for_its_restart() -> None:
     await sup.stop()
 
 
+@pytest.mark.looptime
 async def test_a_task_that_returns_is_restarted_too_and_cancellation_is_not_swallowed() -> None:
     count = 0
+    third = asyncio.Event()
 
     async def returns() -> None:
         nonlocal count
         count += 1
+        if count == 3:
+            third.set()
 
-    sup = Supervisor(initial_backoff=0.01)
+    sup = Supervisor(initial_backoff=1.0)
     task = sup.start("returns", returns)
-    while count < 3:
-        await asyncio.sleep(0.01)
+    await third.wait()
     sup.stop_now(["returns"])
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -313,7 +313,9 @@ def scenarios(draw: st.DrawFn) -> tuple[TopologyTree, dict[str, int], int, int]:
             path.append(f"t{t}-{prefix}")
         paths[f"n{i}"] = tuple(path)
     upper = sorted({d for p in paths.values() for d in p[1:] if d is not None})
-    if upper and draw(st.booleans()):  # irregular: some domains above tier 1 left out (skipped layers, low roots)
+    if len(upper) > 0 and draw(
+        st.booleans()
+    ):  # irregular: some domains above tier 1 left out (skipped layers, low roots)
         dropped = set(draw(st.lists(st.sampled_from(upper), max_size=4)))
         paths = {n: tuple(d if d not in dropped else None for d in p) for n, p in paths.items()}
     tree = layered_tree(paths)
