@@ -74,6 +74,7 @@ def kubectl(kubeconfig: Path, kube_env: dict[str, str], tmp_path: Path) -> Kubec
             text=True,
             env=env,
             timeout=timeout,
+            check=False,
         )
         if check and result.returncode != 0:
             raise AssertionError(

@@ -360,6 +360,7 @@ def _kubectl(kubeconfig: Path, tmp: Path, *args: str, input: str | None = None) 
         text=True,
         timeout=60,
         env={"HOME": str(tmp), "PATH": "/usr/bin:/bin"},
+        check=False,
     )
 
 
@@ -379,7 +380,8 @@ async def test_kubectl_auth_whoami_can_i_and_create_token(server: ApiServer, adm
     denied = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "get", "pods")
     assert denied.returncode == 1
     assert (
-        f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API group "" '
+        f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API '
+        f'group "" '
         'in the namespace "team"'
     ) in denied.stderr
     who = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "whoami")

@@ -52,8 +52,8 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
     config = tmp_path / "operator.yaml"
     config.write_text(f"metricsPort: {free_port()}\nprobesPort: {free_port()}\n")
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
-    serve_out = open(tmp_path / "serve.log", "w+")
-    run_log = open(tmp_path / "run.log", "w+")
+    serve_out = open(tmp_path / "serve.log", "w+")  # noqa: SIM115 (closed in the finally below)
+    run_log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 (closed in the finally below)
     serve = subprocess.Popen(
         resolve(commands[0]), cwd=ROOT, env=env, stdout=serve_out, stderr=subprocess.STDOUT, text=True
     )
@@ -74,7 +74,9 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
             text=True,
         )
         for cmd in commands[2:]:
-            result = subprocess.run(resolve(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            result = subprocess.run(
+                resolve(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+            )
             assert result.returncode == 0, f"{shlex.join(cmd)}:\n{result.stdout}\n{result.stderr}"
 
         def bound() -> bool:
@@ -97,6 +99,7 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
                 capture_output=True,
                 text=True,
                 timeout=60,
+                check=False,
             )
             placed = dict(line.split("=", 1) for line in result.stdout.split() if "=" in line)
             return len([n for n, node in placed.items() if n.startswith("train-small-") and node]) == 4

@@ -37,6 +37,7 @@ def _kubectl(kubeconfig: str, tmp_path: Path, *args: str) -> subprocess.Complete
         text=True,
         env=env,
         timeout=60,
+        check=False,
     )
 
 
@@ -95,6 +96,7 @@ def test_sim_serve_rejects_bad_arguments(args: list[str], message: str, tmp_path
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert result.returncode == 2
     assert message in result.stderr

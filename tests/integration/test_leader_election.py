@@ -38,7 +38,7 @@ class FakeClock:
         self.mono = 1000.0
 
     def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=self.offset)
+        return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.offset)
 
     def monotonic(self) -> float:
         return self.mono
@@ -73,7 +73,9 @@ def elector(client: KubeClient, identity: str, clock: object, *, lease: float = 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched"
 
 
-@pytest.mark.parametrize("a_offset,b_offset", [(-HOUR, HOUR), (HOUR, -HOUR)], ids=["follower-ahead", "follower-behind"])
+@pytest.mark.parametrize(
+    ("a_offset", "b_offset"), [(-HOUR, HOUR), (HOUR, -HOUR)], ids=["follower-ahead", "follower-behind"]
+)
 async def test_skewed_follower_takes_over_only_after_a_lease_duration_of_its_own_clock(
     client: KubeClient, a_offset: float, b_offset: float
 ) -> None:

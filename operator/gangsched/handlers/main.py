@@ -15,6 +15,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -115,10 +116,8 @@ def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: 
     )
     logging.getLogger("kopf").setLevel(logging.WARNING)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # probes are not logged
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             operate(kubeconfig=kubeconfig, config=config, serve_metrics=True, serve_probes_port=config.probe_port)
         )
-    except KeyboardInterrupt:
-        pass
     return 0
