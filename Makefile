@@ -2,10 +2,11 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+RUFF   := $(VENV)/bin/ruff
 BENCH  ?=
 SEEDS  ?= 20
 
-.PHONY: venv test chaos demo bench typecheck clean
+.PHONY: venv lint fmt test chaos demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,8 +15,19 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-test: venv
+# the static checks, each failing the target: lint rules, formatting, types (mypy --strict, [tool.mypy] files)
+lint: venv
+	$(RUFF) check .
+	$(RUFF) format --check .
 	$(PY) -m mypy
+
+# rewrite the tree: every fixable lint finding fixed, then formatted (what is left, `make lint` reports)
+fmt: venv
+	$(RUFF) check --fix-only .
+	$(RUFF) format .
+
+# what CI runs (.ci/run): the static checks, then every test
+test: lint
 	$(PY) -m pytest
 
 # the chaos suite's long run: SEEDS seeds of the operator against an emulator injecting faults (tests/chaos/)

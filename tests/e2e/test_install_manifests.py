@@ -21,10 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 
 from tests.e2e.processes import free_port, stop_processes, wait_until
+from tests.tools import need_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,8 +46,7 @@ def _deployment_container() -> dict[str, object]:
 
 
 def test_readme_install_then_the_deployments_command_schedules_as_its_service_account(tmp_path: Path) -> None:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+    need_tool("kubectl")
     bin_dir = Path(sys.executable).parent
     admin = str(tmp_path / "admin.kubeconfig")
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.processes import free_port, stop_processes, wait_until
+from tests.tools import need_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,8 +32,7 @@ def readme_commands() -> list[list[str]]:
 
 
 def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+    need_tool("kubectl")
     bin_dir = Path(sys.executable).parent
     commands = readme_commands()
     assert [c[:2] for c in commands[:2]] == [["gangsched", "sim"], ["gangsched", "run"]]

@@ -33,6 +33,7 @@ from gangsched.k8s.credentials import credentials_from_kubeconfig
 from gangsched.k8s.retry import RetryPolicy
 from tests.integration.harness import append_all
 from tests.integration.stub_server import OK, FakeTime, Script, json_answer, server, text
+from tests.tools import need_tool
 
 __all__ = ["server"]  # a fixture
 HTML_502 = (
@@ -335,10 +336,7 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def _pki(tmp_path: Path) -> Path:
     """A CA, a server certificate for DNS name kube.internal only, and a client certificate (CN=gangsched)."""
-    import shutil
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+    need_tool("openssl")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl(
         "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca", cwd=tmp_path

@@ -52,6 +52,8 @@ TIMEOUT_ANNOTATION = KOORD + "timeout"
 DURATION = "sim.gangsched.io/duration"
 NAMESPACES = ("default", "team-b")
 DRIVE_SECONDS = 15.0
+# a seed runs ~26 s alone, several times that on a loaded machine: more than the default 120 s (pyproject.toml)
+pytestmark = pytest.mark.timeout(300)
 
 TREE: list[dict[str, Any]] = [
     {"layer": 3, "name": "spine0", "children": ["leaf0", "leaf1"]},
