@@ -356,7 +356,7 @@ class Cluster:
         return out
 
     # ----- plan application and binder feedback -----
-    def apply(self, plan: Plan) -> None:  # noqa: C901 (over the ceiling before it was set; split it when it changes)
+    def apply(self, plan: Plan) -> None:  # noqa: C901 (predates the complexity ceiling)
         for key in plan.nomination_clears:
             if self._nominations.pop(key, None) is not None:
                 self.freed_gen += 1  # held capacity is free again

@@ -48,7 +48,7 @@ class GangStatusBook:
         if mem.start is None:
             mem.start = start_iso
 
-    def status_of(  # noqa: C901 (over the ceiling before it was set; split it when it changes)
+    def status_of(  # noqa: C901 (predates the complexity ceiling)
         self,
         gang: str,
         *,

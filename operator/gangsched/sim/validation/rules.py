@@ -114,7 +114,7 @@ def core_event_view(obj: dict[str, Any], *, new_api: bool) -> dict[str, Any]:
     }
 
 
-def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> list[Problem]:  # noqa: C901 (over the ceiling before it was set; split it when it changes)
+def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> list[Problem]:  # noqa: C901 (predates the complexity ceiling)
     """ValidateEventCreate for an Event created through core/v1 (new_api=False) or events.k8s.io/v1."""
     ev = core_event_view(obj, new_api=new_api)
     problems: list[Problem] = []
