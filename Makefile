@@ -2,10 +2,11 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+RUFF   := $(VENV)/bin/ruff
 BENCH  ?=
 SEEDS  ?= 20
 
-.PHONY: venv test test-fast lint-imports chaos demo bench typecheck clean
+.PHONY: venv lint fmt test test-fast lint-imports chaos demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,11 +15,24 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-test: venv lint-imports
+# the static checks, each failing the target: lint rules, formatting, the layers (import-linter), types
+# (mypy --strict, [tool.mypy] files)
+lint: venv
+	$(RUFF) check .
+	$(RUFF) format --check .
+	$(VENV)/bin/lint-imports --no-logo --no-cache
 	$(PY) -m mypy
+
+# rewrite the tree: every fixable lint finding fixed, then formatted (what is left, `make lint` reports)
+fmt: venv
+	$(RUFF) check --fix-only .
+	$(RUFF) format .
+
+# what CI runs (.ci/run): the static checks, then every test
+test: lint
 	$(PY) -m pytest
 
-# the layers: import-linter's contracts in pyproject.toml [tool.importlinter] (README "Layers")
+# the layers alone: import-linter's contracts in pyproject.toml [tool.importlinter] (README "Layers")
 lint-imports: venv
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 

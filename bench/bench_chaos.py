@@ -32,7 +32,14 @@ async def _runs() -> None:
         violations += [f"seed {seed}: {v}" for v in report.violations]
     seconds = round(time.monotonic() - started, 1)
     figure("chaos.runs", SEEDS, unit="runs", target=None, better="higher", kinds=list(ALL_KINDS), seconds=seconds)
-    figure("chaos.faults_injected", sum(injected.values()), unit="faults", target=None, better="higher", by_kind=dict(injected))
+    figure(
+        "chaos.faults_injected",
+        sum(injected.values()),
+        unit="faults",
+        target=None,
+        better="higher",
+        by_kind=dict(injected),
+    )
     figure("chaos.violations", len(violations), unit="violations", target=0, better="lower", first=violations[:5])
 
 

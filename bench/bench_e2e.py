@@ -74,9 +74,25 @@ def _env() -> dict[str, str]:
 def _start_emulator(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
     kubeconfig = tmp / "sim.kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gangsched", "sim", "serve", "--nodes", str(NODES), "--node-resources", NODE_RESOURCES,
-         "--port", "0", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, stderr=(tmp / "sim.log").open("w"), text=True, env=_env(),
+        [
+            sys.executable,
+            "-m",
+            "gangsched",
+            "sim",
+            "serve",
+            "--nodes",
+            str(NODES),
+            "--node-resources",
+            NODE_RESOURCES,
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=(tmp / "sim.log").open("w"),
+        text=True,
+        env=_env(),
     )  # the emulator's log goes to a file: it reports every watch cut at shutdown
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -103,8 +119,20 @@ def _start_operator(tmp: Path, kubeconfig: Path) -> tuple[subprocess.Popen[str],
     command = [sys.executable, "-m", "gangsched", "run", "--kubeconfig", str(kubeconfig), "--config", str(config)]
     profile = os.environ.get("GANGSCHED_E2E_PROFILE")
     if profile:
-        command = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "gangsched", "run", "--kubeconfig",
-                   str(kubeconfig), "--config", str(config)]
+        command = [
+            sys.executable,
+            "-m",
+            "cProfile",
+            "-o",
+            profile,
+            "-m",
+            "gangsched",
+            "run",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--config",
+            str(config),
+        ]
     return subprocess.Popen(command, env=_env(), text=True), probe_port
 
 
@@ -134,8 +162,13 @@ def _pod(name: str, *, namespace: str, group: str | None, scheduler: str) -> dic
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
         "spec": {
             "schedulerName": scheduler,
-            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9",
-                            "resources": {"requests": {"cpu": "1", "memory": "2Gi"}}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": {"cpu": "1", "memory": "2Gi"}},
+                }
+            ],
         },
     }
 
@@ -160,14 +193,21 @@ async def _raw_bind_rate(kube: KubeClient, run: int) -> dict[str, float]:
     ns = f"raw-{run}"
     await _namespace(kube, ns)
     names = [f"raw-{i}" for i in range(PODS)]
-    await _bounded(names, lambda n: kube.create(f"/api/v1/namespaces/{ns}/pods", _pod(n, namespace=ns, group=None, scheduler="nobody")))
+    await _bounded(
+        names,
+        lambda n: kube.create(f"/api/v1/namespaces/{ns}/pods", _pod(n, namespace=ns, group=None, scheduler="nobody")),
+    )
     t0, cpu0 = time.perf_counter(), _cpu()
     end = await _bounded(
         list(enumerate(names)),
         lambda item: kube.create(
             f"/api/v1/namespaces/{ns}/pods/{item[1]}/binding",
-            {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": item[1], "namespace": ns},
-             "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{item[0] % NODES}"}},
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": item[1], "namespace": ns},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": f"node-{item[0] % NODES}"},
+            },
         ),
     )
     cpu = _cpu_delta(cpu0)
@@ -216,9 +256,20 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
     await _namespace(kube, ns)
     watch = _BindWatch(kube, ns)
     await watch.start()
-    pgs = [{"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
-            "metadata": {"name": f"g{g}", "namespace": ns}, "spec": {"minMember": GANG_SIZE}} for g in range(GANGS)]
-    pods = [_pod(f"g{g}-{i}", namespace=ns, group=f"g{g}", scheduler="gangsched") for g in range(GANGS) for i in range(GANG_SIZE)]
+    pgs = [
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": f"g{g}", "namespace": ns},
+            "spec": {"minMember": GANG_SIZE},
+        }
+        for g in range(GANGS)
+    ]
+    pods = [
+        _pod(f"g{g}-{i}", namespace=ns, group=f"g{g}", scheduler="gangsched")
+        for g in range(GANGS)
+        for i in range(GANG_SIZE)
+    ]
     pod_path, pg_path = f"/api/v1/namespaces/{ns}/pods", f"{PG}/namespaces/{ns}/podgroups"
     requests0 = await _operator_requests()
     first_create = time.perf_counter()
@@ -244,7 +295,9 @@ async def _e2e(kube: KubeClient, run: int) -> dict[str, float]:
     try:
         await asyncio.wait_for(watch.all_bound.wait(), SETTLE_TIMEOUT)
     except TimeoutError:
-        raise RuntimeError(f"run {run}: only {len(watch.bound_at)} of {PODS} pods bound within {SETTLE_TIMEOUT}s") from None
+        raise RuntimeError(
+            f"run {run}: only {len(watch.bound_at)} of {PODS} pods bound within {SETTLE_TIMEOUT}s"
+        ) from None
     finally:
         watch.stop()
     cpu = _cpu_delta(cpu0)
@@ -312,9 +365,8 @@ async def _requests_settled(timeout: float = 10.0) -> dict[str, int]:
 
 async def _operator_requests() -> dict[str, int]:
     """API requests the operator process has sent so far, by verb (its KubeClient's counter, from /metrics)."""
-    async with aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{_PROBE['metrics']}/metrics") as resp:
-            text = await resp.text()
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{_PROBE['metrics']}/metrics") as resp:
+        text = await resp.text()
     out: dict[str, int] = {}
     for line in text.splitlines():
         if line.startswith("gangsched_api_requests_total{"):
@@ -358,7 +410,10 @@ async def _measure(kubeconfig: Path, operator: subprocess.Popen[str], probe_port
             raws.append(await _raw_bind_rate(kube, run))
             await _quiet(kube, f"raw-{run}", podgroups=False)
             runs.append(await _e2e(kube, run))
-            log(f"e2e run {run}: raw {raws[-1]['rate']:.0f}/s, " + ", ".join(f"{k} {v:.3f}" for k, v in runs[-1].items()))
+            log(
+                f"e2e run {run}: raw {raws[-1]['rate']:.0f}/s, "
+                + ", ".join(f"{k} {v:.3f}" for k, v in runs[-1].items())
+            )
     return {"raw": raws, "runs": runs}
 
 
@@ -373,8 +428,17 @@ def _stop(proc: subprocess.Popen[str], sig: int) -> None:
 
 
 def _report(name: str, samples: list[float], *, unit: str, target: float | None, better: str, **context: Any) -> None:
-    figure(name, statistics.median(samples), unit=unit, target=target, better=better,
-           min=round(min(samples), 4), max=round(max(samples), 4), runs=len(samples), **context)
+    figure(
+        name,
+        statistics.median(samples),
+        unit=unit,
+        target=target,
+        better=better,
+        min=round(min(samples), 4),
+        max=round(max(samples), 4),
+        runs=len(samples),
+        **context,
+    )
 
 
 def main() -> None:
@@ -391,7 +455,14 @@ def main() -> None:
             if operator is not None:
                 _stop(operator, signal.SIGINT)
             _stop(emulator, signal.SIGTERM)
-    ctx = {"flow": FLOW, "gangs": GANGS, "gang_size": GANG_SIZE, "pods": PODS, "nodes": NODES, "concurrency": CONCURRENCY}
+    ctx = {
+        "flow": FLOW,
+        "gangs": GANGS,
+        "gang_size": GANG_SIZE,
+        "pods": PODS,
+        "nodes": NODES,
+        "concurrency": CONCURRENCY,
+    }
     runs = result["runs"]
     raw_rates = [raw["rate"] for raw in result["raw"]]
     ratios = [r["bind_rate"] / raw for r, raw in zip(runs, raw_rates, strict=True)]
@@ -399,29 +470,68 @@ def main() -> None:
     def med(key: str, rows: list[dict[str, float]]) -> float:
         return round(statistics.median(r[key] for r in rows), 3)
 
-    _report("e2e.settle_s", [r["settle_s"] for r in runs], unit="s", target=None, better="lower",
-            pods_create_s_median=round(statistics.median(r["pods_create_s"] for r in runs), 3),
-            podgroups_create_s_median=round(statistics.median(r["podgroups_create_s"] for r in runs), 3),
-            bound_by_last_create_median=statistics.median(r["bound_by_last_create"] for r in runs), **ctx)
+    _report(
+        "e2e.settle_s",
+        [r["settle_s"] for r in runs],
+        unit="s",
+        target=None,
+        better="lower",
+        pods_create_s_median=round(statistics.median(r["pods_create_s"] for r in runs), 3),
+        podgroups_create_s_median=round(statistics.median(r["podgroups_create_s"] for r in runs), 3),
+        bound_by_last_create_median=statistics.median(r["bound_by_last_create"] for r in runs),
+        **ctx,
+    )
     _report("e2e.bind_rate", [r["bind_rate"] for r in runs], unit="pods/s", target=None, better="higher", **ctx)
     _report("e2e.raw_bind_rate", raw_rates, unit="bindings/s", target=None, better="higher", **ctx)
     _report("e2e.bind_ratio", ratios, unit="ratio", target=0.5, better="higher", **ctx)
     # CPU time is far less sensitive than wall time to other load on the machine: the figures to compare changes by
-    _report("e2e.operator_cpu_ms_per_pod", [r["operator_cpu_ms_per_pod_settled"] for r in runs], unit="ms", target=None,
-            better="lower", until_last_bind_median=med("operator_cpu_ms_per_pod", runs),
-            note="operator CPU from the first PodGroup create until the run settled (all writes done), per pod", **ctx)
-    _report("e2e.emulator_cpu_ms_per_pod", [r["emulator_cpu_ms_per_pod_settled"] for r in runs], unit="ms", target=None,
-            better="lower", until_last_bind_median=med("emulator_cpu_ms_per_pod", runs),
-            raw_binding_median=med("emulator_cpu_ms_per_pod", result["raw"]),
-            note="emulator CPU (API server + simulated kubelet) per pod: the operator's requests cost it this much", **ctx)
-    _report("e2e.api_requests_per_pod", [r["api_requests_per_pod"] for r in runs], unit="requests", target=2.5,
-            better="lower", **{k + "_median": round(statistics.median(r.get(k, 0.0) for r in runs), 3)
-               for k in sorted({k for r in runs for k in r}) if k.startswith("api_") and k != "api_requests_per_pod"},
-            note="every API request the operator sent (its client's counter: binds, status and "
-            "condition patches, events, lease, lists, watches) from the PodGroups' creation until the run settled, "
-            "per pod bound", **ctx)
-    figure("operator.rss_mb", rss, unit="MiB", target=None, better="lower", peak_mb=round(hwm, 1),
-           pods_in_cluster=2 * PODS * RUNS, **ctx)
+    _report(
+        "e2e.operator_cpu_ms_per_pod",
+        [r["operator_cpu_ms_per_pod_settled"] for r in runs],
+        unit="ms",
+        target=None,
+        better="lower",
+        until_last_bind_median=med("operator_cpu_ms_per_pod", runs),
+        note="operator CPU from the first PodGroup create until the run settled (all writes done), per pod",
+        **ctx,
+    )
+    _report(
+        "e2e.emulator_cpu_ms_per_pod",
+        [r["emulator_cpu_ms_per_pod_settled"] for r in runs],
+        unit="ms",
+        target=None,
+        better="lower",
+        until_last_bind_median=med("emulator_cpu_ms_per_pod", runs),
+        raw_binding_median=med("emulator_cpu_ms_per_pod", result["raw"]),
+        note="emulator CPU (API server + simulated kubelet) per pod: the operator's requests cost it this much",
+        **ctx,
+    )
+    _report(
+        "e2e.api_requests_per_pod",
+        [r["api_requests_per_pod"] for r in runs],
+        unit="requests",
+        target=2.5,
+        better="lower",
+        **{
+            k + "_median": round(statistics.median(r.get(k, 0.0) for r in runs), 3)
+            for k in sorted({k for r in runs for k in r})
+            if k.startswith("api_") and k != "api_requests_per_pod"
+        },
+        note="every API request the operator sent (its client's counter: binds, status and "
+        "condition patches, events, lease, lists, watches) from the PodGroups' creation until the run settled, "
+        "per pod bound",
+        **ctx,
+    )
+    figure(
+        "operator.rss_mb",
+        rss,
+        unit="MiB",
+        target=None,
+        better="lower",
+        peak_mb=round(hwm, 1),
+        pods_in_cluster=2 * PODS * RUNS,
+        **ctx,
+    )
 
 
 if __name__ == "__main__":

@@ -7,10 +7,9 @@ Figures: `models.parse_pod_gang_us` (label-only member, microseconds per pod), `
 
 from __future__ import annotations
 
+from bench.common import figure, summary, timed_runs
 from gangsched.models.gang import parse_pod_gang
 from gangsched.models.podgroup import podgroup_spec_from_api
-
-from bench.common import figure, summary, timed_runs
 
 N = 20_000
 RUNS = 5
@@ -19,9 +18,19 @@ K = "gang.scheduling.koordinator.sh/"
 
 def _pods(labels: dict[str, str], annotations: dict[str, str]) -> list[dict]:
     return [
-        {"metadata": {"name": f"p-{i}", "namespace": "team-a", "uid": f"u-{i}", "labels": dict(labels),
-                      "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", **annotations}},
-         "spec": {"schedulerName": "gangsched", "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+        {
+            "metadata": {
+                "name": f"p-{i}",
+                "namespace": "team-a",
+                "uid": f"u-{i}",
+                "labels": dict(labels),
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", **annotations},
+            },
+            "spec": {
+                "schedulerName": "gangsched",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        }
         for i in range(N)
     ]
 
@@ -34,17 +43,27 @@ def _per_item_us(fn, items: list) -> dict[str, float]:  # type: ignore[no-untype
 def main() -> None:
     cases = {
         "models.parse_pod_gang_us": _pods({"scheduling.x-k8s.io/pod-group": "train", "app": "x"}, {}),
-        "models.parse_pod_gang_annotated_us": _pods({"app": "x"}, {
-            K + "name": "train", K + "min-available": "8", K + "total-number": "8", K + "waiting-time": "10m",
-            K + "mode": "Strict", K + "groups": '["team-a/train", "team-b/eval"]'}),
+        "models.parse_pod_gang_annotated_us": _pods(
+            {"app": "x"},
+            {
+                K + "name": "train",
+                K + "min-available": "8",
+                K + "total-number": "8",
+                K + "waiting-time": "10m",
+                K + "mode": "Strict",
+                K + "groups": '["team-a/train", "team-b/eval"]',
+            },
+        ),
         "models.parse_pod_gang_plain_us": _pods({"app": "x"}, {}),
     }
     for name, pods in cases.items():
         stats = _per_item_us(parse_pod_gang, pods)
         figure(name, stats["median"], unit="us", target=5.0, better="lower", pods=N, **stats)
     podgroups = [
-        {"metadata": {"name": f"g-{i}", "namespace": "team-a"},
-         "spec": {"minMember": 8, "scheduleTimeoutSeconds": 60, "minResources": {"cpu": "8", "nvidia.com/gpu": 64}}}
+        {
+            "metadata": {"name": f"g-{i}", "namespace": "team-a"},
+            "spec": {"minMember": 8, "scheduleTimeoutSeconds": 60, "minResources": {"cpu": "8", "nvidia.com/gpu": 64}},
+        }
         for i in range(2000)
     ]
     stats = _per_item_us(podgroup_spec_from_api, podgroups)

@@ -2,7 +2,8 @@
 
 Instance: 4 spines x 8 leaves x 8 units x 16 nodes, 8 GPUs per node; 2,000 running low-priority gangs (1 to 3
 pods of 8 GPUs, each gang inside one unit, quorum = all its pods) and other schedulers' pods fill the cluster
-except a few free nodes in one unit in five. The preemptor asks 256 pods x 8 GPUs, networkTopology groupSize 16 (a DP group is a whole unit).
+except a few free nodes in one unit in five. The preemptor asks 256 pods x 8 GPUs, networkTopology groupSize 16 (a DP
+group is a whole unit).
 
 Figures:
 - `preempt.gang256_ms`: decision time of one schedule() cycle that chooses the victims (median of runs; target
@@ -32,8 +33,8 @@ GROUP = 16
 HIGH = 1000
 
 
-def _node(s: int, l: int, u: int, n: int) -> str:
-    return f"s{s}-l{l}-u{u}-n{n}"
+def _node(s: int, leaf: int, u: int, n: int) -> str:
+    return f"s{s}-l{leaf}-u{u}-n{n}"
 
 
 def build(seed: int) -> tuple[Cluster, dict[str, int]]:
@@ -43,18 +44,26 @@ def build(seed: int) -> tuple[Cluster, dict[str, int]]:
     domains = []
     units: list[list[str]] = []
     for s in range(SPINES):
-        domains.append(Domain(3, f"s{s}", (), tuple(f"s{s}-l{l}" for l in range(LEAVES))))
-        for l in range(LEAVES):
-            domains.append(Domain(2, f"s{s}-l{l}", (f"s{s}",), tuple(f"s{s}-l{l}-u{u}" for u in range(UNITS))))
+        domains.append(Domain(3, f"s{s}", (), tuple(f"s{s}-l{leaf}" for leaf in range(LEAVES))))
+        for leaf in range(LEAVES):
+            domains.append(Domain(2, f"s{s}-l{leaf}", (f"s{s}",), tuple(f"s{s}-l{leaf}-u{u}" for u in range(UNITS))))
             for u in range(UNITS):
-                names = [_node(s, l, u, n) for n in range(NODES)]
+                names = [_node(s, leaf, u, n) for n in range(NODES)]
                 units.append(names)
-                domains.append(Domain(1, f"s{s}-l{l}-u{u}", (f"s{s}-l{l}",), tuple(names)))
+                domains.append(Domain(1, f"s{s}-l{leaf}-u{u}", (f"s{s}-l{leaf}",), tuple(names)))
     c.set_topology(TopologyTree.from_domains(domains))
     for names in units:
         for name in names:
-            c.upsert_node(node_from_api({"metadata": {"name": name}, "status": {"allocatable": {
-                "cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}}}))
+            c.upsert_node(
+                node_from_api(
+                    {
+                        "metadata": {"name": name},
+                        "status": {
+                            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"}
+                        },
+                    }
+                )
+            )
     # 2,000 gangs dealt round the units; each unit keeps a free node or two now and then
     occupied = {f"u{i}": 0 for i in range(len(units))}
     fill = [0] * len(units)
@@ -76,11 +85,23 @@ def build(seed: int) -> tuple[Cluster, dict[str, int]]:
             for i in range(size):
                 node = units[ui][fill[ui]]
                 fill[ui] += 1
-                c.upsert_pod(pod_from_api({
-                    "metadata": {"name": f"{name}-{i}", "namespace": "batch", "uid": f"u-{name}-{i}"},
-                    "spec": {"schedulerName": "gangsched", "priority": 1, "nodeName": node,
-                             "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
-                    "status": {"phase": "Running"}}, gang=f"batch/{name}", rank=i, ours=True))
+                c.upsert_pod(
+                    pod_from_api(
+                        {
+                            "metadata": {"name": f"{name}-{i}", "namespace": "batch", "uid": f"u-{name}-{i}"},
+                            "spec": {
+                                "schedulerName": "gangsched",
+                                "priority": 1,
+                                "nodeName": node,
+                                "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}],
+                            },
+                            "status": {"phase": "Running"},
+                        },
+                        gang=f"batch/{name}",
+                        rank=i,
+                        ours=True,
+                    )
+                )
             occupied[f"u{ui}"] += size
             gang += 1
             progressed = True
@@ -88,20 +109,46 @@ def build(seed: int) -> tuple[Cluster, dict[str, int]]:
             raise RuntimeError("the instance does not hold 2,000 gangs")
     for ui, names in enumerate(units):  # the rest of each unit: other schedulers' pods (single victims)
         while fill[ui] < NODES - holes[ui]:
-            c.upsert_pod(pod_from_api({
-                "metadata": {"name": f"web-{ui}-{fill[ui]}", "namespace": "web", "uid": f"u-web-{ui}-{fill[ui]}"},
-                "spec": {"schedulerName": "default-scheduler", "priority": 0, "nodeName": names[fill[ui]],
-                         "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
-                "status": {"phase": "Running"}}, gang=None, ours=False))
+            c.upsert_pod(
+                pod_from_api(
+                    {
+                        "metadata": {
+                            "name": f"web-{ui}-{fill[ui]}",
+                            "namespace": "web",
+                            "uid": f"u-web-{ui}-{fill[ui]}",
+                        },
+                        "spec": {
+                            "schedulerName": "default-scheduler",
+                            "priority": 0,
+                            "nodeName": names[fill[ui]],
+                            "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}],
+                        },
+                        "status": {"phase": "Running"},
+                    },
+                    gang=None,
+                    ours=False,
+                )
+            )
             fill[ui] += 1
             occupied[f"u{ui}"] += 1
     c.upsert_gang(GangSpec("train", "big", COUNT, network_topology=NetworkTopology(group_size=GROUP)))
     for i in range(COUNT):
-        c.upsert_pod(pod_from_api({
-            "metadata": {"name": f"big-{i}", "namespace": "train", "uid": f"u-big-{i}"},
-            "spec": {"schedulerName": "gangsched", "priority": HIGH,
-                     "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}]},
-            "status": {"phase": "Pending"}}, gang="train/big", rank=i, ours=True))
+        c.upsert_pod(
+            pod_from_api(
+                {
+                    "metadata": {"name": f"big-{i}", "namespace": "train", "uid": f"u-big-{i}"},
+                    "spec": {
+                        "schedulerName": "gangsched",
+                        "priority": HIGH,
+                        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "8"}}}],
+                    },
+                    "status": {"phase": "Pending"},
+                },
+                gang="train/big",
+                rank=i,
+                ours=True,
+            )
+        )
     return c, occupied
 
 
@@ -124,7 +171,7 @@ def main() -> None:
     for seed in range(3):
         c, occupied = build(seed)
         plans = []
-        samples += timed_runs(lambda: plans.append(schedule(c, 0.0, config)), runs=3, warmup=1)
+        samples += timed_runs(lambda c=c, plans=plans: plans.append(schedule(c, 0.0, config)), runs=3, warmup=1)
         plan = plans[-1]
         chosen = len(plan.evictions)
         minimum = minimum_victims(occupied)
@@ -132,10 +179,27 @@ def main() -> None:
         assert len(plan.nominations) == COUNT, "the gang must be nominated whole"
         over.append(chosen - minimum)
     s = summary(samples, scale=1000)
-    figure("preempt.gang256_ms", s["median"], unit="ms", target=500, better="lower", nodes=4096,
-           low_gangs=GANGS, gang=COUNT, group_size=GROUP, **s)
-    figure("preempt.victims_over_min", max(over), unit="pods", target=0, better="lower", instances=len(over),
-           per_instance=over)
+    figure(
+        "preempt.gang256_ms",
+        s["median"],
+        unit="ms",
+        target=500,
+        better="lower",
+        nodes=4096,
+        low_gangs=GANGS,
+        gang=COUNT,
+        group_size=GROUP,
+        **s,
+    )
+    figure(
+        "preempt.victims_over_min",
+        max(over),
+        unit="pods",
+        target=0,
+        better="lower",
+        instances=len(over),
+        per_instance=over,
+    )
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ async def _bound_pods(client: KubeClient, *, annotations: dict[str, str]) -> Non
 
     async def one(i: int) -> None:
         name = f"p-{i}"
-        body = {"metadata": {"name": name, "annotations": annotations}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+        body = {
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"containers": [{"name": "c", "image": "x"}]},
+        }
         async with limit:
             await client.create("/api/v1/namespaces/default/pods", body)
             await client.create(
@@ -47,7 +50,9 @@ async def _wait_phase(client: KubeClient, phase: str) -> None:
     items, rv = await client.list_all("/api/v1/namespaces/default/pods")
     seen.update(p["metadata"]["name"] for p in items if p.get("status", {}).get("phase") == phase)
     while len(seen) < PODS:
-        async for _kind, pod in client.watch("/api/v1/namespaces/default/pods", resource_version=rv, timeout_seconds=60):
+        async for _kind, pod in client.watch(
+            "/api/v1/namespaces/default/pods", resource_version=rv, timeout_seconds=60
+        ):
             rv = pod["metadata"].get("resourceVersion", rv)
             if (pod.get("status") or {}).get("phase") == phase:
                 seen.add(pod["metadata"]["name"])
@@ -86,8 +91,14 @@ async def _one_run(*, annotations: dict[str, str]) -> tuple[float, float]:
 
 
 def _rate(samples: list[float]) -> dict[str, Any]:
-    return {"pods": PODS, "nodes": NODES, "runs": len(samples), "seconds_min": round(min(samples), 3),
-            "seconds_median": round(statistics.median(samples), 3), "seconds_max": round(max(samples), 3)}
+    return {
+        "pods": PODS,
+        "nodes": NODES,
+        "runs": len(samples),
+        "seconds_min": round(min(samples), 3),
+        "seconds_median": round(statistics.median(samples), 3),
+        "seconds_max": round(max(samples), 3),
+    }
 
 
 def main() -> None:
@@ -98,9 +109,23 @@ def main() -> None:
         log(f"simkubelet run {run}: {PODS} pods Running in {started:.3f}s")
     _, finished = asyncio.run(_one_run(annotations={"sim.gangsched.io/duration": "100ms"}))
     finishes.append(finished)
-    figure("sim.kubelet_start_rate", PODS / statistics.median(starts), unit="pods/s", target=None, better="higher", **_rate(starts))
-    figure("sim.kubelet_finish_rate", PODS / statistics.median(finishes), unit="pods/s", target=None, better="higher",
-           duration="100ms", **_rate(finishes))
+    figure(
+        "sim.kubelet_start_rate",
+        PODS / statistics.median(starts),
+        unit="pods/s",
+        target=None,
+        better="higher",
+        **_rate(starts),
+    )
+    figure(
+        "sim.kubelet_finish_rate",
+        PODS / statistics.median(finishes),
+        unit="pods/s",
+        target=None,
+        better="higher",
+        duration="100ms",
+        **_rate(finishes),
+    )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,8 @@ GROUP = 8
 TIERS = 3
 
 
-def node_name(s: int, l: int, u: int, n: int) -> str:
-    return f"s{s}-l{l}-u{u}-n{n}"
+def node_name(s: int, leaf: int, u: int, n: int) -> str:
+    return f"s{s}-l{leaf}-u{u}-n{n}"
 
 
 def build_tree() -> tuple[TopologyTree, list[str]]:
@@ -33,13 +33,13 @@ def build_tree() -> tuple[TopologyTree, list[str]]:
     names = []
     r = range(FANOUT)
     for s in r:
-        domains.append(Domain(3, f"s{s}", (), tuple(f"s{s}-l{l}" for l in r)))
-        for l in r:
-            domains.append(Domain(2, f"s{s}-l{l}", (f"s{s}",), tuple(f"s{s}-l{l}-u{u}" for u in r)))
+        domains.append(Domain(3, f"s{s}", (), tuple(f"s{s}-l{leaf}" for leaf in r)))
+        for leaf in r:
+            domains.append(Domain(2, f"s{s}-l{leaf}", (f"s{s}",), tuple(f"s{s}-l{leaf}-u{u}" for u in r)))
             for u in r:
-                kids = tuple(node_name(s, l, u, n) for n in r)
+                kids = tuple(node_name(s, leaf, u, n) for n in r)
                 names.extend(kids)
-                domains.append(Domain(1, f"s{s}-l{l}-u{u}", (f"s{s}-l{l}",), kids))
+                domains.append(Domain(1, f"s{s}-l{leaf}-u{u}", (f"s{s}-l{leaf}",), kids))
     return TopologyTree.from_domains(domains), names
 
 
@@ -81,7 +81,7 @@ def achieved_pair(nodes: list[str]) -> tuple[int, int]:
 
 def scenarios(names: list[str]) -> dict[str, dict[str, int]]:
     rng = random.Random(20240605)
-    out: dict[str, dict[str, int]] = {"all-free": {n: 1 for n in names}}
+    out: dict[str, dict[str, int]] = {"all-free": dict.fromkeys(names, 1)}
     out["busy-30pct"] = {n: 1 for n in names if rng.random() >= 0.3}
     out["one-busy-per-unit"] = {n: 1 for n in names if not n.endswith("-n7")}
     out["mixed-2-per-node"] = {n: rng.choice((0, 0, 1, 2)) for n in names}

@@ -5,13 +5,12 @@
 - `kube_env`: a copy of os.environ with KUBECONFIG pointing at it, for subprocesses (os.environ is not touched).
 - `kube`: the project's `KubeClient` connected through that kubeconfig.
 - `kubectl(*args, input=None, check=False, timeout=60) -> CompletedProcess[str]`: the real kubectl binary with
-  `--kubeconfig`; skips the test when kubectl is not installed.
+  `--kubeconfig`; when kubectl is not installed it skips the test, or fails it in CI (tests/tools.py).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.apiserver import ApiServer
+from tests.tools import need_tool
 
 KubectlRunner = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -57,9 +57,7 @@ async def kube(kubeconfig: Path) -> AsyncIterator[KubeClient]:
 
 @pytest.fixture
 def kubectl(kubeconfig: Path, kube_env: dict[str, str], tmp_path: Path) -> KubectlRunner:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.skip("kubectl is not installed")
+    binary = need_tool("kubectl")
     cache = tmp_path / "kube-cache"
 
     def run(
@@ -74,6 +72,7 @@ def kubectl(kubeconfig: Path, kube_env: dict[str, str], tmp_path: Path) -> Kubec
             text=True,
             env=env,
             timeout=timeout,
+            check=False,
         )
         if check and result.returncode != 0:
             raise AssertionError(

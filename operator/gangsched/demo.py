@@ -1,12 +1,13 @@
 """`gangsched demo` (what `make demo` runs): the whole product on the embedded emulator, driven by real kubectl.
 
 Contract: starts the API emulator with 8 simulated nodes (cpu=32, memory=256Gi, nvidia.com/gpu=8 each) and its
-simulated kubelet, starts one operator replica (in a thread with its own event loop), applies `crds/`, `manifests/namespace.yaml`,
-`manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl, waits until each
-example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A` and
+simulated kubelet, starts one operator replica (in a thread with its own event loop), applies `crds/`,
+`manifests/namespace.yaml`, `manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl,
+waits until each example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A` and
 `kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario (manifests/examples/preemption/):
-a scavenger gang runs, an urgent gang preempts it whole, and the Preempting/Preempted events show who preempted whom. The kubeconfig is kept in `.demo/kubeconfig` while it runs.
-Returns 0 when every gang ended as its example file says, 1 otherwise.
+a scavenger gang runs, an urgent gang preempts it whole, and the Preempting/Preempted events show who preempted whom.
+The kubeconfig is kept in `.demo/kubeconfig` while it runs. Returns 0 when every gang ended as its example file says, 1
+otherwise.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ async def wait_phases(
 async def preemption_step(kubeconfig: str, client: KubeClient) -> tuple[bool, dict[str, str]]:
     """A scavenger gang fills part of the free GPUs, then an urgent gang preempts it whole (see the files)."""
     say(
-        "\n== group preemption: kubectl apply -f manifests/examples/preemption/00-priorityclasses.yaml -f .../10-batch-low.yaml"
+        "\n== group preemption: kubectl apply -f manifests/examples/preemption/00-priorityclasses.yaml "
+        "-f .../10-batch-low.yaml"
     )
     say(
         (

@@ -1,0 +1,1 @@
+"""Chaos tests: the operator against an emulator injecting faults, seeded and replayable."""

@@ -128,7 +128,8 @@ class ChaosReport:
 
     def summary(self) -> str:
         return (
-            f"seed {self.seed} kinds {','.join(self.kinds)}: {self.gangs} gangs, {self.pods} pods, {self.bindings} bindings ({self.lost_answers} answers lost), {self.events} pod events, "
+            f"seed {self.seed} kinds {','.join(self.kinds)}: {self.gangs} gangs, {self.pods} pods, {self.bindings} "
+            f"bindings ({self.lost_answers} answers lost), {self.events} pod events, "
             f"faults {self.faults_injected}, {len(self.violations)} violations, {self.seconds:.1f}s"
         )
 
@@ -388,7 +389,7 @@ async def run_chaos(
                         await judge.call("POST", path, obj)
                     plans.append(last)
                     end = time.monotonic() + 10
-                    while time.monotonic() < end and await settled():
+                    while time.monotonic() < end and await settled():  # noqa: ASYNC110 (polls the API: no event)
                         await asyncio.sleep(0.1)
                     if await settled():
                         report.violations.append(

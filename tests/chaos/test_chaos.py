@@ -14,6 +14,9 @@ import pytest
 
 from tests.chaos.scenario import AGENTS, ALL_KINDS, run_chaos
 
+# a scenario runs ~12 s alone, several times that on a loaded machine: more than the default 120 s (pyproject.toml)
+pytestmark = pytest.mark.timeout(300)
+
 _raw = (os.environ.get("GANGSCHED_CHAOS_SEEDS") or "").strip()
 LONG_RUN = bool(_raw)
 if not _raw:

@@ -19,12 +19,12 @@ async def call(
 ) -> tuple[int, dict[str, Any]]:
     """One request; (HTTP status, parsed JSON body)."""
     data = orjson.dumps(body) if body is not None else None
-    async with aiohttp.ClientSession() as session:
-        async with session.request(
-            method, server.url + path, data=data, headers={"Content-Type": content_type}
-        ) as response:
-            raw = await response.read()
-            return response.status, (orjson.loads(raw) if raw else {})
+    async with (
+        aiohttp.ClientSession() as session,
+        session.request(method, server.url + path, data=data, headers={"Content-Type": content_type}) as response,
+    ):
+        raw = await response.read()
+        return response.status, (orjson.loads(raw) if raw else {})
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:

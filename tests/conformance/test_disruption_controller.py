@@ -22,7 +22,7 @@ from gangsched.sim.registry import Registry, RequestContext
 from gangsched.sim.store import Store
 
 FOO_BAR = {"foo": "bar"}
-T0 = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
+T0 = datetime.datetime(2026, 1, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
 
 class World:

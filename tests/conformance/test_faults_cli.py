@@ -85,6 +85,7 @@ def test_sim_serve_rejects_bad_fault_rules(args: list[str], message: str, tmp_pa
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert result.returncode == 2
     assert message in result.stderr

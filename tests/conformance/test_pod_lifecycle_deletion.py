@@ -25,7 +25,7 @@ PODS = "/api/v1/namespaces/default/pods"
 
 
 def _ts(text: str) -> datetime.datetime:
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
 
 
 async def _bound_pod(server: ApiServer, name: str, **spec: Any) -> dict[str, Any]:
@@ -52,7 +52,7 @@ async def test_deleting_a_bound_pod_is_graceful(apiserver: ApiServer) -> None:
     await _bound_pod(
         apiserver, "p", annotations={"sim.gangsched.io/termination-delay": "300ms"}, terminationGracePeriodSeconds=45
     )
-    before = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     status, answer = await call(apiserver, "DELETE", f"{PODS}/p")
     assert status == 200 and answer["kind"] == "Pod", answer
     meta = answer["metadata"]

@@ -20,7 +20,6 @@ Sources (kubernetes/kubernetes):
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.auth import ADMIN, UserInfo
 from gangsched.sim.rbac import request_attributes
+from tests.tools import need_tool
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 SA_USER = "system:serviceaccount:team:bot"
@@ -350,9 +350,7 @@ async def test_self_subject_access_review_answers_can_i(admin: KubeClient, bot: 
 
 # ---------------------------------------------------------------------------------------------- kubectl
 def _kubectl(kubeconfig: Path, tmp: Path, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.skip("kubectl is not installed")
+    binary = need_tool("kubectl")
     return subprocess.run(
         [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp / 'cache'}", *args],
         input=input,
@@ -360,6 +358,7 @@ def _kubectl(kubeconfig: Path, tmp: Path, *args: str, input: str | None = None) 
         text=True,
         timeout=60,
         env={"HOME": str(tmp), "PATH": "/usr/bin:/bin"},
+        check=False,
     )
 
 
@@ -379,7 +378,8 @@ async def test_kubectl_auth_whoami_can_i_and_create_token(server: ApiServer, adm
     denied = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "get", "pods")
     assert denied.returncode == 1
     assert (
-        f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API group "" '
+        f'Error from server (Forbidden): pods is forbidden: User "{SA_USER}" cannot list resource "pods" in API '
+        f'group "" '
         'in the namespace "team"'
     ) in denied.stderr
     who = await asyncio.to_thread(_kubectl, bot_kc, tmp_path, "auth", "whoami")

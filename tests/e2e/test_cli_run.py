@@ -46,7 +46,7 @@ async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cl
         f"namespace: default\nmetricsPort: {metrics}\nprobesPort: {probes}\nleaderElection: {{enabled: true}}\n"
     )
     env = dict(os.environ, GANGSCHED_LOG_LEVEL="INFO")  # probes must not show up in the log even at INFO
-    proc = subprocess.Popen(
+    proc = subprocess.Popen(  # noqa: ASYNC220 (Popen returns once the process started)
         [sys.executable, "-m", "gangsched", "run", "--kubeconfig", cluster.kubeconfig, "--config", str(config)],
         env=env,
         stdout=subprocess.PIPE,

@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from tests.e2e.processes import free_port, stop_processes, wait_until
+from tests.tools import need_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,8 +47,7 @@ def _deployment_container() -> dict[str, Any]:
 
 
 def test_readme_install_then_the_deployments_command_schedules_as_its_service_account(tmp_path: Path) -> None:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+    need_tool("kubectl")
     bin_dir = Path(sys.executable).parent
     admin = str(tmp_path / "admin.kubeconfig")
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
@@ -61,12 +60,13 @@ def test_readme_install_then_the_deployments_command_schedules_as_its_service_ac
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
         assert not check or result.returncode == 0, f"kubectl {shlex.join(args)}:\n{result.stdout}\n{result.stderr}"
         return result
 
-    serve_log = open(tmp_path / "serve.log", "w+")
-    run_log = open(tmp_path / "run.log", "w+")
+    serve_log = open(tmp_path / "serve.log", "w+")  # noqa: SIM115 (closed in the finally below)
+    run_log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 (closed in the finally below)
     serve = subprocess.Popen(
         [str(bin_dir / "gangsched"), "sim", "serve", "--nodes", "4", "--kubeconfig", admin],
         cwd=ROOT,

@@ -52,9 +52,10 @@ def _table(stdout: str) -> list[dict[str, str]]:
     lines = [line for line in stdout.splitlines() if line.strip()]
     header = lines[0]
     starts = [m.start() for m in re.finditer(r"(?:(?<=\s\s)|^)\S", header)]
-    names = [header[s:e].strip() for s, e in zip(starts, starts[1:] + [len(header) + 1000])]
+    names = [header[s:e].strip() for s, e in zip(starts, [*starts[1:], len(header) + 1000], strict=True)]
     return [
-        {n: line[s:e].strip() for n, s, e in zip(names, starts, starts[1:] + [len(line) + 1000])} for line in lines[1:]
+        {n: line[s:e].strip() for n, s, e in zip(names, starts, [*starts[1:], len(line) + 1000], strict=True)}
+        for line in lines[1:]
     ]
 
 
@@ -117,7 +118,8 @@ async def test_apply_get_patch_delete_podgroups(kctl: AsyncKubectl, kube: KubeCl
 BAD_PODGROUPS = [
     pytest.param(
         "spec: {minMember: 0}",
-        '"bad" is invalid: spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1',
+        '"bad" is invalid: spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal '
+        "to 1",
         id="min-member-zero",
     ),
     pytest.param("spec: {minMember: 1, foo: 1}", 'unknown field "spec.foo"', id="unknown-field"),
@@ -128,7 +130,10 @@ BAD_PODGROUPS = [
 @pytest.mark.parametrize(("spec", "message"), BAD_PODGROUPS)
 async def test_bad_podgroup_is_rejected_with_the_servers_message(kctl: AsyncKubectl, spec: str, message: str) -> None:
     await _install_crds(kctl)
-    manifest = f"apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: bad, namespace: default}}\n{spec}\n"
+    manifest = (
+        "apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\n"
+        f"metadata: {{name: bad, namespace: default}}\n{spec}\n"
+    )
     result = await kctl("apply", "-f", "-", input=manifest)
     assert result.returncode != 0
     assert message in result.stderr

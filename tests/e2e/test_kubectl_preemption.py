@@ -4,7 +4,6 @@ two-node emulator cluster, the operator in-process; what kubectl shows is what a
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import bound, eventually, get_podgroup, pods, replica
+from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -22,8 +22,7 @@ NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 
 @pytest.fixture
 async def two_nodes() -> AsyncIterator[Cluster]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+    need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         yield cluster
 

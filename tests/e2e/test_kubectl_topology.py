@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,6 +17,7 @@ import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import bound, events_for, eventually, get_podgroup, pods, replica
+from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -100,8 +100,7 @@ def blocker(name: str, node: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def story_cluster() -> AsyncIterator[Cluster]:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+    need_tool("kubectl")
     async with running_cluster(nodes=0, node_resources=NODE, topology=TREE) as cluster:
         yield cluster
 

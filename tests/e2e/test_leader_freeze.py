@@ -46,7 +46,8 @@ def start(cluster: Cluster, tmp_path: Path, name: str) -> tuple[subprocess.Popen
     config = tmp_path / f"{name}.yaml"
     config.write_text(
         f"namespace: default\nmetricsPort: {free_port()}\nprobesPort: {probes}\nbindConcurrency: 2\n"
-        "leaderElection: {enabled: true, leaseDurationSeconds: 2, renewDeadlineSeconds: 1.5, retryPeriodSeconds: 0.25}\n"
+        "leaderElection: {enabled: true, leaseDurationSeconds: 2, renewDeadlineSeconds: 1.5, retryPeriodSeconds: "
+        "0.25}\n"
     )
     env = dict(os.environ, GANGSCHED_LOG_LEVEL=os.environ.get("FREEZE_LOG", "WARNING"), POD_NAME=name)
     proc = subprocess.Popen(

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.e2e.processes import free_port, stop_processes, wait_until
+from tests.tools import need_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,8 +32,7 @@ def readme_commands() -> list[list[str]]:
 
 
 def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
-    if shutil.which("kubectl") is None:
-        pytest.skip("kubectl is not installed")
+    need_tool("kubectl")
     bin_dir = Path(sys.executable).parent
     commands = readme_commands()
     assert [c[:2] for c in commands[:2]] == [["gangsched", "sim"], ["gangsched", "run"]]
@@ -52,8 +49,8 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
     config = tmp_path / "operator.yaml"
     config.write_text(f"metricsPort: {free_port()}\nprobesPort: {free_port()}\n")
     env = {"PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path)}
-    serve_out = open(tmp_path / "serve.log", "w+")
-    run_log = open(tmp_path / "run.log", "w+")
+    serve_out = open(tmp_path / "serve.log", "w+")  # noqa: SIM115 (closed in the finally below)
+    run_log = open(tmp_path / "run.log", "w+")  # noqa: SIM115 (closed in the finally below)
     serve = subprocess.Popen(
         resolve(commands[0]), cwd=ROOT, env=env, stdout=serve_out, stderr=subprocess.STDOUT, text=True
     )
@@ -74,7 +71,9 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
             text=True,
         )
         for cmd in commands[2:]:
-            result = subprocess.run(resolve(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            result = subprocess.run(
+                resolve(cmd), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False
+            )
             assert result.returncode == 0, f"{shlex.join(cmd)}:\n{result.stdout}\n{result.stderr}"
 
         def bound() -> bool:
@@ -97,6 +96,7 @@ def test_readme_hand_run_schedules_a_gang(tmp_path: Path) -> None:
                 capture_output=True,
                 text=True,
                 timeout=60,
+                check=False,
             )
             placed = dict(line.split("=", 1) for line in result.stdout.split() if "=" in line)
             return len([n for n, node in placed.items() if n.startswith("train-small-") and node]) == 4

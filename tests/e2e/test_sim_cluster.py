@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 
 from gangsched.sim.serve import running_cluster
 from tests.e2e.conftest import wait_for_pod
+from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -27,9 +27,7 @@ TOPOLOGY = [
 
 
 def _kubectl(kubeconfig: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    binary = shutil.which("kubectl")
-    if binary is None:
-        pytest.skip("kubectl is not installed")
+    binary = need_tool("kubectl")
     env = dict(os.environ, HOME=str(tmp_path))
     return subprocess.run(
         [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", *args],
@@ -37,6 +35,7 @@ def _kubectl(kubeconfig: str, tmp_path: Path, *args: str) -> subprocess.Complete
         text=True,
         env=env,
         timeout=60,
+        check=False,
     )
 
 
@@ -95,6 +94,7 @@ def test_sim_serve_rejects_bad_arguments(args: list[str], message: str, tmp_path
         capture_output=True,
         text=True,
         timeout=60,
+        check=False,
     )
     assert result.returncode == 2
     assert message in result.stderr

@@ -1,0 +1,1 @@
+"""Integration tests: the operator, clients and writers over HTTP against the in-process emulator."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -227,3 +227,9 @@ async def events_for(client: KubeClient, name: str, namespace: str = "default") 
 
 def bound(objs: dict[str, dict[str, Any]]) -> dict[str, str]:
     return {name: p["spec"]["nodeName"] for name, p in objs.items() if p["spec"].get("nodeName")}
+
+
+async def append_all(stream: AsyncIterable[T], into: list[T]) -> None:
+    """Append every item of stream to into as it arrives (what came before an error stays in into)."""
+    async for item in stream:
+        into.append(item)

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from tests.fake_time import FakeTime
 
-__all__ = ["FakeTime", "Script", "json_answer", "server", "text", "OK"]
+__all__ = ["OK", "FakeTime", "Script", "json_answer", "server", "text"]
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

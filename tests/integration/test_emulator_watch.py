@@ -17,6 +17,7 @@ from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.disruption import StoreTap
 from gangsched.sim.registry import RequestContext
+from tests.integration.harness import append_all
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -210,8 +211,7 @@ async def test_slow_watcher_overflow_is_closed_with_410(kubeconfig: Path) -> Non
                 server.registry.create(cm_type, "default", {"metadata": {"name": f"c{i}"}}, RequestContext())
             seen = [await first]
             with pytest.raises(ApiError) as err:
-                async for event in stream:
-                    seen.append(event)
+                await append_all(stream, seen)
             assert err.value.status == 410
             assert len(seen) == 5
     finally:

@@ -31,10 +31,15 @@ from aiohttp import web
 from gangsched.k8s.client import ApiError, ConnectionSettings, KubeClient
 from gangsched.k8s.credentials import credentials_from_kubeconfig
 from gangsched.k8s.retry import RetryPolicy
+from tests.integration.harness import append_all
 from tests.integration.stub_server import OK, FakeTime, Script, json_answer, server, text
+from tests.tools import need_tool
 
 __all__ = ["server"]  # a fixture
-HTML_502 = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+HTML_502 = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n"
+    "<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+)
 STATUS_404 = {
     "kind": "Status",
     "apiVersion": "v1",
@@ -61,7 +66,8 @@ async def client(server: tuple[Script, str], fake_time: FakeTime) -> AsyncIterat
 async def test_html_502_from_a_load_balancer_is_an_api_error_with_an_excerpt(
     server: tuple[Script, str], client: KubeClient
 ) -> None:
-    """request.go newUnstructuredResponseError: status + body excerpt, not a decode error; retried (5xx), then given up."""
+    """request.go newUnstructuredResponseError: status + body excerpt, not a decode error; retried (5xx), then given
+    up."""
     script, _ = server
     script.answers = [text(502, HTML_502, "text/html")]
     with pytest.raises(ApiError) as info:
@@ -265,11 +271,10 @@ async def test_a_watch_line_that_is_not_json_ends_the_watch_with_an_api_error(
         return await _stream([good, b"<html><body>502 Bad Gateway</body></html>\n"], request)
 
     script.answers = [garbage]
-    seen: list[str] = []
+    seen: list[tuple[str, dict[str, Any]]] = []
     with pytest.raises(ApiError) as info:
-        async for kind, obj in client.watch("/api/v1/pods", resource_version="1"):
-            seen.append(f"{kind} {obj['metadata']['name']}")
-    assert seen == ["ADDED a"]
+        await append_all(client.watch("/api/v1/pods", resource_version="1"), seen)
+    assert [f"{kind} {obj['metadata']['name']}" for kind, obj in seen] == ["ADDED a"]
     assert info.value.reason == "InvalidResponse" and "502 Bad Gateway" in info.value.message
 
 
@@ -331,10 +336,7 @@ def _openssl(*args: str, cwd: Path) -> None:
 
 def _pki(tmp_path: Path) -> Path:
     """A CA, a server certificate for DNS name kube.internal only, and a client certificate (CN=gangsched)."""
-    import shutil
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
+    need_tool("openssl")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     _openssl(
         "req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-days", "1", "-subj", "/CN=test-ca", cwd=tmp_path

@@ -37,7 +37,7 @@ class FakeClock:
         self.mono = 1000.0
 
     def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=self.offset)
+        return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.offset)
 
     def monotonic(self) -> float:
         return self.mono
@@ -96,7 +96,9 @@ def elector(client: KubeClient, identity: str, clock: Clock, *, lease: float = 2
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/gangsched"
 
 
-@pytest.mark.parametrize("a_offset,b_offset", [(-HOUR, HOUR), (HOUR, -HOUR)], ids=["follower-ahead", "follower-behind"])
+@pytest.mark.parametrize(
+    ("a_offset", "b_offset"), [(-HOUR, HOUR), (HOUR, -HOUR)], ids=["follower-ahead", "follower-behind"]
+)
 async def test_skewed_follower_takes_over_only_after_a_lease_duration_of_its_own_clock(
     client: KubeClient, a_offset: float, b_offset: float
 ) -> None:

@@ -110,6 +110,7 @@ async def test_probe_endpoints_of_a_leader_and_a_follower(cluster: Cluster) -> N
             assert (
                 status == 200 and body["ready"] is True and body["leader"] is True and body["identity"] == op.identity
             )
+
             async def follower_saw_holder() -> tuple[int, dict[str, Any]] | None:
                 answer = await get(urls[1] + "/readyz")  # a follower learns the holder at its next Lease read
                 return answer if answer is not None and answer[1].get("holder") else None

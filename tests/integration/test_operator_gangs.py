@@ -52,7 +52,7 @@ async def test_gang_that_fits_is_bound_whole_and_status_tells(cluster4: Cluster)
         status = train["status"]
         assert (status["scheduled"], status["running"], status["observedGeneration"]) == (4, 4, 1)
         assert status["scheduleStartTime"]
-        scheduled = [c for c in status["conditions"] if c["type"] == "Scheduled"][0]
+        scheduled = next(c for c in status["conditions"] if c["type"] == "Scheduled")
         assert scheduled["status"] == "True"
         reasons = {e["reason"] for e in await events_for(k, "train")}
         assert "Scheduled" in reasons

@@ -35,6 +35,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,12 +52,14 @@ TIMEOUT_ANNOTATION = KOORD + "timeout"
 DURATION = "sim.gangsched.io/duration"
 NAMESPACES = ("default", "team-b")
 DRIVE_SECONDS = 15.0
+# a seed runs ~26 s alone, several times that on a loaded machine: more than the default 120 s (pyproject.toml)
+pytestmark = pytest.mark.timeout(300)
 
 TREE: list[dict[str, Any]] = [
     {"layer": 3, "name": "spine0", "children": ["leaf0", "leaf1"]},
     {"layer": 2, "name": "leaf0", "parents": ["spine0"], "children": ["unit0", "unit1"]},
     {"layer": 2, "name": "leaf1", "parents": ["spine0"], "children": ["unit2"]},
-    {"layer": 1, "name": "unit0", "parents": ["leaf0"], "children": [f"n{i}" for i in range(0, 4)]},
+    {"layer": 1, "name": "unit0", "parents": ["leaf0"], "children": [f"n{i}" for i in range(4)]},
     {"layer": 1, "name": "unit1", "parents": ["leaf0"], "children": [f"n{i}" for i in range(4, 8)]},
     {"layer": 1, "name": "unit2", "parents": ["leaf1"], "children": [f"n{i}" for i in range(8, 12)]},
 ]
@@ -575,7 +578,8 @@ def status_problems(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]])
         if phase not in expected:
             problems.append(
                 f"PodGroup {key} phase {phase!r} with counts {want} and minMember {m}; expected one of "
-                f"{sorted(map(str, expected))}; spec {pg['spec']}, status {status}, members {[p['metadata']['name'] for p in ms]}"
+                f"{sorted(map(str, expected))}; spec {pg['spec']}, status {status}, "
+                f"members {[p['metadata']['name'] for p in ms]}"
             )
         if phase == "Timeout" and want["scheduled"]:
             problems.append(f"PodGroup {key} phase Timeout with {want['scheduled']} members bound")
@@ -624,7 +628,8 @@ def unbound_fitting(
             continue  # a gang group needs its partner; a partly bound, unsatisfied gang (members deleted) is left alone
         if len(pend) >= plan.min_member and fits(plan.min_member, request, free, one_unit=plan.hard_topology):
             problems.append(
-                f"gang {plan.key} ({len(pend)} pending, minMember {plan.min_member}, {plan.profile}) fits but is not bound"
+                f"gang {plan.key} ({len(pend)} pending, minMember {plan.min_member}, {plan.profile}) fits but is "
+                "not bound"
             )
     return problems
 
@@ -726,8 +731,7 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 await driver.run(steps=60, seconds=DRIVE_SECONDS)
                 drive_time = time.monotonic() - started
                 if watcher.violations and os.environ.get("GANGSCHED_SOAK_TRACE"):
-                    with open(f"{os.environ['GANGSCHED_SOAK_TRACE']}-{seed}", "w") as out:
-                        out.write("\n".join(watcher.trace) + "\n")
+                    Path(f"{os.environ['GANGSCHED_SOAK_TRACE']}-{seed}").write_text("\n".join(watcher.trace) + "\n")
                 assert watcher.violations == [], "\n".join(watcher.violations)
 
                 # settle: long-running pods go, so the cluster empties; short ones succeed on their own
@@ -776,8 +780,7 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 await watch_task
 
         if os.environ.get("GANGSCHED_SOAK_TRACE"):
-            with open(f"{os.environ['GANGSCHED_SOAK_TRACE']}-{seed}", "w") as out:
-                out.write("\n".join(watcher.trace) + "\n")
+            Path(f"{os.environ['GANGSCHED_SOAK_TRACE']}-{seed}").write_text("\n".join(watcher.trace) + "\n")
         evicted = sorted(p.key for p in watcher.pods.values() if p.deleted and p.key not in driver.deleted_pods)
         # preemption only evicts pods of a lower priority than some preemptor: never the highest priority
         problems_evicted = [
@@ -787,7 +790,8 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
         ]
         print(
             f"seed {seed}: {watcher.events} pod events, {len(driver.gangs)} gangs, "
-            f"{sum(1 for g in driver.gangs if watcher.ever_bound.get(g))} bound, {len(watcher.gang_timeout_seq)} timed out, "
+            f"{sum(1 for g in driver.gangs if watcher.ever_bound.get(g))} bound, {len(watcher.gang_timeout_seq)} "
+            "timed out, "
             f"{len(evicted)} pods evicted, {sum(1 for p in watcher.pods.values() if p.terminal)} succeeded"
         )
         problems = watcher.violations + quorum_violations(driver) + problems_evicted

@@ -1,0 +1,1 @@
+"""Unit tests: pure functions and in-memory structures, no network."""

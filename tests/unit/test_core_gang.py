@@ -212,7 +212,7 @@ def test_roles_each_need_their_minimum() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and plan.gang_status["default/job"].message.startswith("role ps: 0 of 1")
     ps = add_pod(c, "ps", gang="default/job", role="ps", cpu="1")
-    assert sorted(k for k, _ in step(c, CFG, 1.0).bindings) == sorted(w + [ps])
+    assert sorted(k for k, _ in step(c, CFG, 1.0).bindings) == sorted([*w, ps])
 
 
 def test_event_names_what_blocks_the_gang() -> None:
@@ -314,7 +314,7 @@ def test_topology_gang_reports_tier() -> None:
     c.upsert_gang(GangSpec("default", "g", 2, network_topology=NetworkTopology(TopologyMode.HARD, 1)))
     keys = [add_pod(c, f"g-{i}", gang="default/g", rank=i, gpu=8) for i in range(2)]
     plan = step(c, CFG, 0.0)
-    assert sorted(plan.bindings) == sorted(zip(keys, ["n2", "n3"]))
+    assert sorted(plan.bindings) == sorted(zip(keys, ["n2", "n3"], strict=True))
     assert plan.gang_status["default/g"].tier == 1
 
 

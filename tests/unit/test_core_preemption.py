@@ -330,7 +330,7 @@ def instances(draw: st.DrawFn) -> tuple[Cluster, list[tuple[str, list[str], int,
 
 
 def _fits(c: Cluster, gone: set[str], need: int) -> bool:
-    used = {n: 0 for n in c.nodes}
+    used = dict.fromkeys(c.nodes, 0)
     for k, p in c.pods.items():
         if p.node_name and k not in gone:
             used[p.node_name] += 2
@@ -357,7 +357,7 @@ def test_victims_are_valid_complete_and_of_minimal_priority(
     best: tuple[int, int] | None = None
     options = []
     for _, keys, quorum, _p in gangs:
-        opts = [set(keys[:k]) for k in range(0, len(keys) - quorum + 1)] + [set(keys)]
+        opts = [set(keys[:k]) for k in range(len(keys) - quorum + 1)] + [set(keys)]
         options.append(opts)
     for combo in product(*options):
         gone = set().union(*combo) if combo else set()

@@ -175,5 +175,5 @@ def test_node_record() -> None:
     assert n.unschedulable
     other = node_from_api(node_obj("y", cpu="8", memory="16Gi", gpu=4))
     assert other.allocatable is n.allocatable  # identical allocatable maps are shared
-    with pytest.raises(InvalidField, match="status.allocatable.cpu"):
+    with pytest.raises(InvalidField, match=r"status\.allocatable\.cpu"):
         node_from_api(node_obj("z", cpu="many"))

@@ -139,5 +139,5 @@ def test_rfc3339(text: str, expected: float) -> None:
 
 @pytest.mark.parametrize("text", ["2024-13-01T00:00:00Z", "yesterday", "2024-01-01"])
 def test_rfc3339_rejects(text: str) -> None:
-    with pytest.raises(InvalidField, match="metadata.creationTimestamp"):
+    with pytest.raises(InvalidField, match=r"metadata\.creationTimestamp"):
         parse_rfc3339(text, field="metadata.creationTimestamp")

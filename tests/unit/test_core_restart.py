@@ -57,7 +57,7 @@ def _version(c: Cluster, key: str, *, node: str | None, uid: str | None = None, 
 
 
 @pytest.mark.parametrize(
-    "events, pending, node_kept, assumed",
+    ("events", "pending", "node_kept", "assumed"),
     [
         pytest.param([("stale", None)], False, True, True, id="stale-event-keeps-it-bound"),
         pytest.param([("stale", None), ("stale", None)], False, True, True, id="two-stale-events"),
@@ -159,7 +159,7 @@ def test_cache_recreated_pod_of_the_same_name_is_pending_again() -> None:
 
 
 @pytest.mark.parametrize(
-    "deleting, leaving",
+    ("deleting", "leaving"),
     [pytest.param(True, True, id="deletionTimestamp-set"), pytest.param(False, False, id="no-deletionTimestamp")],
 )
 def test_cache_marks_leaving_pods(deleting: bool, leaving: bool) -> None:
@@ -224,7 +224,7 @@ def _after_restart(c: Cluster) -> Cluster:
     n = Cluster()
     for node in c.nodes.values():
         n.upsert_node(node)
-    for gk, gs in c.gangs.items():
+    for _gk, gs in c.gangs.items():
         if gs.spec is not None:
             n.upsert_gang(gs.spec)
     n.mark_satisfied("default/low")  # its PodGroup still says Running
@@ -236,7 +236,7 @@ def _after_restart(c: Cluster) -> Cluster:
 
 
 def test_new_leader_holds_nominated_nodes_and_evicts_nobody_else() -> None:
-    c, low, high = _preempting_cluster()
+    c, low, _high = _preempting_cluster()
     plan = step(c, CFG, 0.0)
     assert sorted(plan.evictions) == sorted(low)
     nominated = dict(plan.nominations)
@@ -261,7 +261,7 @@ def test_new_leader_holds_nominated_nodes_and_evicts_nobody_else() -> None:
 
 
 def test_without_restore_leaving_pods_are_never_victims_again() -> None:
-    c, low, _ = _preempting_cluster()
+    c, _low, _ = _preempting_cluster()
     step(c, CFG, 0.0)
     n = _after_restart(c)
     plan = step(n, CFG, 5.0)  # (no restore): the victims are terminating: nothing to evict
@@ -298,7 +298,7 @@ def test_restore_assigns_leaving_pods_only_of_lower_priority_on_nominated_nodes(
     ],
 )
 def test_nominations_the_gang_cannot_use_are_not_restored_but_cleared(setup: Any) -> None:
-    c, low, high = _preempting_cluster()
+    c, _low, high = _preempting_cluster()
     for k in high:
         c.upsert_pod(dataclasses.replace(c.pods[k], nominated_node="n" + k[-1]))
     setup(c)
@@ -310,7 +310,7 @@ def test_nominations_the_gang_cannot_use_are_not_restored_but_cleared(setup: Any
 
 
 @pytest.mark.parametrize(
-    "restored_start, timed_out_at_12",
+    ("restored_start", "timed_out_at_12"),
     [
         pytest.param(2.0, True, id="clock-from-scheduleStartTime"),
         pytest.param(None, False, id="no-start-recorded-clock-restarts"),

@@ -121,7 +121,8 @@ def _plugin(tmp_path: Path, *, expires_in: float | None, exit_code: int = 0) -> 
         ""
         if expires_in is None
         else (
-            "import datetime; status['expirationTimestamp'] = (datetime.datetime(2023, 11, 14, 22, 13, 20, tzinfo=datetime.timezone.utc)"
+            "import datetime; status['expirationTimestamp'] = (datetime.datetime(2023, 11, 14, 22, 13, 20, "
+            "tzinfo=datetime.timezone.utc)"
             f" + datetime.timedelta(seconds={expires_in})).strftime('%Y-%m-%dT%H:%M:%SZ')\n"
         )
     )
@@ -134,7 +135,8 @@ def _plugin(tmp_path: Path, *, expires_in: float | None, exit_code: int = 0) -> 
         "status = {'token': f\"{os.environ.get('PREFIX', 'tok')}-{n}\"}\n"
         + expiry
         + f"if {exit_code}:\n    print('no credentials for you', file=sys.stderr); sys.exit({exit_code})\n"
-        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', 'status': status}))\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential', 'status': "
+        "status}))\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     return script

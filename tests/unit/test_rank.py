@@ -25,7 +25,7 @@ def m(name: str, *, labels: dict[str, str] | None = None, annotations: dict[str,
 
 
 @pytest.mark.parametrize(
-    "member,key",
+    ("member", "key"),
     [
         pytest.param(
             m("p", annotations={RANK_ANNOTATION: "7", JOB_COMPLETION_INDEX: "1"}),
@@ -112,7 +112,7 @@ def test_duplicate_ranks_fall_back_to_names() -> None:
 
 
 @pytest.mark.parametrize(
-    "member,field",
+    ("member", "field"),
     [
         pytest.param(
             m("p", annotations={RANK_ANNOTATION: "one"}),

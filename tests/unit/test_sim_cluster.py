@@ -60,7 +60,7 @@ def test_parse_node_resources_names_the_bad_item(text: str, fragment: str) -> No
 
 
 def test_node_manifest() -> None:
-    now = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
     node = node_manifest(
         "n1",
         resources={"cpu": "32", "nvidia.com/gpu": "8"},
@@ -107,11 +107,11 @@ def test_bad_topology_names_the_entry(data: Any, fragment: str) -> None:
 
 
 def test_unreadable_or_non_json_topology_file(tmp_path: Path) -> None:
-    with pytest.raises(InvalidField, match="--topology.*readable"):
+    with pytest.raises(InvalidField, match=r"--topology.*readable"):
         read_topology(str(tmp_path / "missing.json"))
     bad = tmp_path / "bad.json"
     bad.write_text("[{")
-    with pytest.raises(InvalidField, match="--topology.*must be JSON"):
+    with pytest.raises(InvalidField, match=r"--topology.*must be JSON"):
         read_topology(str(bad))
 
 
@@ -121,7 +121,7 @@ def test_pod_ips_are_unique() -> None:
 
 
 def test_kubelet_status_documents() -> None:
-    now = datetime.datetime(2025, 1, 1, 12, tzinfo=datetime.timezone.utc)
+    now = datetime.datetime(2025, 1, 1, 12, tzinfo=datetime.UTC)
     pod = {
         "metadata": {"name": "p", "namespace": "d"},
         "spec": {"nodeName": "n", "containers": [{"name": "a", "image": "busybox"}, {"name": "b"}]},

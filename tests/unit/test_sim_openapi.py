@@ -66,7 +66,7 @@ def test_group_list_skips_core_and_prefers_the_highest_version() -> None:
     ],
 )
 def test_version_priority(ordered: list[str]) -> None:
-    assert sorted(reversed(ordered), key=version_priority) == ordered
+    assert sorted(ordered, key=version_priority) == ordered
 
 
 def test_resource_list_for_core_has_subresources() -> None:

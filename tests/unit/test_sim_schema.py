@@ -156,12 +156,14 @@ def _obj(**spec: Any) -> dict[str, Any]:
         ),
         pytest.param(
             {"minResources": {"cpu": "lots"}},
-            "spec.minResources[cpu]: Invalid value: \"lots\": spec.minResources[cpu] in body should match '^[0-9]+(m|Gi)?$'",
+            'spec.minResources[cpu]: Invalid value: "lots": spec.minResources[cpu] in body should match '
+            "'^[0-9]+(m|Gi)?$'",
             id="additional-properties-schema",
         ),
         pytest.param(
             {"minResources": {"cpu": True}},
-            'spec.minResources[cpu]: Invalid value: "boolean": spec.minResources[cpu] in body must be of type integer or string: "boolean"',
+            'spec.minResources[cpu]: Invalid value: "boolean": spec.minResources[cpu] in body must be of type '
+            'integer or string: "boolean"',
             id="int-or-string",
         ),
         pytest.param(

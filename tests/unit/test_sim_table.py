@@ -10,7 +10,7 @@ import pytest
 from gangsched.sim.table import eval_jsonpath, human_duration, to_table
 from gangsched.sim.types import ResourceType
 
-NOW = datetime.datetime(2025, 1, 10, 12, 0, 0, tzinfo=datetime.timezone.utc)
+NOW = datetime.datetime(2025, 1, 10, 12, 0, 0, tzinfo=datetime.UTC)
 FIVE_MIN_AGO = "2025-01-10T11:55:00Z"
 
 POD = ResourceType("", "v1", "Pod", "pods", "pod", True, ("po",), frozenset({"status", "binding", "eviction"}))

@@ -157,9 +157,15 @@ def test_phase(members: list[Any], decided: GangStatus | None, satisfied: bool, 
 
 def test_status_is_written_only_on_change_and_transition_times_only_move_on_transitions() -> None:
     book = GangStatusBook()
-    args: dict[str, Any] = dict(
-        min_member=3, generation=1, decided=WAITING, satisfied=False, timed_out=False, invalid=None, in_flight=0
-    )
+    args: dict[str, Any] = {
+        "min_member": 3,
+        "generation": 1,
+        "decided": WAITING,
+        "satisfied": False,
+        "timed_out": False,
+        "invalid": None,
+        "in_flight": 0,
+    }
     first = book.status_of("default/g", members=[record("a")], now_iso="2024-01-01T00:00:00Z", **args)
     assert first is not None
     assert book.status_of("default/g", members=[record("a")], now_iso="2024-01-01T00:00:05Z", **args) is None

@@ -44,7 +44,7 @@ def _entry(**kw: object) -> str:
 
 
 @pytest.mark.parametrize(
-    "text,field,message",
+    ("text", "field", "message"),
     [
         pytest.param("{not json", "topology.json", "must be JSON", id="not-json"),
         pytest.param('{"layer": 1}', "topology.json", "must be a JSON list", id="not-a-list"),
@@ -130,7 +130,7 @@ def test_labels_render_to_a_configmap_that_parses_back() -> None:
 
 
 @pytest.mark.parametrize(
-    "labels,keys,field,message",
+    ("labels", "keys", "field", "message"),
     [
         pytest.param(
             {"a": _labels("u0", "l0", "s0"), "b": _labels("u0", "l1", "s0")},

@@ -90,7 +90,7 @@ def nodes(*ids: int) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "capacity,count,group_size,pair,expected",
+    ("capacity", "count", "group_size", "pair", "expected"),
     [
         pytest.param(free(*range(32)), 4, 2, (1, 1), nodes(0, 1, 2, 3), id="case1-all-in-one-unit"),
         pytest.param(free(0, 1, 4, 5, 8, 12), 4, 2, (2, 1), nodes(0, 1, 4, 5), id="case2-groups-in-units-one-leaf"),
@@ -133,7 +133,7 @@ STORY_TREE = TopologyTree.from_domains(
 
 
 @pytest.mark.parametrize(
-    "free_nodes,expected",
+    ("free_nodes", "expected"),
     [
         pytest.param(range(12), nodes(0, 1, 2, 3), id="story1-all-12-free"),
         pytest.param(range(4, 12), nodes(4, 5, 6, 7), id="story2-node4-11-free"),
@@ -205,7 +205,7 @@ def test_nodes_outside_the_tree_are_ignored() -> None:
 
 
 @pytest.mark.parametrize(
-    "hard,highest,expected",
+    ("hard", "highest", "expected"),
     [
         pytest.param(True, 2, TopologyMiss, id="hard-within-leaf-misses"),
         pytest.param(True, 3, TopologyPlacement, id="hard-within-spine-fits"),
@@ -229,7 +229,7 @@ def test_hard_miss_names_the_best_tier_available() -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs,field",
+    ("kwargs", "field"),
     [
         pytest.param({"count": 0}, "count", id="count-zero"),
         pytest.param({"group_size": 0}, "networkTopology.groupSize", id="group-size-zero"),

@@ -56,7 +56,7 @@ def test_natural_order() -> None:
 
 
 @pytest.mark.parametrize(
-    "domains,field,message",
+    ("domains", "field", "message"),
     [
         pytest.param(
             [D(3, "a", ("c",), ()), D(4, "b", ("a",), ()), D(5, "c", ("b",), ())],

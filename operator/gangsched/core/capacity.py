@@ -59,7 +59,7 @@ def _key(spread: bool, pref: int, count: int) -> Key:
 
 
 class ClassIndex:
-    __slots__ = ("cls", "spread", "gen", "pos", "pref", "count", "buckets")
+    __slots__ = ("buckets", "cls", "count", "gen", "pos", "pref", "spread")
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
@@ -148,7 +148,7 @@ def class_index(cluster: Cluster, cls: SchedulingClass, *, spread: bool) -> Clas
 class ClassView:
     """A copy-on-write view of a ClassIndex reflecting the workspace's tentative usage."""
 
-    __slots__ = ("idx", "count", "buckets", "_owned")
+    __slots__ = ("_owned", "buckets", "count", "idx")
 
     def __init__(self, idx: ClassIndex) -> None:
         self.idx = idx

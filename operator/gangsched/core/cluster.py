@@ -23,14 +23,14 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   `eviction_failed(pod_key)`: the Eviction API refused (429): the victim is marked refused (treated as
   protected from then on) and its preemptor chooses again. `set_protected(pod_key, flag)`: the pod is
   selected by a PodDisruptionBudget. A gang preempted whole is no longer satisfied (its members must reach
-  the quorum again) and `mark_satisfied` ignores it until the scheduler satisfies it again. Readers: `nomination_of(pod_key)`, `victims_of(gang_key)`,
-  `evicting`, `protected`.
+  the quorum again) and `mark_satisfied` ignores it until the scheduler satisfies it again. Readers:
+  `nomination_of(pod_key)`, `victims_of(gang_key)`, `evicting`, `protected`.
 - `bind_succeeded(pod_key)`: the binder bound the pod: it is *assumed* bound to its node (kube-scheduler's
   assumed pod) until a watch event shows it bound (any node), terminal, or deleted, or a pod of the same name
   with another uid appears. Meanwhile a stale event (generated before the binding, delivered after the binder's
   answer: nodeName unset) updates the record but keeps the node: the pod never becomes pending again.
-  Reader: `assumed` (pod -> (node, uid)). `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is pending again,
-  scheduling alone if its gang is satisfied. A binding in flight is never handed out again.
+  Reader: `assumed` (pod -> (node, uid)). `bind_failed(pod_key)`: the binding failed: the charge goes and the pod is
+  pending again, scheduling alone if its gang is satisfied. A binding in flight is never handed out again.
 - Restart safety (issue 4 item 6, issue 6 item 3): `set_leaving(pod_key, flag)` marks a pod whose
   metadata.deletionTimestamp is set (`leaving`): it is never chosen as a victim. A new leader calls
   `restore_wait_start(gang, start)` for gangs whose PodGroup was Scheduling (status.scheduleStartTime: the
@@ -166,10 +166,8 @@ class Cluster:
         if pod.gang is not None:
             gs = self._gang(pod.gang)
             gs.members[key] = None
-            if pod.priority > gs.priority:
-                gs.priority = pod.priority
-            if pod.created < gs.member_created:
-                gs.member_created = pod.created
+            gs.priority = max(gs.priority, pod.priority)
+            gs.member_created = min(gs.member_created, pod.created)
         self._recharge(key)
         self._refresh_pending(key)
 
@@ -358,7 +356,7 @@ class Cluster:
         return out
 
     # ----- plan application and binder feedback -----
-    def apply(self, plan: Plan) -> None:
+    def apply(self, plan: Plan) -> None:  # noqa: C901 (predates the complexity ceiling)
         for key in plan.nomination_clears:
             if self._nominations.pop(key, None) is not None:
                 self.freed_gen += 1  # held capacity is free again

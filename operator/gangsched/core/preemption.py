@@ -10,7 +10,8 @@ workspace's tentative usage on top of `cluster.used` (the preemptor's own nomina
   not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim).
 - Victim units: a gang is taken whole (every bound member at once; only when all of them have a lower
   priority); of a gang with B bound members and quorum M, up to B - M members may instead be taken singly,
-  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang is a unit of its own.
+  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang is a unit
+  of its own.
 - Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
   pair, as core/topology.place orders them), computed on the capacity each node would have with every
   candidate removed; (2) the lowest highest-victim-priority; (3) the fewest victim pods; (4) place()'s
@@ -211,7 +212,7 @@ class _Search:
                 if cheapest is None or self._cost(chosen) < self._cost(cheapest):
                     cheapest = chosen
             if cheapest is not None:
-                scored.append((self._cost(cheapest) + (order,), order, cheapest))
+                scored.append(((*self._cost(cheapest), order), order, cheapest))
         if not scored:
             return None
         scored.sort(key=lambda x: x[0])
@@ -410,9 +411,8 @@ class _Tracker:
         chosen: list[int] = []
         for i in self._order(small_first):
             u = s.units[i]
-            if u.gang is not None:
-                if u.gang in whole or singles.get(u.gang, 0) >= s.spare.get(u.gang, 0):
-                    continue
+            if u.gang is not None and (u.gang in whole or singles.get(u.gang, 0) >= s.spare.get(u.gang, 0)):
+                continue
             if all(self.refs.get(k, 0) for k, _, _ in u.pods):
                 continue
             if u.gang is not None:

@@ -224,9 +224,8 @@ def _requirement(raw: Any, *, field: str, fields: bool) -> Requirement:
         raise InvalidField(f"{field}.values", [], f"operator {op} needs at least one value")
     if op in ("Exists", "DoesNotExist") and values:
         raise InvalidField(f"{field}.values", list(values), f"operator {op} takes no values")
-    if op in ("Gt", "Lt"):
-        if len(values) != 1 or not values[0].lstrip("-").isdigit():
-            raise InvalidField(f"{field}.values", list(values), f"operator {op} needs exactly one integer value")
+    if op in ("Gt", "Lt") and (len(values) != 1 or not values[0].lstrip("-").isdigit()):
+        raise InvalidField(f"{field}.values", list(values), f"operator {op} needs exactly one integer value")
     return Requirement(sys.intern(key), op, values)
 
 

@@ -19,6 +19,7 @@ Contract:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
@@ -61,7 +62,7 @@ def parse_quantity(value: str | int | float, *, field: str) -> Fraction:
             raise InvalidField(field, value, _ALLOWED)
         return Fraction(value)
     if isinstance(value, float):
-        if value != value or value < 0 or value in (float("inf"),):
+        if not math.isfinite(value) or value < 0:
             raise InvalidField(field, value, _ALLOWED)
         return Fraction(str(value))
     if not isinstance(value, str):

@@ -28,11 +28,11 @@ Contract:
   none with preemptionPolicy Never) do not fit looks for lower-priority victims; the plan then carries the
   evictions, the members' nominations (capacity held for the gang in the Cluster) and events (Preempting on
   the PodGroup, Preempted on every victim pod and victim PodGroup). While its victims still exist the gang
-  waits (reason Preempting); pods already leaving (deletionTimestamp set) are never victims; its own nominated capacity is available to it on every attempt (members go to
-  their nominated nodes), so it binds in the first cycle after the victims are gone. Held capacity is
-  never given to a gang of lower or equal priority; a higher-priority gang may use it, and the preemptor
-  then loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the gang times out, loses its
-  PodGroup, or finds nothing to preempt any more.
+  waits (reason Preempting); pods already leaving (deletionTimestamp set) are never victims; its own nominated capacity
+  is available to it on every attempt (members go to their nominated nodes), so it binds in the first cycle after the
+  victims are gone. Held capacity is never given to a gang of lower or equal priority; a higher-priority gang may use
+  it, and the preemptor then loses its nominations (event NominationLost) and chooses again later. Nominations are
+  cleared when the gang times out, loses its PodGroup, or finds nothing to preempt any more.
 - Failure messages aggregate why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
   3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`. Events and pod conditions
   of a unit are only emitted when its message changes.
@@ -410,7 +410,7 @@ class _Cycle:
             return [], [_Shortfall(cls, len(pods), 0, f"topology: {result.reason}")], None
         for node, k in Counter(result.nodes).items():
             self.ws.place(node, cls.requests, k)
-        return list(zip(pods, result.nodes)), [], result.whole_tier
+        return list(zip(pods, result.nodes, strict=True)), [], result.whole_tier
 
     def _explain(self, short: list[_Shortfall]) -> str:
         parts = []
@@ -692,8 +692,8 @@ class _Cycle:
         self.evicting_now.update(choice.victims)
         self.plan.evictions.extend(choice.victims)
         self.plan.preemptions[gs.key] = choice.victims
-        self.plan.nominations.extend((p.key, node) for p, node in zip(pending, choice.nodes))
-        self.holds[gs.key] = [(p.key, node, cls.requests) for p, node in zip(pending, choice.nodes)]
+        self.plan.nominations.extend((p.key, node) for p, node in zip(pending, choice.nodes, strict=True))
+        self.holds[gs.key] = [(p.key, node, cls.requests) for p, node in zip(pending, choice.nodes, strict=True)]
         if gs.first_reserved is None and gs.key not in self.plan.first_reserved:
             self.plan.first_reserved[gs.key] = self.now  # the waiting time bounds how long it holds nodes
         label = tier_label(choice.whole_tier, c.topology.tiers if c.topology is not None else None)

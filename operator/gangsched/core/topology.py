@@ -89,7 +89,7 @@ class TopologyTree:
     (one domain). Indexes at every level follow natural name order.
     """
 
-    __slots__ = ("tiers", "domains", "_node_names", "_node_index", "_level_names", "_parent", "_children")
+    __slots__ = ("_children", "_level_names", "_node_index", "_node_names", "_parent", "domains", "tiers")
 
     tiers: int
     domains: tuple[Domain, ...]
@@ -192,7 +192,7 @@ class TopologyTree:
         node_domain: dict[str, str] = {}
         for node, parents in node_up.items():
             if len(parents) > 1:
-                (p1, w1), (p2, w2) = sorted(parents.items())[:2]
+                (p1, _w1), (p2, w2) = sorted(parents.items())[:2]
                 raise InvalidField(
                     w2,
                     node,
@@ -302,7 +302,7 @@ def _check_cycles(up: Mapping[str, Mapping[str, str]]) -> None:
             nxt = todo.pop()
             s = state.get(nxt, 0)
             if s == 1:
-                cycle = path[path.index(nxt) :] + [nxt]
+                cycle = [*path[path.index(nxt) :], nxt]
                 raise InvalidField(up[name][nxt], nxt, "cycle in the topology: " + " -> ".join(repr(c) for c in cycle))
             if s == 0:
                 state[nxt] = 1
@@ -409,7 +409,7 @@ class _Placer:
                 s = [0] * len(self.cap[t])
                 b = [False] * len(self.cap[t])
                 parent = self.tree._parent[t - 1]
-                for j, (sj, bj) in enumerate(zip(S[t - 1], B[t - 1])):
+                for j, (sj, bj) in enumerate(zip(S[t - 1], B[t - 1], strict=True)):
                     p = parent[j]
                     s[p] += sj
                     if bj:
@@ -622,5 +622,5 @@ def _choose(
 def _in_rank_order(head: list[tuple[int, int]], last: tuple[int, int], partial: bool) -> list[tuple[int, int]]:
     plan = [(c, n) for c, n in head if n > 0]
     if partial:
-        return sorted(plan) + [last]
-    return sorted(plan + [last])
+        return [*sorted(plan), last]
+    return sorted([*plan, last])

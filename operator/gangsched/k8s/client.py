@@ -52,16 +52,16 @@ LEASES = "/apis/coordination.k8s.io/"  # leader election is never throttled behi
 
 __all__ = [
     "JSON",
+    "JSON_PATCH",
     "MERGE_PATCH",
     "STRATEGIC_MERGE_PATCH",
-    "JSON_PATCH",
     "ApiError",
     "ConnectionSettings",
     "Credentials",
     "KubeClient",
+    "error_from_response",
     "load_connection",
     "resource_path",
-    "error_from_response",
 ]
 
 

@@ -34,6 +34,7 @@ import asyncio
 import atexit
 import base64
 import binascii
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -397,9 +398,7 @@ class Credentials:
             "private_key_path": s.key_path,
             "default_namespace": s.default_namespace,
             "proxy_url": s.proxy_url,
-            "expiration": dt.datetime.fromtimestamp(expiry - TOKEN_LEEWAY, dt.timezone.utc)
-            if expiry is not None
-            else None,
+            "expiration": dt.datetime.fromtimestamp(expiry - TOKEN_LEEWAY, dt.UTC) if expiry is not None else None,
         }
         if scheme == "Basic":
             user, _, password = base64.b64decode(secret).decode().partition(":")
@@ -464,10 +463,8 @@ _TEMP_FILES: list[str] = []
 
 def _cleanup() -> None:
     for path in _TEMP_FILES:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(path)
-        except OSError:
-            pass
 
 
 atexit.register(_cleanup)
@@ -557,7 +554,8 @@ def credentials_from_kubeconfig(
         name = (provider or {}).get("name")
         if name != "oidc":
             raise CredentialError(
-                f"kubeconfig user {user_name!r}: auth-provider {name!r} is not supported (only oidc; use an exec plugin)"
+                f"kubeconfig user {user_name!r}: auth-provider {name!r} is not supported (only oidc; use an exec "
+                "plugin)"
             )
         auth = OidcTokenSource(provider.get("config") or {}, base_dir=ubase, clock=clock)
     elif user.get("exec"):

@@ -57,14 +57,14 @@ class SystemClock:
         self.offset = offset
 
     def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=self.offset)
+        return dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.offset)
 
     def monotonic(self) -> float:
         return time.monotonic()
 
 
 def format_micro(ts: dt.datetime) -> str:
-    return ts.astimezone(dt.timezone.utc).strftime(MICRO)
+    return ts.astimezone(dt.UTC).strftime(MICRO)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,8 @@ class LeaderElector:
     ) -> None:
         if not retry_period < renew_deadline < lease_duration:
             raise ValueError(
-                f"need retry_period ({retry_period}) < renew_deadline ({renew_deadline}) < lease_duration ({lease_duration})"
+                f"need retry_period ({retry_period}) < renew_deadline ({renew_deadline}) < lease_duration "
+                f"({lease_duration})"
             )
         self._client = client
         self.namespace = namespace

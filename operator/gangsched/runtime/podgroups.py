@@ -32,7 +32,7 @@ Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def split_key(key: str) -> tuple[str, str]:

@@ -6,25 +6,26 @@ Contract:
   "gangsched-sim", namespace default; the admin's token when auth is on); `await server.stop()`. With auth on the
   server speaks https with a self-signed certificate (tls.py; kubectl sends tokens only over https), which the
   kubeconfig carries as certificate-authority-data.
-- Authentication and authorization (auth.py, rbac.py, their HTTP side in authapi.py): with `auth=True` a middleware answers 401 to requests
-  without a valid bearer token and 403 (the real message) to those RBAC does not allow, and records each user's
-  (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default for
-  in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
+- Authentication and authorization (auth.py, rbac.py, their HTTP side in authapi.py): with `auth=True` a middleware
+  answers 401 to requests without a valid bearer token and 403 (the real message) to those RBAC does not allow, and
+  records each user's (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default
+  for in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
   bootstrap ClusterRoles/bindings, mints service-account tokens (POST .../serviceaccounts/{name}/token,
   TokenRequest) and answers SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
-  (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give direct
-  in-process access (tests should prefer HTTP).
+  (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give
+  direct in-process access (tests should prefer HTTP).
 - `ApiServer(disruption_controller=True)` runs the disruption controller (sim/disruption.py: PodDisruptionBudget
   status) while started; `server.disruption` is it (or None). `server.request_counts[(method, "pods/eviction")]`
   counts the resource requests served (tests' witness). `server.faults` (sim/faults.py) injects faults.
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
-  /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and every kind of the registry:
-  list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths; resume from a
-  resourceVersion, "" or "0" starts with ADDED for every object, BOOKMARKs when allowWatchBookmarks=true
+  /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and
+  every kind of the registry: list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths;
+  resume from a resourceVersion, "" or "0" starts with ADDED for every object, BOOKMARKs when allowWatchBookmarks=true
   periodically and before a timeoutSeconds end, a 410 Expired ERROR event when the resourceVersion is older than
   the retained history or the watcher's queue overflowed), get, create, update, patch (merge, JSON, strategic,
-  apply), delete, deletecollection, request bodies as JSON, YAML or Kubernetes protobuf (protobuf.py), the status subresource, pods/binding, pods/eviction, Table output
-  (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`, through table.py) and dryRun=All.
+  apply), delete, deletecollection, request bodies as JSON, YAML or Kubernetes protobuf (protobuf.py), the status
+  subresource, pods/binding, pods/eviction, Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`,
+  through table.py) and dryRun=All.
 - Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
   created while it ran): a keep-alive connection whose idle task is cancelled is served on by a fresh task, and a
   watch whose task is cancelled ends as a complete response (the client resumes) before its connection closes.
@@ -646,7 +647,7 @@ class ApiServer:
             raise st.bad_request(
                 f'includeObject {include!r} is not supported: allowed values: "Object", "Metadata", "None"'
             )
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         result: dict[str, Any] = table.to_table(rtype, objects, now=now, include_object=include)
         result.setdefault("metadata", {})["resourceVersion"] = str(self.store.rv)
         return result
@@ -693,7 +694,7 @@ class ApiServer:
         labels, fields = self._selectors(request, rtype)
         ctx = self._context(request.query)
         options = await self._delete_options(request)
-        entries, rv, _, _ = self.registry.list_entries(
+        entries, _rv, _, _ = self.registry.list_entries(
             rtype, namespace, labels=labels, fields=fields, limit=None, continue_token=None
         )
         deleted: list[bytes] = []
@@ -716,7 +717,7 @@ class ApiServer:
         return _raw(head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
 
     # ------------------------------------------------------------------ watch
-    async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:  # noqa: C901 (predates the complexity ceiling)
         q = request.query
         labels, fields = self._selectors(request, rtype)
         timeout = self._int(q, "timeoutSeconds")
@@ -897,7 +898,7 @@ def main(argv: list[str] | None = None) -> int:
         "--auth", action="store_true", help="require tokens and enforce RBAC (the kubeconfig gets the admin's)"
     )
     args = parser.parse_args(argv)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(
             _serve_main(
                 host=args.host,
@@ -907,8 +908,6 @@ def main(argv: list[str] | None = None) -> int:
                 auth=args.auth,
             )
         )
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -110,7 +110,7 @@ class Authenticator:
         payload = _b64(orjson.dumps(claims))
         signature = _b64(hmac.new(self._secret, f"{header}.{payload}".encode(), hashlib.sha256).digest())
         token = f"{header}.{payload}.{signature}"
-        return token, datetime.datetime.fromtimestamp(exp, datetime.timezone.utc)
+        return token, datetime.datetime.fromtimestamp(exp, datetime.UTC)
 
     def _service_account_user(self, token: str) -> UserInfo | None:
         cached = self._sa_tokens.get(token)

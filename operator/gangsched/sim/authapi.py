@@ -135,7 +135,7 @@ class AuthEndpoints:
                 audiences=[str(a) for a in audiences],
                 expiration_seconds=expiration,
             )
-            now = datetime.datetime.now(datetime.timezone.utc)
+            now = datetime.datetime.now(datetime.UTC)
             return _json(
                 {
                     "kind": "TokenRequest",

@@ -59,7 +59,8 @@ def validate_binding(body: Any, namespace: str, name: str) -> dict[str, Any]:
     given_ns = meta.get("namespace")
     if given_ns and given_ns != namespace:
         raise st.bad_request(
-            f"the namespace of the provided object ({given_ns}) does not match the namespace sent on the request ({namespace})"
+            f"the namespace of the provided object ({given_ns}) does not match the namespace sent on the request "
+            f"({namespace})"
         )
     if meta.get("name") != name:
         raise st.bad_request("name in URL does not match name in Binding object")

@@ -58,8 +58,8 @@ def parse_node_resources(text: str) -> dict[str, str]:
 
 
 def _timestamp(now: datetime.datetime | None) -> str:
-    when = now or datetime.datetime.now(datetime.timezone.utc)
-    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    when = now or datetime.datetime.now(datetime.UTC)
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def default_address(name: str) -> str:

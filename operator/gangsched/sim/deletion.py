@@ -41,14 +41,14 @@ class DeletePlan:
 
 
 def _stamp(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.timezone.utc).strftime(_FORMAT)
+    return when.astimezone(datetime.UTC).strftime(_FORMAT)
 
 
 def _parse(text: Any) -> datetime.datetime | None:
     if not isinstance(text, str):
         return None
     try:
-        return datetime.datetime.strptime(text, _FORMAT).replace(tzinfo=datetime.timezone.utc)
+        return datetime.datetime.strptime(text, _FORMAT).replace(tzinfo=datetime.UTC)
     except ValueError:
         try:
             return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -79,8 +79,9 @@ def check_preconditions(rtype: ResourceType, obj: dict[str, Any], options: dict[
         raise st.ApiError(
             409,
             "Conflict",
-            f'Operation cannot be fulfilled on {what} "{name}": the ResourceVersion in the precondition ({rv}) does not '
-            f"match the ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+            f'Operation cannot be fulfilled on {what} "{name}": the ResourceVersion in the precondition ({rv}) '
+            f"does not match the ResourceVersion in record ({meta.get('resourceVersion')}). The object might have "
+            "been modified",
             name=name,
             rtype=rtype,
         )

@@ -73,14 +73,14 @@ class SyncError(Exception):
 
 
 def format_time(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_time(text: Any) -> datetime.datetime | None:
     if not isinstance(text, str):
         return None
     try:
-        return datetime.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+        return datetime.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.UTC)
     except ValueError:
         return None
 

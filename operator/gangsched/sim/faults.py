@@ -188,7 +188,8 @@ def validate(rule: FaultRule) -> None:
     for verb in rule.verb.split("|"):
         if verb not in VERBS:
             raise FaultSpecError(
-                f"fault rule field 'verb': {verb!r} is not allowed: allowed verbs are {', '.join(VERBS)} ('|' between alternatives)"
+                f"fault rule field 'verb': {verb!r} is not allowed: allowed verbs are {', '.join(VERBS)} ('|' "
+                "between alternatives)"
             )
     if not rule.resource or not rule.agent:
         raise FaultSpecError("fault rule fields 'resource' and 'agent' must not be empty ('*' matches anything)")

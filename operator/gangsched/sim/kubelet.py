@@ -41,7 +41,7 @@ Key = tuple[str, str]  # (namespace, name)
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def _stamp(when: datetime.datetime) -> str:

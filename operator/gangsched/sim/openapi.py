@@ -209,7 +209,7 @@ def _builtin_definitions(rtype: ResourceType) -> tuple[dict[str, Any], dict[str,
     return _builtin_definitions_of(rtype.group, rtype.version, rtype.kind)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _builtin_definitions_of(group: str, version: str, kind: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
     name = schemas.definition_name(group, version, kind)
     if name is None:

@@ -11,9 +11,9 @@ spec in place. Allowed: metadata (labels, annotations, ...), spec.containers[*].
 spec.initContainers[*].image (not emptied), spec.activeDeadlineSeconds (set when unset, or lowered; never
 unset), spec.tolerations (additions only; tolerationSeconds may change), spec.schedulingGates (removals only),
 spec.terminationGracePeriodSeconds set to 1 when it was negative, spec.nodeSelector additions while the pod
-has scheduling gates (node affinity mutations of gated pods are not modelled: forbidden). Anything else in spec is 422 "Forbidden: pod
-updates may not change fields other than ..." followed by the fields that differ (the real one prints a Go cmp
-diff). Comparison is semantic as Go's: absent, null, empty and false/"" values are equal.
+has scheduling gates (node affinity mutations of gated pods are not modelled: forbidden). Anything else in spec is 422
+"Forbidden: pod updates may not change fields other than ..." followed by the fields that differ (the real one prints a
+Go cmp diff). Comparison is semantic as Go's: absent, null, empty and false/"" values are equal.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def _diff(old: dict[str, Any], new: dict[str, Any]) -> str:
     return "\n" + "\n".join(lines) if lines else ""
 
 
-def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[Problem]:
+def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[Problem]:  # noqa: C901 (predates the complexity ceiling)
     old = old_pod.get("spec") or {}
     new = new_pod.get("spec")
     if not isinstance(new, dict):
@@ -126,20 +126,22 @@ def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[P
     old_deadline = old.get("activeDeadlineSeconds")
     if deadline is not None:
         if not isinstance(deadline, int) or deadline < 0 or deadline > _MAX_INT32:
-            return problems + [
+            return [
+                *problems,
                 (
                     "spec.activeDeadlineSeconds",
                     f"Invalid value: {deadline!r}: must be between 0 and {_MAX_INT32}, inclusive",
                     "FieldValueInvalid",
-                )
+                ),
             ]
         if isinstance(old_deadline, int) and old_deadline < deadline:
-            return problems + [
+            return [
+                *problems,
                 (
                     "spec.activeDeadlineSeconds",
                     f"Invalid value: {deadline}: must be less than or equal to previous value",
                     "FieldValueInvalid",
-                )
+                ),
             ]
     elif old_deadline is not None:
         problems.append(
@@ -172,8 +174,10 @@ def check_pod_update(old_pod: dict[str, Any], new_pod: dict[str, Any]) -> list[P
                 problems.append(
                     (
                         "spec.nodeSelector",
-                        f"Invalid value: {new_selector!r}: only additions to "
-                        "spec.nodeSelector are allowed (no mutations or deletions)",
+                        (
+                            f"Invalid value: {new_selector!r}: only additions to "
+                            "spec.nodeSelector are allowed (no mutations or deletions)"
+                        ),
                         "FieldValueInvalid",
                     )
                 )

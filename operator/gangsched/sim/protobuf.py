@@ -378,7 +378,7 @@ def _time(buf: bytes) -> str | None:
             nanos = _signed(value)
     if seconds == 0 and nanos == 0:
         return None  # the zero Time, null in JSON
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -422,15 +422,15 @@ def _scalar(ftype: str, wtype: int, value: Any, where: str) -> Any:
     if ftype == "intorstr":
         return _int_or_string(value)
     if ftype == "quantity":  # resource.Quantity {string = 1}
-        for number, wtype, item in wire_fields(value):
-            if number == 1 and wtype == 2:
+        for number, item_wtype, item in wire_fields(value):
+            if number == 1 and item_wtype == 2:
                 return item.decode()
         return "0"
     return decode_message(ftype, value)
 
 
 def _empty(value: Any) -> bool:
-    return value is None or value == "" or value is False or value == 0 and not isinstance(value, bool) or value == []
+    return value is None or value == "" or value is False or (value == 0 and not isinstance(value, bool)) or value == []
 
 
 def decode_message(name: str, buf: bytes) -> dict[str, Any]:

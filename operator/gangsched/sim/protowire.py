@@ -4,9 +4,9 @@ endpoints: SelfSubjectAccessReview (`kubectl auth can-i`) and TokenRequest (`kub
 Contract: `unwrap(body) -> bytes` strips the Kubernetes protobuf envelope (magic "k8s\\0" then runtime.Unknown:
 typeMeta=1, raw=2; apimachinery/pkg/runtime/serializer/protobuf) and returns the object's bytes; `fields(data)`
 parses one message into {field number: [values]} (varints as int, length-delimited as bytes);
-`self_subject_access_review_spec(raw)`, `self_subject_rules_review_spec(raw)` and `token_request_spec(raw)` turn the objects into the JSON-shaped spec
-dicts (field numbers of k8s.io/api/authorization/v1 and authentication/v1 generated.proto). Bad input raises
-ValueError.
+`self_subject_access_review_spec(raw)`, `self_subject_rules_review_spec(raw)` and `token_request_spec(raw)` turn the
+objects into the JSON-shaped spec dicts (field numbers of k8s.io/api/authorization/v1 and authentication/v1
+generated.proto). Bad input raises ValueError.
 """
 
 from __future__ import annotations

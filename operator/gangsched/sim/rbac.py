@@ -8,8 +8,8 @@ Contract:
   (for the namespaces resource itself, the name is also the namespace); a subresource after the name;
   list/watch with a `metadata.name=X` (or ==) field selector carry the name X (so resourceNames can authorize
   them). 1.32's AuthorizeWithSelectors (beta, on) also hands the parsed field and label selectors to the
-  authorizers, but only webhook authorizers look at them: RBAC ignores them, and so does this. Everything else (discovery
-  paths without a resource, /healthz, /openapi/..., /version) is a non-resource request whose verb is the
+  authorizers, but only webhook authorizers look at them: RBAC ignores them, and so does this. Everything else
+  (discovery paths without a resource, /healthz, /openapi/..., /version) is a non-resource request whose verb is the
   lower-cased method.
 - `RbacAuthorizer(store)` decides from the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings in the store,
   as plugin/pkg/auth/authorizer/rbac/rbac.go does: members of system:masters are always allowed (the privileged
@@ -103,11 +103,10 @@ def request_attributes(user: UserInfo, method: str, path: str, query: Mapping[st
         if not rest:
             return Attributes(user, verb, False, path=path)
     namespace = ""
-    if rest[0] == "namespaces":
-        if len(rest) > 1:
-            namespace = rest[1]
-            if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
-                rest = rest[2:]
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
     resource = rest[0]
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
@@ -129,15 +128,17 @@ def forbidden(attrs: Attributes) -> st.ApiError:
         return st.ApiError(403, "Forbidden", f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"')
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
     if attrs.namespace:
-        why = f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}" in the namespace "{attrs.namespace}"'
+        why = (
+            f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}" '
+            f'in the namespace "{attrs.namespace}"'
+        )
     else:
         why = (
             f'User "{user}" cannot {attrs.verb} resource "{resource}" in API group "{attrs.group}" at the cluster scope'
         )
     qualified = attrs.resource if not attrs.group else f"{attrs.resource}.{attrs.group}"
     message = f'{qualified} "{attrs.name}" is forbidden: {why}' if attrs.name else f"{qualified} is forbidden: {why}"
-    exc = st.ApiError(403, "Forbidden", message, name=attrs.name or None)
-    return exc
+    return st.ApiError(403, "Forbidden", message, name=attrs.name or None)
 
 
 # ---------------------------------------------------------------------------------------------- rule matching
@@ -153,17 +154,14 @@ def rule_allows(attrs: Attributes, rule: Mapping[str, Any]) -> bool:
         urls = rule.get("nonResourceURLs")
         if not isinstance(urls, list):
             return False
-        for url in urls:
-            if url == "*" or url == attrs.path or (url.endswith("*") and attrs.path.startswith(url[:-1])):
-                return True
-        return False
+        return any(url in ("*", attrs.path) or (url.endswith("*") and attrs.path.startswith(url[:-1])) for url in urls)
     if not _has(rule.get("apiGroups"), attrs.group):
         return False
     resources = rule.get("resources")
     if not isinstance(resources, list):
         return False
     combined = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    if not any(r == "*" or r == combined or (attrs.subresource and r == f"*/{attrs.subresource}") for r in resources):
+    if not any(r in ("*", combined) or (attrs.subresource and r == f"*/{attrs.subresource}") for r in resources):
         return False
     names = rule.get("resourceNames")
     if not names:

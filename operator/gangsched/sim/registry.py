@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import datetime
 import random
 import re
@@ -70,7 +71,7 @@ _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGra
 
 
 def timestamp(now: datetime.datetime) -> str:
-    return now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -95,7 +96,7 @@ class Registry:
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
-        self.clock = clock or (lambda: datetime.datetime.now(datetime.timezone.utc))
+        self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.rng = rng or random.Random()
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self._by_storage: dict[StorageKey, ResourceType] = {}
@@ -195,7 +196,8 @@ class Registry:
             given = meta.get("namespace")
             if given and given != namespace:
                 raise st.bad_request(
-                    f"the namespace of the provided object ({given}) does not match the namespace sent on the request ({namespace})"
+                    f"the namespace of the provided object ({given}) does not match the namespace sent on the "
+                    f"request ({namespace})"
                 )
             meta["namespace"] = namespace
         else:
@@ -215,7 +217,8 @@ class Registry:
                     break
             meta["name"] = name
         if rtype.group == "rbac.authorization.k8s.io":
-            # RBAC objects' names are path segments (pkg/apis/rbac/validation: ValidateRBACName), e.g. "system:discovery"
+            # RBAC objects' names are path segments (pkg/apis/rbac/validation: ValidateRBACName),
+            # e.g. "system:discovery"
             if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "%" in name:
                 raise st.invalid(
                     rtype, str(name), [("metadata.name", f"Invalid value: \"{name}\": may not contain '/' or '%'")]
@@ -227,8 +230,10 @@ class Registry:
                 [
                     (
                         "metadata.name",
-                        f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
-                        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                        (
+                            f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of lower case '
+                            "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+                        ),
                     )
                 ],
             )
@@ -392,8 +397,10 @@ class Registry:
                         [
                             (
                                 "globalDefault",
-                                f"Invalid value: true: PriorityClass {other['metadata']['name']} is already marked as default. "
-                                "Only one default can exist",
+                                (
+                                    f"Invalid value: true: PriorityClass {other['metadata']['name']} is already "
+                                    "marked as default. Only one default can exist"
+                                ),
                             )
                         ],
                     )
@@ -754,10 +761,8 @@ class Registry:
             owners = [r.get("uid") for r in entry.obj["metadata"].get("ownerReferences") or []]
             if all(o not in self.store.uids or o == deleted_owner for o in owners):
                 policy = "Foreground" if foreground else "Background"
-                try:
+                with contextlib.suppress(st.ApiError):
                     self.delete(rtype, ns, name, RequestContext(), options={"propagationPolicy": policy})
-                except st.ApiError:
-                    pass
 
     # ------------------------------------------------------------------ pods/binding, pods/eviction
     def bind(
@@ -811,7 +816,7 @@ class Registry:
             if not is_pod_ready(pod):
                 policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
                 healthy, desired = int(status.get("currentHealthy") or 0), int(status.get("desiredHealthy") or 0)
-                if policy == "AlwaysAllow" or (healthy >= desired and desired > 0):
+                if policy == "AlwaysAllow" or (healthy >= desired > 0):
                     # an unhealthy pod: deleted without touching the budget
                     self._delete_evicted(rtype, current, options, delete_ctx)
                     return st.success(code=201)
@@ -854,8 +859,10 @@ class Registry:
                 causes=[
                     {
                         "reason": "DisruptionBudget",
-                        "message": f"The disruption budget {pdb_name} needs {int(status.get('desiredHealthy') or 0)} healthy pods "
-                        f"and has {int(status.get('currentHealthy') or 0)} currently",
+                        "message": (
+                            f"The disruption budget {pdb_name} needs {int(status.get('desiredHealthy') or 0)} "
+                            f"healthy pods and has {int(status.get('currentHealthy') or 0)} currently"
+                        ),
                     }
                 ],
             )
@@ -923,7 +930,8 @@ _CONTINUE_TOO_OLD = (
 
 
 def _continue_token(rv: int, start: tuple[str, str]) -> str:
-    """An opaque continue token: the snapshot's resourceVersion (-1: continue from the current state) and the last key."""
+    """An opaque continue token: the snapshot's resourceVersion (-1: continue from the current state) and the last
+    key."""
     return base64.urlsafe_b64encode(orjson.dumps({"rv": rv, "start": list(start)})).decode()
 
 
@@ -984,7 +992,10 @@ def _check_no_new_finalizers(
             [
                 (
                     "metadata.finalizers",
-                    f"Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{{{listed}}}",
+                    (
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new "
+                        f"finalizers []string{{{listed}}}"
+                    ),
                     "FieldValueForbidden",
                 )
             ],

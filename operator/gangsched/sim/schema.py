@@ -144,11 +144,10 @@ def _validate(
         if wanted:
             errors.append(_invalid(path, "null", f'{path} in body must be of type {wanted}: "null"'))
         return
-    if schema.get("x-kubernetes-int-or-string"):
-        if json_type(value) not in ("integer", "string"):
-            actual = json_type(value)
-            errors.append(_invalid(path, actual, f'{path} in body must be of type integer or string: "{actual}"'))
-            return
+    if schema.get("x-kubernetes-int-or-string") and json_type(value) not in ("integer", "string"):
+        actual = json_type(value)
+        errors.append(_invalid(path, actual, f'{path} in body must be of type integer or string: "{actual}"'))
+        return
     wanted = schema.get("type")
     if wanted and not _matches_type(value, wanted):
         actual = json_type(value)

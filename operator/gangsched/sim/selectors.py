@@ -157,8 +157,8 @@ _EVENT_FIELDS = (
     "type",
 )
 KIND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "Pod"): _META
-    + (
+    ("", "Pod"): (
+        *_META,
         "spec.nodeName",
         "spec.restartPolicy",
         "spec.schedulerName",
@@ -173,10 +173,10 @@ KIND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("events.k8s.io", "Event"): _META + _EVENT_FIELDS,
     ("", "Node"): ("metadata.name", "spec.unschedulable"),
     ("", "Namespace"): ("metadata.name", "status.phase"),
-    ("", "Secret"): _META + ("type",),
-    ("", "ReplicationController"): _META + ("status.replicas",),
-    ("apps", "ReplicaSet"): _META + ("status.replicas",),
-    ("batch", "Job"): _META + ("status.successful",),
+    ("", "Secret"): (*_META, "type"),
+    ("", "ReplicationController"): (*_META, "status.replicas"),
+    ("apps", "ReplicaSet"): (*_META, "status.replicas"),
+    ("batch", "Job"): (*_META, "status.successful"),
     ("certificates.k8s.io", "CertificateSigningRequest"): ("metadata.name", "spec.signerName"),
 }
 

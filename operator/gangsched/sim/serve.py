@@ -11,9 +11,9 @@ Contract:
   (key topology.json) from the file. Nodes are named after the topology's nodes when `topology`
   (a file path or a parsed list in the seed format) is given, else node-0 ... node-(N-1); with a topology, each
   node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
-  topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has `server`, `url`,
-  `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py rules) are
-  switched on once the cluster is set up (CRDs, manifests, nodes, kubelet synced), never during it.
+  topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has
+  `server`, `url`, `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py
+  rules) are switched on once the cluster is set up (CRDs, manifests, nodes, kubelet synced), never during it.
 - `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path, fault_specs=(), faults_path=None,
   fault_seed=None, auth=True) -> int` is `gangsched sim serve`: the same cluster (auth on, manifests installed, with
   --topology the topology ConfigMap too, and the faults of `--fault` / `--faults`), serving until SIGINT or
@@ -86,7 +86,8 @@ async def apply_manifests(client: KubeClient, docs: Sequence[Mapping[str, Any]])
         kind = str(doc.get("kind"))
         if kind not in _MANIFEST_KINDS:
             raise ValueError(
-                f"manifest kind {kind!r} cannot be installed into the emulator: allowed kinds: {sorted(_MANIFEST_KINDS)}"
+                f"manifest kind {kind!r} cannot be installed into the emulator: allowed kinds: "
+                f"{sorted(_MANIFEST_KINDS)}"
             )
         prefix, plural, namespaced = _MANIFEST_KINDS[kind]
         path = (
@@ -297,7 +298,8 @@ async def _serve(
         )
         if faults:
             print(
-                f"injecting {len(faults)} fault rule(s) (seed {fault_seed}); see or change them at {cluster.url}/sim/faults",
+                f"injecting {len(faults)} fault rule(s) (seed {fault_seed}); see or change them at "
+                f"{cluster.url}/sim/faults",
                 flush=True,
             )
         print(f"kubeconfig written to {kubeconfig}", flush=True)

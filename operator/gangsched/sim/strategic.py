@@ -83,8 +83,7 @@ class SchemaPatchMeta:
             node = self.definitions.get(name, {})
             seen += 1
         if "allOf" in node and len(node["allOf"]) == 1:
-            merged = {**self._resolve(node["allOf"][0]), **{k: v for k, v in node.items() if k != "allOf"}}
-            return merged
+            return {**self._resolve(node["allOf"][0]), **{k: v for k, v in node.items() if k != "allOf"}}
         return node
 
     def field(self, name: str) -> FieldMeta:

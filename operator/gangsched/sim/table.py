@@ -84,7 +84,7 @@ def parse_timestamp(text: Any) -> datetime.datetime | None:
         parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
 def age(timestamp: Any, now: datetime.datetime) -> str:
@@ -385,9 +385,10 @@ def _builtin(rtype: ResourceType) -> tuple[list[Column], RowFn]:
                 lambda o: bool(o.get("globalDefault")),
             ),
         )
-        return columns + [
-            _col("PreemptionPolicy", description="The preemption policy")
-        ], lambda o, now: row(o, now) + [o.get("preemptionPolicy") or "PreemptLowerPriority"]
+        return [*columns, _col("PreemptionPolicy", description="The preemption policy")], lambda o, now: [
+            *row(o, now),
+            o.get("preemptionPolicy") or "PreemptLowerPriority",
+        ]
     if key == ("policy", "poddisruptionbudgets"):
         return _simple(
             (
@@ -441,7 +442,7 @@ def to_table(
     if include_object not in _INCLUDE:
         raise ValueError(f'includeObject: invalid value "{include_object}": must be one of {", ".join(_INCLUDE)}')
     if now.tzinfo is None:
-        now = now.replace(tzinfo=datetime.timezone.utc)
+        now = now.replace(tzinfo=datetime.UTC)
     columns, row_fn = columns_for(rtype)
     definitions = [dict(c, priority=0) if wide else dict(c) for c in columns]
     rows = []

@@ -37,7 +37,7 @@ def serving_material(hosts: Iterable[str]) -> tuple[bytes, bytes]:
         except ValueError:
             names.append(x509.DNSName(host))
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "gangsched-sim-apiserver")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)

@@ -249,8 +249,7 @@ class ClusterCache:
             previous is None
             or record.node_name is None  # pending (or unbound again): the scheduler may decide
             or previous.terminal != record.terminal  # capacity freed (or taken back)
-            or previous.node_name != record.node_name
-            and (previous.node_name is not None or not record.ours)
+            or (previous.node_name != record.node_name and (previous.node_name is not None or not record.ours))
         ):
             self.on_change()
         elif previous.node_name != record.node_name or previous.phase != record.phase:

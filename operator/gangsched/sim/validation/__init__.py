@@ -21,7 +21,7 @@ from gangsched.sim import status as st
 from gangsched.sim.types import ResourceType
 from gangsched.sim.validation import decode, rules, schemas
 
-__all__ = ["apply_defaults", "decode_body", "validate_object", "schemas", "decode", "rules"]
+__all__ = ["apply_defaults", "decode", "decode_body", "rules", "schemas", "validate_object"]
 
 
 def _drop(obj: Any, path: str) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -189,7 +190,7 @@ class _Compiler:
         return checker
 
     def compile_def(self, name: str) -> Checker:
-        if name == _TIME or name == _MICRO_TIME:
+        if name in (_TIME, _MICRO_TIME):
             layout = RFC3339 if name == _TIME else RFC3339_MICRO
 
             def check_time(value: Any, loc: Loc, struct: str, unknown: list[str]) -> None:
@@ -226,7 +227,7 @@ class _Compiler:
         schema = self.defs.get(name) or {}
         return self.compile(schema, struct_name=name.rsplit(".", 1)[-1], go_name=self.go_type_of_def(name))
 
-    def compile(self, schema: dict[str, Any], *, struct_name: str = "", go_name: str = "") -> Checker:
+    def compile(self, schema: dict[str, Any], *, struct_name: str = "", go_name: str = "") -> Checker:  # noqa: C901 (predates the complexity ceiling)
         ref = schema.get("$ref")
         if ref:
             return self.by_name(schemas.ref_name(ref))
@@ -327,7 +328,7 @@ class _Compiler:
                 return
             if not isinstance(value, dict):
                 raise _type_error(value, loc, struct, go_type)
-            for key, item in value.items():
+            for _key, item in value.items():
                 if item is not None:
                     item_checker(item, loc, struct, unknown)
 
@@ -381,8 +382,15 @@ def _bad_b64_index(value: str) -> int:
     return (len(value) // 4) * 4
 
 
-_COMPILER: _Compiler | None = None
 _ROOTS: dict[tuple[str, str, str], Checker | None] = {}
+
+
+@functools.cache
+def _compiler() -> _Compiler:
+    """The one compiler over every OpenAPI definition (built on first use)."""
+    return _Compiler(schemas.definitions())
+
+
 _SKIP_KINDS = frozenset({("apiextensions.k8s.io", "CustomResourceDefinition")})
 
 
@@ -390,16 +398,14 @@ def _root_checker(group: str, version: str, kind: str) -> Checker | None:
     key = (group, version, kind)
     if key in _ROOTS:
         return _ROOTS[key]
-    global _COMPILER
     checker: Checker | None = None
     name = schemas.definition_name(group, version, kind) if (group, kind) not in _SKIP_KINDS else None
     if name is not None:
-        if _COMPILER is None:
-            _COMPILER = _Compiler(schemas.definitions())
-        schema = dict(_COMPILER.defs[name])
+        compiler = _compiler()
+        schema = dict(compiler.defs[name])
         # apiVersion and kind are the REST layer's business: known, never type-checked here
         props = {**(schema.get("properties") or {}), "apiVersion": {}, "kind": {}}
-        checker = _COMPILER.compile({**schema, "properties": props}, struct_name=kind, go_name=f"{version}.{kind}")
+        checker = compiler.compile({**schema, "properties": props}, struct_name=kind, go_name=f"{version}.{kind}")
 
     _ROOTS[key] = checker
     return checker
