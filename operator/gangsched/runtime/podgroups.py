@@ -13,7 +13,6 @@ Contract:
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -22,6 +21,7 @@ from gangsched.core.gangspec import GangSpec
 from gangsched.k8s.client import ApiError, KubeClient, resource_path
 from gangsched.k8s.writer import PatchWriter
 from gangsched.models.podgroup import API_VERSION, GROUP, PLURAL, VERSION
+from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
 
@@ -32,7 +32,7 @@ Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_time()
 
 
 def split_key(key: str) -> tuple[str, str]:

@@ -28,6 +28,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
+from gangsched.models.timestamps import format_time
 from gangsched.sim import status as st
 from gangsched.sim.types import ResourceType
 
@@ -41,7 +42,7 @@ class DeletePlan:
 
 
 def _stamp(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.timezone.utc).strftime(_FORMAT)
+    return format_time(when)
 
 
 def _parse(text: Any) -> datetime.datetime | None:

@@ -40,6 +40,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from gangsched.models.timestamps import format_time as metav1_time
 from gangsched.sim.selectors import LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Watcher, WatchEvent
 
@@ -73,7 +74,7 @@ class SyncError(Exception):
 
 
 def format_time(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return metav1_time(when)
 
 
 def parse_time(text: Any) -> datetime.datetime | None:

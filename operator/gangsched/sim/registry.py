@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from gangsched.models.timestamps import format_time
 from gangsched.sim import deletion, namespace_lifecycle, strategic, validation
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
@@ -70,7 +71,7 @@ _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGra
 
 
 def timestamp(now: datetime.datetime) -> str:
-    return now.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(now)
 
 
 @dataclass

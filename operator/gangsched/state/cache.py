@@ -2,7 +2,7 @@
 
 Contract:
 - Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
-  `on_pod_event`, `on_node`, `on_podgroup`, `on_priority_class`, `set_topology`. Each converts, updates
+  `on_pod_event`, `on_node`, `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
   `self.cluster` (core.cluster.Cluster) and calls `on_change()` when the scheduler may now decide something
   new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
   the field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost.
@@ -44,13 +44,16 @@ import orjson
 from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
-from gangsched.core.preempt_pdb import PdbBudget, pdb_protects, pdb_selector
-from gangsched.core.records import PodRecord, node_from_api, pod_from_api
-from gangsched.core.timeparse import parse_rfc3339
+from gangsched.core.preempt_pdb import PdbBudget, pdb_protects
+from gangsched.core.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.models.gang import PodGang, parse_pod_gang
+from gangsched.models.node import node_from_api
+from gangsched.models.pdb import pdb_budget, pdb_selector
+from gangsched.models.pod import pod_from_api
 from gangsched.models.podgroup import podgroup_spec_from_api
 from gangsched.models.rank import MemberMeta, member_rank_key
+from gangsched.models.timestamps import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ def _static_fingerprint(meta: dict[str, Any], spec: dict[str, Any]) -> int:
 
 def _with_status(previous: PodRecord, spec: dict[str, Any], status: Any) -> PodRecord | None:
     """previous with nodeName, phase and nominatedNodeName taken from a new version of the pod, exactly as
-    core.records.pod_from_api reads them; None when the version needs the full parse (it then reports bad input)."""
+    models/pod.py pod_from_api reads them; None when the version needs the full parse (it then reports bad input)."""
     if status is None:
         status = {}
     elif not isinstance(status, dict):
@@ -155,7 +158,6 @@ class ClusterCache:
         self.problems: list[Problem] = []
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
-        self.priority_classes: dict[str, int] = {}
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
@@ -372,7 +374,7 @@ class ClusterCache:
         if not isinstance(raw, str) or not raw:
             return {"schedule_start_iso": None, "schedule_start": None}
         try:
-            return {"schedule_start_iso": raw, "schedule_start": parse_rfc3339(raw, field="status.scheduleStartTime")}
+            return {"schedule_start_iso": raw, "schedule_start": parse_time(raw, field="status.scheduleStartTime")}
         except InvalidField:
             return {"schedule_start_iso": None, "schedule_start": None}
 
@@ -380,7 +382,7 @@ class ClusterCache:
     def _created(obj: dict[str, Any]) -> float:
         raw = (obj.get("metadata") or {}).get("creationTimestamp")
         try:
-            return parse_rfc3339(raw, field="metadata.creationTimestamp") if raw else 0.0
+            return parse_time(raw, field="metadata.creationTimestamp") if raw else 0.0
         except InvalidField:
             return 0.0
 
@@ -428,9 +430,8 @@ class ClusterCache:
                     )
                 )
                 sel = None
-            raw_selector = (obj.get("spec") or {}).get("selector")
-            budget = PdbBudget.from_api(obj, sel, raw_selector)
-            if old is not None and old.raw_selector == raw_selector:
+            budget = pdb_budget(obj, sel)
+            if old is not None and old.selector == sel:
                 budget.members, budget.by_unit = old.members, old.by_unit  # the same pods: only the status moved
             else:  # a new selector: match the namespace's pods once (their labels are kept)
                 prefix = ns + "/"
@@ -507,14 +508,6 @@ class ClusterCache:
 
     def node_labels(self) -> dict[str, dict[str, str]]:
         return {name: dict(node.labels) for name, node in self.cluster.nodes.items()}
-
-    # ------------------------------------------------------ priority classes
-    def on_priority_class(self, kind: str | None, obj: dict[str, Any]) -> None:
-        name = (obj.get("metadata") or {}).get("name", "")
-        if kind == "DELETED":
-            self.priority_classes.pop(name, None)
-        else:
-            self.priority_classes[name] = int(obj.get("value") or 0)
 
     # -------------------------------------------------------------- topology
     def set_topology(self, tree: TopologyTree | None) -> None:
