@@ -152,7 +152,8 @@ ALLOWED_TOPOLOGY_MODE = "one of hard, soft"
 
 
 def parse_topology_annotations(mode: Any, tier: Any, size: Any) -> NetworkTopology:
-    """The network topology an annotation-only gang asks for (keys.TOPOLOGY_*); soft, no limit, groups of 1 by default."""
+    """The network topology an annotation-only gang asks for (keys.TOPOLOGY_*); soft, no limit, groups of 1 by
+    default."""
     if mode is not None and mode not in ("hard", "soft"):
         raise InvalidField(keys.TOPOLOGY_MODE, mode, ALLOWED_TOPOLOGY_MODE)
     return NetworkTopology(

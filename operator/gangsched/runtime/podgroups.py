@@ -23,7 +23,6 @@ from gangsched.k8s.writer import PatchWriter
 from gangsched.models.podgroup import API_VERSION, GROUP, PLURAL, VERSION
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache
-from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ class PodGroupReporter:
         self.client = client
         self.cache = cache
         self.writer = writer
-        self.statuses = GangStatusBook()
+        self.statuses = cache.statuses  # the cache forgets deleted gangs there
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
 

@@ -9,6 +9,9 @@ Contract:
 - A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
+- Deleted gangs are forgotten: when a gang has neither a PodGroup nor a member pod left, every per-gang structure
+  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, the Cluster's gang) lets it go;
+  a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -22,7 +25,7 @@ Contract:
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
-- PodDisruptionBudgets (preemption, issues 6 and 11): `on_pdb(kind, obj)` keeps each PDB's selector, the
+- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` keeps each PDB's selector, the
   status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
   set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
   protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
@@ -54,6 +57,7 @@ from gangsched.models.pod import pod_from_api
 from gangsched.models.podgroup import podgroup_spec_from_api
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
+from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +162,10 @@ class ClusterCache:
         self.problems: list[Problem] = []
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
+        self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
+        self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
         self.pods_seen = 0
         self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
@@ -223,8 +229,8 @@ class ClusterCache:
             return key
         self._bad_pods.pop(key, None)
         self._fingerprints[key] = fingerprint
+        self._join(key, decl.key if decl is not None else None)
         if decl is not None:
-            self._pod_gang[key] = decl.key
             sources = self._gangs.setdefault(decl.key, _GangSources())
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
@@ -269,9 +275,51 @@ class ClusterCache:
         if affected:
             self._refresh_protection(affected, budget_changed=False)
         self._bad_pods.pop(key, None)
-        gang = self._pod_gang.pop(key, None)
+        self._join(key, None)
+
+    def _join(self, key: str, gang: str | None) -> None:
+        """The pod's gang is now `gang` (None: no gang); a gang left without members or PodGroup is forgotten."""
+        old = self._pod_gang.get(key)
+        if old == gang:
+            return
         if gang is not None:
-            self.dirty_gangs.add(gang)
+            self._pod_gang[key] = gang
+            self._gang_pods.setdefault(gang, set()).add(key)
+        else:
+            del self._pod_gang[key]
+        if old is None:
+            return
+        self.dirty_gangs.add(old)
+        left = self._gang_pods.get(old)
+        if left is not None:
+            left.discard(key)
+            if not left:
+                del self._gang_pods[old]
+        self._forget_if_gone(old)
+
+    def _forget_if_gone(self, gang: str) -> None:
+        """Drop every per-gang structure of a gang that has neither a PodGroup nor a member any more."""
+        if gang in self._gang_pods:
+            return
+        sources = self._gangs.get(gang)
+        if sources is not None and sources.podgroup is not None:
+            return
+        self._gangs.pop(gang, None)
+        if sources is not None and sources.applied is not None:
+            self.cluster.remove_gang(gang)
+        self.podgroups_to_create.pop(gang, None)
+        self.dirty_gangs.discard(gang)
+        self.statuses.forget(gang)
+
+    def gang_structure_sizes(self) -> dict[str, int]:
+        """How many gangs each per-gang structure of the cache holds (tests check that deleted gangs leave none)."""
+        return {
+            "sources": len(self._gangs),
+            "members": len(self._gang_pods),
+            "podgroups_to_create": len(self.podgroups_to_create),
+            "dirty_gangs": len(self.dirty_gangs),
+            "statuses": self.statuses.tracked(),
+        }
 
     def _report_pod(self, obj: dict[str, Any], key: str, exc: InvalidField) -> None:
         message = str(exc)
@@ -306,7 +354,11 @@ class ClusterCache:
         sources = self._gangs.setdefault(key, _GangSources())
         if kind == "DELETED":
             sources.podgroup = None
-            self._refresh_gang(key)
+            self.statuses.forget(key)  # a PodGroup created again gets its status written afresh
+            if key in self._gang_pods:
+                self._refresh_gang(key)
+            else:
+                self._forget_if_gone(key)
             self.on_change()
             return
         old = sources.podgroup
