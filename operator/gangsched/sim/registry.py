@@ -566,6 +566,8 @@ class Registry:
                 raise st.unsupported_media_type(content_type, PATCH_TYPES)
         except patching.PatchTestFailed as exc:
             raise st.invalid(rtype, name, [("", str(exc))]) from None
+        except patching.PatchDecodeError as exc:  # jsonpatch.DecodePatch failed: 400 (handlers/patch.go)
+            raise st.bad_request(str(exc)) from None
         except patching.PatchError as exc:
             raise st.ApiError(
                 422,
