@@ -12,14 +12,20 @@ Contract:
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
   spec.overhead. A container's missing request defaults to its limit (API server defaulting). The result does NOT
   include the implicit `pods: 1` (scheduling_class adds it).
+- `pod_fingerprint(meta, spec)`: a hash of everything the parsers read except spec.nodeName and status;
+  `pod_with_status(previous, spec, status)`: the previous record with those re-read (None: parse it fully). A
+  bind or a phase change then costs no full parse.
 Bad input raises InvalidField naming the field path (e.g. `spec.containers[0].resources.requests.cpu`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import orjson
 
 from gangsched.core.errors import InvalidField
 from gangsched.core.records import PodRecord, Term, Toleration, scheduling_class
@@ -129,6 +135,41 @@ def _optional_name(value: Any) -> str | None:
     return sys.intern(value) if isinstance(value, str) and value else None
 
 
+def _nominated(status: Mapping[str, Any]) -> str | None:
+    nominated = status.get("nominatedNodeName") or None
+    return nominated if isinstance(nominated, str) else None
+
+
+def _phase(status: Mapping[str, Any]) -> str:
+    return sys.intern(str(status.get("phase") or "Pending"))
+
+
+def pod_fingerprint(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
+    """A hash of everything pod_from_api and models/gang.py parse_pod_gang read, except nodeName and status."""
+    if "nodeName" in spec:
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    blob = orjson.dumps(
+        (meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec)
+    )
+    return hash(blob)
+
+
+def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -> PodRecord | None:
+    """`previous` with spec.nodeName, status.phase and status.nominatedNodeName of a new version of the pod whose
+    fingerprint did not move, read as pod_from_api reads them; None when the version needs the full parse (which
+    then reports the bad input)."""
+    if status is None:
+        status = {}
+    elif not isinstance(status, Mapping):
+        return None
+    return dataclasses.replace(
+        previous,
+        node_name=_optional_name(spec.get("nodeName")),
+        phase=_phase(status),
+        nominated_node=_nominated(status),
+    )
+
+
 def pod_from_api(
     obj: Mapping[str, Any],
     *,
@@ -153,7 +194,6 @@ def pod_from_api(
         tolerations=_tolerations(spec),
     )
     annotations = meta.get("annotations") or {}
-    nominated = status.get("nominatedNodeName") or None
     return PodRecord(
         namespace=sys.intern(str(meta.get("namespace") or "default")),
         name=name,
@@ -163,8 +203,8 @@ def pod_from_api(
         preemption_policy=sys.intern(str(spec.get("preemptionPolicy") or "PreemptLowerPriority")),
         created=parse_time(created_raw, field="metadata.creationTimestamp") if created_raw else 0.0,
         node_name=_optional_name(spec.get("nodeName")),
-        phase=sys.intern(str(status.get("phase") or "Pending")),
-        nominated_node=nominated if isinstance(nominated, str) else None,
+        phase=_phase(status),
+        nominated_node=_nominated(status),
         gang=sys.intern(gang) if gang is not None else None,
         role=sys.intern(role) if role is not None else None,
         rank=rank,

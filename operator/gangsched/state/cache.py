@@ -25,38 +25,29 @@ Contract:
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
-- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` keeps each PDB's selector, the
-  status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
-  set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
-  protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
-  (core/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
-  allows the pod's eviction again also forgets an earlier refusal of it.
+- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
+  the pods the Eviction API would refuse now as protected in the Cluster; pods' labels and bindings reach it too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
-from gangsched.core.preempt_pdb import PdbBudget, pdb_protects
 from gangsched.core.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.models.gang import PodGang, parse_pod_gang
 from gangsched.models.node import node_from_api
-from gangsched.models.pdb import pdb_budget, pdb_selector
-from gangsched.models.pod import pod_from_api
-from gangsched.models.podgroup import podgroup_spec_from_api
+from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
+from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
-from gangsched.models.timestamps import parse_time
+from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
@@ -100,34 +91,6 @@ class _GangSources:
     applied: GangSpec | None = None  # what the Cluster has now
 
 
-def _static_fingerprint(meta: dict[str, Any], spec: dict[str, Any]) -> int:
-    """A hash of everything pod_from_api and parse_pod_gang read, except nodeName and status."""
-    if "nodeName" in spec:
-        spec = {k: v for k, v in spec.items() if k != "nodeName"}
-    blob = orjson.dumps(
-        (meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec)
-    )
-    return hash(blob)
-
-
-def _with_status(previous: PodRecord, spec: dict[str, Any], status: Any) -> PodRecord | None:
-    """previous with nodeName, phase and nominatedNodeName taken from a new version of the pod, exactly as
-    models/pod.py pod_from_api reads them; None when the version needs the full parse (it then reports bad input)."""
-    if status is None:
-        status = {}
-    elif not isinstance(status, dict):
-        return None
-    node_name = spec.get("nodeName") or None
-    phase = status.get("phase") or "Pending"
-    nominated = status.get("nominatedNodeName") or None
-    return dataclasses.replace(
-        previous,
-        node_name=sys.intern(node_name) if isinstance(node_name, str) else None,
-        phase=sys.intern(str(phase)),
-        nominated_node=nominated if isinstance(nominated, str) else None,
-    )
-
-
 def _owner_uids(meta: dict[str, Any]) -> frozenset[str]:
     return frozenset(str(ref.get("uid", "")) for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict))
 
@@ -168,11 +131,9 @@ class ClusterCache:
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
         self.pods_seen = 0
-        self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
-        self._fingerprints: dict[str, int] = {}  # pod key -> _static_fingerprint of its last parsed version
-        self._pdbs: dict[str, dict[str, PdbBudget]] = {}  # namespace -> PDB name -> budget
-        self._pdb_pods: set[str] = set()  # pods this cache marked protected
-        self._labels: dict[str, dict[str, str]] = {}  # pod key -> labels (PDB selectors are matched incrementally)
+        self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
+        self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
+        self.budgets = DisruptionBudgets(self.cluster)
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
 
     # ----------------------------------------------------------------- pods
@@ -200,13 +161,13 @@ class ClusterCache:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-        fingerprint = _static_fingerprint(meta, spec)
+        fingerprint = pod_fingerprint(meta, spec)
         previous = self.cluster.pods.get(key)
         leaving = meta.get("deletionTimestamp") is not None
         if leaving or key in self.cluster.leaving:
             self.cluster.set_leaving(key, leaving)
         if previous is not None and self._fingerprints.get(key) == fingerprint:
-            quick = _with_status(previous, spec, obj.get("status"))
+            quick = pod_with_status(previous, spec, obj.get("status"))
             if quick is not None:  # only nodeName / status moved: no need to parse the pod again
                 self.quick_updates += 1
                 if quick != previous or key in self.cluster.assumed:  # (an assumed pod seen bound: confirmed)
@@ -246,9 +207,7 @@ class ClusterCache:
     ) -> None:
         self.cluster.upsert_pod(record)
         labels = meta.get("labels")
-        self._labels[key] = labels if isinstance(labels, dict) else {}
-        if self._pdbs or key in self._pdb_pods:
-            self._check_pdb(key, meta)
+        self.budgets.pod_upserted(key, meta.get("namespace") or "default", labels if isinstance(labels, dict) else {})
         if record.gang is not None:
             self.dirty_gangs.add(record.gang)
         if not notify:
@@ -267,13 +226,7 @@ class ClusterCache:
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
         self.cluster.remove_pod(key)
-        self._pdb_pods.discard(key)
-        self._labels.pop(key, None)
-        affected: set[str] = set()
-        for budget in self._pdbs.get(key.partition("/")[0], {}).values():
-            affected |= budget.drop(key)
-        if affected:
-            self._refresh_protection(affected, budget_changed=False)
+        self.budgets.pod_removed(key)
         self._bad_pods.pop(key, None)
         self._join(key, None)
 
@@ -353,16 +306,9 @@ class ClusterCache:
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         sources = self._gangs.setdefault(key, _GangSources())
         if kind == "DELETED":
-            sources.podgroup = None
-            self.statuses.forget(key)  # a PodGroup created again gets its status written afresh
-            if key in self._gang_pods:
-                self._refresh_gang(key)
-            else:
-                self._forget_if_gone(key)
-            self.on_change()
+            self._podgroup_deleted(key, sources)
             return
         old = sources.podgroup
-        phase = (obj.get("status") or {}).get("phase")
         generation = int(meta.get("generation") or 0)
         owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
         if (
@@ -370,46 +316,74 @@ class ClusterCache:
             and generation
             and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us)
         ):
-            # the same spec (generation moves with every spec change): a status update, most often our own echo
-            sources.podgroup = dataclasses.replace(old, phase=phase, owners=_owner_uids(meta), **self._start(obj))
-            satisfied_before = self._satisfied(key)
-            if phase in SATISFIED_PHASES:
-                self.cluster.mark_satisfied(key)
-            self.dirty_gangs.add(key)
-            if self._satisfied(key) != satisfied_before:
-                self.on_change()
-            else:
-                self.on_status()
-            return
+            self._podgroup_status_moved(key, sources, old, obj)
+        else:
+            self._podgroup_spec_moved(key, sources, old, obj, generation=generation, owned_by_us=owned_by_us)
+
+    def _podgroup_deleted(self, key: str, sources: _GangSources) -> None:
+        sources.podgroup = None
+        self.statuses.forget(key)  # a PodGroup created again gets its status written afresh
+        if key in self._gang_pods:
+            self._refresh_gang(key)
+        else:
+            self._forget_if_gone(key)
+        self.on_change()
+
+    def _podgroup_status_moved(self, key: str, sources: _GangSources, old: PodGroupInfo, obj: dict[str, Any]) -> None:
+        """The same spec (generation moves with every spec change): a status update, most often our own echo."""
+        phase = (obj.get("status") or {}).get("phase")
+        times = podgroup_times(obj)
+        sources.podgroup = dataclasses.replace(
+            old,
+            phase=phase,
+            owners=_owner_uids(obj.get("metadata") or {}),
+            schedule_start_iso=times.schedule_start_iso,
+            schedule_start=times.schedule_start,
+        )
+        satisfied_before = self._satisfied(key)
+        if phase in SATISFIED_PHASES:
+            self.cluster.mark_satisfied(key)
+        self.dirty_gangs.add(key)
+        if self._satisfied(key) != satisfied_before:
+            self.on_change()
+        else:
+            self.on_status()
+
+    def _podgroup_spec_moved(
+        self,
+        key: str,
+        sources: _GangSources,
+        old: PodGroupInfo | None,
+        obj: dict[str, Any],
+        *,
+        generation: int,
+        owned_by_us: bool,
+    ) -> None:
+        meta = obj.get("metadata") or {}
+        phase = (obj.get("status") or {}).get("phase")
         try:
             spec: GangSpec | None = podgroup_spec_from_api(obj)
             error = None
         except InvalidField as exc:
             spec, error = None, str(exc)
+        times = podgroup_times(obj)
         sources.podgroup = PodGroupInfo(
             uid=meta.get("uid", ""),
             generation=generation,
             spec=spec,
             error=error,
-            created=self._created(obj),
+            created=times.created,
             phase=phase,
             owned_by_us=owned_by_us,
             owners=_owner_uids(meta),
-            **self._start(obj),
+            schedule_start_iso=times.schedule_start_iso,
+            schedule_start=times.schedule_start,
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
-            self.problems.append(
-                Problem(
-                    "PodGroup",
-                    "scheduling.x-k8s.io/v1alpha1",
-                    key.split("/")[0],
-                    meta.get("name", ""),
-                    meta.get("uid", ""),
-                    "InvalidSpec",
-                    error,
-                )
-            )
+            namespace, name, uid = key.split("/")[0], meta.get("name", ""), meta.get("uid", "")
+            api_version = "scheduling.x-k8s.io/v1alpha1"
+            self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
         self._refresh_gang(key)
@@ -419,24 +393,6 @@ class ClusterCache:
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)
         return bool(gs is not None and gs.satisfied)
-
-    @staticmethod
-    def _start(obj: dict[str, Any]) -> dict[str, Any]:
-        raw = (obj.get("status") or {}).get("scheduleStartTime")
-        if not isinstance(raw, str) or not raw:
-            return {"schedule_start_iso": None, "schedule_start": None}
-        try:
-            return {"schedule_start_iso": raw, "schedule_start": parse_time(raw, field="status.scheduleStartTime")}
-        except InvalidField:
-            return {"schedule_start_iso": None, "schedule_start": None}
-
-    @staticmethod
-    def _created(obj: dict[str, Any]) -> float:
-        raw = (obj.get("metadata") or {}).get("creationTimestamp")
-        try:
-            return parse_time(raw, field="metadata.creationTimestamp") if raw else 0.0
-        except InvalidField:
-            return 0.0
 
     def podgroup(self, key: str) -> PodGroupInfo | None:
         sources = self._gangs.get(key)
@@ -466,77 +422,14 @@ class ClusterCache:
 
     # ------------------------------------------------------ disruption budgets
     def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:
-        """A PodDisruptionBudget event: its selector, status and members kept here; no API call."""
-        meta = obj.get("metadata") or {}
-        ns, name = meta.get("namespace") or "default", meta.get("name", "")
-        budgets = self._pdbs.setdefault(ns, {})
-        old = budgets.pop(name, None)
-        affected: set[str] = set(old.members) if old is not None else set()
-        if kind != "DELETED":
-            try:
-                sel = pdb_selector(obj)
-            except InvalidField as exc:
-                self.problems.append(
-                    Problem(
-                        "PodDisruptionBudget", "policy/v1", ns, name, meta.get("uid", ""), "InvalidSelector", str(exc)
-                    )
-                )
-                sel = None
-            budget = pdb_budget(obj, sel)
-            if old is not None and old.selector == sel:
-                budget.members, budget.by_unit = old.members, old.by_unit  # the same pods: only the status moved
-            else:  # a new selector: match the namespace's pods once (their labels are kept)
-                prefix = ns + "/"
-                for key, labels in self._labels.items():
-                    if key.startswith(prefix) and budget.selects(labels):
-                        budget.set_member(key, self._victim_unit(key))
-            budgets[name] = budget
-            affected |= set(budget.members)
-        if not budgets:
-            del self._pdbs[ns]
-        if self._refresh_protection(affected, budget_changed=True):
+        """A PodDisruptionBudget event (state/budgets.py); an invalid selector is reported, the PDB selects nothing."""
+        changed, error = self.budgets.on_pdb(kind, obj)
+        if error is not None:
+            meta = obj.get("metadata") or {}
+            ns, name, uid = meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", "")
+            self.problems.append(Problem("PodDisruptionBudget", "policy/v1", ns, name, uid, "InvalidSelector", error))
+        if changed:
             self.on_change()
-
-    def _check_pdb(self, key: str, meta: dict[str, Any]) -> None:
-        """A pod upserted: its memberships follow its labels, its unit its binding; protection is re-evaluated
-        for the pods whose unit counts moved."""
-        labels = self._labels.get(key, {})
-        affected: set[str] = {key}
-        unit = self._victim_unit(key)
-        for budget in self._pdbs.get(meta.get("namespace") or "default", {}).values():
-            if budget.selects(labels):
-                affected |= budget.set_member(key, unit)
-            elif key in budget.members:
-                affected |= budget.drop(key)
-        self._refresh_protection(affected, budget_changed=False)
-
-    def _refresh_protection(self, keys: Iterable[str], *, budget_changed: bool) -> bool:
-        """Mark or unmark pods protected as the Eviction API would decide (core/preempt_pdb.py pdb_protects);
-        True when a pod's protection changed. `budget_changed`: a PDB moved, so an earlier refusal of its pods is
-        forgotten when it now allows their eviction."""
-        changed = False
-        pods = self.cluster.pods
-        for key in keys:
-            if key not in pods:
-                self._pdb_pods.discard(key)
-                continue
-            if pdb_protects(key, self._pdbs.get(key.partition("/")[0], {}).values()):
-                if key not in self._pdb_pods or key not in self.cluster.protected:
-                    self._pdb_pods.add(key)
-                    self.cluster.set_protected(key, True)
-                    changed = True
-            elif key in self._pdb_pods or (budget_changed and key in self.cluster.protected):
-                self._pdb_pods.discard(key)
-                self.cluster.set_protected(key, False)
-                changed = True
-        return changed
-
-    def _victim_unit(self, key: str) -> str | None:
-        """The victim unit of a bound, unfinished pod (its gang, or itself); None: not a possible victim."""
-        pod = self.cluster.pods.get(key)
-        if pod is None or pod.node_name is None or pod.terminal:
-            return None
-        return pod.gang or key
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
