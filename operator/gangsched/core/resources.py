@@ -27,7 +27,6 @@ from gangsched.core.errors import InvalidField
 Resources = dict[str, int]
 
 CPU = "cpu"
-MEMORY = "memory"
 PODS = "pods"
 
 _BYTE_RESOURCES = ("memory", "ephemeral-storage", "storage")

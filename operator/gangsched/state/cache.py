@@ -130,7 +130,6 @@ class ClusterCache:
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
-        self.pods_seen = 0
         self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
@@ -157,7 +156,6 @@ class ClusterCache:
             self._upsert_pod(obj, notify=True)
 
     def _upsert_pod(self, obj: dict[str, Any], *, notify: bool) -> str | None:
-        self.pods_seen += 1
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"

@@ -1,5 +1,5 @@
-"""Topology-aware placement of a whole gang on a TopologyTree (pure; see core/topology/__init__.py for the order of
-preference and the result).
+"""Topology-aware placement of a whole gang on a TopologyTree (pure; the order of preference and the result are
+described in the package docstring, core/topology/__init__.py).
 
 Contract: `place(tree, capacity, *, count, group_size, highest_tier_allowed, hard) -> TopologyPlacement |
 TopologyMiss`. Capacities are aggregated per level once (O(nodes + domains * tiers^2)); the choice walks the
