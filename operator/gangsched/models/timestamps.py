@@ -8,6 +8,8 @@ Contract:
   is stricter than ISO 8601: no date-only, basic or week forms); dates and times are checked by datetime, so
   2023-02-29, month 13, hour 24 and second 60 are rejected (Go's time.Parse rejects them too). Anything else raises
   InvalidField naming `field`, the value and the form allowed.
+- `parse_datetime(text) -> datetime | None`: the same, as an aware datetime in UTC; None for anything that
+  `parse_time` rejects (for readers that fall back to a default).
 - `format_time(moment) -> str`: metav1.Time of an aware datetime or epoch seconds: UTC, whole seconds (truncated, as
   metav1.Time.MarshalJSON does), e.g. `2024-05-01T12:00:00Z`.
 - `format_micro_time(moment) -> str`: metav1.MicroTime: UTC, six fractional digits, e.g. `2024-05-01T12:00:00.123456Z`.
@@ -34,6 +36,14 @@ def parse_time(text: object, *, field: str) -> float:
         return dt.datetime.fromisoformat(text.upper()).timestamp()
     except ValueError as exc:  # a date or time that does not exist (2023-02-29, 25:00:00)
         raise InvalidField(field, text, f"{_ALLOWED}; {exc}") from None
+
+
+def parse_datetime(text: object) -> dt.datetime | None:
+    """An RFC 3339 timestamp as an aware UTC datetime; None when absent or unreadable."""
+    try:
+        return dt.datetime.fromtimestamp(parse_time(text, field="timestamp"), _UTC)
+    except InvalidField:
+        return None
 
 
 def _utc(moment: dt.datetime | float) -> dt.datetime:

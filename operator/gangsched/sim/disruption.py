@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gangsched.models.timestamps import format_time as metav1_time
+from gangsched.models.timestamps import parse_datetime
 from gangsched.sim.selectors import LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Watcher, WatchEvent
 
@@ -78,12 +79,7 @@ def format_time(when: datetime.datetime) -> str:
 
 
 def parse_time(text: Any) -> datetime.datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        return None
+    return parse_datetime(text)
 
 
 def is_pod_ready(pod: dict[str, Any]) -> bool:
