@@ -44,7 +44,6 @@ from gangsched.models.timestamps import format_micro_time
 log = logging.getLogger(__name__)
 
 
-
 class Clock(Protocol):
     def now(self) -> dt.datetime: ...
     def monotonic(self) -> float: ...

@@ -267,9 +267,7 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for path, feed in (
-            ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_pdb),
-        ):
+        for path, feed in (("/apis/policy/v1/poddisruptionbudgets", self.cache.on_pdb),):
             try:
                 objs, _ = await self.client.list_all(path)
             except ApiError as exc:
