@@ -8,7 +8,8 @@ It is pure apart from remembering, per gang, the last body and when each conditi
 `lastTransitionTime` only moves on a real transition); `forget(gang)` drops that memory (the PodGroup or the whole
 gang was deleted: state/cache.py calls it) and `tracked()` counts the gangs remembered.
 
-`podgroup_phase(counts, ...)` is the one computation of a PodGroup's phase; first match wins (counts are over the
+`podgroup_phase(counts, ...)` is the one computation of a PodGroup's phase (models/podgroup.py PodGroupPhase, the
+CRD's vocabulary, as are the condition types); first match wins (counts are over the
 gang's current members):
 - Succeeded: succeeded >= minMember;
 - Failed: the gang was satisfied, some member failed and running + succeeded < minMember;
@@ -30,8 +31,10 @@ from typing import Any
 
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
+from gangsched.models.podgroup import ConditionType, PodGroupPhase
 
-SCHEDULED_PHASES = frozenset({"Scheduled", "Running", "Succeeded", "Failed"})
+Phase = PodGroupPhase
+SCHEDULED_PHASES = frozenset({Phase.SCHEDULED, Phase.RUNNING, Phase.SUCCEEDED, Phase.FAILED})
 
 
 @dataclass(slots=True)
@@ -57,22 +60,24 @@ def count_members(members: Sequence[PodRecord], *, in_flight: int) -> MemberCoun
     return counts
 
 
-def podgroup_phase(counts: MemberCounts, *, min_member: int, satisfied: bool, timed_out: bool, reserved: int) -> str:
+def podgroup_phase(
+    counts: MemberCounts, *, min_member: int, satisfied: bool, timed_out: bool, reserved: int
+) -> PodGroupPhase:
     """The PodGroup phase (see the module docstring for the order)."""
     finished_or_running = counts.running + counts.succeeded
     if counts.succeeded >= min_member:
-        return "Succeeded"
+        return Phase.SUCCEEDED
     if satisfied and counts.failed and finished_or_running < min_member:
-        return "Failed"
+        return Phase.FAILED
     if finished_or_running >= min_member:
-        return "Running"
+        return Phase.RUNNING
     if satisfied or counts.scheduled >= min_member:
-        return "Scheduled"
+        return Phase.SCHEDULED
     if timed_out:
-        return "Timeout"
+        return Phase.TIMEOUT
     if reserved:
-        return "Scheduling"
-    return "Pending"
+        return Phase.SCHEDULING
+    return Phase.PENDING
 
 
 @dataclass(slots=True)
@@ -133,7 +138,7 @@ class GangStatusBook:
         phase = podgroup_phase(
             counts, min_member=min_member, satisfied=satisfied, timed_out=timed_out, reserved=reserved
         )
-        if phase != "Pending" and mem.start is None:
+        if phase != Phase.PENDING and mem.start is None:
             mem.start = now_iso
         context = _Context(mem, generation, now_iso)
         conditions = self._conditions(context, phase, counts, len(members), min_member, decided, timed_out, invalid)
@@ -146,7 +151,7 @@ class GangStatusBook:
     def _conditions(
         self,
         context: _Context,
-        phase: str,
+        phase: PodGroupPhase,
         counts: MemberCounts,
         present: int,
         min_member: int,
@@ -157,21 +162,21 @@ class GangStatusBook:
         scheduled = phase in SCHEDULED_PHASES
         if scheduled:
             message = f"{counts.scheduled} of {present} members bound (minMember {min_member})"
-            conditions = [_condition(context, "Scheduled", "True", "Scheduled", message)]
+            conditions = [_condition(context, ConditionType.SCHEDULED, "True", "Scheduled", message)]
         else:
             reason = decided.reason if decided is not None else "WaitingForPods"
             message = decided.message if decided is not None else f"{present} of {min_member} members present"
-            conditions = [_condition(context, "Scheduled", "False", reason, message)]
+            conditions = [_condition(context, ConditionType.SCHEDULED, "False", reason, message)]
         if timed_out and not scheduled:
             message = "the waiting time ended before the quorum was placed"
-            conditions.append(_condition(context, "Timeout", "True", "GangTimeout", message))
+            conditions.append(_condition(context, ConditionType.TIMEOUT, "True", "GangTimeout", message))
         if invalid:
-            conditions.append(_condition(context, "Invalid", "True", "InvalidSpec", invalid))
+            conditions.append(_condition(context, ConditionType.INVALID, "True", "InvalidSpec", invalid))
         return conditions
 
 
 def _body(
-    phase: str,
+    phase: PodGroupPhase,
     counts: MemberCounts,
     generation: int,
     conditions: list[dict[str, Any]],
@@ -179,7 +184,7 @@ def _body(
     decided: GangStatus | None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "phase": phase,
+        "phase": phase.value,
         "scheduled": counts.scheduled,
         "running": counts.running,
         "succeeded": counts.succeeded,
@@ -196,13 +201,13 @@ def _body(
     return body
 
 
-def _condition(context: _Context, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
+def _condition(context: _Context, type_: ConditionType, status: str, reason: str, message: str) -> dict[str, Any]:
     transitions = context.memory.transitions
     previous = transitions.get(type_)
     if previous is None or previous[0] != status:
         transitions[type_] = (status, context.now_iso)
     return {
-        "type": type_,
+        "type": type_.value,
         "status": status,
         "reason": reason,
         "message": message,
