@@ -145,6 +145,8 @@ class ClusterCache:
                 seen.add(key)
         for key in [k for k in self.cluster.pods if k not in seen]:
             self._remove_pod(key)
+        for key in [k for k in self._bad_pods if k not in seen]:
+            del self._bad_pods[key]  # reported, then deleted while nobody watched
         self.on_change()
 
     def on_pod_event(self, kind: str | None, obj: dict[str, Any]) -> None:
