@@ -14,9 +14,10 @@ from bench.common import figure, log, summary
 from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec
-from gangsched.core.records import node_from_api, pod_from_api
 from gangsched.core.scheduler import schedule
 from gangsched.core.simulate import run_until_quiet
+from gangsched.models.node import node_from_api
+from gangsched.models.pod import pod_from_api
 
 
 def _node(i: int) -> dict[str, Any]:

@@ -22,9 +22,10 @@ from bench.common import figure, log, summary, timed_runs
 from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec, NetworkTopology
-from gangsched.core.records import node_from_api, pod_from_api
 from gangsched.core.scheduler import schedule
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.models.node import node_from_api
+from gangsched.models.pod import pod_from_api
 
 SPINES, LEAVES, UNITS, NODES = 4, 8, 8, 16
 GANGS = 2000

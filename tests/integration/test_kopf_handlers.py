@@ -33,12 +33,12 @@ def _record(op: Operator, calls: dict[str, set[int]]) -> None:
 
         setattr(owner, attr, recorded)
 
-    for attr in ("on_podgroup", "on_node", "on_priority_class"):
+    for attr in ("on_podgroup", "on_node"):
         wrap(op.cache, attr)
     wrap(op.topology, "on_configmap")
 
 
-async def test_podgroup_node_priorityclass_and_topology_events_reach_the_cache_on_the_operators_loop() -> None:
+async def test_podgroup_node_and_topology_events_reach_the_cache_on_the_operators_loop() -> None:
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         k = cluster.client
         async with replica(cluster.kubeconfig) as op:
@@ -48,7 +48,6 @@ async def test_podgroup_node_priorityclass_and_topology_events_reach_the_cache_o
             await create(
                 k,
                 podgroup("g", min_member=2),
-                {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "p"}, "value": 5},
                 {
                     "apiVersion": "v1",
                     "kind": "ConfigMap",
@@ -59,7 +58,7 @@ async def test_podgroup_node_priorityclass_and_topology_events_reach_the_cache_o
             await create_nodes(k, ["node-2"], NODE)
 
             async def all_seen() -> bool:
-                return set(calls) == {"on_podgroup", "on_node", "on_priority_class", "on_configmap"}
+                return set(calls) == {"on_podgroup", "on_node", "on_configmap"}
 
             await eventually(all_seen, what="every kind of object handed to the operator")
             assert calls == {attr: {loop_thread} for attr in calls}

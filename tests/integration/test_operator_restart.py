@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.timeparse import parse_rfc3339
 from gangsched.k8s.client import KubeClient
+from gangsched.models.timestamps import parse_time
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import (
     bindings_counted,
@@ -165,14 +165,14 @@ async def test_nonstrict_waiting_time_is_not_extended_by_a_restart(two: Cluster)
             *(pod(f"slow-{i}", group="slow", gpu=8) for i in range(3)),
         )
         start_iso = await eventually(lambda: _start_while(k, "slow", "Scheduling"), what="slow Scheduling")
-    start = parse_rfc3339(start_iso, field="scheduleStartTime")
+    start = parse_time(start_iso, field="scheduleStartTime")
     # the downtime: a wall-clock condition of the scenario (no race depends on it)
     await eventually(lambda: _after(start + wait - 2), timeout=wait, what="downtime over")
     async with replica(two.kubeconfig, identity="new"):
         pg = await eventually(lambda: _podgroup_in(k, "slow", "Timeout"), timeout=3 * wait, what="slow timed out")
         assert pg["status"]["scheduleStartTime"] == start_iso  # not rewritten by the new leader
         (cond,) = [c for c in pg["status"]["conditions"] if c["type"] == "Timeout"]
-        timed_out = parse_rfc3339(cond["lastTransitionTime"], field="lastTransitionTime")
+        timed_out = parse_time(cond["lastTransitionTime"], field="lastTransitionTime")
         # restarting the clock would end it at (restart + wait) >= start + 2 * wait - 2
         assert timed_out - start <= wait + 2.5, (start_iso, cond["lastTransitionTime"])
 

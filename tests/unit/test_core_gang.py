@@ -10,10 +10,10 @@ from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.plan import PHASE_FAILED, PHASE_SCHEDULED, PHASE_SCHEDULING, Plan
-from gangsched.core.records import node_from_api
 from gangsched.core.scheduler import schedule
 from gangsched.core.simulate import run_until_quiet, step
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.models.node import node_from_api
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=1)

@@ -8,7 +8,8 @@ import pytest
 
 from gangsched.core.errors import InvalidField
 from gangsched.core.matching import preference, static_block
-from gangsched.core.records import node_from_api, pod_from_api
+from gangsched.models.node import node_from_api
+from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import node_obj, pod_obj
 
 NODE = node_from_api(

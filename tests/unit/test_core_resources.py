@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from gangsched.core.errors import InvalidField
-from gangsched.core.resources import canonical, format_resources, parse_quantity, pod_requests
-from gangsched.core.timeparse import parse_rfc3339
+from gangsched.core.resources import canonical, format_resources, parse_quantity
+from gangsched.models.pod import pod_requests
 
 
 @pytest.mark.parametrize(
@@ -121,23 +121,3 @@ def test_format_resources() -> None:
     assert format_resources({"cpu": 500, "memory": 1 << 30, "nvidia.com/gpu": 8, "pods": 1}) == (
         "{cpu: 500m, memory: 1Gi, nvidia.com/gpu: 8}"
     )
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        pytest.param("1970-01-01T00:00:00Z", 0.0, id="epoch"),
-        pytest.param("2024-03-01T00:00:00Z", 1709251200.0, id="leap-year"),
-        pytest.param("2024-03-01T02:00:00+02:00", 1709251200.0, id="offset"),
-        pytest.param("2024-03-01T00:00:00.5Z", 1709251200.5, id="fraction"),
-        pytest.param("1969-12-31T23:59:59Z", -1.0, id="before-epoch"),
-    ],
-)
-def test_rfc3339(text: str, expected: float) -> None:
-    assert parse_rfc3339(text, field="t") == expected
-
-
-@pytest.mark.parametrize("text", ["2024-13-01T00:00:00Z", "yesterday", "2024-01-01"])
-def test_rfc3339_rejects(text: str) -> None:
-    with pytest.raises(InvalidField, match=r"metadata\.creationTimestamp"):
-        parse_rfc3339(text, field="metadata.creationTimestamp")

@@ -6,7 +6,8 @@ from typing import Any
 
 from gangsched.core.cluster import Cluster
 from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.records import node_from_api, pod_from_api
+from gangsched.models.node import node_from_api
+from gangsched.models.pod import pod_from_api
 
 
 def node_obj(

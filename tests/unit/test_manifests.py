@@ -70,7 +70,6 @@ NEEDED_CLUSTER_WIDE = {
     ("", "events"): {"create", "patch"},
     ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},
-    ("scheduling.k8s.io", "priorityclasses"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
 }
 NEEDED_IN_OWN_NAMESPACE = {

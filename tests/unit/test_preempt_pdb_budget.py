@@ -1,5 +1,6 @@
-"""Victims' protection from PodDisruptionBudget status, as the Eviction API decides (core/preempt_pdb.py) and as
-the cache keeps it current from watch events (state/cache.py): no API call, pods matched incrementally.
+"""Victims' protection from PodDisruptionBudget status, as the Eviction API decides (core/preempt_pdb.py, read from
+the API by models/pdb.py) and as the cache keeps it current from watch events (state/cache.py): no API call, pods
+matched incrementally.
 
 The rules mirror kubernetes/kubernetes pkg/registry/core/pod/storage/eviction.go: checkAndDecrement (429 while
 status.observedGeneration < metadata.generation, 429 when status.disruptionsAllowed is 0), the 500 for a pod
@@ -11,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.preempt_pdb import PdbBudget, label_selector, pdb_protects
+from gangsched.core.preempt_pdb import PdbBudget, pdb_protects
+from gangsched.models.pdb import pdb_budget
+from gangsched.models.selectors import label_selector
 from gangsched.state.cache import ClusterCache
 
 
@@ -25,7 +28,7 @@ def pdb(name: str, *, allowed: int, generation: int = 1, observed: int = 1, sele
 
 def budget(obj: dict[str, Any]) -> PdbBudget:
     raw = obj["spec"]["selector"]
-    return PdbBudget.from_api(obj, label_selector(raw, field="spec.selector"), raw)
+    return pdb_budget(obj, label_selector(raw, field="spec.selector"))
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.plan import GangStatus
-from gangsched.core.records import pod_from_api
+from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
 from tests.unit.test_core_support import node_obj, pod_obj

@@ -1,4 +1,4 @@
-"""Static feasibility of a scheduling class on a node (everything except free resources), and its score.
+"""The operator's one label matcher: node selectors, node affinity, taints and label selectors (pure).
 
 Contract:
 - `static_block(cls, node) -> str | None`: None when the node passes nodeSelector, required node affinity,
@@ -11,11 +11,16 @@ Contract:
 - `term_matches(term, node) -> bool` and `requirement_matches(req, labels)`: Kubernetes node selector
   semantics (a term without any requirement matches nothing; Gt/Lt compare integers; a label that is not an
   integer never matches Gt/Lt).
+- `LabelSelector(labels, expressions).matches(labels) -> bool`: a metav1.LabelSelector (matchLabels pairs and
+  In/NotIn/Exists/DoesNotExist requirements, parsed by models/selectors.py), through `requirement_matches`;
+  an empty selector matches everything (callers that give it another meaning, such as the Eviction API's
+  "selects nothing", say so themselves: core/preempt_pdb.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from gangsched.core.records import NodeRecord, Requirement, SchedulingClass, Taint, Term
 
@@ -41,6 +46,22 @@ def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
         return False
     want = int(req.values[0])
     return have > want if op == "Gt" else have < want
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    labels: tuple[tuple[str, str], ...]  # matchLabels
+    expressions: tuple[Requirement, ...]  # matchExpressions
+
+    @property
+    def empty(self) -> bool:
+        return not (self.labels or self.expressions)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.labels:
+            if labels.get(key) != value:
+                return False
+        return all(requirement_matches(req, labels) for req in self.expressions)
 
 
 def term_matches(term: Term, node: NodeRecord) -> bool:

@@ -9,11 +9,8 @@ Contract:
 - `Resources` is a plain `dict[str, int]` of canonical amounts; absent means 0. Functions here never mutate
   their arguments unless the name says so (`add_into`, `sub_into`).
 - `resource_list(obj, *, field) -> Resources` parses a ResourceList mapping (e.g. `requests`).
-- `pod_requests(spec, *, field="spec") -> Resources` computes a pod's effective requests the way Kubernetes
-  does: the sum over containers; each init container raises it to at least its own request plus the sidecars
-  started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
-  spec.overhead. A container's missing request defaults to its limit (API server defaulting). The result
-  does NOT include the implicit `pods: 1` (records add it, see core/records.py).
+- `add_into`, `sub_into` (in place), `add`, `maximum` (new dicts): resource arithmetic. A pod's effective requests
+  are computed from its spec by models/pod.py `pod_requests`.
 - `format_resources(res) -> str` renders e.g. `{cpu: 500m, memory: 1Gi, nvidia.com/gpu: 8}` for messages.
 """
 
@@ -31,7 +28,6 @@ from gangsched.core.errors import InvalidField
 Resources = dict[str, int]
 
 CPU = "cpu"
-MEMORY = "memory"
 PODS = "pods"
 
 _BYTE_RESOURCES = ("memory", "ephemeral-storage", "storage")
@@ -163,64 +159,6 @@ def maximum(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
         if v > out.get(k, 0):
             out[k] = v
     return out
-
-
-def fits(request: Mapping[str, int], free: Mapping[str, int]) -> bool:
-    return all(free.get(k, 0) >= v for k, v in request.items() if v)
-
-
-def how_many(request: Mapping[str, int], free: Mapping[str, int], cap: int) -> int:
-    """How many copies of `request` fit in `free`, at most `cap`."""
-    n = cap
-    for k, v in request.items():
-        if v:
-            room = free.get(k, 0) // v
-            if room < n:
-                if room <= 0:
-                    return 0
-                n = room
-    return n
-
-
-def _container_requests(container: Any, *, field: str) -> Resources:
-    if not isinstance(container, Mapping):
-        raise InvalidField(field, container, "must be a container object")
-    resources = container.get("resources") or {}
-    if not isinstance(resources, Mapping):
-        raise InvalidField(f"{field}.resources", resources, "must be an object with requests/limits")
-    requests = resource_list(resources.get("requests"), field=f"{field}.resources.requests")
-    limits = resource_list(resources.get("limits"), field=f"{field}.resources.limits")
-    for name, amount in limits.items():
-        requests.setdefault(name, amount)  # the API server defaults a missing request to the limit
-    return requests
-
-
-def _containers(spec: Mapping[str, Any], key: str, *, field: str) -> Iterable[tuple[str, Any]]:
-    items = spec.get(key) or []
-    if not isinstance(items, list):
-        raise InvalidField(f"{field}.{key}", items, "must be a list of containers")
-    return ((f"{field}.{key}[{i}]", c) for i, c in enumerate(items))
-
-
-def pod_requests(spec: Mapping[str, Any], *, field: str = "spec") -> Resources:
-    """Effective requests of a pod spec, as the Kubernetes scheduler computes them."""
-    total: Resources = {}
-    for path, c in _containers(spec, "containers", field=field):
-        add_into(total, _container_requests(c, field=path))
-    sidecars: Resources = {}
-    init_max: Resources = {}
-    for path, c in _containers(spec, "initContainers", field=field):
-        req = _container_requests(c, field=path)
-        if isinstance(c, Mapping) and c.get("restartPolicy") == "Always":
-            add_into(total, req)
-            add_into(sidecars, req)
-            effective = dict(sidecars)
-        else:
-            effective = add(req, sidecars)
-        init_max = maximum(init_max, effective)
-    total = maximum(total, init_max)
-    add_into(total, resource_list(spec.get("overhead"), field=f"{field}.overhead"))
-    return {k: v for k, v in total.items() if v}
 
 
 def _format_amount(name: str, amount: int) -> str:

@@ -39,10 +39,9 @@ from typing import Any, Protocol
 
 from gangsched.k8s.client import ApiError, KubeClient, resource_path
 from gangsched.k8s.retry import NO_RETRY
+from gangsched.models.timestamps import format_micro_time
 
 log = logging.getLogger(__name__)
-
-MICRO = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class Clock(Protocol):
@@ -64,7 +63,7 @@ class SystemClock:
 
 
 def format_micro(ts: dt.datetime) -> str:
-    return ts.astimezone(dt.UTC).strftime(MICRO)
+    return format_micro_time(ts)
 
 
 @dataclass(frozen=True, slots=True)

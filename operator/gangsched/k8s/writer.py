@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import logging
 import random
 import time
@@ -55,6 +54,7 @@ from cachetools import TTLCache
 
 from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.k8s.retry import NO_RETRY, PERSISTENT, RetryPolicy
+from gangsched.models.timestamps import now_time
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def _deep_merge(into: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_time()
 
 
 def _must_defer(event: asyncio.Event | None, max_defer: float) -> bool:

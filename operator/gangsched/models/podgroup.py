@@ -9,13 +9,15 @@ Contract:
   Koordinator annotations on the PodGroup (total-number, mode, groups, waiting-time, min-available) win over
   the spec's fields. Any invalid value raises core.errors.InvalidField naming the field ("spec.minMember",
   "spec.roles[1].name", or the annotation key), the value and what is allowed.
+- `podgroup_times(obj) -> PodGroupTimes`: metadata.creationTimestamp (epoch seconds, 0 when absent or unreadable)
+  and status.scheduleStartTime as written and in epoch seconds (None when absent or unreadable).
 Not on the per-pod hot path: PodGroups change rarely.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -23,6 +25,7 @@ from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
 from gangsched.models.annotations import apply_overrides, gang_overrides, normalize_group
 from gangsched.models.min_resources import parse_min_resources
+from gangsched.models.timestamps import parse_time
 
 GROUP = "scheduling.x-k8s.io"
 VERSION = "v1alpha1"
@@ -230,3 +233,24 @@ def podgroup_spec_from_api(obj: dict[str, Any]) -> GangSpec:
     annotations = meta.get("annotations") or {}
     overrides = gang_overrides(annotations, {}, namespace=namespace, name=name) if annotations else {}
     return apply_overrides(gang, overrides)
+
+
+class PodGroupTimes(NamedTuple):
+    created: float  # metadata.creationTimestamp, epoch seconds (0.0: absent or unreadable)
+    schedule_start_iso: str | None  # status.scheduleStartTime as written
+    schedule_start: float | None  # the same, epoch seconds
+
+
+def podgroup_times(obj: dict[str, Any]) -> PodGroupTimes:
+    created_raw = (obj.get("metadata") or {}).get("creationTimestamp")
+    try:
+        created = parse_time(created_raw, field="metadata.creationTimestamp") if created_raw else 0.0
+    except InvalidField:
+        created = 0.0
+    start_raw = (obj.get("status") or {}).get("scheduleStartTime")
+    if not isinstance(start_raw, str) or not start_raw:
+        return PodGroupTimes(created, None, None)
+    try:
+        return PodGroupTimes(created, start_raw, parse_time(start_raw, field="status.scheduleStartTime"))
+    except InvalidField:
+        return PodGroupTimes(created, None, None)

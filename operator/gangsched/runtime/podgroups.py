@@ -14,7 +14,6 @@ Contract:
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -23,8 +22,8 @@ from gangsched.core.gangspec import GangSpec
 from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writes import Writes
+from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache
-from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +31,7 @@ Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return now_time()
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -45,7 +44,7 @@ class PodGroupReporter:
         self.api = api
         self.cache = cache
         self.writes = writes
-        self.statuses = GangStatusBook()
+        self.statuses = cache.statuses  # the cache forgets deleted gangs there
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
 

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from gangsched.models.timestamps import format_time
 from gangsched.sim import protowire, rbac
 from gangsched.sim import status as st
 from gangsched.sim.auth import ADMIN, API_AUDIENCES, Authenticator, UserInfo
@@ -143,14 +144,14 @@ class AuthEndpoints:
                     "metadata": {
                         "name": name,
                         "namespace": namespace,
-                        "creationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                        "creationTimestamp": format_time(now),
                     },
                     "spec": {
                         "audiences": audiences,
                         "expirationSeconds": expiration,
                         "boundObjectRef": spec.get("boundObjectRef"),
                     },
-                    "status": {"token": token, "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                    "status": {"token": token, "expirationTimestamp": format_time(expires)},
                 },
                 status=201,
             )

@@ -30,6 +30,7 @@ from typing import Any
 from gangsched.core.errors import InvalidField
 from gangsched.core.resources import parse_quantity
 from gangsched.k8s.client import ApiError, KubeClient
+from gangsched.models.timestamps import format_time
 
 KUBELET_VERSION = "v1.32.0-sim"
 TOPOLOGY_LABEL_PREFIX = "topology.gangsched.io/tier-"
@@ -59,7 +60,7 @@ def parse_node_resources(text: str) -> dict[str, str]:
 
 def _timestamp(now: datetime.datetime | None) -> str:
     when = now or datetime.datetime.now(datetime.UTC)
-    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(when)
 
 
 def default_address(name: str) -> str:

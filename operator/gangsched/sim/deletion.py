@@ -28,10 +28,9 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
+from gangsched.models.timestamps import format_time, parse_datetime
 from gangsched.sim import status as st
 from gangsched.sim.types import ResourceType
-
-_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 @dataclass(frozen=True)
@@ -41,19 +40,11 @@ class DeletePlan:
 
 
 def _stamp(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.UTC).strftime(_FORMAT)
+    return format_time(when)
 
 
 def _parse(text: Any) -> datetime.datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.datetime.strptime(text, _FORMAT).replace(tzinfo=datetime.UTC)
-    except ValueError:
-        try:
-            return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
+    return parse_datetime(text)
 
 
 def check_preconditions(rtype: ResourceType, obj: dict[str, Any], options: dict[str, Any]) -> None:

@@ -40,6 +40,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from gangsched.models.timestamps import format_time as metav1_time
+from gangsched.models.timestamps import parse_datetime
 from gangsched.sim.selectors import LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Watcher, WatchEvent
 
@@ -73,16 +75,11 @@ class SyncError(Exception):
 
 
 def format_time(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return metav1_time(when)
 
 
 def parse_time(text: Any) -> datetime.datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.UTC)
-    except ValueError:
-        return None
+    return parse_datetime(text)
 
 
 def is_pod_ready(pod: dict[str, Any]) -> bool:

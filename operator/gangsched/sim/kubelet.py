@@ -31,6 +31,7 @@ from gangsched.core.errors import InvalidField
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.k8s.reflector import Reflector
 from gangsched.models.duration import parse_duration
+from gangsched.models.timestamps import format_time
 from gangsched.sim.table import parse_timestamp
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ def _now() -> datetime.datetime:
 
 
 def _stamp(when: datetime.datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(when)
 
 
 def _key(pod: dict[str, Any]) -> Key:

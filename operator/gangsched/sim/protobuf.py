@@ -38,9 +38,10 @@ Contract:
 from __future__ import annotations
 
 import base64
-import datetime
 from collections.abc import Iterator
 from typing import Any
+
+from gangsched.models.timestamps import format_time
 
 MAGIC = b"k8s\x00"
 MEDIA_TYPE = "application/vnd.kubernetes.protobuf"
@@ -378,8 +379,7 @@ def _time(buf: bytes) -> str | None:
             nanos = _signed(value)
     if seconds == 0 and nanos == 0:
         return None  # the zero Time, null in JSON
-    moment = datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(seconds)
 
 
 def _int_or_string(buf: bytes) -> int | str:

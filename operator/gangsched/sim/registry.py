@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from gangsched.models.timestamps import format_time
 from gangsched.sim import deletion, namespace_lifecycle, strategic, validation
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
@@ -71,7 +72,7 @@ _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGra
 
 
 def timestamp(now: datetime.datetime) -> str:
-    return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(now)
 
 
 @dataclass
@@ -572,6 +573,8 @@ class Registry:
                 raise st.unsupported_media_type(content_type, PATCH_TYPES)
         except patching.PatchTestFailed as exc:
             raise st.invalid(rtype, name, [("", str(exc))]) from None
+        except patching.PatchDecodeError as exc:  # jsonpatch.DecodePatch failed: 400 (handlers/patch.go)
+            raise st.bad_request(str(exc)) from None
         except patching.PatchError as exc:
             raise st.ApiError(
                 422,

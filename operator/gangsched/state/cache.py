@@ -2,13 +2,16 @@
 
 Contract:
 - Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
-  `on_pod_event`, `on_node`, `on_podgroup`, `on_priority_class`, `set_topology`. Each converts, updates
+  `on_pod_event`, `on_node`, `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
   `self.cluster` (core.cluster.Cluster) and calls `on_change()` when the scheduler may now decide something
   new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
   the field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost.
 - A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
+- Deleted gangs are forgotten: when a gang has neither a PodGroup nor a member pod left, every per-gang structure
+  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, the Cluster's gang) lets it go;
+  a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -22,35 +25,30 @@ Contract:
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
-- PodDisruptionBudgets (preemption, issues 6 and 11): `on_pdb(kind, obj)` keeps each PDB's selector, the
-  status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
-  set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
-  protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
-  (core/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
-  allows the pod's eviction again also forgets an earlier refusal of it.
+- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
+  the pods the Eviction API would refuse now as protected in the Cluster; pods' labels and bindings reach it too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
-from gangsched.core.preempt_pdb import PdbBudget, pdb_protects, pdb_selector
-from gangsched.core.records import PodRecord, node_from_api, pod_from_api
-from gangsched.core.timeparse import parse_rfc3339
+from gangsched.core.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.models.gang import PodGang, parse_pod_gang
-from gangsched.models.podgroup import podgroup_spec_from_api
+from gangsched.models.node import node_from_api
+from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
+from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
+from gangsched.state.budgets import DisruptionBudgets
+from gangsched.state.status import GangStatusBook
 
 log = logging.getLogger(__name__)
 
@@ -93,34 +91,6 @@ class _GangSources:
     applied: GangSpec | None = None  # what the Cluster has now
 
 
-def _static_fingerprint(meta: dict[str, Any], spec: dict[str, Any]) -> int:
-    """A hash of everything pod_from_api and parse_pod_gang read, except nodeName and status."""
-    if "nodeName" in spec:
-        spec = {k: v for k, v in spec.items() if k != "nodeName"}
-    blob = orjson.dumps(
-        (meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec)
-    )
-    return hash(blob)
-
-
-def _with_status(previous: PodRecord, spec: dict[str, Any], status: Any) -> PodRecord | None:
-    """previous with nodeName, phase and nominatedNodeName taken from a new version of the pod, exactly as
-    core.records.pod_from_api reads them; None when the version needs the full parse (it then reports bad input)."""
-    if status is None:
-        status = {}
-    elif not isinstance(status, dict):
-        return None
-    node_name = spec.get("nodeName") or None
-    phase = status.get("phase") or "Pending"
-    nominated = status.get("nominatedNodeName") or None
-    return dataclasses.replace(
-        previous,
-        node_name=sys.intern(node_name) if isinstance(node_name, str) else None,
-        phase=sys.intern(str(phase)),
-        nominated_node=nominated if isinstance(nominated, str) else None,
-    )
-
-
 def _owner_uids(meta: dict[str, Any]) -> frozenset[str]:
     return frozenset(str(ref.get("uid", "")) for ref in meta.get("ownerReferences") or [] if isinstance(ref, dict))
 
@@ -155,16 +125,14 @@ class ClusterCache:
         self.problems: list[Problem] = []
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
-        self.priority_classes: dict[str, int] = {}
+        self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
+        self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
-        self.pods_seen = 0
-        self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
-        self._fingerprints: dict[str, int] = {}  # pod key -> _static_fingerprint of its last parsed version
-        self._pdbs: dict[str, dict[str, PdbBudget]] = {}  # namespace -> PDB name -> budget
-        self._pdb_pods: set[str] = set()  # pods this cache marked protected
-        self._labels: dict[str, dict[str, str]] = {}  # pod key -> labels (PDB selectors are matched incrementally)
+        self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
+        self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
+        self.budgets = DisruptionBudgets(self.cluster)
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
 
     # ----------------------------------------------------------------- pods
@@ -177,6 +145,8 @@ class ClusterCache:
                 seen.add(key)
         for key in [k for k in self.cluster.pods if k not in seen]:
             self._remove_pod(key)
+        for key in [k for k in self._bad_pods if k not in seen]:
+            del self._bad_pods[key]  # reported, then deleted while nobody watched
         self.on_change()
 
     def on_pod_event(self, kind: str | None, obj: dict[str, Any]) -> None:
@@ -188,17 +158,16 @@ class ClusterCache:
             self._upsert_pod(obj, notify=True)
 
     def _upsert_pod(self, obj: dict[str, Any], *, notify: bool) -> str | None:
-        self.pods_seen += 1
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-        fingerprint = _static_fingerprint(meta, spec)
+        fingerprint = pod_fingerprint(meta, spec)
         previous = self.cluster.pods.get(key)
         leaving = meta.get("deletionTimestamp") is not None
         if leaving or key in self.cluster.leaving:
             self.cluster.set_leaving(key, leaving)
         if previous is not None and self._fingerprints.get(key) == fingerprint:
-            quick = _with_status(previous, spec, obj.get("status"))
+            quick = pod_with_status(previous, spec, obj.get("status"))
             if quick is not None:  # only nodeName / status moved: no need to parse the pod again
                 self.quick_updates += 1
                 if quick != previous or key in self.cluster.assumed:  # (an assumed pod seen bound: confirmed)
@@ -221,8 +190,8 @@ class ClusterCache:
             return key
         self._bad_pods.pop(key, None)
         self._fingerprints[key] = fingerprint
+        self._join(key, decl.key if decl is not None else None)
         if decl is not None:
-            self._pod_gang[key] = decl.key
             sources = self._gangs.setdefault(decl.key, _GangSources())
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
@@ -238,9 +207,7 @@ class ClusterCache:
     ) -> None:
         self.cluster.upsert_pod(record)
         labels = meta.get("labels")
-        self._labels[key] = labels if isinstance(labels, dict) else {}
-        if self._pdbs or key in self._pdb_pods:
-            self._check_pdb(key, meta)
+        self.budgets.pod_upserted(key, meta.get("namespace") or "default", labels if isinstance(labels, dict) else {})
         if record.gang is not None:
             self.dirty_gangs.add(record.gang)
         if not notify:
@@ -258,17 +225,53 @@ class ClusterCache:
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
         self.cluster.remove_pod(key)
-        self._pdb_pods.discard(key)
-        self._labels.pop(key, None)
-        affected: set[str] = set()
-        for budget in self._pdbs.get(key.partition("/")[0], {}).values():
-            affected |= budget.drop(key)
-        if affected:
-            self._refresh_protection(affected, budget_changed=False)
+        self.budgets.pod_removed(key)
         self._bad_pods.pop(key, None)
-        gang = self._pod_gang.pop(key, None)
+        self._join(key, None)
+
+    def _join(self, key: str, gang: str | None) -> None:
+        """The pod's gang is now `gang` (None: no gang); a gang left without members or PodGroup is forgotten."""
+        old = self._pod_gang.get(key)
+        if old == gang:
+            return
         if gang is not None:
-            self.dirty_gangs.add(gang)
+            self._pod_gang[key] = gang
+            self._gang_pods.setdefault(gang, set()).add(key)
+        else:
+            del self._pod_gang[key]
+        if old is None:
+            return
+        self.dirty_gangs.add(old)
+        left = self._gang_pods.get(old)
+        if left is not None:
+            left.discard(key)
+            if not left:
+                del self._gang_pods[old]
+        self._forget_if_gone(old)
+
+    def _forget_if_gone(self, gang: str) -> None:
+        """Drop every per-gang structure of a gang that has neither a PodGroup nor a member any more."""
+        if gang in self._gang_pods:
+            return
+        sources = self._gangs.get(gang)
+        if sources is not None and sources.podgroup is not None:
+            return
+        self._gangs.pop(gang, None)
+        if sources is not None and sources.applied is not None:
+            self.cluster.remove_gang(gang)
+        self.podgroups_to_create.pop(gang, None)
+        self.dirty_gangs.discard(gang)
+        self.statuses.forget(gang)
+
+    def gang_structure_sizes(self) -> dict[str, int]:
+        """How many gangs each per-gang structure of the cache holds (tests check that deleted gangs leave none)."""
+        return {
+            "sources": len(self._gangs),
+            "members": len(self._gang_pods),
+            "podgroups_to_create": len(self.podgroups_to_create),
+            "dirty_gangs": len(self.dirty_gangs),
+            "statuses": self.statuses.tracked(),
+        }
 
     def _report_pod(self, obj: dict[str, Any], key: str, exc: InvalidField) -> None:
         message = str(exc)
@@ -302,12 +305,9 @@ class ClusterCache:
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         sources = self._gangs.setdefault(key, _GangSources())
         if kind == "DELETED":
-            sources.podgroup = None
-            self._refresh_gang(key)
-            self.on_change()
+            self._podgroup_deleted(key, sources)
             return
         old = sources.podgroup
-        phase = (obj.get("status") or {}).get("phase")
         generation = int(meta.get("generation") or 0)
         owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
         if (
@@ -315,46 +315,74 @@ class ClusterCache:
             and generation
             and (old.generation, old.uid, old.owned_by_us) == (generation, meta.get("uid", ""), owned_by_us)
         ):
-            # the same spec (generation moves with every spec change): a status update, most often our own echo
-            sources.podgroup = dataclasses.replace(old, phase=phase, owners=_owner_uids(meta), **self._start(obj))
-            satisfied_before = self._satisfied(key)
-            if phase in SATISFIED_PHASES:
-                self.cluster.mark_satisfied(key)
-            self.dirty_gangs.add(key)
-            if self._satisfied(key) != satisfied_before:
-                self.on_change()
-            else:
-                self.on_status()
-            return
+            self._podgroup_status_moved(key, sources, old, obj)
+        else:
+            self._podgroup_spec_moved(key, sources, old, obj, generation=generation, owned_by_us=owned_by_us)
+
+    def _podgroup_deleted(self, key: str, sources: _GangSources) -> None:
+        sources.podgroup = None
+        self.statuses.forget(key)  # a PodGroup created again gets its status written afresh
+        if key in self._gang_pods:
+            self._refresh_gang(key)
+        else:
+            self._forget_if_gone(key)
+        self.on_change()
+
+    def _podgroup_status_moved(self, key: str, sources: _GangSources, old: PodGroupInfo, obj: dict[str, Any]) -> None:
+        """The same spec (generation moves with every spec change): a status update, most often our own echo."""
+        phase = (obj.get("status") or {}).get("phase")
+        times = podgroup_times(obj)
+        sources.podgroup = dataclasses.replace(
+            old,
+            phase=phase,
+            owners=_owner_uids(obj.get("metadata") or {}),
+            schedule_start_iso=times.schedule_start_iso,
+            schedule_start=times.schedule_start,
+        )
+        satisfied_before = self._satisfied(key)
+        if phase in SATISFIED_PHASES:
+            self.cluster.mark_satisfied(key)
+        self.dirty_gangs.add(key)
+        if self._satisfied(key) != satisfied_before:
+            self.on_change()
+        else:
+            self.on_status()
+
+    def _podgroup_spec_moved(
+        self,
+        key: str,
+        sources: _GangSources,
+        old: PodGroupInfo | None,
+        obj: dict[str, Any],
+        *,
+        generation: int,
+        owned_by_us: bool,
+    ) -> None:
+        meta = obj.get("metadata") or {}
+        phase = (obj.get("status") or {}).get("phase")
         try:
             spec: GangSpec | None = podgroup_spec_from_api(obj)
             error = None
         except InvalidField as exc:
             spec, error = None, str(exc)
+        times = podgroup_times(obj)
         sources.podgroup = PodGroupInfo(
             uid=meta.get("uid", ""),
             generation=generation,
             spec=spec,
             error=error,
-            created=self._created(obj),
+            created=times.created,
             phase=phase,
             owned_by_us=owned_by_us,
             owners=_owner_uids(meta),
-            **self._start(obj),
+            schedule_start_iso=times.schedule_start_iso,
+            schedule_start=times.schedule_start,
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
-            self.problems.append(
-                Problem(
-                    "PodGroup",
-                    "scheduling.x-k8s.io/v1alpha1",
-                    key.split("/")[0],
-                    meta.get("name", ""),
-                    meta.get("uid", ""),
-                    "InvalidSpec",
-                    error,
-                )
-            )
+            namespace, name, uid = key.split("/")[0], meta.get("name", ""), meta.get("uid", "")
+            api_version = "scheduling.x-k8s.io/v1alpha1"
+            self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
         self._refresh_gang(key)
@@ -364,24 +392,6 @@ class ClusterCache:
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)
         return bool(gs is not None and gs.satisfied)
-
-    @staticmethod
-    def _start(obj: dict[str, Any]) -> dict[str, Any]:
-        raw = (obj.get("status") or {}).get("scheduleStartTime")
-        if not isinstance(raw, str) or not raw:
-            return {"schedule_start_iso": None, "schedule_start": None}
-        try:
-            return {"schedule_start_iso": raw, "schedule_start": parse_rfc3339(raw, field="status.scheduleStartTime")}
-        except InvalidField:
-            return {"schedule_start_iso": None, "schedule_start": None}
-
-    @staticmethod
-    def _created(obj: dict[str, Any]) -> float:
-        raw = (obj.get("metadata") or {}).get("creationTimestamp")
-        try:
-            return parse_rfc3339(raw, field="metadata.creationTimestamp") if raw else 0.0
-        except InvalidField:
-            return 0.0
 
     def podgroup(self, key: str) -> PodGroupInfo | None:
         sources = self._gangs.get(key)
@@ -411,78 +421,14 @@ class ClusterCache:
 
     # ------------------------------------------------------ disruption budgets
     def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:
-        """A PodDisruptionBudget event: its selector, status and members kept here; no API call."""
-        meta = obj.get("metadata") or {}
-        ns, name = meta.get("namespace") or "default", meta.get("name", "")
-        budgets = self._pdbs.setdefault(ns, {})
-        old = budgets.pop(name, None)
-        affected: set[str] = set(old.members) if old is not None else set()
-        if kind != "DELETED":
-            try:
-                sel = pdb_selector(obj)
-            except InvalidField as exc:
-                self.problems.append(
-                    Problem(
-                        "PodDisruptionBudget", "policy/v1", ns, name, meta.get("uid", ""), "InvalidSelector", str(exc)
-                    )
-                )
-                sel = None
-            raw_selector = (obj.get("spec") or {}).get("selector")
-            budget = PdbBudget.from_api(obj, sel, raw_selector)
-            if old is not None and old.raw_selector == raw_selector:
-                budget.members, budget.by_unit = old.members, old.by_unit  # the same pods: only the status moved
-            else:  # a new selector: match the namespace's pods once (their labels are kept)
-                prefix = ns + "/"
-                for key, labels in self._labels.items():
-                    if key.startswith(prefix) and budget.selects(labels):
-                        budget.set_member(key, self._victim_unit(key))
-            budgets[name] = budget
-            affected |= set(budget.members)
-        if not budgets:
-            del self._pdbs[ns]
-        if self._refresh_protection(affected, budget_changed=True):
+        """A PodDisruptionBudget event (state/budgets.py); an invalid selector is reported, the PDB selects nothing."""
+        changed, error = self.budgets.on_pdb(kind, obj)
+        if error is not None:
+            meta = obj.get("metadata") or {}
+            ns, name, uid = meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", "")
+            self.problems.append(Problem("PodDisruptionBudget", "policy/v1", ns, name, uid, "InvalidSelector", error))
+        if changed:
             self.on_change()
-
-    def _check_pdb(self, key: str, meta: dict[str, Any]) -> None:
-        """A pod upserted: its memberships follow its labels, its unit its binding; protection is re-evaluated
-        for the pods whose unit counts moved."""
-        labels = self._labels.get(key, {})
-        affected: set[str] = {key}
-        unit = self._victim_unit(key)
-        for budget in self._pdbs.get(meta.get("namespace") or "default", {}).values():
-            if budget.selects(labels):
-                affected |= budget.set_member(key, unit)
-            elif key in budget.members:
-                affected |= budget.drop(key)
-        self._refresh_protection(affected, budget_changed=False)
-
-    def _refresh_protection(self, keys: Iterable[str], *, budget_changed: bool) -> bool:
-        """Mark or unmark pods protected as the Eviction API would decide (core/preempt_pdb.py pdb_protects);
-        True when a pod's protection changed. `budget_changed`: a PDB moved, so an earlier refusal of its pods is
-        forgotten when it now allows their eviction."""
-        changed = False
-        pods = self.cluster.pods
-        for key in keys:
-            if key not in pods:
-                self._pdb_pods.discard(key)
-                continue
-            if pdb_protects(key, self._pdbs.get(key.partition("/")[0], {}).values()):
-                if key not in self._pdb_pods or key not in self.cluster.protected:
-                    self._pdb_pods.add(key)
-                    self.cluster.set_protected(key, True)
-                    changed = True
-            elif key in self._pdb_pods or (budget_changed and key in self.cluster.protected):
-                self._pdb_pods.discard(key)
-                self.cluster.set_protected(key, False)
-                changed = True
-        return changed
-
-    def _victim_unit(self, key: str) -> str | None:
-        """The victim unit of a bound, unfinished pod (its gang, or itself); None: not a possible victim."""
-        pod = self.cluster.pods.get(key)
-        if pod is None or pod.node_name is None or pod.terminal:
-            return None
-        return pod.gang or key
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
@@ -506,14 +452,6 @@ class ClusterCache:
 
     def node_labels(self) -> dict[str, dict[str, str]]:
         return {name: dict(node.labels) for name, node in self.cluster.nodes.items()}
-
-    # ------------------------------------------------------ priority classes
-    def on_priority_class(self, kind: str | None, obj: dict[str, Any]) -> None:
-        name = (obj.get("metadata") or {}).get("name", "")
-        if kind == "DELETED":
-            self.priority_classes.pop(name, None)
-        else:
-            self.priority_classes[name] = int(obj.get("value") or 0)
 
     # -------------------------------------------------------------- topology
     def set_topology(self, tree: TopologyTree | None) -> None:

@@ -1,12 +1,16 @@
 """PodGroup status as `kubectl get podgroups` should show it, computed from the cache.
 
-Contract: `GangStatusBook.status_of(gang, *, members, podgroup, decided, timed_out, now_iso)` returns the
-`status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields), or None when nothing would change
-since the last time it returned a body for that gang. `seed_start(gang, iso)` adopts the scheduleStartTime a
-PodGroup already shows (written before a restart), so a new leader does not move it. It is pure apart from remembering,
-per gang, the last body and when each condition last changed (so `lastTransitionTime` only moves on a real transition).
+Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out, invalid,
+in_flight, now_iso, held)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields),
+or None when nothing would change since the last time it returned a body for that gang. `seed_start(gang, iso)`
+adopts the scheduleStartTime a PodGroup already shows (written before a restart), so a new leader does not move it.
+It is pure apart from remembering, per gang, the last body and when each condition last changed (so
+`lastTransitionTime` only moves on a real transition); `forget(gang)` drops that memory (the PodGroup or the whole
+gang was deleted: state/cache.py calls it) and `tracked()` counts the gangs remembered.
 
-Phases, first match wins (counts are over the gang's current members):
+`podgroup_phase(counts, ...)` is the one computation of a PodGroup's phase (models/podgroup.py PodGroupPhase, the
+CRD's vocabulary, as are the condition types); first match wins (counts are over the
+gang's current members):
 - Succeeded: succeeded >= minMember;
 - Failed: the gang was satisfied, some member failed and running + succeeded < minMember;
 - Running: running + succeeded >= minMember;
@@ -15,7 +19,8 @@ Phases, first match wins (counts are over the gang's current members):
 - Scheduling: some members hold reservations (`held`, the reservations the gang holds now, when given: the
   core's last decision may be stale after members were deleted; without reservations left it is not reported);
 - Pending: otherwise.
-`scheduled` counts members bound to a node (or being bound); `running`, `succeeded`, `failed` count phases.
+`scheduled` counts members bound to a node (or being bound); `running`, `succeeded`, `failed` count phases. The
+core's decision (`decided`, a core/plan.py GangStatus) gives the reservations, the reason, the message and the tier.
 """
 
 from __future__ import annotations
@@ -26,6 +31,53 @@ from typing import Any
 
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
+from gangsched.models.podgroup import ConditionType, PodGroupPhase
+
+Phase = PodGroupPhase
+SCHEDULED_PHASES = frozenset({Phase.SCHEDULED, Phase.RUNNING, Phase.SUCCEEDED, Phase.FAILED})
+
+
+@dataclass(slots=True)
+class MemberCounts:
+    scheduled: int = 0  # bound to a node, or being bound
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+def count_members(members: Sequence[PodRecord], *, in_flight: int) -> MemberCounts:
+    counts = MemberCounts()
+    for pod in members:
+        if pod.node_name:
+            counts.scheduled += 1
+        if pod.phase == "Running":
+            counts.running += 1
+        elif pod.phase == "Succeeded":
+            counts.succeeded += 1
+        elif pod.phase == "Failed":
+            counts.failed += 1
+    counts.scheduled = max(counts.scheduled, in_flight)
+    return counts
+
+
+def podgroup_phase(
+    counts: MemberCounts, *, min_member: int, satisfied: bool, timed_out: bool, reserved: int
+) -> PodGroupPhase:
+    """The PodGroup phase (see the module docstring for the order)."""
+    finished_or_running = counts.running + counts.succeeded
+    if counts.succeeded >= min_member:
+        return Phase.SUCCEEDED
+    if satisfied and counts.failed and finished_or_running < min_member:
+        return Phase.FAILED
+    if finished_or_running >= min_member:
+        return Phase.RUNNING
+    if satisfied or counts.scheduled >= min_member:
+        return Phase.SCHEDULED
+    if timed_out:
+        return Phase.TIMEOUT
+    if reserved:
+        return Phase.SCHEDULING
+    return Phase.PENDING
 
 
 @dataclass(slots=True)
@@ -35,6 +87,15 @@ class _Memory:
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # condition type -> (status, time)
 
 
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every condition of one status body shares."""
+
+    memory: _Memory
+    generation: int
+    now_iso: str
+
+
 class GangStatusBook:
     def __init__(self) -> None:
         self._memory: dict[str, _Memory] = {}
@@ -42,13 +103,16 @@ class GangStatusBook:
     def forget(self, gang: str) -> None:
         self._memory.pop(gang, None)
 
+    def tracked(self) -> int:
+        return len(self._memory)
+
     def seed_start(self, gang: str, start_iso: str) -> None:
         """scheduleStartTime as the PodGroup already shows it (written before a restart): kept, not rewritten."""
         mem = self._memory.setdefault(gang, _Memory())
         if mem.start is None:
             mem.start = start_iso
 
-    def status_of(  # noqa: C901 (predates the complexity ceiling)
+    def status_of(
         self,
         gang: str,
         *,
@@ -64,106 +128,89 @@ class GangStatusBook:
         held: int | None = None,
     ) -> dict[str, Any] | None:
         mem = self._memory.setdefault(gang, _Memory())
-        scheduled = running = succeeded = failed = 0
-        for pod in members:
-            if pod.node_name:
-                scheduled += 1
-            if pod.phase == "Running":
-                running += 1
-            elif pod.phase == "Succeeded":
-                succeeded += 1
-            elif pod.phase == "Failed":
-                failed += 1
-        scheduled = max(scheduled, in_flight)
+        counts = count_members(members, in_flight=in_flight)
         reserved = decided.reserved if decided is not None else 0
         if held is not None and held < reserved:
             # the core's last decision held more than the gang holds now (members deleted, a node gone): stale
             reserved = held
             if held == 0:
                 decided = None
-
-        if succeeded >= min_member:
-            phase = "Succeeded"
-        elif satisfied and failed and running + succeeded < min_member:
-            phase = "Failed"
-        elif running + succeeded >= min_member:
-            phase = "Running"
-        elif satisfied or scheduled >= min_member:
-            phase = "Scheduled"
-        elif timed_out:
-            phase = "Timeout"
-        elif reserved:
-            phase = "Scheduling"
-        else:
-            phase = "Pending"
-        if phase != "Pending" and mem.start is None:
+        phase = podgroup_phase(
+            counts, min_member=min_member, satisfied=satisfied, timed_out=timed_out, reserved=reserved
+        )
+        if phase != Phase.PENDING and mem.start is None:
             mem.start = now_iso
-
-        conditions = []
-        sched_ok = phase in ("Scheduled", "Running", "Succeeded", "Failed")
-        if sched_ok:
-            conditions.append(
-                self._condition(
-                    mem,
-                    "Scheduled",
-                    "True",
-                    "Scheduled",
-                    f"{scheduled} of {len(members)} members bound (minMember {min_member})",
-                    generation,
-                    now_iso,
-                )
-            )
-        else:
-            reason = decided.reason if decided is not None else "WaitingForPods"
-            message = decided.message if decided is not None else f"{len(members)} of {min_member} members present"
-            conditions.append(self._condition(mem, "Scheduled", "False", reason, message, generation, now_iso))
-        if timed_out and not sched_ok:
-            conditions.append(
-                self._condition(
-                    mem,
-                    "Timeout",
-                    "True",
-                    "GangTimeout",
-                    "the waiting time ended before the quorum was placed",
-                    generation,
-                    now_iso,
-                )
-            )
-        if invalid:
-            conditions.append(self._condition(mem, "Invalid", "True", "InvalidSpec", invalid, generation, now_iso))
-
-        body: dict[str, Any] = {
-            "phase": phase,
-            "scheduled": scheduled,
-            "running": running,
-            "succeeded": succeeded,
-            "failed": failed,
-            "observedGeneration": generation,
-            "conditions": conditions,
-        }
-        if mem.start is not None:
-            body["scheduleStartTime"] = mem.start
-        if decided is not None and decided.tier is not None:
-            body["placedTier"] = decided.tier
-        # always present: null removes (merge patch) a message that no longer applies
-        body["message"] = decided.message if decided is not None and decided.message else None
+        context = _Context(mem, generation, now_iso)
+        conditions = self._conditions(context, phase, counts, len(members), min_member, decided, timed_out, invalid)
+        body = _body(phase, counts, generation, conditions, mem.start, decided)
         if body == mem.body:
             return None
         mem.body = body
         return body
 
-    @staticmethod
-    def _condition(
-        mem: _Memory, type_: str, status: str, reason: str, message: str, generation: int, now_iso: str
-    ) -> dict[str, Any]:
-        previous = mem.transitions.get(type_)
-        if previous is None or previous[0] != status:
-            mem.transitions[type_] = (status, now_iso)
-        return {
-            "type": type_,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": mem.transitions[type_][1],
-            "observedGeneration": generation,
-        }
+    def _conditions(
+        self,
+        context: _Context,
+        phase: PodGroupPhase,
+        counts: MemberCounts,
+        present: int,
+        min_member: int,
+        decided: GangStatus | None,
+        timed_out: bool,
+        invalid: str | None,
+    ) -> list[dict[str, Any]]:
+        scheduled = phase in SCHEDULED_PHASES
+        if scheduled:
+            message = f"{counts.scheduled} of {present} members bound (minMember {min_member})"
+            conditions = [_condition(context, ConditionType.SCHEDULED, "True", "Scheduled", message)]
+        else:
+            reason = decided.reason if decided is not None else "WaitingForPods"
+            message = decided.message if decided is not None else f"{present} of {min_member} members present"
+            conditions = [_condition(context, ConditionType.SCHEDULED, "False", reason, message)]
+        if timed_out and not scheduled:
+            message = "the waiting time ended before the quorum was placed"
+            conditions.append(_condition(context, ConditionType.TIMEOUT, "True", "GangTimeout", message))
+        if invalid:
+            conditions.append(_condition(context, ConditionType.INVALID, "True", "InvalidSpec", invalid))
+        return conditions
+
+
+def _body(
+    phase: PodGroupPhase,
+    counts: MemberCounts,
+    generation: int,
+    conditions: list[dict[str, Any]],
+    start: str | None,
+    decided: GangStatus | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "phase": phase.value,
+        "scheduled": counts.scheduled,
+        "running": counts.running,
+        "succeeded": counts.succeeded,
+        "failed": counts.failed,
+        "observedGeneration": generation,
+        "conditions": conditions,
+    }
+    if start is not None:
+        body["scheduleStartTime"] = start
+    if decided is not None and decided.tier is not None:
+        body["placedTier"] = decided.tier
+    # always present: null removes (merge patch) a message that no longer applies
+    body["message"] = decided.message if decided is not None and decided.message else None
+    return body
+
+
+def _condition(context: _Context, type_: ConditionType, status: str, reason: str, message: str) -> dict[str, Any]:
+    transitions = context.memory.transitions
+    previous = transitions.get(type_)
+    if previous is None or previous[0] != status:
+        transitions[type_] = (status, context.now_iso)
+    return {
+        "type": type_.value,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": transitions[type_][1],
+        "observedGeneration": context.generation,
+    }

@@ -1,0 +1,50 @@
+"""Nodes read from the API into the core's `NodeRecord` (core/records.py).
+
+Contract: `node_from_api(obj) -> NodeRecord`: metadata.name, allocatable (status.allocatable, else
+status.capacity; canonical units, see core/resources.py), labels, spec.taints (effect NoSchedule,
+PreferNoSchedule or NoExecute) and spec.unschedulable. Identical allocatable maps are shared between records.
+Bad input raises InvalidField naming the field path (e.g. `spec.taints[0].effect`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, Final
+
+from gangsched.core.errors import InvalidField
+from gangsched.core.records import NodeRecord, Taint
+from gangsched.core.resources import resource_list
+from gangsched.models.fields import as_list, as_object, shared_map, str_map
+
+TAINT_EFFECTS: Final = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+
+
+def _taints(spec: Mapping[str, Any]) -> tuple[Taint, ...]:
+    taints = []
+    for i, raw in enumerate(as_list(spec.get("taints"), field="spec.taints")):
+        taint = as_object(raw, field=f"spec.taints[{i}]")
+        effect = taint.get("effect", "")
+        if effect not in TAINT_EFFECTS:
+            raise InvalidField(f"spec.taints[{i}].effect", effect, f"must be one of {sorted(TAINT_EFFECTS)}")
+        taints.append(Taint(sys.intern(str(taint.get("key", ""))), sys.intern(str(taint.get("value", ""))), effect))
+    return tuple(taints)
+
+
+def node_from_api(obj: Mapping[str, Any]) -> NodeRecord:
+    meta = as_object(obj.get("metadata"), field="metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidField("metadata.name", name, "must be a non-empty string")
+    spec = as_object(obj.get("spec"), field="spec")
+    status = as_object(obj.get("status"), field="status")
+    allocatable = status.get("allocatable")
+    if allocatable is None:
+        allocatable = status.get("capacity")
+    return NodeRecord(
+        name=sys.intern(name),
+        allocatable=shared_map(resource_list(allocatable, field="status.allocatable")),
+        labels=str_map(meta.get("labels"), field="metadata.labels"),
+        taints=_taints(spec),
+        unschedulable=bool(spec.get("unschedulable", False)),
+    )

@@ -1,0 +1,213 @@
+"""Pods read from the API into the core's `PodRecord` (core/records.py): the per-pod hot path (plain dicts as
+orjson returns them; no pydantic here).
+
+Contract:
+- `pod_from_api(obj, *, gang, role=None, rank=None, ours) -> PodRecord`: identity, priority, preemption policy,
+  creation time (epoch seconds, models/timestamps.py), requests (including the implicit `pods: 1`),
+  spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
+  mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations), interned
+  into a `SchedulingClass` (core/records.py `scheduling_class`). No raw API dict is kept.
+- `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
+  computes them: the sum over containers; each init container raises it to at least its own request plus the
+  sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
+  spec.overhead. A container's missing request defaults to its limit (API server defaulting). The result does NOT
+  include the implicit `pods: 1` (scheduling_class adds it).
+- `pod_fingerprint(meta, spec)`: a hash of everything the parsers read except spec.nodeName and status;
+  `pod_with_status(previous, spec, status)`: the previous record with those re-read (None: parse it fully). A
+  bind or a phase change then costs no full parse.
+Bad input raises InvalidField naming the field path (e.g. `spec.containers[0].resources.requests.cpu`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from gangsched.core.errors import InvalidField
+from gangsched.core.records import PodRecord, Term, Toleration, scheduling_class
+from gangsched.core.resources import Resources, add, add_into, maximum, resource_list
+from gangsched.models.fields import as_list, as_object, str_map
+from gangsched.models.keys import KOORD_TIMEOUT
+from gangsched.models.node import TAINT_EFFECTS
+from gangsched.models.selectors import node_selector_term
+from gangsched.models.timestamps import parse_time
+
+_NODE_AFFINITY = "spec.affinity.nodeAffinity"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _required_terms(node_affinity: Mapping[str, Any]) -> tuple[Term, ...] | None:
+    raw = node_affinity.get(_REQUIRED)
+    if raw is None:
+        return None
+    where = f"{_NODE_AFFINITY}.{_REQUIRED}"
+    terms = as_list(as_object(raw, field=where).get("nodeSelectorTerms"), field=f"{where}.nodeSelectorTerms")
+    return tuple(node_selector_term(t, field=f"{where}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
+
+
+def _preferred_terms(node_affinity: Mapping[str, Any]) -> tuple[tuple[int, Term], ...]:
+    where = f"{_NODE_AFFINITY}.{_PREFERRED}"
+    preferred = []
+    for i, raw in enumerate(as_list(node_affinity.get(_PREFERRED), field=where)):
+        entry = as_object(raw, field=f"{where}[{i}]")
+        weight = entry.get("weight")
+        if not isinstance(weight, int) or isinstance(weight, bool) or not 1 <= weight <= 100:
+            raise InvalidField(f"{where}[{i}].weight", weight, "must be an integer from 1 to 100")
+        preferred.append((weight, node_selector_term(entry.get("preference"), field=f"{where}[{i}].preference")))
+    return tuple(preferred)
+
+
+def _node_affinity(spec: Mapping[str, Any]) -> tuple[tuple[Term, ...] | None, tuple[tuple[int, Term], ...]]:
+    affinity = as_object(spec.get("affinity"), field="spec.affinity")
+    node_affinity = as_object(affinity.get("nodeAffinity"), field=_NODE_AFFINITY)
+    return _required_terms(node_affinity), _preferred_terms(node_affinity)
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    out = []
+    for i, raw in enumerate(as_list(spec.get("tolerations"), field="spec.tolerations")):
+        toleration = as_object(raw, field=f"spec.tolerations[{i}]")
+        op = toleration.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise InvalidField(f"spec.tolerations[{i}].operator", op, "must be Equal or Exists")
+        effect = toleration.get("effect") or ""
+        if effect and effect not in TAINT_EFFECTS:
+            allowed = f"must be empty or one of {sorted(TAINT_EFFECTS)}"
+            raise InvalidField(f"spec.tolerations[{i}].effect", effect, allowed)
+        out.append(Toleration(str(toleration.get("key") or ""), op, str(toleration.get("value") or ""), effect))
+    return tuple(out)
+
+
+def _container_requests(container: Any, *, field: str) -> Resources:
+    if not isinstance(container, Mapping):
+        raise InvalidField(field, container, "must be a container object")
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise InvalidField(f"{field}.resources", resources, "must be an object with requests/limits")
+    requests = resource_list(resources.get("requests"), field=f"{field}.resources.requests")
+    limits = resource_list(resources.get("limits"), field=f"{field}.resources.limits")
+    for name, amount in limits.items():
+        requests.setdefault(name, amount)  # the API server defaults a missing request to the limit
+    return requests
+
+
+def _containers(spec: Mapping[str, Any], key: str, *, field: str) -> Iterable[tuple[str, Any]]:
+    items = spec.get(key) or []
+    if not isinstance(items, list):
+        raise InvalidField(f"{field}.{key}", items, "must be a list of containers")
+    return ((f"{field}.{key}[{i}]", c) for i, c in enumerate(items))
+
+
+def pod_requests(spec: Mapping[str, Any], *, field: str = "spec") -> Resources:
+    """Effective requests of a pod spec, as the Kubernetes scheduler computes them."""
+    total: Resources = {}
+    for path, container in _containers(spec, "containers", field=field):
+        add_into(total, _container_requests(container, field=path))
+    sidecars: Resources = {}
+    init_max: Resources = {}
+    for path, container in _containers(spec, "initContainers", field=field):
+        request = _container_requests(container, field=path)
+        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+            add_into(total, request)
+            add_into(sidecars, request)
+            effective = dict(sidecars)
+        else:
+            effective = add(request, sidecars)
+        init_max = maximum(init_max, effective)
+    total = maximum(total, init_max)
+    add_into(total, resource_list(spec.get("overhead"), field=f"{field}.overhead"))
+    return {k: v for k, v in total.items() if v}
+
+
+def _priority(spec: Mapping[str, Any]) -> int:
+    priority = spec.get("priority", 0) or 0
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise InvalidField("spec.priority", priority, "must be an integer")
+    return priority
+
+
+def _optional_name(value: Any) -> str | None:
+    return sys.intern(value) if isinstance(value, str) and value else None
+
+
+def _nominated(status: Mapping[str, Any]) -> str | None:
+    nominated = status.get("nominatedNodeName") or None
+    return nominated if isinstance(nominated, str) else None
+
+
+def _phase(status: Mapping[str, Any]) -> str:
+    return sys.intern(str(status.get("phase") or "Pending"))
+
+
+def pod_fingerprint(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> int:
+    """A hash of everything pod_from_api and models/gang.py parse_pod_gang read, except nodeName and status."""
+    if "nodeName" in spec:
+        spec = {k: v for k, v in spec.items() if k != "nodeName"}
+    blob = orjson.dumps(
+        (meta.get("uid"), meta.get("creationTimestamp"), meta.get("labels"), meta.get("annotations"), spec)
+    )
+    return hash(blob)
+
+
+def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -> PodRecord | None:
+    """`previous` with spec.nodeName, status.phase and status.nominatedNodeName of a new version of the pod whose
+    fingerprint did not move, read as pod_from_api reads them; None when the version needs the full parse (which
+    then reports the bad input)."""
+    if status is None:
+        status = {}
+    elif not isinstance(status, Mapping):
+        return None
+    return dataclasses.replace(
+        previous,
+        node_name=_optional_name(spec.get("nodeName")),
+        phase=_phase(status),
+        nominated_node=_nominated(status),
+    )
+
+
+def pod_from_api(
+    obj: Mapping[str, Any],
+    *,
+    gang: str | None,
+    role: str | None = None,
+    rank: int | None = None,
+    ours: bool,
+) -> PodRecord:
+    meta = as_object(obj.get("metadata"), field="metadata")
+    spec = as_object(obj.get("spec"), field="spec")
+    status = as_object(obj.get("status"), field="status")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidField("metadata.name", name, "must be a non-empty string")
+    created_raw = meta.get("creationTimestamp")
+    required, preferred = _node_affinity(spec)
+    sclass = scheduling_class(
+        pod_requests(spec),
+        node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
+        required=required,
+        preferred=preferred,
+        tolerations=_tolerations(spec),
+    )
+    annotations = meta.get("annotations") or {}
+    return PodRecord(
+        namespace=sys.intern(str(meta.get("namespace") or "default")),
+        name=name,
+        uid=str(meta.get("uid", "")),
+        sclass=sclass,
+        priority=_priority(spec),
+        preemption_policy=sys.intern(str(spec.get("preemptionPolicy") or "PreemptLowerPriority")),
+        created=parse_time(created_raw, field="metadata.creationTimestamp") if created_raw else 0.0,
+        node_name=_optional_name(spec.get("nodeName")),
+        phase=_phase(status),
+        nominated_node=_nominated(status),
+        gang=sys.intern(gang) if gang is not None else None,
+        role=sys.intern(role) if role is not None else None,
+        rank=rank,
+        ours=ours,
+        timed_out=isinstance(annotations, Mapping) and annotations.get(KOORD_TIMEOUT) == "true",
+    )
