@@ -33,9 +33,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.capacity import fit_count
-from gangsched.core.cluster import Cluster
 from gangsched.core.gangspec import NetworkTopology, TopologyMode
-from gangsched.core.topology import TopologyPlacement, TopologyTree, natural_key, place
+from gangsched.core.naming import natural_key
+from gangsched.core.store import ClusterStore
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place
 
 __all__ = ["PreemptionChoice", "find_victims", "tier_label"]
 
@@ -71,7 +72,7 @@ class _Unit:
 
 
 def _units(
-    cluster: Cluster, priority: int, excluded: Collection[str], protected: Collection[str]
+    cluster: ClusterStore, priority: int, excluded: Collection[str], protected: Collection[str]
 ) -> tuple[list[_Unit], dict[str, int]]:
     """Victim units, and the spare count (members that may be taken singly) per gang."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
@@ -113,7 +114,7 @@ class _Search:
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: ClusterStore,
         *,
         requests: Mapping[str, int],
         count: int,
@@ -439,7 +440,7 @@ class _Tracker:
 
 
 def find_victims(
-    cluster: Cluster,
+    cluster: ClusterStore,
     *,
     requests: Mapping[str, int],
     count: int,

@@ -1,8 +1,8 @@
 """One scheduling cycle as a pure function: `schedule(cluster, now, config) -> Plan`.
 
 Contract:
-- Does not change the Cluster's observable state (it only refreshes the Cluster's internal capacity memos);
-  the runtime carries the Plan out, then calls `cluster.apply(plan)`.
+- Does not change the SchedulerState's observable state (it only refreshes the store's capacity memos);
+  the runtime calls `state.apply(plan)` to record the decisions, then carries the Plan out against the API.
 - Order of work: (1) gangs whose waiting time (from their first reservation; spec.wait_seconds or
   config.default_wait_seconds) has ended time out: every reservation is released, the gang is marked
   timed out (reason GangTimeout) and its pods are listed for the timeout annotation; (2) the queue: units
@@ -26,7 +26,7 @@ Contract:
   emptiest nodes; preferred affinity and PreferNoSchedule taints rank first.
 - Group preemption (issue 6, core/preemption.py): a Strict gang whose pending members (one scheduling class,
   none with preemptionPolicy Never) do not fit looks for lower-priority victims; the plan then carries the
-  evictions, the members' nominations (capacity held for the gang in the Cluster) and events (Preempting on
+  evictions, the members' nominations (capacity held for the gang while NOMINATED) and events (Preempting on
   the PodGroup, Preempted on every victim pod and victim PodGroup). While its victims still exist the gang
   waits (reason Preempting); pods already leaving (deletionTimestamp set) are never victims; its own nominated capacity is available to it on every attempt (members go to
   their nominated nodes), so it binds in the first cycle after the victims are gone. Held capacity is
@@ -45,7 +45,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gangsched.core.capacity import ClassView, Workspace, fit_count
-from gangsched.core.cluster import ALONE_PREFIX, Cluster, GangState, UnitState, alone_key
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.matching import static_block
@@ -62,12 +61,16 @@ from gangsched.core.plan import (
     UnitBackoff,
 )
 from gangsched.core.preemption import find_victims, tier_label
+from gangsched.core.queue import UnitState
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.resources import format_resources
+from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.store import GangState
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place
+from gangsched.core.units import UnitKey
 
 
-def schedule(cluster: Cluster, now: float, config: SchedulerConfig) -> Plan:
+def schedule(cluster: SchedulerState, now: float, config: SchedulerConfig) -> Plan:
     """One cycle; see the module docstring."""
     return _Cycle(cluster, now, config).run()
 
@@ -78,7 +81,7 @@ class _Members:
     reserved: list[tuple[str, str]]
     pending: list[PodRecord]
 
-    def roles(self, cluster: Cluster, extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
+    def roles(self, cluster: SchedulerState, extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
         c: Counter[str | None] = Counter()
         for k in self.bound:
             c[cluster.pods[k].role] += 1
@@ -110,12 +113,12 @@ def _roles_short(spec: GangSpec, counts: Counter[str | None]) -> str | None:
 
 
 class _Cycle:
-    def __init__(self, cluster: Cluster, now: float, config: SchedulerConfig) -> None:
+    def __init__(self, cluster: SchedulerState, now: float, config: SchedulerConfig) -> None:
         self.cluster = cluster
         self.now = now
         self.config = config
         self.plan = Plan()
-        self.ws = Workspace(cluster, spread=config.score_strategy == "spread")
+        self.ws = Workspace(cluster.store, spread=config.score_strategy == "spread")
         self.reserved_now: dict[str, str] = {}
         self.released_now: set[str] = set()
         self.bound_now: set[str] = set()
@@ -146,11 +149,13 @@ class _Cycle:
         self._wakeup()
         return self.plan
 
-    def _queue(self) -> list[str]:
+    def _queue(self) -> list[UnitKey]:
         c = self.cluster
+        queue = c.queue
         now = self.now
-        items: list[tuple[int, float, str]] = []
-        for gk in c._queued_gangs:
+        freed_gen = c.store.freed_gen
+        items: list[tuple[int, float, UnitKey]] = []
+        for gk in queue.queued_gangs():
             gs = c.gangs[gk]
             if gs.timed_out or gk in self.timed_out_now:
                 continue
@@ -158,30 +163,32 @@ class _Cycle:
                 self._wait(gs, "WaitingForPodGroup", f"PodGroup {gk} does not exist yet")
                 self._clear_nominations(gs.pending)
                 continue
-            if gs.backoff_until > now and gs.freed_gen >= c.freed_gen:
+            unit = UnitKey.gang(gk)
+            st = queue.unit_state(unit)
+            if st is not None and st.backoff_until > now and st.freed_gen >= freed_gen:
                 continue
-            created = (
-                gs.failed_at
-                if gs.failed_at is not None
-                else (gs.created if gs.created is not None else gs.member_created)
-            )
-            items.append((-gs.priority, created, gk))
-        for pk in c._alone_pending:
-            st = c._alone.get(alone_key(pk))
-            if st is not None and st.backoff_until > now and st.freed_gen >= c.freed_gen:
+            if st is not None and st.failed_at is not None:
+                created = st.failed_at
+            else:
+                created = gs.created if gs.created is not None else gs.member_created
+            items.append((-gs.priority, created, unit))
+        for pk in queue.alone_pending():
+            unit = UnitKey.pod(pk)
+            st = queue.unit_state(unit)
+            if st is not None and st.backoff_until > now and st.freed_gen >= freed_gen:
                 continue
             pod = c.pods[pk]
             created = st.failed_at if st is not None and st.failed_at is not None else pod.created
-            items.append((-pod.priority, created, alone_key(pk)))
+            items.append((-pod.priority, created, unit))
         items.sort()
         return [k for _, _, k in items]
 
-    def _attempt(self, uk: str) -> bool:
-        if uk.startswith(ALONE_PREFIX):
-            pod = self.cluster.pods[uk[len(ALONE_PREFIX) :]]
+    def _attempt(self, uk: UnitKey) -> bool:
+        if uk.is_pod:
+            pod = self.cluster.pods[uk.key]
             self._alone(uk, [pod], gang=None)
             return True
-        gs = self.cluster.gangs[uk]
+        gs = self.cluster.gangs[uk.key]
         if gs.satisfied:
             members = self._members(gs)
             if not members.pending:
@@ -191,23 +198,21 @@ class _Cycle:
         return self._gang(gs)
 
     # ------------------------------------------------------------------ bookkeeping helpers
-    def _state(self, uk: str) -> UnitState | None:
-        if uk.startswith(ALONE_PREFIX):
-            return self.cluster._alone.get(uk)
-        return self.cluster.gangs.get(uk)
+    def _state(self, uk: UnitKey) -> UnitState | None:
+        return self.cluster.queue.unit_state(uk)
 
-    def _backoff(self, uk: str) -> None:
+    def _backoff(self, uk: UnitKey) -> None:
         st = self._state(uk)
         attempts = (st.attempts if st is not None else 0) + 1
         until = self.now + self.config.backoff_seconds(attempts)
         self.plan.unit_backoffs[uk] = UnitBackoff(attempts, until, self.now)
 
-    def _success(self, uk: str) -> None:
+    def _success(self, uk: UnitKey) -> None:
         st = self._state(uk)
         if st is not None and (st.attempts or st.waiting_reason is not None):
             self.plan.unit_success.append(uk)
 
-    def _changed(self, uk: str, message: str) -> bool:
+    def _changed(self, uk: UnitKey, message: str) -> bool:
         """Record `message` as the unit's last reported reason; True when it differs from the last one."""
         st = self._state(uk)
         if st is not None and st.waiting_reason == message:
@@ -230,14 +235,14 @@ class _Cycle:
             self.plan.conditions.append(PodCondition(p.key, reason, message))
 
     def _wait(self, gs: GangState, reason: str, message: str) -> None:
-        if self._changed(gs.key, message):
+        if self._changed(UnitKey.gang(gs.key), message):
             self._conditions((self.cluster.pods[k] for k in gs.pending), reason, message)
             m = self._members(gs)
             self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), len(m.reserved), len(m.pending), reason, message))
 
     def _members(self, gs: GangState) -> _Members:
         pods = self.cluster.pods
-        reservations = self.cluster._reservations
+        reservation_of = self.cluster.store.reservation_of
         bound: list[str] = []
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
@@ -257,7 +262,7 @@ class _Cycle:
             if node is not None:
                 reserved.append((k, node))
                 continue
-            r = reservations.get(k)
+            r = reservation_of(k)
             if r is not None and k not in self.released_now:
                 if r[1]:
                     bound.append(k)
@@ -266,7 +271,8 @@ class _Cycle:
                 continue
             if pod.ours and not pod.timed_out:
                 pending.append(pod)
-        pending.sort(key=lambda p: (p.rank if p.rank is not None else 1 << 62, p.name))
+        name_key = self.cluster.store.name_key
+        pending.sort(key=lambda p: (p.rank if p.rank is not None else 1 << 62, name_key(p.key)))
         return _Members(bound, reserved, pending)
 
     # ------------------------------------------------------------------ timeouts and wakeup
@@ -277,7 +283,7 @@ class _Cycle:
 
     def _timeouts(self) -> None:
         c = self.cluster
-        for gk in list(c._reserving):
+        for gk in list(c.store.reserving()):
             gs = c.gangs.get(gk)
             if gs is None or gs.first_reserved is None or gs.satisfied:
                 continue
@@ -310,7 +316,7 @@ class _Cycle:
             if t > now and (best is None or t < best):
                 best = t
 
-        for gk in c._reserving:
+        for gk in c.store.reserving():
             gs = c.gangs[gk]
             if gk in self.timed_out_now or gk in self.satisfied_now or gs.first_reserved is None:
                 continue
@@ -320,12 +326,15 @@ class _Cycle:
                 consider(start + self._wait_seconds(c.gangs[gk]))
         for b in self.plan.unit_backoffs.values():
             consider(b.until)
-        for gk in c._queued_gangs:
-            if gk not in self.plan.unit_backoffs:
-                consider(c.gangs[gk].backoff_until)
-        for pk in c._alone_pending:
-            st = c._alone.get(alone_key(pk))
-            if st is not None and alone_key(pk) not in self.plan.unit_backoffs:
+        for gk in c.queue.queued_gangs():
+            unit = UnitKey.gang(gk)
+            st = c.queue.unit_state(unit)
+            if st is not None and unit not in self.plan.unit_backoffs:
+                consider(st.backoff_until)
+        for pk in c.queue.alone_pending():
+            unit = UnitKey.pod(pk)
+            st = c.queue.unit_state(unit)
+            if st is not None and unit not in self.plan.unit_backoffs:
                 consider(st.backoff_until)
         self.plan.next_wakeup = best
 
@@ -421,7 +430,7 @@ class _Cycle:
                 continue
             reasons: Counter[str] = Counter()
             fit = 0
-            used = self.cluster.used
+            used = self.cluster.store.used
             extra = self.ws.extra
             for name, node in self.cluster.nodes.items():
                 why = static_block(s.cls, node)
@@ -440,7 +449,7 @@ class _Cycle:
         return "; ".join(parts)
 
     # ------------------------------------------------------------------ units
-    def _alone(self, uk: str, pods: list[PodRecord], *, gang: GangState | None) -> None:
+    def _alone(self, uk: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
         """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
         placed, short, _ = self._place(None, pods, partial=True)
         for p, node in placed:
@@ -554,21 +563,21 @@ class _Cycle:
                 tier,
             )
             self._status(gs, st)
-            if self._changed(gs.key, message):
+            if self._changed(UnitKey.gang(gs.key), message):
                 self._event("PodGroup", gs.key, "Normal", "WaitingForGangGroup", message)
         else:
             for g in group:
                 self._bind_gang(g, tier if g is gs else None)
         unplaced = [p for p in pending if p.key not in self.reserved_now and p.key not in self.bound_now]
         if unplaced or short:
-            self._backoff(gs.key)
+            self._backoff(UnitKey.gang(gs.key))
         else:
-            self._success(gs.key)
+            self._success(UnitKey.gang(gs.key))
         return True
 
     # ------------------------------------------------------------------ preemption
     def _nomination(self, pod_key: str) -> str | None:
-        """The pod's nominated node, unless this cycle already cleared it (the Cluster learns that on apply)."""
+        """The pod's nominated node, unless this cycle already cleared it (the state learns that on apply)."""
         if pod_key in self.nominations_cleared:
             return None
         return self.cluster.nomination_of(pod_key)
@@ -661,10 +670,10 @@ class _Cycle:
         outstanding = c.victims_of(gs.key)
         if outstanding:
             message = f"waiting for {len(outstanding)} preempted pod(s) to terminate"
-            self._backoff(gs.key)
+            self._backoff(UnitKey.gang(gs.key))
             tier = gs.last_status.tier if gs.last_status is not None else None
             self._status(gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message, tier))
-            self._changed(gs.key, message)
+            self._changed(UnitKey.gang(gs.key), message)
             return True
         cls = pending[0].sclass
         view = self.ws.view(cls)
@@ -672,7 +681,7 @@ class _Cycle:
         mark = self.ws.begin()
         self._release_nominations(pending)
         choice = find_victims(
-            c,
+            c.store,
             requests=cls.requests,
             count=len(pending),
             priority=min(p.priority for p in pending),
@@ -704,7 +713,7 @@ class _Cycle:
         self._status(
             gs, GangStatus(PHASE_PENDING, len(m.bound), 0, len(pending), "Preempting", message, choice.whole_tier)
         )
-        self._changed(gs.key, message)
+        self._changed(UnitKey.gang(gs.key), message)
         self._event("PodGroup", gs.key, "Normal", "Preempting", message)
         self._conditions(pending, "Preempting", message)
         per_gang: Counter[str] = Counter()
@@ -726,7 +735,7 @@ class _Cycle:
                 self._status(
                     vs, GangStatus(PHASE_PENDING, 0, 0, 0, "Preempted", f"{note}; it must reach its quorum again")
                 )
-        self._backoff(gs.key)
+        self._backoff(UnitKey.gang(gs.key))
         return True
 
     def _bind_gang(self, gs: GangState, tier: int | None) -> None:
@@ -799,8 +808,8 @@ class _Cycle:
         pending: int,
         phase: str = PHASE_PENDING,
     ) -> None:
-        self._backoff(gs.key)
+        self._backoff(UnitKey.gang(gs.key))
         self._status(gs, GangStatus(phase, scheduled, reserved, pending, "Unschedulable", message))
-        if self._changed(gs.key, message):
+        if self._changed(UnitKey.gang(gs.key), message):
             self._event("PodGroup", gs.key, "Warning", "Unschedulable", message)
             self._conditions(pods, "Unschedulable", message)

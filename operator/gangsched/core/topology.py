@@ -37,12 +37,12 @@ Contract (pure: no I/O, no clock, no randomness; build a tree once per topology 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.naming import natural_key
 
 __all__ = [
     "Domain",
@@ -52,13 +52,6 @@ __all__ = [
     "natural_key",
     "place",
 ]
-
-_DIGITS = re.compile(r"(\d+)")
-
-
-def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key of natural order: digit runs compare as numbers ("node2" < "node10")."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(name) if part)
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ Contract:
   Kopf handlers (handlers/) keep the cache current for nodes, PodGroups, PriorityClasses and the topology.
 - The loop wakes on cache changes (debounced by `debounce` seconds, so a burst of watch events becomes one
   round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles of
-  `core.scheduler.schedule` until a plan is empty, applying each plan to the Cluster before carrying it out.
+  `core.scheduler.schedule` until a plan is empty, applying each plan to the SchedulerState before carrying it out.
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
-  Cluster through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
+  SchedulerState through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
   go through the coalescing PatchWriter; events through the EventRecorder. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
   preemption's evictions and nominations: runtime/preemption.py.

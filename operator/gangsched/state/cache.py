@@ -1,11 +1,12 @@
-"""The operator's cluster cache: raw watch objects in, the core's incremental Cluster model kept current.
+"""The operator's cluster cache: raw watch objects in, the core's incremental SchedulerState kept current.
 
 Contract:
 - Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
   `on_pod_event`, `on_node`, `on_podgroup`, `on_priority_class`, `set_topology`. Each converts, updates
-  `self.cluster` (core.cluster.Cluster) and calls `on_change()` when the scheduler may now decide something
-  new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
-  the field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost.
+  `self.cluster` (core.scheduler_state.SchedulerState) and calls `on_change()` when the scheduler may now
+  decide something new. They never raise for one bad object: the object is reported in `problems` (an event
+  to emit, naming the field, the value and what is allowed) and kept out of scheduling until it is fixed;
+  nothing else is lost.
 - A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
@@ -20,12 +21,12 @@ Contract:
 - `podgroup(key)` and `members(key)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
   kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
   waiting time nor rewrites that field.
-- Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
-  and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
+- Restart safety: every pod version sets or clears the SchedulerState's `leaving` mark from metadata.deletionTimestamp,
+  and a version showing one of its assumed pods bound confirms it (see core/store.py).
 - PodDisruptionBudgets (preemption, issues 6 and 11): `on_pdb(kind, obj)` keeps each PDB's selector, the
   status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
   set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
-  protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
+  protected in the SchedulerState (`set_protected`) when the Eviction API would refuse it now
   (core/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
   allows the pod's eviction again also forgets an earlier refusal of it.
 """
@@ -41,11 +42,11 @@ from typing import Any
 
 import orjson
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.preempt_pdb import PdbBudget, pdb_protects, pdb_selector
 from gangsched.core.records import PodRecord, node_from_api, pod_from_api
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.timeparse import parse_rfc3339
 from gangsched.core.topology import TopologyTree
 from gangsched.models.gang import PodGang, parse_pod_gang
@@ -90,7 +91,7 @@ class PodGroupInfo:
 class _GangSources:
     podgroup: PodGroupInfo | None = None
     member_decl: PodGang | None = None  # the latest member's declaration (its annotations speak for the gang)
-    applied: GangSpec | None = None  # what the Cluster has now
+    applied: GangSpec | None = None  # what the SchedulerState has now
 
 
 def _static_fingerprint(meta: dict[str, Any], spec: dict[str, Any]) -> int:
@@ -148,7 +149,7 @@ class ClusterCache:
         on_change: Callable[[], None] = lambda: None,
         on_status: Callable[[], None] | None = None,
     ) -> None:
-        self.cluster = Cluster()
+        self.cluster = SchedulerState()
         self.scheduler_name = scheduler_name
         self.on_change = on_change
         self.on_status = on_status or on_change
@@ -227,7 +228,7 @@ class ClusterCache:
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
         self._apply_pod(key, meta, previous, record, notify=notify)
-        if leaving and previous is None:  # (set_leaving above ignored a pod the Cluster did not know yet)
+        if leaving and previous is None:  # (set_leaving above ignored a pod the SchedulerState did not know yet)
             self.cluster.set_leaving(key, True)
         if decl is not None:
             self._refresh_gang(decl.key)
