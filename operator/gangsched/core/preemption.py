@@ -10,7 +10,8 @@ workspace's tentative usage on top of `cluster.used` (the preemptor's own nomina
   not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim).
 - Victim units: a gang is taken whole (every bound member at once; only when all of them have a lower
   priority); of a gang with B bound members and quorum M, up to B - M members may instead be taken singly,
-  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang is a unit of its own.
+  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang
+  is a unit of its own.
 - Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
   pair, as core/topology.place orders them), computed on the capacity each node would have with every
   candidate removed; (2) the lowest highest-victim-priority; (3) the fewest victim pods; (4) place()'s

@@ -35,15 +35,16 @@ class UnitState:
 
 class SchedulingQueue:
     def __init__(self) -> None:
-        self._queued_gangs: dict[str, None] = {}  # gangs with pending members
-        self._alone_pending: dict[str, None] = {}  # pending pods without a gang
+        self._queued_gangs: dict[str, UnitKey] = {}  # gangs with pending members -> their unit key
+        self._alone_pending: dict[str, UnitKey] = {}  # pending pods without a gang -> their unit key
         self._gang_units: dict[str, UnitState] = {}
         self._pod_units: dict[str, UnitState] = {}
 
     # ----- PendingSink -----
     def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
         if pending:
-            self._alone_pending[pod_key] = None
+            if pod_key not in self._alone_pending:
+                self._alone_pending[pod_key] = UnitKey("pod", pod_key)
             return
         self._alone_pending.pop(pod_key, None)
         st = self._pod_units.get(pod_key)
@@ -52,7 +53,7 @@ class SchedulingQueue:
 
     def gang_queued(self, gang_key: str, queued: bool) -> None:
         if queued:
-            self._queued_gangs[gang_key] = None
+            self._queued_gangs[gang_key] = UnitKey("gang", gang_key)
         else:
             self._queued_gangs.pop(gang_key, None)
 
@@ -71,8 +72,17 @@ class SchedulingQueue:
     def alone_pending(self) -> Iterator[str]:
         return iter(self._alone_pending)
 
-    def is_queued(self, gang_key: str) -> bool:
-        return gang_key in self._queued_gangs
+    def gang_entries(self) -> Iterator[tuple[str, UnitKey, UnitState | None]]:
+        """(gang key, unit key, backoff state or None) of every queued gang."""
+        states = self._gang_units
+        for gang_key, unit in self._queued_gangs.items():
+            yield gang_key, unit, states.get(gang_key)
+
+    def pod_entries(self) -> Iterator[tuple[str, UnitKey, UnitState | None]]:
+        """(pod key, unit key, backoff state or None) of every pending pod without a gang."""
+        states = self._pod_units
+        for pod_key, unit in self._alone_pending.items():
+            yield pod_key, unit, states.get(pod_key)
 
     def unit_state(self, unit: UnitKey) -> UnitState | None:
         table = self._pod_units if unit.kind == "pod" else self._gang_units

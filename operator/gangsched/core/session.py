@@ -1,0 +1,278 @@
+"""One scheduling cycle's session: a transaction over the SchedulerState, in the spirit of Volcano's Statement
+and KAI-scheduler's checkpoints.
+
+Contract:
+- `CycleSession(state, now, config)` never changes `state`. It holds the cycle's `plan`, its `workspace`
+  (core/capacity.py: tentative capacity on top of the store) and what this cycle decided so far, as seen by
+  the rest of the cycle (`members`, `nomination`, `is_satisfied`, `is_timed_out`, `is_evicting`).
+- Every decision is an operation of the session: `place` (tentative, this cycle), `reserve` (kept in memory),
+  `bind`, `release`, `nominate`, `clear_nomination`, `evict`, `satisfy`, `time_out`, `set_wait_start`,
+  `take_holds` / `restore_holds` (capacity held for preemptors). Each records its effect on the plan and on
+  the session's view, and its undo.
+- `checkpoint()` marks the log; `rollback(mark)` undoes every operation and every workspace change since
+  the mark, in reverse order, so a unit's attempt that fails leaves nothing behind.
+- Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
+
+from gangsched.core.capacity import Workspace
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.plan import GangTimeout, Plan
+from gangsched.core.records import PodRecord
+from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.store import GangState
+
+Hold = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) held for a preemptor member
+_NO_RANK = 1 << 62
+V = TypeVar("V")
+
+
+@dataclass(slots=True)
+class Members:
+    """A gang's members as this cycle sees them."""
+
+    bound: list[str]  # bound, or binding (in flight or decided this cycle)
+    reserved: list[tuple[str, str]]  # (pod_key, node) held in memory
+    pending: list[PodRecord]  # waiting to be placed, in rank order
+
+    def roles(self, pods: Mapping[str, PodRecord], extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
+        counts: Counter[str | None] = Counter()
+        for key in self.bound:
+            counts[pods[key].role] += 1
+        for key, _ in self.reserved:
+            counts[pods[key].role] += 1
+        for pod in extra:
+            counts[pod.role] += 1
+        return counts
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    workspace_mark: int
+    log_length: int
+
+
+class CycleSession:
+    def __init__(self, state: SchedulerState, now: float, config: SchedulerConfig) -> None:
+        self.state = state
+        self.store = state.store
+        self.now = now
+        self.config = config
+        self.plan = Plan()
+        self.workspace = Workspace(state.store, spread=config.score_strategy == "spread")
+        self._undo: list[Callable[[], None]] = []
+        self._placed: dict[str, str] = {}  # pod -> node placed this cycle (not bound)
+        self._released: set[str] = set()
+        self._bound: set[str] = set()
+        self._satisfied: set[str] = set()
+        self._timed_out: set[str] = set()
+        self._evicting: set[str] = set()
+        self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer held
+        self.holds: dict[str, list[Hold]] = {}  # preemptor gang -> capacity held for its members
+        for pod_key, node in state.nominations():
+            pod = state.pods.get(pod_key)
+            if pod is not None:
+                self.workspace.place(node, pod.sclass.requests)
+                if pod.gang is not None:
+                    self.holds.setdefault(pod.gang, []).append((pod_key, node, pod.sclass.requests))
+
+    # ----- transactions -----
+    def checkpoint(self) -> Checkpoint:
+        return Checkpoint(self.workspace.begin(), len(self._undo))
+
+    def rollback(self, mark: Checkpoint) -> None:
+        while len(self._undo) > mark.log_length:
+            self._undo.pop()()
+        self.workspace.rollback(mark.workspace_mark)
+
+    # ----- the cycle's view -----
+    def is_satisfied(self, gang: GangState) -> bool:
+        return gang.satisfied or gang.key in self._satisfied
+
+    def is_timed_out(self, gang: GangState) -> bool:
+        return gang.timed_out or gang.key in self._timed_out
+
+    def is_evicting(self, pod_key: str) -> bool:
+        return pod_key in self._evicting or pod_key in self.state.evicting
+
+    def excluded_victims(self) -> set[str]:
+        """Pods never chosen as victims now: being evicted (before or during this cycle), or leaving."""
+        return self.state.evicting.keys() | self.state.leaving | self._evicting
+
+    def is_placed(self, pod_key: str) -> bool:
+        return pod_key in self._placed or pod_key in self._bound
+
+    def nomination(self, pod_key: str) -> str | None:
+        """The pod's nominated node, unless this cycle already cleared it."""
+        if pod_key in self._cleared:
+            return None
+        return self.store.nomination_of(pod_key)
+
+    def members(self, gang: GangState) -> Members:
+        pods = self.store.pods
+        reservation_of = self.store.reservation_of
+        bound: list[str] = []
+        reserved: list[tuple[str, str]] = []
+        pending: list[PodRecord] = []
+        for key in gang.members:
+            pod = pods.get(key)
+            if pod is None or pod.phase == "Failed":
+                continue
+            if pod.node_name is not None:
+                bound.append(key)
+            elif pod.terminal:
+                continue
+            elif key in self._bound:
+                bound.append(key)
+            elif (node := self._placed.get(key)) is not None:
+                reserved.append((key, node))
+            elif (held := reservation_of(key)) is not None and key not in self._released:
+                if held[1]:
+                    bound.append(key)
+                else:
+                    reserved.append((key, held[0]))
+            elif pod.ours and not pod.timed_out:
+                pending.append(pod)
+        if len(pending) > 1:
+            name_key = self.store.name_key
+            pending.sort(key=lambda p: (p.rank if p.rank is not None else _NO_RANK, name_key(p.key)))
+        return Members(bound, reserved, pending)
+
+    # ----- operations -----
+    def place(self, pod_key: str, node: str) -> None:
+        """Tentatively placed this cycle (capacity already taken in the workspace)."""
+        previous = self._placed.get(pod_key)
+        self._placed[pod_key] = node
+        self._undo.append(lambda: self._restore(self._placed, pod_key, previous))
+
+    def reserve(self, pod_key: str, node: str) -> None:
+        """Keep a placement as an in-memory reservation."""
+        self.plan.reservations.append((pod_key, node))
+        self._undo.append(lambda: self._pop(self.plan.reservations))
+
+    def bind(self, pod_key: str, node: str) -> None:
+        previous = self._placed.pop(pod_key, None)
+        self.plan.bindings.append((pod_key, node))
+        self._bound.add(pod_key)
+
+        def undo() -> None:
+            self.plan.bindings.pop()
+            self._bound.discard(pod_key)
+            self._restore(self._placed, pod_key, previous)
+
+        self._undo.append(undo)
+
+    def release(self, pod_key: str, node: str) -> None:
+        """Give a reservation up: its capacity is free for the rest of the cycle."""
+        self.workspace.release(node, self.store.pods[pod_key].requests)
+        self.plan.releases.append(pod_key)
+        self._released.add(pod_key)
+
+        def undo() -> None:
+            self.plan.releases.pop()
+            self._released.discard(pod_key)
+
+        self._undo.append(undo)
+
+    def nominate(self, gang_key: str, pods: list[PodRecord], nodes: list[str]) -> None:
+        """Nominate each member on its node; the workspace holds that capacity for the rest of the cycle."""
+        holds: list[Hold] = []
+        for pod, node in zip(pods, nodes):
+            self.workspace.place(node, pod.sclass.requests)
+            self.plan.nominations.append((pod.key, node))
+            holds.append((pod.key, node, pod.sclass.requests))
+        count = len(holds)
+        previous = self.holds.get(gang_key)
+        self.holds[gang_key] = holds
+
+        def undo() -> None:
+            del self.plan.nominations[len(self.plan.nominations) - count :]
+            self._restore(self.holds, gang_key, previous)
+
+        self._undo.append(undo)
+
+    def clear_nominations(self, pod_keys: Iterable[str]) -> None:
+        for pod_key in pod_keys:
+            if self.nomination(pod_key) is not None:
+                self.plan.nomination_clears.append(pod_key)
+                self._cleared.add(pod_key)
+                self._undo.append(partial(self._unclear, pod_key))
+
+    def _unclear(self, pod_key: str) -> None:
+        self.plan.nomination_clears.pop()
+        self._cleared.discard(pod_key)
+
+    def evict(self, gang_key: str, victims: tuple[str, ...]) -> None:
+        self._evicting.update(victims)
+        self.plan.evictions.extend(victims)
+        self.plan.preemptions[gang_key] = victims
+
+        def undo() -> None:
+            del self.plan.evictions[len(self.plan.evictions) - len(victims) :]
+            self.plan.preemptions.pop(gang_key, None)
+            self._evicting.difference_update(victims)
+
+        self._undo.append(undo)
+
+    def satisfy(self, gang_key: str) -> None:
+        """The gang reached its quorum (once-satisfied); its waiting time ends."""
+        self._satisfied.add(gang_key)
+        self.plan.satisfied.append(gang_key)
+        previous = self.plan.first_reserved.pop(gang_key, None)
+
+        def undo() -> None:
+            self.plan.satisfied.pop()
+            self._satisfied.discard(gang_key)
+            if previous is not None:
+                self.plan.first_reserved[gang_key] = previous
+
+        self._undo.append(undo)
+
+    def time_out(self, gang_key: str, pods: tuple[str, ...]) -> None:
+        self.plan.timeouts.append(GangTimeout(gang_key, pods))
+        self._timed_out.add(gang_key)
+
+        def undo() -> None:
+            self.plan.timeouts.pop()
+            self._timed_out.discard(gang_key)
+
+        self._undo.append(undo)
+
+    def set_wait_start(self, gang_key: str, start: float | None) -> None:
+        """Start (a time) or clear (None) the gang's waiting time."""
+        had = gang_key in self.plan.first_reserved
+        previous = self.plan.first_reserved.get(gang_key)
+        self.plan.first_reserved[gang_key] = start
+
+        def undo() -> None:
+            if had:
+                self.plan.first_reserved[gang_key] = previous
+            else:
+                self.plan.first_reserved.pop(gang_key, None)
+
+        self._undo.append(undo)
+
+    def take_holds(self, gang_key: str) -> list[Hold]:
+        """Forget a preemptor's holds for the rest of the cycle (their capacity is handled by the caller)."""
+        holds = self.holds.pop(gang_key, [])
+        if holds:
+            self._undo.append(lambda: self._restore(self.holds, gang_key, holds))
+        return holds
+
+    @staticmethod
+    def _pop(items: list[tuple[str, str]]) -> None:
+        items.pop()
+
+    @staticmethod
+    def _restore(table: dict[str, V], key: str, previous: V | None) -> None:
+        if previous is None:
+            table.pop(key, None)
+        else:
+            table[key] = previous
