@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.messages import (
     Shortfall,
@@ -40,7 +41,6 @@ from gangsched.core.preempting import preempt, release_lower_holds, release_nomi
 from gangsched.core.records import PodRecord
 from gangsched.core.resources import format_resources
 from gangsched.core.session import Checkpoint, CycleSession, Members
-from gangsched.core.store import GangState
 from gangsched.core.units import UnitKey
 
 

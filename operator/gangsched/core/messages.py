@@ -18,12 +18,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gangsched.core.capacity import fit_count
+from gangsched.core.gangs import GangState
 from gangsched.core.matching import static_block
 from gangsched.core.plan import PHASE_PENDING, Event, GangStatus, PodCondition, UnitBackoff
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.resources import format_resources
 from gangsched.core.session import CycleSession
-from gangsched.core.store import GangState
 from gangsched.core.units import UnitKey
 
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections import Counter
 
 from gangsched.core.capacity import ClassView
+from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.messages import Shortfall
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
-from gangsched.core.store import GangState
 from gangsched.core.topology import TopologyPlacement, TopologyTree
 from gangsched.core.topology import place as place_in_tree
 

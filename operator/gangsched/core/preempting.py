@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import PHASE_PENDING, GangStatus
 from gangsched.core.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession, Members
-from gangsched.core.store import GangState
 from gangsched.core.units import UnitKey
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import Plan
 from gangsched.core.podstate import PodState
@@ -40,7 +41,7 @@ from gangsched.core.queue import SchedulingQueue
 from gangsched.core.records import NodeRecord, PodRecord
 from gangsched.core.resources import Resources
 from gangsched.core.restore import restore_nominations
-from gangsched.core.store import ClusterStore, GangState
+from gangsched.core.store import ClusterStore
 from gangsched.core.topology import TopologyTree
 from gangsched.core.units import UnitKey
 from gangsched.core.victims import VictimBook

@@ -24,10 +24,10 @@ from typing import TypeVar
 
 from gangsched.core.capacity import Workspace
 from gangsched.core.config import SchedulerConfig
+from gangsched.core.gangs import GangState
 from gangsched.core.plan import GangTimeout, Plan
 from gangsched.core.records import PodRecord
 from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.store import GangState
 
 Hold = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) held for a preemptor member
 _NO_RANK = 1 << 62

@@ -24,30 +24,21 @@ Contract (fed by core/schedstate.py, read by the scheduler through its public re
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
+from gangsched.core.accounting import Accounting, Charge
+from gangsched.core.gangs import GangState, GangTable, PendingSink
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
-from gangsched.core.plan import GangStatus
 from gangsched.core.podstate import PodState, Transition, advance, charges
 from gangsched.core.records import NodeRecord, PodRecord
-from gangsched.core.resources import Resources, add_into, sub_into
+from gangsched.core.resources import Resources, sub_into
 from gangsched.core.topology import TopologyTree
 
 S = PodState
 T = Transition
-
-
-class PendingSink(Protocol):
-    """Told when a pod starts or stops pending, and when a gang is forgotten (the scheduling queue)."""
-
-    def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None: ...
-
-    def gang_queued(self, gang_key: str, queued: bool) -> None: ...
-
-    def gang_forgotten(self, gang_key: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -58,44 +49,26 @@ class PodSlot:
     name_key: tuple[tuple[int, int | str], ...]  # natural order of the name (members without a rank)
     node: str | None = None  # the node of every state but PENDING and TERMINAL (NOMINATED: the nominated node)
     uid: str = ""  # ASSUMED: the uid of the pod we bound
-    charge: tuple[str, Mapping[str, int]] | None = None  # (node, requests) counted in `used`
-
-
-@dataclass(slots=True)
-class GangState:
-    key: str
-    spec: GangSpec | None = None
-    created: float | None = None  # the PodGroup's creation time; None: the earliest member's
-    members: dict[str, None] = field(default_factory=dict)
-    pending: dict[str, None] = field(default_factory=dict)
-    first_reserved: float | None = None  # waiting-time start
-    satisfied: bool = False  # once-satisfied: later members schedule alone
-    timed_out: bool = False
-    last_status: GangStatus | None = None
-    priority: int = 0  # max priority over members
-    member_created: float = float("inf")  # earliest member creation time
+    charge: Charge | None = None  # (node, requests) counted in `used`
 
 
 class ClusterStore:
     def __init__(self, sink: PendingSink) -> None:
         self.nodes: dict[str, NodeRecord] = {}
         self.pods: dict[str, PodRecord] = {}
-        self.gangs: dict[str, GangState] = {}
-        self.used: dict[str, Resources] = {}
+        self.gang_table = GangTable(sink)
+        self.gangs: dict[str, GangState] = self.gang_table.gangs
+        self.accounting = Accounting()
+        self.used: dict[str, Resources] = self.accounting.used
         self.topology: TopologyTree | None = None
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
-        self.static_gen = 0
-        self.freed_gen = 0
         self._sink = sink
         self._slots: dict[str, PodSlot] = {}
         self._nominated: dict[str, None] = {}  # index of NOMINATED pods
         self._binding: dict[str, None] = {}  # index of BINDING pods
         self._assumed: dict[str, None] = {}  # index of ASSUMED pods
-        self._reserving: dict[str, None] = {}  # gangs with a waiting-time start, not satisfied
         self._priorities: dict[int, int] = {}  # pod priority -> pods
-        self._log: list[str] = []  # nodes whose used resources changed, since _log_base
-        self._log_base = 0
 
     # ----- readers -----
     def state_of(self, pod_key: str) -> PodState | None:
@@ -142,7 +115,7 @@ class ClusterStore:
 
     def reserving(self) -> Iterator[str]:
         """Gangs whose waiting time runs (a waiting-time start, not satisfied)."""
-        return iter(self._reserving)
+        return self.gang_table.reserving()
 
     def lowest_priority(self) -> int | None:
         """The lowest priority of any pod (None without pods): preemption looks for victims only below it."""
@@ -153,14 +126,19 @@ class ClusterStore:
         sub_into(out, self.used.get(node, {}))
         return out
 
+    @property
+    def static_gen(self) -> int:
+        return self.accounting.static_gen
+
+    @property
+    def freed_gen(self) -> int:
+        return self.accounting.freed_gen
+
     def log_end(self) -> int:
-        return self._log_base + len(self._log)
+        return self.accounting.log_end()
 
     def changes_since(self, position: int) -> list[str] | None:
-        """Nodes whose used resources changed since `position` (None: the log was trimmed past it)."""
-        if position < self._log_base:
-            return None
-        return self._log[position - self._log_base :]
+        return self.accounting.changes_since(position)
 
     def sizes(self) -> dict[str, int]:
         """Sizes of every per-pod and per-gang structure (tests: nothing grows without bound)."""
@@ -171,10 +149,10 @@ class ClusterStore:
             "nominated": len(self._nominated),
             "binding": len(self._binding),
             "assumed": len(self._assumed),
-            "reserving": len(self._reserving),
+            "reserving": self.gang_table.reserving_count(),
             "priorities": len(self._priorities),
             "leaving": len(self.leaving),
-            "change_log": len(self._log),
+            "change_log": self.accounting.log_length(),
             "used": len(self.used),
         }
 
@@ -188,13 +166,13 @@ class ClusterStore:
             or old.labels != node.labels
             or (old.taints != node.taints or old.unschedulable != node.unschedulable)
         ):
-            self.static_gen += 1
-            self.freed_gen += 1
+            self.accounting.static_gen += 1
+            self.accounting.freed_gen += 1
 
     def remove_node(self, name: str) -> None:
         if self.nodes.pop(name, None) is None:
             return
-        self.static_gen += 1
+        self.accounting.static_gen += 1
         for key, slot in list(self._slots.items()):
             if slot.node == name and (slot.state is S.RESERVED or slot.state is S.BINDING):
                 self._transition(key, T.NODE_GONE)
@@ -241,9 +219,10 @@ class ClusterStore:
         slot = self._slots.pop(key, None)
         if slot is not None:
             if slot.state is S.NOMINATED:
-                self.freed_gen += 1
+                self.accounting.freed_gen += 1
             self._unindex(key, slot.state)
-            self._uncharge(slot)
+            if slot.charge is not None:
+                self.accounting.uncharge(slot.charge, len(self.nodes))
         if pod is not None:
             self._leave_gang(pod)
             self._set_pending(pod, False)
@@ -266,12 +245,12 @@ class ClusterStore:
         """Legal for a PENDING or NOMINATED pod; a changed node frees the capacity held before."""
         slot = self._slots[key]
         if slot.state is S.NOMINATED and slot.node != node:
-            self.freed_gen += 1
+            self.accounting.freed_gen += 1
         self._transition(key, T.NOMINATE, node)
 
     def clear_nomination(self, key: str) -> None:
         self._transition(key, T.CLEAR_NOMINATION)
-        self.freed_gen += 1  # held capacity is free again
+        self.accounting.freed_gen += 1  # held capacity is free again
 
     def reserve(self, key: str, node: str, *, binding: bool) -> None:
         self._transition(key, T.BIND if binding else T.RESERVE, node)
@@ -293,50 +272,28 @@ class ClusterStore:
     # ----- gangs -----
     def gang(self, key: str) -> GangState:
         """The gang's state, created empty when unknown."""
-        gs = self.gangs.get(key)
-        if gs is None:
-            gs = self.gangs[key] = GangState(key)
-        return gs
+        return self.gang_table.get(key)
 
     def upsert_gang(self, spec: GangSpec, *, created: float | None = None) -> None:
-        gs = self.gang(spec.key)
-        gs.spec = spec
-        if created is not None:
-            gs.created = created
+        self.gang_table.upsert(spec, created)
 
     def remove_gang(self, key: str) -> None:
-        gs = self.gangs.get(key)
-        if gs is None:
-            return
-        gs.spec = None
-        gs.created = None
-        self._forget_if_empty(gs)
+        self.gang_table.remove(key)
 
     def set_satisfied(self, key: str, flag: bool = True) -> None:
-        gs = self.gang(key)
-        gs.satisfied = flag
-        if flag:
-            self.set_wait_start(key, None)
+        self.gang_table.set_satisfied(key, flag)
 
     def set_wait_start(self, key: str, start: float | None) -> None:
         """Start (or clear, None) the gang's waiting time."""
-        gs = self.gang(key)
-        gs.first_reserved = start
-        if start is None:
-            self._reserving.pop(key, None)
-        else:
-            self._reserving[key] = None
+        self.gang_table.set_wait_start(key, start)
 
     def set_timed_out(self, key: str) -> None:
-        gs = self.gang(key)
-        gs.timed_out = True
-        self.set_wait_start(key, None)
-        for pod_key in list(gs.pending):
+        for pod_key in self.gang_table.set_timed_out(key):
             self._refresh_pending(pod_key)
 
     def bump_freed(self) -> None:
         """Capacity may be available again (e.g. a victim's eviction was refused): backed-off units retry."""
-        self.freed_gen += 1
+        self.accounting.freed_gen += 1
 
     # ----- internals: the state machine and the accounting -----
     def _transition(self, key: str, transition: Transition, node: str | None = None) -> None:
@@ -379,38 +336,7 @@ class ClusterStore:
         """Make the charge follow the state: (node, requests) while the state charges, nothing otherwise."""
         target = slot.node if charges(slot.state) else None
         requests = self.pods[key].sclass.requests if target is not None else None
-        current = slot.charge
-        if current is not None and target == current[0] and requests is current[1]:
-            return
-        if current is not None:
-            self._uncharge(slot, moving_to=target)
-        if target is not None and requests is not None:
-            used = self.used.get(target)
-            if used is None:
-                used = self.used[target] = {}
-            add_into(used, requests)
-            slot.charge = (target, requests)
-            self._log_change(target)
-
-    def _uncharge(self, slot: PodSlot, moving_to: str | None = None) -> None:
-        if slot.charge is None:
-            return
-        node, requests = slot.charge
-        slot.charge = None
-        used = self.used.get(node)
-        if used is not None:
-            sub_into(used, requests)
-            if not used:
-                del self.used[node]
-        self._log_change(node)
-        if moving_to != node:
-            self.freed_gen += 1
-
-    def _log_change(self, node: str) -> None:
-        self._log.append(node)
-        if len(self._log) > 4 * len(self.nodes) + 10_000:
-            self._log_base += len(self._log)
-            self._log.clear()
+        slot.charge = self.accounting.charge(slot.charge, target, requests, len(self.nodes))
 
     def _count_priority(self, priority: int, delta: int) -> None:
         n = self._priorities.get(priority, 0) + delta
@@ -421,38 +347,13 @@ class ClusterStore:
 
     # ----- internals: gang membership and the pending set -----
     def _join_gang(self, pod: PodRecord) -> None:
-        assert pod.gang is not None
-        gs = self.gang(pod.gang)
-        gs.members[pod.key] = None
-        if pod.priority > gs.priority:
-            gs.priority = pod.priority
-        if pod.created < gs.member_created:
-            gs.member_created = pod.created
+        self.gang_table.join(pod)
 
     def _leave_gang(self, pod: PodRecord) -> None:
         if pod.gang is None:
             self._sink.pod_pending(pod.key, None, False)
-            return
-        gs = self.gangs.get(pod.gang)
-        if gs is None:
-            return
-        gs.members.pop(pod.key, None)
-        if pod.key in gs.pending:
-            del gs.pending[pod.key]
-            if not gs.pending:
-                self._sink.gang_queued(gs.key, False)
-        gs.priority = max((self.pods[k].priority for k in gs.members if k in self.pods), default=0)
-        gs.member_created = min((self.pods[k].created for k in gs.members if k in self.pods), default=float("inf"))
-        if not gs.members:
-            gs.timed_out = False
-            self.set_wait_start(gs.key, None)
-        self._forget_if_empty(gs)
-
-    def _forget_if_empty(self, gs: GangState) -> None:
-        if not gs.members and gs.spec is None:
-            self.gangs.pop(gs.key, None)
-            self._reserving.pop(gs.key, None)
-            self._sink.gang_forgotten(gs.key)
+        else:
+            self.gang_table.leave(pod, self.pods)
 
     def _refresh_pending(self, key: str) -> None:
         pod = self.pods.get(key)
@@ -462,18 +363,7 @@ class ClusterStore:
             self._set_pending(pod, waiting and pod.ours and not pod.timed_out)
 
     def _set_pending(self, pod: PodRecord, pending: bool) -> None:
-        key = pod.key
         if pod.gang is None:
-            self._sink.pod_pending(key, None, pending)
-            return
-        gs = self.gangs.get(pod.gang)
-        if gs is None:
-            return
-        if pending:
-            if not gs.pending:
-                self._sink.gang_queued(gs.key, True)
-            gs.pending[key] = None
-        elif key in gs.pending:  # (values are None: pop(key, None) cannot tell presence)
-            del gs.pending[key]
-            if not gs.pending:
-                self._sink.gang_queued(gs.key, False)
+            self._sink.pod_pending(pod.key, None, pending)
+        else:
+            self.gang_table.set_pending(pod.key, pod.gang, pending)

@@ -11,10 +11,10 @@ Contract (over a CycleSession):
 
 from __future__ import annotations
 
+from gangsched.core.gangs import GangState
 from gangsched.core.messages import conditions, event, report_status
 from gangsched.core.plan import PHASE_FAILED, GangStatus
 from gangsched.core.session import CycleSession
-from gangsched.core.store import GangState
 
 
 def wait_seconds(session: CycleSession, gang: GangState) -> float:
