@@ -153,8 +153,7 @@ def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
     session.take_holds(gang.key)
     if attempt.lower:
         settle_holds(session, gang, attempt.lower, attempt.placed)
-    for pod, node in attempt.placed:
-        session.place(pod.key, node)
+    session.place((pod.key, node) for pod, node in attempt.placed)
     if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)
 
@@ -168,8 +167,7 @@ def _nonstrict_progress(
     pending: list[PodRecord],
     alive: int,
 ) -> None:
-    for pod, node in attempt.placed:
-        session.reserve(pod.key, node)
+    session.reserve([(pod.key, node) for pod, node in attempt.placed])
     why = explain(session, attempt.short) if attempt.short else f"{attempt.have} of minMember {spec.min_member} placed"
     message = f"holding {attempt.have} of minMember {spec.min_member}: {why}"
     fail(
@@ -192,8 +190,7 @@ def _quorum_reached(
         for member_gang in group:
             _bind_gang(session, member_gang, attempt.tier if member_gang is gang else None)
         return
-    for pod, node in attempt.placed:
-        session.reserve(pod.key, node)
+    session.reserve([(pod.key, node) for pod, node in attempt.placed])
     message = f"quorum reached ({attempt.have} of {spec.min_member}); waiting for gang group {list(spec.group)}"
     reserved = len(members.reserved) + len(attempt.placed)
     status = GangStatus(
@@ -212,8 +209,7 @@ def _quorum_reached(
 
 def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None:
     members = session.members(gang)
-    for pod_key, node in members.reserved:
-        session.bind(pod_key, node)
+    session.bind(members.reserved)
     session.satisfy(gang.key)
     count = len(members.bound) + len(members.reserved)
     message = f"{count} members bound or binding (minMember {gang.spec.min_member if gang.spec else '?'})"
@@ -272,8 +268,7 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
     placed, short, _ = place(session, None, pods, partial=True)
-    for pod, node in placed:
-        session.bind(pod.key, node)
+    session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)
         if gang is not None:

@@ -111,13 +111,13 @@ class CycleSession:
 
     def nomination(self, pod_key: str) -> str | None:
         """The pod's nominated node, unless this cycle already cleared it."""
-        if pod_key in self._cleared:
+        if pod_key not in self.store.nominated or pod_key in self._cleared:
             return None
         return self.store.nomination_of(pod_key)
 
     def members(self, gang: GangState) -> Members:
         pods = self.store.pods
-        reservation_of = self.store.reservation_of
+        in_memory = self.store.placed_in_memory
         bound: list[str] = []
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
@@ -133,7 +133,9 @@ class CycleSession:
                 bound.append(key)
             elif (node := self._placed.get(key)) is not None:
                 reserved.append((key, node))
-            elif (held := reservation_of(key)) is not None and key not in self._released:
+            elif key in in_memory and key not in self._released:
+                held = self.store.reservation_of(key)
+                assert held is not None
                 if held[1]:
                     bound.append(key)
                 else:
@@ -141,31 +143,58 @@ class CycleSession:
             elif pod.ours and not pod.timed_out:
                 pending.append(pod)
         if len(pending) > 1:
-            name_key = self.store.name_key
-            pending.sort(key=lambda p: (p.rank if p.rank is not None else _NO_RANK, name_key(p.key)))
+            self._rank_order(pending)
         return Members(bound, reserved, pending)
 
+    def _rank_order(self, pending: list[PodRecord]) -> None:
+        """Rank first (members without one last), then natural name order (w-2 before w-10)."""
+        ranks = [p.rank for p in pending]
+        if None not in ranks and len(set(ranks)) == len(ranks):  # distinct ranks: the names never matter
+            pending.sort(key=lambda p: p.rank or 0)
+            return
+        name_key = self.store.name_key
+        pending.sort(key=lambda p: (p.rank if p.rank is not None else _NO_RANK, name_key(p.key)))
+
     # ----- operations -----
-    def place(self, pod_key: str, node: str) -> None:
-        """Tentatively placed this cycle (capacity already taken in the workspace)."""
-        previous = self._placed.get(pod_key)
-        self._placed[pod_key] = node
-        self._undo.append(lambda: self._restore(self._placed, pod_key, previous))
-
-    def reserve(self, pod_key: str, node: str) -> None:
-        """Keep a placement as an in-memory reservation."""
-        self.plan.reservations.append((pod_key, node))
-        self._undo.append(lambda: self._pop(self.plan.reservations))
-
-    def bind(self, pod_key: str, node: str) -> None:
-        previous = self._placed.pop(pod_key, None)
-        self.plan.bindings.append((pod_key, node))
-        self._bound.add(pod_key)
+    def place(self, placements: Iterable[tuple[str, str]]) -> None:
+        """Tentatively placed this cycle: (pod_key, node) pairs whose capacity the workspace already took."""
+        placed = self._placed
+        replaced: list[tuple[str, str]] = []
+        added: list[str] = []
+        for pod_key, node in placements:
+            previous = placed.get(pod_key)
+            if previous is None:
+                added.append(pod_key)
+            else:
+                replaced.append((pod_key, previous))
+            placed[pod_key] = node
 
         def undo() -> None:
-            self.plan.bindings.pop()
-            self._bound.discard(pod_key)
-            self._restore(self._placed, pod_key, previous)
+            for pod_key in added:
+                placed.pop(pod_key, None)
+            placed.update(replaced)
+
+        self._undo.append(undo)
+
+    def reserve(self, reservations: list[tuple[str, str]]) -> None:
+        """Keep placements, (pod_key, node) pairs, as in-memory reservations."""
+        start = len(self.plan.reservations)
+        self.plan.reservations.extend(reservations)
+        self._undo.append(lambda: self._truncate(self.plan.reservations, start))
+
+    def bind(self, bindings: list[tuple[str, str]]) -> None:
+        """Bind (pod_key, node) pairs: placed this cycle, reserved before, or new."""
+        start = len(self.plan.bindings)
+        unplaced = [(pod_key, self._placed[pod_key]) for pod_key, _ in bindings if pod_key in self._placed]
+        for pod_key, _ in unplaced:
+            del self._placed[pod_key]
+        self.plan.bindings.extend(bindings)
+        self._bound.update(pod_key for pod_key, _ in bindings)
+
+        def undo() -> None:
+            self._truncate(self.plan.bindings, start)
+            self._bound.difference_update(pod_key for pod_key, _ in bindings)
+            self._placed.update(unplaced)
 
         self._undo.append(undo)
 
@@ -267,8 +296,8 @@ class CycleSession:
         return holds
 
     @staticmethod
-    def _pop(items: list[tuple[str, str]]) -> None:
-        items.pop()
+    def _truncate(items: list[tuple[str, str]], length: int) -> None:
+        del items[length:]
 
     @staticmethod
     def _restore(table: dict[str, V], key: str, previous: V | None) -> None:

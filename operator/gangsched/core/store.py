@@ -24,7 +24,7 @@ Contract (fed by core/schedstate.py, read by the scheduler through its public re
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from gangsched.core.accounting import Accounting, Charge
 from gangsched.core.gangs import GangState, GangTable, PendingSink
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
-from gangsched.core.podstate import PodState, Transition, advance, charges
+from gangsched.core.podstate import PENDING_STATES, TABLE, IllegalTransition, PodState, Transition, charges
 from gangsched.core.records import NodeRecord, PodRecord
 from gangsched.core.resources import Resources, sub_into
 from gangsched.core.topology import TopologyTree
@@ -67,6 +67,7 @@ class ClusterStore:
         self._slots: dict[str, PodSlot] = {}
         self._nominated: dict[str, None] = {}  # index of NOMINATED pods
         self._binding: dict[str, None] = {}  # index of BINDING pods
+        self._in_memory: dict[str, None] = {}  # index of RESERVED and BINDING pods
         self._assumed: dict[str, None] = {}  # index of ASSUMED pods
         self._priorities: dict[int, int] = {}  # pod priority -> pods
 
@@ -85,6 +86,16 @@ class ClusterStore:
             return None
         assert slot.node is not None
         return slot.node, slot.state is S.BINDING
+
+    @property
+    def placed_in_memory(self) -> Mapping[str, None]:
+        """The RESERVED and BINDING pods (read-only)."""
+        return self._in_memory
+
+    @property
+    def nominated(self) -> Mapping[str, None]:
+        """The NOMINATED pods (read-only)."""
+        return self._nominated
 
     def nomination_of(self, pod_key: str) -> str | None:
         slot = self._slots.get(pod_key)
@@ -148,6 +159,7 @@ class ClusterStore:
             "slots": len(self._slots),
             "nominated": len(self._nominated),
             "binding": len(self._binding),
+            "in_memory": len(self._in_memory),
             "assumed": len(self._assumed),
             "reserving": self.gang_table.reserving_count(),
             "priorities": len(self._priorities),
@@ -299,7 +311,9 @@ class ClusterStore:
     def _transition(self, key: str, transition: Transition, node: str | None = None) -> None:
         slot = self._slots[key]
         old = slot.state
-        new = advance(old, transition, key)
+        new = TABLE.get((old, transition))  # (advance(), inlined: this is the hot path)
+        if new is None:
+            raise IllegalTransition(old, transition, key)
         if new is not old:
             self._unindex(key, old)
             self._index(key, new)
@@ -313,22 +327,28 @@ class ClusterStore:
         if new is not S.ASSUMED:
             slot.uid = ""
         self._recharge(key, slot)
-        if old is not new:
+        if (old in PENDING_STATES) is not (new in PENDING_STATES):
             self._refresh_pending(key)
 
     def _index(self, key: str, state: PodState) -> None:
         if state is S.NOMINATED:
             self._nominated[key] = None
+        elif state is S.RESERVED:
+            self._in_memory[key] = None
         elif state is S.BINDING:
             self._binding[key] = None
+            self._in_memory[key] = None
         elif state is S.ASSUMED:
             self._assumed[key] = None
 
     def _unindex(self, key: str, state: PodState) -> None:
         if state is S.NOMINATED:
             del self._nominated[key]
+        elif state is S.RESERVED:
+            del self._in_memory[key]
         elif state is S.BINDING:
             del self._binding[key]
+            del self._in_memory[key]
         elif state is S.ASSUMED:
             del self._assumed[key]
 
