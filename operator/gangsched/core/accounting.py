@@ -42,7 +42,9 @@ class Accounting:
         if used is None:
             used = self.used[target] = {}
         add_into(used, requests)
-        self._log_change(target, nodes)
+        self._log.append(target)
+        if len(self._log) > 4 * nodes + 10_000:
+            self._trim()
         return (target, requests)
 
     def uncharge(self, current: Charge, nodes: int, moving_to: str | None = None) -> None:
@@ -59,8 +61,11 @@ class Accounting:
     def _log_change(self, node: str, nodes: int) -> None:
         self._log.append(node)
         if len(self._log) > 4 * nodes + 10_000:
-            self._log_base += len(self._log)
-            self._log.clear()
+            self._trim()
+
+    def _trim(self) -> None:
+        self._log_base += len(self._log)
+        self._log.clear()
 
     def log_end(self) -> int:
         return self._log_base + len(self._log)

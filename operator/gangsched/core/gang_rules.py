@@ -93,9 +93,9 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     _quorum_reached(session, gang, spec, members, attempt, alive)
     unplaced = [p for p in pending if not session.is_placed(p.key)]
     if unplaced or attempt.short:
-        backoff(session, UnitKey.gang(gang.key))
+        backoff(session, gang.unit)
     else:
-        success(session, UnitKey.gang(gang.key))
+        success(session, gang.unit)
     return True
 
 
@@ -203,7 +203,7 @@ def _quorum_reached(
         attempt.tier,
     )
     report_status(session, gang, status)
-    if changed(session, UnitKey.gang(gang.key), message):
+    if changed(session, gang.unit, message):
         event(session, "PodGroup", gang.key, "Normal", "WaitingForGangGroup", message)
 
 

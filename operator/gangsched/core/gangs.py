@@ -21,6 +21,7 @@ from typing import Protocol
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
+from gangsched.core.units import UnitKey
 
 
 class PendingSink(Protocol):
@@ -46,6 +47,10 @@ class GangState:
     last_status: GangStatus | None = None
     priority: int = 0  # max priority over members
     member_created: float = float("inf")  # earliest member creation time
+    unit: UnitKey = field(init=False)  # its key as a scheduling unit
+
+    def __post_init__(self) -> None:
+        self.unit = UnitKey("gang", self.key)
 
 
 class GangTable:

@@ -80,7 +80,7 @@ def success(session: CycleSession, unit: UnitKey) -> None:
 
 
 def wait(session: CycleSession, gang: GangState, reason: str, message: str) -> None:
-    if changed(session, UnitKey.gang(gang.key), message):
+    if changed(session, gang.unit, message):
         pods = session.store.pods
         conditions(session, (pods[k] for k in gang.pending), reason, message)
         m = session.members(gang)
@@ -99,7 +99,7 @@ def fail(
     pending: int,
     phase: str = PHASE_PENDING,
 ) -> None:
-    unit = UnitKey.gang(gang.key)
+    unit = gang.unit
     backoff(session, unit)
     report_status(session, gang, GangStatus(phase, scheduled, reserved, pending, "Unschedulable", message))
     if changed(session, unit, message):

@@ -25,6 +25,8 @@ from gangsched.core.errors import CoreError
 
 
 class PodState(Enum):
+    __hash__ = object.__hash__  # members are singletons: identity hashing, in C (Enum's own is Python code)
+
     PENDING = "pending"
     NOMINATED = "nominated"
     RESERVED = "reserved"
@@ -36,6 +38,8 @@ class PodState(Enum):
 
 
 class Transition(Enum):
+    __hash__ = object.__hash__
+
     NOMINATE = "nominate"  # a preemptor member gets (or changes) its nominated node
     CLEAR_NOMINATION = "clear-nomination"  # the nomination is given up
     RESERVE = "reserve"  # placed in memory, not bound yet
@@ -66,6 +70,10 @@ class IllegalTransition(CoreError):
 
 S = PodState
 T = Transition
+
+# Module-level aliases for hot paths: attribute access on an Enum class is slow in Python 3.11.
+PENDING, NOMINATED, RESERVED, BINDING = S.PENDING, S.NOMINATED, S.RESERVED, S.BINDING
+ASSUMED, BOUND, LEAVING, TERMINAL = S.ASSUMED, S.BOUND, S.LEAVING, S.TERMINAL
 
 # Decisions and binder answers: (state, transition) -> new state; every pair not listed is illegal.
 _DECISIONS: Final[dict[tuple[PodState, Transition], PodState]] = {

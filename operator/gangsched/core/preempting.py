@@ -19,13 +19,15 @@ from collections import Counter
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import PHASE_PENDING, GangStatus
+from gangsched.core.podstate import NOMINATED
 from gangsched.core.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession, Members
-from gangsched.core.units import UnitKey
 
 
 def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:
+    if not session.store.pods_in(NOMINATED):
+        return
     for pod in pods:
         node = session.nomination(pod.key)
         if node is not None:
@@ -80,7 +82,7 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         session.clear_nominations(p.key for p in pending)
         return False
     _record_choice(session, gang, members, pending, choice)
-    backoff(session, UnitKey.gang(gang.key))
+    backoff(session, gang.unit)
     return True
 
 
@@ -88,7 +90,7 @@ def _wait_for_victims(
     session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord], outstanding: int
 ) -> None:
     message = f"waiting for {outstanding} preempted pod(s) to terminate"
-    unit = UnitKey.gang(gang.key)
+    unit = gang.unit
     backoff(session, unit)
     tier = gang.last_status.tier if gang.last_status is not None else None
     status = GangStatus(PHASE_PENDING, len(members.bound), 0, len(pending), "Preempting", message, tier)
@@ -138,7 +140,7 @@ def _record_choice(
     )
     status = GangStatus(PHASE_PENDING, len(members.bound), 0, len(pending), "Preempting", message, choice.whole_tier)
     report_status(session, gang, status)
-    changed(session, UnitKey.gang(gang.key), message)
+    changed(session, gang.unit, message)
     event(session, "PodGroup", gang.key, "Normal", "Preempting", message)
     conditions(session, pending, "Preempting", message)
     _report_victims(session, gang, choice, label)

@@ -14,7 +14,7 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from gangsched.core.plan import UnitBackoff
@@ -72,17 +72,25 @@ class SchedulingQueue:
     def alone_pending(self) -> Iterator[str]:
         return iter(self._alone_pending)
 
-    def gang_entries(self) -> Iterator[tuple[str, UnitKey, UnitState | None]]:
-        """(gang key, unit key, backoff state or None) of every queued gang."""
-        states = self._gang_units
-        for gang_key, unit in self._queued_gangs.items():
-            yield gang_key, unit, states.get(gang_key)
+    @property
+    def queued_gang_units(self) -> Mapping[str, UnitKey]:
+        """Queued gangs -> their unit keys (read-only)."""
+        return self._queued_gangs
 
-    def pod_entries(self) -> Iterator[tuple[str, UnitKey, UnitState | None]]:
-        """(pod key, unit key, backoff state or None) of every pending pod without a gang."""
-        states = self._pod_units
-        for pod_key, unit in self._alone_pending.items():
-            yield pod_key, unit, states.get(pod_key)
+    @property
+    def alone_units(self) -> Mapping[str, UnitKey]:
+        """Pending pods without a gang -> their unit keys (read-only)."""
+        return self._alone_pending
+
+    @property
+    def gang_backoffs(self) -> Mapping[str, UnitState]:
+        """Backoff state by gang key (read-only; a gang without one never failed)."""
+        return self._gang_units
+
+    @property
+    def pod_backoffs(self) -> Mapping[str, UnitState]:
+        """Backoff state by pod key of pods without a gang (read-only)."""
+        return self._pod_units
 
     def unit_state(self, unit: UnitKey) -> UnitState | None:
         table = self._pod_units if unit.kind == "pod" else self._gang_units

@@ -54,23 +54,31 @@ def queue_order(session: CycleSession) -> list[UnitKey]:
     queue = session.state.queue
     now = session.now
     freed_gen = store.freed_gen
+    gangs = store.gangs
     items: list[tuple[int, float, UnitKey]] = []
-    for gang_key, unit, backoff in queue.gang_entries():
-        gang = store.gangs[gang_key]
-        if session.is_timed_out(gang):
+    backoffs = queue.gang_backoffs
+    timed_out_now = session.timed_out_now
+    for gang_key, unit in queue.queued_gang_units.items():
+        gang = gangs[gang_key]
+        if gang.timed_out or gang_key in timed_out_now:
             continue
         if gang.spec is None and not gang.satisfied:
             wait(session, gang, "WaitingForPodGroup", f"PodGroup {gang_key} does not exist yet")
             session.clear_nominations(gang.pending)
             continue
-        if backoff is not None and backoff.backoff_until > now and backoff.freed_gen >= freed_gen:
+        backoff = backoffs.get(gang_key)
+        if backoff is None:
+            created = gang.created if gang.created is not None else gang.member_created
+        elif backoff.backoff_until > now and backoff.freed_gen >= freed_gen:
             continue
-        if backoff is not None and backoff.failed_at is not None:
+        elif backoff.failed_at is not None:
             created = backoff.failed_at
         else:
             created = gang.created if gang.created is not None else gang.member_created
         items.append((-gang.priority, created, unit))
-    for pod_key, unit, backoff in queue.pod_entries():
+    backoffs = queue.pod_backoffs
+    for pod_key, unit in queue.alone_units.items():
+        backoff = backoffs.get(pod_key)
         if backoff is not None and backoff.backoff_until > now and backoff.freed_gen >= freed_gen:
             continue
         pod = store.pods[pod_key]

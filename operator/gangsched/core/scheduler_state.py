@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import Plan
-from gangsched.core.podstate import PodState
+from gangsched.core.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
 from gangsched.core.queue import SchedulingQueue
 from gangsched.core.records import NodeRecord, PodRecord
 from gangsched.core.resources import Resources
@@ -45,8 +45,6 @@ from gangsched.core.store import ClusterStore
 from gangsched.core.topology import TopologyTree
 from gangsched.core.units import UnitKey
 from gangsched.core.victims import VictimBook
-
-S = PodState
 
 
 class SchedulerState:
@@ -193,11 +191,11 @@ class SchedulerState:
     def _apply_nominations(self, plan: Plan) -> None:
         store = self.store
         for key in plan.nomination_clears:
-            if store.state_of(key) is S.NOMINATED:
+            if store.state_of(key) is NOMINATED:
                 store.clear_nomination(key)
         for key, node in plan.nominations:
             state = store.state_of(key)
-            if state is S.PENDING or state is S.NOMINATED:
+            if state is PENDING or state is NOMINATED:
                 store.nominate(key, node)
 
     def _apply_victims(self, preemptions: Iterable[tuple[str, tuple[str, ...]]]) -> None:
@@ -225,16 +223,13 @@ class SchedulerState:
     def _apply_placements(self, plan: Plan) -> None:
         store = self.store
         for key in plan.releases:
-            if store.state_of(key) is S.RESERVED:
+            if store.state_of(key) is RESERVED:
                 store.release(key)
         for key, node in plan.reservations:
             state = store.state_of(key)
-            if state is S.PENDING or state is S.NOMINATED or state is S.RESERVED:
+            if state is PENDING or state is NOMINATED or state is RESERVED:
                 store.reserve(key, node, binding=False)
-        for key, node in plan.bindings:
-            state = store.state_of(key)
-            if state is S.PENDING or state is S.NOMINATED or state is S.RESERVED:
-                store.reserve(key, node, binding=True)
+        store.bind_all(plan.bindings)
 
     def _apply_gangs(self, plan: Plan) -> None:
         store = self.store
@@ -269,18 +264,18 @@ class SchedulerState:
 
     def bind_succeeded(self, pod_key: str) -> None:
         state = self.store.state_of(pod_key)
-        if state is S.RESERVED:
+        if state is RESERVED:
             assert (reservation := self.store.reservation_of(pod_key)) is not None
             self.store.reserve(pod_key, reservation[0], binding=True)
-            state = S.BINDING
-        if state is S.BINDING:
+            state = BINDING
+        if state is BINDING:
             self.store.bind_succeeded(pod_key)
 
     def bind_failed(self, pod_key: str) -> None:
         state = self.store.state_of(pod_key)
-        if state is S.BINDING:
+        if state is BINDING:
             self.store.bind_failed(pod_key)
-        elif state is S.RESERVED:
+        elif state is RESERVED:
             self.store.release(pod_key)
 
     def eviction_failed(self, pod_key: str) -> None:

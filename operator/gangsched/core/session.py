@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
@@ -26,6 +27,7 @@ from gangsched.core.capacity import Workspace
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangs import GangState
 from gangsched.core.plan import GangTimeout, Plan
+from gangsched.core.podstate import BINDING, NOMINATED, RESERVED
 from gangsched.core.records import PodRecord
 from gangsched.core.scheduler_state import SchedulerState
 
@@ -53,10 +55,7 @@ class Members:
         return counts
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    workspace_mark: int
-    log_length: int
+Checkpoint = tuple[int, int]  # (workspace undo mark, operation log length)
 
 
 class CycleSession:
@@ -85,16 +84,22 @@ class CycleSession:
 
     # ----- transactions -----
     def checkpoint(self) -> Checkpoint:
-        return Checkpoint(self.workspace.begin(), len(self._undo))
+        return (self.workspace.begin(), len(self._undo))
 
     def rollback(self, mark: Checkpoint) -> None:
-        while len(self._undo) > mark.log_length:
+        workspace_mark, log_length = mark
+        while len(self._undo) > log_length:
             self._undo.pop()()
-        self.workspace.rollback(mark.workspace_mark)
+        self.workspace.rollback(workspace_mark)
 
     # ----- the cycle's view -----
     def is_satisfied(self, gang: GangState) -> bool:
         return gang.satisfied or gang.key in self._satisfied
+
+    @property
+    def timed_out_now(self) -> AbstractSet[str]:
+        """Gangs timed out by this cycle (read-only)."""
+        return self._timed_out
 
     def is_timed_out(self, gang: GangState) -> bool:
         return gang.timed_out or gang.key in self._timed_out
@@ -111,13 +116,13 @@ class CycleSession:
 
     def nomination(self, pod_key: str) -> str | None:
         """The pod's nominated node, unless this cycle already cleared it."""
-        if pod_key not in self.store.nominated or pod_key in self._cleared:
+        if pod_key not in self.store.pods_in(NOMINATED) or pod_key in self._cleared:
             return None
         return self.store.nomination_of(pod_key)
 
     def members(self, gang: GangState) -> Members:
         pods = self.store.pods
-        in_memory = self.store.placed_in_memory
+        reserved_pods, binding_pods = self.store.pods_in(RESERVED), self.store.pods_in(BINDING)
         bound: list[str] = []
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
@@ -133,7 +138,7 @@ class CycleSession:
                 bound.append(key)
             elif (node := self._placed.get(key)) is not None:
                 reserved.append((key, node))
-            elif key in in_memory and key not in self._released:
+            elif (key in reserved_pods or key in binding_pods) and key not in self._released:
                 held = self.store.reservation_of(key)
                 assert held is not None
                 if held[1]:

@@ -1,24 +1,18 @@
 """The store: nodes, pods, gangs and each pod's lifecycle state, with the resource accounting that follows from it.
 
-Contract (fed by core/schedstate.py, read by the scheduler through its public readers):
+Contract (fed by core/scheduler_state.py, read by the scheduler through its public readers):
 - Nodes: `upsert_node`, `remove_node` (pods reserved or binding on a removed node are pending again).
-- Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState`
-  (core/podstate.py), changed only through `_transition`, the one place that checks the transition table and
-  derives the accounting: a pod charges its node's `used` resources exactly while its state charges
-  (RESERVED, BINDING, ASSUMED, BOUND, LEAVING); it is never charged twice. Per-node used resources are
-  maintained incrementally, so a decision's cost does not depend on how many pods are bound.
+- Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState` (core/podstate.py),
+  changed only through `_transition`, which checks the transition table; a pod charges its node's `used`
+  resources (core/accounting.py) exactly while its state charges, never twice, incrementally.
 - An observed record decides the state: Succeeded/Failed is TERMINAL, spec.nodeName is BOUND (LEAVING with a
   deletionTimestamp, see `set_leaving`); an unbound record keeps an in-memory state without a node. An ASSUMED
   pod (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
-- Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `release`, `bind_succeeded`,
-  `bind_failed`; each is a named transition (illegal ones raise). A NOMINATED pod's node is not charged.
-- Gangs by key: `GangState` (spec, members, pending members, waiting-time start, once-satisfied, timed out,
-  last reported status). A gang is forgotten when it has neither members nor a spec.
-- The pending set: a pod is pending when it is ours, not timed out and PENDING or NOMINATED. Changes are
-  reported to the `PendingSink` (the scheduling queue).
-- Change tracking for the capacity caches (core/capacity.py): `static_gen` (any node's static properties
-  changed), `changes_since(position)` (nodes whose used resources changed), `freed_gen` (capacity may have
-  grown: a unit backed off before that is tried again at once), `class_caches` (owned by capacity.py).
+- Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`,
+  `bind_succeeded`, `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
+- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out and PENDING or NOMINATED; changes go
+  to the `PendingSink` (the scheduling queue).
+- For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`.
 """
 
 from __future__ import annotations
@@ -32,13 +26,29 @@ from gangsched.core.accounting import Accounting, Charge
 from gangsched.core.gangs import GangState, GangTable, PendingSink
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
-from gangsched.core.podstate import PENDING_STATES, TABLE, IllegalTransition, PodState, Transition, charges
+from gangsched.core.podstate import (
+    ASSUMED,
+    BINDING,
+    BOUND,
+    CHARGING,
+    LEAVING,
+    NOMINATED,
+    PENDING,
+    PENDING_STATES,
+    RESERVED,
+    TABLE,
+    TERMINAL,
+    IllegalTransition,
+    PodState,
+    Transition,
+)
 from gangsched.core.records import NodeRecord, PodRecord
 from gangsched.core.resources import Resources, sub_into
 from gangsched.core.topology import TopologyTree
 
-S = PodState
 T = Transition
+_BINDABLE = frozenset({PENDING, NOMINATED, RESERVED})
+_INDEXED = (NOMINATED, RESERVED, BINDING, ASSUMED)
 
 
 @dataclass(slots=True)
@@ -65,10 +75,11 @@ class ClusterStore:
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
         self._sink = sink
         self._slots: dict[str, PodSlot] = {}
-        self._nominated: dict[str, None] = {}  # index of NOMINATED pods
-        self._binding: dict[str, None] = {}  # index of BINDING pods
-        self._in_memory: dict[str, None] = {}  # index of RESERVED and BINDING pods
-        self._assumed: dict[str, None] = {}  # index of ASSUMED pods
+        self._by_state: dict[PodState, dict[str, None]] = {s: {} for s in _INDEXED}  # pods by (some) state
+        self._nominated = self._by_state[NOMINATED]
+        self._reserved = self._by_state[RESERVED]
+        self._binding = self._by_state[BINDING]
+        self._assumed = self._by_state[ASSUMED]
         self._priorities: dict[int, int] = {}  # pod priority -> pods
 
     # ----- readers -----
@@ -82,24 +93,18 @@ class ClusterStore:
     def reservation_of(self, pod_key: str) -> tuple[str, bool] | None:
         """(node, binding_in_flight) of a RESERVED or BINDING pod, or None."""
         slot = self._slots.get(pod_key)
-        if slot is None or (slot.state is not S.RESERVED and slot.state is not S.BINDING):
+        if slot is None or (slot.state is not RESERVED and slot.state is not BINDING):
             return None
         assert slot.node is not None
-        return slot.node, slot.state is S.BINDING
+        return slot.node, slot.state is BINDING
 
-    @property
-    def placed_in_memory(self) -> Mapping[str, None]:
-        """The RESERVED and BINDING pods (read-only)."""
-        return self._in_memory
-
-    @property
-    def nominated(self) -> Mapping[str, None]:
-        """The NOMINATED pods (read-only)."""
-        return self._nominated
+    def pods_in(self, state: PodState) -> Mapping[str, None]:
+        """The pods in a NOMINATED, RESERVED, BINDING or ASSUMED state (read-only)."""
+        return self._by_state[state]
 
     def nomination_of(self, pod_key: str) -> str | None:
         slot = self._slots.get(pod_key)
-        return slot.node if slot is not None and slot.state is S.NOMINATED else None
+        return slot.node if slot is not None and slot.state is NOMINATED else None
 
     def nominations(self) -> Iterator[tuple[str, str]]:
         """(pod_key, node) of every NOMINATED pod."""
@@ -157,10 +162,7 @@ class ClusterStore:
             "pods": len(self.pods),
             "gangs": len(self.gangs),
             "slots": len(self._slots),
-            "nominated": len(self._nominated),
-            "binding": len(self._binding),
-            "in_memory": len(self._in_memory),
-            "assumed": len(self._assumed),
+            **{state.value: len(pods) for state, pods in self._by_state.items()},
             "reserving": self.gang_table.reserving_count(),
             "priorities": len(self._priorities),
             "leaving": len(self.leaving),
@@ -186,7 +188,7 @@ class ClusterStore:
             return
         self.accounting.static_gen += 1
         for key, slot in list(self._slots.items()):
-            if slot.node == name and (slot.state is S.RESERVED or slot.state is S.BINDING):
+            if slot.node == name and (slot.state is RESERVED or slot.state is BINDING):
                 self._transition(key, T.NODE_GONE)
 
     # ----- pods -----
@@ -194,7 +196,7 @@ class ClusterStore:
         key = pod.key
         slot = self._slots.get(key)
         stale = False
-        if slot is not None and slot.state is S.ASSUMED:
+        if slot is not None and slot.state is ASSUMED:
             if pod.node_name is None and not pod.terminal and pod.uid == slot.uid:
                 pod = dataclasses.replace(pod, node_name=slot.node)  # a stale event from before our binding
                 stale = True
@@ -209,7 +211,7 @@ class ClusterStore:
         if pod.gang is not None:
             self._join_gang(pod)
         if slot is None:
-            slot = self._slots[key] = PodSlot(S.PENDING, natural_key(pod.name))
+            slot = self._slots[key] = PodSlot(PENDING, natural_key(pod.name))
         if not stale:
             self._transition(key, self._observation(pod))
         else:
@@ -230,14 +232,14 @@ class ClusterStore:
         self.leaving.discard(key)
         slot = self._slots.pop(key, None)
         if slot is not None:
-            if slot.state is S.NOMINATED:
+            if slot.state is NOMINATED:
                 self.accounting.freed_gen += 1
-            self._unindex(key, slot.state)
+            self._by_state.get(slot.state, {}).pop(key, None)
             if slot.charge is not None:
                 self.accounting.uncharge(slot.charge, len(self.nodes))
         if pod is not None:
             self._leave_gang(pod)
-            self._set_pending(pod, False)
+            self._set_pending(key, pod, False)
         return pod
 
     def set_leaving(self, pod_key: str, flag: bool) -> None:
@@ -245,18 +247,18 @@ class ClusterStore:
         if flag:
             if pod_key in self.pods:
                 self.leaving.add(pod_key)
-                if self.state_of(pod_key) is S.BOUND:
+                if self.state_of(pod_key) is BOUND:
                     self._transition(pod_key, T.MARK_LEAVING)
         else:
             self.leaving.discard(pod_key)
-            if self.state_of(pod_key) is S.LEAVING:
+            if self.state_of(pod_key) is LEAVING:
                 self._transition(pod_key, T.OBSERVE_BOUND)
 
     # ----- decisions -----
     def nominate(self, key: str, node: str) -> None:
         """Legal for a PENDING or NOMINATED pod; a changed node frees the capacity held before."""
         slot = self._slots[key]
-        if slot.state is S.NOMINATED and slot.node != node:
+        if slot.state is NOMINATED and slot.node != node:
             self.accounting.freed_gen += 1
         self._transition(key, T.NOMINATE, node)
 
@@ -277,6 +279,15 @@ class ClusterStore:
         slot.uid = pod.uid
         self.pods[key] = dataclasses.replace(pod, node_name=slot.node)
         self._transition(key, T.BIND_SUCCEEDED, slot.node)
+
+    def bind_all(self, bindings: list[tuple[str, str]]) -> None:
+        """Start binding each (pod, node) whose pod is still waiting or reserved (others are skipped: the API
+        showed them bound, finished or gone since the cycle)."""
+        slots, bind = self._slots, T.BIND
+        for key, node in bindings:
+            slot = slots.get(key)
+            if slot is not None and slot.state in _BINDABLE:
+                self._transition(key, bind, node)
 
     def bind_failed(self, key: str) -> None:
         self._transition(key, T.BIND_FAILED)
@@ -309,54 +320,44 @@ class ClusterStore:
 
     # ----- internals: the state machine and the accounting -----
     def _transition(self, key: str, transition: Transition, node: str | None = None) -> None:
+        """The one place a pod's state changes: checked against the table; the charge and the pending set follow.
+        (advance() and the pending refresh are inlined: this is the hot path.)"""
         slot = self._slots[key]
         old = slot.state
-        new = TABLE.get((old, transition))  # (advance(), inlined: this is the hot path)
+        new = TABLE.get((old, transition))
         if new is None:
             raise IllegalTransition(old, transition, key)
         if new is not old:
-            self._unindex(key, old)
-            self._index(key, new)
-        slot.state = new
-        if new is S.PENDING or new is S.TERMINAL:
+            by_state = self._by_state
+            if old in by_state:
+                del by_state[old][key]
+            if new in by_state:
+                by_state[new][key] = None
+            slot.state = new
+        if new is PENDING or new is TERMINAL:
             slot.node = None
-        elif new is S.BOUND or new is S.LEAVING:
+        elif new is BOUND or new is LEAVING:
             slot.node = self.pods[key].node_name
         elif node is not None:
             slot.node = node
-        if new is not S.ASSUMED:
+        if slot.uid and new is not ASSUMED:
             slot.uid = ""
-        self._recharge(key, slot)
+        if slot.charge is not None or new in CHARGING:
+            self._recharge(key, slot)
         if (old in PENDING_STATES) is not (new in PENDING_STATES):
             self._refresh_pending(key)
 
-    def _index(self, key: str, state: PodState) -> None:
-        if state is S.NOMINATED:
-            self._nominated[key] = None
-        elif state is S.RESERVED:
-            self._in_memory[key] = None
-        elif state is S.BINDING:
-            self._binding[key] = None
-            self._in_memory[key] = None
-        elif state is S.ASSUMED:
-            self._assumed[key] = None
-
-    def _unindex(self, key: str, state: PodState) -> None:
-        if state is S.NOMINATED:
-            del self._nominated[key]
-        elif state is S.RESERVED:
-            del self._in_memory[key]
-        elif state is S.BINDING:
-            del self._binding[key]
-            del self._in_memory[key]
-        elif state is S.ASSUMED:
-            del self._assumed[key]
-
     def _recharge(self, key: str, slot: PodSlot) -> None:
         """Make the charge follow the state: (node, requests) while the state charges, nothing otherwise."""
-        target = slot.node if charges(slot.state) else None
-        requests = self.pods[key].sclass.requests if target is not None else None
-        slot.charge = self.accounting.charge(slot.charge, target, requests, len(self.nodes))
+        target = slot.node if slot.state in CHARGING else None
+        charge = slot.charge
+        if target is None:
+            if charge is not None:
+                slot.charge = self.accounting.charge(charge, None, None, len(self.nodes))
+            return
+        requests = self.pods[key].sclass.requests
+        if charge is None or target != charge[0] or requests is not charge[1]:
+            slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes))
 
     def _count_priority(self, priority: int, delta: int) -> None:
         n = self._priorities.get(priority, 0) + delta
@@ -378,12 +379,12 @@ class ClusterStore:
     def _refresh_pending(self, key: str) -> None:
         pod = self.pods.get(key)
         if pod is not None:
-            slot = self._slots[key]
-            waiting = slot.state is S.PENDING or slot.state is S.NOMINATED
-            self._set_pending(pod, waiting and pod.ours and not pod.timed_out)
+            state = self._slots[key].state
+            pending = (state is PENDING or state is NOMINATED) and pod.ours and not pod.timed_out
+            self._set_pending(key, pod, pending)
 
-    def _set_pending(self, pod: PodRecord, pending: bool) -> None:
+    def _set_pending(self, key: str, pod: PodRecord, pending: bool) -> None:
         if pod.gang is None:
-            self._sink.pod_pending(pod.key, None, pending)
+            self._sink.pod_pending(key, None, pending)
         else:
-            self.gang_table.set_pending(pod.key, pod.gang, pending)
+            self.gang_table.set_pending(key, pod.gang, pending)

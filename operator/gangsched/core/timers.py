@@ -65,8 +65,9 @@ def next_wakeup(session: CycleSession) -> float | None:
             times.append(start + wait_seconds(session, gangs[gang_key]))
     times.extend(b.until for b in session.plan.unit_backoffs.values())
     queue = session.state.queue
-    for entries in (queue.gang_entries(), queue.pod_entries()):
-        for _, unit, state in entries:
-            if state is not None and unit not in session.plan.unit_backoffs:
+    backing_off = session.plan.unit_backoffs
+    for units, states in ((queue.queued_gang_units, queue.gang_backoffs), (queue.alone_units, queue.pod_backoffs)):
+        for key, state in states.items():
+            if key in units and state.key not in backing_off:
                 times.append(state.backoff_until)
     return min((t for t in times if t > now), default=None)
