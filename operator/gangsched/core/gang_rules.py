@@ -86,6 +86,7 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
             return True
         _strict_failure(session, gang, spec, members, attempt, pending, alive)
         return True
+    session.commit(attempt.mark)
     _keep(session, gang, attempt)
     if not attempt.quorum:  # NonStrict: keep what fits
         _nonstrict_progress(session, gang, spec, members, attempt, pending, alive)
@@ -153,7 +154,7 @@ def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
     session.take_holds(gang.key)
     if attempt.lower:
         settle_holds(session, gang, attempt.lower, attempt.placed)
-    session.place((pod.key, node) for pod, node in attempt.placed)
+    session.place([(pod.key, node) for pod, node in attempt.placed])
     if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)
 

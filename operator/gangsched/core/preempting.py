@@ -122,6 +122,8 @@ def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) ->
     )
     if choice is None:
         session.rollback(mark)
+    else:
+        session.commit(mark)
     return choice
 
 

@@ -9,8 +9,9 @@ Contract:
   `bind`, `release`, `nominate`, `clear_nomination`, `evict`, `satisfy`, `time_out`, `set_wait_start`,
   `take_holds` / `restore_holds` (capacity held for preemptors). Each records its effect on the plan and on
   the session's view, and its undo.
-- `checkpoint()` marks the log; `rollback(mark)` undoes every operation and every workspace change since
-  the mark, in reverse order, so a unit's attempt that fails leaves nothing behind.
+- `checkpoint()` opens a transaction; `rollback(mark)` undoes every operation and every workspace change since
+  the mark, in reverse order, so a unit's attempt that fails leaves nothing behind; `commit(mark)` keeps them.
+  Undo is recorded only while a checkpoint is open (the common path allocates nothing for it).
 - Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang).
 """
 
@@ -66,7 +67,8 @@ class CycleSession:
         self.config = config
         self.plan = Plan()
         self.workspace = Workspace(state.store, spread=config.score_strategy == "spread")
-        self._undo: list[Callable[[], None]] = []
+        self._undo: list[Callable[[], None]] = []  # undo of each operation while a checkpoint is open
+        self._open = 0  # checkpoints open (no undo is recorded without one)
         self._placed: dict[str, str] = {}  # pod -> node placed this cycle (not bound)
         self._released: set[str] = set()
         self._bound: set[str] = set()
@@ -84,13 +86,23 @@ class CycleSession:
 
     # ----- transactions -----
     def checkpoint(self) -> Checkpoint:
+        """Open a transaction: everything done from here can be rolled back, until it is committed."""
+        self._open += 1
         return (self.workspace.begin(), len(self._undo))
+
+    def commit(self, mark: Checkpoint) -> None:
+        """Keep what was done since `mark` (an enclosing checkpoint can still roll it back)."""
+        self._open -= 1
 
     def rollback(self, mark: Checkpoint) -> None:
         workspace_mark, log_length = mark
         while len(self._undo) > log_length:
             self._undo.pop()()
         self.workspace.rollback(workspace_mark)
+        self._open -= 1
+
+    def _record(self, undo: Callable[[], None]) -> None:
+        self._undo.append(undo)
 
     # ----- the cycle's view -----
     def is_satisfied(self, gang: GangState) -> bool:
@@ -161,59 +173,53 @@ class CycleSession:
         pending.sort(key=lambda p: (p.rank if p.rank is not None else _NO_RANK, name_key(p.key)))
 
     # ----- operations -----
-    def place(self, placements: Iterable[tuple[str, str]]) -> None:
+    def place(self, placements: list[tuple[str, str]]) -> None:
         """Tentatively placed this cycle: (pod_key, node) pairs whose capacity the workspace already took."""
         placed = self._placed
-        replaced: list[tuple[str, str]] = []
-        added: list[str] = []
-        for pod_key, node in placements:
-            previous = placed.get(pod_key)
-            if previous is None:
-                added.append(pod_key)
-            else:
-                replaced.append((pod_key, previous))
-            placed[pod_key] = node
+        if self._open:
+            previous = [(pod_key, placed.get(pod_key)) for pod_key, _ in placements]
 
-        def undo() -> None:
-            for pod_key in added:
-                placed.pop(pod_key, None)
-            placed.update(replaced)
+            def undo() -> None:
+                for pod_key, node in reversed(previous):
+                    self._restore(placed, pod_key, node)
 
-        self._undo.append(undo)
+            self._record(undo)
+        placed.update(placements)
 
     def reserve(self, reservations: list[tuple[str, str]]) -> None:
         """Keep placements, (pod_key, node) pairs, as in-memory reservations."""
         start = len(self.plan.reservations)
         self.plan.reservations.extend(reservations)
-        self._undo.append(lambda: self._truncate(self.plan.reservations, start))
+        if self._open:
+            self._record(lambda: self._truncate(self.plan.reservations, start))
 
     def bind(self, bindings: list[tuple[str, str]]) -> None:
         """Bind (pod_key, node) pairs: placed this cycle, reserved before, or new."""
         start = len(self.plan.bindings)
-        unplaced = [(pod_key, self._placed[pod_key]) for pod_key, _ in bindings if pod_key in self._placed]
-        for pod_key, _ in unplaced:
-            del self._placed[pod_key]
+        unplaced = [(pod_key, self._placed.pop(pod_key)) for pod_key, _ in bindings if pod_key in self._placed]
         self.plan.bindings.extend(bindings)
         self._bound.update(pod_key for pod_key, _ in bindings)
+        if self._open:
 
-        def undo() -> None:
-            self._truncate(self.plan.bindings, start)
-            self._bound.difference_update(pod_key for pod_key, _ in bindings)
-            self._placed.update(unplaced)
+            def undo() -> None:
+                self._truncate(self.plan.bindings, start)
+                self._bound.difference_update(pod_key for pod_key, _ in bindings)
+                self._placed.update(unplaced)
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def release(self, pod_key: str, node: str) -> None:
         """Give a reservation up: its capacity is free for the rest of the cycle."""
         self.workspace.release(node, self.store.pods[pod_key].requests)
         self.plan.releases.append(pod_key)
         self._released.add(pod_key)
+        if self._open:
 
-        def undo() -> None:
-            self.plan.releases.pop()
-            self._released.discard(pod_key)
+            def undo() -> None:
+                self.plan.releases.pop()
+                self._released.discard(pod_key)
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def nominate(self, gang_key: str, pods: list[PodRecord], nodes: list[str]) -> None:
         """Nominate each member on its node; the workspace holds that capacity for the rest of the cycle."""
@@ -222,82 +228,90 @@ class CycleSession:
             self.workspace.place(node, pod.sclass.requests)
             self.plan.nominations.append((pod.key, node))
             holds.append((pod.key, node, pod.sclass.requests))
-        count = len(holds)
+        start = len(self.plan.nominations) - len(holds)
         previous = self.holds.get(gang_key)
         self.holds[gang_key] = holds
+        if self._open:
 
-        def undo() -> None:
-            del self.plan.nominations[len(self.plan.nominations) - count :]
-            self._restore(self.holds, gang_key, previous)
+            def undo() -> None:
+                self._truncate(self.plan.nominations, start)
+                self._restore(self.holds, gang_key, previous)
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def clear_nominations(self, pod_keys: Iterable[str]) -> None:
         for pod_key in pod_keys:
             if self.nomination(pod_key) is not None:
                 self.plan.nomination_clears.append(pod_key)
                 self._cleared.add(pod_key)
-                self._undo.append(partial(self._unclear, pod_key))
+                if self._open:
+                    self._record(partial(self._unclear, pod_key))
 
     def _unclear(self, pod_key: str) -> None:
         self.plan.nomination_clears.pop()
         self._cleared.discard(pod_key)
 
     def evict(self, gang_key: str, victims: tuple[str, ...]) -> None:
+        start = len(self.plan.evictions)
         self._evicting.update(victims)
         self.plan.evictions.extend(victims)
         self.plan.preemptions[gang_key] = victims
+        if self._open:
 
-        def undo() -> None:
-            del self.plan.evictions[len(self.plan.evictions) - len(victims) :]
-            self.plan.preemptions.pop(gang_key, None)
-            self._evicting.difference_update(victims)
+            def undo() -> None:
+                del self.plan.evictions[start:]
+                self.plan.preemptions.pop(gang_key, None)
+                self._evicting.difference_update(victims)
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def satisfy(self, gang_key: str) -> None:
         """The gang reached its quorum (once-satisfied); its waiting time ends."""
         self._satisfied.add(gang_key)
         self.plan.satisfied.append(gang_key)
+        had = gang_key in self.plan.first_reserved
         previous = self.plan.first_reserved.pop(gang_key, None)
+        if self._open:
 
-        def undo() -> None:
-            self.plan.satisfied.pop()
-            self._satisfied.discard(gang_key)
-            if previous is not None:
-                self.plan.first_reserved[gang_key] = previous
+            def undo() -> None:
+                self.plan.satisfied.pop()
+                self._satisfied.discard(gang_key)
+                if had:
+                    self.plan.first_reserved[gang_key] = previous
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def time_out(self, gang_key: str, pods: tuple[str, ...]) -> None:
         self.plan.timeouts.append(GangTimeout(gang_key, pods))
         self._timed_out.add(gang_key)
+        if self._open:
 
-        def undo() -> None:
-            self.plan.timeouts.pop()
-            self._timed_out.discard(gang_key)
+            def undo() -> None:
+                self.plan.timeouts.pop()
+                self._timed_out.discard(gang_key)
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def set_wait_start(self, gang_key: str, start: float | None) -> None:
         """Start (a time) or clear (None) the gang's waiting time."""
         had = gang_key in self.plan.first_reserved
         previous = self.plan.first_reserved.get(gang_key)
         self.plan.first_reserved[gang_key] = start
+        if self._open:
 
-        def undo() -> None:
-            if had:
-                self.plan.first_reserved[gang_key] = previous
-            else:
-                self.plan.first_reserved.pop(gang_key, None)
+            def undo() -> None:
+                if had:
+                    self.plan.first_reserved[gang_key] = previous
+                else:
+                    self.plan.first_reserved.pop(gang_key, None)
 
-        self._undo.append(undo)
+            self._record(undo)
 
     def take_holds(self, gang_key: str) -> list[Hold]:
         """Forget a preemptor's holds for the rest of the cycle (their capacity is handled by the caller)."""
         holds = self.holds.pop(gang_key, [])
-        if holds:
-            self._undo.append(lambda: self._restore(self.holds, gang_key, holds))
+        if holds and self._open:
+            self._record(lambda: self._restore(self.holds, gang_key, holds))
         return holds
 
     @staticmethod
