@@ -7,11 +7,12 @@ Contract:
   that fails is rolled back to its checkpoint.
 - Order of work: (1) gangs whose waiting time has ended time out (core/timers.py); (2) the queue: units (gangs,
   and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
-  then creation time (a failed unit uses its last failure time), then key; a gang whose PodGroup is not
-  known yet waits (WaitingForPodGroup) and loses its nominations; (3) up to config.max_units_per_cycle units
-  are attempted on the session's shared workspace, so later units see earlier units' placements: a gang by
-  the gang rules (core/gang_rules.py, placement in core/placement.py, group preemption in
-  core/preempting.py), a pod without a gang or a member of a satisfied gang alone; (4) the next wakeup.
+  then creation time (a failed unit uses its last failure time), then gangs before pods, then key; a gang
+  whose PodGroup is not known yet waits (WaitingForPodGroup) and loses its nominations; (3) up to
+  config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
+  earlier units' placements: a gang by the gang rules (core/gang_rules.py, placement in core/placement.py,
+  group preemption in core/preempting.py), a pod without a gang or a member of a satisfied gang alone;
+  (4) the next wakeup.
 - Group preemption: a Strict gang whose pending members do not fit looks for lower-priority victims; the plan
   then carries the evictions, the members' nominations and events. While its victims still exist the gang
   waits (reason Preempting); pods already leaving are never victims; its own nominated capacity is available
@@ -55,7 +56,7 @@ def queue_order(session: CycleSession) -> list[UnitKey]:
     now = session.now
     freed_gen = store.freed_gen
     gangs = store.gangs
-    items: list[tuple[int, float, UnitKey]] = []
+    items: list[tuple[int, float, int, str, UnitKey]] = []  # (ties: gangs before pods, then by key)
     backoffs = queue.gang_backoffs
     timed_out_now = session.timed_out_now
     for gang_key, unit in queue.queued_gang_units.items():
@@ -75,7 +76,7 @@ def queue_order(session: CycleSession) -> list[UnitKey]:
             created = backoff.failed_at
         else:
             created = gang.created if gang.created is not None else gang.member_created
-        items.append((-gang.priority, created, unit))
+        items.append((-gang.priority, created, 0, gang_key, unit))
     backoffs = queue.pod_backoffs
     for pod_key, unit in queue.alone_units.items():
         backoff = backoffs.get(pod_key)
@@ -83,9 +84,9 @@ def queue_order(session: CycleSession) -> list[UnitKey]:
             continue
         pod = store.pods[pod_key]
         created = backoff.failed_at if backoff is not None and backoff.failed_at is not None else pod.created
-        items.append((-pod.priority, created, unit))
+        items.append((-pod.priority, created, 1, pod_key, unit))
     items.sort()
-    return [unit for _, _, unit in items]
+    return [item[4] for item in items]
 
 
 def _attempt(session: CycleSession, unit: UnitKey) -> bool:
