@@ -127,15 +127,15 @@ class _Search:
         return freed
 
     def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
-        nt, tree = self.topology, self.tree
-        assert nt is not None and tree is not None
+        network, tree = self.topology, self.tree
+        assert network is not None and tree is not None
         got = place(
             tree,
             cap,
             count=self.count,
-            group_size=nt.group_size,
-            highest_tier_allowed=nt.highest_tier_allowed,
-            hard=nt.mode == TopologyMode.HARD,
+            group_size=network.group_size,
+            highest_tier_allowed=network.highest_tier_allowed,
+            hard=network.mode == TopologyMode.HARD,
         )
         return got if isinstance(got, TopologyPlacement) else None
 

@@ -21,12 +21,12 @@ if TYPE_CHECKING:
 
 def _restorable(state: SchedulerState, pod: PodRecord) -> bool:
     store = state.store
-    gs = store.gangs.get(pod.gang) if pod.gang is not None else None
+    gang = store.gangs.get(pod.gang) if pod.gang is not None else None
     return not (
-        gs is None
-        or gs.spec is None
-        or gs.satisfied
-        or gs.timed_out
+        gang is None
+        or gang.spec is None
+        or gang.satisfied
+        or gang.timed_out
         or pod.nominated_node not in store.nodes
         or not pod.ours
         or pod.node_name is not None

@@ -170,8 +170,8 @@ class SchedulerState:
 
     def restore_wait_start(self, gang_key: str, start: float) -> None:
         """A new leader: the gang was reserving since `start` (its PodGroup's scheduleStartTime)."""
-        gs = self.store.gangs.get(gang_key)
-        if gs is None or gs.satisfied or gs.timed_out or gs.first_reserved is not None:
+        gang = self.store.gangs.get(gang_key)
+        if gang is None or gang.satisfied or gang.timed_out or gang.first_reserved is not None:
             return
         self.store.set_wait_start(gang_key, start)
 
@@ -211,13 +211,13 @@ class SchedulerState:
         """A gang whose running members are all being evicted must gather its quorum again."""
         pods = self.store.pods
         for gang_key in victim_gangs:
-            gs = self.store.gangs.get(gang_key)
-            if gs is not None and all(
+            gang = self.store.gangs.get(gang_key)
+            if gang is not None and all(
                 k in self.victims.evicting
-                for k in gs.members
+                for k in gang.members
                 if k in pods and pods[k].node_name and not pods[k].terminal
             ):
-                gs.satisfied = False
+                gang.satisfied = False
                 self.victims.mark_preempted(gang_key)
 
     def _apply_placements(self, plan: Plan) -> None:
@@ -234,10 +234,10 @@ class SchedulerState:
     def _apply_gangs(self, plan: Plan) -> None:
         store = self.store
         for gang_key, start in plan.first_reserved.items():
-            gs = store.gang(gang_key)
+            gang = store.gang(gang_key)
             if start is None:
                 store.set_wait_start(gang_key, None)
-            elif gs.first_reserved is None and not gs.satisfied:
+            elif gang.first_reserved is None and not gang.satisfied:
                 store.set_wait_start(gang_key, start)
         for gang_key in plan.satisfied:
             self.victims.clear_preempted(gang_key)

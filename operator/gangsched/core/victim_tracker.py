@@ -69,18 +69,18 @@ def victim_units(
             continue
         units.append(Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected))
     spare: dict[str, int] = {}
-    for gk, members in gangs.items():
-        gs = cluster.gangs.get(gk)
-        quorum = gs.spec.min_member if gs is not None and gs.spec is not None else len(members)
+    for gang_key, members in gangs.items():
+        gang = cluster.gangs.get(gang_key)
+        quorum = gang.spec.min_member if gang is not None and gang.spec is not None else len(members)
         prot = any(k in protected for k, _, _, _ in members)
         top = max(p for _, _, _, p in members)
-        if gk not in blocked:
-            units.append(Unit(gk, None, top, tuple((k, n, r) for k, n, r, _ in members), prot, whole=True))
+        if gang_key not in blocked:
+            units.append(Unit(gang_key, None, top, tuple((k, n, r) for k, n, r, _ in members), prot, whole=True))
         room = len(members) - quorum
         if room > 0:
-            spare[gk] = room
+            spare[gang_key] = room
             for k, n, r, p in members:
-                units.append(Unit(k, gk, p, ((k, n, r),), k in protected))
+                units.append(Unit(k, gang_key, p, ((k, n, r),), k in protected))
     return units, spare
 
 
@@ -99,11 +99,17 @@ class Tracker:
         self.total = sum(self.cap.values())
         self.freed: dict[str, dict[str, int]] = {}
         self.refs: dict[str, int] = {}  # victim pod -> chosen units holding it
-        nt, tree = search.topology, search.tree
-        self.g = nt.group_size if nt is not None else 1
+        network, tree = search.topology, search.tree
+        self.g = network.group_size if network is not None else 1
         self.grouped = False
         self.sub: dict[str, int] = {}  # node -> sub-domain index
-        if target is not None and tree is not None and nt is not None and self.g > 1 and 1 <= target[1] < target[0]:
+        if (
+            target is not None
+            and tree is not None
+            and network is not None
+            and self.g > 1
+            and 1 <= target[1] < target[0]
+        ):
             self.grouped = True
             names: dict[str, int] = {}
             for n in nodes:
