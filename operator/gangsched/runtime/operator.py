@@ -378,7 +378,7 @@ class Operator:
     def _restore(self) -> None:
         """Becoming leader (start, or a follower taking over): what the previous leader held in memory comes back
         from the API: the waiting-time start of gangs that were Scheduling (status.scheduleStartTime), then the
-        preemptors' nominations and their terminating victims (core/cluster.py); nominations shown in a pod's
+        preemptors' nominations and their terminating victims (core/restore.py); nominations shown in a pod's
         status that are no longer usable are cleared."""
         for key in list(self.cluster.gangs):
             pg = self.cache.podgroup(key)
