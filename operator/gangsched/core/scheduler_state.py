@@ -264,10 +264,11 @@ class SchedulerState:
 
     def bind_succeeded(self, pod_key: str) -> None:
         state = self.store.state_of(pod_key)
-        if state is RESERVED:
-            assert (reservation := self.store.reservation_of(pod_key)) is not None
-            self.store.reserve(pod_key, reservation[0], binding=True)
-            state = BINDING
+        if state is RESERVED:  # (bound without a binding recorded: start it now)
+            reservation = self.store.reservation_of(pod_key)
+            if reservation is not None:
+                self.store.reserve(pod_key, reservation[0], binding=True)
+                state = BINDING
         if state is BINDING:
             self.store.bind_succeeded(pod_key)
 
@@ -281,6 +282,6 @@ class SchedulerState:
     def eviction_failed(self, pod_key: str) -> None:
         """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
         if pod_key in self.store.pods:
-            self.victims.protected.add(pod_key)
+            self.victims.set_protected(pod_key, True)
         self.victims.forget_victim(pod_key)
         self.store.bump_freed()
