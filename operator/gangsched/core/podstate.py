@@ -4,7 +4,8 @@ Contract:
 - `PodState`: PENDING (waiting to be placed), NOMINATED (pending, capacity held on a node while its victims
   terminate), RESERVED (placed in memory, not bound: NonStrict progress or waiting for a gang group), BINDING
   (a pods/binding call in flight), ASSUMED (bound by us, the watch has not shown it bound yet), BOUND (the
-  API shows spec.nodeName), LEAVING (bound, metadata.deletionTimestamp set), TERMINAL (Succeeded/Failed).
+  API shows spec.nodeName), LEAVING (bound, metadata.deletionTimestamp set; a pod not bound yet that has one
+  keeps its state, the store's `leaving` set records the fact), TERMINAL (Succeeded/Failed).
 - `Transition`: every change of state has a name. `advance(state, transition)` returns the new state or
   raises `IllegalTransition` (naming the state, the transition and the transitions legal from that state).
   Decisions of the scheduler and the binder's answers are strict (e.g. RELEASE only from RESERVED);

@@ -56,10 +56,10 @@ class PodSlot:
     """One pod's lifecycle state and what follows from it."""
 
     state: PodState
-    name_key: tuple[tuple[int, int | str], ...]  # natural order of the name (members without a rank)
     node: str | None = None  # the node of every state but PENDING and TERMINAL (NOMINATED: the nominated node)
     uid: str = ""  # ASSUMED: the uid of the pod we bound
     charge: Charge | None = None  # (node, requests) counted in `used`
+    name_key: tuple[tuple[int, int | str], ...] | None = None  # natural order of the name, computed when needed
 
 
 class ClusterStore:
@@ -88,7 +88,11 @@ class ClusterStore:
         return slot.state if slot is not None else None
 
     def name_key(self, pod_key: str) -> tuple[tuple[int, int | str], ...]:
-        return self._slots[pod_key].name_key
+        """The natural sort key of the pod's name (members without a rank), computed once."""
+        slot = self._slots[pod_key]
+        if slot.name_key is None:
+            slot.name_key = natural_key(self.pods[pod_key].name)
+        return slot.name_key
 
     def reservation_of(self, pod_key: str) -> tuple[str, bool] | None:
         """(node, binding_in_flight) of a RESERVED or BINDING pod, or None."""
@@ -211,7 +215,7 @@ class ClusterStore:
         if pod.gang is not None:
             self._join_gang(pod)
         if slot is None:
-            slot = self._slots[key] = PodSlot(PENDING, natural_key(pod.name))
+            slot = self._slots[key] = PodSlot(PENDING)
         if not stale:
             self._transition(key, self._observation(pod))
         else:
