@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from gangsched.core.matching import preference, static_block
 from gangsched.core.records import NodeRecord, SchedulingClass
 from gangsched.core.resources import Resources
-from gangsched.core.store import ClusterStore
+from gangsched.core.views import StoreView
 
 _CAP = 1 << 30
 _MAX_INDEXES = 256
@@ -70,7 +70,7 @@ class ClassIndex:
         self.count: dict[str, int] = {}
         self.buckets: dict[Key, dict[str, None]] = {}
 
-    def _rebuild(self, cluster: ClusterStore) -> None:
+    def _rebuild(self, cluster: StoreView) -> None:
         cls = self.cls
         self.pref = {}
         self.count = {}
@@ -97,7 +97,7 @@ class ClassIndex:
         self.gen = cluster.static_gen
         self.pos = cluster.log_end()
 
-    def sync(self, cluster: ClusterStore) -> None:
+    def sync(self, cluster: StoreView) -> None:
         end = cluster.log_end()
         if self.gen == cluster.static_gen and self.pos == end:
             return
@@ -132,7 +132,7 @@ class ClassIndex:
                 b2[name] = None
 
 
-def class_index(cluster: ClusterStore, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
+def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
     caches = cluster.class_caches
     key = (cls.id, spread)
     idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
@@ -208,7 +208,7 @@ class _Undo:
 
 
 class Workspace:
-    def __init__(self, cluster: ClusterStore, *, spread: bool) -> None:
+    def __init__(self, cluster: StoreView, *, spread: bool) -> None:
         self.cluster = cluster
         self.spread = spread
         self.extra: dict[str, Resources] = {}

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from gangsched.core.capacity import fit_count
 from gangsched.core.gangspec import NetworkTopology, TopologyMode
 from gangsched.core.naming import natural_key
-from gangsched.core.store import ClusterStore
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place
 from gangsched.core.victim_tracker import Tracker, Unit, victim_units
+from gangsched.core.views import StoreView
 
 __all__ = ["PreemptionChoice", "find_victims", "tier_label"]
 
@@ -68,7 +68,7 @@ class _Search:
 
     def __init__(
         self,
-        cluster: ClusterStore,
+        cluster: StoreView,
         *,
         requests: Mapping[str, int],
         count: int,
@@ -242,7 +242,7 @@ class _Search:
 
 
 def find_victims(
-    cluster: ClusterStore,
+    cluster: StoreView,
     *,
     requests: Mapping[str, int],
     count: int,

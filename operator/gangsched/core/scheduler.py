@@ -1,7 +1,8 @@
 """One scheduling cycle as a pure function: `schedule(state, now, config) -> Plan`.
 
 Contract:
-- Does not change the SchedulerState's observable state (it only refreshes the store's capacity memos);
+- Sees the state through read-only views (core/views.py) and never changes it (it only refreshes the store's
+  capacity memos);
   the runtime calls `state.apply(plan)` to record the decisions, then carries the Plan out against the API.
 - The cycle is a session (core/session.py): every decision is a recorded operation, and a unit's attempt
   that fails is rolled back to its checkpoint.
@@ -29,13 +30,13 @@ from gangsched.core.config import SchedulerConfig
 from gangsched.core.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
-from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.session import CycleSession
 from gangsched.core.timers import expire_waiting_times, next_wakeup
 from gangsched.core.units import UnitKey
+from gangsched.core.views import StateView
 
 
-def schedule(state: SchedulerState, now: float, config: SchedulerConfig) -> Plan:
+def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     """One cycle; see the module docstring."""
     session = CycleSession(state, now, config)
     expire_waiting_times(session)

@@ -2,7 +2,7 @@
 and KAI-scheduler's checkpoints.
 
 Contract:
-- `CycleSession(state, now, config)` never changes `state`. It holds the cycle's `plan`, its `workspace`
+- `CycleSession(state, now, config)` never changes `state` (a read-only StateView, core/views.py). It holds the cycle's `plan`, its `workspace`
   (core/capacity.py: tentative capacity on top of the store) and what this cycle decided so far, as seen by
   the rest of the cycle (`members`, `nomination`, `is_satisfied`, `is_timed_out`, `is_evicting`).
 - Every decision is an operation of the session: `place` (tentative, this cycle), `reserve` (kept in memory),
@@ -30,7 +30,7 @@ from gangsched.core.gangs import GangState
 from gangsched.core.plan import GangTimeout, Plan
 from gangsched.core.podstate import BINDING, NOMINATED, RESERVED
 from gangsched.core.records import PodRecord
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.views import StateView
 
 Hold = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) held for a preemptor member
 _NO_RANK = 1 << 62
@@ -60,7 +60,7 @@ Checkpoint = tuple[int, int]  # (workspace undo mark, operation log length)
 
 
 class CycleSession:
-    def __init__(self, state: SchedulerState, now: float, config: SchedulerConfig) -> None:
+    def __init__(self, state: StateView, now: float, config: SchedulerConfig) -> None:
         self.state = state
         self.store = state.store
         self.now = now

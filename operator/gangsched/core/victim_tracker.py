@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gangsched.core.gangspec import NetworkTopology
-from gangsched.core.store import ClusterStore
 from gangsched.core.topology import TopologyTree
+from gangsched.core.views import StoreView
 
 
 class Candidates(Protocol):
@@ -47,7 +47,7 @@ class Unit:
 
 
 def victim_units(
-    cluster: ClusterStore, priority: int, excluded: Collection[str], protected: Collection[str]
+    cluster: StoreView, priority: int, excluded: Collection[str], protected: Collection[str]
 ) -> tuple[list[Unit], dict[str, int]]:
     """Victim units, and the spare count (members that may be taken singly) per gang."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
