@@ -2,8 +2,8 @@
 
 Contract:
 - Sees the state through read-only views (core/views.py) and never changes it (it only refreshes the store's
-  capacity memos);
-  the runtime calls `state.apply(plan)` to record the decisions, then carries the Plan out against the API.
+  capacity memos); the runtime calls `state.apply(plan)` to record the decisions, then carries the Plan out
+  against the API.
 - The cycle is a session (core/session.py): every decision is a recorded operation, and a unit's attempt
   that fails is rolled back to its checkpoint.
 - Order of work: (1) gangs whose waiting time has ended time out (core/timers.py); (2) the queue: units (gangs,

@@ -2,9 +2,10 @@
 and KAI-scheduler's checkpoints.
 
 Contract:
-- `CycleSession(state, now, config)` never changes `state` (a read-only StateView, core/views.py). It holds the cycle's `plan`, its `workspace`
-  (core/capacity.py: tentative capacity on top of the store) and what this cycle decided so far, as seen by
-  the rest of the cycle (`members`, `nomination`, `is_satisfied`, `is_timed_out`, `is_evicting`).
+- `CycleSession(state, now, config)` never changes `state` (a read-only StateView, core/views.py). It holds
+  the cycle's `plan`, its `workspace` (core/capacity.py: tentative capacity on top of the store) and what this
+  cycle decided so far, as seen by the rest of the cycle (`members`, `nomination`, `is_satisfied`,
+  `is_timed_out`, `is_evicting`).
 - Every decision is an operation of the session: `place` (tentative, this cycle), `reserve` (kept in memory),
   `bind`, `release`, `nominate`, `clear_nomination`, `evict`, `satisfy`, `time_out`, `set_wait_start`,
   `take_holds` / `restore_holds` (capacity held for preemptors). Each records its effect on the plan and on
