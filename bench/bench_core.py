@@ -11,10 +11,10 @@ import tracemalloc
 from typing import Any
 
 from bench.common import figure, log, summary
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import run_until_quiet
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
@@ -74,20 +74,20 @@ def _pod(name: str, *, gpu: int, namespace: str = "bench", node: str | None = No
     }
 
 
-def _cluster(nodes: int) -> Cluster:
-    c = Cluster()
+def _cluster(nodes: int) -> SchedulerState:
+    c = SchedulerState()
     for i in range(nodes):
         c.upsert_node(node_from_api(_node(i)))
     return c
 
 
-def _gang(c: Cluster, name: str, size: int, *, gpu: int) -> None:
+def _gang(c: SchedulerState, name: str, size: int, *, gpu: int) -> None:
     c.upsert_gang(GangSpec("bench", name, size))
     for r in range(size):
         c.upsert_pod(pod_from_api(_pod(f"{name}-{r}", gpu=gpu), gang=f"bench/{name}", rank=r, ours=True))
 
 
-def _decision_ms(c: Cluster, config: SchedulerConfig, runs: int) -> list[float]:
+def _decision_ms(c: SchedulerState, config: SchedulerConfig, runs: int) -> list[float]:
     out = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -192,13 +192,13 @@ def _bytes_per(build: Any, n: int) -> float:
 
 
 def bench_memory() -> None:
-    def pods(n: int) -> Cluster:
+    def pods(n: int) -> SchedulerState:
         c = _cluster(0)
         for g in range(n // 8):
             _gang(c, f"m{g:05d}", 8, gpu=1)
         return c
 
-    def nodes(n: int) -> Cluster:
+    def nodes(n: int) -> SchedulerState:
         return _cluster(n)
 
     pod_samples = [_bytes_per(pods, 16_000) for _ in range(3)]
@@ -209,7 +209,7 @@ def bench_memory() -> None:
         unit="bytes",
         target=2048,
         better="lower",
-        note="PodRecord + Cluster indexes (gang membership, pending sets)",
+        note="PodRecord + SchedulerState indexes (gang membership, pending sets)",
     )
     figure("core.bytes_per_node", statistics.median(node_samples), unit="bytes", target=2048, better="lower")
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import random
 
 from bench.common import figure, log, summary, timed_runs
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec, NetworkTopology
 from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
@@ -38,10 +38,10 @@ def _node(s: int, leaf: int, u: int, n: int) -> str:
     return f"s{s}-l{leaf}-u{u}-n{n}"
 
 
-def build(seed: int) -> tuple[Cluster, dict[str, int]]:
+def build(seed: int) -> tuple[SchedulerState, dict[str, int]]:
     """The instance, and the occupied-node count of every unit (for the independent minimum)."""
     rng = random.Random(seed)
-    c = Cluster()
+    c = SchedulerState()
     domains = []
     units: list[list[str]] = []
     for s in range(SPINES):

@@ -6,25 +6,26 @@ from dataclasses import replace
 
 import pytest
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.plan import PHASE_FAILED, PHASE_SCHEDULED, PHASE_SCHEDULING, Plan
+from gangsched.core.plan import Plan
 from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import run_until_quiet, step
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.units import UnitKey
 from gangsched.models.node import node_from_api
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 
 
-def _gpu_used(c: Cluster) -> int:
+def _gpu_used(c: SchedulerState) -> int:
     return sum(u.get("nvidia.com/gpu", 0) for u in c.used.values())
 
 
 def test_pod_without_gang_schedules_alone() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2)
     key = add_pod(c, "solo", cpu="4")
     plan = step(c, CFG, 0.0)
@@ -34,7 +35,7 @@ def test_pod_without_gang_schedules_alone() -> None:
 
 
 def test_missing_podgroup_waits_then_schedules() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     keys = add_gang(c, "g", 2, spec=False, gpu=1)
     plan = step(c, CFG, 0.0)
@@ -46,7 +47,7 @@ def test_missing_podgroup_waits_then_schedules() -> None:
 
 
 def test_fewer_pods_than_min_member_waits_and_reserves_nothing() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     (first,) = add_gang(c, "g", 1, min_member=2, gpu=1)
     plan = step(c, CFG, 0.0)
@@ -57,20 +58,20 @@ def test_fewer_pods_than_min_member_waits_and_reserves_nothing() -> None:
 
 
 def test_min_resources_larger_than_free_cluster_fails_fast() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     c.upsert_gang(GangSpec("default", "g", 1, min_resources=(("nvidia.com/gpu", 32),)))
     add_pod(c, "g-0", gang="default/g", gpu=1)
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
-    assert plan.unit_backoffs["default/g"].until == 1.0
+    assert plan.unit_backoffs[UnitKey.gang("default/g")].until == 1.0
     (event,) = plan.events
     assert event.type == "Warning" and "minResources {nvidia.com/gpu: 32}" in event.message
     assert "nvidia.com/gpu: 16" in event.message
 
 
 def test_quorum_counts_already_bound_members() -> None:
-    c = Cluster()
+    c = SchedulerState()
     nodes = add_nodes(c, 3, gpu=8)
     c.upsert_gang(GangSpec("default", "g", 3))
     add_pod(c, "g-0", gang="default/g", gpu=8, node=nodes[0], phase="Running")
@@ -78,46 +79,43 @@ def test_quorum_counts_already_bound_members() -> None:
     late = add_pod(c, "g-2", gang="default/g", gpu=8)
     plan = step(c, CFG, 0.0)
     assert plan.bindings == [(late, nodes[2])]
-    assert plan.gang_status["default/g"].phase == PHASE_SCHEDULED
+    assert plan.gang_status["default/g"].reason == "Scheduled"
     assert plan.gang_status["default/g"].scheduled == 3
 
 
 @pytest.mark.parametrize(
-    ("mode", "reserved", "phase", "why"),
+    ("mode", "reserved", "why"),
     [
-        pytest.param(
-            GangMode.STRICT, 0, "Pending", "5 nodes fit; 5 more blocked by: no more nodes", id="strict-releases-all"
-        ),
+        pytest.param(GangMode.STRICT, 0, "5 nodes fit; 5 more blocked by: no more nodes", id="strict-releases-all"),
         pytest.param(
             GangMode.NON_STRICT,
             5,
-            PHASE_SCHEDULING,
             "0 nodes fit; 5 more blocked by: insufficient nvidia.com/gpu (5)",
             id="nonstrict-keeps",
         ),
     ],
 )
-def test_member_six_of_ten_does_not_fit(mode: GangMode, reserved: int, phase: str, why: str) -> None:
-    c = Cluster()
+def test_member_six_of_ten_does_not_fit(mode: GangMode, reserved: int, why: str) -> None:
+    c = SchedulerState()
     add_nodes(c, 5, gpu=8)
     add_gang(c, "g", 10, mode=mode, gpu=8)
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
     assert len(plan.reservations) == reserved
     assert _gpu_used(c) == 8 * reserved
-    assert plan.unit_backoffs["default/g"].attempts == 1
+    assert plan.unit_backoffs[UnitKey.gang("default/g")].attempts == 1
     status = plan.gang_status["default/g"]
-    assert (status.phase, status.reserved, status.reason) == (phase, reserved, "Unschedulable")
+    assert (status.reserved, status.reason) == (reserved, "Unschedulable")
     assert "needs 10 x {cpu: 1, nvidia.com/gpu: 8}" in status.message
     assert why in status.message
     # backed off: nothing happens before the backoff ends, and the next failure doubles it
     assert schedule(c, 0.5, CFG).unit_backoffs == {}
     again = step(c, CFG, 1.0)
-    assert again.unit_backoffs["default/g"].until == 3.0
+    assert again.unit_backoffs[UnitKey.gang("default/g")].until == 3.0
 
 
 def test_nonstrict_completes_when_capacity_arrives() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 5, gpu=8)
     keys = add_gang(c, "g", 10, mode=GangMode.NON_STRICT, gpu=8)
     step(c, CFG, 0.0)
@@ -128,7 +126,7 @@ def test_nonstrict_completes_when_capacity_arrives() -> None:
 
 
 def test_timeout_releases_and_marks() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 5, gpu=8)
     keys = add_gang(c, "g", 10, mode=GangMode.NON_STRICT, wait=30.0, gpu=8)
     first = step(c, CFG, 0.0)
@@ -138,7 +136,6 @@ def test_timeout_releases_and_marks() -> None:
     assert sorted(plan.releases) == sorted(k for k, _ in first.reservations)
     (timeout,) = plan.timeouts
     assert timeout.gang_key == "default/g" and sorted(timeout.pods) == sorted(keys)
-    assert plan.gang_status["default/g"].phase == PHASE_FAILED
     assert plan.gang_status["default/g"].reason == "GangTimeout"
     assert any(e.reason == "GangTimeout" and e.kind == "PodGroup" for e in plan.events)
     assert _gpu_used(c) == 0
@@ -147,7 +144,7 @@ def test_timeout_releases_and_marks() -> None:
 
 
 def test_gang_group_binds_only_when_every_gang_is_satisfied() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     group = ("default/a", "default/b")
     a = add_gang(c, "a", 2, group=group, created=1.0, gpu=8)
@@ -165,7 +162,7 @@ def test_gang_group_binds_only_when_every_gang_is_satisfied() -> None:
 
 
 def test_satisfied_gang_replacement_schedules_alone() -> None:
-    c = Cluster()
+    c = SchedulerState()
     nodes = add_nodes(c, 4, gpu=8)
     keys = add_gang(c, "g", 4, gpu=8)
     run_until_quiet(c, CFG)
@@ -178,7 +175,7 @@ def test_satisfied_gang_replacement_schedules_alone() -> None:
 
 
 def test_restart_marks_satisfied_from_status() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     c.upsert_gang(GangSpec("default", "g", 4))
     c.mark_satisfied("default/g")
@@ -187,7 +184,7 @@ def test_restart_marks_satisfied_from_status() -> None:
 
 
 def test_queue_order_priority_creation_and_backoff() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     add_gang(c, "big", 2, gpu=8, priority=100, created=1.0)  # never fits: 16 GPUs
     add_gang(c, "low", 1, gpu=1, priority=0, created=0.0)
@@ -196,7 +193,7 @@ def test_queue_order_priority_creation_and_backoff() -> None:
     order = []
     for now in (10.0, 10.1, 10.2, 10.3):
         plan = step(c, CFG, now)
-        order.append(next(iter(plan.unit_backoffs), None) or plan.bindings[0][0])
+        order.append(next((u.key for u in plan.unit_backoffs), None) or plan.bindings[0][0])
     assert order == ["default/big", "default/old-0", "default/new-0", "default/low-0"]
     # the failed gang is re-sorted by its failure time: a younger gang of its priority goes first
     add_gang(c, "young", 1, gpu=1, priority=100, created=5.0)  # younger than big, older than its failure
@@ -205,7 +202,7 @@ def test_queue_order_priority_creation_and_backoff() -> None:
 
 
 def test_roles_each_need_their_minimum() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     c.upsert_gang(GangSpec("default", "job", 3, roles=(("ps", 1), ("worker", 2))))
     w = [add_pod(c, f"w{i}", gang="default/job", role="worker", gpu=1) for i in range(3)]
@@ -216,7 +213,7 @@ def test_roles_each_need_their_minimum() -> None:
 
 
 def test_event_names_what_blocks_the_gang() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 5, gpu=8)
     add_nodes(c, 3, prefix="busy", gpu=4)
     for i in range(2):
@@ -234,7 +231,7 @@ def test_event_names_what_blocks_the_gang() -> None:
 
 
 def test_bind_failure_requeues_the_member_alone() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 3, gpu=8)
     keys = add_gang(c, "g", 2, gpu=8)
     plan = schedule(c, 0.0, CFG)
@@ -250,7 +247,7 @@ def test_bind_failure_requeues_the_member_alone() -> None:
 
 
 def test_bound_event_replaces_reservation_without_double_count() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     keys = add_gang(c, "g", 2, mode=GangMode.NON_STRICT, min_member=3, gpu=4)
     add_pod(c, "g-2", gang="default/g", gpu=4, node="n1", phase="Running")  # an already bound member
@@ -271,7 +268,7 @@ def test_bound_event_replaces_reservation_without_double_count() -> None:
     [pytest.param("binpack", [4, 0, 0, 0], id="binpack"), pytest.param("spread", [1, 1, 1, 1], id="spread")],
 )
 def test_score_strategy(strategy: str, per_node: list[int]) -> None:
-    c = Cluster()
+    c = SchedulerState()
     nodes = add_nodes(c, 4, gpu=8)
     add_gang(c, "g", 4, gpu=2)
     plan = step(c, SchedulerConfig(score_strategy=strategy), 0.0)
@@ -280,7 +277,7 @@ def test_score_strategy(strategy: str, per_node: list[int]) -> None:
 
 
 def test_preferred_affinity_wins_over_binpack() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     c.upsert_node(node_from_api(node_obj("fast", gpu=8, labels={"speed": "fast"})))
     pref = {
@@ -300,7 +297,7 @@ def test_preferred_affinity_wins_over_binpack() -> None:
 
 
 def test_topology_gang_reports_tier() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 4, gpu=8)
     tree = TopologyTree.from_domains(
         [
@@ -319,10 +316,10 @@ def test_topology_gang_reports_tier() -> None:
 
 
 def test_many_units_per_cycle_are_separate_transactions() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     a = add_gang(c, "a", 2, gpu=8, created=1.0)
     add_gang(c, "b", 2, gpu=8, created=2.0)  # cannot fit once a is placed
     plan: Plan = step(c, SchedulerConfig(max_units_per_cycle=10), 0.0)
     assert sorted(k for k, _ in plan.bindings) == a
-    assert "default/b" in plan.unit_backoffs and _gpu_used(c) == 16
+    assert UnitKey.gang("default/b") in plan.unit_backoffs and _gpu_used(c) == 16

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec, NetworkTopology
 from gangsched.core.plan import Plan
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
 from gangsched.core.topology import Domain, TopologyTree
 from tests.unit.test_core_support import add_nodes, add_pod
@@ -34,7 +34,7 @@ def story_tree() -> TopologyTree:
 
 
 def running_gang(
-    c: Cluster, name: str, nodes: list[str], *, priority: int = 0, min_member: int | None = None, **kw: Any
+    c: SchedulerState, name: str, nodes: list[str], *, priority: int = 0, min_member: int | None = None, **kw: Any
 ) -> list[str]:
     c.upsert_gang(GangSpec("default", name, min_member if min_member is not None else len(nodes)))
     c.mark_satisfied(f"default/{name}")
@@ -47,7 +47,7 @@ def running_gang(
 
 
 def pending_gang(
-    c: Cluster,
+    c: SchedulerState,
     name: str,
     pods: int,
     *,
@@ -69,8 +69,8 @@ def nodes(n: int, start: int = 0) -> list[str]:
     return [f"node{i}" for i in range(start, start + n)]
 
 
-def story3() -> tuple[Cluster, list[str], list[str], list[str]]:
-    c = Cluster()
+def story3() -> tuple[SchedulerState, list[str], list[str], list[str]]:
+    c = SchedulerState()
     add_nodes(c, 12, prefix="node", gpu=8)
     c.set_topology(story_tree())
     g1 = running_gang(c, "gang1", nodes(4))
@@ -79,7 +79,7 @@ def story3() -> tuple[Cluster, list[str], list[str], list[str]]:
     return c, g1, g2, g3
 
 
-def evict(c: Cluster, keys: list[str]) -> None:
+def evict(c: SchedulerState, keys: list[str]) -> None:
     for k in keys:
         c.remove_pod(k)
 
@@ -139,7 +139,7 @@ def test_reserved_nodes_are_not_taken_by_a_lower_priority_gang_meanwhile() -> No
     ],
 )
 def test_no_preemption(priority: int, policy: str | None, why: str) -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 4, prefix="node", gpu=8)
     running_gang(c, "low", nodes(4))
     pending_gang(c, "want", 2, priority=priority, policy=policy)
@@ -159,7 +159,7 @@ def test_no_preemption(priority: int, policy: str | None, why: str) -> None:
     ],
 )
 def test_victim_gangs_are_never_left_below_quorum(need: int, expected_victims: int) -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 8, prefix="node", gpu=8)
     a = running_gang(c, "a", nodes(4), min_member=4)
     b = running_gang(c, "b", nodes(4, 4), min_member=2)
@@ -173,7 +173,7 @@ def test_victim_gangs_are_never_left_below_quorum(need: int, expected_victims: i
 
 
 def test_lowest_victim_priority_wins_over_fewer_pods() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 6, prefix="node", gpu=8)
     cheap = running_gang(c, "cheap", nodes(4), priority=1)
     running_gang(c, "dear", nodes(2, 4), priority=5)
@@ -183,7 +183,7 @@ def test_lowest_victim_priority_wins_over_fewer_pods() -> None:
 
 
 def test_fewest_victim_pods_at_equal_priority() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 6, prefix="node", gpu=8)
     running_gang(c, "big", nodes(4))
     small = running_gang(c, "small", nodes(2, 4))
@@ -200,7 +200,7 @@ def test_fewest_victim_pods_at_equal_priority() -> None:
     ],
 )
 def test_pdb_protected_victims_are_avoided(protect: str, expected: str) -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 6, prefix="node", gpu=8)
     gangs = {"big": running_gang(c, "big", nodes(4)), "small": running_gang(c, "small", nodes(2, 4))}
     for name, keys in gangs.items():
@@ -212,7 +212,7 @@ def test_pdb_protected_victims_are_avoided(protect: str, expected: str) -> None:
 
 
 def test_two_preemptors_never_take_the_same_victims() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 8, prefix="node", gpu=8)
     running_gang(c, "x", nodes(4))
     running_gang(c, "y", nodes(4, 4))
@@ -230,7 +230,7 @@ def test_two_preemptors_never_take_the_same_victims() -> None:
 
 
 def test_other_schedulers_pods_are_victims_too() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, prefix="node", gpu=8)
     theirs = [add_pod(c, f"web-{i}", node=f"node{i}", phase="Running", gpu=8, ours=False) for i in range(2)]
     pending_gang(c, "want", 2)
@@ -238,7 +238,7 @@ def test_other_schedulers_pods_are_victims_too() -> None:
 
 
 def test_refused_eviction_makes_the_core_choose_again() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 6, prefix="node", gpu=8)
     big = running_gang(c, "big", nodes(4))
     small = running_gang(c, "small", nodes(2, 4))
@@ -252,7 +252,7 @@ def test_refused_eviction_makes_the_core_choose_again() -> None:
 
 
 def test_giving_up_clears_nominations() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, prefix="node", gpu=8)
     running_gang(c, "low", nodes(2))
     c.upsert_gang(GangSpec("default", "want", 2, wait_seconds=30))
@@ -268,7 +268,7 @@ def test_giving_up_clears_nominations() -> None:
 
 
 def test_deleted_podgroup_clears_nominations() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, prefix="node", gpu=8)
     running_gang(c, "low", nodes(2))
     want = pending_gang(c, "want", 2)
@@ -283,7 +283,7 @@ def _plan_victim_units(plan: Plan) -> set[str]:
 
 
 def test_whole_victim_gang_must_gather_its_quorum_again() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, prefix="node", gpu=8)
     low = running_gang(c, "low", nodes(2))
     pending_gang(c, "want", 2)
@@ -304,9 +304,9 @@ from gangsched.core.preemption import find_victims  # noqa: E402
 
 
 @st.composite
-def instances(draw: st.DrawFn) -> tuple[Cluster, list[tuple[str, list[str], int, int]], int, int]:
+def instances(draw: st.DrawFn) -> tuple[SchedulerState, list[tuple[str, list[str], int, int]], int, int]:
     """Up to 6 two-slot nodes (4 GPUs, pods of 2) holding up to 5 low gangs; a preemptor of `need` pods."""
-    c = Cluster()
+    c = SchedulerState()
     n_nodes = draw(st.integers(2, 6))
     add_nodes(c, n_nodes, prefix="node", gpu=4)
     slots = [f"node{i}" for i in range(n_nodes) for _ in range(2)]
@@ -329,7 +329,7 @@ def instances(draw: st.DrawFn) -> tuple[Cluster, list[tuple[str, list[str], int,
     return c, gangs, need, 10
 
 
-def _fits(c: Cluster, gone: set[str], need: int) -> bool:
+def _fits(c: SchedulerState, gone: set[str], need: int) -> bool:
     used = dict.fromkeys(c.nodes, 0)
     for k, p in c.pods.items():
         if p.node_name and k not in gone:
@@ -340,11 +340,11 @@ def _fits(c: Cluster, gone: set[str], need: int) -> bool:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances())
 def test_victims_are_valid_complete_and_of_minimal_priority(
-    inst: tuple[Cluster, list[tuple[str, list[str], int, int]], int, int],
+    inst: tuple[SchedulerState, list[tuple[str, list[str], int, int]], int, int],
 ) -> None:
     c, gangs, need, prio = inst
     choice = find_victims(
-        c,
+        c.store,
         requests={"nvidia.com/gpu": 2, "pods": 1},
         count=need,
         priority=prio,
@@ -381,7 +381,7 @@ def test_victims_are_valid_complete_and_of_minimal_priority(
 
 
 def test_one_larger_gang_beats_two_small_ones_when_it_is_fewer_pods() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 7, prefix="node", gpu=8)
     three = running_gang(c, "three", nodes(3))
     running_gang(c, "twoa", nodes(2, 3))
@@ -392,7 +392,7 @@ def test_one_larger_gang_beats_two_small_ones_when_it_is_fewer_pods() -> None:
 
 @pytest.mark.parametrize("units_per_cycle", [pytest.param(1, id="one-cycle-each"), pytest.param(2, id="same-cycle")])
 def test_second_preemptor_takes_the_rest_of_a_gang_the_first_took_a_spare_of(units_per_cycle: int) -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 4, prefix="node", gpu=8)
     x = running_gang(c, "x", nodes(2), min_member=2)
     y = running_gang(c, "y", nodes(2, 2), min_member=1)
@@ -409,7 +409,7 @@ def test_second_preemptor_takes_the_rest_of_a_gang_the_first_took_a_spare_of(uni
 
 
 def test_lowest_priority_follows_pod_updates_and_removals() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 1, prefix="node", gpu=8)
     assert c.lowest_priority() is None
     a = add_pod(c, "a", priority=5)
@@ -424,7 +424,7 @@ def test_lowest_priority_follows_pod_updates_and_removals() -> None:
 
 
 def test_a_higher_priority_gang_may_take_a_lower_preemptors_held_nodes() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 4, prefix="node", gpu=8)
     x = running_gang(c, "x", nodes(2))  # priority 0: the victims
     running_gang(c, "y", nodes(2, 2), priority=2000)  # never a victim here
@@ -442,7 +442,7 @@ def test_a_higher_priority_gang_may_take_a_lower_preemptors_held_nodes() -> None
 
 
 def test_an_equal_priority_gang_ahead_in_the_queue_does_not_take_held_nodes() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, prefix="node", gpu=8)
     x = running_gang(c, "x", nodes(2))
     p1 = pending_gang(c, "p1", 2, priority=500)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
 from tests.unit.test_core_preemption import evict, nodes, pending_gang, running_gang
 from tests.unit.test_core_support import add_nodes, add_pod
@@ -28,7 +28,7 @@ def test_a_preemptor_that_lost_its_held_nodes_is_not_bound_onto_them_in_the_same
     units: int, mode: GangMode
 ) -> None:
     cfg = SchedulerConfig(max_units_per_cycle=units)
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, prefix="node", gpu=8)
     victims = running_gang(c, "x", nodes(2))  # priority 0
     p1 = pending_gang(c, "p1", 2, priority=500)  # preempts x, holds node0 and node1

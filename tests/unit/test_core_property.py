@@ -8,11 +8,11 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.resources import add_into
 from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
 from tests.unit.test_core_support import add_nodes, add_pod
 
 gangs = st.lists(
@@ -29,7 +29,7 @@ gangs = st.lists(
 )
 
 
-def _recount(c: Cluster) -> dict[str, dict[str, int]]:
+def _recount(c: SchedulerState) -> dict[str, dict[str, int]]:
     used: dict[str, dict[str, int]] = {}
     for key, pod in c.pods.items():
         if pod.terminal:
@@ -58,7 +58,7 @@ def test_never_overcommitted(
     fail_binds: list[bool],
     strategy: str,
 ) -> None:
-    c = Cluster()
+    c = SchedulerState()
     for i, (gpu, cpu) in enumerate(nodes):
         add_nodes(c, 1, prefix=f"n{i}-", gpu=gpu, cpu=str(cpu), pods=8)
     for g, (size, minimum, mode, gpu, cpu, prio) in enumerate(gang_list):

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
 from gangsched.state.cache import ClusterCache
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
@@ -28,18 +28,18 @@ CFG = SchedulerConfig(max_units_per_cycle=10)
 HIGH = 1000
 
 
-def _pending(c: Cluster) -> set[str]:
-    return {k for gs in c.gangs.values() for k in gs.pending} | set(c._alone_pending)
+def _pending(c: SchedulerState) -> set[str]:
+    return {k for gs in c.gangs.values() for k in gs.pending} | set(c.queue.alone_pending())
 
 
-def _gpu(c: Cluster) -> int:
+def _gpu(c: SchedulerState) -> int:
     return sum(u.get("nvidia.com/gpu", 0) for u in c.used.values())
 
 
 # --------------------------------------------------------------------------- assumed pods (stale events)
 
 
-def _bound_alone(c: Cluster) -> tuple[str, str]:
+def _bound_alone(c: SchedulerState) -> tuple[str, str]:
     """One pod without a gang, scheduled and bound by us (bind_succeeded): (key, node)."""
     add_nodes(c, 1, gpu=8)
     key = add_pod(c, "p", gpu=8)
@@ -51,7 +51,7 @@ def _bound_alone(c: Cluster) -> tuple[str, str]:
     return key, node
 
 
-def _version(c: Cluster, key: str, *, node: str | None, uid: str | None = None, phase: str = "Pending") -> None:
+def _version(c: SchedulerState, key: str, *, node: str | None, uid: str | None = None, phase: str = "Pending") -> None:
     pod = c.pods[key]
     c.upsert_pod(dataclasses.replace(pod, node_name=node, uid=uid or pod.uid, phase=phase))
 
@@ -76,7 +76,7 @@ def _version(c: Cluster, key: str, *, node: str | None, uid: str | None = None, 
 def test_stale_events_after_our_binding(
     events: list[tuple[str, str | None]], pending: bool, node_kept: bool, assumed: bool
 ) -> None:
-    c = Cluster()
+    c = SchedulerState()
     key, node = _bound_alone(c)
     for what, uid in events:
         if what in ("stale", "stale-after-confirm"):
@@ -96,7 +96,7 @@ def test_stale_events_after_our_binding(
 
 
 def test_deleting_an_assumed_pod_forgets_it() -> None:
-    c = Cluster()
+    c = SchedulerState()
     key, _ = _bound_alone(c)
     c.remove_pod(key)
     assert key not in c.assumed and _gpu(c) == 0
@@ -207,9 +207,9 @@ def test_cache_keeps_schedule_start_time() -> None:
 # --------------------------------------------------------------------------- restored nominations
 
 
-def _preempting_cluster() -> tuple[Cluster, list[str], list[str]]:
+def _preempting_cluster() -> tuple[SchedulerState, list[str], list[str]]:
     """2 nodes of 8 GPUs: gang low (priority 0) runs on both; gang high (2 x 8 GPUs) preempts it."""
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     c.upsert_gang(GangSpec("default", "low", 2))
     c.mark_satisfied("default/low")
@@ -219,9 +219,9 @@ def _preempting_cluster() -> tuple[Cluster, list[str], list[str]]:
     return c, low, high
 
 
-def _after_restart(c: Cluster) -> Cluster:
+def _after_restart(c: SchedulerState) -> SchedulerState:
     """A new leader's Cluster: what the API shows (pods with their status and deletionTimestamp), nothing else."""
-    n = Cluster()
+    n = SchedulerState()
     for node in c.nodes.values():
         n.upsert_node(node)
     for _gk, gs in c.gangs.items():
@@ -318,7 +318,7 @@ def test_nominations_the_gang_cannot_use_are_not_restored_but_cleared(setup: Any
 )
 def test_nonstrict_waiting_time_survives_a_restart(restored_start: float | None, timed_out_at_12: bool) -> None:
     """A NonStrict gang (3 of 3, 2 fit) reserved at t=2 with a 10 s wait; the operator restarts at t=8."""
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     keys = add_gang(c, "g", 3, mode=GangMode.NON_STRICT, wait=10.0, gpu=8)
     if restored_start is not None:
@@ -340,7 +340,7 @@ def test_nonstrict_waiting_time_survives_a_restart(restored_start: float | None,
     ],
 )
 def test_restore_wait_start_ignores_gangs_not_waiting(prepare: Any) -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     add_gang(c, "g", 2, mode=GangMode.NON_STRICT, wait=10.0, gpu=8)
     prepare(c)
@@ -350,7 +350,7 @@ def test_restore_wait_start_ignores_gangs_not_waiting(prepare: Any) -> None:
 
 
 def test_restore_wait_start_keeps_a_start_already_known() -> None:
-    c = Cluster()
+    c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     add_gang(c, "g", 2, mode=GangMode.NON_STRICT, wait=10.0, gpu=8)
     step(c, CFG, 5.0)

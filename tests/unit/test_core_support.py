@@ -1,11 +1,11 @@
-"""Builders of raw API dicts and a populated Cluster for the core tests (helpers only: no tests here)."""
+"""Builders of raw API dicts and a populated SchedulerState for the core tests (helpers only: no tests here)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 
@@ -63,7 +63,7 @@ def pod_obj(
     }
 
 
-def add_nodes(c: Cluster, n: int, prefix: str = "n", **kw: Any) -> list[str]:
+def add_nodes(c: SchedulerState, n: int, prefix: str = "n", **kw: Any) -> list[str]:
     names = [f"{prefix}{i}" for i in range(n)]
     for name in names:
         c.upsert_node(node_from_api(node_obj(name, **kw)))
@@ -71,7 +71,7 @@ def add_nodes(c: Cluster, n: int, prefix: str = "n", **kw: Any) -> list[str]:
 
 
 def add_pod(
-    c: Cluster,
+    c: SchedulerState,
     name: str,
     *,
     gang: str | None = None,
@@ -86,7 +86,7 @@ def add_pod(
 
 
 def add_gang(
-    c: Cluster,
+    c: SchedulerState,
     name: str,
     pods: int,
     *,

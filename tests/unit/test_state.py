@@ -107,8 +107,8 @@ def record(name: str, *, node: str | None = None, phase: str = "Pending") -> Any
     return pod_from_api(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
 
 
-WAITING = GangStatus("Pending", 0, 0, 3, "WaitingForPods", "2 of minMember 3 pods exist")
-RESERVING = GangStatus("Scheduling", 0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
+WAITING = GangStatus(0, 0, 3, "WaitingForPods", "2 of minMember 3 pods exist")
+RESERVING = GangStatus(0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
 
 
 @pytest.mark.parametrize(
@@ -169,7 +169,7 @@ def test_status_is_written_only_on_change_and_transition_times_only_move_on_tran
     first = book.status_of("default/g", members=[record("a")], now_iso="2024-01-01T00:00:00Z", **args)
     assert first is not None
     assert book.status_of("default/g", members=[record("a")], now_iso="2024-01-01T00:00:05Z", **args) is None
-    args["decided"] = GangStatus("Pending", 0, 0, 3, "Unschedulable", "needs 3 x {cpu: 1}; 2 nodes fit")
+    args["decided"] = GangStatus(0, 0, 3, "Unschedulable", "needs 3 x {cpu: 1}; 2 nodes fit")
     second = book.status_of("default/g", members=[record(n) for n in "abc"], now_iso="2024-01-01T00:00:09Z", **args)
     assert second is not None and second["message"] == "needs 3 x {cpu: 1}; 2 nodes fit"
     assert second["conditions"][0]["lastTransitionTime"] == "2024-01-01T00:00:00Z"  # still Scheduled=False

@@ -15,7 +15,7 @@ from gangsched.models.pod import pod_from_api
 from gangsched.state.status import GangStatusBook
 from tests.unit.test_core_support import pod_obj
 
-HOLDING = GangStatus("Scheduling", 0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
+HOLDING = GangStatus(0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
 
 
 def record(name: str) -> Any:

@@ -1,15 +1,15 @@
 """Per-class node capacity: how many more pods of a scheduling class each node can take, kept incrementally.
 
 Contract (used by core/scheduler.py only):
-- `ClassIndex` is a memo kept inside the Cluster, one per (class, score strategy). It holds the statically
+- `ClassIndex` is a memo kept inside the store (core/store.py), one per (class, score strategy). It holds the statically
   feasible nodes of the class (see core/matching.py) with their preference, each node's fit count (how many
   more pods of the class fit in its free resources), and buckets of nodes by score key. It is brought up to
-  date from the Cluster's change log: only nodes whose usage changed are recomputed; a change of any node's
+  date from the store's change log: only nodes whose usage changed are recomputed; a change of any node's
   static properties rebuilds it. Nodes with a fit count of 0 are in no bucket, so placement never looks at
   full nodes, and never loops pods x nodes.
-- `Workspace` is one cycle's tentative state on top of the Cluster: resources placed (or released) during
+- `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during
   the cycle, and copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give
-  each unit a transaction. The Cluster and its indexes are never changed by a Workspace.
+  each unit a transaction. The store and its indexes are never changed by a Workspace.
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
 (-preference, -count): emptiest first.
 """
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.matching import preference, static_block
 from gangsched.core.records import NodeRecord, SchedulingClass
 from gangsched.core.resources import Resources
+from gangsched.core.views import StoreView
 
 _CAP = 1 << 30
 _MAX_INDEXES = 256
@@ -70,7 +70,7 @@ class ClassIndex:
         self.count: dict[str, int] = {}
         self.buckets: dict[Key, dict[str, None]] = {}
 
-    def _rebuild(self, cluster: Cluster) -> None:
+    def _rebuild(self, cluster: StoreView) -> None:
         cls = self.cls
         self.pref = {}
         self.count = {}
@@ -94,17 +94,18 @@ class ClassIndex:
                 if b is None:
                     b = self.buckets[k] = {}
                 b[name] = None
-        self.gen = cluster._static_gen
-        self.pos = cluster._log_base + len(cluster._log)
+        self.gen = cluster.static_gen
+        self.pos = cluster.log_end()
 
-    def sync(self, cluster: Cluster) -> None:
-        if self.gen != cluster._static_gen or self.pos < cluster._log_base:
+    def sync(self, cluster: StoreView) -> None:
+        end = cluster.log_end()
+        if self.gen == cluster.static_gen and self.pos == end:
+            return
+        log = cluster.changes_since(self.pos) if self.gen == cluster.static_gen else None
+        if log is None:
             self._rebuild(cluster)
             return
-        end = cluster._log_base + len(cluster._log)
-        if self.pos == end:
-            return
-        changed = set(cluster._log[self.pos - cluster._log_base :])
+        changed = set(log)
         self.pos = end
         req = self.cls.requests
         for name in changed:
@@ -131,8 +132,8 @@ class ClassIndex:
                 b2[name] = None
 
 
-def class_index(cluster: Cluster, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
-    caches = cluster._class_caches
+def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
+    caches = cluster.class_caches
     key = (cls.id, spread)
     idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
     if idx is None:
@@ -207,7 +208,7 @@ class _Undo:
 
 
 class Workspace:
-    def __init__(self, cluster: Cluster, *, spread: bool) -> None:
+    def __init__(self, cluster: StoreView, *, spread: bool) -> None:
         self.cluster = cluster
         self.spread = spread
         self.extra: dict[str, Resources] = {}

@@ -19,3 +19,7 @@ class InvalidField(ValueError):
         self.allowed = allowed
         shown = f'"{value}"' if isinstance(value, str) else repr(value)
         super().__init__(f"{field}: invalid value {shown}: {allowed}")
+
+
+class CoreError(Exception):
+    """A broken invariant of the scheduling core (a bug in the caller, never bad user input)."""

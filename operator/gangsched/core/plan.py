@@ -1,9 +1,13 @@
-"""The result of one scheduling cycle: decisions as data, carried out by the runtime.
+"""The result of one scheduling cycle: decisions as data, recorded in memory, then carried out by the runtime.
 
-Contract: `schedule()` (core/scheduler.py) returns a `Plan`; the runtime performs its API side effects
-(bindings through pods/binding, pod annotations and conditions, PodGroup status, events) and then calls
-`Cluster.apply(plan)` so the in-memory model records what was decided. The `unit_*` fields are for
-`Cluster.apply` (backoff bookkeeping); the runtime may ignore them.
+Contract: `schedule()` (core/scheduler.py) returns a `Plan`. The runtime first calls
+`SchedulerState.apply(plan)` (core/scheduler_state.py) so the in-memory model records what was decided (the
+pod state machine's transitions: reservations, bindings in flight, releases, nominations; victims; gang and
+queue bookkeeping), and the next cycle never hands the same capacity out again; then it performs the API side
+effects (bindings through pods/binding, evictions, pod annotations and conditions, PodGroup status, events)
+and reports the binder's answers back (`bind_succeeded` / `bind_failed`). The `unit_*`, `satisfied`,
+`first_reserved` and `waiting_reasons` fields are bookkeeping for `SchedulerState.apply` only; the runtime
+may ignore them.
 
 Fields:
 - bindings: [(pod_key, node)] to bind now (the gang, or its whole gang group, reached quorum).
@@ -16,24 +20,20 @@ Fields:
 - conditions: [PodCondition] PodScheduled=False conditions for pods that cannot be placed or wait.
 - next_wakeup: earliest absolute time at which a timer matters (waiting-time expiry, backoff end), or None.
 - evictions: [pod_key] victims to evict through the Eviction API (group preemption, core/preemption.py).
-- nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the Cluster holds
+- nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the scheduler holds
   that capacity for them. nomination_clears: [pod_key] nominations given up (patch nominatedNodeName null).
-- preemptions: {gang_key: victim pod keys} for Cluster.apply (victims are never taken twice).
+- preemptions: {gang_key: victim pod keys} for SchedulerState.apply (victims are never taken twice).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PHASE_PENDING = "Pending"  # waiting for the PodGroup, for members, or to fit
-PHASE_SCHEDULING = "Scheduling"  # some members hold reservations
-PHASE_SCHEDULED = "Scheduled"  # quorum bound (once-satisfied)
-PHASE_FAILED = "Failed"  # timed out: its pods are never scheduled again until recreated
+from gangsched.core.units import UnitKey
 
 
 @dataclass(frozen=True, slots=True)
 class GangStatus:
-    phase: str
     scheduled: int  # members bound or being bound
     reserved: int  # members holding in-memory reservations
     pending: int  # members not placed
@@ -86,12 +86,12 @@ class Plan:
     nominations: list[tuple[str, str]] = field(default_factory=list)
     nomination_clears: list[str] = field(default_factory=list)
     preemptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # bookkeeping for Cluster.apply
-    unit_backoffs: dict[str, UnitBackoff] = field(default_factory=dict)
-    unit_success: list[str] = field(default_factory=list)  # units whose backoff resets
+    # bookkeeping for SchedulerState.apply
+    unit_backoffs: dict[UnitKey, UnitBackoff] = field(default_factory=dict)
+    unit_success: list[UnitKey] = field(default_factory=list)  # units whose backoff resets
     satisfied: list[str] = field(default_factory=list)  # gangs reaching quorum (once-satisfied)
     first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
-    waiting_reasons: dict[str, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
+    waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
 
     @property
     def empty(self) -> bool:

@@ -10,8 +10,8 @@ workspace's tentative usage on top of `cluster.used` (the preemptor's own nomina
   not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim).
 - Victim units: a gang is taken whole (every bound member at once; only when all of them have a lower
   priority); of a gang with B bound members and quorum M, up to B - M members may instead be taken singly,
-  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang is a unit
-  of its own.
+  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang
+  is a unit of its own.
 - Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
   pair, as core/topology.place orders them), computed on the capacity each node would have with every
   candidate removed; (2) the lowest highest-victim-priority; (3) the fewest victim pods; (4) place()'s
@@ -34,9 +34,11 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.capacity import fit_count
-from gangsched.core.cluster import Cluster
 from gangsched.core.gangspec import NetworkTopology, TopologyMode
-from gangsched.core.topology import TopologyPlacement, TopologyTree, natural_key, place
+from gangsched.core.naming import natural_key
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place
+from gangsched.core.victim_tracker import Tracker, Unit, victim_units
+from gangsched.core.views import StoreView
 
 __all__ = ["PreemptionChoice", "find_victims", "tier_label"]
 
@@ -61,60 +63,12 @@ def tier_label(whole_tier: int | None, tiers: int | None) -> str:
     return f"tier-{whole_tier}"
 
 
-@dataclass(slots=True)
-class _Unit:
-    key: str  # gang key, or pod key
-    gang: str | None  # the gang a single is taken from (spare-limited), None for wholes and lone pods
-    priority: int
-    pods: tuple[tuple[str, str, Mapping[str, int]], ...]  # (pod key, node, requests)
-    protected: bool
-    whole: bool = False  # a whole gang
-
-
-def _units(
-    cluster: Cluster, priority: int, excluded: Collection[str], protected: Collection[str]
-) -> tuple[list[_Unit], dict[str, int]]:
-    """Victim units, and the spare count (members that may be taken singly) per gang."""
-    gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
-    blocked: set[str] = set()  # gangs with a member that may not be taken
-    units: list[_Unit] = []
-    for key, pod in cluster.pods.items():
-        node = pod.node_name
-        if node is None or pod.terminal:
-            continue
-        if key in excluded:  # already being evicted for some preemptor: as good as gone
-            continue
-        if pod.gang is not None:
-            if pod.priority >= priority:
-                blocked.add(pod.gang)
-                continue
-            gangs.setdefault(pod.gang, []).append((key, node, pod.sclass.requests, pod.priority))
-            continue
-        if pod.priority >= priority:
-            continue
-        units.append(_Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected))
-    spare: dict[str, int] = {}
-    for gk, members in gangs.items():
-        gs = cluster.gangs.get(gk)
-        quorum = gs.spec.min_member if gs is not None and gs.spec is not None else len(members)
-        prot = any(k in protected for k, _, _, _ in members)
-        top = max(p for _, _, _, p in members)
-        if gk not in blocked:
-            units.append(_Unit(gk, None, top, tuple((k, n, r) for k, n, r, _ in members), prot, whole=True))
-        room = len(members) - quorum
-        if room > 0:
-            spare[gk] = room
-            for k, n, r, p in members:
-                units.append(_Unit(k, gk, p, ((k, n, r),), k in protected))
-    return units, spare
-
-
 class _Search:
     """One preemption search over fixed candidates (see the module docstring)."""
 
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: StoreView,
         *,
         requests: Mapping[str, int],
         count: int,
@@ -122,7 +76,7 @@ class _Search:
         extra: Mapping[str, Mapping[str, int]],
         topology: NetworkTopology | None,
         tree: TopologyTree | None,
-        units: list[_Unit],
+        units: list[Unit],
         spare: Mapping[str, int],
     ) -> None:
         self.cluster = cluster
@@ -151,7 +105,7 @@ class _Search:
                     if not lst or lst[-1] != i:
                         lst.append(i)
 
-    def _fit(self, node: str, freed: Mapping[str, int] | None) -> int:
+    def fit(self, node: str, freed: Mapping[str, int] | None) -> int:
         rec = self.cluster.nodes[node]
         if not freed:
             return self.cap0[node]
@@ -173,21 +127,21 @@ class _Search:
         return freed
 
     def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
-        nt, tree = self.topology, self.tree
-        assert nt is not None and tree is not None
+        network, tree = self.topology, self.tree
+        assert network is not None and tree is not None
         got = place(
             tree,
             cap,
             count=self.count,
-            group_size=nt.group_size,
-            highest_tier_allowed=nt.highest_tier_allowed,
-            hard=nt.mode == TopologyMode.HARD,
+            group_size=network.group_size,
+            highest_tier_allowed=network.highest_tier_allowed,
+            hard=network.mode == TopologyMode.HARD,
         )
         return got if isinstance(got, TopologyPlacement) else None
 
     def run(self) -> PreemptionChoice | None:
         freed = self._freed_all()
-        potential = {n: self._fit(n, freed.get(n)) for n in self.base}
+        potential = {n: self.fit(n, freed.get(n)) for n in self.base}
         if sum(potential.values()) < self.count:
             return None
         target: tuple[int, int] | None = None
@@ -204,7 +158,7 @@ class _Search:
         for order, nodes in enumerate(domains):
             cheapest: list[int] | None = None
             for small_first in (True, False):  # two greedy orders; pruning each, the cheaper result stays
-                tracker = _Tracker(self, nodes, target, potential)
+                tracker = Tracker(self, nodes, target, potential)
                 chosen = tracker.greedy(small_first=small_first)
                 if chosen is None:
                     break
@@ -254,7 +208,7 @@ class _Search:
                 f = freed.setdefault(n, {})
                 for res, q in r.items():
                     f[res] = f.get(res, 0) + q
-        return {n: self._fit(n, freed.get(n)) for n in nodes}
+        return {n: self.fit(n, freed.get(n)) for n in nodes}
 
     def _result(self, nodes: list[str], chosen: list[int]) -> PreemptionChoice:
         cap = self._state(nodes, chosen)
@@ -287,159 +241,8 @@ class _Search:
         )
 
 
-class _Tracker:
-    """Capacity of one candidate domain as victim units are added or removed, with an O(1) feasibility test
-    equal to place()'s: with DP groups kept inside tier-G sub-domains (G < W), the sub-domains' whole-group
-    slots (plus a short last group's bonus) must cover the gang; otherwise the domain's capacity must."""
-
-    def __init__(
-        self, search: _Search, nodes: list[str], target: tuple[int, int] | None, potential: Mapping[str, int]
-    ) -> None:
-        self.s = search
-        self.nodes = nodes
-        self.inside = set(nodes)
-        self.cap = {n: search.cap0[n] for n in nodes}
-        self.total = sum(self.cap.values())
-        self.freed: dict[str, dict[str, int]] = {}
-        self.refs: dict[str, int] = {}  # victim pod -> chosen units holding it
-        nt, tree = search.topology, search.tree
-        self.g = nt.group_size if nt is not None else 1
-        self.grouped = False
-        self.sub: dict[str, int] = {}  # node -> sub-domain index
-        if target is not None and tree is not None and nt is not None and self.g > 1 and 1 <= target[1] < target[0]:
-            self.grouped = True
-            names: dict[str, int] = {}
-            for n in nodes:
-                path = tree.node_path(n)
-                assert path is not None
-                self.sub[n] = names.setdefault(path[target[1] - 1], len(names))
-        self.full, self.r = divmod(search.count, self.g)
-        k = len(set(self.sub.values()))
-        self.subcap = [0] * k
-        for n in nodes:
-            if self.grouped:
-                self.subcap[self.sub[n]] += self.cap[n]
-        self.slots = sum(c // self.g for c in self.subcap)
-        self.bonus = sum(1 for c in self.subcap if self.r and c % self.g >= self.r)
-        self.potential = potential
-
-    def feasible(self) -> bool:
-        if not self.grouped:
-            return self.total >= self.s.count
-        return self.slots >= self.full + (1 if self.r and not self.bonus else 0)
-
-    def _set(self, n: str, c: int) -> None:
-        old = self.cap[n]
-        if c == old:
-            return
-        self.cap[n] = c
-        self.total += c - old
-        if self.grouped:
-            i = self.sub[n]
-            before = self.subcap[i]
-            after = before + c - old
-            self.subcap[i] = after
-            g, r = self.g, self.r
-            self.slots += after // g - before // g
-            if r:
-                self.bonus += (after % g >= r) - (before % g >= r)
-
-    def _apply(self, unit: _Unit, sign: int) -> None:
-        touched = set()
-        for k, n, req in unit.pods:
-            before = self.refs.get(k, 0)
-            after = before + sign
-            self.refs[k] = after
-            if (before == 0) == (after == 0) or n not in self.inside:
-                continue
-            f = self.freed.setdefault(n, {})
-            for res, q in req.items():
-                f[res] = f.get(res, 0) + sign * q
-            touched.add(n)
-        for n in touched:
-            self._set(n, self.s._fit(n, self.freed[n]))
-
-    def _order(self, small_first: bool) -> list[int]:
-        s = self.s
-        req = s.req
-        cand: dict[int, float] = {}
-        for n in self.nodes:
-            for i in s.node_units.get(n, ()):
-                if i in cand:
-                    continue
-                u = s.units[i]
-                gain = 0.0
-                for _, pn, r in u.pods:
-                    if pn in self.inside:
-                        gain += min((r.get(res, 0) / q for res, q in req.items() if q > 0), default=0.0)
-                cand[i] = gain / len(u.pods)
-        rank: dict[int, int] = {}
-        if self.grouped:
-            # sub-domains cheapest per whole-group slot gained first; units go in the order of their best one
-            g = self.g
-            touching: list[set[int]] = [set() for _ in self.subcap]
-            pot = [0] * len(self.subcap)
-            for n in self.nodes:
-                pot[self.sub[n]] += self.potential[n]
-                for i in s.node_units.get(n, ()):
-                    touching[self.sub[n]].add(i)
-            keys = []
-            for j, units in enumerate(touching):
-                gain = pot[j] // g - self.subcap[j] // g
-                if gain <= 0 or not units:
-                    continue
-                pods = len({k for i in units for k, _, _ in s.units[i].pods})
-                top = max(s.units[i].priority for i in units)
-                keys.append(((top, pods / gain, j), j))
-            keys.sort()
-            for r_, (_, j) in enumerate(keys):
-                for i in touching[j]:
-                    if i not in rank or rank[i] > r_:
-                        rank[i] = r_
-        last = len(self.subcap) + 1
-        sign = 1 if small_first else -1
-        return sorted(
-            cand, key=lambda i: (rank.get(i, last), s.units[i].priority, -cand[i], sign * len(s.units[i].pods), i)
-        )
-
-    def greedy(self, *, small_first: bool) -> list[int] | None:
-        s = self.s
-        if self.feasible():
-            return []
-        singles: dict[str, int] = {}
-        whole: set[str] = set()
-        chosen: list[int] = []
-        for i in self._order(small_first):
-            u = s.units[i]
-            if u.gang is not None and (u.gang in whole or singles.get(u.gang, 0) >= s.spare.get(u.gang, 0)):
-                continue
-            if all(self.refs.get(k, 0) for k, _, _ in u.pods):
-                continue
-            if u.gang is not None:
-                singles[u.gang] = singles.get(u.gang, 0) + 1
-            elif u.whole:
-                whole.add(u.key)
-            chosen.append(i)
-            self._apply(u, +1)
-            if self.feasible():
-                return chosen
-        return None
-
-    def prune(self, chosen: list[int]) -> list[int]:
-        """Drop every unit the placement does not need, highest priority and largest first."""
-        s = self.s
-        kept = set(chosen)
-        for i in sorted(chosen, key=lambda i: (-s.units[i].priority, -len(s.units[i].pods), -i)):
-            self._apply(s.units[i], -1)
-            if self.feasible():
-                kept.discard(i)
-            else:
-                self._apply(s.units[i], +1)
-        return [i for i in chosen if i in kept]
-
-
 def find_victims(
-    cluster: Cluster,
+    cluster: StoreView,
     *,
     requests: Mapping[str, int],
     count: int,
@@ -452,11 +255,11 @@ def find_victims(
     protected: Collection[str] = (),
 ) -> PreemptionChoice | None:
     """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
-    units, spare = _units(cluster, priority, excluded, protected)
+    units, spare = victim_units(cluster, priority, excluded, protected)
     if not units:
         return None
     free_units = [u for u in units if not u.protected]
-    passes: Sequence[list[_Unit]] = (free_units, units) if len(free_units) < len(units) else (units,)
+    passes: Sequence[list[Unit]] = (free_units, units) if len(free_units) < len(units) else (units,)
     for pool in passes:
         if not pool:
             continue

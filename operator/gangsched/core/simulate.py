@@ -1,4 +1,4 @@
-"""A pure driver: run scheduling cycles against a Cluster until nothing changes (tests, benchmarks, what-if).
+"""A pure driver: run scheduling cycles against a SchedulerState until nothing changes (tests, benchmarks, what-if).
 
 Contract: `run_until_quiet(cluster, config, *, now=0.0, max_cycles=100_000, advance_timers=False) -> SimResult`
 calls `schedule`, applies each plan to the cluster and treats every binding as succeeded at once
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.plan import Plan
 from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
 
 
 @dataclass(slots=True)
@@ -28,7 +28,7 @@ class SimResult:
         return [b for p in self.plans for b in p.bindings]
 
 
-def step(cluster: Cluster, config: SchedulerConfig, now: float) -> Plan:
+def step(cluster: SchedulerState, config: SchedulerConfig, now: float) -> Plan:
     """One cycle: schedule, apply, and bind every binding at once."""
     plan = schedule(cluster, now, config)
     cluster.apply(plan)
@@ -38,7 +38,7 @@ def step(cluster: Cluster, config: SchedulerConfig, now: float) -> Plan:
 
 
 def run_until_quiet(
-    cluster: Cluster,
+    cluster: SchedulerState,
     config: SchedulerConfig,
     *,
     now: float = 0.0,

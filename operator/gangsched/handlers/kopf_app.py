@@ -20,7 +20,7 @@ Contract:
   ingest near 1,000 events/s; the pod stream comes from the lean reflector the operator starts at startup
   (see `bench/bench_ingest.py` for the measurement).
 - Every handler that touches the operator is `async def`: Kopf runs sync handlers in executor threads, and the
-  cache, the Cluster and the loop's timers are not thread-safe (a sync handler raced the scheduling cycle and
+  cache, the SchedulerState and the loop's timers are not thread-safe (a sync handler raced the scheduling cycle and
   could not schedule a wake-up: "no running event loop").
 - `configure(settings)` sets what makes Kopf cheap and silent for this use.
 """

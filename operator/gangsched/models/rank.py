@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from gangsched.core.errors import InvalidField
-from gangsched.core.topology import natural_key
+from gangsched.core.naming import natural_key
 
 RANK_ANNOTATION: Final = "gang.scheduling.koordinator.sh/network-topology-index"
 JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"

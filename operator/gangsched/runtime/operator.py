@@ -7,10 +7,10 @@ Contract:
   Kopf handlers (handlers/) keep the cache current for nodes, PodGroups, PodDisruptionBudgets and the topology.
 - The loop wakes on cache changes (debounced by `debounce` seconds, so a burst of watch events becomes one
   round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles of
-  `core.scheduler.schedule` until a plan is empty, applying each plan to the Cluster before carrying it out.
+  `core.scheduler.schedule` until a plan is empty, applying each plan to the SchedulerState before carrying it out.
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
-  Cluster through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
+  SchedulerState through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
   go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
   other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
@@ -373,7 +373,7 @@ class Operator:
     def _restore(self) -> None:
         """Becoming leader (start, or a follower taking over): what the previous leader held in memory comes back
         from the API: the waiting-time start of gangs that were Scheduling (status.scheduleStartTime), then the
-        preemptors' nominations and their terminating victims (core/cluster.py); nominations shown in a pod's
+        preemptors' nominations and their terminating victims (core/restore.py); nominations shown in a pod's
         status that are no longer usable are cleared."""
         for key in list(self.cluster.gangs):
             pg = self.cache.podgroup(key)

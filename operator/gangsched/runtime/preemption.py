@@ -6,9 +6,9 @@ Contract:
     Eviction), all at once in the background. 201 or 404 (already gone): done, the pod's deletion arrives
     through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
     error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
-    core still waits for that victim (`Cluster.evicting`: its preemptor holds nodes for it, or its gang is
+    core still waits for that victim (`SchedulerState.evicting`: its preemptor holds nodes for it, or its gang is
     being evicted whole), at most `attempts` requests within
-    `retry_window` seconds. Only then is it refused: `Cluster.eviction_failed(pod)` (the core chooses again,
+    `retry_window` seconds. Only then is it refused: `SchedulerState.eviction_failed(pod)` (the core chooses again,
     avoiding that pod), a Warning event `EvictionRefused` on the pod, the loop is woken, and the pod is not
     asked again before a per-pod cool-down (`cooldown_base` doubling up to `cooldown_max`, jittered) even if
     the core chooses it again as a last resort. A victim the core no longer waits for is dropped silently.

@@ -8,7 +8,7 @@ selects, matched incrementally (the pods' labels are kept here).
   message of an invalid selector (the PDB then selects nothing).
 - `pod_upserted(key, namespace, labels)` and `pod_removed(key)`: a pod's memberships follow its labels, its victim
   unit (its gang, or itself; none while unbound or finished) its binding.
-A pod is marked protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
+A pod is marked protected in the SchedulerState (`set_protected`) when the Eviction API would refuse it now
 (core/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that allows
 the pod's eviction again also forgets an earlier refusal of it.
 """
@@ -18,14 +18,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.preempt_pdb import PdbBudget, pdb_protects
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.models.pdb import pdb_budget, pdb_selector
 
 
 class DisruptionBudgets:
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: SchedulerState) -> None:
         self.cluster = cluster
         self._budgets: dict[str, dict[str, PdbBudget]] = {}  # namespace -> PDB name -> budget
         self._protected: set[str] = set()  # pods marked protected from here

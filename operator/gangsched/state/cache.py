@@ -1,17 +1,17 @@
-"""The operator's cluster cache: raw watch objects in, the core's incremental Cluster model kept current.
+"""The operator's cluster cache: raw watch objects in, the core's incremental SchedulerState kept current.
 
 Contract:
 - Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
   `on_pod_event`, `on_node`, `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
-  `self.cluster` (core.cluster.Cluster) and calls `on_change()` when the scheduler may now decide something
-  new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
+  `self.cluster` (core.scheduler_state.SchedulerState) and calls `on_change()` when the scheduler may now decide
+  something new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
   the field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost.
 - A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
 - Deleted gangs are forgotten: when a gang has neither a PodGroup nor a member pod left, every per-gang structure
-  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, the Cluster's gang) lets it go;
-  a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
+  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, the SchedulerState's gang)
+  lets it go; a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -23,10 +23,10 @@ Contract:
 - `podgroup(key)` and `members(key)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
   kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
   waiting time nor rewrites that field.
-- Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
-  and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
+- Restart safety: every pod version sets or clears the SchedulerState's `leaving` mark from metadata.deletionTimestamp,
+  and a version showing one of the SchedulerState's assumed pods bound confirms it (see core/store.py).
 - PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
-  the pods the Eviction API would refuse now as protected in the Cluster; pods' labels and bindings reach it too.
+  the pods the Eviction API would refuse now as protected in the SchedulerState; pods' labels and bindings reach it too.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.cluster import Cluster
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.records import PodRecord
+from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
 from gangsched.models.gang import PodGang, parse_pod_gang
 from gangsched.models.node import node_from_api
@@ -88,7 +88,7 @@ class PodGroupInfo:
 class _GangSources:
     podgroup: PodGroupInfo | None = None
     member_decl: PodGang | None = None  # the latest member's declaration (its annotations speak for the gang)
-    applied: GangSpec | None = None  # what the Cluster has now
+    applied: GangSpec | None = None  # what the SchedulerState has now
 
 
 def _owner_uids(meta: dict[str, Any]) -> frozenset[str]:
@@ -118,7 +118,7 @@ class ClusterCache:
         on_change: Callable[[], None] = lambda: None,
         on_status: Callable[[], None] | None = None,
     ) -> None:
-        self.cluster = Cluster()
+        self.cluster = SchedulerState()
         self.scheduler_name = scheduler_name
         self.on_change = on_change
         self.on_status = on_status or on_change
@@ -196,7 +196,7 @@ class ClusterCache:
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
         self._apply_pod(key, meta, previous, record, notify=notify)
-        if leaving and previous is None:  # (set_leaving above ignored a pod the Cluster did not know yet)
+        if leaving and previous is None:  # (set_leaving above ignored a pod the SchedulerState did not know yet)
             self.cluster.set_leaving(key, True)
         if decl is not None:
             self._refresh_gang(decl.key)

@@ -15,26 +15,20 @@ Contract:
 - Levels (read-only, for placement): level 0 is the nodes, level t (1..tiers) the tier-t domains, level tiers+1
   the whole cluster (one domain); indexes at every level follow natural name order. `level_names[t][i]`,
   `node_index[name]`, `parent_at[t][i]` (the index at level t+1), `children_at[t][i]` (indexes at level t-1).
-- `natural_key(name)`: the sort key of natural order ("node2" < "node10").
+- `natural_key(name)`: the sort key of natural order ("node2" < "node10"), defined once in core/naming.py.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.naming import natural_key
 
 CLUSTER = "(cluster)"
-_DIGITS = re.compile(r"(\d+)")
 
 Links = dict[str, dict[str, str]]  # child -> {parent: the field that declared the link}
-
-
-def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
-    """Sort key of natural order: digit runs compare as numbers ("node2" < "node10")."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(name) if part)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,145 @@
+"""The gang table: each gang's state (spec, members, pending members, waiting time, once-satisfied, timed out,
+last reported status) and the index of gangs whose waiting time runs.
+
+Contract (owned by the store, core/store.py, which tells it about members and their pending state):
+- `get(key)` creates an empty state for an unknown gang (a member seen before its PodGroup);
+  `upsert(spec, created)`, `remove(key)` (the spec goes; the gang is forgotten once it has no members either,
+  and the `PendingSink` hears `gang_forgotten`).
+- `join(pod)` / `leave(pod, pods)`: membership, the gang's priority (max over members) and earliest member
+  creation time; `set_pending(pod_key, gang_key, flag)` keeps `pending` and tells the sink when the gang's
+  pending set becomes non-empty (`gang_queued(True)`) or empty.
+- `set_wait_start(key, start | None)`, `set_satisfied(key)` (ends the waiting time), `set_timed_out(key)`;
+  `reserving()` lists gangs with a waiting-time start that are not satisfied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gangsched.core.gangspec import GangSpec
+from gangsched.core.plan import GangStatus
+from gangsched.core.records import PodRecord
+from gangsched.core.units import UnitKey
+
+
+class PendingSink(Protocol):
+    """Told when a pod starts or stops pending, and when a gang is forgotten (the scheduling queue)."""
+
+    def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None: ...
+
+    def gang_queued(self, gang_key: str, queued: bool) -> None: ...
+
+    def gang_forgotten(self, gang_key: str) -> None: ...
+
+
+@dataclass(slots=True)
+class GangState:
+    key: str
+    spec: GangSpec | None = None
+    created: float | None = None  # the PodGroup's creation time; None: the earliest member's
+    members: dict[str, None] = field(default_factory=dict)
+    pending: dict[str, None] = field(default_factory=dict)
+    first_reserved: float | None = None  # waiting-time start
+    satisfied: bool = False  # once-satisfied: later members schedule alone
+    timed_out: bool = False
+    last_status: GangStatus | None = None
+    priority: int = 0  # max priority over members
+    member_created: float = float("inf")  # earliest member creation time
+    unit: UnitKey = field(init=False)  # its key as a scheduling unit
+
+    def __post_init__(self) -> None:
+        self.unit = UnitKey("gang", self.key)
+
+
+class GangTable:
+    def __init__(self, sink: PendingSink) -> None:
+        self.gangs: dict[str, GangState] = {}
+        self._reserving: dict[str, None] = {}
+        self._sink = sink
+
+    def get(self, key: str) -> GangState:
+        gang = self.gangs.get(key)
+        if gang is None:
+            gang = self.gangs[key] = GangState(key)
+        return gang
+
+    def reserving(self) -> Iterator[str]:
+        return iter(self._reserving)
+
+    def reserving_count(self) -> int:
+        return len(self._reserving)
+
+    def upsert(self, spec: GangSpec, created: float | None) -> None:
+        gang = self.get(spec.key)
+        gang.spec = spec
+        if created is not None:
+            gang.created = created
+
+    def remove(self, key: str) -> None:
+        gang = self.gangs.get(key)
+        if gang is not None:
+            gang.spec = None
+            gang.created = None
+            self._forget_if_empty(gang)
+
+    def set_wait_start(self, key: str, start: float | None) -> None:
+        gang = self.get(key)
+        gang.first_reserved = start
+        if start is None:
+            self._reserving.pop(key, None)
+        else:
+            self._reserving[key] = None
+
+    def set_satisfied(self, key: str, flag: bool) -> None:
+        self.get(key).satisfied = flag
+        if flag:
+            self.set_wait_start(key, None)
+
+    def set_timed_out(self, key: str) -> list[str]:
+        """Mark it timed out; returns its pending members (their pending state changes)."""
+        gang = self.get(key)
+        gang.timed_out = True
+        self.set_wait_start(key, None)
+        return list(gang.pending)
+
+    def join(self, pod: PodRecord) -> None:
+        assert pod.gang is not None
+        gang = self.get(pod.gang)
+        gang.members[pod.key] = None
+        gang.priority = max(gang.priority, pod.priority)
+        gang.member_created = min(gang.member_created, pod.created)
+
+    def leave(self, pod: PodRecord, pods: Mapping[str, PodRecord]) -> None:
+        assert pod.gang is not None
+        gang = self.gangs.get(pod.gang)
+        if gang is None:
+            return
+        gang.members.pop(pod.key, None)
+        self.set_pending(pod.key, gang.key, False)
+        gang.priority = max((pods[k].priority for k in gang.members if k in pods), default=0)
+        gang.member_created = min((pods[k].created for k in gang.members if k in pods), default=float("inf"))
+        if not gang.members:
+            gang.timed_out = False
+            self.set_wait_start(gang.key, None)
+        self._forget_if_empty(gang)
+
+    def set_pending(self, pod_key: str, gang_key: str, pending: bool) -> None:
+        gang = self.gangs.get(gang_key)
+        if gang is None:
+            return
+        if pending:
+            if not gang.pending:
+                self._sink.gang_queued(gang_key, True)
+            gang.pending[pod_key] = None
+        elif pod_key in gang.pending:  # (values are None: pop(key, None) cannot tell presence)
+            del gang.pending[pod_key]
+            if not gang.pending:
+                self._sink.gang_queued(gang_key, False)
+
+    def _forget_if_empty(self, gang: GangState) -> None:
+        if not gang.members and gang.spec is None:
+            self.gangs.pop(gang.key, None)
+            self._reserving.pop(gang.key, None)
+            self._sink.gang_forgotten(gang.key)

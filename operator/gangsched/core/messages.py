@@ -1,0 +1,141 @@
+"""What a cycle tells users and the queue: PodGroup status, events, pod conditions, backoff, failure messages.
+
+Contract (functions over a CycleSession, writing to its plan):
+- `report_status(session, gang, status)`: the PodGroup status, only when it differs from the last reported.
+- `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
+  reported one (events and pod conditions of a unit are only emitted when its message changes).
+- `event`, `conditions`, `backoff` (exponential: config.backoff_seconds), `success` (the backoff resets).
+- `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
+- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, event, conditions.
+- `explain(session, shortfalls)`: why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
+  3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gangsched.core.capacity import fit_count
+from gangsched.core.gangs import GangState
+from gangsched.core.matching import static_block
+from gangsched.core.plan import Event, GangStatus, PodCondition, UnitBackoff
+from gangsched.core.records import PodRecord, SchedulingClass
+from gangsched.core.resources import format_resources
+from gangsched.core.session import CycleSession
+from gangsched.core.units import UnitKey
+
+
+@dataclass(slots=True)
+class Shortfall:
+    """Pods of one scheduling class that could not all be placed."""
+
+    cls: SchedulingClass
+    need: int
+    placed: int
+    reason: str | None = None  # already known (topology miss)
+
+
+def _split(key: str) -> tuple[str, str]:
+    namespace, _, name = key.partition("/")
+    return namespace, name
+
+
+def report_status(session: CycleSession, gang: GangState, status: GangStatus) -> None:
+    if gang.spec is not None and gang.last_status != status:
+        session.plan.gang_status[gang.key] = status
+
+
+def event(session: CycleSession, kind: str, key: str, type_: str, reason: str, message: str) -> None:
+    namespace, name = _split(key)
+    session.plan.events.append(Event(kind, namespace, name, type_, reason, message))
+
+
+def conditions(session: CycleSession, pods: Iterable[PodRecord], reason: str, message: str) -> None:
+    for pod in pods:
+        session.plan.conditions.append(PodCondition(pod.key, reason, message))
+
+
+def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
+    """Record `message` as the unit's last reported reason; True when it differs from the last one."""
+    state = session.state.queue.unit_state(unit)
+    if state is not None and state.waiting_reason == message:
+        return False
+    session.plan.waiting_reasons[unit] = message
+    return True
+
+
+def backoff(session: CycleSession, unit: UnitKey) -> None:
+    state = session.state.queue.unit_state(unit)
+    attempts = (state.attempts if state is not None else 0) + 1
+    until = session.now + session.config.backoff_seconds(attempts)
+    session.plan.unit_backoffs[unit] = UnitBackoff(attempts, until, session.now)
+
+
+def success(session: CycleSession, unit: UnitKey) -> None:
+    state = session.state.queue.unit_state(unit)
+    if state is not None and (state.attempts or state.waiting_reason is not None):
+        session.plan.unit_success.append(unit)
+
+
+def wait(session: CycleSession, gang: GangState, reason: str, message: str) -> None:
+    if changed(session, gang.unit, message):
+        pods = session.store.pods
+        conditions(session, (pods[k] for k in gang.pending), reason, message)
+        m = session.members(gang)
+        status = GangStatus(len(m.bound), len(m.reserved), len(m.pending), reason, message)
+        report_status(session, gang, status)
+
+
+def fail(
+    session: CycleSession,
+    gang: GangState,
+    message: str,
+    pods: list[PodRecord],
+    *,
+    scheduled: int,
+    reserved: int,
+    pending: int,
+) -> None:
+    unit = gang.unit
+    backoff(session, unit)
+    report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
+    if changed(session, unit, message):
+        event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
+        conditions(session, pods, "Unschedulable", message)
+
+
+def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[str]]:
+    """How many nodes fit one more pod of the class, and why the others do not."""
+    reasons: Counter[str] = Counter()
+    fit = 0
+    used = session.store.used
+    extra = session.workspace.extra
+    for name, node in session.store.nodes.items():
+        why = static_block(short.cls, node)
+        if why is None:
+            if fit_count(short.cls.requests, node.allocatable, used.get(name), extra.get(name)) > 0:
+                fit += 1
+                continue
+            free = session.workspace.free(name)
+            why = next(
+                (f"insufficient {r}" for r, q in sorted(short.cls.requests.items()) if free.get(r, 0) < q),
+                "insufficient resources",
+            )
+        reasons[why] += 1
+    return fit, reasons
+
+
+def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
+    parts = []
+    for short in shortfalls:
+        head = f"needs {short.need} x {format_resources(short.cls.requests)}"
+        if short.reason is not None:
+            parts.append(f"{head}; {short.reason}")
+            continue
+        fit, reasons = _blocked_by(session, short)
+        shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
+        more = short.need - short.placed
+        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown or 'no more nodes'}")
+    return "; ".join(parts)

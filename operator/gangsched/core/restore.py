@@ -1,0 +1,85 @@
+"""A new leader's restoration of nominations and their victims from the pods' status.
+
+Contract: `restore_nominations(state, now=...)`: every pod whose status.nominatedNodeName names an existing
+node, pending and of a gang still able to use it (spec known, not satisfied, not timed out, pod not leaving)
+gets its nomination back (capacity held), and the leaving, lower-priority pods bound on its gang's nominated
+nodes become that gang's victims (soon free: the gang waits for them and evicts nobody else); such a gang
+without a waiting-time start starts it at `now`. Returns the pods whose status shows a nomination that was
+not restored (the runtime clears them).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gangsched.core.podstate import PodState
+from gangsched.core.records import PodRecord
+
+if TYPE_CHECKING:
+    from gangsched.core.scheduler_state import SchedulerState
+
+
+def _restorable(state: SchedulerState, pod: PodRecord) -> bool:
+    store = state.store
+    gang = store.gangs.get(pod.gang) if pod.gang is not None else None
+    return not (
+        gang is None
+        or gang.spec is None
+        or gang.satisfied
+        or gang.timed_out
+        or pod.nominated_node not in store.nodes
+        or not pod.ours
+        or pod.node_name is not None
+        or pod.terminal
+        or pod.timed_out
+        or store.state_of(pod.key) is not PodState.PENDING
+        or pod.key in store.leaving
+    )
+
+
+def _restore_held(state: SchedulerState, stale: list[str]) -> dict[str, set[str]]:
+    """Nominations back; returns gang -> its nominated nodes."""
+    held: dict[str, set[str]] = {}
+    for key, pod in list(state.store.pods.items()):
+        node = pod.nominated_node
+        if node is None or state.store.state_of(key) is PodState.NOMINATED:
+            continue
+        if not _restorable(state, pod):
+            stale.append(key)
+            continue
+        assert pod.gang is not None
+        state.store.nominate(key, node)
+        held.setdefault(pod.gang, set()).add(node)
+    return held
+
+
+def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[str]:
+    """Leaving, lower-priority pods on a gang's nominated nodes become its victims; returns their gangs."""
+    gangs = state.store.gangs
+    owner: dict[str, str] = {}  # nominated node -> the highest-priority gang holding it
+    for gang_key in sorted(held, key=lambda g: (-gangs[g].priority, g)):
+        for node in held[gang_key]:
+            owner.setdefault(node, gang_key)
+    victim_gangs: set[str] = set()
+    for key in state.store.leaving:
+        victim = state.store.pods.get(key)
+        if victim is None or victim.node_name is None or victim.terminal or key in state.victims.evicting:
+            continue
+        preemptor = owner.get(victim.node_name)
+        if preemptor is not None and victim.priority < gangs[preemptor].priority:
+            state.victims.add_victim(key, preemptor)
+            if victim.gang is not None:
+                victim_gangs.add(victim.gang)
+    return victim_gangs
+
+
+def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
+    stale: list[str] = []
+    held = _restore_held(state, stale)
+    if not held:
+        return stale
+    state.mark_preempted(_restore_victims(state, held))  # (its PodGroup may still say Running)
+    for gang_key in held:
+        if state.store.gangs[gang_key].first_reserved is None:  # the waiting time bounds how long it holds nodes
+            state.store.set_wait_start(gang_key, now)
+    return stale

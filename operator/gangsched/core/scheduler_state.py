@@ -1,0 +1,287 @@
+"""The scheduler's in-memory model of the cluster: a facade over the store, the queue and the victim book.
+
+Contract (the state/ layer feeds it from watch events; the runtime applies plans to it):
+- Parts: `store` (core/store.py: nodes, pods, gangs, each pod's lifecycle state and the resource accounting
+  that follows from it), `queue` (core/queue.py: pending units and backoff), `victims` (core/victims.py:
+  victims being evicted, gangs preempted whole, protected pods). The scheduler reads them through their
+  public readers; only this facade changes them.
+- Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (pods reserved on a removed node are pending again).
+- Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
+  while its state (core/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
+- Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`. Pods whose gang
+  has no spec yet are collected and wait. `mark_satisfied(key)` restores the once-satisfied flag at startup
+  (from PodGroup status); a gang preempted whole ignores it until the scheduler satisfies it again.
+- `set_topology(tree | None)`: the topology tree handed to placement.
+- `apply(plan)`: records what a cycle decided (nominations and their clearing, victims, releases,
+  reservations, bindings in flight, waiting-time starts, satisfied gangs, timeouts, backoffs, last reported
+  statuses). The runtime calls it right after `schedule()`, before it carries the plan out against the API,
+  so the next cycle never hands out what this one decided.
+- Nominations are not charged to `used` (the victims still are, so `used` never exceeds allocatable); the
+  scheduler holds that capacity for the gang in each cycle's workspace. `eviction_failed(pod_key)`: the
+  Eviction API refused: the victim is protected from then on and its preemptor chooses again.
+  `set_protected(pod_key, flag)`: the pod is selected by a PodDisruptionBudget.
+- `bind_succeeded(pod_key)`: the pod is ASSUMED bound to its node until a watch event shows it bound (any
+  node), terminal, or deleted, or a pod of the same name with another uid appears; a stale event (nodeName
+  unset, same uid) keeps the node. `bind_failed(pod_key)`: the charge goes and the pod is pending again.
+- Restart safety: `set_leaving(pod_key, flag)` (metadata.deletionTimestamp: never chosen as a victim),
+  `restore_wait_start(gang, start)`, `restore_nominations(now=...)` (core/restore.py).
+Readers: `nodes`, `pods`, `gangs`, `used`, `topology`, `leaving`, `assumed`, `evicting`, `protected`,
+`reservation_of`, `nomination_of`, `nominations`, `victims_of`, `bindings_in_flight`, `free`, `sizes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from gangsched.core.gangs import GangState
+from gangsched.core.gangspec import GangSpec
+from gangsched.core.plan import Plan
+from gangsched.core.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
+from gangsched.core.queue import SchedulingQueue
+from gangsched.core.records import NodeRecord, PodRecord
+from gangsched.core.resources import Resources
+from gangsched.core.restore import restore_nominations
+from gangsched.core.store import ClusterStore
+from gangsched.core.topology import TopologyTree
+from gangsched.core.units import UnitKey
+from gangsched.core.victims import VictimBook
+
+
+class SchedulerState:
+    def __init__(self) -> None:
+        self.queue = SchedulingQueue()
+        self.victims = VictimBook()
+        self.store = ClusterStore(self)
+
+    # ----- PendingSink (the store's notifications, forwarded) -----
+    def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
+        self.queue.pod_pending(pod_key, gang_key, pending)
+
+    def gang_queued(self, gang_key: str, queued: bool) -> None:
+        self.queue.gang_queued(gang_key, queued)
+
+    def gang_forgotten(self, gang_key: str) -> None:
+        self.queue.gang_forgotten(gang_key)
+        self.victims.forget_gang(gang_key)
+
+    # ----- readers -----
+    @property
+    def nodes(self) -> dict[str, NodeRecord]:
+        return self.store.nodes
+
+    @property
+    def pods(self) -> dict[str, PodRecord]:
+        return self.store.pods
+
+    @property
+    def gangs(self) -> dict[str, GangState]:
+        return self.store.gangs
+
+    @property
+    def used(self) -> dict[str, Resources]:
+        return self.store.used
+
+    @property
+    def topology(self) -> TopologyTree | None:
+        return self.store.topology
+
+    @property
+    def leaving(self) -> set[str]:
+        return self.store.leaving
+
+    @property
+    def assumed(self) -> dict[str, tuple[str, str]]:
+        return self.store.assumed
+
+    @property
+    def evicting(self) -> dict[str, str]:
+        return self.victims.evicting
+
+    @property
+    def protected(self) -> set[str]:
+        return self.victims.protected
+
+    def state_of(self, pod_key: str) -> PodState | None:
+        return self.store.state_of(pod_key)
+
+    def reservation_of(self, pod_key: str) -> tuple[str, bool] | None:
+        """(node, binding_in_flight) of a pod's reservation, or None."""
+        return self.store.reservation_of(pod_key)
+
+    def nomination_of(self, pod_key: str) -> str | None:
+        return self.store.nomination_of(pod_key)
+
+    def nominations(self) -> Iterator[tuple[str, str]]:
+        return self.store.nominations()
+
+    def victims_of(self, gang_key: str) -> list[str]:
+        return self.victims.victims_of(gang_key)
+
+    def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
+        return self.store.bindings_in_flight()
+
+    def free(self, node: str) -> Resources:
+        return self.store.free(node)
+
+    def lowest_priority(self) -> int | None:
+        return self.store.lowest_priority()
+
+    def sizes(self) -> dict[str, int]:
+        """Sizes of every per-pod and per-gang structure of the three parts."""
+        return {**self.store.sizes(), **self.queue.sizes(), **self.victims.sizes()}
+
+    # ----- feeding -----
+    def upsert_node(self, node: NodeRecord) -> None:
+        self.store.upsert_node(node)
+
+    def remove_node(self, name: str) -> None:
+        self.store.remove_node(name)
+
+    def upsert_pod(self, pod: PodRecord) -> None:
+        self.store.upsert_pod(pod)
+
+    def remove_pod(self, key: str) -> None:
+        self.store.remove_pod(key)
+        self.victims.forget_pod(key)
+        self.queue.forget_pod(key)
+
+    def upsert_gang(self, spec: GangSpec, *, created: float | None = None) -> None:
+        self.store.upsert_gang(spec, created=created)
+
+    def remove_gang(self, key: str) -> None:
+        if key in self.store.gangs:
+            self.victims.forget_gang(key)
+        self.store.remove_gang(key)
+
+    def mark_satisfied(self, key: str) -> None:
+        if self.victims.is_preempted(key):
+            return  # a stale PodGroup status of a gang preempted whole: it must reach its quorum again
+        self.store.set_satisfied(key)
+
+    def set_topology(self, tree: TopologyTree | None) -> None:
+        self.store.topology = tree
+
+    def set_protected(self, pod_key: str, flag: bool) -> None:
+        self.victims.set_protected(pod_key, flag)
+
+    def set_leaving(self, pod_key: str, flag: bool) -> None:
+        """The pod's metadata.deletionTimestamp is set (flag) or not: a leaving pod is never a victim."""
+        self.store.set_leaving(pod_key, flag)
+
+    def restore_wait_start(self, gang_key: str, start: float) -> None:
+        """A new leader: the gang was reserving since `start` (its PodGroup's scheduleStartTime)."""
+        gang = self.store.gangs.get(gang_key)
+        if gang is None or gang.satisfied or gang.timed_out or gang.first_reserved is not None:
+            return
+        self.store.set_wait_start(gang_key, start)
+
+    def restore_nominations(self, *, now: float) -> list[str]:
+        """A new leader: nominations (and their victims) back from the pods' status; see core/restore.py."""
+        return restore_nominations(self, now=now)
+
+    # ----- plan application and binder feedback -----
+    def apply(self, plan: Plan) -> None:
+        """Record what a cycle decided (see the module docstring)."""
+        self._apply_nominations(plan)
+        self._apply_victims(plan.preemptions.items())
+        self._apply_placements(plan)
+        self._apply_gangs(plan)
+        self._apply_units(plan)
+
+    def _apply_nominations(self, plan: Plan) -> None:
+        store = self.store
+        for key in plan.nomination_clears:
+            if store.state_of(key) is NOMINATED:
+                store.clear_nomination(key)
+        for key, node in plan.nominations:
+            state = store.state_of(key)
+            if state is PENDING or state is NOMINATED:
+                store.nominate(key, node)
+
+    def _apply_victims(self, preemptions: Iterable[tuple[str, tuple[str, ...]]]) -> None:
+        for gang_key, victims in preemptions:
+            victim_gangs: set[str] = set()
+            for pod_key in victims:
+                pod = self.store.pods.get(pod_key)
+                if pod is not None and self.victims.add_victim(pod_key, gang_key) and pod.gang is not None:
+                    victim_gangs.add(pod.gang)
+            self.mark_preempted(victim_gangs)
+
+    def mark_preempted(self, victim_gangs: Iterable[str]) -> None:
+        """A gang whose running members are all being evicted must gather its quorum again."""
+        pods = self.store.pods
+        for gang_key in victim_gangs:
+            gang = self.store.gangs.get(gang_key)
+            if gang is not None and all(
+                k in self.victims.evicting
+                for k in gang.members
+                if k in pods and pods[k].node_name and not pods[k].terminal
+            ):
+                gang.satisfied = False
+                self.victims.mark_preempted(gang_key)
+
+    def _apply_placements(self, plan: Plan) -> None:
+        store = self.store
+        for key in plan.releases:
+            if store.state_of(key) is RESERVED:
+                store.release(key)
+        for key, node in plan.reservations:
+            state = store.state_of(key)
+            if state is PENDING or state is NOMINATED or state is RESERVED:
+                store.reserve(key, node, binding=False)
+        store.bind_all(plan.bindings)
+
+    def _apply_gangs(self, plan: Plan) -> None:
+        store = self.store
+        for gang_key, start in plan.first_reserved.items():
+            gang = store.gang(gang_key)
+            if start is None:
+                store.set_wait_start(gang_key, None)
+            elif gang.first_reserved is None and not gang.satisfied:
+                store.set_wait_start(gang_key, start)
+        for gang_key in plan.satisfied:
+            self.victims.clear_preempted(gang_key)
+            store.set_satisfied(gang_key)
+        for timeout in plan.timeouts:
+            store.set_timed_out(timeout.gang_key)
+        for gang_key, status in plan.gang_status.items():
+            store.gang(gang_key).last_status = status
+
+    def _known(self, unit: UnitKey) -> bool:
+        return unit.key in (self.store.pods if unit.is_pod else self.store.gangs)
+
+    def _apply_units(self, plan: Plan) -> None:
+        queue = self.queue
+        for unit, backoff in plan.unit_backoffs.items():
+            if self._known(unit):
+                queue.record_backoff(unit, backoff, self.store.freed_gen)
+        for unit in plan.unit_success:
+            if self._known(unit):
+                queue.record_success(unit)
+        for unit, reason in plan.waiting_reasons.items():
+            if self._known(unit):
+                queue.record_waiting_reason(unit, reason)
+
+    def bind_succeeded(self, pod_key: str) -> None:
+        state = self.store.state_of(pod_key)
+        if state is RESERVED:  # (bound without a binding recorded: start it now)
+            reservation = self.store.reservation_of(pod_key)
+            if reservation is not None:
+                self.store.reserve(pod_key, reservation[0], binding=True)
+                state = BINDING
+        if state is BINDING:
+            self.store.bind_succeeded(pod_key)
+
+    def bind_failed(self, pod_key: str) -> None:
+        state = self.store.state_of(pod_key)
+        if state is BINDING:
+            self.store.bind_failed(pod_key)
+        elif state is RESERVED:
+            self.store.release(pod_key)
+
+    def eviction_failed(self, pod_key: str) -> None:
+        """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
+        if pod_key in self.store.pods:
+            self.victims.set_protected(pod_key, True)
+        self.victims.forget_victim(pod_key)
+        self.store.bump_freed()

@@ -1,0 +1,73 @@
+"""Time in a cycle: gangs whose waiting time ended, and when the next cycle must run.
+
+Contract (over a CycleSession):
+- `expire_waiting_times(session)`: a gang whose waiting time (from its first reservation; spec.wait_seconds or
+  config.default_wait_seconds) has ended times out: every reservation is released, its nominations are
+  cleared, the gang is marked timed out (reason GangTimeout, status Failed, an event) and its pods are listed
+  for the timeout annotation.
+- `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time ends or a
+  backoff ends (the Plan's next_wakeup).
+"""
+
+from __future__ import annotations
+
+from gangsched.core.gangs import GangState
+from gangsched.core.messages import conditions, event, report_status
+from gangsched.core.plan import GangStatus
+from gangsched.core.session import CycleSession
+
+
+def wait_seconds(session: CycleSession, gang: GangState) -> float:
+    if gang.spec is not None and gang.spec.wait_seconds is not None:
+        return gang.spec.wait_seconds
+    return session.config.default_wait_seconds
+
+
+def expire_waiting_times(session: CycleSession) -> None:
+    for gang_key in list(session.store.reserving()):
+        gang = session.store.gangs.get(gang_key)
+        if gang is None or gang.first_reserved is None or gang.satisfied:
+            continue
+        if gang.first_reserved + wait_seconds(session, gang) > session.now:
+            continue
+        _time_out(session, gang)
+
+
+def _time_out(session: CycleSession, gang: GangState) -> None:
+    members = session.members(gang)
+    for pod_key, node in members.reserved:
+        session.release(pod_key, node)
+    affected = tuple(k for k, _ in members.reserved) + tuple(p.key for p in members.pending)
+    session.clear_nominations(p.key for p in members.pending)
+    session.time_out(gang.key, affected)
+    message = (
+        f"waiting time {wait_seconds(session, gang):g}s ended with {len(members.bound)} bound and "
+        f"{len(members.reserved)} reserved members; released every reservation"
+    )
+    status = GangStatus(len(members.bound), 0, len(affected), "GangTimeout", message)
+    report_status(session, gang, status)
+    event(session, "PodGroup", gang.key, "Warning", "GangTimeout", message)
+    pods = session.store.pods
+    conditions(session, (pods[k] for k in affected), "GangTimeout", message)
+
+
+def next_wakeup(session: CycleSession) -> float | None:
+    now = session.now
+    times: list[float] = []
+    gangs = session.store.gangs
+    for gang_key in session.store.reserving():
+        gang = gangs[gang_key]
+        if session.is_timed_out(gang) or session.is_satisfied(gang) or gang.first_reserved is None:
+            continue
+        times.append(gang.first_reserved + wait_seconds(session, gang))
+    for gang_key, start in session.plan.first_reserved.items():
+        if start is not None and not session.is_satisfied(gangs[gang_key]):
+            times.append(start + wait_seconds(session, gangs[gang_key]))
+    times.extend(b.until for b in session.plan.unit_backoffs.values())
+    queue = session.state.queue
+    backing_off = session.plan.unit_backoffs
+    for units, states in ((queue.queued_gang_units, queue.gang_backoffs), (queue.alone_units, queue.pod_backoffs)):
+        for key, state in states.items():
+            if key in units and state.key not in backing_off:
+                times.append(state.backoff_until)
+    return min((t for t in times if t > now), default=None)

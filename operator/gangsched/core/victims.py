@@ -1,0 +1,71 @@
+"""The victim book: pods being evicted for a preemptor gang, gangs preempted whole, and protected pods.
+
+Contract (nominations themselves are a pod state, NOMINATED, kept by core/store.py):
+- `add_victim(pod, preemptor_gang)`: the pod is being evicted for that gang and is never chosen again while
+  it exists; `victims_of(gang)` lists them; `forget_victim(pod)` when it is gone or its eviction was refused.
+- `preempted`: gangs evicted whole; their (stale) PodGroup status no longer counts as satisfied until the
+  scheduler satisfies them again (`mark_preempted`, `clear_preempted`).
+- `protected`: pods selected by a PodDisruptionBudget, or whose eviction was refused (`set_protected`).
+- `forget_pod(pod)`, `forget_gang(gang)`: every entry of a deleted pod or gang goes.
+"""
+
+from __future__ import annotations
+
+
+class VictimBook:
+    def __init__(self) -> None:
+        self.evicting: dict[str, str] = {}  # victim pod -> preemptor gang
+        self.protected: set[str] = set()
+        self._preempting: dict[str, dict[str, None]] = {}  # preemptor gang -> victims being evicted
+        self._preempted: set[str] = set()
+
+    def victims_of(self, gang_key: str) -> list[str]:
+        """Victims evicted for this gang that still exist."""
+        return list(self._preempting.get(gang_key, ()))
+
+    def is_preempted(self, gang_key: str) -> bool:
+        return gang_key in self._preempted
+
+    def add_victim(self, pod_key: str, preemptor: str) -> bool:
+        """Record a victim; False when it is already being evicted."""
+        if pod_key in self.evicting:
+            return False
+        self.evicting[pod_key] = preemptor
+        self._preempting.setdefault(preemptor, {})[pod_key] = None
+        return True
+
+    def forget_victim(self, pod_key: str) -> None:
+        gang_key = self.evicting.pop(pod_key, None)
+        if gang_key is not None:
+            victims = self._preempting.get(gang_key)
+            if victims is not None:
+                victims.pop(pod_key, None)
+                if not victims:
+                    del self._preempting[gang_key]
+
+    def mark_preempted(self, gang_key: str) -> None:
+        self._preempted.add(gang_key)
+
+    def clear_preempted(self, gang_key: str) -> None:
+        self._preempted.discard(gang_key)
+
+    def set_protected(self, pod_key: str, flag: bool) -> None:
+        if flag:
+            self.protected.add(pod_key)
+        else:
+            self.protected.discard(pod_key)
+
+    def forget_pod(self, pod_key: str) -> None:
+        self.forget_victim(pod_key)
+        self.protected.discard(pod_key)
+
+    def forget_gang(self, gang_key: str) -> None:
+        self._preempted.discard(gang_key)
+
+    def sizes(self) -> dict[str, int]:
+        return {
+            "evicting": len(self.evicting),
+            "preempting": len(self._preempting),
+            "preempted": len(self._preempted),
+            "protected": len(self.protected),
+        }
