@@ -26,7 +26,9 @@ class TopologyMode(StrEnum):
 class NetworkTopology:
     mode: TopologyMode = TopologyMode.SOFT
     highest_tier_allowed: int | None = None  # None: no limit
-    group_size: int = 1  # ranks per data-parallel group (seed 004's PP); 1 means no grouping
+    group_size: int = (
+        1  # ranks per data-parallel group (pipeline-parallel stages placed group by group); 1 means no grouping
+    )
 
 
 DEFAULT_WAIT_SECONDS = 600.0
