@@ -26,9 +26,7 @@ class TopologyMode(StrEnum):
 class NetworkTopology:
     mode: TopologyMode = TopologyMode.SOFT
     highest_tier_allowed: int | None = None  # None: no limit
-    group_size: int = (
-        1  # ranks per data-parallel group (pipeline-parallel stages placed group by group); 1 means no grouping
-    )
+    group_size: int = 1  # ranks placed together in one topology domain (a data-parallel group); 1: no grouping
 
 
 DEFAULT_WAIT_SECONDS = 600.0
