@@ -7,8 +7,8 @@ Contract:
   deletion.
   Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
   becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. A tree naming nodes the cluster
-  does not have is used, with a Warning event `UnknownTopologyNodes` on the ConfigMap naming them. Deleting the ConfigMap removes
-  the tree (unless it is derived from labels).
+  does not have is used, with a Warning event `UnknownTopologyNodes` on the ConfigMap naming them. Deleting the
+  ConfigMap removes the tree (unless it is derived from labels).
 - With `topology.nodeLabelTiers` configured, `await refresh_from_labels()` re-derives the tree whenever nodes
   joined, left or changed labels, puts it in the cache and writes it to the ConfigMap (created, or its data
   patched when it exists), so users see what the scheduler uses.
