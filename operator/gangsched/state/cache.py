@@ -88,6 +88,8 @@ def _unexpected(exc: BaseException) -> str:
 
 
 def _show(field: str, value: Any) -> str:
+    if value is None:
+        return "(not set)"
     if field == "wait_seconds" and isinstance(value, float):
         return f"{value:g}s"
     if field == "group":
@@ -177,6 +179,7 @@ class ClusterCache:
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
         self._mismatch: dict[str, str] = {}  # pod key -> its GangDeclarationMismatch message (reported once)
+        self._listed_by: dict[str, set[str]] = {}  # gang key -> the gangs whose declared group names it
         self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
@@ -403,8 +406,15 @@ class ClusterCache:
         self._gangs.pop(gang, None)
         if sources is not None and sources.applied is not None:
             self.cluster.remove_gang(gang)
-        if sources is not None and sources.declared is not None and sources.declared.group:
-            self._check_groups(set(sources.declared.group) - {gang})  # its partners no longer wait on it
+        if sources is not None and sources.declared is not None:
+            for partner in sources.declared.group:
+                listing = self._listed_by.get(partner)
+                if listing is not None:
+                    listing.discard(gang)
+                    if not listing:
+                        del self._listed_by[partner]
+            self._check_groups(set(sources.declared.group) - {gang})
+        self._check_groups(self._listed_by.get(gang, set()))  # the gangs naming it no longer see its declaration
         self.podgroups_to_create.pop(gang, None)
         self.dirty_gangs.discard(gang)
         self.statuses.forget(gang)
@@ -414,6 +424,7 @@ class ClusterCache:
         return {
             "sources": len(self._gangs),
             "members": len(self._gang_pods),
+            "listed_by": len(self._listed_by),
             "podgroups_to_create": len(self.podgroups_to_create),
             "dirty_gangs": len(self.dirty_gangs),
             "statuses": self.statuses.tracked(),
@@ -580,10 +591,17 @@ class ClusterCache:
             return  # (a gang's group state changes only with its own or a partner's declared spec)
         sources.declared = effective
         touched = {key}
-        if before is not None:
-            touched.update(before.group)
-        if effective is not None:
-            touched.update(effective.group)
+        for partner in before.group if before is not None else ():
+            listing = self._listed_by.get(partner)
+            if listing is not None:
+                listing.discard(key)
+                if not listing:
+                    del self._listed_by[partner]
+            touched.add(partner)
+        for partner in effective.group if effective is not None else ():
+            self._listed_by.setdefault(partner, set()).add(key)
+            touched.add(partner)
+        touched.update(self._listed_by.get(key, ()))  # the gangs that name this one as a partner
         self._check_groups(touched)
 
     def _check_groups(self, gangs: Iterable[str]) -> None:
