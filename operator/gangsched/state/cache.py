@@ -552,6 +552,8 @@ class ClusterCache:
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
         self._refresh_gang(key)
+        if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
+            self._report_gang(key, "InvalidGangGroup", sources.group_error)
         self.dirty_gangs.add(key)
         self.on_change()
 
