@@ -23,6 +23,7 @@ from gangsched.models.podgroup import podgroup_spec_from_api
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.topology import parse_topology, unknown_nodes, unknown_nodes_message
 from gangsched.state.cache import ClusterCache
+from gangsched.state.status import GangStatusBook
 from tests.unit.test_core_support import node_obj
 from tests.unit.test_state import member, podgroup
 
@@ -222,3 +223,25 @@ def test_an_oversize_group_size_gets_a_warning() -> None:
     [problem] = cache.problems
     assert problem.kind == "PodGroup" and problem.reason == "GroupSizeTooLarge"
     assert "spec.networkTopology.groupSize: 8 is larger than the gang (2 members" in problem.message
+
+
+def test_an_invalid_gang_says_why_in_its_scheduled_condition_and_message() -> None:
+    """Not "2 of 1 members present": an invalid gang's status names the invalid field."""
+    book = GangStatusBook()
+    why = "spec.minMember: invalid value 0: must be an integer >= 1 and <= 2147483647"
+    body = book.status_of(
+        "default/g",
+        min_member=1,
+        members=[],
+        generation=1,
+        decided=None,
+        satisfied=False,
+        timed_out=False,
+        invalid=why,
+        in_flight=0,
+        now_iso="2024-01-01T00:00:00Z",
+    )
+    assert body is not None and body["message"] == why
+    conditions = {c["type"]: c for c in body["conditions"]}
+    assert (conditions["Scheduled"]["status"], conditions["Scheduled"]["reason"]) == ("False", "Invalid")
+    assert conditions["Invalid"]["message"] == why

@@ -690,6 +690,13 @@ class ClusterCache:
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A Node event; never raises (a node that cannot be read is reported and left out)."""
+        try:
+            self._on_node(kind, obj)
+        except Exception:
+            log.exception("Node object skipped: it could not be cached")
+
+    def _on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
         name = (obj.get("metadata") or {}).get("name", "")
         old = self.cluster.nodes.get(name)
         if kind == "DELETED":
