@@ -133,7 +133,7 @@ BAD_PODS: dict[str, tuple[dict[str, str], str, tuple[str, ...]]] = {
 }
 
 # refused by the CRD's schema: kubectl reports the server's message and nothing is stored
-SCHEMA_REFUSED = [
+SCHEMA_REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"minMember": 0}, "spec.minMember in body should be greater than or equal to 1"),
     ({"minMember": 1, "mode": "Loose"}, 'spec.mode: Unsupported value: "Loose"'),
     ({"minMember": 1, "networkTopology": {"mode": "medium"}}, 'spec.networkTopology.mode: Unsupported value: "medium"'),
@@ -193,7 +193,8 @@ async def test_bad_input_corpus_survives_a_restart_and_a_valid_gang_is_scheduled
         )
 
         async def runner_running() -> bool:
-            return (await pods(client)).get("runner-0", {}).get("status", {}).get("phase") == "Running"
+            phase = (await pods(client)).get("runner-0", {}).get("status", {}).get("phase")
+            return bool(phase == "Running")
 
         await eventually(runner_running, what="runner-0 Running")
         annotated = await kubectl(cluster, "annotate", "pod", "runner-0", "--overwrite", K + "min-available=abc")
