@@ -18,6 +18,7 @@ import pytest
 from gangsched.core.errors import InvalidField
 from gangsched.models import keys
 from gangsched.models.annotations import MAX_WAIT_SECONDS, gang_overrides
+from gangsched.models.config import config_from_mapping
 from gangsched.models.duration import parse_duration
 from gangsched.models.podgroup import podgroup_spec_from_api
 from gangsched.models.rank import MemberMeta, member_rank_key
@@ -245,3 +246,16 @@ def test_an_invalid_gang_says_why_in_its_scheduled_condition_and_message() -> No
     conditions = {c["type"]: c for c in body["conditions"]}
     assert (conditions["Scheduled"]["status"], conditions["Scheduled"]["reason"]) == ("False", "Invalid")
     assert conditions["Invalid"]["message"] == why
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        pytest.param(float("inf"), "must be a finite number", id="infinite"),
+        pytest.param(3_000_000_000, "must be a number > 0 and <= 2147483647", id="above-max"),
+    ],
+)
+def test_the_default_waiting_time_is_bounded_too(value: float, allowed: str) -> None:
+    with pytest.raises(InvalidField) as caught:
+        config_from_mapping({"defaultWaitSeconds": value})
+    assert caught.value.field == "defaultWaitSeconds" and caught.value.allowed == allowed
