@@ -11,7 +11,8 @@ field, the value as written, and what is allowed. Used for pods (models/gang.py)
 PodGroup objects (models/podgroup.py), because Koordinator lets both carry them.
 
 Bounds (what Koordinator's own parsers accept, koordinator-sh/koordinator apis/extension/coscheduling.go
-GetMinNum: strconv.ParseInt(value, 10, 32); its gang cache reads waiting-time with Go's time.ParseDuration): every
+GetMinNum: strconv.ParseInt(value, 10, 32); pkg/scheduler/plugins/coscheduling/core/gang.go tryInitByPodConfig
+reads total-number with strconv.ParseInt(value, 10, 32) and waiting-time with Go's time.ParseDuration): every
 count (min-available, total-number, highest-tier-allowed, group-size) is a decimal integer from 1 to 2147483647
 (int32) and at most 10 digits are ever converted; waiting-time is at most MAX_WAIT_SECONDS (2147483647 s, what
 PodGroup spec.scheduleTimeoutSeconds, an int32, can hold: the PodGroup written for an annotation-only gang always
