@@ -116,6 +116,7 @@ def test_a_pod_that_leaves_its_gang_for_another_is_counted_once() -> None:
     assert cache.gang_structure_sizes() == {
         "sources": 0,
         "members": 0,
+        "listed_by": 0,
         "podgroups_to_create": 0,
         "dirty_gangs": 0,
         "statuses": 0,

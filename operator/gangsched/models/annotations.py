@@ -10,6 +10,14 @@ win). Anything invalid raises core.errors.InvalidField with the annotation key a
 field, the value as written, and what is allowed. Used for pods (models/gang.py) and for the annotations of
 PodGroup objects (models/podgroup.py), because Koordinator lets both carry them.
 
+Bounds (what Koordinator's own parsers accept, koordinator-sh/koordinator apis/extension/coscheduling.go
+GetMinNum: strconv.ParseInt(value, 10, 32); pkg/scheduler/plugins/coscheduling/core/gang.go tryInitByPodConfig
+reads total-number with strconv.ParseInt(value, 10, 32) and waiting-time with Go's time.ParseDuration): every
+count (min-available, total-number, highest-tier-allowed, group-size) is a decimal integer from 1 to 2147483647
+(int32) and at most 10 digits are ever converted; waiting-time is at most MAX_WAIT_SECONDS (2147483647 s, what
+PodGroup spec.scheduleTimeoutSeconds, an int32, can hold: the PodGroup written for an annotation-only gang always
+carries it) and at most 64 characters; groups lists at most MAX_GROUP_GANGS gangs.
+
 Semantics (Koordinator's coscheduling): min-available is an integer >= 1 (the older
 `pod-group.scheduling.sigs.k8s.io/min-available`, annotation or label, is read when the Koordinator key is
 absent); total-number is an integer >= min-available (defaults to min-available where a gang is built from
@@ -32,8 +40,11 @@ from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
+from gangsched.models.fields import INT32_MAX, decimal, shown
 
-ALLOWED_COUNT = "must be an integer >= 1"
+ALLOWED_COUNT = f"must be an integer >= 1 and <= {INT32_MAX}"
+MAX_WAIT_SECONDS = float(INT32_MAX)
+MAX_GROUP_GANGS = 256
 ALLOWED_MODE = "one of Strict, NonStrict"
 ALLOWED_GROUPS = 'a JSON list of "namespace/name" strings, e.g. ["ns-a/gang-a", "ns-b/gang-b"]'
 
@@ -41,24 +52,15 @@ _MODES = {"Strict": GangMode.STRICT, "NonStrict": GangMode.NON_STRICT}
 
 
 def parse_count(value: object, *, field: str, minimum: int = 1, allowed: str = ALLOWED_COUNT) -> int:
-    """A decimal integer >= minimum written as a string (annotations) or an int; InvalidField otherwise."""
-    if isinstance(value, bool):
-        raise InvalidField(field, value, allowed)
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        number = int(value.strip())
-    else:
-        raise InvalidField(field, value, allowed)
-    if number < minimum:
-        raise InvalidField(field, value, allowed)
-    return number
+    """A decimal integer from minimum to INT32_MAX written as a string (annotations) or an int; InvalidField
+    otherwise (never more than 10 digits converted)."""
+    return decimal(value, field=field, minimum=minimum, maximum=INT32_MAX, allowed=allowed)
 
 
 def parse_mode(value: object, *, field: str) -> GangMode:
     mode = _MODES.get(value) if isinstance(value, str) else None
     if mode is None:
-        raise InvalidField(field, value, ALLOWED_MODE)
+        raise InvalidField(field, shown(value), ALLOWED_MODE)
     return mode
 
 
@@ -81,21 +83,23 @@ def _split_key(entry: str) -> tuple[str, str] | None:
 def parse_groups(value: object, *, field: str, own: str) -> tuple[str, ...]:
     """Koordinator's groups annotation: a JSON list of "namespace/name"; "" or [] means no group."""
     if not isinstance(value, str):
-        raise InvalidField(field, value, ALLOWED_GROUPS)
+        raise InvalidField(field, shown(value), ALLOWED_GROUPS)
     if not value.strip():
         return ()
     try:
         entries = orjson.loads(value)
     except orjson.JSONDecodeError:
-        raise InvalidField(field, value, ALLOWED_GROUPS) from None
+        raise InvalidField(field, shown(value), ALLOWED_GROUPS) from None
     if not isinstance(entries, list):
-        raise InvalidField(field, value, ALLOWED_GROUPS)
+        raise InvalidField(field, shown(value), ALLOWED_GROUPS)
+    if len(entries) > MAX_GROUP_GANGS:
+        raise InvalidField(field, shown(value), f"{ALLOWED_GROUPS}; at most {MAX_GROUP_GANGS} gangs")
     found: list[str] = []
     for entry in entries:
         parts = _split_key(entry.strip()) if isinstance(entry, str) else None
         if parts is None:
-            shown = entry if isinstance(entry, str) else repr(entry)
-            raise InvalidField(field, value, f'{ALLOWED_GROUPS}; entry "{shown}" is not "namespace/name"')
+            entry_text = shown(entry) if isinstance(entry, str) else shown(orjson.dumps(entry).decode())
+            raise InvalidField(field, shown(value), f'{ALLOWED_GROUPS}; entry "{entry_text}" is not "namespace/name"')
         found.append(gang_key(*parts))
     return normalize_group(found, own=own)
 
@@ -155,7 +159,7 @@ def parse_topology_annotations(mode: Any, tier: Any, size: Any) -> NetworkTopolo
     """The network topology an annotation-only gang asks for (keys.TOPOLOGY_*); soft, no limit, groups of 1 by
     default."""
     if mode is not None and mode not in ("hard", "soft"):
-        raise InvalidField(keys.TOPOLOGY_MODE, mode, ALLOWED_TOPOLOGY_MODE)
+        raise InvalidField(keys.TOPOLOGY_MODE, shown(mode), ALLOWED_TOPOLOGY_MODE)
     return NetworkTopology(
         mode=TopologyMode(mode or "soft"),
         highest_tier_allowed=parse_count(tier, field=keys.TOPOLOGY_HIGHEST_TIER) if tier is not None else None,
@@ -185,11 +189,11 @@ def _parse(
         total = parse_count(total_raw, field=keys.KOORD_TOTAL_NUMBER)
         if min_member is not None and total < min_member:
             raise InvalidField(
-                keys.KOORD_TOTAL_NUMBER, total_raw, f"must be an integer >= min-available ({min_member})"
+                keys.KOORD_TOTAL_NUMBER, shown(total_raw), f"must be an integer >= min-available ({min_member})"
             )
         out.append(("total_member", total))
     if wait_raw is not None:
-        out.append(("wait_seconds", parse_duration(wait_raw, field=keys.KOORD_WAITING_TIME)))
+        out.append(("wait_seconds", parse_duration(wait_raw, field=keys.KOORD_WAITING_TIME, maximum=MAX_WAIT_SECONDS)))
     if mode_raw is not None:
         out.append(("mode", parse_mode(mode_raw, field=keys.KOORD_MODE)))
     if groups_raw is not None:

@@ -8,6 +8,8 @@ Contract:
   core.errors.InvalidField naming the field path (e.g. `leaderElection.leaseDurationSeconds`), the value and
   what is allowed; a missing or unreadable file raises InvalidField for `--config`.
 - `OperatorConfig.scheduler_config()` builds the core's SchedulerConfig from the scheduling fields.
+- Seconds are finite numbers > 0; `defaultWaitSeconds` at most MAX_WAIT_SECONDS (2147483647: the waiting time's
+  documented maximum, what a PodGroup's scheduleTimeoutSeconds holds).
 
 Example (all defaults):
     schedulerName: gangsched
@@ -40,7 +42,9 @@ from gangsched.core.errors import InvalidField
 if TYPE_CHECKING:
     from gangsched.core.config import SchedulerConfig
 
-PositiveFloat = Annotated[float, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+MAX_WAIT_SECONDS = 2**31 - 1  # as models/annotations.py: what a PodGroup's scheduleTimeoutSeconds (int32) holds
+WaitSeconds = Annotated[float, Field(gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)]
 Port = Annotated[int, Field(strict=True, ge=1, le=65535)]
 
 
@@ -90,7 +94,7 @@ class ApiClientConfig(_Section):
 class OperatorConfig(_Section):
     scheduler_name: Annotated[str, Field(min_length=1)] = Field("gangsched", alias="schedulerName")
     namespace: Annotated[str, Field(min_length=1)] = "gangsched-system"
-    default_wait_seconds: PositiveFloat = Field(600.0, alias="defaultWaitSeconds")
+    default_wait_seconds: WaitSeconds = Field(600.0, alias="defaultWaitSeconds")
     backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig.model_validate({}))
     score_strategy: Literal["binpack", "spread"] = Field("binpack", alias="scoreStrategy")
     bind_concurrency: Annotated[int, Field(strict=True, ge=1, le=10_000)] = Field(64, alias="bindConcurrency")
@@ -138,6 +142,7 @@ _ALLOWED = {
     "dict_type": "must be a mapping",
     "float_type": "must be a number",
     "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
 }
 
 
@@ -145,6 +150,8 @@ def _allowed(error: Any) -> str:
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind == "greater_than":
         return f"must be a number > {ctx['gt']}"
+    if kind == "less_than_equal" and isinstance(ctx.get("le"), float):  # (a float setting: seconds)
+        return f"must be a number > 0 and <= {int(ctx['le'])}"
     if kind in ("greater_than_equal", "less_than_equal") or kind.startswith("int"):
         return f"must be an integer >= {ctx.get('ge', 1)}" + (f" and <= {ctx['le']}" if "le" in ctx else "")
     if kind == "literal_error":

@@ -33,6 +33,7 @@ from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec, gang_key
 from gangsched.models import keys
 from gangsched.models.annotations import RawAnnotations, apply_overrides, parse_raw, raw_gang_annotations
+from gangsched.models.fields import shown
 
 ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -72,7 +73,7 @@ class PodGang:
 @lru_cache(maxsize=4096)
 def _check_name(name: str, field: str) -> str:
     if len(name) > 253 or _NAME.fullmatch(name) is None:
-        raise InvalidField(field, name, ALLOWED_NAME)
+        raise InvalidField(field, shown(name), ALLOWED_NAME)
     return name
 
 
@@ -82,7 +83,9 @@ def _gang_name(labels: Mapping[str, Any], annotations: Mapping[str, Any]) -> tup
         if value:
             koord = annotations.get(keys.KOORD_NAME)
             if koord and koord != value:
-                raise InvalidField(keys.KOORD_NAME, koord, f'must equal label {key} ("{value}") when both are set')
+                raise InvalidField(
+                    keys.KOORD_NAME, shown(koord), f'must equal label {key} ("{value}") when both are set'
+                )
             return key, value
     for key in _NAME_ANNOTATIONS:
         value = annotations.get(key)
@@ -101,7 +104,7 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
         return None
     declared_by, raw_name = found
     if not isinstance(raw_name, str):
-        raise InvalidField(declared_by, raw_name, ALLOWED_NAME)
+        raise InvalidField(declared_by, shown(raw_name), ALLOWED_NAME)
     name = _check_name(raw_name, declared_by)
     namespace = meta.get("namespace") or "default"
     role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or None

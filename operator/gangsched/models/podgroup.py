@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
 from gangsched.models.annotations import apply_overrides, gang_overrides, normalize_group
+from gangsched.models.fields import INT32_MAX, shown
 from gangsched.models.min_resources import parse_min_resources
 from gangsched.models.timestamps import parse_time
 
@@ -33,7 +34,6 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "PodGroup"
 PLURAL = "podgroups"
 
-INT32_MAX = 2**31 - 1
 Int32 = Annotated[int, Field(strict=True, ge=0, le=INT32_MAX)]
 PositiveInt32 = Annotated[int, Field(strict=True, ge=1, le=INT32_MAX)]
 
@@ -72,8 +72,8 @@ class RoleSpec(_Model):
 
 class NetworkTopologySpec(_Model):
     mode: Literal["hard", "soft"] = "soft"
-    highest_tier_allowed: Annotated[int, Field(strict=True, ge=1)] | None = Field(None, alias="highestTierAllowed")
-    group_size: Annotated[int, Field(strict=True, ge=1)] = Field(1, alias="groupSize")
+    highest_tier_allowed: PositiveInt32 | None = Field(None, alias="highestTierAllowed")
+    group_size: PositiveInt32 = Field(1, alias="groupSize")
 
 
 class PodGroupSpec(_Model):
@@ -143,9 +143,8 @@ def _allowed(error: Any) -> str:
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind in ("greater_than_equal", "less_than_equal") or kind.startswith("int"):
         low = ctx.get("ge")
-        return (
-            f"must be an integer >= {low}" if low is not None else f"must be an integer <= {ctx.get('le', INT32_MAX)}"
-        )
+        high = ctx.get("le", INT32_MAX)
+        return f"must be an integer >= {low} and <= {high}" if low is not None else f"must be an integer <= {high}"
     if kind in ("literal_error", "enum"):
         return "one of " + str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
     return {
@@ -162,7 +161,7 @@ def _allowed(error: Any) -> str:
 def invalid_field(err: ValidationError, *, prefix: str) -> InvalidField:
     """The first error of a pydantic ValidationError as an InvalidField with the API's field path."""
     first = err.errors()[0]
-    value = None if first["type"] == "missing" else first.get("input")
+    value = None if first["type"] == "missing" else shown(first.get("input"))
     return InvalidField(_field_path(prefix, first["loc"]), value, _allowed(first))
 
 

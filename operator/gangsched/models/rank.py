@@ -21,6 +21,8 @@ Where a rank comes from, first match wins per member:
    i is rank i+1); other types come after the workers, in name order.
 5. Otherwise the natural order of pod names ("w-2" before "w-10").
 Members with an explicit rank come first (ties broken by name), then the others in natural name order.
+Every index is a decimal integer from 0 to 2147483647 (int32; Koordinator reads its index with strconv.Atoi); longer
+values are refused before conversion (never Python's 4,300-digit ValueError).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from gangsched.core.errors import InvalidField
 from gangsched.core.naming import natural_key
+from gangsched.models.fields import INT32_MAX, decimal
 
 RANK_ANNOTATION: Final = "gang.scheduling.koordinator.sh/network-topology-index"
 JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
@@ -64,13 +66,14 @@ def _index(member: MemberMeta, key: str, *, where: str) -> int | None:
     raw = mapping.get(key)
     if raw is None:
         return None
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit()):
-        plural = "annotations" if where == "annotation" else "labels"
-        raise InvalidField(
-            f"pod {member.name}: metadata.{plural}[{key}]", raw, "must be a non-negative integer (the member's index)"
-        )
-    return int(text)
+    plural = "annotations" if where == "annotation" else "labels"
+    return decimal(
+        raw,
+        field=f"pod {member.name}: metadata.{plural}[{key}]",
+        minimum=0,
+        maximum=INT32_MAX,
+        allowed=f"must be a non-negative integer <= {INT32_MAX} (the member's index)",
+    )
 
 
 def _either(member: MemberMeta, key: str) -> int | None:

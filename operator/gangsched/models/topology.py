@@ -8,7 +8,13 @@ Contract:
   (`topology.json`, `topology.json[i].layer`, ...), the value and what is allowed, on: more than
   MAX_TOPOLOGY_BYTES (5 MiB), not JSON, not a non-empty list of objects, unknown keys, wrong types, and
   everything `TopologyTree.from_domains` rejects (cycles, unknown parents/children, two parents at one tier,
-  layers not increasing upwards, duplicate or empty names).
+  layers not increasing upwards, duplicate or empty names). Bounded: a layer is an integer from 1 to MAX_LAYER,
+  a name (of a domain or of a node) at most MAX_NAME_CHARS characters (a Kubernetes object name's limit), so no
+  number in a name reaches Python's 4,300-digit conversion limit when names are sorted naturally; any other error
+  while reading the document becomes an InvalidField too (one bad ConfigMap never stops the operator).
+- `unknown_nodes(tree, known) -> list[str]`: the tree's nodes (children of layer 1) that are not in `known` (the
+  cluster's nodes), in natural order; `unknown_nodes_message(unknown)` is the Warning shown for them (placement
+  never uses a node that does not exist, so they only make domains look bigger than they are).
 - `domains_from_node_labels(node_labels, tier_keys) -> list[Domain]` and `tree_from_node_labels(...)`:
   `tier_keys[0]` is the label key of tier 1 (e.g. the unit/ToR), `tier_keys[1]` tier 2, and so on. A node
   lacking any of the keys (or with an empty value) is left out of the tree (it stays usable by gangs without
@@ -21,7 +27,7 @@ Contract:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
 from gangsched.core.errors import InvalidField
@@ -30,6 +36,9 @@ from gangsched.core.topology import Domain, TopologyTree, natural_key
 TOPOLOGY_CONFIGMAP: Final = "gangsched-topology"
 TOPOLOGY_KEY: Final = "topology.json"
 MAX_TOPOLOGY_BYTES: Final = 5 * 1024 * 1024
+
+MAX_LAYER: Final = 64
+MAX_NAME_CHARS: Final = 253
 
 _KEYS: Final = ("layer", "name", "parents", "children")
 
@@ -41,10 +50,16 @@ def parse_topology(text: str | bytes, *, field: str = TOPOLOGY_KEY) -> TopologyT
         raise InvalidField(field, f"{len(raw)} bytes", f"must be at most {MAX_TOPOLOGY_BYTES} bytes (5 MiB)")
     try:
         doc = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, and a number of more than 4,300 digits
         shown = raw[:40].decode(errors="replace") + ("..." if len(raw) > 40 else "")
-        raise InvalidField(field, shown, f"must be JSON (a list of domains): {exc}") from None
-    return TopologyTree.from_domains(domains_from_json(doc, field=field), source=field)
+        raise InvalidField(field, shown, f"must be JSON (a list of domains): {_short(str(exc))}") from None
+    domains = domains_from_json(doc, field=field)
+    try:
+        return TopologyTree.from_domains(domains, source=field)
+    except InvalidField:
+        raise
+    except Exception as exc:  # a bug in the tree's checks must not stop the operator: reported like bad input
+        raise InvalidField(field, f"{len(domains)} domains", f"could not be read: {_short(repr(exc))}") from None
 
 
 def domains_from_json(doc: Any, *, field: str = TOPOLOGY_KEY) -> list[Domain]:
@@ -66,18 +81,22 @@ def domains_from_json(doc: Any, *, field: str = TOPOLOGY_KEY) -> list[Domain]:
         if "layer" not in entry:
             raise InvalidField(f"{where}.layer", None, "is required: an integer >= 1 (1 is the lowest tier)")
         layer = entry["layer"]
-        if isinstance(layer, bool) or not isinstance(layer, int) or layer < 1:
-            raise InvalidField(f"{where}.layer", _short(layer), "must be an integer >= 1 (1 is the lowest tier)")
+        if isinstance(layer, bool) or not isinstance(layer, int) or not 1 <= layer <= MAX_LAYER:
+            allowed = f"must be an integer >= 1 and <= {MAX_LAYER} (1 is the lowest tier)"
+            raise InvalidField(f"{where}.layer", _short(layer), allowed)
         name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise InvalidField(f"{where}.name", _short(name), "must be a non-empty string")
+        if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS:
+            raise InvalidField(f"{where}.name", _short(name), f"must be a non-empty string of at most {MAX_NAME_CHARS}")
         lists = {}
         for key in ("parents", "children"):
             value = entry.get(key, [])
             if value is None:
                 value = []
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise InvalidField(f"{where}.{key}", _short(value), "must be a list of non-empty strings")
+            if not isinstance(value, list) or not all(
+                isinstance(v, str) and 0 < len(v) <= MAX_NAME_CHARS for v in value
+            ):
+                allowed = f"must be a list of non-empty strings of at most {MAX_NAME_CHARS} characters"
+                raise InvalidField(f"{where}.{key}", _short(value), allowed)
             lists[key] = tuple(value)
         out.append(Domain(layer=layer, name=name, parents=lists["parents"], children=lists["children"]))
     return out
@@ -151,6 +170,22 @@ def render_topology(tree: TopologyTree) -> str:
     return json.dumps(out, indent=1)
 
 
+def unknown_nodes(tree: TopologyTree, known: Collection[str]) -> list[str]:
+    """The tree's nodes that `known` (the cluster's node names) lacks, in natural order."""
+    return sorted((n for n in tree.nodes() if n not in known), key=natural_key)
+
+
+def unknown_nodes_message(unknown: Sequence[str], *, field: str = TOPOLOGY_KEY) -> str:
+    """The Warning for nodes named in the topology that the cluster does not have (at most 10 named)."""
+    named = ", ".join(unknown[:10]) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+    return (
+        f"{field}: {len(unknown)} node(s) named in the topology do not exist in the cluster: {named}; placement"
+        " uses only nodes that exist, so the domains they are in hold less than the topology suggests"
+    )
+
+
 def _short(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**60:
+        return f"an integer of {value.bit_length()} bits"
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."

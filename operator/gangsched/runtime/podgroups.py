@@ -107,7 +107,7 @@ class PodGroupReporter:
                 decided=gs.last_status if gs is not None else None,
                 satisfied=bool(gs and gs.satisfied),
                 timed_out=bool(gs and gs.timed_out),
-                invalid=pg.error,
+                invalid=self.cache.invalid_message(key),
                 in_flight=in_flight.get(key, 0),
                 now_iso=now,
                 held=held,

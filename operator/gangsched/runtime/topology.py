@@ -6,8 +6,9 @@ Contract:
   `topology.json` (config.topology.key) and puts the tree in the cache. A list without the ConfigMap counts as its
   deletion.
   Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
-  becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. Deleting the ConfigMap removes
-  the tree (unless it is derived from labels).
+  becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. A tree naming nodes the cluster
+  does not have is used, with a Warning event `UnknownTopologyNodes` on the ConfigMap naming them. Deleting the
+  ConfigMap removes the tree (unless it is derived from labels).
 - With `topology.nodeLabelTiers` configured, `await refresh_from_labels()` re-derives the tree whenever nodes
   joined, left or changed labels, puts it in the cache and writes it to the ConfigMap (created, or its data
   patched when it exists), so users see what the scheduler uses.
@@ -19,11 +20,18 @@ import logging
 from typing import Any
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.topology import TopologyTree
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.models.config import TopologyConfig
-from gangsched.models.topology import parse_topology, render_topology, tree_from_node_labels
+from gangsched.models.topology import (
+    parse_topology,
+    render_topology,
+    tree_from_node_labels,
+    unknown_nodes,
+    unknown_nodes_message,
+)
 from gangsched.state.cache import ClusterCache
 
 log = logging.getLogger(__name__)
@@ -40,6 +48,7 @@ class TopologySource:
         self.config = config
         self._rendered_text: str | None = None
         self._rendered_version = -1
+        self._warned_unknown: str | None = None
 
     def is_configmap(self, *, namespace: str | None, name: str | None) -> bool:
         return namespace == self.namespace and name == self.config.config_map_name
@@ -81,6 +90,20 @@ class TopologySource:
             self._reject(meta, f"{exc}; the last good topology stays in force")
             return
         self.cache.set_topology(tree)
+        self._warn_unknown_nodes(meta, tree)
+
+    def _warn_unknown_nodes(self, meta: dict[str, Any], tree: TopologyTree) -> None:
+        """A Warning `UnknownTopologyNodes` on the ConfigMap when it names nodes the cluster does not have (nodes are
+        listed before the ConfigMap is read; once per distinct message)."""
+        nodes = self.cache.cluster.nodes
+        unknown = unknown_nodes(tree, nodes) if nodes else []
+        message = unknown_nodes_message(unknown, field=self.config.key) if unknown else None
+        if message is None or message == self._warned_unknown:
+            self._warned_unknown = message
+            return
+        self._warned_unknown = message
+        ref = ObjectRef("ConfigMap", "v1", meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""))
+        self.events.record(ref, "Warning", "UnknownTopologyNodes", message)
 
     def _reject(self, meta: dict[str, Any], message: str) -> None:
         log.warning("topology ConfigMap %s/%s rejected: %s", meta.get("namespace"), meta.get("name"), message)

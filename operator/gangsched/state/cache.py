@@ -4,8 +4,23 @@ Contract:
 - Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
   `on_pod_event`, `on_node`, `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
   `self.cluster` (core.scheduler_state.SchedulerState) and calls `on_change()` when the scheduler may now decide
-  something new. They never raise for one bad object: the object is reported in `problems` (an event to emit, naming
-  the field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost.
+  something new. They never raise for one bad object (whatever the parser raises: InvalidField, or any other
+  exception, which is a bug and logged as one): the object is reported in `problems` (an event to emit, naming the
+  field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost. A pod
+  whose gang declaration is invalid but which is bound (and not finished) stays in the SchedulerState as a pod
+  without a gang that we do not schedule (`ours` False): its requests keep counting on its node. A pending one
+  leaves the SchedulerState until fixed.
+- Consistency checks the parsers cannot make, on what the cache holds:
+  - gang groups: every gang a group names that is known (has a spec) must declare the same group; a gang whose
+    partner declares another group (a cycle A->B->C->A, or a partner that does not list the group back) is Invalid:
+    kept out of scheduling, reported once (event `InvalidGangGroup` on its PodGroup, or on a member while it has
+    none) and shown by `invalid_message(key)` (the PodGroup's Invalid condition). A partner not known yet is
+    waited for, not an error.
+  - members disagreeing: a member whose gang annotations differ from those of the member that currently speaks for
+    the gang (the latest with annotations; Koordinator's cache keeps the first) gets a Warning
+    `GangDeclarationMismatch` naming both pods and the differing values, on the pod and on the PodGroup.
+  - `groupSize` larger than the gang (its totalMember, else minMember): a Warning `GroupSizeTooLarge` on the
+    PodGroup (or a member): the whole gang is then one data-parallel group.
 - A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
@@ -42,6 +57,7 @@ from gangsched.core.gangspec import GangSpec
 from gangsched.core.records import PodRecord
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
+from gangsched.models import keys
 from gangsched.models.gang import PodGang, parse_pod_gang
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
@@ -53,6 +69,35 @@ from gangsched.state.status import GangStatusBook
 log = logging.getLogger(__name__)
 
 SATISFIED_PHASES = frozenset({"Scheduled", "Running", "Succeeded", "Finished"})
+PODGROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+
+# GangSpec field -> how users write it (annotation suffix / PodGroup field), for messages
+_FIELD_NAMES = {
+    "min_member": "min-available",
+    "total_member": "total-number",
+    "wait_seconds": "waiting-time",
+    "mode": "mode",
+    "group": "groups",
+    "network_topology": "network topology",
+}
+
+
+def _unexpected(exc: BaseException) -> str:
+    """A parser's unexpected exception (a bug) as a problem message: the object is reported, never raised out."""
+    text = f"{type(exc).__name__}: {exc}"
+    return "could not be read: " + (text if len(text) <= 200 else text[:200] + "...")
+
+
+def _show(field: str, value: Any) -> str:
+    if value is None:
+        return "(not set)"
+    if field == "wait_seconds" and isinstance(value, float):
+        return f"{value:g}s"
+    if field == "group":
+        return "[" + ", ".join(value) + "]"
+    if field == "network_topology" and value is not None:
+        return f"{value.mode.value}, highest tier {value.highest_tier_allowed}, groupSize {value.group_size}"
+    return str(getattr(value, "value", value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +133,10 @@ class PodGroupInfo:
 class _GangSources:
     podgroup: PodGroupInfo | None = None
     member_decl: PodGang | None = None  # the latest member's declaration (its annotations speak for the gang)
+    decl_pod: str | None = None  # the pod key member_decl came from
+    declared: GangSpec | None = None  # the effective spec before the group check
+    group_error: str | None = None  # the gang group is inconsistent (see the module docstring)
+    warned_group_size: str | None = None  # the GroupSizeTooLarge message last reported
     applied: GangSpec | None = None  # what the SchedulerState has now
 
 
@@ -130,6 +179,8 @@ class ClusterCache:
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
+        self._mismatch: dict[str, str] = {}  # pod key -> its GangDeclarationMismatch message (reported once)
+        self._listed_by: dict[str, set[str]] = {}  # gang key -> the gangs whose declared group names it
         self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
@@ -140,7 +191,7 @@ class ClusterCache:
         """A full list: replace every pod (those missing were deleted while nobody watched)."""
         seen: set[str] = set()
         for obj in items:
-            key = self._upsert_pod(obj, notify=False)
+            key = self._guarded_upsert(obj, notify=False)
             if key:
                 seen.add(key)
         for key in [k for k in self.cluster.pods if k not in seen]:
@@ -155,7 +206,16 @@ class ClusterCache:
             self._remove_pod(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
             self.on_change()
         else:
-            self._upsert_pod(obj, notify=True)
+            self._guarded_upsert(obj, notify=True)
+
+    def _guarded_upsert(self, obj: Any, *, notify: bool) -> str | None:
+        """`_upsert_pod`, never raising: an object it cannot even key is logged and skipped (a bug, not bad input:
+        the parsers' errors are handled inside)."""
+        try:
+            return self._upsert_pod(obj, notify=notify)
+        except Exception:
+            log.exception("pod object skipped: it could not be cached")
+            return None
 
     def _upsert_pod(self, obj: dict[str, Any], *, notify: bool) -> str | None:
         meta = obj.get("metadata") or {}
@@ -183,24 +243,111 @@ class ClusterCache:
                 rank=_rank(obj) if decl else None,
                 ours=ours,
             )
-        except InvalidField as exc:
-            self._report_pod(obj, key, exc)
-            if key in self.cluster.pods:  # keep its node share counted, but stop scheduling it
-                self._remove_pod(key)
+        except Exception as exc:  # InvalidField, or a parser's bug: reported either way, never raised
+            if not isinstance(exc, InvalidField):
+                log.exception("pod %s: unexpected error while parsing it", key)
+            self._report_pod(obj, key, str(exc) if isinstance(exc, InvalidField) else _unexpected(exc))
+            self._keep_usage(key, obj, meta, spec, previous, fingerprint, notify=notify)
             return key
         self._bad_pods.pop(key, None)
         self._fingerprints[key] = fingerprint
         self._join(key, decl.key if decl is not None else None)
         if decl is not None:
             sources = self._gangs.setdefault(decl.key, _GangSources())
+            if decl.overrides:
+                self._check_agreement(key, decl, sources)
             if decl.overrides or sources.member_decl is None:
                 sources.member_decl = decl
+                sources.decl_pod = key
         self._apply_pod(key, meta, previous, record, notify=notify)
         if leaving and previous is None:  # (set_leaving above ignored a pod the SchedulerState did not know yet)
             self.cluster.set_leaving(key, True)
         if decl is not None:
             self._refresh_gang(decl.key)
         return key
+
+    def _keep_usage(
+        self,
+        key: str,
+        obj: dict[str, Any],
+        meta: dict[str, Any],
+        spec: dict[str, Any],
+        previous: PodRecord | None,
+        fingerprint: int,
+        *,
+        notify: bool,
+    ) -> None:
+        """A pod whose declaration is invalid: kept out of scheduling. Bound and not finished, it stays in the
+        SchedulerState as a pod without a gang that we do not schedule, so its requests keep counting on its node (read without the
+        gang declaration; if even that fails, its last good record with the new node and phase); pending, it
+        leaves the SchedulerState until fixed."""
+        record: PodRecord | None
+        try:
+            record = pod_from_api(obj, gang=None, ours=False)
+        except Exception:
+            record = pod_with_status(previous, spec, obj.get("status")) if previous is not None else None
+            if record is not None:
+                record = dataclasses.replace(record, gang=None, role=None, rank=None, ours=False)
+        if record is None or record.node_name is None or record.terminal:
+            if key in self.cluster.pods:
+                reported = self._bad_pods.get(key)
+                self._remove_pod(key)
+                if reported is not None:
+                    self._bad_pods[key] = reported  # reported once, not again on its next update
+                if notify:
+                    self.on_change()
+            return
+        self._fingerprints[key] = fingerprint  # status-only updates then keep it current without a parse
+        self._join(key, None)
+        self._apply_pod(key, meta, previous, record, notify=notify)
+
+    def _check_agreement(self, key: str, decl: PodGang, sources: _GangSources) -> None:
+        """Warn when this member's gang annotations differ from those that speak for the gang now."""
+        current, other = sources.member_decl, sources.decl_pod
+        if current is None or other is None or other == key or current.overrides is decl.overrides:
+            return
+        if current.overrides == decl.overrides or not current.overrides:
+            return
+        if other not in self._gang_pods.get(decl.key, ()):
+            return  # that member is gone: nobody to disagree with
+        mine, theirs = dict(decl.overrides), dict(current.overrides)
+        diffs = [
+            f"{_FIELD_NAMES.get(f, f)} {_show(f, theirs.get(f))} (pod {other.partition('/')[2]}) vs"
+            f" {_show(f, mine.get(f))} (pod {key.partition('/')[2]})"
+            for f in sorted(set(mine) | set(theirs), key=list(_FIELD_NAMES).index)
+            if mine.get(f) != theirs.get(f)
+        ]
+        message = (
+            f"members of gang {decl.key} disagree on the gang declaration: {'; '.join(diffs)}; every member must"
+            f" carry the same {keys.KOORD_MIN_AVAILABLE.rpartition('/')[0]}/* annotations: the latest member's"
+            f" (pod {key.partition('/')[2]}) are used"
+        )
+        if self._mismatch.get(key) == message:
+            return
+        self._mismatch[key] = message
+        pod = self.cluster.pods.get(key)
+        namespace, name = key.split("/", 1)
+        self.problems.append(
+            Problem("Pod", "v1", namespace, name, pod.uid if pod else "", "GangDeclarationMismatch", message)
+        )
+        if sources.podgroup is not None:
+            self._report_gang(decl.key, "GangDeclarationMismatch", message, on_members=False)
+
+    def _report_gang(self, gang: str, reason: str, message: str, *, on_members: bool = True) -> None:
+        """A Warning about a gang: on its PodGroup, or (when it has none yet and `on_members`) on one member."""
+        sources = self._gangs.get(gang)
+        namespace, name = gang.split("/", 1)
+        pg = sources.podgroup if sources is not None else None
+        if pg is not None:
+            self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, pg.uid, reason, message))
+            return
+        if not on_members:
+            return
+        for pod_key in sorted(self._gang_pods.get(gang, ())):
+            pod = self.cluster.pods.get(pod_key)
+            if pod is not None:
+                self.problems.append(Problem("Pod", "v1", pod.namespace, pod.name, pod.uid, reason, message))
+                return
 
     def _apply_pod(
         self, key: str, meta: dict[str, Any], previous: PodRecord | None, record: PodRecord, *, notify: bool
@@ -227,6 +374,7 @@ class ClusterCache:
         self.cluster.remove_pod(key)
         self.budgets.pod_removed(key)
         self._bad_pods.pop(key, None)
+        self._mismatch.pop(key, None)
         self._join(key, None)
 
     def _join(self, key: str, gang: str | None) -> None:
@@ -259,6 +407,15 @@ class ClusterCache:
         self._gangs.pop(gang, None)
         if sources is not None and sources.applied is not None:
             self.cluster.remove_gang(gang)
+        if sources is not None and sources.declared is not None:
+            for partner in sources.declared.group:
+                listing = self._listed_by.get(partner)
+                if listing is not None:
+                    listing.discard(gang)
+                    if not listing:
+                        del self._listed_by[partner]
+            self._check_groups(set(sources.declared.group) - {gang})
+        self._check_groups(self._listed_by.get(gang, set()))  # the gangs naming it no longer see its declaration
         self.podgroups_to_create.pop(gang, None)
         self.dirty_gangs.discard(gang)
         self.statuses.forget(gang)
@@ -268,13 +425,13 @@ class ClusterCache:
         return {
             "sources": len(self._gangs),
             "members": len(self._gang_pods),
+            "listed_by": len(self._listed_by),
             "podgroups_to_create": len(self.podgroups_to_create),
             "dirty_gangs": len(self.dirty_gangs),
             "statuses": self.statuses.tracked(),
         }
 
-    def _report_pod(self, obj: dict[str, Any], key: str, exc: InvalidField) -> None:
-        message = str(exc)
+    def _report_pod(self, obj: dict[str, Any], key: str, message: str) -> None:
         if self._bad_pods.get(key) == message:
             return
         self._bad_pods[key] = message
@@ -301,6 +458,13 @@ class ClusterCache:
 
     # ------------------------------------------------------------ podgroups
     def on_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A PodGroup event; never raises (an object that cannot even be keyed is logged and skipped)."""
+        try:
+            self._on_podgroup(kind, obj)
+        except Exception:
+            log.exception("PodGroup object skipped: it could not be cached")
+
+    def _on_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
         sources = self._gangs.setdefault(key, _GangSources())
@@ -308,7 +472,8 @@ class ClusterCache:
             self._podgroup_deleted(key, sources)
             return
         old = sources.podgroup
-        generation = int(meta.get("generation") or 0)
+        raw_generation = meta.get("generation")
+        generation = raw_generation if isinstance(raw_generation, int) and not isinstance(raw_generation, bool) else 0
         owned_by_us = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
         if (
             old is not None
@@ -365,6 +530,9 @@ class ClusterCache:
             error = None
         except InvalidField as exc:
             spec, error = None, str(exc)
+        except Exception as exc:  # a parser's bug: the PodGroup is reported invalid, nothing raised
+            log.exception("PodGroup %s: unexpected error while parsing it", key)
+            spec, error = None, _unexpected(exc)
         times = podgroup_times(obj)
         sources.podgroup = PodGroupInfo(
             uid=meta.get("uid", ""),
@@ -381,11 +549,12 @@ class ClusterCache:
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
             namespace, name, uid = key.split("/")[0], meta.get("name", ""), meta.get("uid", "")
-            api_version = "scheduling.x-k8s.io/v1alpha1"
-            self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
+            self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
         self._refresh_gang(key)
+        if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
+            self._report_gang(key, "InvalidGangGroup", sources.group_error)
         self.dirty_gangs.add(key)
         self.on_change()
 
@@ -396,6 +565,16 @@ class ClusterCache:
     def podgroup(self, key: str) -> PodGroupInfo | None:
         sources = self._gangs.get(key)
         return sources.podgroup if sources else None
+
+    def invalid_message(self, key: str) -> str | None:
+        """Why the gang is Invalid (its PodGroup's spec, or its gang group), None when it is not: the PodGroup's
+        Invalid condition."""
+        sources = self._gangs.get(key)
+        if sources is None:
+            return None
+        if sources.podgroup is not None and sources.podgroup.error is not None:
+            return sources.podgroup.error
+        return sources.group_error
 
     def _refresh_gang(self, key: str) -> None:
         sources = self._gangs.get(key)
@@ -410,19 +589,99 @@ class ClusterCache:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
         if pg is None and decl is not None and decl.spec is not None and key not in self.podgroups_to_create:
             self.podgroups_to_create[key] = decl.spec
+        before = sources.declared
+        if effective == before:
+            return  # (a gang's group state changes only with its own or a partner's declared spec)
+        sources.declared = effective
+        touched = {key}
+        for partner in before.group if before is not None else ():
+            listing = self._listed_by.get(partner)
+            if listing is not None:
+                listing.discard(key)
+                if not listing:
+                    del self._listed_by[partner]
+            touched.add(partner)
+        for partner in effective.group if effective is not None else ():
+            self._listed_by.setdefault(partner, set()).add(key)
+            touched.add(partner)
+        touched.update(self._listed_by.get(key, ()))  # the gangs that name this one as a partner
+        self._check_groups(touched)
+
+    def _check_groups(self, gangs: Iterable[str]) -> None:
+        """Re-check the gang-group consistency of these gangs and apply each one's spec (or None while invalid)."""
+        for key in sorted(gangs):
+            sources = self._gangs.get(key)
+            if sources is not None:
+                self._apply_gang(key, sources)
+
+    def _group_problem(self, key: str, spec: GangSpec) -> str | None:
+        for partner in spec.group:
+            if partner == key:
+                continue
+            theirs = self._gangs.get(partner)
+            other = theirs.declared if theirs is not None else None
+            if other is None or other.group == spec.group:
+                continue  # not known yet (waited for), or consistent
+            field = "spec.gangGroup" if spec.source == "podgroup" else keys.KOORD_GROUPS
+            shown = "[" + ", ".join(spec.group) + "]"
+            what = (
+                "does not list this group back (it is in no group)"
+                if not other.group
+                else "declares another group: [" + ", ".join(other.group) + "]"
+            )
+            return str(
+                InvalidField(
+                    field,
+                    shown,
+                    f"every gang of a group must declare the same group, but gang {partner} {what}; the gangs of this"
+                    " group are not scheduled until they agree",
+                )
+            )
+        return None
+
+    def _apply_gang(self, key: str, sources: _GangSources) -> None:
+        declared = sources.declared
+        error = self._group_problem(key, declared) if declared is not None and declared.group else None
+        if error != sources.group_error:
+            sources.group_error = error
+            self.dirty_gangs.add(key)
+            if error is not None:
+                self._report_gang(key, "InvalidGangGroup", error)
+        effective = None if error is not None else declared
+        self._warn_group_size(key, sources, effective)
         if effective == sources.applied:
             return
         sources.applied = effective
+        pg = sources.podgroup
         if effective is None:
             self.cluster.remove_gang(key)
         else:
             self.cluster.upsert_gang(effective, created=pg.created if pg else None)
         self.on_change()
 
+    def _warn_group_size(self, key: str, sources: _GangSources, spec: GangSpec | None) -> None:
+        topology = spec.network_topology if spec is not None else None
+        size = spec.total_member or spec.min_member if spec is not None else 0
+        if spec is None or topology is None or topology.group_size <= size:
+            sources.warned_group_size = None
+            return
+        field = "spec.networkTopology.groupSize" if spec.source == "podgroup" else keys.TOPOLOGY_GROUP_SIZE
+        message = (
+            f"{field}: {topology.group_size} is larger than the gang ({size} members: totalMember, else minMember);"
+            " the whole gang is placed as one data-parallel group"
+        )
+        if sources.warned_group_size != message:
+            sources.warned_group_size = message
+            self._report_gang(key, "GroupSizeTooLarge", message)
+
     # ------------------------------------------------------ disruption budgets
     def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:
         """A PodDisruptionBudget event (state/budgets.py); an invalid selector is reported, the PDB selects nothing."""
-        changed, error = self.budgets.on_pdb(kind, obj)
+        try:
+            changed, error = self.budgets.on_pdb(kind, obj)
+        except Exception as exc:  # a parser's bug: reported on the PDB, never raised
+            log.exception("PodDisruptionBudget event could not be handled")
+            changed, error = False, _unexpected(exc)
         if error is not None:
             meta = obj.get("metadata") or {}
             ns, name, uid = meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", "")
@@ -432,6 +691,13 @@ class ClusterCache:
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A Node event; never raises (a node that cannot be read is reported and left out)."""
+        try:
+            self._on_node(kind, obj)
+        except Exception:
+            log.exception("Node object skipped: it could not be cached")
+
+    def _on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
         name = (obj.get("metadata") or {}).get("name", "")
         old = self.cluster.nodes.get(name)
         if kind == "DELETED":
@@ -440,10 +706,10 @@ class ClusterCache:
         else:
             try:
                 self.cluster.upsert_node(node_from_api(obj))
-            except InvalidField as exc:
-                self.problems.append(
-                    Problem("Node", "v1", "", name, (obj.get("metadata") or {}).get("uid", ""), "InvalidNode", str(exc))
-                )
+            except Exception as exc:  # InvalidField, or a parser's bug: reported, the node is left out
+                message = str(exc) if isinstance(exc, InvalidField) else _unexpected(exc)
+                uid = (obj.get("metadata") or {}).get("uid", "")
+                self.problems.append(Problem("Node", "v1", "", name, uid, "InvalidNode", message))
                 self.cluster.remove_node(name)
             new = self.cluster.nodes.get(name)
             if old is None or new is None or old.labels != new.labels:

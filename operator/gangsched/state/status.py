@@ -21,6 +21,8 @@ gang's current members):
 - Pending: otherwise.
 `scheduled` counts members bound to a node (or being bound); `running`, `succeeded`, `failed` count phases. The
 core's decision (`decided`, a core/plan.py GangStatus) gives the reservations, the reason, the message and the tier.
+An invalid gang (`invalid`: why, e.g. its spec or its gang group) that is not scheduled shows that reason instead:
+condition Scheduled=False with reason Invalid, the message `invalid`, and Invalid=True.
 """
 
 from __future__ import annotations
@@ -143,6 +145,8 @@ class GangStatusBook:
         context = _Context(mem, generation, now_iso)
         conditions = self._conditions(context, phase, counts, len(members), min_member, decided, timed_out, invalid)
         body = _body(phase, counts, generation, conditions, mem.start, decided)
+        if invalid and phase not in SCHEDULED_PHASES:
+            body["message"] = invalid
         if body == mem.body:
             return None
         mem.body = body
@@ -163,6 +167,8 @@ class GangStatusBook:
         if scheduled:
             message = f"{counts.scheduled} of {present} members bound (minMember {min_member})"
             conditions = [_condition(context, ConditionType.SCHEDULED, "True", "Scheduled", message)]
+        elif invalid:  # nothing is scheduled while invalid: say why, not what the scheduler last said
+            conditions = [_condition(context, ConditionType.SCHEDULED, "False", "Invalid", invalid)]
         else:
             reason = decided.reason if decided is not None else "WaitingForPods"
             message = decided.message if decided is not None else f"{present} of {min_member} members present"
