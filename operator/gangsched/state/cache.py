@@ -278,9 +278,9 @@ class ClusterCache:
         notify: bool,
     ) -> None:
         """A pod whose declaration is invalid: kept out of scheduling. Bound and not finished, it stays in the
-        SchedulerState as a pod without a gang that we do not schedule, so its requests keep counting on its node (read without the
-        gang declaration; if even that fails, its last good record with the new node and phase); pending, it
-        leaves the SchedulerState until fixed."""
+        SchedulerState as a pod without a gang that we do not schedule, so its requests keep counting on its node
+        (read without the gang declaration; if even that fails, its last good record with the new node and phase);
+        pending, it leaves the SchedulerState until fixed."""
         record: PodRecord | None
         try:
             record = pod_from_api(obj, gang=None, ours=False)
