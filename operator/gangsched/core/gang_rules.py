@@ -6,9 +6,11 @@ Contract (over a CycleSession):
   budget). A gang with fewer live members than minMember (or than a role's minimum) waits without reserving
   anything; so does a gang of a gang group until every gang of the group exists with at least its minMember
   pods (Koordinator's basic requirements check; the message names the gang missing or short; reservations the
-  gang held are released and its waiting time cleared). minResources above the cluster's free capacity fails fast. Otherwise all pending members (up to
-  totalMember) are placed at once, inside a checkpoint. Quorum = bound members (including bindings in
-  flight) + reservations + new placements >= minMember, and every role's minimum.
+  gang held are released and its waiting time cleared). minResources above the cluster's free capacity fails
+  fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
+  Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
+  placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
+  whole or not at all, a replacement of a running gang needs only itself to fit.
   Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
   the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, tries group preemption (core/preempting.py), else releases

@@ -269,7 +269,7 @@ class CycleSession:
             self._record(undo)
 
     def satisfy(self, gang_key: str) -> None:
-        """The gang reached its quorum (once-satisfied); its waiting time ends."""
+        """The gang reached its quorum (satisfied while members bound or finished hold it); its waiting time ends."""
         self._satisfied.add(gang_key)
         self.plan.satisfied.append(gang_key)
         had = gang_key in self.plan.first_reserved
