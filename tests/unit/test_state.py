@@ -148,6 +148,18 @@ RESERVING = GangStatus(0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
             "Failed",
             id="member-failed-below-quorum",
         ),
+        pytest.param(  # the gang's satisfaction ended with the failure (issue 13 item 5): still Failed
+            [
+                record("a", node="n0", phase="Failed"),
+                record("b", node="n0", phase="Running"),
+                record("c", node="n0", phase="Running"),
+            ],
+            None,
+            False,
+            False,
+            "Failed",
+            id="member-failed-satisfaction-lost",
+        ),
     ],
 )
 def test_phase(members: list[Any], decided: GangStatus | None, satisfied: bool, timed_out: bool, phase: str) -> None:

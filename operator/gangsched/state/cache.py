@@ -384,7 +384,7 @@ class ClusterCache:
             api_version = "scheduling.x-k8s.io/v1alpha1"
             self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
-            self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
+            self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
         self._refresh_gang(key)
         self.dirty_gangs.add(key)
         self.on_change()
