@@ -189,7 +189,7 @@ async def test_restart_keeps_a_satisfied_gang_satisfied_and_double_binds_nothing
         await eventually(lambda: _phase_in(k, "half", {"Pending"}), what="half waiting")
     placed_before = bound(await pods(k))
     async with replica(cluster4.kubeconfig, identity="second") as second:
-        # a replacement member of the satisfied gang schedules alone (once-satisfied survives the restart)
+        # a replacement member of the satisfied gang schedules alone (its 3 bound members hold the quorum)
         await create(k, pod("job-3", group="job", gpu=4))
         await eventually(lambda: _all_bound(k, ["job-3"]), what="replacement bound")
         await create(k, pod("half-2", group="half"))
