@@ -121,7 +121,8 @@ async def test_gang_group_binds_only_when_every_gang_is_satisfied(cluster4: Clus
             pod("a-1", group="a"),
             pod("b-0", namespace="team-b", group="b"),
         )
-        await eventually(lambda: _phase_in(k, "a", {"Scheduling"}), what="gang a holding reservations")
+        # (issue 13 item 6: a holds nothing until b has its pods, tests/integration/test_operator_gang_incarnations.py)
+        await eventually(lambda: _status_says(k, "a", "waiting for gang group: team-b/b has 1"), what="a waits for b")
         assert bound(await pods(k, "default")) == {}
         assert bound(await pods(k, "team-b")) == {}
         await create(k, pod("b-1", namespace="team-b", group="b"))
@@ -188,7 +189,7 @@ async def test_restart_keeps_a_satisfied_gang_satisfied_and_double_binds_nothing
         await eventually(lambda: _phase_in(k, "half", {"Pending"}), what="half waiting")
     placed_before = bound(await pods(k))
     async with replica(cluster4.kubeconfig, identity="second") as second:
-        # a replacement member of the satisfied gang schedules alone (once-satisfied survives the restart)
+        # a replacement member of the satisfied gang schedules alone (its 3 bound members hold the quorum)
         await create(k, pod("job-3", group="job", gpu=4))
         await eventually(lambda: _all_bound(k, ["job-3"]), what="replacement bound")
         await create(k, pod("half-2", group="half"))
@@ -241,6 +242,11 @@ async def _phase_is(k: KubeClient, name: str, phase: str, namespace: str = "defa
 
 async def _phase_in(k: KubeClient, name: str, phases: set[str], namespace: str = "default") -> bool:
     return await phase_of(k, name, namespace) in phases
+
+
+async def _status_says(k: KubeClient, name: str, text: str) -> bool:
+    pg = await get_podgroup(k, name)
+    return text in str((pg or {}).get("status", {}).get("message", ""))
 
 
 async def _all_bound(k: KubeClient, names: list[str], namespace: str = "default") -> bool:

@@ -174,13 +174,16 @@ def test_satisfied_gang_replacement_schedules_alone() -> None:
     assert plan.bindings[0][1] in nodes
 
 
-def test_restart_marks_satisfied_from_status() -> None:
+def test_restart_believes_status_only_when_the_pods_show_it() -> None:
+    """Issue 13 item 5: a PodGroup status saying Scheduled is no proof; the bound members are
+    (tests/unit/test_core_gang_incarnations.py has the full table)."""
     c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     c.upsert_gang(GangSpec("default", "g", 4))
     c.mark_satisfied("default/g")
-    one = add_pod(c, "g-9", gang="default/g", gpu=1)
-    assert [k for k, _ in step(c, CFG, 0.0).bindings] == [one]
+    add_pod(c, "g-9", gang="default/g", gpu=1)
+    assert not c.gangs["default/g"].satisfied
+    assert not step(c, CFG, 0.0).bindings
 
 
 def test_queue_order_priority_creation_and_backoff() -> None:

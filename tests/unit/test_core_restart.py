@@ -21,6 +21,7 @@ from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.scheduler import schedule
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
+from gangsched.models.node import node_from_api
 from gangsched.state.cache import ClusterCache
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
 
@@ -207,6 +208,22 @@ def test_cache_keeps_schedule_start_time() -> None:
 # --------------------------------------------------------------------------- restored nominations
 
 
+def _satisfied_by_its_pods(c: SchedulerState, gang: str, priority: int) -> None:
+    """Two more members of the gang (minMember 2) run on new nodes: satisfied by its pods, as after a restart."""
+    for i in range(2):
+        c.upsert_node(node_from_api(node_obj(f"{gang}-extra{i}", gpu=8)))
+        add_pod(
+            c,
+            f"{gang}-run{i}",
+            gang=f"default/{gang}",
+            node=f"{gang}-extra{i}",
+            phase="Running",
+            gpu=8,
+            priority=priority,
+        )
+    assert c.gangs[f"default/{gang}"].satisfied
+
+
 def _preempting_cluster() -> tuple[SchedulerState, list[str], list[str]]:
     """2 nodes of 8 GPUs: gang low (priority 0) runs on both; gang high (2 x 8 GPUs) preempts it."""
     c = SchedulerState()
@@ -286,7 +303,7 @@ def test_restore_assigns_leaving_pods_only_of_lower_priority_on_nominated_nodes(
     "setup",
     [
         pytest.param(lambda c: c.remove_gang("default/high"), id="podgroup-gone"),
-        pytest.param(lambda c: c.mark_satisfied("default/high"), id="gang-satisfied"),
+        pytest.param(lambda c: _satisfied_by_its_pods(c, "high", HIGH), id="gang-satisfied"),
         pytest.param(lambda c: setattr(c.gangs["default/high"], "timed_out", True), id="gang-timed-out"),
         pytest.param(lambda c: c.remove_node("n0") or c.remove_node("n1"), id="node-gone"),
         pytest.param(
@@ -335,7 +352,7 @@ def test_nonstrict_waiting_time_survives_a_restart(restored_start: float | None,
 @pytest.mark.parametrize(
     "prepare",
     [
-        pytest.param(lambda c: c.mark_satisfied("default/g"), id="satisfied"),
+        pytest.param(lambda c: _satisfied_by_its_pods(c, "g", 0), id="satisfied"),
         pytest.param(lambda c: setattr(c.gangs["default/g"], "timed_out", True), id="timed-out"),
     ],
 )

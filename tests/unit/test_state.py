@@ -88,10 +88,22 @@ def test_an_invalid_podgroup_stops_its_gang_and_is_reported() -> None:
     assert "spec.totalMember" in cache.problems[0].message
 
 
-def test_a_podgroup_that_says_it_was_satisfied_stays_satisfied_after_a_restart() -> None:
+@pytest.mark.parametrize("podgroup_first", [True, False], ids=["podgroup-first", "pods-first"])
+@pytest.mark.parametrize(("bound", "satisfied"), [(3, True), (2, False), (0, False)])
+def test_a_podgroup_saying_running_is_believed_only_with_its_members_bound(
+    podgroup_first: bool, bound: int, satisfied: bool
+) -> None:
+    """Issue 13 item 5: on startup satisfaction is derived from the pods, never from status.phase alone."""
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_podgroup(None, podgroup("g", min_member=3, phase="Running"))
-    assert cache.cluster.gangs["default/g"].satisfied
+    cache.on_node(None, node_obj("n0"))
+    pods = [member(f"g-{i}", group="g", node="n0" if i < bound else None) for i in range(3)]
+    if podgroup_first:
+        cache.on_podgroup(None, podgroup("g", min_member=3, phase="Running"))
+        cache.on_pod_list(pods)
+    else:
+        cache.on_pod_list(pods)
+        cache.on_podgroup(None, podgroup("g", min_member=3, phase="Running"))
+    assert cache.cluster.gangs["default/g"].satisfied is satisfied
 
 
 def test_pod_list_replaces_what_was_cached() -> None:
@@ -135,6 +147,18 @@ RESERVING = GangStatus(0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
             False,
             "Failed",
             id="member-failed-below-quorum",
+        ),
+        pytest.param(  # the gang's satisfaction ended with the failure (issue 13 item 5): still Failed
+            [
+                record("a", node="n0", phase="Failed"),
+                record("b", node="n0", phase="Running"),
+                record("c", node="n0", phase="Running"),
+            ],
+            None,
+            False,
+            False,
+            "Failed",
+            id="member-failed-satisfaction-lost",
         ),
     ],
 )

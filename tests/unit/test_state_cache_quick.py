@@ -214,7 +214,8 @@ def _podgroup(
     ("after", "expected", "min_member"),
     [
         pytest.param(_podgroup(phase="Scheduling"), "status", 2, id="status-echo"),
-        pytest.param(_podgroup(phase="Running"), "change", 2, id="status-newly-satisfied"),
+        # (a phase alone never satisfies a gang: its pods must show it, issue 13 item 5)
+        pytest.param(_podgroup(phase="Running"), "status", 2, id="status-running-without-bound-pods"),
         pytest.param(_podgroup(generation=2, min_member=3), "change", 3, id="spec-changed"),
         pytest.param(_podgroup(uid="pg-2", min_member=4), "change", 4, id="recreated"),
     ],
@@ -233,4 +234,4 @@ def test_podgroup_status_updates_do_not_reschedule(after: dict[str, Any], expect
     pg = cache.podgroup("ns/g")
     assert pg is not None and pg.phase == (after.get("status") or {}).get("phase")
     assert pg.spec is not None and pg.spec.min_member == min_member
-    assert cache.cluster.gangs["ns/g"].satisfied == (after.get("status", {}).get("phase") == "Running")
+    assert not cache.cluster.gangs["ns/g"].satisfied  # no member bound: no phase makes it satisfied

@@ -4,9 +4,13 @@ schedule alone.
 Contract (over a CycleSession):
 - `attempt_gang(session, gang) -> bool` (False: the gang only waited, it does not count against the cycle's
   budget). A gang with fewer live members than minMember (or than a role's minimum) waits without reserving
-  anything; minResources above the cluster's free capacity fails fast. Otherwise all pending members (up to
-  totalMember) are placed at once, inside a checkpoint. Quorum = bound members (including bindings in
-  flight) + reservations + new placements >= minMember, and every role's minimum.
+  anything; so does a gang of a gang group until every gang of the group exists with at least its minMember
+  pods (Koordinator's basic requirements check; the message names the gang missing or short; reservations the
+  gang held are released and its waiting time cleared). minResources above the cluster's free capacity fails
+  fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
+  Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
+  placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
+  whole or not at all, a replacement of a running gang needs only itself to fit.
   Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
   the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, tries group preemption (core/preempting.py), else releases
@@ -71,6 +75,8 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
         return False
+    if spec.group and not _group_has_pods(session, gang, spec, members):
+        return False
     pending = members.pending
     if spec.total_member is not None:
         room = spec.total_member - len(members.bound) - len(members.reserved)
@@ -109,6 +115,38 @@ def _enough_pods(session: CycleSession, gang: GangState, spec: GangSpec, members
         wait(session, gang, "WaitingForPods", f"{short} pods exist")
         return False
     return True
+
+
+def group_short(session: CycleSession, gang: GangState, spec: GangSpec) -> str | None:
+    """The first gang of the group (other than `gang`) missing or with fewer than minMember pods, described;
+    None when every one exists with its pods or is satisfied."""
+    for other_key in spec.group:
+        if other_key == gang.key:
+            continue
+        other = session.store.gangs.get(other_key)
+        if other is None or other.spec is None:
+            return f"{other_key} does not exist"
+        if session.is_satisfied(other):
+            continue
+        m = session.members(other)
+        alive = len(m.bound) + len(m.reserved) + len(m.pending)
+        if alive < other.spec.min_member:
+            return f"{other_key} has {alive} of minMember {other.spec.min_member} pods"
+    return None
+
+
+def _group_has_pods(session: CycleSession, gang: GangState, spec: GangSpec, members: Members) -> bool:
+    """Koordinator's basic requirements check: until it passes the gang holds nothing and its waiting time
+    does not run."""
+    short = group_short(session, gang, spec)
+    if short is None:
+        return True
+    for pod_key, node in members.reserved:
+        session.release(pod_key, node)
+    if gang.first_reserved is not None:
+        session.set_wait_start(gang.key, None)
+    wait(session, gang, "WaitingForGangGroup", f"waiting for gang group: {short}")
+    return False
 
 
 def _try_place(

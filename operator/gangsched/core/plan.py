@@ -89,7 +89,7 @@ class Plan:
     # bookkeeping for SchedulerState.apply
     unit_backoffs: dict[UnitKey, UnitBackoff] = field(default_factory=dict)
     unit_success: list[UnitKey] = field(default_factory=list)  # units whose backoff resets
-    satisfied: list[str] = field(default_factory=list)  # gangs reaching quorum (once-satisfied)
+    satisfied: list[str] = field(default_factory=list)  # gangs whose quorum this cycle binds (core/gangs.py)
     first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
     waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
 

@@ -9,8 +9,10 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
 - Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
   while its state (core/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
 - Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`. Pods whose gang
-  has no spec yet are collected and wait. `mark_satisfied(key)` restores the once-satisfied flag at startup
-  (from PodGroup status); a gang preempted whole ignores it until the scheduler satisfies it again.
+  has no spec yet are collected and wait. A gang is satisfied only while >= minMember of its members are bound
+  or finished (core/gangs.py: derived from the pods, with named transitions). `mark_satisfied(key)` (a PodGroup
+  status says Scheduled/Running) is believed only when the pods show it; a gang preempted whole ignores it
+  until the scheduler satisfies it again.
 - `set_topology(tree | None)`: the topology tree handed to placement.
 - `apply(plan)`: records what a cycle decided (nominations and their clearing, victims, releases,
   reservations, bindings in flight, waiting-time starts, satisfied gangs, timeouts, backoffs, last reported
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from gangsched.core.gangs import GangState
+from gangsched.core.gangs import GangState, GangTransition
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import Plan
 from gangsched.core.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
@@ -154,9 +156,10 @@ class SchedulerState:
         self.store.remove_gang(key)
 
     def mark_satisfied(self, key: str) -> None:
-        if self.victims.is_preempted(key):
+        """A PodGroup status says the gang is satisfied: true only if its pods show it (never the phase alone)."""
+        if self.victims.is_preempted(key) or key not in self.store.gangs:
             return  # a stale PodGroup status of a gang preempted whole: it must reach its quorum again
-        self.store.set_satisfied(key)
+        self.store.gang_transition(key, GangTransition.QUORUM_HELD)
 
     def set_topology(self, tree: TopologyTree | None) -> None:
         self.store.topology = tree
@@ -217,7 +220,7 @@ class SchedulerState:
                 for k in gang.members
                 if k in pods and pods[k].node_name and not pods[k].terminal
             ):
-                gang.satisfied = False
+                self.store.gang_transition(gang_key, GangTransition.PREEMPTED)
                 self.victims.mark_preempted(gang_key)
 
     def _apply_placements(self, plan: Plan) -> None:
@@ -241,7 +244,7 @@ class SchedulerState:
                 store.set_wait_start(gang_key, start)
         for gang_key in plan.satisfied:
             self.victims.clear_preempted(gang_key)
-            store.set_satisfied(gang_key)
+            store.gang_transition(gang_key, GangTransition.SATISFY)
         for timeout in plan.timeouts:
             store.set_timed_out(timeout.gang_key)
         for gang_key, status in plan.gang_status.items():

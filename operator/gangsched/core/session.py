@@ -29,7 +29,7 @@ from gangsched.core.capacity import Workspace
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangs import GangState
 from gangsched.core.plan import GangTimeout, Plan
-from gangsched.core.podstate import BINDING, NOMINATED, RESERVED
+from gangsched.core.podstate import BINDING, LEAVING, NOMINATED, RESERVED
 from gangsched.core.records import PodRecord
 from gangsched.core.views import StateView
 
@@ -42,7 +42,7 @@ V = TypeVar("V")
 class Members:
     """A gang's members as this cycle sees them."""
 
-    bound: list[str]  # bound, or binding (in flight or decided this cycle)
+    bound: list[str]  # bound and not leaving, binding (in flight or decided this cycle), or Succeeded
     reserved: list[tuple[str, str]]  # (pod_key, node) held in memory
     pending: list[PodRecord]  # waiting to be placed, in rank order
 
@@ -136,6 +136,7 @@ class CycleSession:
     def members(self, gang: GangState) -> Members:
         pods = self.store.pods
         reserved_pods, binding_pods = self.store.pods_in(RESERVED), self.store.pods_in(BINDING)
+        state_of = self.store.state_of
         bound: list[str] = []
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
@@ -144,7 +145,8 @@ class CycleSession:
             if pod is None or pod.phase == "Failed":
                 continue
             if pod.node_name is not None:
-                bound.append(key)
+                if pod.terminal or state_of(key) is not LEAVING:  # a leaving member holds no quorum
+                    bound.append(key)
             elif pod.terminal:
                 continue
             elif key in self._bound:
@@ -267,7 +269,7 @@ class CycleSession:
             self._record(undo)
 
     def satisfy(self, gang_key: str) -> None:
-        """The gang reached its quorum (once-satisfied); its waiting time ends."""
+        """The gang reached its quorum (satisfied while members bound or finished hold it); its waiting time ends."""
         self._satisfied.add(gang_key)
         self.plan.satisfied.append(gang_key)
         had = gang_key in self.plan.first_reserved

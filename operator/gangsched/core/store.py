@@ -10,8 +10,8 @@ Contract (fed by core/scheduler_state.py, read by the scheduler through its publ
   pod (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
 - Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`,
   `bind_succeeded`, `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
-- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out and PENDING or NOMINATED; changes go
-  to the `PendingSink` (the scheduling queue).
+- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out and PENDING or NOMINATED (changes go to
+  the `PendingSink`); each member's transition tells its gang if it holds the quorum (satisfaction follows).
 - For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gangsched.core.accounting import Accounting, Charge
-from gangsched.core.gangs import GangState, GangTable, PendingSink
+from gangsched.core.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
 from gangsched.core.podstate import (
@@ -218,7 +218,7 @@ class ClusterStore:
         if old is not None and old.gang != pod.gang:
             self._leave_gang(old)
         if pod.gang is not None:
-            self._join_gang(pod)
+            self.gang_table.join(pod)
         if slot is None:
             slot = self._slots[key] = PodSlot(PENDING)
         if not stale:
@@ -312,8 +312,9 @@ class ClusterStore:
     def remove_gang(self, key: str) -> None:
         self.gang_table.remove(key)
 
-    def set_satisfied(self, key: str, flag: bool = True) -> None:
-        self.gang_table.set_satisfied(key, flag)
+    def gang_transition(self, key: str, transition: GangTransition) -> bool:
+        """A change of the gang's satisfaction (core/gangs.py); True when the flag changed."""
+        return self.gang_table.transition(key, transition)
 
     def set_wait_start(self, key: str, start: float | None) -> None:
         """Start (or clear, None) the gang's waiting time."""
@@ -355,6 +356,9 @@ class ClusterStore:
             self._recharge(key, slot)
         if (old in PENDING_STATES) is not (new in PENDING_STATES):
             self._refresh_pending(key)
+        pod = self.pods[key]
+        if pod.gang is not None:
+            self.gang_table.set_holding(key, pod.gang, holds_quorum(new, pod))
 
     def _recharge(self, key: str, slot: PodSlot) -> None:
         """Make the charge follow the state: (node, requests) while the state charges, nothing otherwise."""
@@ -376,9 +380,6 @@ class ClusterStore:
             self._priorities.pop(priority, None)
 
     # ----- internals: gang membership and the pending set -----
-    def _join_gang(self, pod: PodRecord) -> None:
-        self.gang_table.join(pod)
-
     def _leave_gang(self, pod: PodRecord) -> None:
         if pod.gang is None:
             self._sink.pod_pending(pod.key, None, False)

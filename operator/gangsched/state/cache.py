@@ -551,7 +551,7 @@ class ClusterCache:
             namespace, name, uid = key.split("/")[0], meta.get("name", ""), meta.get("uid", "")
             self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
-            self.cluster.mark_satisfied(key)  # restart safety: a satisfied gang stays satisfied
+            self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
         self._refresh_gang(key)
         if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
             self._report_gang(key, "InvalidGangGroup", sources.group_error)

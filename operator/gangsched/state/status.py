@@ -12,9 +12,11 @@ gang was deleted: state/cache.py calls it) and `tracked()` counts the gangs reme
 CRD's vocabulary, as are the condition types); first match wins (counts are over the
 gang's current members):
 - Succeeded: succeeded >= minMember;
-- Failed: the gang was satisfied, some member failed and running + succeeded < minMember;
+- Failed: some member failed, running + succeeded < minMember, and the gang is satisfied or had its quorum
+  (running + succeeded + failed >= minMember: scheduler-plugins' PodGroup controller; a gang's satisfaction
+  ends when members fail, core/gangs.py);
 - Running: running + succeeded >= minMember;
-- Scheduled: the gang reached its quorum (once-satisfied) or scheduled >= minMember;
+- Scheduled: the gang is satisfied (>= minMember members bound or finished) or scheduled >= minMember;
 - Timeout: its waiting time ended before the quorum;
 - Scheduling: some members hold reservations (`held`, the reservations the gang holds now, when given: the
   core's last decision may be stale after members were deleted; without reservations left it is not reported);
@@ -69,7 +71,8 @@ def podgroup_phase(
     finished_or_running = counts.running + counts.succeeded
     if counts.succeeded >= min_member:
         return Phase.SUCCEEDED
-    if satisfied and counts.failed and finished_or_running < min_member:
+    had_quorum = satisfied or finished_or_running + counts.failed >= min_member
+    if counts.failed and finished_or_running < min_member and had_quorum:
         return Phase.FAILED
     if finished_or_running >= min_member:
         return Phase.RUNNING
