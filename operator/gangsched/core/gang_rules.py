@@ -4,7 +4,8 @@ schedule alone.
 Contract (over a CycleSession):
 - `attempt_gang(session, gang) -> bool` (False: the gang only waited, it does not count against the cycle's
   budget). A gang with fewer live members than minMember (or than a role's minimum) waits without reserving
-  anything; minResources above the cluster's free capacity fails fast. Otherwise all pending members (up to
+  anything; a gang with gated or held members waits (core/readiness.py); minResources above the cluster's free
+  capacity fails fast. Otherwise all pending members (up to
   totalMember) are placed at once, inside a checkpoint. Quorum = bound members (including bindings in
   flight) + reservations + new placements >= minMember, and every role's minimum.
   Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
@@ -38,6 +39,7 @@ from gangsched.core.messages import (
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.readiness import gang_blocked, held_alone, report_unsupported
 from gangsched.core.records import PodRecord
 from gangsched.core.resources import format_resources
 from gangsched.core.session import Checkpoint, CycleSession, Members
@@ -68,6 +70,9 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     spec = gang.spec
     assert spec is not None
     members = session.members(gang)
+    if gang_blocked(session, gang, members):  # gated or held members (core/readiness.py)
+        return False
+    report_unsupported(session, gang.unit, gang, members.pending)
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
         return False
@@ -266,6 +271,10 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
+    report_unsupported(session, unit, gang, pods)
+    pods = held_alone(session, unit, pods)
+    if not pods:
+        return
     placed, short, _ = place(session, None, pods, partial=True)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
