@@ -18,7 +18,7 @@ Contract (fed by core/scheduler_state.py, read by the scheduler through its publ
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,12 +163,12 @@ class ClusterStore:
 
     def sizes(self) -> dict[str, int]:
         """Sizes of every per-pod and per-gang structure (tests: nothing grows without bound)."""
-        return {
-            "pods": len(self.pods), "gangs": len(self.gangs), "slots": len(self._slots), "ports": len(self.ports),
-            **{state.value: len(pods) for state, pods in self._by_state.items()},
-            "reserving": self.gang_table.reserving_count(), "priorities": len(self._priorities),
-            "leaving": len(self.leaving), "change_log": self.accounting.log_length(), "used": len(self.used),
-        }
+        tables: dict[str, Sized] = {"pods": self.pods, "gangs": self.gangs, "slots": self._slots, "used": self.used}
+        tables.update(ports=self.ports, priorities=self._priorities, leaving=self.leaving)
+        out = {name: len(table) for name, table in tables.items()}
+        out.update({state.value: len(pods) for state, pods in self._by_state.items()})
+        out.update(reserving=self.gang_table.reserving_count(), change_log=self.accounting.log_length())
+        return out
 
     # ----- nodes -----
     def upsert_node(self, node: NodeRecord) -> None:
