@@ -141,5 +141,6 @@ def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
         fit, reasons = _blocked_by(session, short)
         shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
         more = short.need - short.placed
-        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown or 'no more nodes'}")
+        shown = shown or ("one pod per node (host ports)" if short.cls.host_ports else "no more nodes")
+        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown}")
     return "; ".join(parts)
