@@ -39,7 +39,7 @@ from gangsched.core.messages import (
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
-from gangsched.core.readiness import gang_blocked, held_alone, report_unsupported
+from gangsched.core.readiness import gang_blocked, held_alone
 from gangsched.core.records import PodRecord
 from gangsched.core.resources import format_resources
 from gangsched.core.session import Checkpoint, CycleSession, Members
@@ -72,7 +72,6 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     members = session.members(gang)
     if gang_blocked(session, gang, members):  # gated or held members (core/readiness.py)
         return False
-    report_unsupported(session, gang.unit, gang, members.pending)
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
         return False
@@ -271,7 +270,6 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
-    report_unsupported(session, unit, gang, pods)
     pods = held_alone(session, unit, pods)
     if not pods:
         return

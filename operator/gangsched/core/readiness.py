@@ -12,11 +12,11 @@ Contract (over a CycleSession):
   status, event and conditions are written when the message changes, not per cycle; once the gates (or the
   held pods) are gone, the gang is placed as a whole by the gang rules.
 - `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
-  out (condition and Warning event when the unit's message changes).
-- `report_unsupported(session, unit, gang, pods)`: constraints that are only reported (preferred pod
-  affinity/anti-affinity, ScheduleAnyway spread, PVC and ephemeral volumes) get a Warning event on the pod and
-  its PodGroup when the unit is first tried (no attempt or waiting reason recorded yet): the pod is placed
-  without them.
+  out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
+- `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
+  affinity/anti-affinity, ScheduleAnyway spread, PVC and ephemeral volumes) get a Warning event on each pod the
+  cycle binds without evaluating them, and one on its PodGroup: once, when the pod is bound (a bound pod's
+  PodScheduled condition is the binding's True; held pods get the condition).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gangsched.core.gangs import GangState
-from gangsched.core.messages import changed, conditions, event, report_status
+from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession, Members
@@ -68,18 +68,24 @@ def held_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord]) -> l
         conditions(session, held, UNSUPPORTED, message)
         for pod in held:
             event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
-    return [pod for pod in pods if not pod.holds]
+    rest = [pod for pod in pods if not pod.holds]
+    if not rest:  # retried after a backoff, as an unschedulable pod is: it never takes every cycle's budget
+        backoff(session, unit)
+    return rest
 
 
-def report_unsupported(session: CycleSession, unit: UnitKey, gang: GangState | None, pods: list[PodRecord]) -> None:
-    """Warnings for constraints placed without (see the module docstring)."""
-    reported = [pod for pod in pods if pod.unsupported and not pod.holds]
-    if not reported:
-        return
-    state = session.state.queue.unit_state(unit)
-    if state is not None and (state.attempts or state.waiting_reason is not None):
-        return
-    for pod in reported:
+def report_unsupported(session: CycleSession) -> None:
+    """Warnings for the constraints the cycle's bindings were placed without (see the module docstring)."""
+    pods = session.store.pods
+    by_gang: dict[str, list[PodRecord]] = {}
+    for pod_key, _node in session.plan.bindings:
+        pod = pods.get(pod_key)
+        if pod is None or not pod.unsupported or pod.holds:
+            continue
         event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
-    if gang is not None and gang.spec is not None:
-        event(session, "PodGroup", gang.key, "Warning", UNSUPPORTED, unsupported_message(reported))
+        if pod.gang is not None:
+            by_gang.setdefault(pod.gang, []).append(pod)
+    for gang_key, members in by_gang.items():
+        gang = session.store.gangs.get(gang_key)
+        if gang is not None and gang.spec is not None:
+            event(session, "PodGroup", gang_key, "Warning", UNSUPPORTED, unsupported_message(members))
