@@ -311,3 +311,14 @@ def test_do_not_schedule_spread_holds() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
     assert plan.gang_status["default/g"].reason == "Unsupported"
+
+
+def test_dra_resource_claims_hold() -> None:
+    c = SchedulerState()
+    add_nodes(c, 1, gpu=8)
+    add_pod(c, "p", spec_extra={"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]})
+    plan = step(c, CFG, 0.0)
+    assert not plan.bindings
+    assert [x.message for x in plan.conditions] == [
+        "unsupported: spec.resourceClaims (gangsched does not evaluate it yet)"
+    ]

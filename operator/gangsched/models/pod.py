@@ -9,7 +9,8 @@ Contract:
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
   them), interned into a `SchedulingClass` (core/records.py `scheduling_class`); `gated` (spec.schedulingGates
   not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
-  required: pod affinity/anti-affinity required terms, a DoNotSchedule topology spread constraint; preferred
+  required: pod affinity/anti-affinity required terms, a DoNotSchedule topology spread constraint, DRA
+  spec.resourceClaims; preferred
   terms, ScheduleAnyway spread and PVC/ephemeral volumes are only reported). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
@@ -41,7 +42,7 @@ from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
 _NODE_AFFINITY = "spec.affinity.nodeAffinity"
-_MAYBE_UNSUPPORTED = frozenset({"affinity", "topologySpreadConstraints", "volumes"})
+_MAYBE_UNSUPPORTED = frozenset({"affinity", "topologySpreadConstraints", "volumes", "resourceClaims"})
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -140,6 +141,9 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     if isinstance(spread, list) and spread:
         found.append("spec.topologySpreadConstraints")
         holds = holds or any(isinstance(c, Mapping) and c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread)
+    if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
+        found.append("spec.resourceClaims")
+        holds = True
     volumes = spec.get("volumes")
     if isinstance(volumes, list):
         for i, volume in enumerate(volumes):
