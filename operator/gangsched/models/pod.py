@@ -42,7 +42,6 @@ from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
 _NODE_AFFINITY = "spec.affinity.nodeAffinity"
-_MAYBE_UNSUPPORTED = frozenset({"affinity", "topologySpreadConstraints", "volumes", "resourceClaims"})
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -112,13 +111,18 @@ def _container_ports(container: Any, field: str, out: list[HostPort]) -> None:
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
-    """Host ports of the containers and of sidecar init containers (they run as long as the pod)."""
+    """Host ports of the containers and of sidecar init containers (they run as long as the pod). The hot path:
+    containers without `ports` cost one lookup."""
     out: list[HostPort] = []
-    for path, container in _containers(spec, "initContainers", field="spec"):
-        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
-            _container_ports(container, path, out)
-    for path, container in _containers(spec, "containers", field="spec"):
-        _container_ports(container, path, out)
+    for key in ("initContainers", "containers"):
+        items = spec.get(key)
+        if not isinstance(items, list):  # pod_requests reports a bad type
+            continue
+        for i, container in enumerate(items):
+            if not isinstance(container, Mapping) or not container.get("ports"):
+                continue
+            if key == "containers" or container.get("restartPolicy") == "Always":
+                _container_ports(container, f"spec.{key}[{i}]", out)
     return tuple(out)
 
 
@@ -265,7 +269,8 @@ def pod_from_api(
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
     )
-    unsupported, holds = _unsupported(spec) if _MAYBE_UNSUPPORTED.intersection(spec) else ((), False)
+    maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "volumes" in spec or "resourceClaims" in spec
+    unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(
         namespace=sys.intern(str(meta.get("namespace") or "default")),
