@@ -322,3 +322,16 @@ def test_dra_resource_claims_hold() -> None:
     assert [x.message for x in plan.conditions] == [
         "unsupported: spec.resourceClaims (gangsched does not evaluate it yet)"
     ]
+
+
+def test_a_gang_with_host_ports_never_evicts_in_vain() -> None:
+    """The victim search frees resources, not ports: with the port held by a higher-priority pod, evicting the
+    lower-priority pod that holds the CPU would not make room. The gang waits, evicting nobody."""
+    c = SchedulerState()
+    (node,) = add_nodes(c, 1, cpu="2")
+    add_pod(c, "keeper", ours=False, node=node, phase="Running", priority=1000, spec_extra=_with_ports("TCP//8080"))
+    add_pod(c, "low", ours=False, node=node, phase="Running", priority=-10)
+    add_gang(c, "web", 1, priority=100, spec_extra=_with_ports("TCP//8080"))
+    for now in (0.0, 1.0, 10.0):
+        plan = step(c, CFG, now)
+        assert not plan.evictions and not plan.bindings
