@@ -3,14 +3,14 @@ evaluate yet.
 
 Contract (over a CycleSession):
 - `gang_blocked(session, gang, members) -> bool`: a gang with a held member (a required pod affinity or
-  anti-affinity term, or a DoNotSchedule topology spread constraint: gangsched does not evaluate them, and a
-  silently violated requirement is worse than a pod that waits) waits with "unsupported: <fields> (gangsched
-  does not evaluate it yet)" (Warning events on the PodGroup and the held pods, PodScheduled=False reason
-  Unsupported); else a gang with a gated member waits with "N of M members gated" (reason SchedulingGated,
-  one Normal event on the PodGroup). Nothing is placed or reserved for it; its other members get the
-  condition, gated pods keep the apiserver's SchedulingGated condition (core/messages.py `conditions`). The
-  status, event and conditions are written when the message changes, not per cycle; once the gates (or the
-  held pods) are gone, the gang is placed as a whole by the gang rules.
+  anti-affinity term, a DoNotSchedule topology spread constraint, DRA resource claims: gangsched does not
+  evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
+  "unsupported: <fields> (gangsched does not evaluate it yet)" (Warning events on the PodGroup and the held
+  pods, PodScheduled=False reason Unsupported); else a gang with a gated member waits with "N of M members
+  gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;
+  its other members get the condition, gated pods keep the apiserver's SchedulingGated condition
+  (core/messages.py `conditions`). The status, event and conditions are written when the message changes,
+  not per cycle; once the gates (or the held pods) are gone, the gang is placed as a whole by the gang rules.
 - `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
   out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
 - `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
