@@ -146,3 +146,39 @@ async def test_required_anti_affinity_is_held_and_reported_once(three_nodes: Clu
         assert any(c.get("message") == message for c in shown["status"].get("conditions") or [])
         pod_events = [e for e in await events_for(k, "anti-0") if e["reason"] == "Unsupported"]
         assert len(pod_events) == 1 and pod_events[0].get("count", 1) == 1
+
+
+async def test_preferred_anti_affinity_and_pvc_are_placed_and_reported_once(three_nodes: Cluster) -> None:
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        members = []
+        for i in range(2):
+            obj = pod(f"soft-{i}", group="soft", gpu=1, labels={"app": "soft"})
+            term = {"labelSelector": {"matchLabels": {"app": "soft"}}, "topologyKey": "kubernetes.io/hostname"}
+            weighted = [{"weight": 10, "podAffinityTerm": term}]
+            obj["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": weighted}}
+            obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+            members.append(obj)
+        await apply(three_nodes, podgroup("soft", min_member=2), *members)
+
+        async def both_bound() -> bool:
+            return len(bound(await pods(k))) == 2
+
+        await eventually(both_bound, what="placed without the preferred term")
+        fields = (
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution, "
+            "spec.volumes[0].persistentVolumeClaim"
+        )
+        message = f"unsupported: {fields} (gangsched does not evaluate it yet)"
+
+        async def reported() -> list[dict[str, Any]] | None:
+            found = [
+                e for name in ("soft", "soft-0") for e in await events_for(k, name) if e["reason"] == "Unsupported"
+            ]
+            return found if len(found) >= 2 else None
+
+        pg_event, pod_event = await eventually(reported, what="a Warning on the PodGroup and on the pod")
+        assert pg_event["message"] == message and pg_event["type"] == "Warning"
+        assert pod_event["message"] == message and pod_event.get("count", 1) == 1
+        described = await kubectl(three_nodes, "describe", "podgroup", "soft")
+        assert "gangsched does not evaluate it yet" in described
