@@ -5,7 +5,9 @@ Contract (used by core/scheduler.py only):
   feasible nodes of the class (see core/matching.py) with their preference, each node's fit count (how many
   more pods of the class fit in its free resources), and buckets of nodes by score key. It is brought up to
   date from the store's change log: only nodes whose usage changed are recomputed; a change of any node's
-  static properties rebuilds it. Nodes with a fit count of 0 are in no bucket, so placement never looks at
+  static properties rebuilds it. The fit count is also capped by the node filters that apply to the class
+  (core/filters.py, e.g. host ports: at most one pod per node); classes no filter applies to pay nothing.
+  Nodes with a fit count of 0 are in no bucket, so placement never looks at
   full nodes, and never loops pods x nodes.
 - `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during
   the cycle, and copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give
@@ -19,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from gangsched.core.filters import PortCounts, Usage, add_ports, filters_for, limit
 from gangsched.core.matching import preference, static_block
-from gangsched.core.records import NodeRecord, SchedulingClass
+from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.resources import Resources
 from gangsched.core.views import StoreView
 
@@ -59,10 +62,11 @@ def _key(spread: bool, pref: int, count: int) -> Key:
 
 
 class ClassIndex:
-    __slots__ = ("buckets", "cls", "count", "gen", "pos", "pref", "spread")
+    __slots__ = ("buckets", "cls", "count", "filters", "gen", "pos", "pref", "spread")
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
+        self.filters = filters_for(cls)
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -78,6 +82,8 @@ class ClassIndex:
         req = cls.requests
         used = cluster.used
         simple = not cls.constrained and not cls.tolerations and not cls.preferred
+        filters = self.filters
+        usage = Usage(cluster.host_ports)
         for name, node in cluster.nodes.items():
             if simple and not node.taints and not node.unschedulable:
                 pref = 0
@@ -87,6 +93,8 @@ class ClassIndex:
                 pref = preference(cls, node) if (cls.preferred or node.taints) else 0
             self.pref[name] = pref
             c = fit_count(req, node.allocatable, used.get(name))
+            if filters and c:
+                c = min(c, limit(filters, cls, name, usage))
             self.count[name] = c
             if c:
                 k = _key(self.spread, pref, c)
@@ -108,12 +116,16 @@ class ClassIndex:
         changed = set(log)
         self.pos = end
         req = self.cls.requests
+        filters = self.filters
+        usage = Usage(cluster.host_ports)
         for name in changed:
             pref = self.pref.get(name)
             if pref is None:
                 continue
             node = cluster.nodes[name]
             c = fit_count(req, node.allocatable, cluster.used.get(name))
+            if filters and c:
+                c = min(c, limit(filters, self.cls, name, usage))
             old = self.count[name]
             if c == old:
                 continue
@@ -205,6 +217,7 @@ class _Undo:
     node: str
     delta: Mapping[str, int]
     sign: int
+    ports: tuple[HostPort, ...]
 
 
 class Workspace:
@@ -213,6 +226,7 @@ class Workspace:
         self.spread = spread
         self.extra: dict[str, Resources] = {}
         self.views: dict[int, ClassView] = {}
+        self.usage = Usage(cluster.host_ports)  # what node filters see (host ports placed this cycle included)
         self._undo: list[_Undo] = []
 
     def view(self, cls: SchedulingClass) -> ClassView:
@@ -227,29 +241,37 @@ class Workspace:
         rec: NodeRecord | None = self.cluster.nodes.get(node)
         if rec is None or node not in v.idx.pref:
             return
-        v.set_count(
-            node, fit_count(v.idx.cls.requests, rec.allocatable, self.cluster.used.get(node), self.extra.get(node))
-        )
+        idx = v.idx
+        c = fit_count(idx.cls.requests, rec.allocatable, self.cluster.used.get(node), self.extra.get(node))
+        if idx.filters and c:
+            c = min(c, limit(idx.filters, idx.cls, node, self.usage))
+        v.set_count(node, c)
 
-    def _change(self, node: str, delta: Mapping[str, int], sign: int, *, log: bool) -> None:
+    def _change(
+        self, node: str, delta: Mapping[str, int], sign: int, ports: tuple[HostPort, ...], *, log: bool
+    ) -> None:
         e = self.extra.get(node)
         if e is None:
             e = self.extra[node] = {}
         for r, q in delta.items():
             e[r] = e.get(r, 0) + sign * q
+        if ports:
+            counts: PortCounts = self.usage.extra_ports.setdefault(node, {})
+            add_ports(counts, ports, sign)
         for v in self.views.values():
             self._refresh(v, node)
         if log:
-            self._undo.append(_Undo(node, delta, sign))
+            self._undo.append(_Undo(node, delta, sign, ports))
 
-    def place(self, node: str, requests: Mapping[str, int], times: int = 1) -> None:
+    def place(self, node: str, requests: Mapping[str, int], times: int = 1, ports: tuple[HostPort, ...] = ()) -> None:
+        """Take `times` pods' requests (and host ports: a class with ports is placed once per node)."""
         if times == 1:
-            self._change(node, requests, 1, log=True)
+            self._change(node, requests, 1, ports, log=True)
         else:
-            self._change(node, {r: q * times for r, q in requests.items()}, 1, log=True)
+            self._change(node, {r: q * times for r, q in requests.items()}, 1, ports * times, log=True)
 
-    def release(self, node: str, requests: Mapping[str, int]) -> None:
-        self._change(node, requests, -1, log=True)
+    def release(self, node: str, requests: Mapping[str, int], ports: tuple[HostPort, ...] = ()) -> None:
+        self._change(node, requests, -1, ports, log=True)
 
     def begin(self) -> int:
         return len(self._undo)
@@ -257,7 +279,7 @@ class Workspace:
     def rollback(self, mark: int) -> None:
         while len(self._undo) > mark:
             u = self._undo.pop()
-            self._change(u.node, u.delta, -u.sign, log=False)
+            self._change(u.node, u.delta, -u.sign, u.ports, log=False)
 
     def free(self, node: str) -> Resources:
         rec = self.cluster.nodes[node]

@@ -6,7 +6,8 @@ Contract (over a CycleSession):
   budget). A gang with fewer live members than minMember (or than a role's minimum) waits without reserving
   anything; so does a gang of a gang group until every gang of the group exists with at least its minMember
   pods (Koordinator's basic requirements check; the message names the gang missing or short; reservations the
-  gang held are released and its waiting time cleared). minResources above the cluster's free capacity fails
+  gang held are released and its waiting time cleared); a gang with gated or held members waits
+  (core/readiness.py). minResources above the cluster's free capacity fails
   fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
   Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
   placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
@@ -42,6 +43,7 @@ from gangsched.core.messages import (
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.readiness import gang_blocked, held_alone
 from gangsched.core.records import PodRecord
 from gangsched.core.resources import format_resources
 from gangsched.core.session import Checkpoint, CycleSession, Members
@@ -72,6 +74,8 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     spec = gang.spec
     assert spec is not None
     members = session.members(gang)
+    if gang_blocked(session, gang, members):  # gated or held members (core/readiness.py)
+        return False
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
         return False
@@ -304,6 +308,9 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
+    pods = held_alone(session, unit, pods)
+    if not pods:
+        return
     placed, short, _ = place(session, None, pods, partial=True)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:

@@ -4,7 +4,8 @@ Contract (functions over a CycleSession, writing to its plan):
 - `report_status(session, gang, status)`: the PodGroup status, only when it differs from the last reported.
 - `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
   reported one (events and pod conditions of a unit are only emitted when its message changes).
-- `event`, `conditions`, `backoff` (exponential: config.backoff_seconds), `success` (the backoff resets).
+- `event`, `conditions` (never on a gated pod: its SchedulingGated condition is the apiserver's), `backoff`
+  (exponential: config.backoff_seconds), `success` (the backoff resets).
 - `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
 - `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, event, conditions.
 - `explain(session, shortfalls)`: why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
@@ -18,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gangsched.core.capacity import fit_count
+from gangsched.core.filters import block_reason
 from gangsched.core.gangs import GangState
 from gangsched.core.matching import static_block
 from gangsched.core.plan import Event, GangStatus, PodCondition, UnitBackoff
@@ -53,8 +55,10 @@ def event(session: CycleSession, kind: str, key: str, type_: str, reason: str, m
 
 
 def conditions(session: CycleSession, pods: Iterable[PodRecord], reason: str, message: str) -> None:
+    """PodScheduled=False on each pod, except gated pods: the apiserver's SchedulingGated condition stays."""
     for pod in pods:
-        session.plan.conditions.append(PodCondition(pod.key, reason, message))
+        if not pod.gated:
+            session.plan.conditions.append(PodCondition(pod.key, reason, message))
 
 
 def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
@@ -113,7 +117,7 @@ def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[s
     used = session.store.used
     extra = session.workspace.extra
     for name, node in session.store.nodes.items():
-        why = static_block(short.cls, node)
+        why = static_block(short.cls, node) or block_reason(short.cls, name, session.workspace.usage)
         if why is None:
             if fit_count(short.cls.requests, node.allocatable, used.get(name), extra.get(name)) > 0:
                 fit += 1
@@ -137,5 +141,6 @@ def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
         fit, reasons = _blocked_by(session, short)
         shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
         more = short.need - short.placed
-        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown or 'no more nodes'}")
+        shown = shown or ("one pod per node (host ports)" if short.cls.host_ports else "no more nodes")
+        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown}")
     return "; ".join(parts)

@@ -7,6 +7,8 @@ session's workspace for every pod placed; the caller records the placements (or 
 - Otherwise, per scheduling class, nodes come from ClassIndex buckets (core/capacity.py): binpack takes the
   fullest node that fits as many as it can; spread deals one pod per node round the emptiest nodes;
   preferred affinity and PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
+- Node filters (core/filters.py, e.g. host ports) are part of the per-node fit counts of the class views, and
+  every placement takes the class's host ports in the workspace, so members placed in the same cycle see them.
 - `nominated_fit(session, gang, pending)`: every pending member is nominated and its nominated node now has
   room: that placement (victims gone: members go where they were nominated), else None.
 """
@@ -67,7 +69,7 @@ def _pick_binpack(session: CycleSession, view: ClassView, cls: SchedulingClass, 
         if not remaining:
             break
     for node, count in out:
-        session.workspace.place(node, cls.requests, count)
+        session.workspace.place(node, cls.requests, count, cls.host_ports)
     return out
 
 
@@ -79,7 +81,7 @@ def _pick_spread(session: CycleSession, view: ClassView, cls: SchedulingClass, n
         if not snapshot:
             break
         for node, _ in snapshot:
-            session.workspace.place(node, cls.requests)
+            session.workspace.place(node, cls.requests, 1, cls.host_ports)
             out.append((node, 1))
             remaining -= 1
             if not remaining:
@@ -103,7 +105,7 @@ def _place_topology(session: CycleSession, tree: TopologyTree, spec: GangSpec, p
     if not isinstance(result, TopologyPlacement):
         return [], [Shortfall(cls, len(pods), 0, f"topology: {result.reason}")], None
     for node, count in Counter(result.nodes).items():
-        session.workspace.place(node, cls.requests, count)
+        session.workspace.place(node, cls.requests, count, cls.host_ports)
     return list(zip(pods, result.nodes, strict=True)), [], result.whole_tier
 
 
@@ -123,6 +125,6 @@ def nominated_fit(session: CycleSession, gang: GangState, pending: list[PodRecor
     if any(view.count_of(node) < count for node, count in need.items()):
         return None
     for node, count in need.items():
-        session.workspace.place(node, cls.requests, count)
+        session.workspace.place(node, cls.requests, count, cls.host_ports)
     last = gang.last_status
     return out, [], last.tier if last is not None and last.reason == "Preempting" else None

@@ -3,7 +3,8 @@ capacity held for preemptors while their victims terminate.
 
 Contract (over a CycleSession; the victim search itself is core/preemption.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members of one scheduling class, none with
-  preemptionPolicy Never. True: handled (victims chosen: evictions, nominations, events Preempting /
+  preemptionPolicy Never, without host ports (core/preemption.py does not free ports: such a gang waits).
+  True: handled (victims chosen: evictions, nominations, events Preempting /
   Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
   preempt; the gang's nominations are cleared and the caller reports the failure.
 - `release_nominations(session, pods)`: a preemptor's held capacity is its own to use (in the open
@@ -68,6 +69,8 @@ def settle_holds(session: CycleSession, gang: GangState, lower: list[str], place
 def preempt(session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord]) -> bool:
     """Group preemption for a Strict gang that does not fit (see the module docstring)."""
     if not pending or any(p.preemption_policy == "Never" for p in pending) or len({p.sclass.id for p in pending}) != 1:
+        return False
+    if pending[0].sclass.host_ports:  # the victim search counts resources, not host ports: it would evict in vain
         return False
     outstanding = session.state.victims_of(gang.key)
     lowest = session.store.lowest_priority()

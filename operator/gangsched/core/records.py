@@ -10,7 +10,10 @@ Contract:
   the implicit `pods: 1` request added): feasibility is computed once per class, and records share the class's
   dicts instead of holding their own.
 - `Taint`, `Toleration` (with `tolerates`), `Requirement` and `Term` (node selector terms; matched by
-  core/matching.py).
+  core/matching.py), `HostPort` (a container's hostIP/protocol/hostPort, checked by core/filters.py).
+- `PodRecord.gated`: spec.schedulingGates is not empty (KEP-3521: never placed); `PodRecord.unsupported`: the
+  pod's constraints gangsched does not evaluate (field paths), `PodRecord.holds`: whether one of them is a
+  required constraint (the pod is then held, never placed).
 Records are slots dataclasses; do not mutate them in place: build a new one (`dataclasses.replace`).
 """
 
@@ -47,6 +50,15 @@ class Toleration(NamedTuple):
         return self.value == taint.value
 
 
+class HostPort(NamedTuple):
+    """One host port a pod asks for, sanitized as kube-scheduler's HostPortInfo does (hostIP "" is 0.0.0.0,
+    protocol "" is TCP)."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
 class Requirement(NamedTuple):
     key: str
     operator: str
@@ -70,6 +82,7 @@ class SchedulingClass:
     required: tuple[Term, ...] | None  # None: no required node affinity
     preferred: tuple[tuple[int, Term], ...]
     tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...] = ()
 
     @property
     def constrained(self) -> bool:
@@ -86,14 +99,15 @@ def scheduling_class(
     required: tuple[Term, ...] | None = None,
     preferred: tuple[tuple[int, Term], ...] = (),
     tolerations: tuple[Toleration, ...] = (),
+    host_ports: tuple[HostPort, ...] = (),
 ) -> SchedulingClass:
     """The interned class of these requests and constraints (process-wide table; ids are never reused)."""
     req = dict(requests)
     req.setdefault(PODS, 1)
-    key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations)
+    key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations, host_ports)
     cls = _classes.get(key)
     if cls is None:
-        cls = SchedulingClass(len(_classes), req, node_selector, required, preferred, tolerations)
+        cls = SchedulingClass(len(_classes), req, node_selector, required, preferred, tolerations, host_ports)
         _classes[key] = cls
     return cls
 
@@ -124,6 +138,9 @@ class PodRecord:
     rank: int | None = None
     ours: bool = True  # spec.schedulerName is ours (others' pods only consume capacity)
     timed_out: bool = False
+    gated: bool = False  # spec.schedulingGates not empty
+    unsupported: tuple[str, ...] = ()  # constraints not evaluated (field paths), see models/pod.py
+    holds: bool = False  # one of them is required: the pod is held (never placed) until it goes
 
     @property
     def key(self) -> str:

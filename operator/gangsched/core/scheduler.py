@@ -13,7 +13,7 @@ Contract:
   config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
   earlier units' placements: a gang by the gang rules (core/gang_rules.py, placement in core/placement.py,
   group preemption in core/preempting.py), a pod without a gang or a member of a satisfied gang alone;
-  (4) the next wakeup.
+  (4) Warnings for the constraints bound pods were placed without (core/readiness.py); (5) the next wakeup.
 - Group preemption: a Strict gang whose pending members do not fit looks for lower-priority victims; the plan
   then carries the evictions, the members' nominations and events. While its victims still exist the gang
   waits (reason Preempting); pods already leaving are never victims; its own nominated capacity is available
@@ -30,6 +30,7 @@ from gangsched.core.config import SchedulerConfig
 from gangsched.core.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
+from gangsched.core.readiness import report_unsupported
 from gangsched.core.session import CycleSession
 from gangsched.core.timers import expire_waiting_times, next_wakeup
 from gangsched.core.units import UnitKey
@@ -46,6 +47,7 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
             break
         if _attempt(session, unit):
             budget -= 1
+    report_unsupported(session)
     session.plan.next_wakeup = next_wakeup(session)
     return session.plan
 
@@ -98,8 +100,8 @@ def _attempt(session: CycleSession, unit: UnitKey) -> bool:
     gang = session.store.gangs[unit.key]
     if gang.satisfied:
         members = session.members(gang)
-        if not members.pending:
+        if not members.pending and not members.held:
             return False
-        schedule_alone(session, unit, members.pending, gang=gang)
+        schedule_alone(session, unit, members.pending + members.held, gang=gang)
         return True
     return attempt_gang(session, gang)

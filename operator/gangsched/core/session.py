@@ -2,6 +2,8 @@
 and KAI-scheduler's checkpoints.
 
 Contract:
+- `members(gang)`: bound, reserved and pending members; pending members that are gated or held (a required
+  constraint gangsched does not evaluate) are listed apart and never placed.
 - `CycleSession(state, now, config)` never changes `state` (a read-only StateView, core/views.py). It holds
   the cycle's `plan`, its `workspace` (core/capacity.py: tentative capacity on top of the store) and what this
   cycle decided so far, as seen by the rest of the cycle (`members`, `nomination`, `is_satisfied`,
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
@@ -45,6 +47,8 @@ class Members:
     bound: list[str]  # bound and not leaving, binding (in flight or decided this cycle), or Succeeded
     reserved: list[tuple[str, str]]  # (pod_key, node) held in memory
     pending: list[PodRecord]  # waiting to be placed, in rank order
+    gated: list[PodRecord] = field(default_factory=list)  # waiting, spec.schedulingGates not empty: never placed
+    held: list[PodRecord] = field(default_factory=list)  # waiting, with a required constraint gangsched ignores
 
     def roles(self, pods: Mapping[str, PodRecord], extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
         counts: Counter[str | None] = Counter()
@@ -140,6 +144,8 @@ class CycleSession:
         bound: list[str] = []
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
+        gated: list[PodRecord] = []
+        holding: list[PodRecord] = []
         for key in gang.members:
             pod = pods.get(key)
             if pod is None or pod.phase == "Failed":
@@ -161,10 +167,10 @@ class CycleSession:
                 else:
                     reserved.append((key, held[0]))
             elif pod.ours and not pod.timed_out:
-                pending.append(pod)
+                (gated if pod.gated else holding if pod.holds else pending).append(pod)
         if len(pending) > 1:
             self._rank_order(pending)
-        return Members(bound, reserved, pending)
+        return Members(bound, reserved, pending, gated, holding)
 
     def _rank_order(self, pending: list[PodRecord]) -> None:
         """Rank first (members without one last), then natural name order (w-2 before w-10)."""
@@ -213,7 +219,8 @@ class CycleSession:
 
     def release(self, pod_key: str, node: str) -> None:
         """Give a reservation up: its capacity is free for the rest of the cycle."""
-        self.workspace.release(node, self.store.pods[pod_key].requests)
+        sclass = self.store.pods[pod_key].sclass
+        self.workspace.release(node, sclass.requests, sclass.host_ports)
         self.plan.releases.append(pod_key)
         self._released.add(pod_key)
         if self._open:

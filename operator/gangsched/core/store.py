@@ -4,25 +4,27 @@ Contract (fed by core/scheduler_state.py, read by the scheduler through its publ
 - Nodes: `upsert_node`, `remove_node` (pods reserved or binding on a removed node are pending again).
 - Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState` (core/podstate.py),
   changed only through `_transition`, which checks the transition table; a pod charges its node's `used`
-  resources (core/accounting.py) exactly while its state charges, never twice, incrementally.
+  resources (core/accounting.py) exactly while its state charges, never twice, incrementally (and its host ports).
 - An observed record decides the state: Succeeded/Failed is TERMINAL, spec.nodeName is BOUND (LEAVING with a
   deletionTimestamp, see `set_leaving`); an unbound record keeps an in-memory state without a node. An ASSUMED
   pod (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
 - Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`,
   `bind_succeeded`, `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
-- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out and PENDING or NOMINATED (changes go to
-  the `PendingSink`); each member's transition tells its gang if it holds the quorum (satisfaction follows).
+- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out, PENDING or NOMINATED, and in a gang or
+  not gated (a gang's gated members pend: it says it waits for them); changes go to the `PendingSink`; each
+  member's transition tells its gang if it holds the quorum (satisfaction follows).
 - For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sized
 from dataclasses import dataclass
 from typing import Any
 
 from gangsched.core.accounting import Accounting, Charge
+from gangsched.core.filters import PortTable
 from gangsched.core.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
@@ -42,6 +44,7 @@ from gangsched.core.podstate import (
     PodState,
     Transition,
 )
+from gangsched.core.priorities import PriorityCounts
 from gangsched.core.records import NodeRecord, PodRecord
 from gangsched.core.resources import Resources, sub_into
 from gangsched.core.topology import TopologyTree
@@ -70,6 +73,8 @@ class ClusterStore:
         self.gangs: dict[str, GangState] = self.gang_table.gangs
         self.accounting = Accounting()
         self.used: dict[str, Resources] = self.accounting.used
+        self.ports = PortTable()  # host ports in use (core/filters.py), charged with the resources
+        self.host_ports = self.ports.by_node
         self.topology: TopologyTree | None = None
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
@@ -80,7 +85,7 @@ class ClusterStore:
         self._reserved = self._by_state[RESERVED]
         self._binding = self._by_state[BINDING]
         self._assumed = self._by_state[ASSUMED]
-        self._priorities: dict[int, int] = {}  # pod priority -> pods
+        self.priorities = PriorityCounts()
 
     # ----- readers -----
     def state_of(self, pod_key: str) -> PodState | None:
@@ -112,16 +117,14 @@ class ClusterStore:
 
     def nominations(self) -> Iterator[tuple[str, str]]:
         """(pod_key, node) of every NOMINATED pod."""
-        for key in self._nominated:
-            node = self._slots[key].node
-            assert node is not None
-            yield key, node
+        return self._with_nodes(self._nominated)
 
     def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
-        for key in self._binding:
-            node = self._slots[key].node
-            assert node is not None
-            yield key, node
+        return self._with_nodes(self._binding)
+
+    def _with_nodes(self, keys: Mapping[str, None]) -> Iterator[tuple[str, str]]:
+        slots = self._slots
+        return ((key, node) for key in keys if (node := slots[key].node) is not None)
 
     @property
     def assumed(self) -> dict[str, tuple[str, str]]:
@@ -139,7 +142,7 @@ class ClusterStore:
 
     def lowest_priority(self) -> int | None:
         """The lowest priority of any pod (None without pods): preemption looks for victims only below it."""
-        return min(self._priorities) if self._priorities else None
+        return self.priorities.lowest()
 
     def free(self, node: str) -> Resources:
         out = dict(self.nodes[node].allocatable)
@@ -162,17 +165,12 @@ class ClusterStore:
 
     def sizes(self) -> dict[str, int]:
         """Sizes of every per-pod and per-gang structure (tests: nothing grows without bound)."""
-        return {
-            "pods": len(self.pods),
-            "gangs": len(self.gangs),
-            "slots": len(self._slots),
-            **{state.value: len(pods) for state, pods in self._by_state.items()},
-            "reserving": self.gang_table.reserving_count(),
-            "priorities": len(self._priorities),
-            "leaving": len(self.leaving),
-            "change_log": self.accounting.log_length(),
-            "used": len(self.used),
-        }
+        tables: dict[str, Sized] = {"pods": self.pods, "gangs": self.gangs, "slots": self._slots, "used": self.used}
+        tables.update(ports=self.ports, priorities=self.priorities, leaving=self.leaving)
+        out = {name: len(table) for name, table in tables.items()}
+        out.update({state.value: len(pods) for state, pods in self._by_state.items()})
+        out.update(reserving=self.gang_table.reserving_count(), change_log=self.accounting.log_length())
+        return out
 
     # ----- nodes -----
     def upsert_node(self, node: NodeRecord) -> None:
@@ -212,9 +210,9 @@ class ClusterStore:
         old = self.pods.get(key)
         self.pods[key] = pod
         if old is None or old.priority != pod.priority:
-            self._count_priority(pod.priority, 1)
+            self.priorities.count(pod.priority, 1)
             if old is not None:
-                self._count_priority(old.priority, -1)
+                self.priorities.count(old.priority, -1)
         if old is not None and old.gang != pod.gang:
             self._leave_gang(old)
         if pod.gang is not None:
@@ -237,7 +235,7 @@ class ClusterStore:
     def remove_pod(self, key: str) -> PodRecord | None:
         pod = self.pods.pop(key, None)
         if pod is not None:
-            self._count_priority(pod.priority, -1)
+            self.priorities.count(pod.priority, -1)
         self.leaving.discard(key)
         slot = self._slots.pop(key, None)
         if slot is not None:
@@ -246,6 +244,7 @@ class ClusterStore:
             self._by_state.get(slot.state, {}).pop(key, None)
             if slot.charge is not None:
                 self.accounting.uncharge(slot.charge, len(self.nodes))
+        self.ports.charge(key, None, ())
         if pod is not None:
             self._leave_gang(pod)
             self._set_pending(key, pod, False)
@@ -367,17 +366,13 @@ class ClusterStore:
         if target is None:
             if charge is not None:
                 slot.charge = self.accounting.charge(charge, None, None, len(self.nodes))
+                self.ports.charge(key, None, ())
             return
-        requests = self.pods[key].sclass.requests
+        sclass = self.pods[key].sclass
+        requests = sclass.requests
         if charge is None or target != charge[0] or requests is not charge[1]:
             slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes))
-
-    def _count_priority(self, priority: int, delta: int) -> None:
-        n = self._priorities.get(priority, 0) + delta
-        if n:
-            self._priorities[priority] = n
-        else:
-            self._priorities.pop(priority, None)
+            self.ports.charge(key, target, sclass.host_ports)
 
     # ----- internals: gang membership and the pending set -----
     def _leave_gang(self, pod: PodRecord) -> None:
@@ -391,6 +386,7 @@ class ClusterStore:
         if pod is not None:
             state = self._slots[key].state
             pending = (state is PENDING or state is NOMINATED) and pod.ours and not pod.timed_out
+            pending = pending and not (pod.gated and pod.gang is None)
             self._set_pending(key, pod, pending)
 
     def _set_pending(self, key: str, pod: PodRecord, pending: bool) -> None:

@@ -31,6 +31,8 @@ class StoreView(Protocol):
     @property
     def topology(self) -> TopologyTree | None: ...
     @property
+    def host_ports(self) -> Mapping[str, Mapping[Any, int]]: ...  # core/filters.py PortTable.by_node
+    @property
     def class_caches(self) -> dict[Any, Any]: ...  # the capacity memo (core/capacity.py)
     @property
     def static_gen(self) -> int: ...

@@ -5,8 +5,13 @@ Contract:
 - `pod_from_api(obj, *, gang, role=None, rank=None, ours) -> PodRecord`: identity, priority, preemption policy,
   creation time (epoch seconds, models/timestamps.py), requests (including the implicit `pods: 1`),
   spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
-  mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations), interned
-  into a `SchedulingClass` (core/records.py `scheduling_class`). No raw API dict is kept.
+  mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
+  of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
+  them), interned into a `SchedulingClass` (core/records.py `scheduling_class`); `gated` (spec.schedulingGates
+  not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
+  required: pod affinity/anti-affinity required terms, a DoNotSchedule topology spread constraint, DRA
+  spec.resourceClaims; preferred
+  terms, ScheduleAnyway spread and PVC/ephemeral volumes are only reported). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
@@ -28,7 +33,7 @@ from typing import Any
 import orjson
 
 from gangsched.core.errors import InvalidField
-from gangsched.core.records import PodRecord, Term, Toleration, scheduling_class
+from gangsched.core.records import HostPort, PodRecord, Term, Toleration, scheduling_class
 from gangsched.core.resources import Resources, add, add_into, maximum, resource_list
 from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import KOORD_TIMEOUT
@@ -81,6 +86,76 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
             raise InvalidField(f"spec.tolerations[{i}].effect", effect, allowed)
         out.append(Toleration(str(toleration.get("key") or ""), op, str(toleration.get("value") or ""), effect))
     return tuple(out)
+
+
+_PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
+
+
+def _container_ports(container: Any, field: str, out: list[HostPort]) -> None:
+    if not isinstance(container, Mapping) or not container.get("ports"):
+        return
+    for i, raw in enumerate(as_list(container.get("ports"), field=f"{field}.ports")):
+        port = as_object(raw, field=f"{field}.ports[{i}]")
+        host_port = port.get("hostPort") or 0
+        if not isinstance(host_port, int) or isinstance(host_port, bool) or not 0 <= host_port <= 65535:
+            raise InvalidField(f"{field}.ports[{i}].hostPort", host_port, "must be an integer from 0 to 65535")
+        if not host_port:
+            continue
+        protocol = port.get("protocol") or "TCP"
+        if protocol not in _PROTOCOLS:
+            raise InvalidField(f"{field}.ports[{i}].protocol", protocol, "must be TCP, UDP or SCTP")
+        ip = port.get("hostIP") or "0.0.0.0"
+        if not isinstance(ip, str):
+            raise InvalidField(f"{field}.ports[{i}].hostIP", ip, "must be a string")
+        out.append(HostPort(sys.intern(ip), sys.intern(protocol), host_port))
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """Host ports of the containers and of sidecar init containers (they run as long as the pod). The hot path:
+    containers without `ports` cost one lookup."""
+    out: list[HostPort] = []
+    for key in ("initContainers", "containers"):
+        items = spec.get(key)
+        if not isinstance(items, list):  # pod_requests reports a bad type
+            continue
+        for i, container in enumerate(items):
+            if not isinstance(container, Mapping) or not container.get("ports"):
+                continue
+            if key == "containers" or container.get("restartPolicy") == "Always":
+                _container_ports(container, f"spec.{key}[{i}]", out)
+    return tuple(out)
+
+
+def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """(field paths of the constraints gangsched does not evaluate, whether one of them is required)."""
+    found: list[str] = []
+    holds = False
+    affinity = spec.get("affinity")
+    if isinstance(affinity, Mapping):
+        for kind in ("podAffinity", "podAntiAffinity"):
+            terms = affinity.get(kind)
+            if not isinstance(terms, Mapping):
+                continue
+            if terms.get(_REQUIRED):
+                found.append(f"spec.affinity.{kind}.{_REQUIRED}")
+                holds = True
+            if terms.get(_PREFERRED):
+                found.append(f"spec.affinity.{kind}.{_PREFERRED}")
+    spread = spec.get("topologySpreadConstraints")
+    if isinstance(spread, list) and spread:
+        found.append("spec.topologySpreadConstraints")
+        holds = holds or any(isinstance(c, Mapping) and c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread)
+    if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
+        found.append("spec.resourceClaims")
+        holds = True
+    volumes = spec.get("volumes")
+    if isinstance(volumes, list):
+        for i, volume in enumerate(volumes):
+            if isinstance(volume, Mapping):
+                for kind in ("persistentVolumeClaim", "ephemeral"):
+                    if volume.get(kind) is not None:
+                        found.append(f"spec.volumes[{i}].{kind}")
+    return tuple(found), holds
 
 
 def _container_requests(container: Any, *, field: str) -> Resources:
@@ -192,7 +267,10 @@ def pod_from_api(
         required=required,
         preferred=preferred,
         tolerations=_tolerations(spec),
+        host_ports=_host_ports(spec),
     )
+    maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "volumes" in spec or "resourceClaims" in spec
+    unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(
         namespace=sys.intern(str(meta.get("namespace") or "default")),
@@ -210,4 +288,7 @@ def pod_from_api(
         rank=rank,
         ours=ours,
         timed_out=isinstance(annotations, Mapping) and annotations.get(KOORD_TIMEOUT) == "true",
+        gated=bool(spec.get("schedulingGates")),
+        unsupported=unsupported,
+        holds=holds,
     )

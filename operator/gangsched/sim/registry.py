@@ -368,6 +368,17 @@ class Registry:
         given_status = obj.get("status")
         status: dict[str, Any] = given_status if isinstance(given_status, dict) else {}
         obj["status"] = {"phase": "Pending", **({"qosClass": status["qosClass"]} if "qosClass" in status else {})}
+        if spec.get("schedulingGates"):  # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition
+            obj["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": self._now(),
+                }
+            ]
 
     def _admit_priority_class(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
         value = obj.get("value")

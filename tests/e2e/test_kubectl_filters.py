@@ -1,0 +1,184 @@
+"""kube-scheduler's pod constraints for our pods, end to end with the real kubectl (issue 13 "Why": scheduling
+gates ignored, hostPort ignored, required pod anti-affinity silently violated).
+
+Oracles: KEP-3521 (pod scheduling readiness; kube-apiserver pkg/registry/core/pod/strategy.go
+applySchedulingGatedCondition sets PodScheduled=False reason SchedulingGated on create), kube-scheduler
+pkg/scheduler/framework/plugins/nodeports (two pods asking for the same hostPort never share a node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yaml
+
+from gangsched.sim.serve import Cluster, running_cluster
+from tests.integration.harness import bound, events_for, eventually, get_podgroup, pod, podgroup, pods, replica
+from tests.tools import need_tool
+
+pytestmark = pytest.mark.e2e
+
+NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+
+
+@pytest.fixture
+async def three_nodes() -> AsyncIterator[Cluster]:
+    need_tool("kubectl")
+    async with running_cluster(nodes=3, node_resources=NODE) as cluster:
+        yield cluster
+
+
+async def kubectl(cluster: Cluster, *args: str, stdin: str | None = None) -> str:
+    result = await asyncio.to_thread(
+        subprocess.run,
+        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
+    return result.stdout
+
+
+async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
+    await kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objs))
+
+
+def gated(name: str, group: str) -> dict[str, Any]:
+    obj = pod(name, group=group, gpu=1)
+    obj["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    return obj
+
+
+async def test_gated_gang_waits_then_binds_whole_when_the_gates_are_removed(three_nodes: Cluster) -> None:
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        members = [gated(f"gated-{i}", "gated") for i in range(3)]
+        await apply(three_nodes, podgroup("gated", min_member=3), *members)
+
+        async def waiting() -> str | None:
+            pg = await get_podgroup(k, "gated")
+            message: str | None = (pg or {}).get("status", {}).get("message")
+            return message if message == "3 of 3 members gated" else None
+
+        await eventually(waiting, what="PodGroup says its members are gated")
+        assert not bound(await pods(k))
+        shown = json.loads(await kubectl(three_nodes, "get", "pod", "gated-0", "-o", "json"))
+        condition = next(c for c in shown["status"]["conditions"] if c["type"] == "PodScheduled")
+        assert condition["reason"] == "SchedulingGated"  # the apiserver's, left as it is
+        await kubectl(three_nodes, "patch", "pod", "gated-0", "--type=json", "-p", GATE_REMOVAL)
+        await kubectl(three_nodes, "patch", "pod", "gated-1", "--type=json", "-p", GATE_REMOVAL)
+
+        async def two_gated() -> bool:
+            pg = await get_podgroup(k, "gated")
+            return bool((pg or {}).get("status", {}).get("message") == "1 of 3 members gated")
+
+        await eventually(two_gated, what="one member still gated")
+        assert not bound(await pods(k))  # never a partial gang
+        await kubectl(three_nodes, "patch", "pod", "gated-2", "--type=json", "-p", GATE_REMOVAL)
+
+        async def all_bound() -> bool:
+            return len(bound(await pods(k))) == 3
+
+        await eventually(all_bound, what="the gang bound whole once the gates are gone")
+        gated_events = [e for e in await events_for(k, "gated") if e["reason"] == "SchedulingGated"]
+        messages = [e["message"] for e in gated_events]  # one event per change of the message, not per cycle
+        assert "3 of 3 members gated" in messages and "1 of 3 members gated" in messages
+        assert len(set(messages)) == len(messages) and all(e.get("count", 1) == 1 for e in gated_events)
+
+
+GATE_REMOVAL = '[{"op": "remove", "path": "/spec/schedulingGates"}]'
+
+
+async def test_three_pods_with_host_port_8080_never_share_a_node(three_nodes: Cluster) -> None:
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        members = []
+        for i in range(4):
+            obj = pod(f"web-{i}", group="web", gpu=1)
+            obj["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+            members.append(obj)
+        await apply(three_nodes, podgroup("web", min_member=3), *members)
+
+        async def three_bound() -> dict[str, str] | None:
+            placed = bound(await pods(k))
+            return placed if len(placed) == 3 else None
+
+        placed = await eventually(three_bound, what="three web pods bound")
+        assert len(set(placed.values())) == 3  # one per node: the fourth has no node with 8080 free
+        out = await kubectl(three_nodes, "get", "pods", "--field-selector", "spec.nodeName=", "-o", "name")
+        assert out.strip().startswith("pod/web-")
+
+        async def explained() -> bool:
+            shown = json.loads(await kubectl(three_nodes, "get", "pod", out.strip().removeprefix("pod/"), "-o", "json"))
+            conditions = shown["status"].get("conditions") or []
+            return any("host port 8080/TCP in use" in c.get("message", "") for c in conditions)
+
+        await eventually(explained, what="the unplaced pod names the port conflict")
+
+
+async def test_required_anti_affinity_is_held_and_reported_once(three_nodes: Cluster) -> None:
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        members = []
+        for i in range(3):
+            obj = pod(f"anti-{i}", group="anti", gpu=1, labels={"app": "anti"})
+            term = {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}
+            obj["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            members.append(obj)
+        await apply(three_nodes, podgroup("anti", min_member=3), *members)
+        field = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+        message = f"unsupported: {field} (gangsched does not evaluate it yet)"
+
+        async def reported() -> bool:
+            pg = await get_podgroup(k, "anti")
+            return bool((pg or {}).get("status", {}).get("message") == message)
+
+        await eventually(reported, what="PodGroup reports the unsupported constraint")
+        assert not bound(await pods(k))
+        shown = json.loads(await kubectl(three_nodes, "get", "pod", "anti-0", "-o", "json"))
+        assert any(c.get("message") == message for c in shown["status"].get("conditions") or [])
+        pod_events = [e for e in await events_for(k, "anti-0") if e["reason"] == "Unsupported"]
+        assert len(pod_events) == 1 and pod_events[0].get("count", 1) == 1
+
+
+async def test_preferred_anti_affinity_and_pvc_are_placed_and_reported_once(three_nodes: Cluster) -> None:
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        members = []
+        for i in range(2):
+            obj = pod(f"soft-{i}", group="soft", gpu=1, labels={"app": "soft"})
+            term = {"labelSelector": {"matchLabels": {"app": "soft"}}, "topologyKey": "kubernetes.io/hostname"}
+            weighted = [{"weight": 10, "podAffinityTerm": term}]
+            obj["spec"]["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": weighted}}
+            obj["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+            members.append(obj)
+        await apply(three_nodes, podgroup("soft", min_member=2), *members)
+
+        async def both_bound() -> bool:
+            return len(bound(await pods(k))) == 2
+
+        await eventually(both_bound, what="placed without the preferred term")
+        fields = (
+            "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution, "
+            "spec.volumes[0].persistentVolumeClaim"
+        )
+        message = f"unsupported: {fields} (gangsched does not evaluate it yet)"
+
+        async def reported() -> list[dict[str, Any]] | None:
+            found = [
+                e for name in ("soft", "soft-0") for e in await events_for(k, name) if e["reason"] == "Unsupported"
+            ]
+            return found if len(found) >= 2 else None
+
+        pg_event, pod_event = await eventually(reported, what="a Warning on the PodGroup and on the pod")
+        assert pg_event["message"] == message and pg_event["type"] == "Warning"
+        assert pod_event["message"] == message and pod_event.get("count", 1) == 1
+        described = await kubectl(three_nodes, "describe", "podgroup", "soft")
+        assert "gangsched does not evaluate it yet" in described
