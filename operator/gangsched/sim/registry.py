@@ -755,8 +755,10 @@ class Registry:
             fn()
 
     def _owners_changed(self, skey: StorageKey, okey: tuple[str, str]) -> None:
-        """An object got owners: if none of them exists, it is garbage (checked on the loop, after the write)."""
-        self._schedule(lambda: self._collect_dangling(skey, okey))
+        """An object got owners: if none of them exists, it is garbage (checked on the loop, after the write; the
+        collector is a controller, asynchronous: a registry used without an event loop runs none)."""
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon(self._collect_dangling, skey, okey)
 
     def _collect_dangling(self, skey: StorageKey, okey: tuple[str, str]) -> None:
         """kube-controller-manager's garbage collector (pkg/controller/garbagecollector): graph_builder.go
