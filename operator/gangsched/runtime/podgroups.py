@@ -9,7 +9,13 @@ Contract:
   `create_podgroup`: labelled `app.kubernetes.io/managed-by: gangsched`, its spec mirroring the annotations),
   owned by the gang's member pods so the garbage collector deletes it with the last of them; when new members
   join such a gang, their pods are added to its ownerReferences (`set_podgroup_owners`). `spawn(coro)` runs the
-  API calls in the background.
+  API calls in the background. No zombies: the owners are the members not being deleted, taken when the create is
+  decided; a gang without such a member gets no PodGroup (never one without owners: nothing would delete it), and
+  one created just after its owners went is deleted by the garbage collector (its owners are gone).
+- Status goes to the PodGroup object the cache shows now: when its uid differs from the one last written to (it
+  was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
+  and the writer's "already written" memory (Writes.forget_podgroup) start afresh, so it gets its full status. A
+  status patch to a PodGroup that is gone is dropped (404): a late write never re-creates it.
 """
 
 from __future__ import annotations
@@ -65,7 +71,7 @@ class PodGroupReporter:
             # they go before the create lands, the garbage collector deletes it: its owners no longer exist.
             owners = self._owners(key, live=True)
             if not owners:
-                continue  # reconsidered when a live member joins (its pod event lists the gang again)
+                continue  # reconsidered every round: a live member may join
             self._creating.add(key)
             spawn(self._create(key, spec, owners))
         for key in gangs:
