@@ -18,9 +18,10 @@ Invariants (a watcher task records every pod event, in resourceVersion order):
   the driver deleted one of its members while that member was unbound (a step, or the settle phase's deletions);
 - a hard networkTopology gang (highestTierAllowed 1) is bound inside one tier-1 domain;
 - at the end (after a settle phase in which long-running pods are deleted): every PodGroup's status counts equal
-  the counts computed from its pods and its phase agrees with them; every gang or pod that fits the free capacity
-  is bound (`unbound_fitting` says exactly what that means for a gang: satisfied only while minMember of its members
-  are bound or finished, else its quorum must fit again);
+  the counts computed from its pods and its phase agrees with them; no PodGroup gangsched created outlives the pods
+  of its gang (no zombie); every gang or pod that fits the free capacity is bound (`unbound_now` says exactly what
+  that means for a gang: satisfied only while minMember of its members are bound or finished, else its quorum must
+  fit again);
 - the loop is alive: a final small gang binds.
 """
 
@@ -592,6 +593,19 @@ def status_problems(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]])
     return problems
 
 
+def zombie_podgroups(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[str]:
+    """PodGroups gangsched created (annotation-only gangs) that outlive every pod of their gang: the garbage
+    collector deletes such a PodGroup with its last owner, and the operator must not create it again."""
+    gangs = {g for g in map(gang_of, pods) if g is not None}
+    return [
+        f"PodGroup {pg['metadata']['namespace']}/{pg['metadata']['name']} outlives its pods (owners "
+        f"{[o.get('name') for o in pg['metadata'].get('ownerReferences') or []]})"
+        for pg in podgroups
+        if (pg["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
+        and f"{pg['metadata']['namespace']}/{pg['metadata']['name']}" not in gangs
+    ]
+
+
 def unbound_fitting(
     driver: Driver,
     pods: list[dict[str, Any]],
@@ -803,6 +817,7 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 async def settled() -> list[str] | None:
                     pods, podgroups = await list_pods(k), await list_podgroups(k)
                     problems = status_problems(podgroups, pods) + unbound_fitting(driver, pods, podgroups, allocatable)
+                    problems += zombie_podgroups(podgroups, pods)
                     return None if problems else ["ok"]
 
                 try:
@@ -810,6 +825,7 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 except AssertionError:
                     pods, podgroups = await list_pods(k), await list_podgroups(k)
                     problems = status_problems(podgroups, pods) + unbound_fitting(driver, pods, podgroups, allocatable)
+                    problems += zombie_podgroups(podgroups, pods)
                     raise AssertionError(f"seed {seed}: not settled:\n" + "\n".join(problems)) from None
 
                 # the loop is alive: a final small gang binds
