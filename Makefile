@@ -6,7 +6,7 @@ RUFF   := $(VENV)/bin/ruff
 BENCH  ?=
 SEEDS  ?= 20
 
-.PHONY: venv lint fmt test test-fast lint-imports chaos demo bench typecheck clean
+.PHONY: venv lint fmt test test-fast lint-imports chaos soak demo bench typecheck clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ test-fast: venv
 # the chaos suite's long run: SEEDS seeds of the operator against an emulator injecting faults (tests/chaos/)
 chaos: venv
 	GANGSCHED_CHAOS_SEEDS=$(SEEDS) $(PY) -m pytest tests/chaos -rxX
+
+# the soak's long run: SEEDS seeds (1..SEEDS, or a comma-separated list) of the randomized whole-operator soak
+# (tests/integration/test_soak.py; `make test` runs three)
+soak: venv
+	GANGSCHED_SOAK_SEEDS=$(SEEDS) $(PY) -m pytest tests/integration/test_soak.py -rxX
 
 typecheck: venv
 	$(PY) -m mypy

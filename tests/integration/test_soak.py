@@ -15,11 +15,13 @@ Invariants (a watcher task records every pod event, in resourceVersion order):
 - a pod is never re-bound to another node; pods of other schedulers are never bound by us;
 - no binding of a pod after its gang timed out (a member carries the timeout annotation);
 - all-or-nothing: a gang (or gang group) that had any member bound had at least minMember members bound, unless
-  the driver deleted one of its members while that member was unbound;
+  the driver deleted one of its members while that member was unbound (a step, or the settle phase's deletions);
 - a hard networkTopology gang (highestTierAllowed 1) is bound inside one tier-1 domain;
 - at the end (after a settle phase in which long-running pods are deleted): every PodGroup's status counts equal
-  the counts computed from its pods and its phase agrees with them; every gang or pod that fits the free capacity
-  is bound;
+  the counts computed from its pods and its phase agrees with them; no PodGroup gangsched created outlives the pods
+  of its gang (no zombie); every gang or pod that fits the free capacity is bound (`unbound_now` says exactly what
+  that means for a gang: satisfied only while minMember of its members are bound or finished, else its quorum must
+  fit again);
 - the loop is alive: a final small gang binds.
 """
 
@@ -32,7 +34,7 @@ import os
 import random
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -436,7 +438,12 @@ class Driver:
     async def delete_pod(self) -> None:
         if not self.created_pods:
             return
-        key = self.rng.choice(self.created_pods)
+        await self.delete(self.rng.choice(self.created_pods))
+
+    async def delete(self, key: str) -> None:
+        """Delete one of our pods (a step, or the settle phase). A gang member deleted while unbound (as far as the
+        watcher saw) exempts its gang from the all-or-nothing check: its binding may have been in flight, and no
+        scheduler can bind a pod that is gone (the rest of the gang may be bound by then)."""
         seen = self.watcher.by_key(key)
         gang = next((g.key for g in self.gangs.values() if key in g.members), None)
         if gang is not None and (seen is None or seen.node is None):
@@ -586,13 +593,54 @@ def status_problems(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]])
     return problems
 
 
+def zombie_podgroups(podgroups: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[str]:
+    """PodGroups gangsched created (annotation-only gangs) that outlive every pod of their gang: the garbage
+    collector deletes such a PodGroup with its last owner, and the operator must not create it again."""
+    gangs = {g for g in map(gang_of, pods) if g is not None}
+    return [
+        f"PodGroup {pg['metadata']['namespace']}/{pg['metadata']['name']} outlives its pods (owners "
+        f"{[o.get('name') for o in pg['metadata'].get('ownerReferences') or []]})"
+        for pg in podgroups
+        if (pg["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") == "gangsched"
+        and f"{pg['metadata']['namespace']}/{pg['metadata']['name']}" not in gangs
+    ]
+
+
 def unbound_fitting(
     driver: Driver,
     pods: list[dict[str, Any]],
     podgroups: list[dict[str, Any]],
     allocatable: dict[str, dict[str, Fraction]],
 ) -> list[str]:
-    """Gangs and pods that would fit the free capacity but are not bound (nothing holds capacity at the end)."""
+    """The driver's lone pods and gangs that are left unbound although they fit (`unbound_now`)."""
+    gangs = driver.gangs.values()
+    return unbound_now(driver.lone, gangs, driver.watcher.gang_timeout_seq, pods, podgroups, allocatable)
+
+
+def unbound_now(
+    lone: Iterable[str],
+    gangs: Iterable[GangPlan],
+    timed_out: Collection[str],
+    pods: list[dict[str, Any]],
+    podgroups: list[dict[str, Any]],
+    allocatable: dict[str, dict[str, Fraction]],
+) -> list[str]:
+    """What the scheduler left unbound although it could bind it now, on the free capacity of the settled cluster.
+
+    It asserts, for what is left pending once nothing else can be going on (long-running pods deleted, short ones
+    finished, waiting times of at most 5 s run out, so no reservation or nomination holds capacity any more):
+    - a lone pod that fits some node's free capacity is bound;
+    - a gang counts as satisfied only while at least minMember of its members are bound or finished (pods that
+      still exist, on a node, not being deleted: the DESIGN's "after the gang" rule). Then each pending member that
+      fits alone is bound. Otherwise its pending members are gang-scheduled again: if enough of them to reach
+      minMember (with the bound-or-finished ones) fit together (within one tier-1 domain for a hard topology gang),
+      they are bound; the members of a hard topology gang that has members bound count only the room in those
+      members' tier-1 domain. "Ever had minMember bound" is not satisfaction: a gang preempted whole, or whose bound
+      members finished and were deleted, must reach its quorum again, which may not fit.
+    It leaves alone: gangs whose PodGroup was deleted (their pods wait for it), gangs that timed out (never
+    scheduled again), gang groups (their partner's state decides), pods being deleted or carrying the timeout
+    annotation, and pods that fit only if capacity held by pods being deleted were counted free (those still
+    count, as kube-scheduler counts them). The soak has no taints, affinity or ports: fitting is per resource."""
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     pg_keys = {f"{pg['metadata']['namespace']}/{pg['metadata']['name']}": pg for pg in podgroups}
     free = free_capacity(pods, allocatable)
@@ -607,31 +655,51 @@ def unbound_fitting(
             and (p["metadata"].get("annotations") or {}).get(TIMEOUT_ANNOTATION) != "true"
         )
 
-    for key in driver.lone:
+    def bound_or_finished(key: str) -> bool:
+        p = by_key.get(key)
+        return p is not None and bool(p["spec"].get("nodeName")) and not p["metadata"].get("deletionTimestamp")
+
+    for key in lone:
         if waiting(key) and fits(1, requests_of(by_key[key]), free, one_unit=False):
             problems.append(f"lone pod {key} fits but is not bound")
-    for plan in driver.gangs.values():
+    for plan in gangs:
         if plan.key not in pg_keys and not plan.annotation_only:
             continue  # no PodGroup (deleted): its pods wait
-        if plan.key in driver.watcher.gang_timeout_seq:
-            continue  # timed out: never scheduled again
+        if plan.key in timed_out or plan.group:
+            continue  # timed out: never scheduled again; a gang group: its partner decides too
         pend = [k for k in plan.members if waiting(k)]
         if not pend:
             continue
         request = requests_of(by_key[pend[0]])
-        if len(driver.watcher.ever_bound.get(plan.key, ())) >= plan.min_member:
-            # satisfied once: the rest schedule alone
-            if fits(1, request, free, one_unit=False):
-                problems.append(f"member {pend[0]} of satisfied gang {plan.key} fits but is not bound")
-            continue
-        if plan.group or driver.watcher.ever_bound.get(plan.key):
-            continue  # a gang group needs its partner; a partly bound, unsatisfied gang (members deleted) is left alone
-        if len(pend) >= plan.min_member and fits(plan.min_member, request, free, one_unit=plan.hard_topology):
+        held = [k for k in plan.members if bound_or_finished(k)]
+        have, room = len(held), free
+        if plan.hard_topology and held:  # the rest of a hard gang goes to the domain its bound members are in
+            units = {UNIT_OF[by_key[k]["spec"]["nodeName"]] for k in held}
+            room = {node: f for node, f in free.items() if UNIT_OF[node] in units}
+        needed = plan.min_member - have
+        if needed <= 0:  # satisfied now: the rest schedule alone
+            if fits(1, request, room, one_unit=False):
+                problems.append(
+                    f"member {pend[0]} of satisfied gang {plan.key} ({have} bound or finished, minMember "
+                    f"{plan.min_member}) fits but is not bound"
+                )
+        elif len(pend) >= needed and fits(needed, request, room, one_unit=plan.hard_topology):
             problems.append(
-                f"gang {plan.key} ({len(pend)} pending, minMember {plan.min_member}, {plan.profile}) fits but is "
-                "not bound"
+                f"gang {plan.key} ({len(pend)} pending, {have} bound or finished, minMember {plan.min_member}, "
+                f"{plan.profile}) fits but is not bound"
             )
     return problems
+
+
+def short_after_deletion(driver: Driver) -> list[str]:
+    """Gangs bound below minMember that the all-or-nothing check exempts (a member deleted while unbound): the
+    deletion won a race with the gang's bindings (seed 11's pg43 under load). Printed, so a run shows how often."""
+    w = driver.watcher
+    return sorted(
+        f"{plan.key} {len(w.ever_bound.get(plan.key, ()))}/{plan.min_member}"
+        for plan in driver.gangs.values()
+        if plan.key in driver.deleted_unbound and 0 < len(w.ever_bound.get(plan.key, ())) < plan.min_member
+    )
 
 
 def quorum_violations(driver: Driver) -> list[str]:
@@ -703,12 +771,18 @@ def allocatable_of(nodes: list[dict[str, Any]]) -> dict[str, dict[str, Fraction]
     return {n["metadata"]["name"]: {r: quantity(str(v)) for r, v in n["status"]["allocatable"].items()} for n in nodes}
 
 
-# GANGSCHED_SOAK_SEEDS=1,2,3 runs other seeds (for hunting); the suite runs these three
-SEEDS = [
-    pytest.param(int(seed), id=f"seed-{seed}")
-    for seed in (os.environ.get("GANGSCHED_SOAK_SEEDS") or "11,23,47").split(",")
-    if seed.strip()
-]
+def soak_seeds(raw: str) -> list[int]:
+    """The suite runs three seeds; `make soak SEEDS=20` (GANGSCHED_SOAK_SEEDS=20) runs seeds 1..20, and a
+    comma-separated list (GANGSCHED_SOAK_SEEDS=5,11) runs those (for hunting)."""
+    raw = raw.strip()
+    if not raw:
+        return [11, 23, 47]
+    if "," in raw:
+        return [int(seed) for seed in raw.split(",") if seed.strip()]
+    return list(range(1, int(raw) + 1))
+
+
+SEEDS = [pytest.param(seed, id=f"seed-{seed}") for seed in soak_seeds(os.environ.get("GANGSCHED_SOAK_SEEDS") or "")]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -735,15 +809,15 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 assert watcher.violations == [], "\n".join(watcher.violations)
 
                 # settle: long-running pods go, so the cluster empties; short ones succeed on their own
+                # (one by one: capacity freed meanwhile lets pending gangs bind, while their own members may be the
+                # next deleted, as in seed 11's "pg43 had 5 members bound, minMember 6": Driver.delete exempts them)
                 for key in driver.long_running:
-                    driver.deleted_pods.add(key)
-                    ns, name = key.split("/")
-                    with contextlib.suppress(ApiError):
-                        await k.delete(f"/api/v1/namespaces/{ns}/pods/{name}")
+                    await driver.delete(key)
 
                 async def settled() -> list[str] | None:
                     pods, podgroups = await list_pods(k), await list_podgroups(k)
                     problems = status_problems(podgroups, pods) + unbound_fitting(driver, pods, podgroups, allocatable)
+                    problems += zombie_podgroups(podgroups, pods)
                     return None if problems else ["ok"]
 
                 try:
@@ -751,6 +825,7 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
                 except AssertionError:
                     pods, podgroups = await list_pods(k), await list_podgroups(k)
                     problems = status_problems(podgroups, pods) + unbound_fitting(driver, pods, podgroups, allocatable)
+                    problems += zombie_podgroups(podgroups, pods)
                     raise AssertionError(f"seed {seed}: not settled:\n" + "\n".join(problems)) from None
 
                 # the loop is alive: a final small gang binds
@@ -792,7 +867,8 @@ async def test_soak_random_gangs_keep_every_invariant(seed: int) -> None:
             f"seed {seed}: {watcher.events} pod events, {len(driver.gangs)} gangs, "
             f"{sum(1 for g in driver.gangs if watcher.ever_bound.get(g))} bound, {len(watcher.gang_timeout_seq)} "
             "timed out, "
-            f"{len(evicted)} pods evicted, {sum(1 for p in watcher.pods.values() if p.terminal)} succeeded"
+            f"{len(evicted)} pods evicted, {sum(1 for p in watcher.pods.values() if p.terminal)} succeeded; "
+            f"bound short after a member was deleted unbound (exempt): {short_after_deletion(driver)}"
         )
         problems = watcher.violations + quorum_violations(driver) + problems_evicted
         foreign_bound = [

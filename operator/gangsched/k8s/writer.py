@@ -9,7 +9,8 @@ Contract:
   syncJobBatchPeriod): a gang's members turning Running one by one give one status write, not one each, and a pod's
   PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
   that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is
-  skipped. `flush()` sends everything due with bounded concurrency; `run()` flushes whenever something is due.
+  skipped (`forget_written(path)` drops that memory: the object was re-created). `flush()` sends everything due
+  with bounded concurrency; `run()` flushes whenever something is due.
   A write is retried until it succeeds or the object is gone (404: dropped): never given up, with exponential
   backoff and full jitter per path, honouring Retry-After (k8s/retry.py `PERSISTENT`); newer content for the path
   merges over the failed body while it waits. A patch counts as written (and is remembered for the skip above)
@@ -144,6 +145,13 @@ class PatchWriter:
         self._pending.pop(key, None)
         self._not_before.pop(key, None)
         self._attempts.pop(key, None)
+
+    def forget_written(self, path: str, *, content_type: str = MERGE_PATCH) -> None:
+        """Forget what was last written to `path` (the object there was re-created): the next patch is sent even
+        if equal to it, and without waiting out min_gap."""
+        key = (path, content_type)
+        self._written.pop(key, None)
+        self._last_write.pop(key, None)
 
     @property
     def idle(self) -> bool:

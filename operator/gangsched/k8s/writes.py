@@ -12,6 +12,8 @@ Contract (every call never blocks and never raises):
   clears it. Separate from condition patches (another patch type, so another request).
 - `set_podgroup_owners(namespace, name, owners)`: a merge patch of the PodGroup's metadata.ownerReferences (pods).
 - `set_podgroup_status(namespace, name, status)`: a merge patch of podgroups/status.
+- `forget_podgroup(namespace, name)`: the PodGroup was created again under that name; the writer's memory of what it
+  wrote to the old object (its skip of unchanged patches) is dropped, so the new object gets its writes.
 """
 
 from __future__ import annotations
@@ -62,3 +64,8 @@ class Writes:
 
     def set_podgroup_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.writer.patch(podgroup_path(namespace, name, "status"), {"status": status})
+
+    def forget_podgroup(self, namespace: str, name: str) -> None:
+        """The PodGroup under this name is a new object: what was written to the old one no longer counts."""
+        self.writer.forget_written(podgroup_path(namespace, name, "status"))
+        self.writer.forget_written(podgroup_path(namespace, name))

@@ -9,7 +9,13 @@ Contract:
   `create_podgroup`: labelled `app.kubernetes.io/managed-by: gangsched`, its spec mirroring the annotations),
   owned by the gang's member pods so the garbage collector deletes it with the last of them; when new members
   join such a gang, their pods are added to its ownerReferences (`set_podgroup_owners`). `spawn(coro)` runs the
-  API calls in the background.
+  API calls in the background. No zombies: the owners are the members not being deleted, taken when the create is
+  decided; a gang without such a member gets no PodGroup (never one without owners: nothing would delete it), and
+  one created just after its owners went is deleted by the garbage collector (its owners are gone).
+- Status goes to the PodGroup object the cache shows now: when its uid differs from the one last written to (it
+  was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
+  and the writer's "already written" memory (Writes.forget_podgroup) start afresh, so it gets its full status. A
+  status patch to a PodGroup that is gone is dropped (404): a late write never re-creates it.
 """
 
 from __future__ import annotations
@@ -48,17 +54,26 @@ class PodGroupReporter:
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
 
-    def _owners(self, key: str) -> list[PodOwner]:
-        return [PodOwner(pod.name, pod.uid) for pod in self.cache.members(key) if pod.uid]
+    def _owners(self, key: str, *, live: bool = False) -> list[PodOwner]:
+        """The gang's member pods as owners (live=True: only those not being deleted)."""
+        leaving: set[str] | frozenset[str] = self.cache.cluster.leaving if live else frozenset()
+        return [PodOwner(pod.name, pod.uid) for pod in self.cache.members(key) if pod.uid and pod.key not in leaving]
 
     def sync_owned(self, spawn: Spawn, gangs: set[str]) -> None:
         if not self.create_for_annotation_gangs:
             return
         self._creating.intersection_update(self.cache.podgroups_to_create)  # created (seen) or gone: forget
         for key, spec in list(self.cache.podgroups_to_create.items()):
-            if key not in self._creating:
-                self._creating.add(key)
-                spawn(self._create(key, spec))
+            if key in self._creating:
+                continue
+            # Owners are taken now, from the members that still live: a PodGroup is never created without an owner
+            # (nothing would ever delete it) nor for a gang whose pods are all going (it would outlive them). If
+            # they go before the create lands, the garbage collector deletes it: its owners no longer exist.
+            owners = self._owners(key, live=True)
+            if not owners:
+                continue  # reconsidered every round: a live member may join
+            self._creating.add(key)
+            spawn(self._create(key, spec, owners))
         for key in gangs:
             pg = self.cache.podgroup(key)
             if pg is None or not pg.owned_by_us:
@@ -67,9 +82,9 @@ class PodGroupReporter:
             if owners and not {owner.uid for owner in owners} <= pg.owners:
                 self.writes.set_podgroup_owners(*split_key(key), owners)
 
-    async def _create(self, key: str, spec: GangSpec) -> None:
+    async def _create(self, key: str, spec: GangSpec, owners: list[PodOwner]) -> None:
         try:
-            await self.api.create_podgroup(spec, self._owners(key))
+            await self.api.create_podgroup(spec, owners)
         except ApiError as exc:
             if exc.status != 409:
                 log.warning("creating PodGroup %s for an annotation-only gang: %s", key, exc)
@@ -88,6 +103,8 @@ class PodGroupReporter:
             pg = self.cache.podgroup(key)
             if pg is None:
                 continue  # no PodGroup object (yet): nothing to write to
+            if self.statuses.adopt(key, pg.uid):  # a PodGroup object not written to yet (or created again)
+                self.writes.forget_podgroup(*split_key(key))
             if pg.schedule_start_iso is not None:  # (a restart does not move scheduleStartTime)
                 self.statuses.seed_start(key, pg.schedule_start_iso)
             gs = cluster.gangs.get(key)

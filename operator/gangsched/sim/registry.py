@@ -97,6 +97,7 @@ class Registry:
         rng: random.Random | None = None,
     ) -> None:
         self.store = store
+        store.owners_changed = self._owners_changed
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.rng = rng or random.Random()
         self.types: dict[tuple[str, str, str], ResourceType] = {}
@@ -763,6 +764,27 @@ class Registry:
             asyncio.get_running_loop().call_soon(fn)
         except RuntimeError:
             fn()
+
+    def _owners_changed(self, skey: StorageKey, okey: tuple[str, str]) -> None:
+        """An object got owners: if none of them exists, it is garbage (checked on the loop, after the write; the
+        collector is a controller, asynchronous: a registry used without an event loop runs none)."""
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon(self._collect_dangling, skey, okey)
+
+    def _collect_dangling(self, skey: StorageKey, okey: tuple[str, str]) -> None:
+        """kube-controller-manager's garbage collector (pkg/controller/garbagecollector): graph_builder.go
+        addDependentToOwners makes a "virtual" node for an owner it has not seen and queues it; garbagecollector.go
+        attemptToDeleteItem finds it absent (404 or another uid), and the dependent, whose ownerReferences are then
+        all dangling (classifyReferences: no solid owner), is deleted in the background. So an object created or
+        updated with owners that no longer exist is collected as if they had just been deleted."""
+        entry = self.store.get(skey, *okey)
+        rtype = self._by_storage.get(skey)
+        if entry is None or rtype is None or entry.obj["metadata"].get("deletionTimestamp"):
+            return
+        owners = [r.get("uid") for r in entry.obj["metadata"].get("ownerReferences") or []]
+        if owners and all(o not in self.store.uids for o in owners):
+            with contextlib.suppress(st.ApiError):
+                self.delete(rtype, okey[0], okey[1], RequestContext(), options={"propagationPolicy": "Background"})
 
     def _collect(self, owner_uid: str, *, deleted_owner: str | None = None, foreground: bool = False) -> None:
         """Garbage collection: delete dependents of a deleted owner whose owners are all gone (or being deleted:

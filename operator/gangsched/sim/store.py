@@ -160,6 +160,9 @@ class Store:
         self._watchers: dict[StorageKey, set[Watcher]] = {}
         self.uids: dict[str, tuple[StorageKey, ObjectKey]] = {}
         self.dependents: dict[str, set[tuple[StorageKey, ObjectKey]]] = {}
+        # called with (storage key, object key) when a stored object's set of owner uids changes to a non-empty one
+        # (the registry's garbage collector checks whether those owners exist: sim/registry.py)
+        self.owners_changed: Callable[[StorageKey, ObjectKey], None] | None = None
 
     # ------------------------------------------------------------------ reads
     def table(self, key: StorageKey) -> dict[ObjectKey, Entry]:
@@ -193,13 +196,15 @@ class Store:
         uid = meta.get("uid")
         if uid:
             self.uids[uid] = (key, okey)
-        self._index_owners(key, okey, previous.obj if previous else None, obj)
+        owners_changed = self._index_owners(key, okey, previous.obj if previous else None, obj)
         self._emit(
             key,
             WatchEvent(
                 self.rv, "MODIFIED" if previous else "ADDED", entry, previous.obj if previous else None, self.clock()
             ),
         )
+        if owners_changed and self.owners_changed is not None:
+            self.owners_changed(key, okey)
         return entry
 
     def remove(self, key: StorageKey, namespace: str, name: str) -> Entry | None:
@@ -232,11 +237,12 @@ class Store:
 
     def _index_owners(
         self, key: StorageKey, okey: ObjectKey, old: dict[str, Any] | None, new: dict[str, Any] | None
-    ) -> None:
+    ) -> bool:
+        """Keep `dependents` current; True when the object now has owners it did not have before."""
         old_owners = {r.get("uid") for r in (old or {}).get("metadata", {}).get("ownerReferences") or []}
         new_owners = {r.get("uid") for r in (new or {}).get("metadata", {}).get("ownerReferences") or []}
         if old_owners == new_owners:
-            return
+            return False
         ref = (key, okey)
         for uid in old_owners - new_owners:
             deps = self.dependents.get(uid)
@@ -247,6 +253,7 @@ class Store:
         for uid in new_owners - old_owners:
             if uid:
                 self.dependents.setdefault(uid, set()).add(ref)
+        return bool(new_owners - old_owners)
 
     # ------------------------------------------------------------------ watch
     def _emit(self, key: StorageKey, event: WatchEvent) -> None:

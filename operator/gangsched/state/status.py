@@ -6,7 +6,9 @@ or None when nothing would change since the last time it returned a body for tha
 adopts the scheduleStartTime a PodGroup already shows (written before a restart), so a new leader does not move it.
 It is pure apart from remembering, per gang, the last body and when each condition last changed (so
 `lastTransitionTime` only moves on a real transition); `forget(gang)` drops that memory (the PodGroup or the whole
-gang was deleted: state/cache.py calls it) and `tracked()` counts the gangs remembered.
+gang was deleted: state/cache.py calls it), `adopt(gang, uid)` drops it when the PodGroup under that name is another
+object than the one written to (re-created: its status is written again in full), and `tracked()` counts the gangs
+remembered.
 
 `podgroup_phase(counts, ...)` is the one computation of a PodGroup's phase (models/podgroup.py PodGroupPhase, the
 CRD's vocabulary, as are the condition types); first match wins (counts are over the
@@ -90,6 +92,7 @@ class _Memory:
     body: dict[str, Any] | None = None
     start: str | None = None  # scheduleStartTime
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # condition type -> (status, time)
+    uid: str | None = None  # the PodGroup object written to (adopt())
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +110,18 @@ class GangStatusBook:
 
     def forget(self, gang: str) -> None:
         self._memory.pop(gang, None)
+
+    def adopt(self, gang: str, uid: str) -> bool:
+        """The gang's PodGroup object is now the one with this uid. True when the book had written nothing to it yet:
+        its memory belonged to another object of the same name (deleted and created again, even if the DELETED
+        event was missed) or to none; that memory is dropped, so the next `status_of` returns a full body."""
+        mem = self._memory.get(gang)
+        if mem is not None and mem.uid == uid:
+            return False
+        if mem is not None and mem.uid is not None:
+            del self._memory[gang]
+        self._memory.setdefault(gang, _Memory()).uid = uid
+        return True
 
     def tracked(self) -> int:
         return len(self._memory)
