@@ -130,7 +130,9 @@ def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) ->
 def _record_choice(
     session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord], choice: PreemptionChoice
 ) -> None:
-    session.evict(gang.key, choice.victims)
+    pods = session.store.pods
+    grace = max((pods[v].grace for v in choice.victims if v in pods), default=0.0)
+    session.evict(gang.key, choice.victims, session.now + grace)  # its waiting time waits for them (timers.py)
     session.nominate(gang.key, pending, list(choice.nodes))  # the held capacity moves to the new nominations
     if gang.first_reserved is None and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)  # the waiting time bounds how long it holds nodes

@@ -23,7 +23,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
 - `bind_succeeded(pod_key)`: the pod is ASSUMED bound to its node until a watch event shows it bound (any
   node), terminal, or deleted, or a pod of the same name with another uid appears; a stale event (nodeName
   unset, same uid) keeps the node. `bind_failed(pod_key)`: the charge goes and the pod is pending again.
-- Restart safety: `set_leaving(pod_key, flag)` (metadata.deletionTimestamp: never chosen as a victim),
+- Restart safety: `set_leaving(pod_key, flag, deadline)` (metadata.deletionTimestamp: never chosen as a victim;
+  a victim's deletionTimestamp also bounds how long its preemptor waits for it: `termination_deadline(gang)`),
   `restore_wait_start(gang, start)`, `restore_nominations(now=...)` (core/restore.py).
 Readers: `nodes`, `pods`, `gangs`, `used`, `topology`, `leaving`, `assumed`, `evicting`, `protected`,
 `reservation_of`, `nomination_of`, `nominations`, `victims_of`, `bindings_in_flight`, `free`, `sizes`.
@@ -117,6 +118,10 @@ class SchedulerState:
     def victims_of(self, gang_key: str) -> list[str]:
         return self.victims.victims_of(gang_key)
 
+    def termination_deadline(self, gang_key: str) -> float | None:
+        """When the victims chosen for this preemptor must be gone at the latest (None: none chosen)."""
+        return self.victims.termination_deadline(gang_key)
+
     def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
         return self.store.bindings_in_flight()
 
@@ -164,9 +169,12 @@ class SchedulerState:
     def set_protected(self, pod_key: str, flag: bool) -> None:
         self.victims.set_protected(pod_key, flag)
 
-    def set_leaving(self, pod_key: str, flag: bool) -> None:
-        """The pod's metadata.deletionTimestamp is set (flag) or not: a leaving pod is never a victim."""
+    def set_leaving(self, pod_key: str, flag: bool, deadline: float | None = None) -> None:
+        """The pod's metadata.deletionTimestamp is set (flag; `deadline`: its value) or not: a leaving pod is never
+        a victim; a victim's preemptor waits for it until the deadline."""
         self.store.set_leaving(pod_key, flag)
+        if flag and deadline is not None:
+            self.victims.victim_leaving(pod_key, deadline)
 
     def restore_wait_start(self, gang_key: str, start: float) -> None:
         """A new leader: the gang was reserving since `start` (its PodGroup's scheduleStartTime)."""
@@ -184,6 +192,9 @@ class SchedulerState:
         """Record what a cycle decided (see the module docstring)."""
         self._apply_nominations(plan)
         self._apply_victims(plan.preemptions.items())
+        for gang_key, deadline in plan.victim_deadlines.items():
+            if gang_key in self.store.gangs:
+                self.victims.extend_deadline(gang_key, deadline)
         self._apply_placements(plan)
         self._apply_gangs(plan)
         self._apply_units(plan)
@@ -241,8 +252,10 @@ class SchedulerState:
                 store.set_wait_start(gang_key, start)
         for gang_key in plan.satisfied:
             self.victims.clear_preempted(gang_key)
+            self.victims.clear_deadline(gang_key)
             store.set_satisfied(gang_key)
         for timeout in plan.timeouts:
+            self.victims.clear_deadline(timeout.gang_key)
             store.set_timed_out(timeout.gang_key)
         for gang_key, status in plan.gang_status.items():
             store.gang(gang_key).last_status = status

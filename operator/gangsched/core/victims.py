@@ -6,6 +6,11 @@ Contract (nominations themselves are a pod state, NOMINATED, kept by core/store.
 - `preempted`: gangs evicted whole; their (stale) PodGroup status no longer counts as satisfied until the
   scheduler satisfies them again (`mark_preempted`, `clear_preempted`).
 - `protected`: pods selected by a PodDisruptionBudget, or whose eviction was refused (`set_protected`).
+- Termination deadlines: `extend_deadline(gang, t)` (the victims chosen for it must be gone by t: the choice's
+  time plus their terminationGracePeriodSeconds; `victim_leaving(pod, t)`: a victim's deletionTimestamp, which
+  the apiserver sets to the deletion time plus its grace period, moves its preemptor's deadline to t if later);
+  `termination_deadline(gang)`: its preemptor's waiting time is suspended until then (core/timers.py); kept
+  until `clear_deadline(gang)` (the gang was satisfied or timed out) or the gang is forgotten.
 - `forget_pod(pod)`, `forget_gang(gang)`: every entry of a deleted pod or gang goes.
 """
 
@@ -18,6 +23,7 @@ class VictimBook:
         self.protected: set[str] = set()
         self._preempting: dict[str, dict[str, None]] = {}  # preemptor gang -> victims being evicted
         self._preempted: set[str] = set()
+        self._deadline: dict[str, float] = {}  # preemptor gang -> its victims must be gone by (epoch seconds)
 
     def victims_of(self, gang_key: str) -> list[str]:
         """Victims evicted for this gang that still exist."""
@@ -43,6 +49,22 @@ class VictimBook:
                 if not victims:
                     del self._preempting[gang_key]
 
+    def extend_deadline(self, gang_key: str, deadline: float) -> None:
+        if deadline > self._deadline.get(gang_key, float("-inf")):
+            self._deadline[gang_key] = deadline
+
+    def victim_leaving(self, pod_key: str, deadline: float) -> None:
+        """A victim's deletionTimestamp (deletion time + grace period) is known: its preemptor waits until then."""
+        gang_key = self.evicting.get(pod_key)
+        if gang_key is not None:
+            self.extend_deadline(gang_key, deadline)
+
+    def termination_deadline(self, gang_key: str) -> float | None:
+        return self._deadline.get(gang_key)
+
+    def clear_deadline(self, gang_key: str) -> None:
+        self._deadline.pop(gang_key, None)
+
     def mark_preempted(self, gang_key: str) -> None:
         self._preempted.add(gang_key)
 
@@ -61,6 +83,7 @@ class VictimBook:
 
     def forget_gang(self, gang_key: str) -> None:
         self._preempted.discard(gang_key)
+        self._deadline.pop(gang_key, None)
 
     def sizes(self) -> dict[str, int]:
         return {
@@ -68,4 +91,5 @@ class VictimBook:
             "preempting": len(self._preempting),
             "preempted": len(self._preempted),
             "protected": len(self.protected),
+            "deadlines": len(self._deadline),
         }
