@@ -15,6 +15,7 @@ Contract (over a CycleSession; the victim search itself is core/preemption.py):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set as AbstractSet
 
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
@@ -77,9 +78,16 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
     if outstanding:
         _wait_for_victims(session, gang, members, pending, len(outstanding))
         return True
-    choice = _choose(session, gang, pending)
+    refused = session.state.refused_for(gang.key)
+    choice = _choose(session, gang, pending, refused)
     if choice is None:
         session.clear_nominations(p.key for p in pending)
+        if refused:
+            message = (
+                f"the eviction of {len(refused)} victim(s) was refused (PodDisruptionBudget): they are not asked "
+                "again for this gang until their budget, the pods or the cluster's nodes change"
+            )
+            event(session, "PodGroup", gang.key, "Warning", "PreemptionRefused", message)
         return False
     _record_choice(session, gang, members, pending, choice)
     backoff(session, gang.unit)
@@ -98,7 +106,9 @@ def _wait_for_victims(
     changed(session, unit, message)
 
 
-def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> PreemptionChoice | None:
+def _choose(
+    session: CycleSession, gang: GangState, pending: list[PodRecord], refused: AbstractSet[str]
+) -> PreemptionChoice | None:
     """The victims and nodes; the members' own nominations are released for the search (kept on success)."""
     spec = gang.spec
     assert spec is not None
@@ -117,7 +127,7 @@ def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) ->
         extra=session.workspace.extra,
         topology=spec.network_topology if tree is not None else None,
         tree=tree,
-        excluded=session.excluded_victims(),
+        excluded=session.excluded_victims() | refused,
         protected=session.state.protected,
     )
     if choice is None:

@@ -18,7 +18,9 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   so the next cycle never hands out what this one decided.
 - Nominations are not charged to `used` (the victims still are, so `used` never exceeds allocatable); the
   scheduler holds that capacity for the gang in each cycle's workspace. `eviction_failed(pod_key)`: the
-  Eviction API refused: the victim is protected from then on and its preemptor chooses again.
+  Eviction API refused: the victim is protected from then on, and its preemptor chooses again after its backoff
+  (a refusal frees nothing), never that pod again until its budget, the pod or the cluster's nodes change
+  (`refused_for(gang)`).
   `set_protected(pod_key, flag)`: the pod is selected by a PodDisruptionBudget.
 - `bind_succeeded(pod_key)`: the pod is ASSUMED bound to its node until a watch event shows it bound (any
   node), terminal, or deleted, or a pod of the same name with another uid appears; a stale event (nodeName
@@ -118,6 +120,10 @@ class SchedulerState:
     def victims_of(self, gang_key: str) -> list[str]:
         return self.victims.victims_of(gang_key)
 
+    def refused_for(self, gang_key: str) -> set[str]:
+        """Pods whose eviction was refused for this preemptor, nothing having changed since."""
+        return self.victims.refused_for(gang_key, self.store.static_gen)
+
     def termination_deadline(self, gang_key: str) -> float | None:
         """When the victims chosen for this preemptor must be gone at the latest (None: none chosen)."""
         return self.victims.termination_deadline(gang_key)
@@ -143,6 +149,9 @@ class SchedulerState:
         self.store.remove_node(name)
 
     def upsert_pod(self, pod: PodRecord) -> None:
+        previous = self.store.pods.get(pod.key)
+        if previous is not None and previous != pod:
+            self.victims.victim_changed(pod.key)
         self.store.upsert_pod(pod)
 
     def remove_pod(self, key: str) -> None:
@@ -167,7 +176,12 @@ class SchedulerState:
         self.store.topology = tree
 
     def set_protected(self, pod_key: str, flag: bool) -> None:
+        """The pod's PodDisruptionBudget protects it (flag) or allows its eviction: a refusal of it is then
+        forgotten, and the preemptors it was refused to are attempted again at once."""
+        lifted = not flag and self.victims.is_refused(pod_key)
         self.victims.set_protected(pod_key, flag)
+        if lifted:
+            self.store.bump_freed()
 
     def set_leaving(self, pod_key: str, flag: bool, deadline: float | None = None) -> None:
         """The pod's metadata.deletionTimestamp is set (flag; `deadline`: its value) or not: a leaving pod is never
@@ -293,8 +307,9 @@ class SchedulerState:
             self.store.release(pod_key)
 
     def eviction_failed(self, pod_key: str) -> None:
-        """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
-        if pod_key in self.store.pods:
-            self.victims.set_protected(pod_key, True)
-        self.victims.forget_victim(pod_key)
-        self.store.bump_freed()
+        """The eviction of a victim was refused: its preemptor chooses again after its backoff, avoiding it. No
+        capacity was freed, so no backoff ends early (bumping the freed generation here made a refusal loop)."""
+        if pod_key not in self.store.pods:
+            self.victims.forget_victim(pod_key)
+            return
+        self.victims.refuse(pod_key, self.store.static_gen)
