@@ -9,7 +9,8 @@ Contract (over a CycleSession):
   flight) + reservations + new placements >= minMember, and every role's minimum.
   Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
   the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
-  Quorum missed: Strict rolls the attempt back, tries group preemption (core/preempting.py), else releases
+  Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
+  room (core/reclaim.py), else tries group preemption (core/preempting.py), else releases
   everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
@@ -38,6 +39,8 @@ from gangsched.core.messages import (
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.reclaim import reclaim
+from gangsched.core.reclaim import report as report_reclaimed
 from gangsched.core.records import PodRecord
 from gangsched.core.resources import format_resources
 from gangsched.core.session import Checkpoint, CycleSession, Members
@@ -82,10 +85,13 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     attempt = _try_place(session, gang, spec, members, pending)
     if not attempt.quorum and spec.mode == GangMode.STRICT:
         session.rollback(attempt.mark)
-        if not members.reserved and preempt(session, gang, members, pending):
+        taken = _reclaim(session, gang, spec, members, pending)
+        if taken is None:
+            if not members.reserved and preempt(session, gang, members, pending):
+                return True
+            _strict_failure(session, gang, spec, members, attempt, pending, alive)
             return True
-        _strict_failure(session, gang, spec, members, attempt, pending, alive)
-        return True
+        attempt = taken
     session.commit(attempt.mark)
     _keep(session, gang, attempt)
     if not attempt.quorum:  # NonStrict: keep what fits
@@ -125,6 +131,22 @@ def _try_place(
     new = [pod for pod, _ in placed]
     quorum = have >= spec.min_member and roles_short(spec, members.roles(session.store.pods, new)) is None
     return _Attempt(mark, lower, placed, short, tier, have, quorum)
+
+
+def _reclaim(
+    session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
+) -> _Attempt | None:
+    """Reservations of lower-priority waiting gangs go before any running pod (core/reclaim.py); the attempt that
+    reached the quorum with them, or None."""
+    if members.reserved or session.state.victims_of(gang.key):
+        return None
+    got = reclaim(session, gang, pending, lambda: _try_place(session, gang, spec, members, pending))
+    if got is None:
+        return None
+    mark, attempt, released = got
+    session.commit(mark)  # (the attempt's own checkpoint, opened inside, is committed by the caller)
+    report_reclaimed(session, gang, released)
+    return attempt
 
 
 def _strict_failure(
