@@ -14,7 +14,8 @@ Contract (over a CycleSession):
   everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
-  members, replacements): placed as ordinary pods, without the gang rules.
+  members, replacements): placed as ordinary pods, without the gang rules; a pod without a gang that does not
+  fit preempts lower-priority pods (core/preempt_alone.py, kube-scheduler's DefaultPreemption).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from gangsched.core.messages import (
 )
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
+from gangsched.core.preempt_alone import preempt_alone
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.reclaim import reclaim
 from gangsched.core.reclaim import report as report_reclaimed
@@ -287,8 +289,19 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
-    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
+    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. A pod without a gang
+    that does not fit preempts as kube-scheduler's DefaultPreemption would (core/preempt_alone.py)."""
+    mark = session.checkpoint()
+    if gang is None:
+        release_nominations(session, pods)  # a preemptor's held node is its own to use
     placed, short, _ = place(session, None, pods, partial=True)
+    if gang is None and short and not placed:
+        session.rollback(mark)
+        if preempt_alone(session, unit, pods[0]):
+            return
+        placed, short, _ = place(session, None, pods, partial=True)
+    else:
+        session.commit(mark)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)

@@ -2,8 +2,10 @@
 capacity held for preemptors while their victims terminate.
 
 Contract (over a CycleSession; the victim search itself is core/preemption.py):
-- `preempt(session, gang, members, pending) -> bool`: for pending members of one scheduling class, none with
-  preemptionPolicy Never. True: handled (victims chosen: evictions, nominations, events Preempting /
+- `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
+  Never; members of several sizes (scheduling classes) are handled class by class (core/preempt_classes.py),
+  except in a gang with a networkTopology (Warning `PreemptionUnsupported` says so).
+  True: handled (victims chosen: evictions, nominations, events Preempting /
   Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
   preempt; the gang's nominations are cleared and the caller reports the failure.
 - `release_nominations(session, pods)`: a preemptor's held capacity is its own to use (in the open
@@ -21,6 +23,7 @@ from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import GangStatus
 from gangsched.core.podstate import NOMINATED
+from gangsched.core.preempt_classes import choose_classes
 from gangsched.core.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession, Members
@@ -68,7 +71,15 @@ def settle_holds(session: CycleSession, gang: GangState, lower: list[str], place
 
 def preempt(session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord]) -> bool:
     """Group preemption for a Strict gang that does not fit (see the module docstring)."""
-    if not pending or any(p.preemption_policy == "Never" for p in pending) or len({p.sclass.id for p in pending}) != 1:
+    if not pending or any(p.preemption_policy == "Never" for p in pending):
+        return False
+    mixed = len({p.sclass.id for p in pending}) > 1
+    if mixed and gang.spec is not None and gang.spec.network_topology is not None and session.store.topology:
+        message = (
+            "a gang whose pending members have different sizes and a networkTopology does not preempt "
+            "(group preemption places one size per topology domain search); it waits for free capacity"
+        )
+        event(session, "PodGroup", gang.key, "Warning", "PreemptionUnsupported", message)
         return False
     outstanding = session.state.victims_of(gang.key)
     lowest = session.store.lowest_priority()
@@ -79,7 +90,12 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         _wait_for_victims(session, gang, members, pending, len(outstanding))
         return True
     refused = session.state.refused_for(gang.key)
-    choice = _choose(session, gang, pending, refused)
+    if mixed:
+        got = _choose_mixed(session, pending, refused)
+        choice = got[1] if got is not None else None
+        pending = got[0] if got is not None else pending
+    else:
+        choice = _choose(session, gang, pending, refused)
     if choice is None:
         session.clear_nominations(p.key for p in pending)
         if refused:
@@ -104,6 +120,20 @@ def _wait_for_victims(
     status = GangStatus(len(members.bound), 0, len(pending), "Preempting", message, tier)
     report_status(session, gang, status)
     changed(session, unit, message)
+
+
+def _choose_mixed(
+    session: CycleSession, pending: list[PodRecord], refused: AbstractSet[str]
+) -> tuple[list[PodRecord], PreemptionChoice] | None:
+    """Members of several sizes (core/preempt_classes.py); their own nominations are released for the search."""
+    mark = session.checkpoint()
+    release_nominations(session, pending)
+    got = choose_classes(session, pending, min(p.priority for p in pending), session.excluded_victims() | refused)
+    if got is None:
+        session.rollback(mark)
+    else:
+        session.commit(mark)
+    return got
 
 
 def _choose(
