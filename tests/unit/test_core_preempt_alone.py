@@ -11,6 +11,8 @@ preemption.go (the preemptor is nominated, `nominatedNodeName`, and binds once i
 
 from __future__ import annotations
 
+import dataclasses
+
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec, NetworkTopology
 from gangsched.core.podstate import NOMINATED
@@ -114,3 +116,19 @@ def test_a_mixed_gang_with_topology_says_why_it_does_not_preempt() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.evictions
     assert any(e.reason == "PreemptionUnsupported" and "different sizes" in e.message for e in plan.events)
+
+
+def test_a_new_leader_restores_a_lone_preemptors_nomination_and_victim() -> None:
+    """After a restart the pod's status.nominatedNodeName and its leaving victim are taken back: it waits for that
+    victim and evicts nobody else (kube-scheduler keeps nominated pods across restarts from the same field)."""
+    c = cluster()
+    low = [add_pod(c, f"low-{i}", node=f"node{i}", phase="Running", gpu=8, priority=0) for i in range(2)]
+    c.set_leaving(low[0], True)
+    high = add_pod(c, "high", gpu=8, priority=100)
+    c.upsert_pod(dataclasses.replace(c.pods[high], nominated_node="node0"))  # status.nominatedNodeName
+    assert c.restore_nominations(now=0.0) == []
+    assert c.nomination_of(high) == "node0" and c.victims_of(high) == [low[0]]
+    plan = step(c, CFG, 1.0)
+    assert not plan.evictions and not plan.bindings
+    c.remove_pod(low[0])
+    assert step(c, CFG, 2.0).bindings == [(high, "node0")]
