@@ -2,10 +2,10 @@
 
 Contract: `restore_nominations(state, now=...)`: every pod whose status.nominatedNodeName names an existing
 node, pending, not leaving, and either without a gang or of a gang still able to use it (spec known, not
-satisfied, not timed out) gets its nomination back (capacity held), and the leaving, lower-priority pods bound on its gang's nominated
-nodes become that gang's (or lone pod's) victims (soon free: it waits for them and evicts nobody else); such a gang
-without a waiting-time start starts it at `now`. Returns the pods whose status shows a nomination that was
-not restored (the runtime clears them).
+satisfied, not timed out) gets its nomination back (capacity held), and the leaving, lower-priority pods bound
+on its preemptor's nominated nodes become that preemptor's victims (soon free: it waits for them and evicts
+nobody else); a gang without a waiting-time start starts it at `now`. Returns the pods whose status shows a
+nomination that was not restored (the runtime clears them).
 """
 
 from __future__ import annotations
