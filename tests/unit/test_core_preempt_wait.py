@@ -89,3 +89,16 @@ def test_grace_is_parsed_bounded_and_defaulted() -> None:
         for i, g in enumerate((None, 0, -3, 10**30, "x"))
     }
     assert [c.pods[k].grace for k in keys.values()] == [30.0, 0.0, 1.0, 1e9, 30.0]
+
+
+def test_giving_up_forgets_the_old_deadline() -> None:
+    """A preemptor that finds nothing to preempt any more (its victims refused) clears its waiting time: a later
+    waiting time is not suspended by the old choice's deadline."""
+    c, low, _ = setup(grace=50)
+    step(c, CFG, 0.0)
+    assert c.termination_deadline("default/high") == 50.0
+    for key in low:
+        c.eviction_failed(key)
+    plan = step(c, CFG, 30.0)  # nothing else to preempt: the Strict gang fails and gives its waiting time up
+    assert not plan.timeouts and plan.first_reserved.get("default/high", 0.0) is None
+    assert c.termination_deadline("default/high") is None

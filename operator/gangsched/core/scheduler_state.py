@@ -262,6 +262,8 @@ class SchedulerState:
             gang = store.gang(gang_key)
             if start is None:
                 store.set_wait_start(gang_key, None)
+                if gang_key not in plan.victim_deadlines:  # it gave up: an old choice's deadline no longer applies
+                    self.victims.clear_deadline(gang_key)
             elif gang.first_reserved is None and not gang.satisfied:
                 store.set_wait_start(gang_key, start)
         for gang_key in plan.satisfied:

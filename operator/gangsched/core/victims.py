@@ -10,7 +10,8 @@ Contract (nominations themselves are a pod state, NOMINATED, kept by core/store.
   time plus their terminationGracePeriodSeconds; `victim_leaving(pod, t)`: a victim's deletionTimestamp, which
   the apiserver sets to the deletion time plus its grace period, moves its preemptor's deadline to t if later);
   `termination_deadline(gang)`: its preemptor's waiting time is suspended until then (core/timers.py); kept
-  until `clear_deadline(gang)` (the gang was satisfied or timed out) or the gang is forgotten.
+  until `clear_deadline(gang)` (the gang was satisfied, timed out or gave up its waiting time) or the gang is
+  forgotten.
 - Refusals: `refuse(pod, cluster_gen)`: the Eviction API refused the victim (a PodDisruptionBudget): it stops
   being a victim, is protected from then on, and is never chosen again for that preemptor (`refused_for(gang,
   cluster_gen)`) until something changes: its budget allows it (`set_protected(pod, False)`), the pod itself
