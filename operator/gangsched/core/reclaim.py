@@ -52,6 +52,9 @@ def lower_reservations(session: CycleSession, gang: GangState, pending: list[Pod
         return []
     priority = min(p.priority for p in pending)
     store = session.store
+    lowest = store.lowest_priority()
+    if lowest is None or lowest >= priority:
+        return []  # (the common case, all priorities equal, costs nothing)
     found: list[tuple[tuple[int, float, str], GangState, list[tuple[str, str]]]] = []
     for key in store.reserving():
         other = store.gangs.get(key)
