@@ -235,7 +235,10 @@ async def test_two_preemptors_take_distinct_victims_and_no_gang_runs_below_quoru
 async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
     k = four.client
     async with replica(four.kubeconfig):
-        await create(k, *gang("low", 4, pc="best-effort"))
+        low = gang("low", 4, pc="best-effort")
+        for m in low[1:]:  # the waiting time is suspended for the victims' grace period: keep it short
+            m["spec"]["terminationGracePeriodSeconds"] = 3
+        await create(k, *low)
         await eventually(lambda: placed(k, "low", 4), what="low bound")
         for i in range(4):  # the victims never finish terminating
             await k.patch(

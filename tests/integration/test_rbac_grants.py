@@ -5,10 +5,11 @@ The emulator enforces RBAC as plugin/pkg/auth/authorizer/rbac/rbac.go does and r
 staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go derives them). The operator runs as the
 ServiceAccount of manifests/rbac.yaml (harness.replica), through four profiles that together exercise every
 feature: plain gangs (PodGroups, annotation-only gangs, a NonStrict timeout), group preemption (evictions,
-nominations, a PodDisruptionBudget), topology from node labels (the topology ConfigMap written) and leader
-election (the Lease). A grant nobody used fails the test (least privilege), and so does a use that was not granted
-(the operator would have got 403 and the scenario would not have completed). Rules limited by resourceNames are
-checked to name exactly the Lease and the topology ConfigMap the operator uses.
+nominations, a PodDisruptionBudget, a protected victim deleted under `preemption.pdb: prefer`), topology from
+node labels (the topology ConfigMap written) and leader election (the Lease). A grant nobody used fails the
+test (least privilege), and so does a use that was not granted (the operator would have got 403 and the scenario
+would not have completed). Rules limited by resourceNames are checked to name exactly the Lease and the topology
+ConfigMap the operator uses.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ async def preemption(cluster: Cluster) -> None:
             *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)),
         ]
 
-    async with replica(cluster.kubeconfig) as op:
+    async with replica(cluster.kubeconfig, preemption={"pdb": "prefer"}) as op:
         await create(k, *gang("a", 2, "low", {"app": "a"}), *gang("b", 2, "low"))
         await eventually(lambda: _all_bound(k, ["a-0", "a-1", "b-0", "b-1"]), what="a and b bound")
         await create(
@@ -158,6 +159,14 @@ async def preemption(cluster: Cluster) -> None:
             await k.patch(f"/api/v1/namespaces/default/pods/b-{i}", {"metadata": {"finalizers": None}})
         await eventually(lambda: _all_bound(k, ["high-0", "high-1"]), what="the preemptor bound")
         assert op.preemptions.evicted == 2
+        # pdb: prefer: a gang needing all four nodes takes a's protected pods too, deleting them (pods delete)
+        await create(
+            k,
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "top"}, "value": 2000},
+        )
+        await create(k, *gang("top", 4, "top"))
+        await eventually(lambda: _all_bound(k, [f"top-{i}" for i in range(4)]), timeout=30, what="top bound")
+        assert op.preemptions.deleted == 2
 
 
 async def topology_from_node_labels(cluster: Cluster) -> None:

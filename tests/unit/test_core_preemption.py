@@ -246,7 +246,8 @@ def test_refused_eviction_makes_the_core_choose_again() -> None:
     assert sorted(step(c, CFG, 0.0).evictions) == sorted(small)
     for k in small:
         c.eviction_failed(k)  # 429: a PodDisruptionBudget the core did not know about
-    plan = step(c, CFG, 0.1)
+    assert not step(c, CFG, 0.1).evictions  # a refusal frees nothing: the preemptor's backoff runs on
+    plan = step(c, CFG, 30.0)
     assert sorted(plan.evictions) == sorted(big)
     assert [k for k, _ in plan.nominations] == want
 
@@ -259,8 +260,10 @@ def test_giving_up_clears_nominations() -> None:
     want = [add_pod(c, f"want-{i}", gang="default/want", rank=i, gpu=8, priority=HIGH) for i in range(2)]
     plan = step(c, CFG, 0.0)
     assert len(plan.nominations) == 2
-    # the victims never leave (e.g. a finalizer): the waiting time ends and the nominations go
-    plan = step(c, CFG, 31.0)
+    # the victims never leave (e.g. a finalizer): the waiting time, suspended for their grace period (30 s, the
+    # default terminationGracePeriodSeconds), ends, and the nominations go
+    assert not step(c, CFG, 59.0).timeouts
+    plan = step(c, CFG, 61.0)
     assert sorted(plan.nomination_clears) == want
     assert [t.gang_key for t in plan.timeouts] == ["default/want"]
     assert all(c.nomination_of(k) is None for k in want)

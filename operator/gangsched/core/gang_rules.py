@@ -14,11 +14,13 @@ Contract (over a CycleSession):
   whole or not at all, a replacement of a running gang needs only itself to fit.
   Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
   the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
-  Quorum missed: Strict rolls the attempt back, tries group preemption (core/preempting.py), else releases
+  Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
+  room (core/reclaim.py), else tries group preemption (core/preempting.py), else releases
   everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
-  members, replacements): placed as ordinary pods, without the gang rules.
+  members, replacements): placed as ordinary pods, without the gang rules; a pod without a gang that does not
+  fit preempts lower-priority pods (core/preempt_alone.py, kube-scheduler's DefaultPreemption).
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ from gangsched.core.messages import (
 )
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
+from gangsched.core.preempt_alone import preempt_alone
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.readiness import gang_blocked, held_alone
+from gangsched.core.reclaim import reclaim
+from gangsched.core.reclaim import report as report_reclaimed
 from gangsched.core.records import PodRecord
 from gangsched.core.resources import format_resources
 from gangsched.core.session import Checkpoint, CycleSession, Members
@@ -92,10 +97,13 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     attempt = _try_place(session, gang, spec, members, pending)
     if not attempt.quorum and spec.mode == GangMode.STRICT:
         session.rollback(attempt.mark)
-        if not members.reserved and preempt(session, gang, members, pending):
+        taken = _reclaim(session, gang, spec, members, pending)
+        if taken is None:
+            if not members.reserved and preempt(session, gang, members, pending):
+                return True
+            _strict_failure(session, gang, spec, members, attempt, pending, alive)
             return True
-        _strict_failure(session, gang, spec, members, attempt, pending, alive)
-        return True
+        attempt = taken
     session.commit(attempt.mark)
     _keep(session, gang, attempt)
     if not attempt.quorum:  # NonStrict: keep what fits
@@ -167,6 +175,22 @@ def _try_place(
     new = [pod for pod, _ in placed]
     quorum = have >= spec.min_member and roles_short(spec, members.roles(session.store.pods, new)) is None
     return _Attempt(mark, lower, placed, short, tier, have, quorum)
+
+
+def _reclaim(
+    session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
+) -> _Attempt | None:
+    """Reservations of lower-priority waiting gangs go before any running pod (core/reclaim.py); the attempt that
+    reached the quorum with them, or None."""
+    if members.reserved or session.state.victims_of(gang.key):
+        return None
+    got = reclaim(session, gang, pending, lambda: _try_place(session, gang, spec, members, pending))
+    if got is None:
+        return None
+    mark, attempt, released = got
+    session.commit(mark)  # (the attempt's own checkpoint, opened inside, is committed by the caller)
+    report_reclaimed(session, gang, released)
+    return attempt
 
 
 def _strict_failure(
@@ -307,11 +331,22 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
-    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
+    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. A pod without a gang
+    that does not fit preempts as kube-scheduler's DefaultPreemption would (core/preempt_alone.py)."""
     pods = held_alone(session, unit, pods)
     if not pods:
         return
+    mark = session.checkpoint()
+    if gang is None:
+        release_nominations(session, pods)  # a preemptor's held node is its own to use
     placed, short, _ = place(session, None, pods, partial=True)
+    if gang is None and short and not placed and not pods[0].sclass.host_ports:  # the search frees no ports
+        session.rollback(mark)
+        if preempt_alone(session, unit, pods[0]):
+            return
+        placed, short, _ = place(session, None, pods, partial=True)
+    else:
+        session.commit(mark)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)

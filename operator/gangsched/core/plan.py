@@ -86,6 +86,7 @@ class Plan:
     nominations: list[tuple[str, str]] = field(default_factory=list)
     nomination_clears: list[str] = field(default_factory=list)
     preemptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    victim_deadlines: dict[str, float] = field(default_factory=dict)  # preemptor -> its victims gone by (grace)
     # bookkeeping for SchedulerState.apply
     unit_backoffs: dict[UnitKey, UnitBackoff] = field(default_factory=dict)
     unit_success: list[UnitKey] = field(default_factory=list)  # units whose backoff resets

@@ -2,8 +2,10 @@
 capacity held for preemptors while their victims terminate.
 
 Contract (over a CycleSession; the victim search itself is core/preemption.py):
-- `preempt(session, gang, members, pending) -> bool`: for pending members of one scheduling class, none with
-  preemptionPolicy Never, without host ports (core/preemption.py does not free ports: such a gang waits).
+- `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
+  Never; members of several sizes (scheduling classes) are handled class by class (core/preempt_classes.py),
+  except in a gang with a networkTopology (Warning `PreemptionUnsupported` says so); members with host ports
+  do not preempt (core/preemption.py frees resources, not ports: such a gang waits).
   True: handled (victims chosen: evictions, nominations, events Preempting /
   Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
   preempt; the gang's nominations are cleared and the caller reports the failure.
@@ -16,11 +18,13 @@ Contract (over a CycleSession; the victim search itself is core/preemption.py):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Set as AbstractSet
 
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import GangStatus
 from gangsched.core.podstate import NOMINATED
+from gangsched.core.preempt_classes import choose_classes
 from gangsched.core.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession, Members
@@ -68,9 +72,19 @@ def settle_holds(session: CycleSession, gang: GangState, lower: list[str], place
 
 def preempt(session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord]) -> bool:
     """Group preemption for a Strict gang that does not fit (see the module docstring)."""
-    if not pending or any(p.preemption_policy == "Never" for p in pending) or len({p.sclass.id for p in pending}) != 1:
+    if not pending or any(p.preemption_policy == "Never" for p in pending):
         return False
-    if pending[0].sclass.host_ports:  # the victim search counts resources, not host ports: it would evict in vain
+    mixed = len({p.sclass.id for p in pending}) > 1
+    if mixed and gang.spec is not None and gang.spec.network_topology is not None and session.store.topology:
+        message = (
+            "a gang whose pending members have different sizes and a networkTopology does not preempt "
+            "(group preemption places one size per topology domain search); it waits for free capacity"
+        )
+        event(session, "PodGroup", gang.key, "Warning", "PreemptionUnsupported", message)
+        return False
+    if any(
+        p.sclass.host_ports for p in pending
+    ):  # the victim search counts resources, not host ports: it would evict in vain
         return False
     outstanding = session.state.victims_of(gang.key)
     lowest = session.store.lowest_priority()
@@ -80,9 +94,21 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
     if outstanding:
         _wait_for_victims(session, gang, members, pending, len(outstanding))
         return True
-    choice = _choose(session, gang, pending)
+    refused = session.state.refused_for(gang.key)
+    if mixed:
+        got = _choose_mixed(session, pending, refused)
+        choice = got[1] if got is not None else None
+        pending = got[0] if got is not None else pending
+    else:
+        choice = _choose(session, gang, pending, refused)
     if choice is None:
         session.clear_nominations(p.key for p in pending)
+        if refused:
+            message = (
+                f"the eviction of {len(refused)} victim(s) was refused (PodDisruptionBudget): they are not asked "
+                "again for this gang until their budget, the pods or the cluster's nodes change"
+            )
+            event(session, "PodGroup", gang.key, "Warning", "PreemptionRefused", message)
         return False
     _record_choice(session, gang, members, pending, choice)
     backoff(session, gang.unit)
@@ -101,7 +127,23 @@ def _wait_for_victims(
     changed(session, unit, message)
 
 
-def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> PreemptionChoice | None:
+def _choose_mixed(
+    session: CycleSession, pending: list[PodRecord], refused: AbstractSet[str]
+) -> tuple[list[PodRecord], PreemptionChoice] | None:
+    """Members of several sizes (core/preempt_classes.py); their own nominations are released for the search."""
+    mark = session.checkpoint()
+    release_nominations(session, pending)
+    got = choose_classes(session, pending, min(p.priority for p in pending), session.excluded_victims() | refused)
+    if got is None:
+        session.rollback(mark)
+    else:
+        session.commit(mark)
+    return got
+
+
+def _choose(
+    session: CycleSession, gang: GangState, pending: list[PodRecord], refused: AbstractSet[str]
+) -> PreemptionChoice | None:
     """The victims and nodes; the members' own nominations are released for the search (kept on success)."""
     spec = gang.spec
     assert spec is not None
@@ -120,7 +162,7 @@ def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) ->
         extra=session.workspace.extra,
         topology=spec.network_topology if tree is not None else None,
         tree=tree,
-        excluded=session.excluded_victims(),
+        excluded=session.excluded_victims() | refused,
         protected=session.state.protected,
     )
     if choice is None:
@@ -133,7 +175,9 @@ def _choose(session: CycleSession, gang: GangState, pending: list[PodRecord]) ->
 def _record_choice(
     session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord], choice: PreemptionChoice
 ) -> None:
-    session.evict(gang.key, choice.victims)
+    pods = session.store.pods
+    grace = max((pods[v].grace for v in choice.victims if v in pods), default=0.0)
+    session.evict(gang.key, choice.victims, session.now + grace)  # its waiting time waits for them (timers.py)
     session.nominate(gang.key, pending, list(choice.nodes))  # the held capacity moves to the new nominations
     if gang.first_reserved is None and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)  # the waiting time bounds how long it holds nodes

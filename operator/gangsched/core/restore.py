@@ -1,11 +1,11 @@
 """A new leader's restoration of nominations and their victims from the pods' status.
 
 Contract: `restore_nominations(state, now=...)`: every pod whose status.nominatedNodeName names an existing
-node, pending and of a gang still able to use it (spec known, not satisfied, not timed out, pod not leaving)
-gets its nomination back (capacity held), and the leaving, lower-priority pods bound on its gang's nominated
-nodes become that gang's victims (soon free: the gang waits for them and evicts nobody else); such a gang
-without a waiting-time start starts it at `now`. Returns the pods whose status shows a nomination that was
-not restored (the runtime clears them).
+node, pending, not leaving, and either without a gang or of a gang still able to use it (spec known, not
+satisfied, not timed out) gets its nomination back (capacity held), and the leaving, lower-priority pods bound
+on its preemptor's nominated nodes become that preemptor's victims (soon free: it waits for them and evicts
+nobody else); a gang without a waiting-time start starts it at `now`. Returns the pods whose status shows a
+nomination that was not restored (the runtime clears them).
 """
 
 from __future__ import annotations
@@ -23,10 +23,7 @@ def _restorable(state: SchedulerState, pod: PodRecord) -> bool:
     store = state.store
     gang = store.gangs.get(pod.gang) if pod.gang is not None else None
     return not (
-        gang is None
-        or gang.spec is None
-        or gang.satisfied
-        or gang.timed_out
+        (pod.gang is not None and (gang is None or gang.spec is None or gang.satisfied or gang.timed_out))
         or pod.nominated_node not in store.nodes
         or not pod.ours
         or pod.node_name is not None
@@ -38,7 +35,7 @@ def _restorable(state: SchedulerState, pod: PodRecord) -> bool:
 
 
 def _restore_held(state: SchedulerState, stale: list[str]) -> dict[str, set[str]]:
-    """Nominations back; returns gang -> its nominated nodes."""
+    """Nominations back; returns preemptor (a gang, or a pod without one) -> its nominated nodes."""
     held: dict[str, set[str]] = {}
     for key, pod in list(state.store.pods.items()):
         node = pod.nominated_node
@@ -47,17 +44,20 @@ def _restore_held(state: SchedulerState, stale: list[str]) -> dict[str, set[str]
         if not _restorable(state, pod):
             stale.append(key)
             continue
-        assert pod.gang is not None
         state.store.nominate(key, node)
-        held.setdefault(pod.gang, set()).add(node)
+        held.setdefault(pod.gang or key, set()).add(node)
     return held
 
 
 def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[str]:
     """Leaving, lower-priority pods on a gang's nominated nodes become its victims; returns their gangs."""
-    gangs = state.store.gangs
-    owner: dict[str, str] = {}  # nominated node -> the highest-priority gang holding it
-    for gang_key in sorted(held, key=lambda g: (-gangs[g].priority, g)):
+    gangs, pods = state.store.gangs, state.store.pods
+
+    def priority(preemptor: str) -> int:
+        return gangs[preemptor].priority if preemptor in gangs else pods[preemptor].priority
+
+    owner: dict[str, str] = {}  # nominated node -> the highest-priority preemptor holding it
+    for gang_key in sorted(held, key=lambda g: (-priority(g), g)):
         for node in held[gang_key]:
             owner.setdefault(node, gang_key)
     victim_gangs: set[str] = set()
@@ -66,7 +66,7 @@ def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[st
         if victim is None or victim.node_name is None or victim.terminal or key in state.victims.evicting:
             continue
         preemptor = owner.get(victim.node_name)
-        if preemptor is not None and victim.priority < gangs[preemptor].priority:
+        if preemptor is not None and victim.priority < priority(preemptor):
             state.victims.add_victim(key, preemptor)
             if victim.gang is not None:
                 victim_gangs.add(victim.gang)
@@ -80,6 +80,8 @@ def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
         return stale
     state.mark_preempted(_restore_victims(state, held))  # (its PodGroup may still say Running)
     for gang_key in held:
-        if state.store.gangs[gang_key].first_reserved is None:  # the waiting time bounds how long it holds nodes
+        if (
+            gang_key in state.store.gangs and state.store.gangs[gang_key].first_reserved is None
+        ):  # the waiting time bounds how long it holds nodes
             state.store.set_wait_start(gang_key, now)
     return stale

@@ -20,12 +20,15 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   so the next cycle never hands out what this one decided.
 - Nominations are not charged to `used` (the victims still are, so `used` never exceeds allocatable); the
   scheduler holds that capacity for the gang in each cycle's workspace. `eviction_failed(pod_key)`: the
-  Eviction API refused: the victim is protected from then on and its preemptor chooses again.
+  Eviction API refused: the victim is protected from then on, and its preemptor chooses again after its backoff
+  (a refusal frees nothing), never that pod again until its budget, the pod or the cluster's nodes change
+  (`refused_for(gang)`).
   `set_protected(pod_key, flag)`: the pod is selected by a PodDisruptionBudget.
 - `bind_succeeded(pod_key)`: the pod is ASSUMED bound to its node until a watch event shows it bound (any
   node), terminal, or deleted, or a pod of the same name with another uid appears; a stale event (nodeName
   unset, same uid) keeps the node. `bind_failed(pod_key)`: the charge goes and the pod is pending again.
-- Restart safety: `set_leaving(pod_key, flag)` (metadata.deletionTimestamp: never chosen as a victim),
+- Restart safety: `set_leaving(pod_key, flag, deadline)` (metadata.deletionTimestamp: never chosen as a victim;
+  a victim's deletionTimestamp also bounds how long its preemptor waits for it: `termination_deadline(gang)`),
   `restore_wait_start(gang, start)`, `restore_nominations(now=...)` (core/restore.py).
 Readers: `nodes`, `pods`, `gangs`, `used`, `topology`, `leaving`, `assumed`, `evicting`, `protected`,
 `reservation_of`, `nomination_of`, `nominations`, `victims_of`, `bindings_in_flight`, `free`, `sizes`.
@@ -119,6 +122,14 @@ class SchedulerState:
     def victims_of(self, gang_key: str) -> list[str]:
         return self.victims.victims_of(gang_key)
 
+    def refused_for(self, gang_key: str) -> set[str]:
+        """Pods whose eviction was refused for this preemptor, nothing having changed since."""
+        return self.victims.refused_for(gang_key, self.store.static_gen)
+
+    def termination_deadline(self, gang_key: str) -> float | None:
+        """When the victims chosen for this preemptor must be gone at the latest (None: none chosen)."""
+        return self.victims.termination_deadline(gang_key)
+
     def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
         return self.store.bindings_in_flight()
 
@@ -140,6 +151,9 @@ class SchedulerState:
         self.store.remove_node(name)
 
     def upsert_pod(self, pod: PodRecord) -> None:
+        previous = self.store.pods.get(pod.key)
+        if previous is not None and previous != pod:
+            self.victims.victim_changed(pod.key)
         self.store.upsert_pod(pod)
 
     def remove_pod(self, key: str) -> None:
@@ -165,11 +179,19 @@ class SchedulerState:
         self.store.topology = tree
 
     def set_protected(self, pod_key: str, flag: bool) -> None:
+        """The pod's PodDisruptionBudget protects it (flag) or allows its eviction: a refusal of it is then
+        forgotten, and the preemptors it was refused to are attempted again at once."""
+        lifted = not flag and self.victims.is_refused(pod_key)
         self.victims.set_protected(pod_key, flag)
+        if lifted:
+            self.store.bump_freed()
 
-    def set_leaving(self, pod_key: str, flag: bool) -> None:
-        """The pod's metadata.deletionTimestamp is set (flag) or not: a leaving pod is never a victim."""
+    def set_leaving(self, pod_key: str, flag: bool, deadline: float | None = None) -> None:
+        """The pod's metadata.deletionTimestamp is set (flag; `deadline`: its value) or not: a leaving pod is never
+        a victim; a victim's preemptor waits for it until the deadline."""
         self.store.set_leaving(pod_key, flag)
+        if flag and deadline is not None:
+            self.victims.victim_leaving(pod_key, deadline)
 
     def restore_wait_start(self, gang_key: str, start: float) -> None:
         """A new leader: the gang was reserving since `start` (its PodGroup's scheduleStartTime)."""
@@ -187,6 +209,9 @@ class SchedulerState:
         """Record what a cycle decided (see the module docstring)."""
         self._apply_nominations(plan)
         self._apply_victims(plan.preemptions.items())
+        for gang_key, deadline in plan.victim_deadlines.items():
+            if gang_key in self.store.gangs:
+                self.victims.extend_deadline(gang_key, deadline)
         self._apply_placements(plan)
         self._apply_gangs(plan)
         self._apply_units(plan)
@@ -240,12 +265,16 @@ class SchedulerState:
             gang = store.gang(gang_key)
             if start is None:
                 store.set_wait_start(gang_key, None)
+                if gang_key not in plan.victim_deadlines:  # it gave up: an old choice's deadline no longer applies
+                    self.victims.clear_deadline(gang_key)
             elif gang.first_reserved is None and not gang.satisfied:
                 store.set_wait_start(gang_key, start)
         for gang_key in plan.satisfied:
             self.victims.clear_preempted(gang_key)
+            self.victims.clear_deadline(gang_key)
             store.gang_transition(gang_key, GangTransition.SATISFY)
         for timeout in plan.timeouts:
+            self.victims.clear_deadline(timeout.gang_key)
             store.set_timed_out(timeout.gang_key)
         for gang_key, status in plan.gang_status.items():
             store.gang(gang_key).last_status = status
@@ -283,8 +312,9 @@ class SchedulerState:
             self.store.release(pod_key)
 
     def eviction_failed(self, pod_key: str) -> None:
-        """The eviction of a victim was refused: its preemptor chooses again, avoiding it."""
-        if pod_key in self.store.pods:
-            self.victims.set_protected(pod_key, True)
-        self.victims.forget_victim(pod_key)
-        self.store.bump_freed()
+        """The eviction of a victim was refused: its preemptor chooses again after its backoff, avoiding it. No
+        capacity was freed, so no backoff ends early (bumping the freed generation here made a refusal loop)."""
+        if pod_key not in self.store.pods:
+            self.victims.forget_victim(pod_key)
+            return
+        self.victims.refuse(pod_key, self.store.static_gen)

@@ -261,16 +261,20 @@ class CycleSession:
         self.plan.nomination_clears.pop()
         self._cleared.discard(pod_key)
 
-    def evict(self, gang_key: str, victims: tuple[str, ...]) -> None:
+    def evict(self, gang_key: str, victims: tuple[str, ...], deadline: float | None = None) -> None:
+        """Evict victims for a preemptor; `deadline`: when they must be gone at the latest (their grace)."""
         start = len(self.plan.evictions)
         self._evicting.update(victims)
         self.plan.evictions.extend(victims)
         self.plan.preemptions[gang_key] = victims
+        if deadline is not None:
+            self.plan.victim_deadlines[gang_key] = deadline
         if self._open:
 
             def undo() -> None:
                 del self.plan.evictions[start:]
                 self.plan.preemptions.pop(gang_key, None)
+                self.plan.victim_deadlines.pop(gang_key, None)
                 self._evicting.difference_update(victims)
 
             self._record(undo)

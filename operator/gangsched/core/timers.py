@@ -2,9 +2,13 @@
 
 Contract (over a CycleSession):
 - `expire_waiting_times(session)`: a gang whose waiting time (from its first reservation; spec.wait_seconds or
-  config.default_wait_seconds) has ended times out: every reservation is released, its nominations are
-  cleared, the gang is marked timed out (reason GangTimeout, status Failed, an event) and its pods are listed
-  for the timeout annotation.
+  config.default_wait_seconds) has ended times out. A preemptor's waiting time does not run while its victims
+  terminate: it counts from the later of its start and `termination_deadline(gang)` (when the victims chosen for
+  it must be gone: the choice's time plus their grace period, or their deletionTimestamp), so it is bounded by
+  the victims' grace periods (kube-scheduler's preemptor is nominated and waits in the queue, outside Permit,
+  while its victims terminate: pkg/scheduler/framework/preemption/preemption.go). On timeout every reservation
+  is released, its nominations are cleared, the gang is marked timed out (reason GangTimeout, status Failed,
+  an event) and its pods are listed for the timeout annotation.
 - `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time ends or a
   backoff ends (the Plan's next_wakeup).
 """
@@ -23,12 +27,22 @@ def wait_seconds(session: CycleSession, gang: GangState) -> float:
     return session.config.default_wait_seconds
 
 
+def waiting_deadline(session: CycleSession, gang: GangState, start: float) -> float:
+    """When a waiting time that started at `start` ends: suspended until the gang's victims must be gone."""
+    held = session.state.termination_deadline(gang.key)
+    chosen = session.plan.victim_deadlines.get(gang.key)
+    for t in (held, chosen):
+        if t is not None and t > start:
+            start = t
+    return start + wait_seconds(session, gang)
+
+
 def expire_waiting_times(session: CycleSession) -> None:
     for gang_key in list(session.store.reserving()):
         gang = session.store.gangs.get(gang_key)
         if gang is None or gang.first_reserved is None or gang.satisfied:
             continue
-        if gang.first_reserved + wait_seconds(session, gang) > session.now:
+        if waiting_deadline(session, gang, gang.first_reserved) > session.now:
             continue
         _time_out(session, gang)
 
@@ -41,7 +55,8 @@ def _time_out(session: CycleSession, gang: GangState) -> None:
     session.clear_nominations(p.key for p in members.pending)
     session.time_out(gang.key, affected)
     message = (
-        f"waiting time {wait_seconds(session, gang):g}s ended with {len(members.bound)} bound and "
+        f"waiting time {wait_seconds(session, gang):g}s{_suspended(session, gang)} ended with "
+        f"{len(members.bound)} bound and "
         f"{len(members.reserved)} reserved members; released every reservation"
     )
     status = GangStatus(len(members.bound), 0, len(affected), "GangTimeout", message)
@@ -49,6 +64,13 @@ def _time_out(session: CycleSession, gang: GangState) -> None:
     event(session, "PodGroup", gang.key, "Warning", "GangTimeout", message)
     pods = session.store.pods
     conditions(session, (pods[k] for k in affected), "GangTimeout", message)
+
+
+def _suspended(session: CycleSession, gang: GangState) -> str:
+    held = session.state.termination_deadline(gang.key)
+    if held is None or gang.first_reserved is None or held <= gang.first_reserved:
+        return ""
+    return f" (suspended {held - gang.first_reserved:.0f}s while its victims terminated)"
 
 
 def next_wakeup(session: CycleSession) -> float | None:
@@ -59,10 +81,10 @@ def next_wakeup(session: CycleSession) -> float | None:
         gang = gangs[gang_key]
         if session.is_timed_out(gang) or session.is_satisfied(gang) or gang.first_reserved is None:
             continue
-        times.append(gang.first_reserved + wait_seconds(session, gang))
+        times.append(waiting_deadline(session, gang, gang.first_reserved))
     for gang_key, start in session.plan.first_reserved.items():
         if start is not None and not session.is_satisfied(gangs[gang_key]):
-            times.append(start + wait_seconds(session, gangs[gang_key]))
+            times.append(waiting_deadline(session, gangs[gang_key], start))
     times.extend(b.until for b in session.plan.unit_backoffs.values())
     queue = session.state.queue
     backing_off = session.plan.unit_backoffs

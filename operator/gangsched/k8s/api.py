@@ -11,6 +11,8 @@ Contract:
   `configmap_reflector(namespace, name, ...)` exactly one ConfigMap (`fieldSelector=metadata.name=...`), so neither
   the operator nor its RBAC touches any other ConfigMap of the cluster.
 - `evict(namespace, name)`: POST pods/{name}/eviction with a policy/v1 Eviction (PodDisruptionBudgets apply).
+- `delete_pod(namespace, name, uid=...)`: DELETE the pod, only that incarnation (a UID precondition), with its
+  own grace period (PodDisruptionBudgets do not apply: preemption's `pdb: prefer`).
 - `create_podgroup(spec, owners)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY: gangsched`, its spec
   mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage collector deletes it
   with the last of them.
@@ -134,6 +136,10 @@ class KubeApi:
     async def evict(self, namespace: str, name: str, *, retry: RetryPolicy | None = None) -> None:
         body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
         await self.client.create(pod_path(namespace, name, "eviction"), body, retry=retry)
+
+    async def delete_pod(self, namespace: str, name: str, *, uid: str, retry: RetryPolicy | None = None) -> None:
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": uid}}
+        await self.client.delete(pod_path(namespace, name), body=body, retry=retry)
 
     # ------------------------------------------------------------- PodGroups
     async def create_podgroup(self, spec: GangSpec, owners: Sequence[PodOwner]) -> None:

@@ -27,6 +27,7 @@ Example (all defaults):
     probesPort: 8081
     progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
+    preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
 """
 
 from __future__ import annotations
@@ -91,6 +92,15 @@ class ApiClientConfig(_Section):
     burst: Annotated[int, Field(strict=True, ge=1, le=100_000)] = 2000
 
 
+class PreemptionConfig(_Section):
+    """How preemption treats PodDisruptionBudgets. Both prefer victims whose eviction violates no budget;
+    `respect`: every victim goes through the Eviction API, which decides (a refusal is final for that
+    preemptor); `prefer`: kube-scheduler's way, a budget is only a preference: a victim it protects is deleted
+    (pkg/scheduler/framework/preemption/preemption.go `prepareCandidate` deletes victims whatever their PDBs)."""
+
+    pdb: Literal["respect", "prefer"] = "respect"
+
+
 class OperatorConfig(_Section):
     scheduler_name: Annotated[str, Field(min_length=1)] = Field("gangsched", alias="schedulerName")
     namespace: Annotated[str, Field(min_length=1)] = "gangsched-system"
@@ -110,6 +120,7 @@ class OperatorConfig(_Section):
     # /livez fails when the leader owes a scheduling round (woken, or a round running) for longer than this
     progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
+    preemption: PreemptionConfig = Field(default_factory=lambda: PreemptionConfig.model_validate({}))
 
     @property
     def probe_port(self) -> int:

@@ -206,6 +206,19 @@ def _priority(spec: Mapping[str, Any]) -> int:
     return priority
 
 
+MAX_GRACE_SECONDS = 10**9  # bounds a pathological terminationGracePeriodSeconds (the API's is int64)
+
+
+def _grace(spec: Mapping[str, Any]) -> float:
+    """spec.terminationGracePeriodSeconds: 30 when unset (the API's default), negative counts as 1 (as the
+    apiserver's graceful deletion does), bounded; a non-integer is treated as the default (the apiserver's
+    validation never lets one through)."""
+    raw = spec.get("terminationGracePeriodSeconds")
+    if raw is None or not isinstance(raw, int) or isinstance(raw, bool):
+        return 30.0
+    return float(min(max(raw, 1) if raw < 0 else raw, MAX_GRACE_SECONDS))
+
+
 def _optional_name(value: Any) -> str | None:
     return sys.intern(value) if isinstance(value, str) and value else None
 
@@ -291,4 +304,5 @@ def pod_from_api(
         gated=bool(spec.get("schedulingGates")),
         unsupported=unsupported,
         holds=holds,
+        grace=_grace(spec),
     )

@@ -156,7 +156,12 @@ class Operator:
             config=self.config.topology,
         )
         self.preemptions = Preemptions(
-            api=self.api, cache=self.cache, writes=self.writes, events=self.events, wake=self.wake
+            api=self.api,
+            cache=self.cache,
+            writes=self.writes,
+            events=self.events,
+            wake=self.wake,
+            pdb=self.config.preemption.pdb,
         )
         self._wake = asyncio.Event()
         self._was_leader = False

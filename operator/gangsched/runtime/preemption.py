@@ -16,6 +16,10 @@ Contract:
   - `plan.nominations` set `status.nominatedNodeName`, `plan.nomination_clears` clear it (both coalesced:
     k8s/writes.py `nominate`); so does a binding of a pod this replica nominated or whose status shows a
     nomination, so that a nomination written late never outlives the binding.
+  - `pdb="prefer"` (config `preemption.pdb`): a victim the cache knows a PodDisruptionBudget protects (the core
+    chose it only as a last resort) is deleted instead (`KubeApi.delete_pod`, a UID precondition), and so is a
+    victim whose eviction a budget refuses (429 "... disruption budget ...", not API throttling); `deleted`
+    counts them. `respect` (default): never deleted.
 - `clear_nominations(pod_keys)`: clears status.nominatedNodeName (stale nominations found at restore).
 - PodDisruptionBudgets go straight to the cache (`ClusterCache.on_pdb`): protection is computed there from
   the PDB's status and selector, with no API call.
@@ -64,6 +68,7 @@ class Preemptions:
         cooldown_max: float = 120.0,
         jitter: float = 0.2,
         rng: random.Random | None = None,
+        pdb: str = "respect",
     ) -> None:
         self._api = api
         self._cache = cache
@@ -85,6 +90,8 @@ class Preemptions:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.evicted = 0  # evictions the API accepted (the tests' witness)
         self.refused = 0
+        self.pdb = pdb  # "respect" | "prefer" (see the module docstring)
+        self.deleted = 0  # victims deleted past their PodDisruptionBudget (pdb: prefer)
         self._nominated: set[str] = set()  # pods whose nominatedNodeName this replica set and has not cleared
 
     def carry_out(self, plan: Plan) -> None:
@@ -134,6 +141,9 @@ class Preemptions:
             await asyncio.sleep(until - loop.time())
             if not self._waiting(key):
                 return
+        if self.pdb == "prefer" and key in self._cache.cluster.protected:
+            await self._delete(key)
+            return
         deadline = loop.time() + self.retry_window
         backoff = self.initial_backoff
         message = ""
@@ -156,6 +166,9 @@ class Preemptions:
                     break
                 if exc.status == 429:
                     self.throttled += 1
+                    if self.pdb == "prefer" and "disruption budget" in exc.message and self._waiting(key):
+                        await self._delete(key)
+                        return
                 retry_after = exc.retry_after
             except asyncio.CancelledError:
                 raise
@@ -187,6 +200,24 @@ class Preemptions:
             f"preemption could not evict it: {message}; the scheduler chooses again",
         )
         self._wake()
+
+    async def _delete(self, key: str) -> None:
+        """Delete a victim past its PodDisruptionBudget (pdb: prefer); gone already or re-created: nothing to do."""
+        ns, name = _split(key)
+        pod = self._cache.cluster.pods.get(key)
+        if pod is None:
+            return
+        try:
+            self.requests += 1
+            await self._api.delete_pod(ns, name, uid=pod.uid)
+            self.deleted += 1
+        except ApiError as exc:
+            if exc.status in (404, 409):
+                self.already_gone += 1
+                return
+            log.info("deleting victim %s failed: %s", key, exc.message)
+            self._cache.cluster.eviction_failed(key)
+            self._wake()
 
     async def drain(self) -> None:
         while self._tasks:

@@ -63,6 +63,7 @@ from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
 from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
+from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.status import GangStatusBook
 
@@ -224,8 +225,9 @@ class ClusterCache:
         fingerprint = pod_fingerprint(meta, spec)
         previous = self.cluster.pods.get(key)
         leaving = meta.get("deletionTimestamp") is not None
+        deadline = _deletion_deadline(meta) if leaving else None
         if leaving or key in self.cluster.leaving:
-            self.cluster.set_leaving(key, leaving)
+            self.cluster.set_leaving(key, leaving, deadline)
         if previous is not None and self._fingerprints.get(key) == fingerprint:
             quick = pod_with_status(previous, spec, obj.get("status"))
             if quick is not None:  # only nodeName / status moved: no need to parse the pod again
@@ -261,7 +263,7 @@ class ClusterCache:
                 sources.decl_pod = key
         self._apply_pod(key, meta, previous, record, notify=notify)
         if leaving and previous is None:  # (set_leaving above ignored a pod the SchedulerState did not know yet)
-            self.cluster.set_leaving(key, True)
+            self.cluster.set_leaving(key, True, deadline)
         if decl is not None:
             self._refresh_gang(decl.key)
         return key
@@ -723,3 +725,13 @@ class ClusterCache:
     def set_topology(self, tree: TopologyTree | None) -> None:
         self.cluster.set_topology(tree)
         self.on_change()
+
+
+def _deletion_deadline(meta: dict[str, Any]) -> float | None:
+    """metadata.deletionTimestamp as epoch seconds (the apiserver sets it to the deletion time plus the grace
+    period: the pod is gone by then), rounded up to the next second (the field has second precision); None when
+    unreadable."""
+    try:
+        return parse_time(meta.get("deletionTimestamp"), field="metadata.deletionTimestamp") + 1.0
+    except InvalidField:
+        return None

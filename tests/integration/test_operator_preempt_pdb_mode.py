@@ -1,0 +1,101 @@
+"""`preemption.pdb: respect|prefer` (issue 13 item 7): PodDisruptionBudgets as kube-scheduler treats them.
+
+Both modes prefer victims whose eviction violates no budget (kube-scheduler: pkg/scheduler/framework/preemption/
+preemption.go `pickOneNodeForPreemption`, fewest PDB violations first; `filterPodsWithPDBViolation`). `respect`
+(the default) sends every victim through the Eviction API, which refuses a protected one with 429
+(pkg/registry/core/pod/storage/eviction.go): the preemptor then does without it. `prefer` is kube-scheduler's own
+behaviour: a budget is only a preference and a victim it protects is deleted as a last resort
+(`prepareCandidate` deletes victims, it never evicts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from gangsched.core.errors import InvalidField
+from gangsched.k8s.client import KubeClient
+from gangsched.models.config import config_from_mapping
+from gangsched.sim.serve import Cluster, running_cluster
+from tests.integration.harness import bound, create, eventually, on_replica, pod, podgroup, pods, replica
+
+NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+PRIORITY_CLASSES = [
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+]
+PDB: dict[str, Any] = {
+    "apiVersion": "policy/v1",
+    "kind": "PodDisruptionBudget",
+    "metadata": {"name": "a", "namespace": "default"},
+    "spec": {"selector": {"matchLabels": {"app": "a"}}, "minAvailable": 2},
+}
+
+
+@pytest.fixture
+async def three() -> AsyncIterator[Cluster]:
+    async with running_cluster(nodes=3, node_resources=NODE) as cluster:
+        await create(cluster.client, *PRIORITY_CLASSES)
+        yield cluster
+
+
+def gang(name: str, n: int, *, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)]
+    return [podgroup(name, min_member=n), *members]
+
+
+async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
+    return got if len(got) == n else None
+
+
+async def test_prefer_deletes_a_protected_victim_only_as_a_last_resort(three: Cluster) -> None:
+    """a (2 pods, protected) and b (1 pod, free): high needing 1 node takes b; top needing 3 takes a, deleted."""
+    k = three.client
+    async with replica(three.kubeconfig, preemption={"pdb": "prefer"}) as op:
+        await create(k, *gang("a", 2, pc="best-effort", labels={"app": "a"}), *gang("b", 1, pc="best-effort"))
+        await eventually(lambda: placed(k, "a", 2), what="a bound")
+        await eventually(lambda: placed(k, "b", 1), what="b bound")
+        await create(k, PDB)
+        await eventually(
+            lambda: _async(on_replica(op, lambda: "default/a-0" in op.cluster.protected)), what="a protected"
+        )
+        await create(k, *gang("high", 1, pc="guarantee"))
+        await eventually(lambda: placed(k, "high", 1), what="high bound")
+        assert len(await placed(k, "a", 2) or {}) == 2 and op.preemptions.deleted == 0
+        await create(k, *gang("top", 2, pc="guarantee"))
+        await eventually(lambda: placed(k, "top", 2), timeout=30, what="top bound past a's budget")
+        assert on_replica(op, lambda: op.preemptions.deleted) == 2
+        assert on_replica(op, lambda: op.preemptions.refused) == 0
+
+
+async def test_respect_never_deletes(three: Cluster) -> None:
+    k = three.client
+    async with replica(three.kubeconfig) as op:
+        on_replica(op, lambda: setattr(op.preemptions, "retry_window", 1.0))
+        await create(k, *gang("a", 3, pc="best-effort", labels={"app": "a"}))
+        await eventually(lambda: placed(k, "a", 3), what="a bound")
+        await create(k, {**PDB, "spec": {**PDB["spec"], "minAvailable": 3}})
+        await eventually(
+            lambda: _async(on_replica(op, lambda: "default/a-0" in op.cluster.protected)), what="a protected"
+        )
+        await create(k, *gang("top", 1, pc="guarantee"))
+        await eventually(
+            lambda: _async(on_replica(op, lambda: op.preemptions.refused >= 1)), timeout=30, what="refused"
+        )
+        assert op.preemptions.deleted == 0
+        assert len(await placed(k, "a", 3) or {}) == 3
+        assert three.server.request_counts[("DELETE", "pods")] == 0
+
+
+def test_the_setting_is_validated() -> None:
+    assert config_from_mapping({}).preemption.pdb == "respect"
+    assert config_from_mapping({"preemption": {"pdb": "prefer"}}).preemption.pdb == "prefer"
+    with pytest.raises(InvalidField, match=r"preemption\.pdb"):
+        config_from_mapping({"preemption": {"pdb": "always"}})
+
+
+async def _async(value: bool) -> bool:
+    return value
