@@ -58,7 +58,8 @@ async def test_strict_gang_of_two_sizes_binds_the_quorum_that_fits(one_node: Clu
 
 
 async def test_roles_quorum_places_every_role(three_gpus: Cluster) -> None:
-    """1 ps + 2 workers needed, room for 3 pods, 3 workers ahead of the ps in rank order (by name): 1 ps + 2 workers are bound."""
+    """1 ps + 2 workers needed, room for 3 pods, 3 workers ahead of the ps in rank order (by name): 1 ps + 2
+    workers are bound."""
     k = three_gpus.client
     async with replica(three_gpus.kubeconfig):
         roles = [{"name": "ps", "minMember": 1}, {"name": "worker", "minMember": 2}]
