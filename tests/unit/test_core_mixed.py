@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.quorum import Candidate, Group, search
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
+from gangsched.core.topology import Domain, TopologyTree
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
@@ -238,3 +239,58 @@ def test_search_never_returns_an_invalid_quorum(
     for cand in cands:
         for r, v in used.get(cand.name, Counter()).items():
             assert v <= cand.free.get(r, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Item 4: gangs of several scheduling classes use the topology tier ladder (issue 13 "Why": "Topology is dropped
+# for gangs with more than one scheduling class (MPI launcher + workers ...)").
+
+
+def _two_tors(c: SchedulerState) -> None:
+    add_nodes(c, 4, gpu=8, cpu="16")
+    tree = TopologyTree.from_domains(
+        [
+            Domain(1, "tor-a", parents=("spine",), children=("n0", "n1")),
+            Domain(1, "tor-b", parents=("spine",), children=("n2", "n3")),
+            Domain(2, "spine"),
+        ]
+    )
+    c.set_topology(tree)
+
+
+def _launcher_and_workers(c: SchedulerState, mode: TopologyMode, workers: int) -> list[str]:
+    c.upsert_gang(GangSpec("default", "mpi", 1 + workers, network_topology=NetworkTopology(mode, 1)))
+    keys = [add_pod(c, "mpi-launcher", gang="default/mpi", rank=0, cpu="2")]
+    keys += [add_pod(c, f"mpi-w{i}", gang="default/mpi", rank=1 + i, gpu=4, cpu="1") for i in range(workers)]
+    return keys
+
+
+def test_hard_tier1_gang_of_two_classes_stays_in_one_tor() -> None:
+    """Launcher (cpu only) + 4 workers of 4 GPUs, hard tier 1, tor-a partly used: all in tor-b, tier 1."""
+    c = SchedulerState()
+    _two_tors(c)
+    add_pod(c, "blocker", gpu=8, node="n0", phase="Running")
+    keys = _launcher_and_workers(c, TopologyMode.HARD, 4)
+    plan = step(c, CFG, 0.0)
+    assert sorted(k for k, _ in plan.bindings) == sorted(keys)
+    assert {node for _, node in plan.bindings} <= {"n2", "n3"}
+    assert plan.gang_status["default/mpi"].tier == 1
+
+
+def test_hard_tier1_gang_of_two_classes_waits_when_no_tor_holds_it() -> None:
+    c = SchedulerState()
+    _two_tors(c)
+    _launcher_and_workers(c, TopologyMode.HARD, 5)  # 20 GPUs: more than a tor's 16
+    plan = step(c, CFG, 0.0)
+    assert not plan.bindings
+    message = plan.gang_status["default/mpi"].message
+    assert "no domain of tier <= 1 can hold the gang's 6 members" in message, message
+
+
+def test_soft_gang_of_two_classes_reports_the_tier_it_got() -> None:
+    c = SchedulerState()
+    _two_tors(c)
+    keys = _launcher_and_workers(c, TopologyMode.SOFT, 5)
+    plan = step(c, CFG, 0.0)
+    assert sorted(k for k, _ in plan.bindings) == sorted(keys)
+    assert plan.gang_status["default/mpi"].tier == 2

@@ -3,8 +3,9 @@
 Contract: `place(session, spec, pods, partial=..., held=...) -> (placed, shortfalls, tier)` takes capacity in the
 session's workspace for every pod placed; the caller records the placements (or rolls back). `held` counts the
 roles of the gang's bound and reserved members.
-- Topology (the gang spec has network_topology, the state a tree, the pods one scheduling class):
-  core.topology.place on per-node capacity; pods are taken in the given (rank) order.
+- Topology (the gang spec has network_topology, the state a tree): one scheduling class, core.topology.place on
+  per-node capacity, pods taken in the given (rank) order; several classes, core/topology_mixed.py (the same
+  whole-gang tier ladder, groupSize ignored).
 - A gang whose pods have several scheduling classes, or whose spec has roles: core/quorum_placement.py, a
   quorum whenever one exists on the free capacity (exact search up to 8 classes x 64 candidate nodes and a step
   budget, greedy beyond: core/quorum.py), every role's minimum met.
@@ -28,6 +29,7 @@ from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession
 from gangsched.core.topology import TopologyPlacement, TopologyTree
 from gangsched.core.topology import place as place_in_tree
+from gangsched.core.topology_mixed import place_mixed_topology
 
 __all__ = ["Outcome", "Placed", "nominated_fit", "place"]
 
@@ -46,10 +48,13 @@ def place(
     for pod in pods:
         by_class.setdefault(pod.sclass.id, []).append(pod)
     tree = session.store.topology
-    if tree is not None and spec is not None and spec.network_topology is not None and len(by_class) == 1:
-        return _place_topology(session, tree, spec, pods)
+    held = held if held is not None else Counter()
+    if tree is not None and spec is not None and spec.network_topology is not None:
+        if len(by_class) == 1:
+            return _place_topology(session, tree, spec, pods)
+        return place_mixed_topology(session, tree, spec, pods, held)
     if spec is not None and (len(by_class) > 1 or spec.roles):
-        return place_quorum(session, spec, pods, held if held is not None else Counter())
+        return place_quorum(session, spec, pods, held)
     placed, short, _ = place_batches(session, list(by_class.values()), partial=partial)
     return placed, short, None
 

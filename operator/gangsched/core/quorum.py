@@ -12,6 +12,8 @@ Contract: `search(classes, groups, demands, need, nodes) -> SearchResult`.
 - Bound (`exact`): the search is exact (complete: it finds a quorum whenever one exists on the given capacity)
   for at most MAX_CLASSES classes, MAX_NODES candidate nodes and SEARCH_BUDGET search steps; beyond, it gives
   up at once (`exact=False`, the caller falls back to a greedy placement).
+- `first_fit(classes, counts, nodes)`: the greedy check beyond the bound: every pod by first fit, classes in the
+  given order (the caller passes the larger first), or None.
 Method: a branch-and-bound over how many pods of each group to take (any valid quorum contains one of exactly
 `need` pods, and feasibility is downward-closed, so partial count vectors that do not fit are pruned), each count
 vector checked exactly against the nodes by a depth-first search over nodes taking a maximal combination of pods
@@ -199,3 +201,27 @@ def search(
         return SearchResult(None, exact=True)
     assignment = [(nodes[i].name, c, k) for i, c, k in found]
     return SearchResult(Quorum(tuple(taken), assignment), exact=True)
+
+
+def first_fit(
+    classes: Sequence[Mapping[str, int]], counts: Sequence[int], nodes: Sequence[Candidate]
+) -> Assignment | None:
+    """Every pod placed by first fit, classes in the given order, nodes in order; None when some pod is left."""
+    free = [dict(n.free) for n in nodes]
+    out: Assignment = []
+    for c, req in enumerate(classes):
+        left = counts[c]
+        for node, room in zip(nodes, free, strict=True):
+            if not left:
+                break
+            if c not in node.allowed:
+                continue
+            k = min([left] + [max(room.get(r, 0), 0) // q for r, q in req.items() if q > 0])
+            if k:
+                for r, q in req.items():
+                    room[r] = room.get(r, 0) - q * k
+                out.append((node.name, c, k))
+                left -= k
+        if left:
+            return None
+    return out

@@ -37,7 +37,7 @@ def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], h
     session.workspace.rollback(mark)
     demands = {role: m - held.get(role, 0) for role, m in spec.roles if m > held.get(role, 0)}
     need = max(spec.min_member - sum(held.values()), sum(demands.values()))
-    classes = sorted({pod.sclass.id: pod.sclass for pod in pods}.values(), key=_size, reverse=True)
+    classes = class_order(pods)
     index = {cls.id: i for i, cls in enumerate(classes)}
     grouped: dict[tuple[int, str | None], list[PodRecord]] = {}
     for pod in pods:
@@ -60,6 +60,11 @@ def quorum_met(spec: GangSpec, held: Counter[str | None], placed: Placed) -> boo
     counts = Counter(held)
     counts.update(pod.role for pod, _ in placed)
     return counts.total() >= spec.min_member and all(counts.get(role, 0) >= m for role, m in spec.roles)
+
+
+def class_order(pods: list[PodRecord]) -> list[SchedulingClass]:
+    """The pods' scheduling classes, larger first."""
+    return sorted({pod.sclass.id: pod.sclass for pod in pods}.values(), key=_size, reverse=True)
 
 
 def _size(cls: SchedulingClass) -> tuple[int, int, int]:
