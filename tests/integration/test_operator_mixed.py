@@ -93,3 +93,34 @@ async def test_message_names_the_role_that_does_not_fit(three_gpus: Cluster) -> 
         text = await eventually(message, what="a message naming the role")
         assert "role ps: 0 of minimum 1 placeable" in text, text
         assert bound(await pods(k)) == {}
+
+
+async def test_launcher_and_workers_stay_in_one_unit_under_hard_tier1() -> None:
+    """Issue 13 "Why": a hard tier-1 gang of several scheduling classes (MPI launcher + workers) was placed across
+    tiers with TIER empty; now it stays in one unit and the PodGroup reports placedTier 1."""
+    tree = [
+        {"layer": 2, "name": "leaf0", "children": ["unit0", "unit1"]},
+        {"layer": 1, "name": "unit0", "parents": ["leaf0"], "children": ["n0", "n1", "n2"]},
+        {"layer": 1, "name": "unit1", "parents": ["leaf0"], "children": ["n3", "n4"]},
+    ]
+    node = {"cpu": "16", "memory": "64Gi", "nvidia.com/gpu": "8", "pods": "110"}
+    tiers = ["topology.gangsched.io/tier-1", "topology.gangsched.io/tier-2"]
+    async with running_cluster(nodes=0, node_resources=node, topology=tree) as cluster:
+        k = cluster.client
+        async with replica(cluster.kubeconfig, topology={"nodeLabelTiers": tiers}):
+            hard = {"mode": "hard", "highestTierAllowed": 1}
+            await create(
+                k,
+                podgroup("mpi", min_member=6, networkTopology=hard),
+                pod("mpi-launcher", group="mpi", cpu="2"),
+                *(pod(f"mpi-worker-{i}", group="mpi", gpu=4) for i in range(5)),  # 20 GPUs: only unit0 holds them
+            )
+            placed = await eventually(lambda: _bound_count(k, 6), what="the gang bound")
+            assert set(placed.values()) <= {"n0", "n1", "n2"}, placed
+
+            async def tier() -> int | None:
+                pg = await get_podgroup(k, "mpi")
+                value = (pg or {}).get("status", {}).get("placedTier")
+                return value if isinstance(value, int) else None
+
+            assert await eventually(tier, what="placedTier") == 1
