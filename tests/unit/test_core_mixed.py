@@ -246,16 +246,19 @@ def test_search_never_returns_an_invalid_quorum(
 # for gangs with more than one scheduling class (MPI launcher + workers ...)").
 
 
-def _two_tors(c: SchedulerState) -> None:
-    add_nodes(c, 4, gpu=8, cpu="16")
-    tree = TopologyTree.from_domains(
+def _tree() -> TopologyTree:
+    return TopologyTree.from_domains(
         [
             Domain(1, "tor-a", parents=("spine",), children=("n0", "n1")),
             Domain(1, "tor-b", parents=("spine",), children=("n2", "n3")),
             Domain(2, "spine"),
         ]
     )
-    c.set_topology(tree)
+
+
+def _two_tors(c: SchedulerState) -> None:
+    add_nodes(c, 4, gpu=8, cpu="16")
+    c.set_topology(_tree())
 
 
 def _launcher_and_workers(c: SchedulerState, mode: TopologyMode, workers: int) -> list[str]:
@@ -294,3 +297,27 @@ def test_soft_gang_of_two_classes_reports_the_tier_it_got() -> None:
     plan = step(c, CFG, 0.0)
     assert sorted(k for k, _ in plan.bindings) == sorted(keys)
     assert plan.gang_status["default/mpi"].tier == 2
+
+
+def test_hard_topology_is_never_dropped_when_no_topology_is_known() -> None:
+    """Issue 13 item 4: `hard` is never dropped; with no topology known the gang waits and says why."""
+    c = SchedulerState()
+    add_nodes(c, 4, gpu=8)
+    _launcher_and_workers(c, TopologyMode.HARD, 2)
+    plan = step(c, CFG, 0.0)
+    assert not plan.bindings
+    status = plan.gang_status["default/mpi"]
+    assert "hard network topology requested but no topology is known" in status.message, status.message
+    assert any(e.type == "Warning" and "no topology is known" in e.message for e in plan.events)
+
+
+def test_hard_gang_retries_as_soon_as_a_topology_is_known() -> None:
+    """The gang backed off for want of a topology is tried again when one arrives (not after its backoff)."""
+    c = SchedulerState()
+    keys = _launcher_and_workers(c, TopologyMode.HARD, 2)
+    add_nodes(c, 4, gpu=8, cpu="16")
+    assert not step(c, CFG, 0.0).bindings
+    c.set_topology(_tree())
+    plan = step(c, CFG, 0.1)
+    assert sorted(k for k, _ in plan.bindings) == sorted(keys)
+    assert plan.gang_status["default/mpi"].tier == 1

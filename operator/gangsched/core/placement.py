@@ -5,7 +5,7 @@ session's workspace for every pod placed; the caller records the placements (or 
 roles of the gang's bound and reserved members.
 - Topology (the gang spec has network_topology, the state a tree): one scheduling class, core.topology.place on
   per-node capacity, pods taken in the given (rank) order; several classes, core/topology_mixed.py (the same
-  whole-gang tier ladder, groupSize ignored).
+  whole-gang tier ladder, groupSize ignored). `hard` with no topology known places nothing (the shortfall says so).
 - A gang whose pods have several scheduling classes, or whose spec has roles: core/quorum_placement.py, a
   quorum whenever one exists on the free capacity (exact search up to 8 classes x 64 candidate nodes and a step
   budget, greedy beyond: core/quorum.py), every role's minimum met.
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gangsched.core.gangs import GangState
-from gangsched.core.gangspec import GangSpec
+from gangsched.core.gangspec import GangSpec, TopologyMode
 from gangsched.core.messages import Shortfall
 from gangsched.core.pickers import Outcome, Placed, place_batches
 from gangsched.core.quorum_placement import place_quorum
@@ -32,6 +32,8 @@ from gangsched.core.topology import place as place_in_tree
 from gangsched.core.topology_mixed import place_mixed_topology
 
 __all__ = ["Outcome", "Placed", "nominated_fit", "place"]
+
+NO_TOPOLOGY_HINT = "the ConfigMap gangsched-topology or topology.nodeLabelTiers"
 
 
 def place(
@@ -49,6 +51,10 @@ def place(
         by_class.setdefault(pod.sclass.id, []).append(pod)
     tree = session.store.topology
     held = held if held is not None else Counter()
+    network = spec.network_topology if spec is not None else None
+    if tree is None and network is not None and network.mode == TopologyMode.HARD:
+        why = f"topology: hard network topology requested but no topology is known ({NO_TOPOLOGY_HINT})"
+        return [], [Shortfall(ms[0].sclass, len(ms), 0, why) for ms in by_class.values()], None
     if tree is not None and spec is not None and spec.network_topology is not None:
         if len(by_class) == 1:
             return _place_topology(session, tree, spec, pods)

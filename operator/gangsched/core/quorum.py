@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 MAX_CLASSES = 8
 MAX_NODES = 64
-SEARCH_BUDGET = 20_000
+SEARCH_BUDGET = 10_000  # about 50 ms of search at worst
 
 Need = tuple[int, ...]  # pods still to place, per class
 Assignment = list[tuple[str, int, int]]  # (node, class, count)

@@ -159,6 +159,8 @@ class SchedulerState:
         self.store.set_satisfied(key)
 
     def set_topology(self, tree: TopologyTree | None) -> None:
+        if tree != self.store.topology:
+            self.store.bump_freed()  # a new tree may give a waiting topology gang its room: backed-off units retry
         self.store.topology = tree
 
     def set_protected(self, pod_key: str, flag: bool) -> None:
