@@ -321,3 +321,36 @@ def test_hard_gang_retries_as_soon_as_a_topology_is_known() -> None:
     plan = step(c, CFG, 0.1)
     assert sorted(k for k, _ in plan.bindings) == sorted(keys)
     assert plan.gang_status["default/mpi"].tier == 1
+
+
+def _satisfied_tier1_gang(c: SchedulerState, mode: TopologyMode) -> list[str]:
+    """A satisfied 2-member gang of 4-GPU pods in tor-b (tor-a is taken by blockers on n0 but has n1 free)."""
+    _two_tors(c)
+    add_pod(c, "blocker", gpu=8, node="n0", phase="Running")
+    add_pod(c, "blocker2", gpu=8, node="n1", phase="Running")
+    c.upsert_gang(GangSpec("default", "g", 2, network_topology=NetworkTopology(mode, 1)))
+    keys = [add_pod(c, f"g-{i}", gang="default/g", rank=i, gpu=8) for i in range(2)]
+    plan = step(c, CFG, 0.0)
+    assert {node for _, node in plan.bindings} == {"n2", "n3"}
+    return keys
+
+
+def test_replacement_of_a_hard_gang_stays_in_its_domain() -> None:
+    """Issue 13 "Why": a replacement of a hard tier-1 gang landed in another unit. Now it waits for room in tor-b
+    although tor-a has room again."""
+    c = SchedulerState()
+    _satisfied_tier1_gang(c, TopologyMode.HARD)
+    c.remove_pod("default/blocker2")  # n1 (tor-a) is free again
+    add_pod(c, "g-late", gang="default/g", rank=2, gpu=4)
+    plan = step(c, CFG, 1.0)
+    assert not plan.bindings
+    assert any("no room left in the gang's tier-1 domain tor-b" in e.message for e in plan.events), plan.events
+
+
+def test_replacement_of_a_soft_gang_goes_near_it() -> None:
+    c = SchedulerState()
+    _satisfied_tier1_gang(c, TopologyMode.SOFT)
+    c.remove_pod("default/blocker2")
+    add_pod(c, "g-late", gang="default/g", rank=2, gpu=4)
+    plan = step(c, CFG, 1.0)
+    assert plan.bindings == [("default/g-late", "n1")]  # tor-b is full: the nearest room, in the spine

@@ -13,7 +13,8 @@ Contract (over a CycleSession):
   everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
-  members, replacements): placed as ordinary pods, without the gang rules.
+  members, replacements): placed as ordinary pods, without the gang rules (a gang's topology still applies:
+  core/late_members.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.late_members import place_near_gang
 from gangsched.core.messages import (
     Shortfall,
     backoff,
@@ -279,7 +281,9 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang."""
-    placed, short, _ = place(session, None, pods, partial=True)
+    placed, short, _ = (
+        place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
+    )
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)
