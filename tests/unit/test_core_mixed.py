@@ -354,3 +354,13 @@ def test_replacement_of_a_soft_gang_goes_near_it() -> None:
     add_pod(c, "g-late", gang="default/g", rank=2, gpu=4)
     plan = step(c, CFG, 1.0)
     assert plan.bindings == [("default/g-late", "n1")]  # tor-b is full: the nearest room, in the spine
+
+
+def test_soft_topology_with_no_topology_known_is_said() -> None:
+    """Issue 13 "Why": a gang asking for topology when none is known was placed without a word."""
+    c = SchedulerState()
+    add_nodes(c, 4, gpu=8)
+    keys = _launcher_and_workers(c, TopologyMode.SOFT, 2)
+    plan = step(c, CFG, 0.0)
+    assert sorted(k for k, _ in plan.bindings) == sorted(keys)
+    assert any(e.type == "Warning" and e.reason == "TopologyUnknown" for e in plan.events), plan.events

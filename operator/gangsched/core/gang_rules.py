@@ -230,6 +230,9 @@ def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None
     status = GangStatus(count, 0, len(members.pending), "Scheduled", message, tier)
     report_status(session, gang, status)
     event(session, "PodGroup", gang.key, "Normal", "Scheduled", message)
+    if gang.spec is not None and gang.spec.network_topology is not None and session.store.topology is None:
+        why = "soft networkTopology not applied: no topology is known"  # hard never gets here (core/placement.py)
+        event(session, "PodGroup", gang.key, "Warning", "TopologyUnknown", why)
 
 
 def _group_ready(session: CycleSession, gang: GangState, spec: GangSpec) -> list[GangState] | None:
