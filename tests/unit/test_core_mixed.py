@@ -364,3 +364,42 @@ def test_soft_topology_with_no_topology_known_is_said() -> None:
     plan = step(c, CFG, 0.0)
     assert sorted(k for k, _ in plan.bindings) == sorted(keys)
     assert any(e.type == "Warning" and e.reason == "TopologyUnknown" for e in plan.events), plan.events
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    gpus=st.lists(st.integers(0, 8), min_size=4, max_size=4),
+    classes=st.lists(st.tuples(st.integers(0, 6), st.integers(1, 4)), min_size=2, max_size=3),
+    pods=st.lists(st.integers(0, 2), min_size=2, max_size=6),
+)
+def test_hard_tier1_mixed_gang_fits_one_tor_iff_it_is_bound(
+    gpus: list[int], classes: list[tuple[int, int]], pods: list[int]
+) -> None:
+    """Every member within one tier-1 domain, never across; bound whenever some tor holds them all (brute force)."""
+    c = SchedulerState()
+    for i, gpu in enumerate(gpus):
+        add_nodes(c, 1, prefix=f"n{i}", gpu=gpu, cpu="8")  # n00 n10 n20 n30
+    tree = TopologyTree.from_domains(
+        [
+            Domain(1, "tor-a", parents=("spine",), children=("n00", "n10")),
+            Domain(1, "tor-b", parents=("spine",), children=("n20", "n30")),
+            Domain(2, "spine"),
+        ]
+    )
+    c.set_topology(tree)
+    c.upsert_gang(GangSpec("default", "g", len(pods), network_topology=NetworkTopology(TopologyMode.HARD, 1)))
+    keys = []
+    for i, cls in enumerate(pods):
+        gpu, cpu = classes[cls % len(classes)]
+        keys.append(add_pod(c, f"p{i}", gang="default/g", rank=i, gpu=gpu, cpu=str(cpu)))
+    reqs = [c.pods[k].requests for k in keys]
+    spec = c.gangs["default/g"].spec
+    assert spec is not None
+    fits = any(
+        _quorum_exists(reqs, [None] * len(keys), [dict(c.nodes[n].allocatable) for n in tor], spec)
+        for tor in (("n00", "n10"), ("n20", "n30"))
+    )
+    plan = step(c, CFG, 0.0)
+    nodes = {node for _, node in plan.bindings}
+    assert bool(plan.bindings) == fits, (fits, plan.bindings)
+    assert nodes <= {"n00", "n10"} or nodes <= {"n20", "n30"}
