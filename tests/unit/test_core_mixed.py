@@ -157,7 +157,7 @@ def _quorum_exists(
     return walk(0)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     nodes=st.lists(st.tuples(st.integers(0, 8), st.integers(1, 8)), min_size=1, max_size=3),
     classes=st.lists(st.tuples(st.integers(0, 6), st.integers(1, 4)), min_size=1, max_size=3),

@@ -4,14 +4,14 @@ whenever one exists on the free capacity (within core/quorum.py's bound), every 
 Contract: `place_quorum(session, spec, pods, held) -> (placed, shortfalls, None)` takes capacity in the
 session's workspace for every pod placed (like core/placement.py's `place`); `held` counts the roles of the
 gang's bound and reserved members (their total counts towards minMember).
-1. Fast path: every class in turn (pickers.place_batches, no stop at a class short); kept when all pods fit or
-   the pods placed already make a valid quorum (count >= minMember, every role's minimum).
-2. Otherwise the workspace is rolled back to before step 1 and core/quorum.py searches, exactly within its bound
-   (8 classes x 64 candidate nodes, a step budget), for how many pods of each (class, role) to take and where;
-   the quorum found is placed on those nodes, then the other pods fill what is left (binpack/spread order).
-   The exact step favours feasibility over the scoring strategy: the quorum's own nodes come from the search.
-3. No quorum, or beyond the bound: a greedy placement, quorum-first: the pods each role still needs (rank
-   order), then the larger classes first. Shortfalls are reported per class against all its pods.
+1. Greedy pass, quorum-first: the pods each role still needs (rank order), then the others, larger classes
+   first (extended resources such as GPUs, then cpu, then memory), each class on core/pickers.py's nodes, no
+   stop at a class short. Kept when every pod fits, when the pods placed make a valid quorum (count >=
+   minMember, every role's minimum), or beyond the bound (more than 8 classes or 64 candidate nodes).
+2. Otherwise the workspace is rolled back to before step 1 and core/quorum.py searches exactly (within its
+   step budget) how many pods of each (class, role) to take and where; the quorum found is placed on those
+   nodes, then the other pods fill what is left. The exact step favours feasibility over the scoring strategy.
+   No quorum (or the budget ran out): the greedy pass again. Shortfalls are per class, against all its pods.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections import Counter
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.messages import Shortfall
 from gangsched.core.pickers import Outcome, Placed, place_batches
-from gangsched.core.quorum import MAX_NODES, Candidate, Group, Quorum, search
+from gangsched.core.quorum import MAX_CLASSES, MAX_NODES, Candidate, Group, Quorum, search
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.resources import PODS
 from gangsched.core.session import CycleSession
@@ -30,14 +30,16 @@ _SMALL = ("cpu", "memory", "ephemeral-storage", PODS)
 
 
 def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], held: Counter[str | None]) -> Outcome:
+    demands = {role: m - held.get(role, 0) for role, m in spec.roles if m > held.get(role, 0)}
+    classes = class_order(pods)
+    order = _runs(_quorum_first(pods, demands, classes))
     mark = session.workspace.begin()
-    placed, short, _ = place_batches(session, _batches(pods), partial=True)
-    if not short or quorum_met(spec, held, placed):
+    placed, _, _ = place_batches(session, order, partial=True)
+    short = _shortfalls(pods, placed)
+    if not short or quorum_met(spec, held, placed) or _beyond_bound(session, classes, placed):
         return placed, short, None
     session.workspace.rollback(mark)
-    demands = {role: m - held.get(role, 0) for role, m in spec.roles if m > held.get(role, 0)}
     need = max(spec.min_member - sum(held.values()), sum(demands.values()))
-    classes = class_order(pods)
     index = {cls.id: i for i, cls in enumerate(classes)}
     grouped: dict[tuple[int, str | None], list[PodRecord]] = {}
     for pod in pods:
@@ -45,14 +47,26 @@ def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], h
         grouped.setdefault((index[pod.sclass.id], role), []).append(pod)
     keys = sorted(grouped, key=lambda k: (k[1] is None, k[0]))
     groups = [Group(c, role, len(grouped[(c, role)])) for c, role in keys]
-    nodes = _candidates(session, classes)
-    quorum = None
-    if nodes is not None:
-        quorum = search([cls.requests for cls in classes], groups, demands, need, nodes).quorum
-    if quorum is None:
-        return _greedy(session, pods, demands, classes)
+    quorum = search([cls.requests for cls in classes], groups, demands, need, _candidates(session, classes)).quorum
+    if quorum is None:  # none exists (or the search ran out of steps): the greedy placement again
+        placed, _, _ = place_batches(session, order, partial=True)
+        return placed, _shortfalls(pods, placed), None
     chosen = [pod for g, k in enumerate(quorum.taken) for pod in grouped[keys[g]][:k]]
     return _apply(session, pods, classes, chosen, quorum)
+
+
+def _beyond_bound(session: CycleSession, classes: list[SchedulingClass], placed: Placed) -> bool:
+    """More than MAX_CLASSES classes, or more than MAX_NODES candidate nodes before the greedy pass (the nodes it
+    used and those where some class still fits)."""
+    if len(classes) > MAX_CLASSES:
+        return True
+    nodes = {node for _, node in placed}
+    for cls in classes:
+        for node, _ in session.workspace.view(cls).ordered():
+            nodes.add(node)
+            if len(nodes) > MAX_NODES:
+                return True
+    return len(nodes) > MAX_NODES
 
 
 def quorum_met(spec: GangSpec, held: Counter[str | None], placed: Placed) -> bool:
@@ -91,14 +105,12 @@ def _runs(pods: list[PodRecord]) -> list[list[PodRecord]]:
     return out
 
 
-def _candidates(session: CycleSession, classes: list[SchedulingClass]) -> list[Candidate] | None:
-    """Nodes where at least one class fits (fullest first for the first class), None beyond MAX_NODES."""
+def _candidates(session: CycleSession, classes: list[SchedulingClass]) -> list[Candidate]:
+    """Nodes where at least one class fits (fullest first for the first class)."""
     allowed: dict[str, set[int]] = {}
     for i, cls in enumerate(classes):
         for node, _ in session.workspace.view(cls).ordered():
             allowed.setdefault(node, set()).add(i)
-            if len(allowed) > MAX_NODES:
-                return None
     resources = {r for cls in classes for r in cls.requests}
     out = []
     for node, which in allowed.items():
@@ -135,15 +147,11 @@ def _apply(
     return placed, _shortfalls(pods, placed), None
 
 
-def _greedy(
-    session: CycleSession, pods: list[PodRecord], demands: dict[str, int], classes: list[SchedulingClass]
-) -> Outcome:
-    """Quorum-first: the pods each role still needs, then the larger classes first."""
+def _quorum_first(pods: list[PodRecord], demands: dict[str, int], classes: list[SchedulingClass]) -> list[PodRecord]:
+    """The pods each role still needs (rank order), then the others, larger classes first (rank order within)."""
     first: list[PodRecord] = []
     for role, n in demands.items():
         first.extend([pod for pod in pods if pod.role == role][:n])
     taken = {pod.key for pod in first}
     order = {cls.id: i for i, cls in enumerate(classes)}
-    rest = sorted((pod for pod in pods if pod.key not in taken), key=lambda p: order[p.sclass.id])
-    placed, _, _ = place_batches(session, _runs(first) + _runs(rest), partial=True)
-    return placed, _shortfalls(pods, placed), None
+    return first + sorted((pod for pod in pods if pod.key not in taken), key=lambda p: order[p.sclass.id])
