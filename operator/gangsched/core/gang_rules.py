@@ -19,8 +19,9 @@ Contract (over a CycleSession):
   everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
-  members, replacements): placed as ordinary pods, without the gang rules; a pod without a gang that does not
-  fit preempts lower-priority pods (core/preempt_alone.py, kube-scheduler's DefaultPreemption).
+  members, replacements): placed as ordinary pods, without the gang rules (a gang's topology still applies:
+  core/late_members.py); a pod without a gang that does not fit preempts lower-priority pods
+  (core/preempt_alone.py, kube-scheduler's DefaultPreemption).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.late_members import place_near_gang
 from gangsched.core.messages import (
     Shortfall,
     backoff,
@@ -66,11 +68,22 @@ class _Attempt:
     tier: int | None
     have: int  # bound + reserved + placed
     quorum: bool
+    role_short: str | None  # "role ps: 0 of minimum 1 placeable" when a role's minimum is not met
 
 
-def roles_short(spec: GangSpec, counts: Counter[str | None]) -> str | None:
+def _why(session: CycleSession, spec: GangSpec, attempt: _Attempt) -> str:
+    """What is short: the role, then the size classes, else the count."""
+    parts = [attempt.role_short] if attempt.role_short is not None else []
+    if attempt.short:
+        parts.append(explain(session, attempt.short))
+    return "; ".join(parts) or f"{attempt.have} of minMember {spec.min_member} placed"
+
+
+def roles_short(spec: GangSpec, counts: Counter[str | None], *, placeable: bool = False) -> str | None:
     for role, minimum in spec.roles:
         if counts.get(role, 0) < minimum:
+            if placeable:
+                return f"role {role}: {counts.get(role, 0)} of minimum {minimum} placeable"
             return f"role {role}: {counts.get(role, 0)} of {minimum}"
     return None
 
@@ -169,12 +182,14 @@ def _try_place(
     lower = release_lower_holds(session, gang, pending)  # and lower-priority preemptors' holds do not bind it
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
-        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT)
+        held = members.roles(session.store.pods)
+        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, held=held)
     placed, short, tier = outcome
     have = len(members.bound) + len(members.reserved) + len(placed)
     new = [pod for pod, _ in placed]
-    quorum = have >= spec.min_member and roles_short(spec, members.roles(session.store.pods, new)) is None
-    return _Attempt(mark, lower, placed, short, tier, have, quorum)
+    role_short = roles_short(spec, members.roles(session.store.pods, new), placeable=True)
+    quorum = have >= spec.min_member and role_short is None
+    return _Attempt(mark, lower, placed, short, tier, have, quorum, role_short)
 
 
 def _reclaim(
@@ -206,7 +221,7 @@ def _strict_failure(
         session.release(pod_key, node)
     if gang.first_reserved is not None:
         session.set_wait_start(gang.key, None)
-    why = explain(session, attempt.short) if attempt.short else f"{attempt.have} of minMember {spec.min_member} placed"
+    why = _why(session, spec, attempt)
     message = (
         f"Strict gang cannot reach its quorum ({len(members.bound)} bound + {len(attempt.placed)} fit of "
         f"minMember {spec.min_member}): {why}"
@@ -235,7 +250,7 @@ def _nonstrict_progress(
     alive: int,
 ) -> None:
     session.reserve([(pod.key, node) for pod, node in attempt.placed])
-    why = explain(session, attempt.short) if attempt.short else f"{attempt.have} of minMember {spec.min_member} placed"
+    why = _why(session, spec, attempt)
     message = f"holding {attempt.have} of minMember {spec.min_member}: {why}"
     fail(
         session,
@@ -281,6 +296,9 @@ def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None
     status = GangStatus(count, 0, len(members.pending), "Scheduled", message, tier)
     report_status(session, gang, status)
     event(session, "PodGroup", gang.key, "Normal", "Scheduled", message)
+    if gang.spec is not None and gang.spec.network_topology is not None and session.store.topology is None:
+        why = "soft networkTopology not applied: no topology is known"  # hard never gets here (core/placement.py)
+        event(session, "PodGroup", gang.key, "Warning", "TopologyUnknown", why)
 
 
 def _group_ready(session: CycleSession, gang: GangState, spec: GangSpec) -> list[GangState] | None:
@@ -339,7 +357,9 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     mark = session.checkpoint()
     if gang is None:
         release_nominations(session, pods)  # a preemptor's held node is its own to use
-    placed, short, _ = place(session, None, pods, partial=True)
+    placed, short, _ = (
+        place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
+    )
     if gang is None and short and not placed and not pods[0].sclass.host_ports:  # the search frees no ports
         session.rollback(mark)
         if preempt_alone(session, unit, pods[0]):

@@ -1,12 +1,17 @@
 """Placement of pods on the cycle's workspace: which node each pod goes to.
 
-Contract: `place(session, spec, pods, partial=...) -> (placed, shortfalls, tier)` takes capacity in the
-session's workspace for every pod placed; the caller records the placements (or rolls back).
-- Topology (the gang spec has network_topology, the state a tree, the pods one scheduling class):
-  core.topology.place on per-node capacity; pods are taken in the given (rank) order.
-- Otherwise, per scheduling class, nodes come from ClassIndex buckets (core/capacity.py): binpack takes the
-  fullest node that fits as many as it can; spread deals one pod per node round the emptiest nodes;
-  preferred affinity and PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
+Contract: `place(session, spec, pods, partial=..., held=...) -> (placed, shortfalls, tier)` takes capacity in the
+session's workspace for every pod placed; the caller records the placements (or rolls back). `held` counts the
+roles of the gang's bound and reserved members.
+- Topology (the gang spec has network_topology, the state a tree): one scheduling class, core.topology.place on
+  per-node capacity, pods taken in the given (rank) order; several classes, core/topology_mixed.py (the same
+  whole-gang tier ladder, groupSize ignored). `hard` with no topology known places nothing (the shortfall says so).
+- A gang whose pods have several scheduling classes, or whose spec has roles: core/quorum_placement.py, a
+  quorum whenever one exists on the free capacity (exact search up to 8 classes x 64 candidate nodes and a step
+  budget, greedy beyond: core/quorum.py), every role's minimum met.
+- Otherwise (one class, or pods without a gang), core/pickers.py: binpack takes the fullest node that fits as
+  many as it can; spread deals one pod per node round the emptiest nodes; preferred affinity and
+  PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
 - Node filters (core/filters.py, e.g. host ports) are part of the per-node fit counts of the class views, and
   every placement takes the class's host ports in the workspace, so members placed in the same cycle see them.
 - `nominated_fit(session, gang, pending)`: every pending member is nominated and its nominated node now has
@@ -17,76 +22,49 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gangsched.core.capacity import ClassView
 from gangsched.core.gangs import GangState
-from gangsched.core.gangspec import GangSpec
+from gangsched.core.gangspec import GangSpec, TopologyMode
 from gangsched.core.messages import Shortfall
-from gangsched.core.records import PodRecord, SchedulingClass
+from gangsched.core.pickers import Outcome, Placed, place_batches
+from gangsched.core.quorum_placement import place_quorum
+from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession
 from gangsched.core.topology import TopologyPlacement, TopologyTree
 from gangsched.core.topology import place as place_in_tree
+from gangsched.core.topology_mixed import place_mixed_topology
 
-Placed = list[tuple[PodRecord, str]]
-Outcome = tuple[Placed, list[Shortfall], int | None]  # (placed, shortfalls, topology tier)
+__all__ = ["Outcome", "Placed", "nominated_fit", "place"]
+
+NO_TOPOLOGY_HINT = "the ConfigMap gangsched-topology or topology.nodeLabelTiers"
 
 
-def place(session: CycleSession, spec: GangSpec | None, pods: list[PodRecord], *, partial: bool) -> Outcome:
-    """Place pods on the workspace (see the module docstring)."""
+def place(
+    session: CycleSession,
+    spec: GangSpec | None,
+    pods: list[PodRecord],
+    *,
+    partial: bool,
+    held: Counter[str | None] | None = None,
+) -> Outcome:
+    """Place pods on the workspace (see the module docstring). `held`: roles of the gang's bound and reserved
+    members (their total counts towards minMember)."""
     by_class: dict[int, list[PodRecord]] = {}
     for pod in pods:
         by_class.setdefault(pod.sclass.id, []).append(pod)
     tree = session.store.topology
-    if tree is not None and spec is not None and spec.network_topology is not None and len(by_class) == 1:
-        return _place_topology(session, tree, spec, pods)
-    placed: Placed = []
-    short: list[Shortfall] = []
-    for members in by_class.values():
-        cls = members[0].sclass
-        view = session.workspace.view(cls)
-        if session.workspace.spread:
-            chosen = _pick_spread(session, view, cls, len(members))
-        else:
-            chosen = _pick_binpack(session, view, cls, len(members))
-        i = 0
-        for node, count in chosen:
-            for pod in members[i : i + count]:
-                placed.append((pod, node))
-            i += count
-        if i < len(members):
-            short.append(Shortfall(cls, len(members), i))
-            if not partial:
-                break
+    held = held if held is not None else Counter()
+    network = spec.network_topology if spec is not None else None
+    if tree is None and network is not None and network.mode == TopologyMode.HARD:
+        why = f"topology: hard network topology requested but no topology is known ({NO_TOPOLOGY_HINT})"
+        return [], [Shortfall(ms[0].sclass, len(ms), 0, why) for ms in by_class.values()], None
+    if tree is not None and spec is not None and spec.network_topology is not None:
+        if len(by_class) == 1:
+            return _place_topology(session, tree, spec, pods)
+        return place_mixed_topology(session, tree, spec, pods, held)
+    if spec is not None and (len(by_class) > 1 or spec.roles):
+        return place_quorum(session, spec, pods, held)
+    placed, short, _ = place_batches(session, list(by_class.values()), partial=partial)
     return placed, short, None
-
-
-def _pick_binpack(session: CycleSession, view: ClassView, cls: SchedulingClass, need: int) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []
-    remaining = need
-    for node, fits in view.ordered():
-        count = fits if fits < remaining else remaining
-        out.append((node, count))
-        remaining -= count
-        if not remaining:
-            break
-    for node, count in out:
-        session.workspace.place(node, cls.requests, count, cls.host_ports)
-    return out
-
-
-def _pick_spread(session: CycleSession, view: ClassView, cls: SchedulingClass, need: int) -> list[tuple[str, int]]:
-    out: list[tuple[str, int]] = []
-    remaining = need
-    while remaining:
-        snapshot = list(view.ordered())
-        if not snapshot:
-            break
-        for node, _ in snapshot:
-            session.workspace.place(node, cls.requests, 1, cls.host_ports)
-            out.append((node, 1))
-            remaining -= 1
-            if not remaining:
-                break
-    return out
 
 
 def _place_topology(session: CycleSession, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord]) -> Outcome:

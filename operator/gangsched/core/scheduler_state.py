@@ -176,6 +176,8 @@ class SchedulerState:
         self.store.gang_transition(key, GangTransition.QUORUM_HELD)
 
     def set_topology(self, tree: TopologyTree | None) -> None:
+        if tree != self.store.topology:
+            self.store.bump_freed()  # a new tree may give a waiting topology gang its room: backed-off units retry
         self.store.topology = tree
 
     def set_protected(self, pod_key: str, flag: bool) -> None:

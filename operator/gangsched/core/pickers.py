@@ -1,0 +1,83 @@
+"""Node pickers for pods of one scheduling class on the cycle's workspace (no gang rules, no topology).
+
+Contract: `place_batches(session, batches, partial=...) -> (placed, shortfalls, None)`: each batch (pods of one
+scheduling class, in order) takes capacity in the workspace: binpack takes the fullest node that fits as many as
+it can; spread deals one pod per node round the emptiest nodes; preferred affinity and PreferNoSchedule taints
+rank first (the order of core/capacity.py's ClassIndex buckets). `partial=False` stops at the first batch short;
+`only`: the nodes allowed (None: every node).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterator
+
+from gangsched.core.capacity import ClassView
+from gangsched.core.messages import Shortfall
+from gangsched.core.records import PodRecord, SchedulingClass
+from gangsched.core.session import CycleSession
+
+Placed = list[tuple[PodRecord, str]]
+Outcome = tuple[Placed, list[Shortfall], int | None]  # (placed, shortfalls, topology tier)
+
+
+def place_batches(
+    session: CycleSession, batches: list[list[PodRecord]], *, partial: bool, only: Container[str] | None = None
+) -> Outcome:
+    """Each batch (pods of one class) on the emptiest or fullest nodes that fit (among `only`), in order."""
+    placed: Placed = []
+    short: list[Shortfall] = []
+    for members in batches:
+        cls = members[0].sclass
+        view = session.workspace.view(cls)
+        if session.workspace.spread:
+            chosen = _pick_spread(session, view, cls, len(members), only)
+        else:
+            chosen = _pick_binpack(session, view, cls, len(members), only)
+        i = 0
+        for node, count in chosen:
+            for pod in members[i : i + count]:
+                placed.append((pod, node))
+            i += count
+        if i < len(members):
+            short.append(Shortfall(cls, len(members), i))
+            if not partial:
+                break
+    return placed, short, None
+
+
+def _ordered(view: ClassView, only: Container[str] | None) -> Iterator[tuple[str, int]]:
+    return view.ordered() if only is None else ((n, c) for n, c in view.ordered() if n in only)
+
+
+def _pick_binpack(
+    session: CycleSession, view: ClassView, cls: SchedulingClass, need: int, only: Container[str] | None
+) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    remaining = need
+    for node, fits in _ordered(view, only):
+        count = fits if fits < remaining else remaining
+        out.append((node, count))
+        remaining -= count
+        if not remaining:
+            break
+    for node, count in out:
+        session.workspace.place(node, cls.requests, count, cls.host_ports)
+    return out
+
+
+def _pick_spread(
+    session: CycleSession, view: ClassView, cls: SchedulingClass, need: int, only: Container[str] | None
+) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    remaining = need
+    while remaining:
+        snapshot = list(_ordered(view, only))
+        if not snapshot:
+            break
+        for node, _ in snapshot:
+            session.workspace.place(node, cls.requests, 1, cls.host_ports)
+            out.append((node, 1))
+            remaining -= 1
+            if not remaining:
+                break
+    return out
