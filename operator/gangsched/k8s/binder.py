@@ -70,7 +70,7 @@ class Binder:
 
     async def bind_all(self, bindings: Sequence[tuple[str, ...]]) -> list[BindResult]:
         """(namespace, name, node) or (namespace, name, node, uid) per pod; one result each, in order."""
-        return list(await asyncio.gather(*(self.bind(*b) for b in bindings)))
+        return list(await asyncio.gather(*(self.bind(*binding) for binding in bindings)))
 
     async def bind(self, namespace: str, name: str, node: str, uid: str = "") -> BindResult:
         self.in_flight += 1

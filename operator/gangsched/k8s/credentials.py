@@ -295,7 +295,6 @@ class OidcTokenSource:
         self._clock = clock
         self._forced = False
         self._lock = asyncio.Lock()
-        self.refreshes = 0
 
     def _valid(self) -> bool:
         token = self._config.get("id-token")
@@ -341,7 +340,6 @@ class OidcTokenSource:
         if answer.get("refresh_token"):
             self._config["refresh-token"] = str(answer["refresh_token"])
         self._forced = False
-        self.refreshes += 1
 
     def reset(self) -> None:
         self._forced = True
@@ -361,7 +359,6 @@ class Credentials:
             auth if auth is not None else StaticAuth(f"Bearer {settings.token}" if settings.token else None)
         )
         self._refresh_lock = asyncio.Lock()
-        self.refreshes = 0
 
     async def authorization(self) -> str | None:
         return await self.auth.header()
@@ -374,7 +371,6 @@ class Credentials:
             if current != sent:
                 return True  # refreshed meanwhile (by another request's 401, or the file changed)
             self.auth.reset()
-            self.refreshes += 1
             try:
                 current = await self.auth.header()
             except CredentialError as exc:
@@ -384,19 +380,19 @@ class Credentials:
 
     async def kopf_login(self) -> dict[str, Any]:
         """Keyword arguments of kopf.ConnectionInfo, from the same source and as fresh as the client's."""
-        s = self.settings
+        settings = self.settings
         header = await self.authorization()
         scheme, _, secret = (header or "").partition(" ")
         expiry = self.auth.expiry
         info: dict[str, Any] = {
-            "server": s.server,
-            "ca_path": s.ca_path,
-            "ca_data": s.ca_data if not s.ca_path else None,
-            "insecure": not s.verify,
-            "certificate_path": s.cert_path,
-            "private_key_path": s.key_path,
-            "default_namespace": s.default_namespace,
-            "proxy_url": s.proxy_url,
+            "server": settings.server,
+            "ca_path": settings.ca_path,
+            "ca_data": settings.ca_data if not settings.ca_path else None,
+            "insecure": not settings.verify,
+            "certificate_path": settings.cert_path,
+            "private_key_path": settings.key_path,
+            "default_namespace": settings.default_namespace,
+            "proxy_url": settings.proxy_url,
             "expiration": dt.datetime.fromtimestamp(expiry - TOKEN_LEEWAY, dt.timezone.utc)
             if expiry is not None
             else None,

@@ -8,7 +8,8 @@ Contract:
   error, leads to a fresh list after a capped exponential backoff. `synced` is set after the first list.
 - No per-object workers, no models: raw dicts parsed by orjson; a sink that raises on one object does not stop
   the stream (the error is logged and counted).
-This exists because Kopf's per-object machinery costs about 1 ms per event (DESIGN.md, "Kopf and the hot path").
+This exists because Kopf's per-object machinery costs about 1 ms per event, which would cap pod ingest near
+1,000 events/s (bench/bench_ingest.py measures it; docs/architecture.md, "From a watch event to a binding").
 """
 
 from __future__ import annotations

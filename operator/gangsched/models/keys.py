@@ -2,7 +2,7 @@
 
 Contract: constants only, the single place these strings are spelled. Sources:
 - scheduler-plugins (kubernetes-sigs): label `scheduling.x-k8s.io/pod-group` naming a PodGroup.
-- Koordinator: annotations `gang.scheduling.koordinator.sh/*` (seed 003); the timeout annotation the
+- Koordinator: annotations `gang.scheduling.koordinator.sh/*`; the timeout annotation the
   scheduler writes on timed-out members.
 - The older coscheduling forms Koordinator also honours: label `pod-group.scheduling.sigs.k8s.io` and the
   annotations `pod-group.scheduling.sigs.k8s.io/name` and `/min-available` (also accepted as labels).
@@ -17,7 +17,6 @@ from typing import Final
 POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 
 # Koordinator
-KOORD_PREFIX: Final = "gang.scheduling.koordinator.sh/"
 KOORD_NAME: Final = "gang.scheduling.koordinator.sh/name"
 KOORD_MIN_AVAILABLE: Final = "gang.scheduling.koordinator.sh/min-available"
 KOORD_TOTAL_NUMBER: Final = "gang.scheduling.koordinator.sh/total-number"

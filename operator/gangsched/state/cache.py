@@ -22,7 +22,7 @@ Contract:
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
-- PodDisruptionBudgets (preemption, issues 6 and 11): `on_pdb(kind, obj)` keeps each PDB's selector, the
+- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` keeps each PDB's selector, the
   status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
   set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
   protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
@@ -159,7 +159,6 @@ class ClusterCache:
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
-        self.pods_seen = 0
         self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> _static_fingerprint of its last parsed version
         self._pdbs: dict[str, dict[str, PdbBudget]] = {}  # namespace -> PDB name -> budget
@@ -188,7 +187,6 @@ class ClusterCache:
             self._upsert_pod(obj, notify=True)
 
     def _upsert_pod(self, obj: dict[str, Any], *, notify: bool) -> str | None:
-        self.pods_seen += 1
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
