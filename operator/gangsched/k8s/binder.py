@@ -63,7 +63,6 @@ class Binder:
         self._client = client
         self._slots = asyncio.Semaphore(concurrency)
         self._retry = retry
-        self.errors = 0
         self.in_flight = 0
         self.idle = asyncio.Event()
         self.idle.set()
@@ -115,11 +114,9 @@ class Binder:
                     if result is not None:
                         return result
                 elif not exc.transient:
-                    self.errors += 1
                     return BindResult(namespace, name, node, "conflict", exc.message)
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._retry.delay(attempt, error, random.random))
-        self.errors += 1
         return BindResult(namespace, name, node, "failed", last)
 
     async def _reconcile_conflict(
@@ -133,7 +130,6 @@ class Binder:
         except ApiError as read_exc:
             if read_exc.status == 404:
                 return BindResult(namespace, name, node, "gone", read_exc.message)
-            self.errors += 1
             return BindResult(namespace, name, node, "conflict", f"{exc.message}; then reading the pod: {read_exc}")
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
@@ -145,7 +141,6 @@ class Binder:
         if bound_to == node:
             return BindResult(namespace, name, node, "already-bound")
         if bound_to:
-            self.errors += 1
             return BindResult(namespace, name, node, "conflict", f"pod is bound to {bound_to!r}: {exc.message}")
         if meta.get("deletionTimestamp"):
             return BindResult(namespace, name, node, "gone", exc.message)
