@@ -1,12 +1,12 @@
 """Where the API server is and how to authenticate, with credentials that stay fresh.
 
 Contract:
-- `await load_credentials(kubeconfig=None, *, context=None, env=os.environ)` -> Credentials. Sources, in order: the
-  kubeconfig path given (itself a list of files separated by os.pathsep, like $KUBECONFIG), else $KUBECONFIG, else
-  ~/.kube/config, else the in-cluster service account. Several kubeconfig files merge as kubectl merges them
-  (client-go tools/clientcmd/loader.go): missing files are skipped, for each named cluster, user and context the
-  first file that defines it wins (entries are never merged field by field), and the first file that sets
-  `current-context` wins.
+- `await load_credentials(kubeconfig=None, *, context=None, environ=None)` -> Credentials (`environ` defaults to
+  os.environ). Sources, in order: the kubeconfig path given (itself a list of files separated by os.pathsep, like
+  $KUBECONFIG), else $KUBECONFIG, else ~/.kube/config, else the in-cluster service account. Several kubeconfig
+  files merge as kubectl merges them (client-go tools/clientcmd/loader.go): missing files are skipped, for each
+  named cluster, user and context the first file that defines it wins (entries are never merged field by field),
+  and the first file that sets `current-context` wins.
 - Honoured from the kubeconfig: `server`, `certificate-authority` / `-data`, `insecure-skip-tls-verify`,
   `tls-server-name`, `proxy-url` (http/https proxies), `client-certificate` / `client-key` (file or `-data`;
   relative paths are relative to the file that names them), the context's `namespace`; and one way to

@@ -17,7 +17,7 @@ Contract:
   again and wakes the scheduler only if it newly marks the gang satisfied.
 - Pod updates that move only nodeName or status (bind, Running, nomination, conditions) skip the full parse:
   the rest of the object is fingerprinted, and the record is the previous one with those fields re-read.
-- `podgroup(key)` and `members(key)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
+- `podgroup(key)` and `members(gang)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
   kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
