@@ -19,8 +19,9 @@ whose pod turns out bindable after all (e.g. its gates were just removed) is tri
 Transient errors are retried under the operator's one retry policy (k8s/retry.py: full-jitter backoff, never sooner
 than the server's Retry-After), `BIND_RETRY` by default; the client itself does not retry a binding (each attempt is
 `retry=NO_RETRY`), so the two never multiply.
-`in_flight` counts bindings under way; `idle` (an asyncio.Event) is set whenever none is, so that lower-priority
-writers (events, status patches) can stay out of the bindings' way (see k8s/writer.py, `defer_to`).
+`errors` counts the bindings that ended in "conflict" or "failed"; `in_flight` counts bindings under way; `idle` (an
+asyncio.Event) is set whenever none is, so that lower-priority writers (events, status patches) can stay out of the
+bindings' way (see k8s/writer.py, `defer_to`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class Binder:
         self._client = client
         self._slots = asyncio.Semaphore(concurrency)
         self._retry = retry
+        self.errors = 0
         self.in_flight = 0
         self.idle = asyncio.Event()
         self.idle.set()
@@ -114,9 +116,11 @@ class Binder:
                     if result is not None:
                         return result
                 elif not exc.transient:
+                    self.errors += 1
                     return BindResult(namespace, name, node, "conflict", exc.message)
             if attempt + 1 < attempts:
                 await asyncio.sleep(self._retry.delay(attempt, error, random.random))
+        self.errors += 1
         return BindResult(namespace, name, node, "failed", last)
 
     async def _reconcile_conflict(
@@ -130,6 +134,7 @@ class Binder:
         except ApiError as read_exc:
             if read_exc.status == 404:
                 return BindResult(namespace, name, node, "gone", read_exc.message)
+            self.errors += 1
             return BindResult(namespace, name, node, "conflict", f"{exc.message}; then reading the pod: {read_exc}")
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
@@ -141,6 +146,7 @@ class Binder:
         if bound_to == node:
             return BindResult(namespace, name, node, "already-bound")
         if bound_to:
+            self.errors += 1
             return BindResult(namespace, name, node, "conflict", f"pod is bound to {bound_to!r}: {exc.message}")
         if meta.get("deletionTimestamp"):
             return BindResult(namespace, name, node, "gone", exc.message)
