@@ -17,12 +17,12 @@ Contract:
   again and wakes the scheduler only if it newly marks the gang satisfied.
 - Pod updates that move only nodeName or status (bind, Running, nomination, conditions) skip the full parse:
   the rest of the object is fingerprinted, and the record is the previous one with those fields re-read.
-- `podgroup(key)` and `members(gang)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
+- `podgroup(key)` and `members(key)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
   kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the Cluster's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the Cluster's assumed pods bound confirms it (see core/cluster.py).
-- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` keeps each PDB's selector, the
+- PodDisruptionBudgets (preemption, issues 6 and 11): `on_pdb(kind, obj)` keeps each PDB's selector, the
   status fields the Eviction API decides from (observedGeneration vs generation, disruptionsAllowed) and the
   set of pods it selects, matched incrementally (pod labels are kept; no API call, no LIST). A pod is marked
   protected in the Cluster (`Cluster.set_protected`) when the Eviction API would refuse it now
