@@ -380,19 +380,19 @@ class Credentials:
 
     async def kopf_login(self) -> dict[str, Any]:
         """Keyword arguments of kopf.ConnectionInfo, from the same source and as fresh as the client's."""
-        settings = self.settings
+        s = self.settings
         header = await self.authorization()
         scheme, _, secret = (header or "").partition(" ")
         expiry = self.auth.expiry
         info: dict[str, Any] = {
-            "server": settings.server,
-            "ca_path": settings.ca_path,
-            "ca_data": settings.ca_data if not settings.ca_path else None,
-            "insecure": not settings.verify,
-            "certificate_path": settings.cert_path,
-            "private_key_path": settings.key_path,
-            "default_namespace": settings.default_namespace,
-            "proxy_url": settings.proxy_url,
+            "server": s.server,
+            "ca_path": s.ca_path,
+            "ca_data": s.ca_data if not s.ca_path else None,
+            "insecure": not s.verify,
+            "certificate_path": s.cert_path,
+            "private_key_path": s.key_path,
+            "default_namespace": s.default_namespace,
+            "proxy_url": s.proxy_url,
             "expiration": dt.datetime.fromtimestamp(expiry - TOKEN_LEEWAY, dt.timezone.utc)
             if expiry is not None
             else None,

@@ -8,8 +8,8 @@ Contract:
   meanwhile (1 s: the batch period of the Job controller's status syncs, pkg/controller/job/job_controller.go
   syncJobBatchPeriod): a gang's members turning Running one by one give one status write, not one each, and a pod's
   PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
-  that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path
-  is skipped. `flush()` sends everything due with bounded concurrency; `run()` flushes whenever something is due.
+  that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is skipped. `flush()` sends
+  everything due with bounded concurrency; `run()` flushes whenever something is due.
   A write is retried until it succeeds or the object is gone (404: dropped): never given up, with exponential
   backoff and full jitter per path, honouring Retry-After (k8s/retry.py `PERSISTENT`); newer content for the path
   merges over the failed body while it waits. A patch counts as written (and is remembered for the skip above)

@@ -10,7 +10,7 @@ win). Anything invalid raises core.errors.InvalidField with the annotation key a
 field, the value as written, and what is allowed. Used for pods (models/gang.py) and for the annotations of
 PodGroup objects (models/podgroup.py), because Koordinator lets both carry them.
 
-Semantics (Koordinator's gang annotations): min-available is an integer >= 1 (the older
+Semantics (Koordinator, seed 003): min-available is an integer >= 1 (the older
 `pod-group.scheduling.sigs.k8s.io/min-available`, annotation or label, is read when the Koordinator key is
 absent); total-number is an integer >= min-available (defaults to min-available where a gang is built from
 annotations alone, see models/gang.py); waiting-time is a Go duration; mode is Strict or NonStrict; groups

@@ -2,7 +2,7 @@
 
 Contract:
 - `parse_topology(text) -> TopologyTree`: `text` is the value of key `topology.json` of the ConfigMap
-  `gangsched-topology` (str or bytes): a JSON list of
+  `gangsched-topology` (str or bytes), in seed 004's format: a JSON list of
   `{"layer": int, "name": str, "parents": [str, ...], "children": [str, ...]}` (parents and children
   optional; the children of layer 1 are node names). Raises `InvalidField` naming the field
   (`topology.json`, `topology.json[i].layer`, ...), the value and what is allowed, on: more than
@@ -14,7 +14,7 @@ Contract:
   lacking any of the keys (or with an empty value) is left out of the tree (it stays usable by gangs without
   topology). Label values are the domain names, so they must be unique across the whole topology: a value
   seen under two different parents, or at two tiers, raises `InvalidField` naming the nodes and labels.
-- `render_topology(tree) -> str`: that JSON (top layer first, `parents` omitted at the roots), such
+- `render_topology(tree) -> str`: the seed's JSON (top layer first, `parents` omitted at the roots), such
   that `parse_topology(render_topology(t)) == t`; this is what the operator writes to the ConfigMap.
 """
 
@@ -140,7 +140,7 @@ def tree_from_node_labels(node_labels: Mapping[str, Mapping[str, str]], tier_key
 
 
 def render_topology(tree: TopologyTree) -> str:
-    """The tree in the ConfigMap's format (what the operator writes under topology.json)."""
+    """The tree in the seed's ConfigMap format (what the operator writes under topology.json)."""
     out: list[dict[str, Any]] = []
     for d in tree.domains:
         entry: dict[str, Any] = {"layer": d.layer, "name": d.name}

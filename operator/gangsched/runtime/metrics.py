@@ -89,21 +89,21 @@ class Metrics:
         )
         ProcessCollector(registry=self.registry)
 
-    def attach(self, operator: Operator) -> None:
+    def attach(self, op: Operator) -> None:
         def read() -> list[tuple[str, str, str, float]]:
-            reflector = operator.pod_reflector
+            reflector = op.pod_reflector
             return [
                 (
                     "gauge",
                     "gangsched_leader",
                     "1 while this replica holds the Lease (what /readyz says)",
-                    float(operator.holds_lease()),
+                    float(op.holds_lease()),
                 ),
                 (
                     "gauge",
                     "gangsched_seconds_since_last_cycle",
                     "Seconds since the scheduling loop last completed a round",
-                    max(0.0, time.monotonic() - operator.last_cycle_at),
+                    max(0.0, time.monotonic() - op.last_cycle_at),
                 ),
                 (
                     "counter",
@@ -121,7 +121,7 @@ class Metrics:
                     "counter",
                     "gangsched_dropped_events",
                     "Kubernetes events dropped (recorder backlog full)",
-                    float(operator._dropped_before + operator.events.dropped),
+                    float(op._dropped_before + op.events.dropped),
                 ),
                 (
                     "counter",
@@ -133,15 +133,15 @@ class Metrics:
                     "counter",
                     "gangsched_task_restarts",
                     "Supervised tasks restarted after an unexpected end",
-                    float(operator.supervisor.restarts),
+                    float(op.supervisor.restarts),
                 ),
                 (
                     "counter",
                     "gangsched_fenced_writes",
                     "Writes not sent because the Lease was not fresh",
-                    float(operator.api.refused),
+                    float(op.api.refused),
                 ),
-                ("counter", "gangsched_rebuilds", "State rebuilds after losing leadership", float(operator.rebuilds)),
+                ("counter", "gangsched_rebuilds", "State rebuilds after losing leadership", float(op.rebuilds)),
             ]
 
         self.registry.register(_Live(read))

@@ -16,7 +16,7 @@ Contract:
   preemption's evictions and nominations: runtime/preemption.py.
 - Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
   only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
-- Fencing: every write goes through `self.api`, a FencedClient (k8s/fence.py) that sends only while
+- Fencing (issue 11): every write goes through `self.api`, a FencedClient (k8s/fence.py) that sends only while
   `may_write()` (the Lease renewed within renewDeadline). When leadership ends (the elector calls
   `_lost_leadership` synchronously), the loop, the writers, the pod reflector, bindings and evictions in flight
   are cancelled before anything else runs, and the replica rebuilds as a follower (`_rebuild`: a fresh cache,

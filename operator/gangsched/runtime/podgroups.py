@@ -2,14 +2,13 @@
 annotation-only gangs.
 
 Contract:
-- `write_statuses(dirty)` hands each PodGroup of the gangs in `dirty` (the cache's `dirty_gangs`, drained by the
-  runtime after each round) whose status changed (computed by state/status.py's GangStatusBook) to the
-  coalescing PatchWriter as a merge patch of `/status`. Gangs without a PodGroup object are skipped (their status
-  is written once the object exists).
-- `sync_owned(spawn, gangs)` creates a PodGroup for every annotation-only gang the cache lists (labelled
+- `write_statuses()` drains the cache's `dirty_gangs` and hands each PodGroup whose status changed (computed by
+  state/status.py's GangStatusBook) to the coalescing PatchWriter as a merge patch of `/status`. Gangs without a
+  PodGroup object are skipped (their status is written once the object exists).
+- `sync_owned(spawn)` creates a PodGroup for every annotation-only gang the cache lists (labelled
   `app.kubernetes.io/managed-by: gangsched`, its spec mirroring the annotations), owned by the gang's member
-  pods so the garbage collector deletes it with the last of them; when new members join such a gang (one of
-  `gangs`), their pods are added to its ownerReferences. `spawn(coro)` runs the API calls in the background.
+  pods so the garbage collector deletes it with the last of them; when new members join such a gang, their pods
+  are added to its ownerReferences. `spawn(coro)` runs the API calls in the background.
 """
 
 from __future__ import annotations

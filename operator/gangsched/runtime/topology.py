@@ -3,9 +3,8 @@
 Contract:
 - `watch_target(namespace=, config=)` is what the operator's reflector lists and watches: exactly the topology
   ConfigMap (`fieldSelector=metadata.name=...` in the operator's namespace, so neither the operator nor its RBAC
-  touches any other ConfigMap of the cluster); it feeds `on_list` / `on_configmap`. `await seed()` reads the
-  ConfigMap once at start (none yet: no topology). `on_configmap(kind, obj)` parses its `topology.json`
-  (config.topology.key) and puts the tree in the cache. A list without the ConfigMap counts as its deletion.
+  touches any other ConfigMap of the cluster); it feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its `topology.json` (config.topology.key)
+  and puts the tree in the cache. A list without the ConfigMap counts as its deletion.
   Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
   becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. Deleting the ConfigMap removes
   the tree (unless it is derived from labels).

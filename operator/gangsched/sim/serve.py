@@ -8,13 +8,12 @@ Contract:
   RBAC (https, the kubeconfig carries the admin's token, see apiserver.py) and `install_manifests=True` applies
   manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
   `topology_configmap_from=FILE` also creates the topology ConfigMap gangsched-system/gangsched-topology
-  (key topology.json) from the file. Nodes are named after the topology's nodes when `topology` (a file path or
-  a parsed list in the topology ConfigMap's format) is given, else node-0 ... node-(N-1); with a topology, each
+  (key topology.json) from the file. Nodes are named after the topology's nodes when `topology`
+  (a file path or a parsed list of domains) is given, else node-0 ... node-(N-1); with a topology, each
   node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
-  topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster`
-  yielded has `server`, `url`, `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`.
-  `faults` (sim/faults.py rules) are switched on once the cluster is set up (CRDs, manifests, nodes, kubelet
-  synced), never during it.
+  topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has `server`, `url`,
+  `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py rules) are
+  switched on once the cluster is set up (CRDs, manifests, nodes, kubelet synced), never during it.
 - `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path, fault_specs=(), faults_path=None,
   fault_seed=None, auth=True) -> int` is `gangsched sim serve`: the same cluster (auth on, manifests installed, with
   --topology the topology ConfigMap too, and the faults of `--fault` / `--faults`), serving until SIGINT or

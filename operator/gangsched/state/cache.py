@@ -159,6 +159,7 @@ class ClusterCache:
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._bad_pods: dict[str, str] = {}  # pod key -> message of its last problem (reported once)
+        self.pods_seen = 0
         self.quick_updates = 0  # pod events that only moved nodeName/status (see _with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> _static_fingerprint of its last parsed version
         self._pdbs: dict[str, dict[str, PdbBudget]] = {}  # namespace -> PDB name -> budget
@@ -187,6 +188,7 @@ class ClusterCache:
             self._upsert_pod(obj, notify=True)
 
     def _upsert_pod(self, obj: dict[str, Any], *, notify: bool) -> str | None:
+        self.pods_seen += 1
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"

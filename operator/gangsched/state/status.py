@@ -1,11 +1,10 @@
 """PodGroup status as `kubectl get podgroups` should show it, computed from the cache.
 
-Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out,
-invalid, in_flight, now_iso, held=None)` returns the `status` body to merge-patch onto the PodGroup (camelCase,
-the CRD's fields), or None when nothing would change since the last time it returned a body for that gang.
-`seed_start(gang, start_iso)` adopts the scheduleStartTime a PodGroup already shows (written before a restart), so a new
-leader does not move it. It is pure apart from remembering, per gang, the last body and when each condition last
-changed (so `lastTransitionTime` only moves on a real transition).
+Contract: `GangStatusBook.status_of(gang, *, members, podgroup, decided, timed_out, now_iso)` returns the
+`status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields), or None when nothing would change
+since the last time it returned a body for that gang. `seed_start(gang, iso)` adopts the scheduleStartTime a
+PodGroup already shows (written before a restart), so a new leader does not move it. It is pure apart from remembering, per gang, the last body
+and when each condition last changed (so `lastTransitionTime` only moves on a real transition).
 
 Phases, first match wins (counts are over the gang's current members):
 - Succeeded: succeeded >= minMember;
