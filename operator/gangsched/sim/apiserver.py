@@ -717,11 +717,11 @@ class ApiServer:
 
     # ------------------------------------------------------------------ watch
     async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:
-        query = request.query
+        q = request.q
         labels, fields = self._selectors(request, rtype)
-        timeout = self._int(query, "timeoutSeconds")
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1", "True")
-        rv_text = query.get("resourceVersion", "") or ""
+        timeout = self._int(q, "timeoutSeconds")
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1", "True")
+        rv_text = q.get("resourceVersion", "") or ""
         skey = storage_key(rtype)
         matches = None
         if not labels.empty or fields.requirements:
