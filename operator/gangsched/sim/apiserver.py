@@ -717,7 +717,7 @@ class ApiServer:
 
     # ------------------------------------------------------------------ watch
     async def _watch(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.StreamResponse:
-        q = request.q
+        q = request.query
         labels, fields = self._selectors(request, rtype)
         timeout = self._int(q, "timeoutSeconds")
         bookmarks = q.get("allowWatchBookmarks") in ("true", "1", "True")
