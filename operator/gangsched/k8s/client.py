@@ -221,6 +221,10 @@ class KubeClient:
         key = (verb, code)
         self.requests[key] = self.requests.get(key, 0) + 1
 
+    @property
+    def requests_total(self) -> int:
+        return sum(self.requests.values())
+
     def retrier(self, policy: RetryPolicy | None = None) -> Retrier:
         """A Retrier with this client's clock, sleep and randomness (for callers retrying several calls as one)."""
         return Retrier(policy or self.retry, clock=self._clock, sleep=self._sleep, rand=self._rand)
