@@ -1,13 +1,12 @@
-"""The documentation stays inside the repository and every module states what it is for.
+"""The documentation stays inside the repository.
 
-- README.md and docs/*.md link only to files that exist in the repository (or to web pages), and point to no
-  design document or folder outside it.
-- Every module of the package has a module docstring (its contract).
+README.md and docs/*.md link only to files that exist in the repository (or to web pages), point to no design
+document or folder outside it, and the README links the architecture page. (That every module has a docstring
+stating its contract is ruff's D100/D104.)
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
@@ -15,7 +14,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-PACKAGE = ROOT / "operator" / "gangsched"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 OUTSIDE = ("../shared", "DESIGN.md", "shared design folder")
 
@@ -40,8 +38,3 @@ def test_no_reference_to_documents_outside_the_repository(doc: Path) -> None:
 
 def test_architecture_is_linked_from_the_readme() -> None:
     assert "(docs/architecture.md)" in (ROOT / "README.md").read_text()
-
-
-@pytest.mark.parametrize("module", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_every_module_has_a_docstring(module: Path) -> None:
-    assert ast.get_docstring(ast.parse(module.read_text())), f"{module.relative_to(ROOT)} has no module docstring"
