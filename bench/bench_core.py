@@ -21,56 +21,25 @@ from gangsched.core.simulate import run_until_quiet
 
 def _node(i: int) -> dict[str, Any]:
     return {
-        "metadata": {
-            "name": f"node-{i:05d}",
-            "labels": {
-                "kubernetes.io/hostname": f"node-{i:05d}",
-                "topology.kubernetes.io/zone": f"zone-{i % 4}",
-                "node.kubernetes.io/instance-type": "p5.48xlarge",
-                "kubernetes.io/os": "linux",
-            },
-        },
+        "metadata": {"name": f"node-{i:05d}", "labels": {
+            "kubernetes.io/hostname": f"node-{i:05d}", "topology.kubernetes.io/zone": f"zone-{i % 4}",
+            "node.kubernetes.io/instance-type": "p5.48xlarge", "kubernetes.io/os": "linux"}},
         "spec": {},
-        "status": {
-            "allocatable": {
-                "cpu": "192",
-                "memory": "2000Gi",
-                "pods": "110",
-                "nvidia.com/gpu": "8",
-                "ephemeral-storage": "3500Gi",
-            }
-        },
+        "status": {"allocatable": {"cpu": "192", "memory": "2000Gi", "pods": "110", "nvidia.com/gpu": "8",
+                                   "ephemeral-storage": "3500Gi"}},
     }
 
 
 def _pod(name: str, *, gpu: int, namespace: str = "bench", node: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulerName": "gangsched",
-        "priority": 0,
-        "containers": [
-            {
-                "name": "main",
-                "image": "trainer:latest",
-                "resources": {
-                    "requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpu)},
-                    "limits": {"nvidia.com/gpu": str(gpu)},
-                },
-            }
-        ],
-    }
+    spec: dict[str, Any] = {"schedulerName": "gangsched", "priority": 0, "containers": [
+        {"name": "main", "image": "trainer:latest",
+         "resources": {"requests": {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": str(gpu)},
+                       "limits": {"nvidia.com/gpu": str(gpu)}}}]}
     if node:
         spec["nodeName"] = node
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": f"uid-{namespace}-{name}",
-            "creationTimestamp": "2024-05-01T12:00:00Z",
-            "labels": {"app": "train"},
-        },
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    }
+    return {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}",
+                         "creationTimestamp": "2024-05-01T12:00:00Z", "labels": {"app": "train"}},
+            "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
 
 
 def _cluster(nodes: int) -> Cluster:
@@ -104,15 +73,8 @@ def bench_gang1000() -> None:
     schedule(c, 0.0, config)
     cold = (time.perf_counter() - t0) * 1000
     samples = _decision_ms(c, config, 9)  # schedule() is pure: the same decision, capacity index warm
-    figure(
-        "core.gang1000_nodes5000_ms",
-        statistics.median(samples),
-        unit="ms",
-        target=25,
-        better="lower",
-        cold_first_decision_ms=round(cold, 2),
-        **summary(samples),
-    )
+    figure("core.gang1000_nodes5000_ms", statistics.median(samples), unit="ms", target=25, better="lower",
+           cold_first_decision_ms=round(cold, 2), **summary(samples))
 
 
 def bench_drain() -> None:
@@ -134,22 +96,10 @@ def bench_drain() -> None:
         _gang(c, f"g{g:04d}", 8, gpu=1)
     t0 = time.perf_counter()
     single = len(run_until_quiet(c, SchedulerConfig(max_units_per_cycle=1)).bound) / (time.perf_counter() - t0)
-    figure(
-        "core.drain_pods_per_s",
-        statistics.median(rates),
-        unit="pods/s",
-        target=5000,
-        better="higher",
-        gangs=1250,
-        gang_size=8,
-        nodes=5000,
-        min=round(min(rates)),
-        max=round(max(rates)),
-        runs=len(rates),
-        max_units_per_cycle=64,
-        one_unit_per_cycle_pods_per_s=round(single),
-        note="includes cluster.apply and bind_succeeded",
-    )
+    figure("core.drain_pods_per_s", statistics.median(rates), unit="pods/s", target=5000, better="higher",
+           gangs=1250, gang_size=8, nodes=5000, min=round(min(rates)), max=round(max(rates)), runs=len(rates),
+           max_units_per_cycle=64, one_unit_per_cycle_pods_per_s=round(single),
+           note="includes cluster.apply and bind_succeeded")
 
 
 def bench_bound100k() -> None:
@@ -168,15 +118,8 @@ def bench_bound100k() -> None:
         a += _decision_ms(empty, config, 1)
         b += _decision_ms(loaded, config, 1)
     ratio = statistics.median(b) / statistics.median(a)
-    figure(
-        "core.bound100k_ratio",
-        ratio,
-        unit="x",
-        target=1.2,
-        better="lower",
-        ms_0_bound=round(statistics.median(a), 3),
-        ms_100k_bound=round(statistics.median(b), 3),
-    )
+    figure("core.bound100k_ratio", ratio, unit="x", target=1.2, better="lower",
+           ms_0_bound=round(statistics.median(a), 3), ms_100k_bound=round(statistics.median(b), 3))
 
 
 def _bytes_per(build: Any, n: int) -> float:
@@ -202,14 +145,8 @@ def bench_memory() -> None:
 
     pod_samples = [_bytes_per(pods, 16_000) for _ in range(3)]
     node_samples = [_bytes_per(nodes, 5_000) for _ in range(3)]
-    figure(
-        "core.bytes_per_pod",
-        statistics.median(pod_samples),
-        unit="bytes",
-        target=2048,
-        better="lower",
-        note="PodRecord + Cluster indexes (gang membership, pending sets)",
-    )
+    figure("core.bytes_per_pod", statistics.median(pod_samples), unit="bytes", target=2048, better="lower",
+           note="PodRecord + Cluster indexes (gang membership, pending sets)")
     figure("core.bytes_per_node", statistics.median(node_samples), unit="bytes", target=2048, better="lower")
 
 

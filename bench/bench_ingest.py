@@ -57,21 +57,15 @@ def _pod(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {"step": "1", "scheduling.x-k8s.io/pod-group": f"g{int(name.rpartition('-')[2]) % 200}"},
-        },
-        "spec": {
-            "schedulerName": "gangsched",
-            "containers": [{"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-        },
+        "metadata": {"name": name, "labels": {"step": "1", "scheduling.x-k8s.io/pod-group": f"g{int(name.rpartition('-')[2]) % 200}"}},
+        "spec": {"schedulerName": "gangsched", "containers": [{"name": "c", "image": "busybox",
+                                                              "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
     }
 
 
 async def _produce(kubeconfig: str, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/pods"
     async with await KubeClient.connect(kubeconfig, max_connections=CONCURRENCY) as kube:
-
         async def each(fn: Callable[[int], Awaitable[Any]]) -> None:
             it = iter(range(PODS))
 
@@ -119,10 +113,8 @@ class _Tally:
 
 
 async def _timed_drain(kubeconfig: str, namespace: str, kube: KubeClient, tally: _Tally) -> dict[str, float]:
-    await kube.create(
-        f"/api/v1/namespaces/{namespace}/pods",
-        {"metadata": {"name": "sentinel"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
-    )
+    await kube.create(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": "sentinel"},
+                                                               "spec": {"containers": [{"name": "c", "image": "x"}]}})
     await asyncio.wait_for(tally.sentinel.wait(), 30)
     _run_producer(kubeconfig, namespace)  # blocks this loop: the events queue up on the server's watch
     cpu0, t0 = time.process_time(), time.perf_counter()
@@ -145,9 +137,7 @@ async def _reflector_run(kubeconfig: str, namespace: str) -> dict[str, float]:
             cache.on_pod_event(kind, obj)
             tally.see(obj)
 
-        reflector = Reflector(
-            kube, f"/api/v1/namespaces/{namespace}/pods", on_list=cache.on_pod_list, on_event=on_event
-        )
+        reflector = Reflector(kube, f"/api/v1/namespaces/{namespace}/pods", on_list=cache.on_pod_list, on_event=on_event)
         task = asyncio.create_task(reflector.run())
         try:
             await asyncio.wait_for(reflector.synced.wait(), 30)
@@ -176,14 +166,8 @@ async def _kopf_run(kubeconfig: str, namespace: str) -> dict[str, float]:
 
         @kopf.on.login(registry=registry)
         def login(**_: Any) -> kopf.ConnectionInfo:
-            return kopf.ConnectionInfo(
-                server=s.server,
-                ca_path=s.ca_path,
-                insecure=not s.verify,
-                token=s.token,
-                certificate_path=s.cert_path,
-                private_key_path=s.key_path,
-            )
+            return kopf.ConnectionInfo(server=s.server, ca_path=s.ca_path, insecure=not s.verify, token=s.token,
+                                       certificate_path=s.cert_path, private_key_path=s.key_path)
 
         @kopf.on.startup(registry=registry)
         def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
@@ -196,16 +180,8 @@ async def _kopf_run(kubeconfig: str, namespace: str) -> dict[str, float]:
         settings = kopf.OperatorSettings()
         _kopf_settings(settings)
         stop = asyncio.Event()
-        task = asyncio.create_task(
-            kopf.operator(
-                registry=registry,
-                settings=settings,
-                namespaces=[namespace],
-                clusterwide=False,
-                standalone=True,
-                stop_flag=stop,
-            )
-        )
+        task = asyncio.create_task(kopf.operator(registry=registry, settings=settings, namespaces=[namespace],
+                                                 clusterwide=False, standalone=True, stop_flag=stop))
         try:
             return await _timed_drain(kubeconfig, namespace, kube, tally)
         finally:
@@ -217,10 +193,7 @@ def _server(tmp: Path) -> tuple[subprocess.Popen[str], str]:
     kubeconfig = tmp / "ingest.kubeconfig"
     proc = subprocess.Popen(
         [sys.executable, "-m", "gangsched.sim.apiserver", "--kubeconfig", str(kubeconfig), "--history-limit", "50000"],
-        stdout=subprocess.PIPE,
-        stderr=(tmp / "sim.log").open("w"),
-        text=True,
-        env=_env(),
+        stdout=subprocess.PIPE, stderr=(tmp / "sim.log").open("w"), text=True, env=_env(),
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -240,10 +213,8 @@ def main() -> None:
                 for name, fn in (("kopf", _kopf_run), ("reflector", _reflector_run)):
                     r = asyncio.run(fn(kubeconfig, f"{name}-{run}"))
                     results[name].append(r)
-                    log(
-                        f"ingest {name} run {run}: {r['rate']:.0f} events/s, {r['cpu_us']:.0f} us CPU/event, "
-                        f"{r['delivered']:.0f} deliveries"
-                    )
+                    log(f"ingest {name} run {run}: {r['rate']:.0f} events/s, {r['cpu_us']:.0f} us CPU/event, "
+                        f"{r['delivered']:.0f} deliveries")
         finally:
             proc.terminate()
             proc.wait(10)
@@ -252,31 +223,13 @@ def main() -> None:
     def report(name: str, key: str) -> float:
         samples = [r["rate"] for r in results[key]]
         value = statistics.median(samples)
-        figure(
-            name,
-            value,
-            unit="events/s",
-            target=None,
-            better="higher",
-            min=round(min(samples), 1),
-            max=round(max(samples), 1),
-            cpu_us_per_event=round(statistics.median(r["cpu_us"] for r in results[key]), 1),
-            deliveries=statistics.median(r["delivered"] for r in results[key]),
-            **ctx,
-        )
+        figure(name, value, unit="events/s", target=None, better="higher", min=round(min(samples), 1),
+               max=round(max(samples), 1), cpu_us_per_event=round(statistics.median(r["cpu_us"] for r in results[key]), 1),
+               deliveries=statistics.median(r["delivered"] for r in results[key]), **ctx)
         return value
 
     kopf_rate = report("ingest.kopf_events_per_s", "kopf")
     reflector_rate = report("ingest.reflector_events_per_s", "reflector")
     ratios = [r["rate"] / k["rate"] for r, k in zip(results["reflector"], results["kopf"], strict=True)]
-    figure(
-        "ingest.reflector_to_kopf_ratio",
-        statistics.median(ratios),
-        unit="ratio",
-        target=None,
-        better="higher",
-        min=round(min(ratios), 2),
-        max=round(max(ratios), 2),
-        of_medians=round(reflector_rate / kopf_rate, 2),
-        **ctx,
-    )
+    figure("ingest.reflector_to_kopf_ratio", statistics.median(ratios), unit="ratio", target=None, better="higher",
+           min=round(min(ratios), 2), max=round(max(ratios), 2), of_medians=round(reflector_rate / kopf_rate, 2), **ctx)
