@@ -1,4 +1,4 @@
-"""Benchmarks of the scheduling core (issue 3): decision time, drain rate, independence from bound pods,
+"""Benchmarks of the scheduling core: decision time, drain rate, independence from bound pods,
 memory per cached pod and node. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
 core.bound100k_ratio, core.bytes_per_pod, core.bytes_per_node."""
 

@@ -1,6 +1,6 @@
 """What a pod watch event costs: Kopf's per-object machinery vs the operator's lean reflector (k8s/reflector.py).
 
-The evidence for DESIGN.md's "Kopf and the hot path": pods are watched by the reflector, not by Kopf.
+Why pods are watched by the reflector, not by Kopf (docs/architecture.md, "From a watch event to a binding").
 
 Setup: a bare API server emulator in a subprocess (`python -m gangsched.sim.apiserver`). Each measurement gets
 a fresh namespace and a consumer watching only it:

@@ -1,4 +1,4 @@
-"""Shared helpers of the benchmarks: timing medians and the JSON-line figure format of DESIGN.md."""
+"""Shared helpers of the benchmarks: timing medians and the JSON-line figure format (docs/architecture.md, Tests)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The `gangsched` command line: run | demo | sim serve | bench.
 
-The command line is a contract (see DESIGN.md): tests, docs and users rely on it.
+The command line is a contract: tests, docs (README.md) and users rely on it.
 Subcommands import their implementation lazily, so `gangsched --help` stays fast.
 """
 
@@ -29,7 +29,7 @@ def _build_parser() -> argparse.ArgumentParser:
     serve = sim_sub.add_parser("serve", help="serve the emulator with simulated nodes until interrupted")
     serve.add_argument("--nodes", type=int, default=8)
     serve.add_argument("--node-resources", default="cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110")
-    serve.add_argument("--topology", default=None, help="topology.json (seed format); nodes are named after it")
+    serve.add_argument("--topology", default=None, help="topology.json (the ConfigMap's format); names the nodes")
     serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
     serve.add_argument("--kubeconfig", default="gangsched-sim.kubeconfig", help="where to write the kubeconfig")
     serve.add_argument(

@@ -19,8 +19,9 @@ whose pod turns out bindable after all (e.g. its gates were just removed) is tri
 Transient errors are retried under the operator's one retry policy (k8s/retry.py: full-jitter backoff, never sooner
 than the server's Retry-After), `BIND_RETRY` by default; the client itself does not retry a binding (each attempt is
 `retry=NO_RETRY`), so the two never multiply.
-`in_flight` counts bindings under way; `idle` (an asyncio.Event) is set whenever none is, so that lower-priority
-writers (events, status patches) can stay out of the bindings' way (see k8s/writer.py, `defer_to`).
+`errors` counts the bindings that ended in "conflict" or "failed"; `in_flight` counts bindings under way; `idle` (an
+asyncio.Event) is set whenever none is, so that lower-priority writers (events, status patches) can stay out of the
+bindings' way (see k8s/writer.py, `defer_to`).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class Binder:
 
     async def bind_all(self, bindings: Sequence[tuple[str, ...]]) -> list[BindResult]:
         """(namespace, name, node) or (namespace, name, node, uid) per pod; one result each, in order."""
-        return list(await asyncio.gather(*(self.bind(*b) for b in bindings)))
+        return list(await asyncio.gather(*(self.bind(*binding) for binding in bindings)))
 
     async def bind(self, namespace: str, name: str, node: str, uid: str = "") -> BindResult:
         self.in_flight += 1

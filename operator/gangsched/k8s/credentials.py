@@ -1,12 +1,12 @@
 """Where the API server is and how to authenticate, with credentials that stay fresh.
 
 Contract:
-- `await load_credentials(kubeconfig=None, *, context=None, env=os.environ)` -> Credentials. Sources, in order: the
-  kubeconfig path given (itself a list of files separated by os.pathsep, like $KUBECONFIG), else $KUBECONFIG, else
-  ~/.kube/config, else the in-cluster service account. Several kubeconfig files merge as kubectl merges them
-  (client-go tools/clientcmd/loader.go): missing files are skipped, for each named cluster, user and context the
-  first file that defines it wins (entries are never merged field by field), and the first file that sets
-  `current-context` wins.
+- `await load_credentials(kubeconfig=None, *, context=None, environ=None)` -> Credentials (`environ` defaults to
+  os.environ). Sources, in order: the kubeconfig path given (itself a list of files separated by os.pathsep, like
+  $KUBECONFIG), else $KUBECONFIG, else ~/.kube/config, else the in-cluster service account. Several kubeconfig
+  files merge as kubectl merges them (client-go tools/clientcmd/loader.go): missing files are skipped, for each
+  named cluster, user and context the first file that defines it wins (entries are never merged field by field),
+  and the first file that sets `current-context` wins.
 - Honoured from the kubeconfig: `server`, `certificate-authority` / `-data`, `insecure-skip-tls-verify`,
   `tls-server-name`, `proxy-url` (http/https proxies), `client-certificate` / `client-key` (file or `-data`;
   relative paths are relative to the file that names them), the context's `namespace`; and one way to
@@ -296,7 +296,6 @@ class OidcTokenSource:
         self._clock = clock
         self._forced = False
         self._lock = asyncio.Lock()
-        self.refreshes = 0
 
     def _valid(self) -> bool:
         token = self._config.get("id-token")
@@ -342,7 +341,6 @@ class OidcTokenSource:
         if answer.get("refresh_token"):
             self._config["refresh-token"] = str(answer["refresh_token"])
         self._forced = False
-        self.refreshes += 1
 
     def reset(self) -> None:
         self._forced = True
@@ -362,7 +360,6 @@ class Credentials:
             auth if auth is not None else StaticAuth(f"Bearer {settings.token}" if settings.token else None)
         )
         self._refresh_lock = asyncio.Lock()
-        self.refreshes = 0
 
     async def authorization(self) -> str | None:
         return await self.auth.header()
@@ -375,7 +372,6 @@ class Credentials:
             if current != sent:
                 return True  # refreshed meanwhile (by another request's 401, or the file changed)
             self.auth.reset()
-            self.refreshes += 1
             try:
                 current = await self.auth.header()
             except CredentialError as exc:

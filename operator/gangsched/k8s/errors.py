@@ -27,7 +27,3 @@ class ApiError(Exception):
     def transient(self) -> bool:
         """Worth retrying: throttling, server errors, no answer, an answer cut short."""
         return self.status == 429 or self.status >= 500 or self.status == 0 or self.reason == "InvalidResponse"
-
-    @property
-    def unauthorized(self) -> bool:
-        return self.status == 401

@@ -3,7 +3,7 @@
 Contract (as client-go's util/flowcontrol token bucket, built on golang.org/x/time/rate):
 - The bucket starts full. `await acquire()` takes one token; when none is left it reserves the next one and
   sleeps until it is due, so waiters are served in arrival order at `qps` on average, with bursts up to `burst`.
-- `throttled` counts the acquisitions that had to wait and `waited` their total sleep (seconds): metrics.
+- `throttled` counts the acquisitions that had to wait.
 - Clock and sleep are injectable, so tests run on a fake clock.
 """
 
@@ -34,7 +34,6 @@ class TokenBucket:
         self._tokens = float(burst)
         self._last = clock()
         self.throttled = 0
-        self.waited = 0.0
 
     def reserve(self) -> float:
         """Take a token now or reserve the next one; returns how long to wait before using it (seconds)."""
@@ -48,5 +47,4 @@ class TokenBucket:
         wait = self.reserve()
         if wait > 0:
             self.throttled += 1
-            self.waited += wait
             await self._sleep(wait)

@@ -4,11 +4,14 @@ Contract:
 - `run()` lists the collection (paged), hands the whole list to `on_list(items)` (the sink replaces what it had:
   objects missing from the list were deleted while nobody watched), then watches from the list's
   resourceVersion and hands each ADDED/MODIFIED/DELETED event to `on_event(type, obj)`.
-- A watch that ends is resumed from the last seen resourceVersion (BOOKMARKs advance it); 410 Gone, or any
-  error, leads to a fresh list after a capped exponential backoff. `synced` is set after the first list.
+- A watch that ends is resumed from the last seen resourceVersion (BOOKMARKs advance it). 410 Gone leads to a
+  fresh list at once; a transient error (no answer, 429, 5xx) resumes the watch after a capped exponential
+  backoff; any other error leads to a fresh list after that backoff. `synced` is set after the first list;
+  `relists`, `watch_restarts` and `sink_errors` count what happened (runtime/metrics.py).
 - No per-object workers, no models: raw dicts parsed by orjson; a sink that raises on one object does not stop
   the stream (the error is logged and counted).
-This exists because Kopf's per-object machinery costs about 1 ms per event (DESIGN.md, "Kopf and the hot path").
+This exists because Kopf's per-object machinery costs about 1 ms per event, which would cap pod ingest near
+1,000 events/s (bench/bench_ingest.py measures it; docs/architecture.md, "From a watch event to a binding").
 """
 
 from __future__ import annotations
@@ -46,7 +49,6 @@ class Reflector:
         self._watch_timeout = watch_timeout_seconds
         self._max_backoff = max_backoff
         self.synced = asyncio.Event()
-        self.events_seen = 0
         self.sink_errors = 0
         self.relists = 0  # lists after the first (watch expired or failed)
         self.watch_restarts = 0  # watch requests after the first one of a list
@@ -78,7 +80,6 @@ class Reflector:
                         resource_version = rv
                     if kind == "BOOKMARK":
                         continue
-                    self.events_seen += 1
                     try:
                         self._on_event(kind, obj)
                     except Exception:  # one bad object never stops the stream

@@ -358,7 +358,7 @@ class EventRecorder:
 
     def _next_due(self) -> float | None:
         """Seconds until the earliest event waiting for a retry may be sent; None when none waits."""
-        waiting = [t for d, t in self._not_before.items() if d in self._queue]
+        waiting = [not_before for key, not_before in self._not_before.items() if key in self._queue]
         return max(0.0, min(waiting) - self._clock()) if waiting else None
 
     async def run(self, *, concurrency: int = 8) -> None:

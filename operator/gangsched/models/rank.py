@@ -13,8 +13,7 @@ Where a rank comes from, first match wins per member:
    completion_index. JobSet pods carry no parallelism label, so pods_per_job is taken as one more than the
    largest completion index among the gang's JobSet members: this orders members exactly like the pair
    (job index, completion index), which is all placement needs. This is checked before the plain completion
-   index because a JobSet pod also carries a completion index, which alone repeats
-   across the JobSet's Jobs.
+   index because a JobSet pod also carries a completion index, which alone repeats across the JobSet's Jobs.
 3. `batch.kubernetes.io/job-completion-index` (annotation, or the label of Kubernetes >= 1.28): Indexed Jobs.
 4. Kubeflow: label `training.kubeflow.org/replica-index`; with `training.kubeflow.org/replica-type` the
    master/chief/launcher replica comes before the workers (the PyTorch convention: master is rank 0, worker

@@ -21,7 +21,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,6 @@ class _Supervised:
     restarts: int = 0
     last_error: str = ""
     failures_in_a_row: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Supervisor:
@@ -98,17 +97,22 @@ class Supervisor:
 
     def down(self) -> list[str]:
         return [
-            e.name for e in self._tasks.values() if e.vital and (not e.up or (e.task is not None and e.task.done()))
+            entry.name
+            for entry in self._tasks.values()
+            if entry.vital and (not entry.up or (entry.task is not None and entry.task.done()))
         ]
 
     def status(self) -> dict[str, dict[str, Any]]:
-        return {e.name: {"up": e.up, "restarts": e.restarts, "lastError": e.last_error} for e in self._tasks.values()}
+        return {
+            entry.name: {"up": entry.up, "restarts": entry.restarts, "lastError": entry.last_error}
+            for entry in self._tasks.values()
+        }
 
     def names(self) -> list[str]:
         return list(self._tasks)
 
     def stop_now(self, names: Iterable[str] | None = None) -> list[asyncio.Task[None]]:
-        chosen = list(self._tasks) if names is None else [n for n in names if n in self._tasks]
+        chosen = list(self._tasks) if names is None else [name for name in names if name in self._tasks]
         tasks = []
         for name in chosen:
             entry = self._tasks.pop(name)

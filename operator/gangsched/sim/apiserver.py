@@ -418,9 +418,9 @@ class ApiServer:
             rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
         except st.ApiError:
             return await self._dispatch(request, group, version, tail)
-        q, method = request.query, request.method
+        query, method = request.query, request.method
         if method == "GET":
-            verb = "get" if name else "watch" if legacy_watch or q.get("watch") in ("true", "1", "True") else "list"
+            verb = "get" if name else "watch" if legacy_watch or query.get("watch") in ("true", "1", "True") else "list"
         elif method == "DELETE":
             verb = "delete" if name else "deletecollection"
         else:
@@ -433,8 +433,8 @@ class ApiServer:
             agent,
             namespace,
             name,
-            q.get("resourceVersion", "") or "",
-            q.get("continue", "") or "",
+            query.get("resourceVersion", "") or "",
+            query.get("continue", "") or "",
         )
         request[_FAULT_INFO] = info
 
@@ -488,18 +488,18 @@ class ApiServer:
     async def _dispatch(self, request: web.Request, group: str, version: str, tail: str) -> web.StreamResponse:
         try:
             rtype, namespace, name, sub, legacy_watch = self._route(group, version, tail)
-            q = request.query
+            query = request.query
             method = request.method
             self.request_counts[(method, f"{rtype.plural}/{sub}" if sub else rtype.plural)] += 1
             if name is None:
                 if method == "GET":
-                    if legacy_watch or q.get("watch") in ("true", "1", "True"):
+                    if legacy_watch or query.get("watch") in ("true", "1", "True"):
                         return await self._watch(request, rtype, namespace)
                     return self._list(request, rtype, namespace)
                 if method == "POST":
                     if rtype.namespaced and namespace is None:
                         raise st.method_not_allowed(f"POST {rtype.plural} without a namespace")
-                    ctx = self._context(q)
+                    ctx = self._context(query)
                     body = await self._body(request)
                     entry = self.registry.create(rtype, namespace or "", body, ctx)
                     return self._object(request, rtype, entry, status=201, ctx=ctx)
@@ -512,18 +512,18 @@ class ApiServer:
                     raise st.method_not_allowed(f"{method} on pods/{sub}")
                 body = await self._body(request)
                 if sub == "binding":
-                    return _json(self.registry.bind(rtype, ns, name, body, self._context(q)), status=201)
-                return _json(self.registry.evict(rtype, ns, name, body, self._context(q)), status=201)
+                    return _json(self.registry.bind(rtype, ns, name, body, self._context(query)), status=201)
+                return _json(self.registry.evict(rtype, ns, name, body, self._context(query)), status=201)
             if method == "GET":
                 entry = self.registry.get(rtype, ns, name)
                 return self._object(request, rtype, entry)
             if method == "PUT":
-                ctx = self._context(q)
+                ctx = self._context(query)
                 body = await self._body(request)
                 entry = self.registry.update(rtype, ns, name, body, ctx, subresource=sub)
                 return self._object(request, rtype, entry, ctx=ctx)
             if method == "PATCH":
-                ctx = self._context(q)
+                ctx = self._context(query)
                 content_type = request.content_type
                 if content_type not in PATCH_TYPES:
                     raise st.unsupported_media_type(content_type, PATCH_TYPES)
@@ -533,7 +533,7 @@ class ApiServer:
             if method == "DELETE":
                 if sub:
                     raise st.method_not_allowed(f"DELETE on {rtype.plural}/{sub}")
-                ctx = self._context(q)
+                ctx = self._context(query)
                 options = await self._delete_options(request)
                 entry = self.registry.delete(rtype, ns, name, ctx, options=options)
                 return self._object(request, rtype, entry, ctx=ctx)
@@ -545,12 +545,12 @@ class ApiServer:
 
     # ------------------------------------------------------------------ request helpers
     @staticmethod
-    def _context(q: Any) -> RequestContext:
-        dry = q.getall("dryRun", [])
+    def _context(query: Any) -> RequestContext:
+        dry = query.getall("dryRun", [])
         for value in dry:
             if value != "All":
                 raise st.bad_request(f'invalid dryRun value {value!r}: allowed values: "All"')
-        fv = q.get("fieldValidation", "Warn") or "Warn"
+        fv = query.get("fieldValidation", "Warn") or "Warn"
         if fv not in ("Strict", "Warn", "Ignore"):
             raise st.bad_request(f'fieldValidation {fv!r} is not supported: allowed values: "Ignore", "Warn", "Strict"')
         return RequestContext(dry_run=bool(dry), field_validation=fv)
@@ -592,11 +592,11 @@ class ApiServer:
                     raise st.bad_request(f"the DeleteOptions body is not valid JSON: {exc}") from None
                 if isinstance(parsed, dict):
                     options.update(parsed)
-        q = request.query
-        if "gracePeriodSeconds" in q:
-            options["gracePeriodSeconds"] = self._int(q, "gracePeriodSeconds")
-        if "propagationPolicy" in q:
-            options["propagationPolicy"] = q["propagationPolicy"]
+        query = request.query
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = self._int(query, "gracePeriodSeconds")
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
         policy = options.get("propagationPolicy")
         if policy not in (None, "Orphan", "Background", "Foreground"):
             raise st.bad_request(
@@ -605,8 +605,8 @@ class ApiServer:
         return options
 
     @staticmethod
-    def _int(q: Any, key: str) -> int | None:
-        value = q.get(key)
+    def _int(query: Any, key: str) -> int | None:
+        value = query.get(key)
         if value in (None, ""):
             return None
         try:
@@ -654,11 +654,11 @@ class ApiServer:
 
     # ------------------------------------------------------------------ list
     def _selectors(self, request: web.Request, rtype: ResourceType) -> tuple[Any, Any]:
-        q = request.query
+        query = request.query
         fields = parse_field_selector(
-            q.get("fieldSelector"), kind=(rtype.group, rtype.kind), selectable=rtype.selectable_fields
+            query.get("fieldSelector"), kind=(rtype.group, rtype.kind), selectable=rtype.selectable_fields
         )
-        return parse_label_selector(q.get("labelSelector")), fields
+        return parse_label_selector(query.get("labelSelector")), fields
 
     def _list(self, request: web.Request, rtype: ResourceType, namespace: str | None) -> web.Response:
         labels, fields = self._selectors(request, rtype)

@@ -12,7 +12,7 @@ Contract:
     exists with the same uid (as the legacy
     validator in pkg/serviceaccount/claims.go checks), as system:serviceaccount:NS:NAME in groups
     system:serviceaccounts, system:serviceaccounts:NS and system:authenticated.
-- `authenticate(authorization_header, path) -> UserInfo | None`: None means 401. A request without a token is
+- `authenticate(authorization, path) -> UserInfo | None`: None means 401. A request without a token is
   system:anonymous only on the health endpoints (/healthz, /livez, /readyz: 1.32's
   AnonymousAuthConfigurableEndpoints, anonymous limited to those paths); elsewhere it is 401.
 """

@@ -8,10 +8,11 @@ Contract:
   kubelet registers it: capacity == allocatable == resources (plus `pods: "110"` when not given), conditions
   Ready=True and the pressure conditions False, addresses (InternalIP, Hostname), nodeInfo.kubeletVersion
   "v1.32.0-sim", labels kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch plus `labels`.
-- `read_topology(path_or_list) -> list[dict]` reads the seed format (a JSON list of {"layer": int, "name": str,
-  "parents": [...], "children": [...]}), checking each entry; `node_names_from_topology(path_or_list)` lists the
-  children of layer-1 entries (the nodes), in file order; `topology_labels(path_or_list)` maps each node to
-  labels `topology.gangsched.io/tier-<layer>: <domain>` for every domain above it.
+- `read_topology(path_or_list) -> list[dict]` reads the topology ConfigMap's format (a JSON list of
+  {"layer": int, "name": str, "parents": [...], "children": [...]}), checking each entry;
+  `node_names_from_topology(path_or_list)` lists the children of layer-1 entries (the nodes), in file order;
+  `topology_labels(path_or_list)` maps each node to labels `topology.gangsched.io/tier-<layer>: <domain>` for
+  every domain above it.
 - `async create_nodes(client, names, resources, *, labels_for_name=None, concurrency=32) -> list[str]` creates the
   nodes through the API (POST /api/v1/nodes, then the status subresource if the server dropped the status);
   nodes that already exist are left as they are. Returns the names created.

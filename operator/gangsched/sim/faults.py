@@ -10,9 +10,10 @@ Contract:
 - `FaultInjector(rules, seed=...)` decides per request, deterministically for a given seed and request order
   (each rule draws from its own `random.Random(f"{seed}/{index}")`). `active` is the one attribute the API
   server's hot path reads: false when there is no rule, no stall and no recording.
-- `await injector.intercept(info, serve, reset)` (called by the API server for every resource request while
-  `active`): waits out a global stall, adds latency, then either answers the fault or calls `serve()` for the
-  real answer. `commit=true` on http500 / http504 / reset carries the request out first and then loses the
+- `await injector.intercept(info, serve, *, inconsistent_token=...)` (called by the API server for every
+  resource request while `active`): waits out a global stall, adds latency, then either answers the fault (an
+  `Answer`; `continue-expired` builds its token with `inconsistent_token`) or calls `serve()` for the real
+  answer. `commit=true` on http500 / http504 / reset carries the request out first and then loses the
   answer, as a real apiserver does when its timeout filter fires after the handler already wrote to etcd.
 - Watch faults are handed to the watch loop as a `WatchCut` (`info.cut`); `watch-gone` and `continue-expired`
   are answered here.

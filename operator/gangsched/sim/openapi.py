@@ -385,7 +385,6 @@ def openapi_v3_root(types: Iterable[ResourceType]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- OpenAPI v2
-OPENAPI_V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 OPENAPI_V2_PROTOBUF_RESPONSE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 
 

@@ -144,9 +144,6 @@ class Registry:
         """One served type per storage of namespaced objects (what the namespace controller empties)."""
         return [t for t in self._by_storage.values() if t.namespaced]
 
-    def _namespace_exists(self, namespace: str) -> bool:
-        return self.store.get(("", "namespaces"), "", namespace) is not None
-
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str = "") -> None:
         """NamespaceLifecycle admission for a create: 404 without the namespace, 403 while it terminates."""
         if rtype.namespaced:

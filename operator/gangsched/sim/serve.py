@@ -9,7 +9,7 @@ Contract:
   manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
   `topology_configmap_from=FILE` also creates the topology ConfigMap gangsched-system/gangsched-topology
   (key topology.json) from the file. Nodes are named after the topology's nodes when `topology`
-  (a file path or a parsed list in the seed format) is given, else node-0 ... node-(N-1); with a topology, each
+  (a file path or a parsed list of domains) is given, else node-0 ... node-(N-1); with a topology, each
   node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
   topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has
   `server`, `url`, `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py

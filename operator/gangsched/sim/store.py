@@ -96,7 +96,6 @@ class Watcher:
         self.ready = asyncio.Event()
         self.overflowed = False
         self.closed = False
-        self.last_rv = 0
 
     def offer(self, event: WatchEvent) -> None:
         if self.closed:
@@ -122,7 +121,6 @@ class Watcher:
             self.close()
             return
         self.lines.append(self.transform(event, event_type) if self.transform else event.line(event_type))
-        self.last_rv = event.rv
         self.ready.set()
 
     def push_line(self, line: bytes) -> None:
