@@ -65,8 +65,13 @@ async def test_gangsched_run_schedules_and_serves_probes_and_metrics(cluster: Cl
             return "cli-0" in placed and "cli-1" in placed
 
         await eventually(both_bound, timeout=30, what="gang bound by the gangsched process")
-        text = await eventually(lambda: get_text(f"http://127.0.0.1:{metrics}/metrics"), what="/metrics answering")
-        assert "gangsched_bound_pods_total 2.0" in text
+
+        async def both_counted() -> str | None:
+            # the counter moves when the binder reads the API's answer, which the pods' watch may show first
+            text = await get_text(f"http://127.0.0.1:{metrics}/metrics")
+            return text if text is not None and "gangsched_bound_pods_total 2.0" in text else None
+
+        text = await eventually(both_counted, what="/metrics counting both bindings")
         assert "gangsched_leader 1.0" in text
         livez = await get_text(f"http://127.0.0.1:{probes}/livez")
         readyz = await get_text(f"http://127.0.0.1:{probes}/readyz")

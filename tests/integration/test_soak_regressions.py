@@ -35,8 +35,9 @@ async def test_nonstrict_gang_whose_holding_members_are_deleted_is_no_longer_rep
 
             async def pending() -> dict[str, Any] | None:
                 status = await _status(k, "hold")
-                return status if status.get("phase") == "Pending" else None
+                # the message goes too (removed, not left stale): possibly one status write after the phase, when
+                # the members' deletions arrive over several watch events
+                return status if status.get("phase") == "Pending" and "message" not in status else None
 
-            status = await eventually(pending, what="the PodGroup no longer Scheduling")
-            assert "message" not in status  # removed, not left stale
+            status = await eventually(pending, what="the PodGroup Pending, its holding message removed")
             assert (status["scheduled"], status["running"]) == (0, 0)
