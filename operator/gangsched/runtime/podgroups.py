@@ -36,10 +36,6 @@ log = logging.getLogger(__name__)
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
 
-def now_iso() -> str:
-    return now_time()
-
-
 def split_key(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
@@ -92,7 +88,7 @@ class PodGroupReporter:
 
     def write_statuses(self, dirty: set[str]) -> None:
         cluster = self.cache.cluster
-        now = now_iso()
+        now = now_time()
         in_flight: dict[str, int] = {}
         if dirty:
             for pod_key, _node in cluster.bindings_in_flight():
