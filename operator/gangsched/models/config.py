@@ -12,7 +12,9 @@ Contract:
   documented maximum, what a PodGroup's scheduleTimeoutSeconds holds).
 
 Example (all defaults):
-    schedulerName: gangsched
+    schedulerName: gangsched          # the one-name form of schedulerNames
+    # schedulerNames: [gangsched, scheduler-plugins-scheduler]  # every name served by this replica (one cache);
+    #   the first (or schedulerName, which must then be one of them) names events and leader election's component
     namespace: gangsched-system
     defaultWaitSeconds: 600
     backoff: {initialSeconds: 1, maxSeconds: 60}
@@ -101,8 +103,15 @@ class PreemptionConfig(_Section):
     pdb: Literal["respect", "prefer"] = "respect"
 
 
+SchedulerName = Annotated[str, Field(min_length=1, max_length=253)]  # a DNS-1123 subdomain in a pod spec
+MAX_SCHEDULER_NAMES = 32
+
+
 class OperatorConfig(_Section):
-    scheduler_name: Annotated[str, Field(min_length=1)] = Field("gangsched", alias="schedulerName")
+    scheduler_name: SchedulerName = Field("gangsched", alias="schedulerName")
+    scheduler_names: Annotated[list[SchedulerName], Field(min_length=1, max_length=MAX_SCHEDULER_NAMES)] | None = Field(
+        None, alias="schedulerNames"
+    )
     namespace: Annotated[str, Field(min_length=1)] = "gangsched-system"
     default_wait_seconds: WaitSeconds = Field(600.0, alias="defaultWaitSeconds")
     backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig.model_validate({}))
@@ -121,6 +130,26 @@ class OperatorConfig(_Section):
     progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
     preemption: PreemptionConfig = Field(default_factory=lambda: PreemptionConfig.model_validate({}))
+
+    @model_validator(mode="after")
+    def _names(self) -> OperatorConfig:
+        names = self.scheduler_names
+        if names is None:
+            return self
+        if len(set(names)) != len(names):
+            raise InvalidField("schedulerNames", names, "must not repeat a name")
+        if "scheduler_name" in self.model_fields_set:
+            if self.scheduler_name not in names:
+                raise InvalidField("schedulerName", self.scheduler_name, f"must be one of schedulerNames {names}")
+        else:  # the list alone: its first name is the primary one
+            object.__setattr__(self, "scheduler_name", names[0])
+        return self
+
+    @property
+    def served_names(self) -> tuple[str, ...]:
+        """Every schedulerName this replica serves, the primary (`scheduler_name`) first."""
+        rest = [n for n in self.scheduler_names or () if n != self.scheduler_name]
+        return (self.scheduler_name, *rest)
 
     @property
     def probe_port(self) -> int:
@@ -147,6 +176,9 @@ _ALLOWED = {
     "bool_parsing": "must be true or false",
     "string_type": "must be a string",
     "string_too_short": "must not be empty",
+    "string_too_long": "must be at most 253 characters",
+    "too_short": "must not be empty",
+    "too_long": f"must list at most {MAX_SCHEDULER_NAMES} names",
     "list_type": "must be a list",
     "model_type": "must be a mapping",
     "model_attributes_type": "must be a mapping",
@@ -182,6 +214,9 @@ def config_from_mapping(data: Any) -> OperatorConfig:
         return OperatorConfig.model_validate(data)
     except ValidationError as err:
         first = err.errors()[0]
+        named = (first.get("ctx") or {}).get("error")
+        if isinstance(named, InvalidField):  # a check across fields names its own field
+            raise InvalidField(named.field, named.value, named.allowed) from None
         path = ".".join(str(part) for part in first["loc"]) or "config"
         raise InvalidField(path, first.get("input"), _allowed(first)) from None
 

@@ -9,6 +9,8 @@ Contract:
 - `merge_gang_specs(podgroup, annotations, *, fields=None) -> GangSpec | None`: annotations win
   (Koordinator's rule), field by field for the fields they set.
 - `PodGang.resolve(podgroup)`: the effective spec of this member's gang given its PodGroup's spec (or None).
+- `referenced_gang(pod) -> str | None`: the key of the gang a pod names, never raising (None when it names none
+  or an invalid name): for pods of another scheduler, which are counted, not parsed.
 
 Where the gang's name comes from, first found wins: label `scheduling.x-k8s.io/pod-group`; label
 `pod-group.scheduling.sigs.k8s.io`; label `pod-group.scheduling.sigs.k8s.io/name`; annotation
@@ -92,6 +94,22 @@ def _gang_name(labels: Mapping[str, Any], annotations: Mapping[str, Any]) -> tup
         if value:
             return key, value
     return None
+
+
+def referenced_gang(pod: Mapping[str, Any]) -> str | None:
+    """The "namespace/name" of the gang the pod names (first source found wins), or None; never raises."""
+    meta = pod.get("metadata") or _EMPTY
+    labels = meta.get("labels") or _EMPTY
+    annotations = meta.get("annotations") or _EMPTY
+    if not isinstance(labels, Mapping) or not isinstance(annotations, Mapping):
+        return None
+    try:
+        found = _gang_name(labels, annotations)
+    except InvalidField:
+        return None
+    if found is None or not isinstance(found[1], str) or not _NAME.fullmatch(found[1]) or len(found[1]) > 253:
+        return None
+    return gang_key(meta.get("namespace") or "default", found[1])
 
 
 def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:

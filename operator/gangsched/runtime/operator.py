@@ -133,7 +133,10 @@ class Operator:
     def _build(self) -> None:
         """The leader's working state, fresh: a follower's (or a new leader's) view of the cluster."""
         self.cache = ClusterCache(
-            scheduler_name=self.config.scheduler_name, on_change=self.wake, on_status=self.wake_for_status
+            scheduler_name=self.config.scheduler_name,
+            scheduler_names=self.config.served_names,
+            on_change=self.wake,
+            on_status=self.wake_for_status,
         )
         self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
@@ -499,6 +502,9 @@ class Operator:
             )
 
     def _after_round(self) -> None:
+        dirty, self.cache.dirty_gangs = self.cache.dirty_gangs, set()
+        self.podgroups.sync_owned(self._spawn, dirty)
+        self.podgroups.write_statuses(dirty)  # (may report problems: the events below include them)
         for problem in self.cache.problems:
             self.events.record(
                 ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid),
@@ -507,9 +513,6 @@ class Operator:
                 problem.message,
             )
         self.cache.problems.clear()
-        dirty, self.cache.dirty_gangs = self.cache.dirty_gangs, set()
-        self.podgroups.sync_owned(self._spawn, dirty)
-        self.podgroups.write_statuses(dirty)
         self.metrics.pending_gangs.set(sum(1 for g in self.cluster.gangs.values() if g.pending))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:

@@ -16,6 +16,13 @@ Contract:
   was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
   and the writer's "already written" memory (Writes.forget_podgroup) start afresh, so it gets its full status. A
   status patch to a PodGroup that is gone is dropped (404): a late write never re-creates it.
+- Several replicas, several names: status is written for PodGroups with members this replica serves, and for those
+  with no pod at all. Pods naming the PodGroup with a schedulerName not served here are named in its message
+  ("3 pods reference this PodGroup with schedulerName default-scheduler") and in one Warning event
+  `ForeignSchedulerName` per change; a PodGroup with only such pods gets its status from this replica only if
+  nobody else wrote one (its status has no phase) or this replica did, and stops once another writer replaced it:
+  another replica serving that name owns it. A replica whose members' PodGroup shows a status it did not write
+  (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status again.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ class PodGroupReporter:
         self.statuses = cache.statuses  # the cache forgets deleted gangs there
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
+        self._noted: dict[str, str] = {}  # gang -> the foreign-pods note last reported in an event
 
     def _owners(self, key: str, *, live: bool = False) -> list[PodOwner]:
         """The gang's member pods as owners (live=True: only those not being deleted)."""
@@ -86,6 +94,19 @@ class PodGroupReporter:
                 log.warning("creating PodGroup %s for an annotation-only gang: %s", key, exc)
                 self._creating.discard(key)  # try again next round
 
+    def _foreign_note(self, key: str) -> str | None:
+        """The foreign-pods note of the gang (state/foreign.py); one Warning event on the PodGroup when it changes."""
+        note = self.cache.foreign.note(key)
+        if note is None:
+            self._noted.pop(key, None)
+            return None
+        if self._noted.get(key) != note:
+            self._noted[key] = note
+            served = ", ".join(sorted(self.cache.scheduler_names))
+            message = f"{note}: not gang-scheduled here (this scheduler serves schedulerName {served})"
+            self.cache.report_gang(key, "ForeignSchedulerName", message, on_members=False)
+        return note
+
     def write_statuses(self, dirty: set[str]) -> None:
         cluster = self.cache.cluster
         now = now_time()
@@ -98,6 +119,7 @@ class PodGroupReporter:
         for key in dirty:
             pg = self.cache.podgroup(key)
             if pg is None:
+                self._noted.pop(key, None)
                 continue  # no PodGroup object (yet): nothing to write to
             if self.statuses.adopt(key, pg.uid):  # a PodGroup object not written to yet (or created again)
                 self.writes.forget_podgroup(*split_key(key))
@@ -107,6 +129,14 @@ class PodGroupReporter:
             spec = gs.spec if gs is not None else None
             min_member = spec.min_member if spec is not None else (pg.spec.min_member if pg.spec else 1)
             members = self.cache.members(key)
+            note = self._foreign_note(key)
+            overwritten = self.statuses.overwritten(key, pg.phase, pg.message)
+            if note is not None and not members:
+                if pg.phase is not None and (overwritten or not self.statuses.wrote(key)):
+                    continue  # only other schedulers' pods, and another writer: that status is theirs
+            elif overwritten:  # our members' status, overwritten by another writer: ours again, in full
+                self.statuses.rewrite(key)
+                self.writes.forget_podgroup(*split_key(key))
             held = 0
             for member in members:
                 reservation = cluster.reservation_of(member.key)
@@ -124,6 +154,7 @@ class PodGroupReporter:
                 in_flight=in_flight.get(key, 0),
                 now_iso=now,
                 held=held,
+                note=note,
             )
             if body is not None:
                 self.writes.set_podgroup_status(*split_key(key), body)

@@ -40,6 +40,9 @@ Contract:
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the SchedulerState's `leaving` mark from metadata.deletionTimestamp,
   and a version showing one of the SchedulerState's assumed pods bound confirms it (see core/store.py).
+- Scheduler names: a pod is ours when its spec.schedulerName (default `default-scheduler`) is one of
+  `scheduler_names` (every name this replica serves, config `schedulerNames`); a pod of another scheduler that names
+  a gang is counted in `foreign` (state/foreign.py), so the PodGroup can say so.
 - PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
   the pods the Eviction API would refuse now as protected in the SchedulerState; pods' labels and bindings reach it too.
 """
@@ -58,15 +61,17 @@ from gangsched.core.records import PodRecord
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
 from gangsched.models import keys
-from gangsched.models.gang import PodGang, parse_pod_gang
+from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
 from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
+from gangsched.state.foreign import ForeignMembers
 from gangsched.state.status import GangStatusBook
 
+DEFAULT_SCHEDULER = "default-scheduler"  # the apiserver's default for spec.schedulerName
 log = logging.getLogger(__name__)
 
 SATISFIED_PHASES = frozenset({"Scheduled", "Running", "Succeeded", "Finished"})
@@ -125,6 +130,7 @@ class PodGroupInfo:
     created: float
     phase: str | None
     owned_by_us: bool
+    message: str | None = None  # status.message as written (by us or by another scheduler)
     owners: frozenset[str] = frozenset()  # uids of its ownerReferences (the members, for the PodGroups we create)
     schedule_start_iso: str | None = None  # status.scheduleStartTime as written
     schedule_start: float | None = None  # the same, epoch seconds (None: absent or unreadable)
@@ -139,6 +145,11 @@ class _GangSources:
     group_error: str | None = None  # the gang group is inconsistent (see the module docstring)
     warned_group_size: str | None = None  # the GroupSizeTooLarge message last reported
     applied: GangSpec | None = None  # what the SchedulerState has now
+
+
+def _status_message(obj: dict[str, Any]) -> str | None:
+    message = (obj.get("status") or {}).get("message")
+    return message if isinstance(message, str) else None
 
 
 def _owner_uids(meta: dict[str, Any]) -> frozenset[str]:
@@ -165,11 +176,14 @@ class ClusterCache:
         self,
         *,
         scheduler_name: str,
+        scheduler_names: Iterable[str] = (),
         on_change: Callable[[], None] = lambda: None,
         on_status: Callable[[], None] | None = None,
     ) -> None:
         self.cluster = SchedulerState()
         self.scheduler_name = scheduler_name
+        self.scheduler_names = frozenset((scheduler_name, *scheduler_names))  # every name served (one cache)
+        self.foreign = ForeignMembers()  # pods naming a gang with a schedulerName not served here
         self.on_change = on_change
         self.on_status = on_status or on_change
         self.problems: list[Problem] = []
@@ -235,7 +249,12 @@ class ClusterCache:
                 if quick != previous or key in self.cluster.assumed:  # (an assumed pod seen bound: confirmed)
                     self._apply_pod(key, meta, previous, quick, notify=notify)
                 return key
-        ours = spec.get("schedulerName") == self.scheduler_name
+        scheduler_name = spec.get("schedulerName") or DEFAULT_SCHEDULER
+        ours = scheduler_name in self.scheduler_names
+        if ours:
+            self.dirty_gangs |= self.foreign.remove(key)
+        else:
+            self.dirty_gangs |= self.foreign.update(key, referenced_gang(obj), str(scheduler_name))
         try:
             decl = parse_pod_gang(obj) if ours else None
             record = pod_from_api(
@@ -333,9 +352,9 @@ class ClusterCache:
             Problem("Pod", "v1", namespace, name, pod.uid if pod else "", "GangDeclarationMismatch", message)
         )
         if sources.podgroup is not None:
-            self._report_gang(decl.key, "GangDeclarationMismatch", message, on_members=False)
+            self.report_gang(decl.key, "GangDeclarationMismatch", message, on_members=False)
 
-    def _report_gang(self, gang: str, reason: str, message: str, *, on_members: bool = True) -> None:
+    def report_gang(self, gang: str, reason: str, message: str, *, on_members: bool = True) -> None:
         """A Warning about a gang: on its PodGroup, or (when it has none yet and `on_members`) on one member."""
         sources = self._gangs.get(gang)
         namespace, name = gang.split("/", 1)
@@ -373,6 +392,7 @@ class ClusterCache:
 
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
+        self.dirty_gangs |= self.foreign.remove(key)
         self.cluster.remove_pod(key)
         self.budgets.pod_removed(key)
         self._bad_pods.pop(key, None)
@@ -502,6 +522,7 @@ class ClusterCache:
         sources.podgroup = dataclasses.replace(
             old,
             phase=phase,
+            message=_status_message(obj),
             owners=_owner_uids(obj.get("metadata") or {}),
             schedule_start_iso=times.schedule_start_iso,
             schedule_start=times.schedule_start,
@@ -543,6 +564,7 @@ class ClusterCache:
             error=error,
             created=times.created,
             phase=phase,
+            message=_status_message(obj),
             owned_by_us=owned_by_us,
             owners=_owner_uids(meta),
             schedule_start_iso=times.schedule_start_iso,
@@ -556,7 +578,7 @@ class ClusterCache:
             self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
         self._refresh_gang(key)
         if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
-            self._report_gang(key, "InvalidGangGroup", sources.group_error)
+            self.report_gang(key, "InvalidGangGroup", sources.group_error)
         self.dirty_gangs.add(key)
         self.on_change()
 
@@ -648,7 +670,7 @@ class ClusterCache:
             sources.group_error = error
             self.dirty_gangs.add(key)
             if error is not None:
-                self._report_gang(key, "InvalidGangGroup", error)
+                self.report_gang(key, "InvalidGangGroup", error)
         effective = None if error is not None else declared
         self._warn_group_size(key, sources, effective)
         if effective == sources.applied:
@@ -674,7 +696,7 @@ class ClusterCache:
         )
         if sources.warned_group_size != message:
             sources.warned_group_size = message
-            self._report_gang(key, "GroupSizeTooLarge", message)
+            self.report_gang(key, "GroupSizeTooLarge", message)
 
     # ------------------------------------------------------ disruption budgets
     def on_pdb(self, kind: str | None, obj: dict[str, Any]) -> None:

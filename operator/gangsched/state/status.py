@@ -2,7 +2,12 @@
 
 Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out, invalid,
 in_flight, now_iso, held)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields),
-or None when nothing would change since the last time it returned a body for that gang. `seed_start(gang, iso)`
+or None when nothing would change since the last time it returned a body for that gang; `note` (pods of other
+schedulers naming the PodGroup) is appended to the message (and, with no member, to the Scheduled condition's).
+`wrote(gang)` tells whether a body was returned for the gang's current PodGroup object; `overwritten(gang, phase,
+message)` whether the object shows a status none of the last bodies returned had (another writer's: a replica
+serving another schedulerName, or a hand edit), and `rewrite(gang)` makes the next `status_of` return the full body
+again. `seed_start(gang, iso)`
 adopts the scheduleStartTime a PodGroup already shows (written before a restart), so a new leader does not move it.
 It is pure apart from remembering, per gang, the last body and when each condition last changed (so
 `lastTransitionTime` only moves on a real transition); `forget(gang)` drops that memory (the PodGroup or the whole
@@ -31,6 +36,7 @@ condition Scheduled=False with reason Invalid, the message `invalid`, and Invali
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +46,7 @@ from gangsched.core.records import PodRecord
 from gangsched.models.podgroup import ConditionType, PodGroupPhase
 
 Phase = PodGroupPhase
+_RECENT = 16  # bodies remembered per gang to recognize the echoes of our own writes
 SCHEDULED_PHASES = frozenset({Phase.SCHEDULED, Phase.RUNNING, Phase.SUCCEEDED, Phase.FAILED})
 
 
@@ -93,6 +100,8 @@ class _Memory:
     start: str | None = None  # scheduleStartTime
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # condition type -> (status, time)
     uid: str | None = None  # the PodGroup object written to (adopt())
+    # (phase, message) of the bodies last returned: an observed status among them is ours (perhaps a late echo)
+    recent: deque[tuple[Any, Any]] = field(default_factory=lambda: deque(maxlen=_RECENT))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +135,22 @@ class GangStatusBook:
     def tracked(self) -> int:
         return len(self._memory)
 
+    def overwritten(self, gang: str, phase: str | None, message: str | None) -> bool:
+        """Whether the PodGroup shows a status this book did not write (another writer's), after it wrote one."""
+        mem = self._memory.get(gang)
+        return mem is not None and mem.body is not None and (phase, message) not in mem.recent
+
+    def rewrite(self, gang: str) -> None:
+        """The next `status_of` returns the gang's full body again (its times and transitions are kept)."""
+        mem = self._memory.get(gang)
+        if mem is not None:
+            mem.body = None
+
+    def wrote(self, gang: str) -> bool:
+        """Whether this book returned a body for the gang's current PodGroup object (this process wrote it)."""
+        mem = self._memory.get(gang)
+        return mem is not None and mem.body is not None
+
     def seed_start(self, gang: str, start_iso: str) -> None:
         """scheduleStartTime as the PodGroup already shows it (written before a restart): kept, not rewritten."""
         mem = self._memory.setdefault(gang, _Memory())
@@ -146,6 +171,7 @@ class GangStatusBook:
         in_flight: int,
         now_iso: str,
         held: int | None = None,
+        note: str | None = None,
     ) -> dict[str, Any] | None:
         mem = self._memory.setdefault(gang, _Memory())
         counts = count_members(members, in_flight=in_flight)
@@ -165,9 +191,14 @@ class GangStatusBook:
         body = _body(phase, counts, generation, conditions, mem.start, decided)
         if invalid and phase not in SCHEDULED_PHASES:
             body["message"] = invalid
+        if note:  # pods of other schedulers name this PodGroup (state/foreign.py)
+            body["message"] = f"{body['message']}; {note}" if body["message"] else note
+            if not members:
+                conditions[0]["message"] += f"; {note}"
         if body == mem.body:
             return None
         mem.body = body
+        mem.recent.append((body["phase"], body["message"]))
         return body
 
     def _conditions(
