@@ -3,8 +3,8 @@
 Contract: starts the API emulator with 8 simulated nodes (cpu=32, memory=256Gi, nvidia.com/gpu=8 each) and its
 simulated kubelet, starts one operator replica (in a thread with its own event loop), applies `crds/`,
 `manifests/namespace.yaml`, `manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl,
-waits until each example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A` and
-`kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario (manifests/examples/preemption/):
+waits until each example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A`,
+`kubectl gang -A` and `kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario (manifests/examples/preemption/):
 a scavenger gang runs, an urgent gang preempts it whole, and the Preempting/Preempted events show who preempted whom.
 The kubeconfig is kept in `.demo/kubeconfig` while it runs. Returns 0 when every gang ended as its example file says, 1
 otherwise.
@@ -59,6 +59,22 @@ async def kubectl(kubeconfig: str, *args: str, check: bool = True) -> str:
     if check and proc.returncode != 0:
         raise RuntimeError(f"kubectl {' '.join(args)} failed:\n{text}")
     return text
+
+
+async def kubectl_gang(kubeconfig: str, *args: str) -> str:
+    """`kubectl gang ARGS` (the plugin this package installs, plugin/main.py): kubectl refuses flags before a
+    plugin's name, so the kubeconfig goes in $KUBECONFIG; the package's executables are put first on PATH."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "gang",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=dict(os.environ, PATH=path, KUBECONFIG=kubeconfig),
+    )
+    out, _ = await proc.communicate()
+    return out.decode()
 
 
 async def phases(client: KubeClient) -> dict[str, str]:
@@ -117,6 +133,8 @@ async def run_demo_async() -> int:
             settled, last = await preemption_step(kubeconfig, cluster.client)
         say("\n$ kubectl get podgroups -A")
         say((await kubectl(kubeconfig, "get", "podgroups", "-A")).rstrip())
+        say("\n$ kubectl gang -A   # the kubectl plugin installed with the package (README: kubectl gang)")
+        say((await kubectl_gang(kubeconfig, "-A")).rstrip())
         say("\n$ kubectl get pods -A -o wide")
         say((await kubectl(kubeconfig, "get", "pods", "-A", "-o", "wide")).rstrip())
         say("\n$ kubectl get events -A --field-selector involvedObject.kind=PodGroup")

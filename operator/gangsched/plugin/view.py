@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.naming import natural_key
 from gangsched.models import keys
 from gangsched.models.gang import referenced_gang
 from gangsched.models.timestamps import parse_time
@@ -115,7 +116,7 @@ def gangs_of(podgroups: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, Gang]:
         if named is not None:
             gangs.setdefault(named, Gang(named)).pods.append(pod)
     for gang in gangs.values():
-        gang.pods.sort(key=lambda p: str(_meta(p).get("name")))
+        gang.pods.sort(key=lambda p: natural_key(str(_meta(p).get("name"))))
         gang.group = _group_of(gang)
     return gangs
 
