@@ -4,8 +4,9 @@ Contract: starts the API emulator with 8 simulated nodes (cpu=32, memory=256Gi, 
 simulated kubelet, starts one operator replica (in a thread with its own event loop), applies `crds/`,
 `manifests/namespace.yaml`, `manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl,
 waits until each example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A`,
-`kubectl gang -A` and `kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario (manifests/examples/preemption/):
-a scavenger gang runs, an urgent gang preempts it whole, and the Preempting/Preempted events show who preempted whom.
+`kubectl gang -A` and `kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario
+(manifests/examples/preemption/): a scavenger gang runs, an urgent gang preempts it whole, and the
+Preempting/Preempted events show who preempted whom.
 The kubeconfig is kept in `.demo/kubeconfig` while it runs. Returns 0 when every gang ended as its example file says, 1
 otherwise.
 """
