@@ -394,3 +394,21 @@ def test_an_unreadable_volume_is_reported_and_holds_its_pods() -> None:
     assert [(p.kind, p.name, p.reason) for p in cache.problems] == [("PersistentVolume", "bad", "InvalidNodeAffinity")]
     assert "spec.nodeAffinity.required.nodeSelectorTerms" in cache.problems[0].message
     assert cache.cluster.pods["default/p"].holds
+
+
+def test_a_big_gang_s_message_names_a_few_claims() -> None:
+    cache = _cache()
+    for i in range(5):
+        obj = _with_claim(f"g-{i}", claim=f"data-{i}")
+        obj["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": "g"}
+        cache.on_pod_event("ADDED", obj)
+    cache.on_podgroup(
+        None,
+        {
+            "metadata": {"name": "g", "namespace": "default", "uid": "pg", "generation": 1},
+            "spec": {"minMember": 5},
+        },
+    )
+    plan = step(cache.cluster, CFG, 0.0)
+    names = ", ".join(f'persistentvolumeclaim "data-{i}" not found' for i in range(3)).replace(", ", "; ")
+    assert plan.gang_status["default/g"].message == f"{names}; and 2 more"

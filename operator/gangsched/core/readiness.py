@@ -34,13 +34,17 @@ from gangsched.core.units import UnitKey
 
 UNSUPPORTED = "Unsupported"
 GATED = "SchedulingGated"
+MAX_REASONS = 3  # hold reasons shown in one message
 
 
 def unsupported_message(pods: Iterable[PodRecord]) -> str:
-    """The unsupported fields, then the other reasons the pods are held (`hold_reasons`), joined by "; "."""
+    """The unsupported fields, then the other reasons the pods are held (`hold_reasons`, the first MAX_REASONS
+    of them: a gang of many members with a claim each stays readable), joined by "; "."""
     pods = list(pods)
     fields = sorted({f for pod in pods for f in pod.unsupported})
     reasons = sorted({r for pod in pods for r in pod.hold_reasons})
+    if len(reasons) > MAX_REASONS:
+        reasons = [*reasons[:MAX_REASONS], f"and {len(reasons) - MAX_REASONS} more"]
     parts = [f"unsupported: {', '.join(fields)} (gangsched does not evaluate it yet)"] if fields else []
     return "; ".join(parts + reasons)
 
