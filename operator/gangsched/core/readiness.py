@@ -14,7 +14,8 @@ Contract (over a CycleSession):
 - `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
   out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
 - A pod's volume claims that are not usable (`PodRecord.hold_reasons`: not found, not bound, Lost...,
-  state/volumes.py) hold it the same way; the message then carries those sentences after the unsupported fields.
+  state/volumes.py) hold it the same way; the message then carries those sentences after the unsupported fields
+  (at most MAX_REASONS of them, then "and N more").
 - `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
   affinity/anti-affinity, ScheduleAnyway spread, ReadWriteOncePod claims, inline disk volumes) get a Warning
   event on each pod the cycle binds without evaluating them, and one on its PodGroup: once, when the pod is
