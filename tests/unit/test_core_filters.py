@@ -283,10 +283,6 @@ def test_required_anti_affinity_holds_a_pod_alone() -> None:
             {"topologySpreadConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}]},
             "spec.topologySpreadConstraints",
         ),
-        (
-            {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]},
-            "spec.volumes[0].persistentVolumeClaim",
-        ),
     ],
 )
 def test_preferred_constraints_and_volumes_are_placed_and_reported_once(spec: dict[str, Any], field: str) -> None:

@@ -13,10 +13,13 @@ Contract (over a CycleSession):
   not per cycle; once the gates (or the held pods) are gone, the gang is placed as a whole by the gang rules.
 - `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
   out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
+- A pod's volume claims that are not usable (`PodRecord.hold_reasons`: not found, not bound, Lost...,
+  state/volumes.py) hold it the same way; the message then carries those sentences after the unsupported fields
+  (at most MAX_REASONS of them, then "and N more").
 - `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
-  affinity/anti-affinity, ScheduleAnyway spread, PVC and ephemeral volumes) get a Warning event on each pod the
-  cycle binds without evaluating them, and one on its PodGroup: once, when the pod is bound (a bound pod's
-  PodScheduled condition is the binding's True; held pods get the condition).
+  affinity/anti-affinity, ScheduleAnyway spread, ReadWriteOncePod claims, inline disk volumes) get a Warning
+  event on each pod the cycle binds without evaluating them, and one on its PodGroup: once, when the pod is
+  bound (a bound pod's PodScheduled condition is the binding's True; held pods get the condition).
 """
 
 from __future__ import annotations
@@ -32,11 +35,19 @@ from gangsched.core.units import UnitKey
 
 UNSUPPORTED = "Unsupported"
 GATED = "SchedulingGated"
+MAX_REASONS = 3  # hold reasons shown in one message
 
 
 def unsupported_message(pods: Iterable[PodRecord]) -> str:
+    """The unsupported fields, then the other reasons the pods are held (`hold_reasons`, the first MAX_REASONS
+    of them: a gang of many members with a claim each stays readable), joined by "; "."""
+    pods = list(pods)
     fields = sorted({f for pod in pods for f in pod.unsupported})
-    return f"unsupported: {', '.join(fields)} (gangsched does not evaluate it yet)"
+    reasons = sorted({r for pod in pods for r in pod.hold_reasons})
+    if len(reasons) > MAX_REASONS:
+        reasons = [*reasons[:MAX_REASONS], f"and {len(reasons) - MAX_REASONS} more"]
+    parts = [f"unsupported: {', '.join(fields)} (gangsched does not evaluate it yet)"] if fields else []
+    return "; ".join(parts + reasons)
 
 
 def gang_blocked(session: CycleSession, gang: GangState, members: Members) -> bool:

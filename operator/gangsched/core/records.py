@@ -14,12 +14,15 @@ Contract:
   core/matching.py), `HostPort` (a container's hostIP/protocol/hostPort, checked by core/filters.py).
 - `PodRecord.gated`: spec.schedulingGates is not empty (KEP-3521: never placed); `PodRecord.unsupported`: the
   pod's constraints gangsched does not evaluate (field paths), `PodRecord.holds`: whether one of them is a
-  required constraint (the pod is then held, never placed).
+  required constraint (the pod is then held, never placed); `PodRecord.hold_reasons`: other reasons it is held,
+  as sentences (its volume claims, state/volumes.py).
+- `with_required(cls, required)`: the interned class of `cls` with another required node affinity.
 Records are slots dataclasses; do not mutate them in place: build a new one (`dataclasses.replace`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -113,6 +116,13 @@ def scheduling_class(
     return cls
 
 
+def with_required(cls: SchedulingClass, required: tuple[Term, ...] | None) -> SchedulingClass:
+    """The interned class equal to `cls` but for its required node affinity (a pod's volumes add theirs)."""
+    fields = {f.name: getattr(cls, f.name) for f in dataclasses.fields(cls) if f.name not in ("id", "requests")}
+    fields["required"] = required
+    return scheduling_class(cls.requests, **fields)
+
+
 @dataclass(frozen=True, slots=True)
 class NodeRecord:
     name: str
@@ -142,6 +152,7 @@ class PodRecord:
     gated: bool = False  # spec.schedulingGates not empty
     unsupported: tuple[str, ...] = ()  # constraints not evaluated (field paths), see models/pod.py
     holds: bool = False  # one of them is required: the pod is held (never placed) until it goes
+    hold_reasons: tuple[str, ...] = ()  # why else it is held, as sentences (a claim not bound: state/volumes.py)
     grace: float = 30.0  # spec.terminationGracePeriodSeconds (the API's default 30): how long its eviction may take
 
     @property

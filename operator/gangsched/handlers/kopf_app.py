@@ -10,7 +10,8 @@ Contract:
     /readyz of handlers/probes.py;
   - `on.event` for PodGroups and nodes: the raw object is handed to
     the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
-    victims the Eviction API would refuse as protected, from the PDB's status; no LIST).
+    victims the Eviction API would refuse as protected, from the PDB's status; no LIST), PersistentVolumeClaims and
+    PersistentVolumes too (state/volumes.py: the node affinity of the volumes pods use).
     Nothing else happens here: no patches, no finalizers, no progress annotations (only
     event-type handlers are registered, and Kopf writes nothing for those).
 - The topology ConfigMap is not watched through Kopf either: Kopf cannot narrow a watch to one object by name
@@ -99,5 +100,13 @@ def build_registry() -> kopf.OperatorRegistry:
     @kopf.on.event("policy", "v1", "poddisruptionbudgets", registry=registry)
     async def pdb_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_pdb(event.get("type"), _raw(event))
+
+    @kopf.on.event("", "v1", "persistentvolumeclaims", registry=registry)
+    async def pvc_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_pvc(event.get("type"), _raw(event))
+
+    @kopf.on.event("", "v1", "persistentvolumes", registry=registry)
+    async def pv_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_pv(event.get("type"), _raw(event))
 
     return registry

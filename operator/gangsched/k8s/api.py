@@ -119,6 +119,14 @@ class KubeApi:
         items, _ = await self.client.list_all("/apis/policy/v1/poddisruptionbudgets")
         return items
 
+    async def list_pvcs(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/api/v1/persistentvolumeclaims")
+        return items
+
+    async def list_pvs(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/api/v1/persistentvolumes")
+        return items
+
     # ------------------------------------------------------------- reflectors
     def pod_reflector(self, *, on_list: OnList, on_event: OnEvent) -> Reflector:
         return Reflector(self.client, "/api/v1/pods", on_list=on_list, on_event=on_event)

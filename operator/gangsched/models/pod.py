@@ -11,7 +11,8 @@ Contract:
   not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
   required: pod affinity/anti-affinity required terms, a DoNotSchedule topology spread constraint, DRA
   spec.resourceClaims; preferred
-  terms, ScheduleAnyway spread and PVC/ephemeral volumes are only reported). No raw API dict is kept.
+  terms and ScheduleAnyway spread are only reported). Volumes are not read here: the cache applies a pod's claims
+  (state/volumes.py, models/volumes.py). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
@@ -148,13 +149,6 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
         found.append("spec.resourceClaims")
         holds = True
-    volumes = spec.get("volumes")
-    if isinstance(volumes, list):
-        for i, volume in enumerate(volumes):
-            if isinstance(volume, Mapping):
-                for kind in ("persistentVolumeClaim", "ephemeral"):
-                    if volume.get(kind) is not None:
-                        found.append(f"spec.volumes[{i}].{kind}")
     return tuple(found), holds
 
 
@@ -282,7 +276,7 @@ def pod_from_api(
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
     )
-    maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "volumes" in spec or "resourceClaims" in spec
+    maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "resourceClaims" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(

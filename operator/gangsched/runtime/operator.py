@@ -4,7 +4,8 @@ Contract:
 - `Operator(client=..., config=..., identity=...)`; `await start()` seeds the cache from lists (nodes,
   PodGroups, the topology ConfigMap), starts the pod reflector and waits for its first list, then starts the
   scheduling loop, the writers and leader election; `await stop()` cancels them and gives the lease up.
-  Kopf handlers (handlers/) keep the cache current for nodes, PodGroups, PodDisruptionBudgets and the topology.
+  Kopf handlers (handlers/) keep the cache current for nodes, PodGroups, PodDisruptionBudgets, PersistentVolumes,
+  PersistentVolumeClaims and the topology.
 - The loop wakes on cache changes (debounced by `debounce` seconds, so a burst of watch events becomes one
   round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles of
   `core.scheduler.schedule` until a plan is empty, applying each plan to the SchedulerState before carrying it out.
@@ -262,8 +263,8 @@ class Operator:
         log.warning("%s rebuilt its state as a follower (rebuild %d)", self.identity, self.rebuilds)
 
     async def _seed(self) -> None:
-        """Lists first, so the first decision is taken on a complete view (restart safety). PodDisruptionBudgets
-        too: Kopf's watches do not replay them when the state is rebuilt."""
+        """Lists first, so the first decision is taken on a complete view (restart safety). PodDisruptionBudgets,
+        PersistentVolumes and their claims too: Kopf's watches do not replay them when the state is rebuilt."""
         for node in await self.api.list_nodes():
             self.cache.on_node(None, node)
         try:
@@ -273,7 +274,11 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for what, lister, feed in (("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),):
+        for what, lister, feed in (
+            ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
+            ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),
+            ("PersistentVolumeClaims", self.api.list_pvcs, self.cache.on_pvc),
+        ):
             try:
                 objs = await lister()
             except ApiError as exc:

@@ -43,6 +43,9 @@ Contract:
 - Scheduler names: a pod is ours when its spec.schedulerName (default `default-scheduler`) is one of
   `scheduler_names` (every name this replica serves, config `schedulerNames`); a pod of another scheduler that names
   a gang is counted in `foreign` (state/foreign.py), so the PodGroup can say so.
+- Volumes: `on_pvc(kind, obj)` and `on_pv(kind, obj)` feed `volumes` (state/volumes.py), which applies a pod's
+  claims to its record on every full parse; a claim or volume event re-derives the records of the pending pods using
+  it (and backed-off units retry at once); a PersistentVolume that cannot be read is reported on it.
 - PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
   the pods the Eviction API would refuse now as protected in the SchedulerState; pods' labels and bindings reach it too.
 """
@@ -70,6 +73,7 @@ from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.foreign import ForeignMembers
 from gangsched.state.status import GangStatusBook
+from gangsched.state.volumes import VolumeBook
 
 DEFAULT_SCHEDULER = "default-scheduler"  # the apiserver's default for spec.schedulerName
 log = logging.getLogger(__name__)
@@ -199,6 +203,7 @@ class ClusterCache:
         self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
+        self.volumes = VolumeBook()
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
 
     # ----------------------------------------------------------------- pods
@@ -270,6 +275,7 @@ class ClusterCache:
             self._report_pod(obj, key, str(exc) if isinstance(exc, InvalidField) else _unexpected(exc))
             self._keep_usage(key, obj, meta, spec, previous, fingerprint, notify=notify)
             return key
+        record = self.volumes.resolve(record, obj)
         self._bad_pods.pop(key, None)
         self._fingerprints[key] = fingerprint
         self._join(key, decl.key if decl is not None else None)
@@ -303,6 +309,7 @@ class ClusterCache:
         (read without the gang declaration; if even that fails, its last good record with the new node and phase);
         pending, it leaves the SchedulerState until fixed."""
         record: PodRecord | None
+        self.volumes.forget(key)
         try:
             record = pod_from_api(obj, gang=None, ours=False)
         except Exception:
@@ -393,6 +400,7 @@ class ClusterCache:
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
         self.dirty_gangs |= self.foreign.remove(key)
+        self.volumes.forget(key)
         self.cluster.remove_pod(key)
         self.budgets.pod_removed(key)
         self._bad_pods.pop(key, None)
@@ -711,6 +719,43 @@ class ClusterCache:
             ns, name, uid = meta.get("namespace") or "default", meta.get("name", ""), meta.get("uid", "")
             self.problems.append(Problem("PodDisruptionBudget", "policy/v1", ns, name, uid, "InvalidSelector", error))
         if changed:
+            self.on_change()
+
+    # -------------------------------------------------------------- volumes
+    def on_pvc(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A PersistentVolumeClaim event (state/volumes.py); never raises."""
+        try:
+            self._volumes_moved(self.volumes.on_claim(kind, obj))
+        except Exception:
+            log.exception("PersistentVolumeClaim event could not be handled")
+
+    def on_pv(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A PersistentVolume event (state/volumes.py); never raises (an unreadable one is reported on it)."""
+        try:
+            pods, error = self.volumes.on_volume(kind, obj)
+            if error is not None:
+                meta = obj.get("metadata") or {}
+                name, uid = meta.get("name", ""), meta.get("uid", "")
+                self.problems.append(Problem("PersistentVolume", "v1", "", name, uid, "InvalidNodeAffinity", error))
+            self._volumes_moved(pods)
+        except Exception:
+            log.exception("PersistentVolume event could not be handled")
+
+    def _volumes_moved(self, keys: Iterable[str]) -> None:
+        """Re-derive the records of these pods (pending ones: a bound pod's placement is decided)."""
+        moved = False
+        for key in sorted(keys):
+            record = self.cluster.pods.get(key)
+            if record is None or record.node_name is not None or record.terminal:
+                continue
+            new = self.volumes.refresh(record)
+            if new != record:
+                self.cluster.upsert_pod(new)
+                if new.gang is not None:
+                    self.dirty_gangs.add(new.gang)
+                moved = True
+        if moved:
+            self.cluster.store.bump_freed()  # a held pod backed off: it is tried again at once
             self.on_change()
 
     # ---------------------------------------------------------------- nodes
