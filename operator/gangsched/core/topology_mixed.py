@@ -1,10 +1,11 @@
 """Topology for gangs of several scheduling classes (MPI launcher + workers, Ray head + workers): the same
-whole-gang tier ladder as single-class gangs (core/topology).
+(whole-gang tier, DP-group tier) ladder and rank layout as single-class gangs (core/topology).
 
 Contract: `place_mixed_topology(session, tree, spec, pods, held) -> (placed, shortfalls, tier)` takes capacity in the
 session's workspace for every pod placed. It walks the tiers 1, 2, ..., tree.tiers + 1 (the whole cluster) and,
 at each, the domains holding candidate nodes, tightest first (least capacity left over for the gang's largest
-class, then natural name order); the first domain where every pod fits wins and its tier is reported. Whether the
+class, then natural name order); the first domain where every pod fits (its DP groups as below) wins and its tier
+is reported. Whether the
 pods fit a domain is decided by core/quorum.py (exact within 8 classes x 64 candidate nodes of the domain, else a
 first-fit of the larger classes first). Hard mode never goes above `highestTierAllowed`: no domain fits, nothing is
 placed and every class reports a shortfall whose reason names the tier. Soft mode with no domain that fits
