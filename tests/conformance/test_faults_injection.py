@@ -193,7 +193,9 @@ async def test_a_stall_holds_every_request_watches_included_for_its_duration(
             await faults(http, [{"kind": "stall", "verb": "create", "seconds": 0.6, "next": 1}])
             t0 = time.monotonic()
             stall = asyncio.create_task(create(http, "a"))  # starts the stall and is held by it
-            await asyncio.sleep(0.05)  # let it arrive first (ordering the two requests, not waiting for a result)
+            async with asyncio.timeout(5):  # the next request goes only once the stall has begun (no timed guess)
+                while not apiserver.faults.stalled():  # noqa: ASYNC110 (the injector's state: no event to wait on)
+                    await asyncio.sleep(0)  # the emulator runs on this loop: yield to it until the create started it
             async with http.get("/api/v1/nodes") as r:  # any other request is held too
                 assert r.status == 200
             assert time.monotonic() - t0 >= 0.5

@@ -5,7 +5,8 @@ session's workspace for every pod placed; the caller records the placements (or 
 roles of the gang's bound and reserved members.
 - Topology (the gang spec has network_topology, the state a tree): one scheduling class, core.topology.place on
   per-node capacity, pods taken in the given (rank) order; several classes, core/topology_mixed.py (the same
-  whole-gang tier ladder, groupSize ignored). `hard` with no topology known places nothing (the shortfall says so).
+  (whole-gang tier, DP-group tier) ladder, DP groups of groupSize consecutive ranks, greedy within a domain).
+  `hard` with no topology known places nothing (the shortfall says so).
 - A gang whose pods have several scheduling classes, or whose spec has roles: core/quorum_placement.py, a
   quorum whenever one exists on the free capacity (exact search up to 8 classes x 64 candidate nodes and a step
   budget, greedy beyond: core/quorum.py), every role's minimum met.

@@ -1,15 +1,28 @@
 """Topology for gangs of several scheduling classes (MPI launcher + workers, Ray head + workers): the same
-whole-gang tier ladder as single-class gangs (core/topology).
+(whole-gang tier, DP-group tier) ladder and rank layout as single-class gangs (core/topology).
 
 Contract: `place_mixed_topology(session, tree, spec, pods, held) -> (placed, shortfalls, tier)` takes capacity in the
 session's workspace for every pod placed. It walks the tiers 1, 2, ..., tree.tiers + 1 (the whole cluster) and,
 at each, the domains holding candidate nodes, tightest first (least capacity left over for the gang's largest
-class, then natural name order); the first domain where every pod fits wins and its tier is reported. Whether the
+class, then natural name order); the first domain where every pod fits (its DP groups as below) wins and its tier
+is reported. Whether the
 pods fit a domain is decided by core/quorum.py (exact within 8 classes x 64 candidate nodes of the domain, else a
 first-fit of the larger classes first). Hard mode never goes above `highestTierAllowed`: no domain fits, nothing is
 placed and every class reports a shortfall whose reason names the tier. Soft mode with no domain that fits
-falls back to core/quorum_placement.py anywhere (tier None). Ranks: each class's pods in rank order take the
-chosen nodes in natural name order. Not done for these gangs: data-parallel groups (`groupSize` is ignored).
+falls back to core/quorum_placement.py anywhere (tier None).
+
+Data-parallel groups and ranks, as for single-class gangs (core/topology): the pods come in rank order (whatever
+their class) and a DP group is `groupSize` consecutive ranks (the last may be smaller). With more than one group,
+each whole-gang tier first tries the group tiers below it, lowest first, so the pairs (whole tier, group tier) are
+walked in the same lexicographic order; at group tier g every group must fit inside one tier-g sub-domain of the
+whole-gang domain. Groups are assigned greedily in rank order: to the previous group's sub-domain when it fits
+there (consecutive groups stay adjacent, few sub-domains are opened), else to the tightest sub-domain that holds
+it (least room left for the largest class, then natural name order); a group's fit in a sub-domain is decided as
+above (exact within the bound). The greedy assignment may miss a grouping that exists: the gang then takes the
+next pair of the ladder (ultimately group tier = whole tier, i.e. groups unconstrained), never an invalid
+placement. Ranks: within each group (or the gang when ungrouped) each class's pods in rank order take the chosen
+nodes in natural name order, and group k's nodes are chosen before group k+1's. Cost per domain tried: one fit per
+group and sub-domain tried, each bounded as above.
 """
 
 from __future__ import annotations
@@ -37,10 +50,18 @@ def place_mixed_topology(
     need = Counter(index[pod.sclass.id] for pod in pods)
     nodes = _candidates(session, tree, classes)
     highest = network.highest_tier_allowed if network.mode == TopologyMode.HARD else None
+    size = network.group_size
+    chunks = [Counter(index[p.sclass.id] for p in pods[i : i + size]) for i in range(0, len(pods), size)]
     for tier in range(1, tree.tiers + 2):
         if highest is not None and tier > highest:
             break
-        for members in _domains(tree, nodes, tier, classes[0]):
+        domains = _domains(tree, nodes, tier, classes[0])
+        for group_tier in range(1, tier if size > 1 and len(chunks) > 1 else 1):
+            for members in domains:
+                grouped = _fit_groups(tree, classes, chunks, members, group_tier)
+                if grouped is not None:
+                    return _apply(session, pods, classes, grouped), [], tier
+        for members in domains:
             assignment = _fit(classes, need, members)
             if assignment is not None:
                 return _apply(session, pods, classes, assignment), [], tier
@@ -65,14 +86,19 @@ def _candidates(session: CycleSession, tree: TopologyTree, classes: list[Schedul
     return out
 
 
+def _domain_of(tree: TopologyTree, node: str, tier: int) -> int:
+    """The index of the node's domain at `tier` (tiers + 1: the whole cluster, index 0)."""
+    i = tree.node_index[node]
+    for level in range(min(tier, tree.tiers)):
+        i = tree.parent_at[level][i]
+    return i if tier <= tree.tiers else 0
+
+
 def _domains(tree: TopologyTree, nodes: list[Candidate], tier: int, largest: SchedulingClass) -> list[list[Candidate]]:
     """The candidate nodes of each domain of a tier (tiers + 1: the whole cluster), tightest domain first."""
     by_domain: dict[int, list[Candidate]] = {}
     for cand in nodes:
-        i = tree.node_index[cand.name]
-        for level in range(min(tier, tree.tiers)):
-            i = tree.parent_at[level][i]
-        by_domain.setdefault(i if tier <= tree.tiers else 0, []).append(cand)
+        by_domain.setdefault(_domain_of(tree, cand.name, tier), []).append(cand)
 
     def room(members: list[Candidate]) -> int:
         return sum(_count(largest.requests, c.free) for c in members)
@@ -96,6 +122,55 @@ def _fit(
         if result.exact:
             return result.quorum.assignment if result.quorum is not None else None
     return first_fit(reqs, [need[i] for i in range(len(classes))], members)
+
+
+def _fit_groups(
+    tree: TopologyTree,
+    classes: list[SchedulingClass],
+    chunks: list[Counter[int]],
+    members: list[Candidate],
+    group_tier: int,
+) -> list[tuple[str, int, int]] | None:
+    """Every DP group (`chunks`, rank order) inside one tier-`group_tier` sub-domain of `members` (greedy, see the
+    module docstring): the assignment, group after group, or None."""
+    subs: dict[int, list[Candidate]] = {}
+    for cand in members:
+        subs.setdefault(_domain_of(tree, cand.name, group_tier), []).append(cand)
+    names = tree.level_names[group_tier]
+    largest = classes[0].requests
+    out: list[tuple[str, int, int]] = []
+    current: int | None = None
+    for chunk in chunks:
+        others = sorted(
+            (d for d in subs if d != current),
+            key=lambda d: (sum(_count(largest, c.free) for c in subs[d]), natural_key(names[d])),
+        )
+        for d in ([current] if current is not None else []) + others:
+            found = _fit(classes, chunk, subs[d])
+            if found is not None:
+                subs[d] = _taken(classes, subs[d], found)
+                out.extend(found)
+                current = d
+                break
+        else:
+            return None
+    return out
+
+
+def _taken(
+    classes: list[SchedulingClass], members: list[Candidate], assignment: list[tuple[str, int, int]]
+) -> list[Candidate]:
+    """The candidates with what `assignment` takes removed from their free resources."""
+    used: dict[str, Counter[str]] = {}
+    for node, c, count in assignment:
+        for r, q in classes[c].requests.items():
+            used.setdefault(node, Counter())[r] += q * count
+    out = []
+    for cand in members:
+        taken = used.get(cand.name)
+        free = {r: v - taken.get(r, 0) for r, v in cand.free.items()} if taken else cand.free
+        out.append(Candidate(cand.name, free, cand.allowed))
+    return out
 
 
 def _apply(
