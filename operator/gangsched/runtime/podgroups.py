@@ -19,9 +19,9 @@ Contract:
 - Several replicas, several names: status is written for PodGroups with members this replica serves, and for those
   with no pod at all. Pods naming the PodGroup with a schedulerName not served here are named in its message
   ("3 pods reference this PodGroup with schedulerName default-scheduler") and in one Warning event
-  `ForeignSchedulerName` per change; a PodGroup with only such pods gets its status from this replica only if
-  nobody else wrote one (its status has no phase) or this replica did, and stops once another writer replaced it:
-  another replica serving that name owns it. A replica whose members' PodGroup shows a status it did not write
+  `ForeignSchedulerName` per change of those names; a PodGroup with only such pods gets its status from this
+  replica only if nobody else wrote one (its status has no phase) or this replica did, and stops once another
+  writer replaced it: another replica serving that name owns it. A replica whose members' PodGroup shows a status it did not write
   (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status again.
 """
 
@@ -56,7 +56,7 @@ class PodGroupReporter:
         self.statuses = cache.statuses  # the cache forgets deleted gangs there
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
-        self._noted: dict[str, str] = {}  # gang -> the foreign-pods note last reported in an event
+        self._noted: dict[str, tuple[str, ...]] = {}  # gang -> the foreign schedulerNames last reported in an event
 
     def _owners(self, key: str, *, live: bool = False) -> list[PodOwner]:
         """The gang's member pods as owners (live=True: only those not being deleted)."""
@@ -95,15 +95,20 @@ class PodGroupReporter:
                 self._creating.discard(key)  # try again next round
 
     def _foreign_note(self, key: str) -> str | None:
-        """The foreign-pods note of the gang (state/foreign.py); one Warning event on the PodGroup when it changes."""
+        """The foreign-pods note of the gang (state/foreign.py); one Warning event on the PodGroup when the set of
+        foreign schedulerNames changes (not per pod: a controller creates its pods one by one)."""
         note = self.cache.foreign.note(key)
         if note is None:
             self._noted.pop(key, None)
             return None
-        if self._noted.get(key) != note:
-            self._noted[key] = note
+        names = self.cache.foreign.names(key)
+        if self._noted.get(key) != names:
+            self._noted[key] = names
             served = ", ".join(sorted(self.cache.scheduler_names))
-            message = f"{note}: not gang-scheduled here (this scheduler serves schedulerName {served})"
+            message = (
+                f"pods with schedulerName {', '.join(names)} reference this PodGroup: not gang-scheduled here "
+                f"(this scheduler serves schedulerName {served})"
+            )
             self.cache.report_gang(key, "ForeignSchedulerName", message, on_members=False)
         return note
 

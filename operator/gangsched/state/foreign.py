@@ -5,8 +5,9 @@ Contract: `ForeignMembers` keeps, per gang key, the pods naming it with another 
 - `update(pod_key, gang, scheduler_name) -> changed gangs`: the pod now names `gang` (None: none) with that
   foreign name; `remove(pod_key) -> changed gangs` (the pod was deleted, or is now ours: the cache then counts it
   as a member). The returned keys are the gangs whose summary changed (the caller marks them dirty).
-- `note(gang) -> str | None`: the sentence for the PodGroup's status and event, None without foreign pods. Names
-  are listed sorted, with their counts.
+- `note(gang) -> str | None`: the sentence for the PodGroup's status, None without foreign pods. Names are listed
+  sorted, with their counts. `names(gang)`: the foreign schedulerNames alone, sorted (what an event reports: counts
+  move as pods are created one by one, the names seldom do).
 A pod of another scheduler is never parsed beyond its gang's name (models/gang.py `referenced_gang`): its other
 gang annotations are that scheduler's business, and a typo there is not reported by this replica.
 """
@@ -55,6 +56,9 @@ class ForeignMembers:
         if len(parts) == 1:
             return f"{parts[0].replace(' with', f' {verb} this PodGroup with', 1)}"
         return f"{total} pods {verb} this PodGroup with other schedulers: {', '.join(parts)}"
+
+    def names(self, gang: str) -> tuple[str, ...]:
+        return tuple(sorted(self._by_gang.get(gang, ())))
 
     def __len__(self) -> int:
         return len(self._of_pod)
