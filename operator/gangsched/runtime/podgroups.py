@@ -21,8 +21,9 @@ Contract:
   ("3 pods reference this PodGroup with schedulerName default-scheduler") and in one Warning event
   `ForeignSchedulerName` per change of those names; a PodGroup with only such pods gets its status from this
   replica only if nobody else wrote one (its status has no phase) or this replica did, and stops once another
-  writer replaced it: another replica serving that name owns it. A replica whose members' PodGroup shows a status it did not write
-  (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status again.
+  writer replaced it: another replica serving that name owns it. A replica whose members' PodGroup shows a status it
+  did not write (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status
+  again.
 """
 
 from __future__ import annotations
