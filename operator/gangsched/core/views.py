@@ -12,6 +12,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from gangsched.core.gangs import GangState
+from gangsched.core.plan import CapacityHold
 from gangsched.core.podstate import PodState
 from gangsched.core.queue import UnitState
 from gangsched.core.records import NodeRecord, PodRecord
@@ -58,6 +59,8 @@ class QueueView(Protocol):
     def gang_backoffs(self) -> Mapping[str, UnitState]: ...
     @property
     def pod_backoffs(self) -> Mapping[str, UnitState]: ...
+    @property
+    def holds(self) -> Mapping[str, CapacityHold]: ...  # core/starvation.py
     def unit_state(self, unit: UnitKey) -> UnitState | None: ...
 
 
