@@ -112,7 +112,7 @@ class Sim:
                 self.c.upsert_pod(dataclasses.replace(self.c.pods[key], phase="Succeeded"))
 
 
-def _busy_cluster(hold_after: float, *, declare: bool = True, horizon: float = 120.0) -> Sim:
+def _busy_cluster(hold_after: float, *, declare: bool = True, horizon: float = 100.0) -> Sim:
     """8 nodes x 8 GPUs full of 1-GPU jobs of 8 s (one ends every 1/8 s); 10 new ones a second (8 end); at t=1 a
     gang of 8 x 8 GPUs of the same priority arrives."""
     sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=hold_after, backoff_max_seconds=10.0))
@@ -136,7 +136,7 @@ def test_without_the_rule_the_big_gang_never_starts() -> None:
     sim = _busy_cluster(0.0)
     assert BIG not in sim.started
     assert not any(p.capacity_holds for p in sim.plans)
-    assert sum(1 for g in sim.started if g != BIG) > 900  # the small gangs kept every GPU busy
+    assert sum(1 for g in sim.started if g != BIG) > 700  # the small gangs kept every GPU busy
 
 
 def test_with_the_rule_the_big_gang_starts_within_hold_after_plus_the_longest_run() -> None:
