@@ -223,16 +223,22 @@ def _grace(spec: Mapping[str, Any]) -> float:
     return float(min(max(raw, 1) if raw < 0 else raw, MAX_GRACE_SECONDS))
 
 
-def _run_seconds(spec: Mapping[str, Any], annotations: Any) -> float | None:
+def _run_seconds(spec: Mapping[str, Any], annotations: Any, *, strict: bool) -> float | None:
     """The pod's declared run time: spec.activeDeadlineSeconds (the kubelet enforces it) and the annotation
-    scheduling.gangsched.io/expected-duration (a Go duration, trusted), the shorter; None when neither is set."""
+    scheduling.gangsched.io/expected-duration (a Go duration, trusted), the shorter; None when neither is set. A bad
+    annotation raises InvalidField when `strict` (our pods), else is not read (others' pods, and the fallback that
+    keeps a bad pod's usage counted must never fail on it)."""
     out: list[float] = []
     deadline = spec.get("activeDeadlineSeconds")
     if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
         out.append(float(deadline))
     raw = annotations.get(EXPECTED_DURATION) if isinstance(annotations, Mapping) else None
     if raw is not None:
-        out.append(parse_duration(raw, field=f"metadata.annotations[{EXPECTED_DURATION}]", maximum=MAX_RUN_SECONDS))
+        try:
+            out.append(parse_duration(raw, field=f"metadata.annotations[{EXPECTED_DURATION}]", maximum=MAX_RUN_SECONDS))
+        except InvalidField:
+            if strict:
+                raise
     return min(out) if out else None
 
 
@@ -332,6 +338,6 @@ def pod_from_api(
         unsupported=unsupported,
         holds=holds,
         grace=_grace(spec),
-        run_seconds=_run_seconds(spec, annotations),
+        run_seconds=_run_seconds(spec, annotations, strict=ours),
         started=_started(status),
     )
