@@ -158,10 +158,10 @@ def test_undeclared_small_jobs_never_backfill_yet_the_big_gang_starts_as_soon() 
     assert BIG in sim.started and sim.started[BIG] <= 1.0 + 60.0 + 8.0 + 0.5
 
 
-def _held_setup() -> Sim:
+def _held_setup(units: int = 64) -> Sim:
     """2 nodes x 8 GPUs: node0 full until t=100 (one 8-GPU... as 8 declared 1-GPU jobs), node1 half full until t=100;
     a 16-GPU gang (2 x 8) unschedulable since t=0; at t=61 it holds node1's free half."""
-    sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=60.0), nodes=2)
+    sim = Sim(SchedulerConfig(max_units_per_cycle=units, hold_after_seconds=60.0), nodes=2)
     for i in range(12):
         sim.running_pod(f"r{i}", sim.nodes[0] if i < 8 else sim.nodes[1], run=100.0, ends=100.0)
     sim.gang("big", 2, 8, run=None, duration=50.0)
@@ -208,6 +208,17 @@ def test_the_held_gang_starts_when_its_nodes_free() -> None:
     sim.advance(39.0)  # t=100: every running job ends
     sim.cycles()
     assert sim.started.get(BIG) == 100.0
+
+
+def test_the_held_gang_is_attempted_first_in_its_priority_level() -> None:
+    """One unit per cycle: small gangs queued before it (older) do not delay it once its nodes are free."""
+    sim = _held_setup(units=1)
+    smalls = [sim.gang(f"a{i}", 1, 1, run=None, duration=30.0) for i in range(3)]  # sorted before "big"
+    sim.cycles()
+    sim.advance(39.0)
+    plan = schedule(sim.c, sim.now, sim.config)
+    assert sorted(k for k, _ in plan.bindings) == ["default/big-0", "default/big-1"]
+    assert not any(k.startswith(tuple(smalls)) for k, _ in plan.bindings)
 
 
 def test_disabling_holds_ends_them() -> None:

@@ -22,7 +22,8 @@ Contract:
   loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the
   gang times out, loses its PodGroup, or finds nothing to preempt any more.
 - Starvation (core/starvation.py): before the queue, capacity is held for the gang that has been unschedulable
-  longest (at most one per priority level, config.max_held_gangs in all, after config.hold_after_seconds); each
+  longest (at most one per priority level, config.max_held_gangs in all, after config.hold_after_seconds), and
+  that gang is attempted first among the units of its priority; each
   unit's attempt sees held capacity only when it is that gang, has a higher priority, or declares a run time that
   ends before that gang could start (bounded backfill).
 - Messages (core/messages.py): events and pod conditions of a unit are only emitted when its message changes.
@@ -36,7 +37,7 @@ from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
 from gangsched.core.readiness import report_unsupported
 from gangsched.core.session import CycleSession
-from gangsched.core.starvation import finish, hold_capacity, hold_wakeup, lifted
+from gangsched.core.starvation import finish, first_in_level, hold_capacity, hold_wakeup, lifted
 from gangsched.core.timers import expire_waiting_times, next_wakeup
 from gangsched.core.units import UnitKey
 from gangsched.core.views import StateView
@@ -48,7 +49,7 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     expire_waiting_times(session)
     holds = hold_capacity(session)
     budget = config.max_units_per_cycle
-    for unit in queue_order(session):
+    for unit in first_in_level(session, holds, queue_order(session)):
         if budget <= 0:
             break
         with lifted(session, holds, unit):

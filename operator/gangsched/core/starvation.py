@@ -16,6 +16,7 @@ attempt, `finish` at the end of the cycle):
   (componentwise min(free, target)): capacity freed on those nodes stays for it. A hold is never a reservation of
   pods and never over-commits: it only takes free capacity out of other units' sight for the cycle, after the
   preemptors' nominations.
+- Order (`first_in_level`): a held gang is attempted first among the units of its priority.
 - Who may use held capacity (`lifted`): the held gang itself; a unit of higher priority than the held gang; a unit
   whose pending pods all declare a run time (PodRecord.run_seconds: spec.activeDeadlineSeconds or the annotation
   scheduling.gangsched.io/expected-duration) with now + the longest <= the held gang's earliest start (`shadow`):
@@ -288,6 +289,28 @@ def lifted(session: CycleSession, holds: Holds, unit: UnitKey) -> Iterator[None]
     finally:
         for active in lift:
             _take(session, active)
+
+
+def first_in_level(session: CycleSession, holds: Holds, order: list[UnitKey]) -> list[UnitKey]:
+    """The queue order with each held gang moved to the head of its priority level (Slurm's top job)."""
+    if not holds.active:
+        return order
+    store = session.store
+    for active in holds.active:
+        unit = store.gangs[active.record.gang_key].unit
+        if unit not in order:
+            continue
+        order.remove(unit)
+        at = next(
+            (
+                i
+                for i, u in enumerate(order)
+                if (store.pods[u.key].priority if u.is_pod else store.gangs[u.key].priority) <= active.priority
+            ),
+            len(order),
+        )
+        order.insert(at, unit)
+    return order
 
 
 def _strip(message: str) -> str:
