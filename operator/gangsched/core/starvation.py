@@ -20,8 +20,9 @@ attempt, `finish` at the end of the cycle):
 - Who may use held capacity (`lifted`): the held gang itself; a unit of higher priority than the held gang; a unit
   whose pending pods all declare a run time (PodRecord.run_seconds: spec.activeDeadlineSeconds or the annotation
   scheduling.gangsched.io/expected-duration) with now + the longest <= the held gang's earliest start (`shadow`):
-  the time at which the target nodes would have the room if every running pod there ended at its declared end
-  (start + run time, never before now) and every pod without one (or a reservation) could end at once. A unit
+  the time at which the target nodes would have the room if every pod charged there (store.pods_on: running,
+  binding or reserved) ended at its declared end (start + run time, never before now; not started: now + run time)
+  and every pod without one could end at once. A unit
   without a declared run time never backfills into held capacity. After its attempt the holds are taken again
   from what is left.
 - Reporting: when a hold starts, a Normal event CapacityHeld on the PodGroup; while it lasts the gang's
@@ -29,8 +30,8 @@ attempt, `finish` at the end of the cycle):
   while the gang still waits (another gang took its place) gets a Normal event CapacityHoldEnded.
 - `hold_wakeup(session)`: when the next gang becomes eligible (for the plan's next_wakeup).
 Bounds: choosing costs one pass over the backed-off gangs per cycle (nothing when disabled); the targets cost a sort
-of the feasible nodes when a hold starts; `shadow` one pass over the pods, once per hold and cycle, only when a unit
-with a declared run time asks.
+of the feasible nodes when a hold starts; `shadow` a pass over the pods on the held nodes that lack room, once per
+hold and cycle, only when a unit with a declared run time asks.
 """
 
 from __future__ import annotations
@@ -242,15 +243,15 @@ def shadow(session: CycleSession, record: CapacityHold) -> float:
                 short[name] = (free, target)
     if not short:
         return now
-    ends: dict[str, list[tuple[float, Mapping[str, int]]]] = {name: [] for name in short}
-    for pod in store.pods.values():
-        if pod.node_name in ends and not pod.terminal:
-            run, start = pod.run_seconds, pod.started if pod.started is not None else now
-            ends[pod.node_name].append((now if run is None else max(now, start + run), pod.requests))
     latest = now
     for name, (free, target) in short.items():
+        ends = []
+        for key in store.pods_on.get(name, ()):
+            pod = store.pods[key]
+            run, start = pod.run_seconds, pod.started if pod.started is not None else now
+            ends.append((now if run is None else max(now, start + run), pod.requests))
         ready = now  # never reached by running pods ending: something else holds it, it may go at once
-        for end, requests in sorted(ends[name], key=lambda e: e[0]):
+        for end, requests in sorted(ends, key=lambda e: e[0]):
             for r, q in requests.items():
                 free[r] = free.get(r, 0) + q
             if all(free.get(r, 0) >= q for r, q in target.items()):

@@ -30,6 +30,8 @@ class StoreView(Protocol):
     @property
     def used(self) -> Mapping[str, Mapping[str, int]]: ...
     @property
+    def pods_on(self) -> Mapping[str, Mapping[str, None]]: ...  # node -> pods charged there
+    @property
     def topology(self) -> TopologyTree | None: ...
     @property
     def host_ports(self) -> Mapping[str, Mapping[Any, int]]: ...  # core/filters.py PortTable.by_node
