@@ -275,6 +275,8 @@ def test_held_capacity_is_never_overcommitted_nor_given_away(arrivals: list[tupl
         for node in sim.nodes:
             used = sim.c.used.get(node, {})
             assert used.get(GPU, 0) <= 8
+            on = sim.c.store.pods_on.get(node, {})  # the index the start estimate reads agrees with `used`
+            assert sum(sim.c.pods[k].requests.get(GPU, 0) for k in on) == used.get(GPU, 0)
     sim.advance(40.0)
     sim.cycles()
     assert BIG in sim.started  # every running job ended by then: nothing held it back
