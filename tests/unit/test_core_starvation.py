@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
+from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.plan import Plan
 from gangsched.core.scheduler import schedule
 from gangsched.core.scheduler_state import SchedulerState
@@ -229,6 +229,28 @@ def test_disabling_holds_ends_them() -> None:
     ended = [e for e in sim.plans[-2].events if e.reason == "CapacityHoldEnded"]
     assert ended and ended[0].name == "big"
     assert "holding capacity" not in sim.plans[-2].gang_status[BIG].message
+
+
+def test_a_gang_waiting_for_a_topology_or_too_big_for_the_cluster_holds_nothing() -> None:
+    """Holds are for gangs that wait for capacity: a hard-topology gang with no topology known never starts, and a
+    gang larger than every node's allocatable together never fits; neither keeps capacity from others."""
+    sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=5.0), nodes=2)
+    hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
+    sim.c.upsert_gang(GangSpec("default", "topo", 1, network_topology=hard))
+    pod = pod_from_api(
+        _pod("topo-0", gang="default/topo", gpu=1, run=None, created=0.0), gang="default/topo", ours=True
+    )
+    sim.c.upsert_pod(pod)
+    sim.duration[pod.key] = 10.0
+    sim.gang("huge", 3, 8, run=None, duration=10.0)  # 24 GPUs on 16
+    sim.cycles()
+    sim.advance(10.0)
+    sim.cycles()
+    assert {"default/topo", "default/huge"}.isdisjoint(sim.c.queue.holds)
+    assert not any(e.reason == "CapacityHeld" for p in sim.plans for e in p.events)
+    small = sim.small(run=1.0, declare=False)
+    sim.cycles()
+    assert small in sim.started
 
 
 def test_rfc3339() -> None:

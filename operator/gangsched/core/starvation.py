@@ -4,7 +4,8 @@ Volcano's reservation of the head job), and bounded backfill into it.
 Contract (over a CycleSession; the scheduler calls `hold_capacity` after the timeouts, `lifted` around each unit's
 attempt, `finish` at the end of the cycle):
 - Who: a gang whose last attempt found it unschedulable (status reason Unschedulable), with a PodGroup, not
-  satisfied, timed out or preempting, that has been failing for at least `config.hold_after_seconds` (its queue
+  satisfied, timed out or preempting (nor a hard-topology gang while no topology is known: it waits for one, not
+  for capacity), that has been failing for at least `config.hold_after_seconds` (its queue
   `waiting_since`: the first failure since it last succeeded; 0 disables holds). In order of priority desc, then
   waiting_since, then key: the first of each priority level, at most `config.max_held_gangs` in all.
 - Where (`targets`, computed when the hold starts and again when a node's static properties or the gang's
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from gangsched.core.capacity import fit_count
 from gangsched.core.gangs import GangState
+from gangsched.core.gangspec import TopologyMode
 from gangsched.core.messages import event
 from gangsched.core.plan import CapacityHold, GangStatus
 from gangsched.core.records import PodRecord
@@ -71,8 +73,12 @@ class Holds:
 
 def _eligible(session: CycleSession, gang: GangState) -> bool:
     last = gang.last_status
+    spec = gang.spec
+    network = spec.network_topology if spec is not None else None
+    if network is not None and network.mode == TopologyMode.HARD and session.store.topology is None:
+        return False  # it waits for a topology, not for capacity
     return (
-        gang.spec is not None
+        spec is not None
         and not gang.satisfied
         and not session.is_timed_out(gang)
         and last is not None
