@@ -246,11 +246,26 @@ def test_a_gang_waiting_for_a_topology_or_too_big_for_the_cluster_holds_nothing(
     sim.cycles()
     sim.advance(10.0)
     sim.cycles()
-    assert {"default/topo", "default/huge"}.isdisjoint(sim.c.queue.holds)
+    holds = sim.c.queue.holds
+    assert "default/topo" not in holds
+    assert holds["default/huge"].targets == ()  # remembered as never fitting, not held, not in the way
     assert not any(e.reason == "CapacityHeld" for p in sim.plans for e in p.events)
     small = sim.small(run=1.0, declare=False)
     sim.cycles()
     assert small in sim.started
+
+
+def test_a_gang_that_never_fits_does_not_take_the_turn_of_one_that_waits_for_capacity() -> None:
+    sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=60.0), nodes=2)
+    sim.gang("huge", 3, 8, run=None, duration=10.0)  # waited longer, but 24 GPUs never fit on 16
+    sim.running_pod("r0", sim.nodes[0], run=100.0, ends=100.0)
+    sim.cycles()
+    sim.advance(1.0)
+    sim.gang("big", 2, 8, run=None, duration=10.0)
+    sim.cycles()
+    sim.advance(61.0)
+    sim.cycles()
+    assert sim.c.queue.holds[BIG].targets and not sim.c.queue.holds["default/huge"].targets
 
 
 def test_rfc3339() -> None:

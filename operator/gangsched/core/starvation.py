@@ -12,7 +12,8 @@ attempt, `finish` at the end of the cycle):
   pending members change): the nodes where it would start soonest, i.e. its pending members laid out next-fit on
   the nodes' allocatable, statically feasible nodes (core/matching.py) taken by most free room for the class first;
   its network topology is not used to choose them (its placement still follows it). A gang that cannot fit the
-  whole cluster's allocatable gets no hold.
+  whole cluster's allocatable holds nothing and takes no one's turn (its record, with no targets, is remembered
+  so the layout is not recomputed every cycle).
 - What: in each cycle's workspace, on each target node, the free capacity up to what the gang would use there
   (componentwise min(free, target)): capacity freed on those nodes stays for it. A hold is never a reservation of
   pods and never over-commits: it only takes free capacity out of other units' sight for the cycle, after the
@@ -87,7 +88,8 @@ def _eligible(session: CycleSession, gang: GangState) -> bool:
     )
 
 
-def _chosen(session: CycleSession) -> list[GangState]:
+def _candidates(session: CycleSession) -> list[GangState]:
+    """Eligible gangs (module docstring), by priority desc, then waiting_since, then key."""
     cfg = session.config
     if cfg.hold_after_seconds <= 0:
         return []
@@ -101,13 +103,7 @@ def _chosen(session: CycleSession) -> list[GangState]:
         if since is not None and since <= cutoff and key in queued and _eligible(session, gangs[key]):
             found.append((-gangs[key].priority, since, key))
     found.sort()
-    out: list[GangState] = []
-    levels: set[int] = set()
-    for priority, _, key in found:
-        if priority not in levels and len(out) < cfg.max_held_gangs:
-            levels.add(priority)
-            out.append(gangs[key])
-    return out
+    return [gangs[key] for _, _, key in found]
 
 
 def _targets(session: CycleSession, pods: list[PodRecord]) -> tuple[tuple[str, Resources], ...] | None:
@@ -143,15 +139,14 @@ def _targets(session: CycleSession, pods: list[PodRecord]) -> tuple[tuple[str, R
     return tuple(out.items())
 
 
-def _record(session: CycleSession, gang: GangState, old: CapacityHold | None) -> CapacityHold | None:
+def _record(session: CycleSession, gang: GangState, old: CapacityHold | None) -> CapacityHold:
+    """The gang's hold, kept or (re)computed; empty targets when it never fits (remembered, not held)."""
     pending = session.members(gang).pending
     gen = session.store.static_gen
     if old is not None and old.static_gen == gen and old.members == len(pending):
         return old
-    targets = _targets(session, pending) if pending else None
-    if targets is None:
-        return None
-    since = old.since if old is not None else session.now
+    targets = (_targets(session, pending) if pending else None) or ()
+    since = old.since if old is not None and old.targets else session.now
     return CapacityHold(gang.key, since, targets, gen, len(pending))
 
 
@@ -159,32 +154,40 @@ def hold_capacity(session: CycleSession) -> Holds:
     """Start, keep or end the holds of this cycle and take their capacity in the workspace."""
     holds = Holds()
     existing = session.state.queue.holds
-    chosen = _chosen(session)
-    keys = {g.key for g in chosen}
+    chosen: list[tuple[GangState, CapacityHold]] = []
+    levels: set[int] = set()
+    for gang in _candidates(session):
+        if len(holds.active) >= session.config.max_held_gangs or gang.priority in levels:
+            continue
+        old = existing.get(gang.key)
+        record = _record(session, gang, old)
+        chosen.append((gang, record))
+        if record is not old:
+            session.plan.capacity_holds[gang.key] = record
+        if record.targets:
+            levels.add(gang.priority)
+            holds.active.append(_Active(record, gang.priority))
+            if old is None or not old.targets:
+                _announce(session, gang, record)
+        elif old is not None and old.targets:
+            _end(session, gang.key, old, forget=False)  # (its record without targets is kept)
+    keys = {g.key for g, _ in chosen}
     for gang_key, held in existing.items():
         if gang_key not in keys:
             _end(session, gang_key, held)
-    for gang in chosen:
-        old = existing.get(gang.key)
-        record = _record(session, gang, old)
-        if record is None:
-            if old is not None:
-                _end(session, gang.key, old)
-            continue
-        if record is not old:
-            session.plan.capacity_holds[gang.key] = record
-        if old is None:
-            nodes = ", ".join(n for n, _ in record.targets[:8]) + (", ..." if len(record.targets) > 8 else "")
-            why = (
-                f"holding capacity on {len(record.targets)} nodes ({nodes}) for this gang: unschedulable for "
-                f"{session.now - _since(session, gang):.0f}s; gangs of priority <= {gang.priority} may use it only "
-                "with a declared run time that ends before this gang can start"
-            )
-            event(session, "PodGroup", gang.key, "Normal", "CapacityHeld", why)
-        holds.active.append(_Active(record, gang.priority))
     for active in holds.active:
         _take(session, active)
     return holds
+
+
+def _announce(session: CycleSession, gang: GangState, record: CapacityHold) -> None:
+    nodes = ", ".join(n for n, _ in record.targets[:8]) + (", ..." if len(record.targets) > 8 else "")
+    why = (
+        f"holding capacity on {len(record.targets)} nodes ({nodes}) for this gang: unschedulable for "
+        f"{session.now - _since(session, gang):.0f}s; gangs of priority <= {gang.priority} may use it only "
+        "with a declared run time that ends before this gang can start"
+    )
+    event(session, "PodGroup", gang.key, "Normal", "CapacityHeld", why)
 
 
 def _since(session: CycleSession, gang: GangState) -> float:
@@ -192,10 +195,11 @@ def _since(session: CycleSession, gang: GangState) -> float:
     return st.waiting_since if st is not None and st.waiting_since is not None else session.now
 
 
-def _end(session: CycleSession, gang_key: str, record: CapacityHold) -> None:
-    session.plan.capacity_holds[gang_key] = None
+def _end(session: CycleSession, gang_key: str, record: CapacityHold, *, forget: bool = True) -> None:
+    if forget:
+        session.plan.capacity_holds[gang_key] = None
     gang = session.store.gangs.get(gang_key)
-    if gang is None or gang.satisfied or not gang.pending:
+    if gang is None or gang.satisfied or not gang.pending or not record.targets:
         return
     event(session, "PodGroup", gang_key, "Normal", "CapacityHoldEnded", "no longer holding capacity for this gang")
     last = gang.last_status
