@@ -52,7 +52,10 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     for unit in first_in_level(session, holds, queue_order(session)):
         if budget <= 0:
             break
-        with lifted(session, holds, unit):
+        if holds.active:
+            with lifted(session, holds, unit):
+                attempted = _attempt(session, unit)
+        else:
             attempted = _attempt(session, unit)
         if attempted:
             budget -= 1

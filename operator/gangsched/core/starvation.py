@@ -286,9 +286,6 @@ def _may_use(session: CycleSession, active: _Active, unit: UnitKey, priority: in
 @contextmanager
 def lifted(session: CycleSession, holds: Holds, unit: UnitKey) -> Iterator[None]:
     """Around a unit's attempt: the holds it may use are given back to the workspace, then taken again."""
-    if not holds.active:
-        yield
-        return
     store = session.store
     priority = store.pods[unit.key].priority if unit.is_pod else store.gangs[unit.key].priority
     run = _run_seconds(session, unit)
