@@ -23,6 +23,9 @@ class SchedulerConfig:
     score_strategy: str = "binpack"  # binpack: fill the fullest fitting nodes; spread: the emptiest
     # how many queue units (gangs or lone pods) one schedule() call may try; each is its own transaction
     max_units_per_cycle: int = 1
+    # starvation (core/starvation.py): a gang unschedulable this long gets capacity held for it; 0 disables
+    hold_after_seconds: float = 60.0
+    max_held_gangs: int = 1  # gangs holding capacity at once (at most one per priority level)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -42,6 +45,10 @@ class SchedulerConfig:
             )
         if self.max_units_per_cycle < 1:
             raise InvalidField("maxUnitsPerCycle", self.max_units_per_cycle, "must be an integer >= 1")
+        if not 0 <= self.hold_after_seconds < float("inf"):
+            raise InvalidField("starvation.holdAfterSeconds", self.hold_after_seconds, "must be a number >= 0 (0: off)")
+        if self.max_held_gangs < 1:
+            raise InvalidField("starvation.maxHeldGangs", self.max_held_gangs, "must be an integer >= 1")
 
     def backoff_seconds(self, attempts: int) -> float:
         """Backoff after the `attempts`-th consecutive failure (1-based): initial * 2**(attempts-1), capped."""

@@ -23,10 +23,13 @@ Fields:
 - nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the scheduler holds
   that capacity for them. nomination_clears: [pod_key] nominations given up (patch nominatedNodeName null).
 - preemptions: {gang_key: victim pod keys} for SchedulerState.apply (victims are never taken twice).
+- capacity_holds: {gang_key: CapacityHold | None} capacity held for a starving gang, started or recomputed (None:
+  ended); bookkeeping for SchedulerState.apply (core/starvation.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gangsched.core.units import UnitKey
@@ -72,6 +75,17 @@ class UnitBackoff:
     failed_at: float  # queue re-sort key
 
 
+@dataclass(frozen=True, slots=True)
+class CapacityHold:
+    """Capacity held for a starving gang (core/starvation.py): on each node, up to `targets`' resources."""
+
+    gang_key: str
+    since: float  # when the hold started
+    targets: tuple[tuple[str, Mapping[str, int]], ...]  # (node, resources the gang would use there)
+    static_gen: int  # the store's static_gen the targets were computed at
+    members: int  # pending members they were computed for
+
+
 @dataclass(slots=True)
 class Plan:
     bindings: list[tuple[str, str]] = field(default_factory=list)
@@ -93,6 +107,7 @@ class Plan:
     satisfied: list[str] = field(default_factory=list)  # gangs whose quorum this cycle binds (core/gangs.py)
     first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
     waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
+    capacity_holds: dict[str, CapacityHold | None] = field(default_factory=dict)  # gang -> hold (None: ended)
 
     @property
     def empty(self) -> bool:
@@ -110,4 +125,5 @@ class Plan:
             or self.evictions
             or self.nominations
             or self.nomination_clears
+            or self.capacity_holds
         )

@@ -10,6 +10,9 @@ Contract:
   having failed, or when it is removed (`forget_pod`); a gang's when the store forgets the gang.
 - `queued_gangs()`, `alone_pending()`: the pending units; `ready(unit, now, freed_gen)`: not backed off (a
   backoff ends early when capacity was freed after it began, as kube-scheduler requeues on cluster events).
+- `waiting_since` of a unit: its first failure since it last succeeded (core/starvation.py ages gangs by it).
+- `holds`: capacity held for starving gangs (core/starvation.py), by gang; `apply_holds(changes)` records a
+  plan's (None: the hold ended); a forgotten gang's hold goes with it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core.plan import UnitBackoff
+from gangsched.core.plan import CapacityHold, UnitBackoff
 from gangsched.core.units import UnitKey
 
 
@@ -31,6 +34,7 @@ class UnitState:
     failed_at: float | None = None
     freed_gen: int = 0  # the store's freed_gen when it backed off: capacity freed since then ends the backoff
     waiting_reason: str | None = None  # last waiting reason reported (to report a change once)
+    waiting_since: float | None = None  # first failure since the last success
 
 
 class SchedulingQueue:
@@ -39,6 +43,7 @@ class SchedulingQueue:
         self._alone_pending: dict[str, UnitKey] = {}  # pending pods without a gang -> their unit key
         self._gang_units: dict[str, UnitState] = {}
         self._pod_units: dict[str, UnitState] = {}
+        self._holds: dict[str, CapacityHold] = {}  # starving gang -> capacity held for it (core/starvation.py)
 
     # ----- PendingSink -----
     def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
@@ -60,6 +65,7 @@ class SchedulingQueue:
     def gang_forgotten(self, gang_key: str) -> None:
         self._queued_gangs.pop(gang_key, None)
         self._gang_units.pop(gang_key, None)
+        self._holds.pop(gang_key, None)
 
     def forget_pod(self, pod_key: str) -> None:
         self._alone_pending.pop(pod_key, None)
@@ -92,6 +98,11 @@ class SchedulingQueue:
         """Backoff state by pod key of pods without a gang (read-only)."""
         return self._pod_units
 
+    @property
+    def holds(self) -> Mapping[str, CapacityHold]:
+        """Capacity held for starving gangs, by gang key (read-only)."""
+        return self._holds
+
     def unit_state(self, unit: UnitKey) -> UnitState | None:
         table = self._pod_units if unit.kind == "pod" else self._gang_units
         return table.get(unit.key)
@@ -107,6 +118,7 @@ class SchedulingQueue:
             "alone_pending": len(self._alone_pending),
             "gang_units": len(self._gang_units),
             "pod_units": len(self._pod_units),
+            "capacity_holds": len(self._holds),
         }
 
     # ----- writers (from an applied Plan) -----
@@ -121,10 +133,20 @@ class SchedulingQueue:
         st = self._state(unit)
         st.attempts, st.backoff_until, st.failed_at = backoff.attempts, backoff.until, backoff.failed_at
         st.freed_gen = freed_gen
+        if st.waiting_since is None:
+            st.waiting_since = backoff.failed_at
 
     def record_success(self, unit: UnitKey) -> None:
         st = self._state(unit)
         st.attempts, st.backoff_until, st.failed_at, st.waiting_reason = 0, 0.0, None, None
+        st.waiting_since = None
 
     def record_waiting_reason(self, unit: UnitKey, reason: str) -> None:
         self._state(unit).waiting_reason = reason
+
+    def apply_holds(self, changes: Mapping[str, CapacityHold | None]) -> None:
+        for gang_key, hold in changes.items():
+            if hold is None:
+                self._holds.pop(gang_key, None)
+            elif gang_key in self._queued_gangs:
+                self._holds[gang_key] = hold

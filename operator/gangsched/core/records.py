@@ -5,7 +5,7 @@ Contract:
 - `NodeRecord`: name, allocatable (canonical units, see core/resources.py), labels, taints, unschedulable.
 - `PodRecord`: identity, priority, preemption policy, creation time (epoch seconds), spec.nodeName, status.phase,
   status.nominatedNodeName, gang/role/rank, whether it is ours, the timeout mark, its termination grace period
-  (seconds) and its `SchedulingClass`.
+  (seconds), its declared run time and start time (core/starvation.py) and its `SchedulingClass`.
 - `scheduling_class(requests, *, node_selector, required, preferred, tolerations)`: the constraints and requests
   of a pod interned into a `SchedulingClass` (same constraints -> the same object, with a small integer `id`;
   the implicit `pods: 1` request added): feasibility is computed once per class, and records share the class's
@@ -154,6 +154,8 @@ class PodRecord:
     holds: bool = False  # one of them is required: the pod is held (never placed) until it goes
     hold_reasons: tuple[str, ...] = ()  # why else it is held, as sentences (a claim not bound: state/volumes.py)
     grace: float = 30.0  # spec.terminationGracePeriodSeconds (the API's default 30): how long its eviction may take
+    run_seconds: float | None = None  # declared run time (activeDeadlineSeconds, expected-duration): backfill
+    started: float | None = None  # status.startTime (epoch seconds)
 
     @property
     def key(self) -> str:

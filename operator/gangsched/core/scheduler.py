@@ -21,6 +21,11 @@ Contract:
   given to a gang of lower or equal priority; a higher-priority gang may use it, and the preemptor then
   loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the
   gang times out, loses its PodGroup, or finds nothing to preempt any more.
+- Starvation (core/starvation.py): before the queue, capacity is held for the gang that has been unschedulable
+  longest (at most one per priority level, config.max_held_gangs in all, after config.hold_after_seconds), and
+  that gang is attempted first among the units of its priority; each
+  unit's attempt sees held capacity only when it is that gang, has a higher priority, or declares a run time that
+  ends before that gang could start (bounded backfill).
 - Messages (core/messages.py): events and pod conditions of a unit are only emitted when its message changes.
 """
 
@@ -32,6 +37,7 @@ from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
 from gangsched.core.readiness import report_unsupported
 from gangsched.core.session import CycleSession
+from gangsched.core.starvation import finish, first_in_level, hold_capacity, hold_wakeup, lifted
 from gangsched.core.timers import expire_waiting_times, next_wakeup
 from gangsched.core.units import UnitKey
 from gangsched.core.views import StateView
@@ -41,14 +47,22 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     """One cycle; see the module docstring."""
     session = CycleSession(state, now, config)
     expire_waiting_times(session)
+    holds = hold_capacity(session)
     budget = config.max_units_per_cycle
-    for unit in queue_order(session):
+    for unit in first_in_level(session, holds, queue_order(session)):
         if budget <= 0:
             break
-        if _attempt(session, unit):
+        if holds.active:
+            with lifted(session, holds, unit):
+                attempted = _attempt(session, unit)
+        else:
+            attempted = _attempt(session, unit)
+        if attempted:
             budget -= 1
+    finish(session, holds)
     report_unsupported(session)
-    session.plan.next_wakeup = next_wakeup(session)
+    wakeups = [t for t in (next_wakeup(session), hold_wakeup(session)) if t is not None]
+    session.plan.next_wakeup = min(wakeups, default=None)
     return session.plan
 
 

@@ -295,6 +295,7 @@ class SchedulerState:
         for unit, reason in plan.waiting_reasons.items():
             if self._known(unit):
                 queue.record_waiting_reason(unit, reason)
+        queue.apply_holds(plan.capacity_holds)
 
     def bind_succeeded(self, pod_key: str) -> None:
         state = self.store.state_of(pod_key)

@@ -73,6 +73,7 @@ class ClusterStore:
         self.gangs: dict[str, GangState] = self.gang_table.gangs
         self.accounting = Accounting()
         self.used: dict[str, Resources] = self.accounting.used
+        self.pods_on: dict[str, dict[str, None]] = self.accounting.pods_on  # node -> pods charged there
         self.ports = PortTable()  # host ports in use (core/filters.py), charged with the resources
         self.host_ports = self.ports.by_node
         self.topology: TopologyTree | None = None
@@ -243,7 +244,7 @@ class ClusterStore:
                 self.accounting.freed_gen += 1
             self._by_state.get(slot.state, {}).pop(key, None)
             if slot.charge is not None:
-                self.accounting.uncharge(slot.charge, len(self.nodes))
+                self.accounting.uncharge(slot.charge, len(self.nodes), key)
         self.ports.charge(key, None, ())
         if pod is not None:
             self._leave_gang(pod)
@@ -365,13 +366,13 @@ class ClusterStore:
         charge = slot.charge
         if target is None:
             if charge is not None:
-                slot.charge = self.accounting.charge(charge, None, None, len(self.nodes))
+                slot.charge = self.accounting.charge(charge, None, None, len(self.nodes), key)
                 self.ports.charge(key, None, ())
             return
         sclass = self.pods[key].sclass
         requests = sclass.requests
         if charge is None or target != charge[0] or requests is not charge[1]:
-            slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes))
+            slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes), key)
             self.ports.charge(key, target, sclass.host_ports)
 
     # ----- internals: gang membership and the pending set -----

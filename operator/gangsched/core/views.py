@@ -12,6 +12,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from gangsched.core.gangs import GangState
+from gangsched.core.plan import CapacityHold
 from gangsched.core.podstate import PodState
 from gangsched.core.queue import UnitState
 from gangsched.core.records import NodeRecord, PodRecord
@@ -28,6 +29,8 @@ class StoreView(Protocol):
     def gangs(self) -> Mapping[str, GangState]: ...
     @property
     def used(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def pods_on(self) -> Mapping[str, Mapping[str, None]]: ...  # node -> pods charged there
     @property
     def topology(self) -> TopologyTree | None: ...
     @property
@@ -58,6 +61,8 @@ class QueueView(Protocol):
     def gang_backoffs(self) -> Mapping[str, UnitState]: ...
     @property
     def pod_backoffs(self) -> Mapping[str, UnitState]: ...
+    @property
+    def holds(self) -> Mapping[str, CapacityHold]: ...  # core/starvation.py
     def unit_state(self, unit: UnitKey) -> UnitState | None: ...
 
 

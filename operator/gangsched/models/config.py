@@ -30,6 +30,7 @@ Example (all defaults):
     progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
     preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
+    starvation: {holdAfterSeconds: 60, maxHeldGangs: 1}  # capacity held for a starving gang (0: off)
 """
 
 from __future__ import annotations
@@ -103,6 +104,14 @@ class PreemptionConfig(_Section):
     pdb: Literal["respect", "prefer"] = "respect"
 
 
+class StarvationConfig(_Section):
+    """Capacity held for a gang that has waited too long (core/starvation.py): `holdAfterSeconds` of being
+    unschedulable before the hold starts (0: never hold), `maxHeldGangs` holding at once (one per priority)."""
+
+    hold_after_seconds: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = Field(60.0, alias="holdAfterSeconds")
+    max_held_gangs: Annotated[int, Field(strict=True, ge=1, le=1000)] = Field(1, alias="maxHeldGangs")
+
+
 SchedulerName = Annotated[str, Field(min_length=1, max_length=253)]  # a DNS-1123 subdomain in a pod spec
 MAX_SCHEDULER_NAMES = 32
 
@@ -130,6 +139,7 @@ class OperatorConfig(_Section):
     progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
     preemption: PreemptionConfig = Field(default_factory=lambda: PreemptionConfig.model_validate({}))
+    starvation: StarvationConfig = Field(default_factory=lambda: StarvationConfig.model_validate({}))
 
     @model_validator(mode="after")
     def _names(self) -> OperatorConfig:
@@ -167,6 +177,8 @@ class OperatorConfig(_Section):
             backoff_max_seconds=self.backoff.max_seconds,
             score_strategy=self.score_strategy,
             max_units_per_cycle=self.max_units_per_cycle,
+            hold_after_seconds=self.starvation.hold_after_seconds,
+            max_held_gangs=self.starvation.max_held_gangs,
         )
 
 
@@ -195,6 +207,8 @@ def _allowed(error: Any) -> str:
         return f"must be a number > {ctx['gt']}"
     if kind == "less_than_equal" and isinstance(ctx.get("le"), float):  # (a float setting: seconds)
         return f"must be a number > 0 and <= {int(ctx['le'])}"
+    if kind == "greater_than_equal" and isinstance(ctx.get("ge"), float):  # (seconds, 0 allowed)
+        return f"must be a number >= {ctx['ge']:g}"
     if kind in ("greater_than_equal", "less_than_equal") or kind.startswith("int"):
         return f"must be an integer >= {ctx.get('ge', 1)}" + (f" and <= {ctx['le']}" if "le" in ctx else "")
     if kind == "literal_error":

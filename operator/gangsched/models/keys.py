@@ -32,6 +32,8 @@ LEGACY_MIN_AVAILABLE: Final = "pod-group.scheduling.sigs.k8s.io/min-available"
 
 # gangsched
 ROLE: Final = "scheduling.gangsched.io/role"  # the member's role, matched against PodGroup spec.roles[].name
+# how long the pod runs at most, a Go duration ("10m"): lets it backfill capacity held for a starving gang
+EXPECTED_DURATION: Final = "scheduling.gangsched.io/expected-duration"
 
 # gangsched: network topology of an annotation-only gang (the PodGroup's spec.networkTopology otherwise)
 TOPOLOGY_MODE: Final = "scheduling.gangsched.io/network-topology-mode"  # hard | soft

@@ -5,7 +5,9 @@ Contract:
 - `pod_from_api(obj, *, gang, role=None, rank=None, ours) -> PodRecord`: identity, priority, preemption policy,
   creation time (epoch seconds, models/timestamps.py), requests (including the implicit `pods: 1`),
   spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
-  mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
+  mark, the declared run time (`run_seconds`: spec.activeDeadlineSeconds or the annotation
+  scheduling.gangsched.io/expected-duration, the shorter) and status.startTime (`started`), and the scheduling
+  constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
   them), interned into a `SchedulingClass` (core/records.py `scheduling_class`); `gated` (spec.schedulingGates
   not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
@@ -19,8 +21,8 @@ Contract:
   spec.overhead. A container's missing request defaults to its limit (API server defaulting). The result does NOT
   include the implicit `pods: 1` (scheduling_class adds it).
 - `pod_fingerprint(meta, spec)`: a hash of everything the parsers read except spec.nodeName and status;
-  `pod_with_status(previous, spec, status)`: the previous record with those re-read (None: parse it fully). A
-  bind or a phase change then costs no full parse.
+  `pod_with_status(previous, spec, status)`: the previous record with those (and startTime) re-read (None: parse it
+  fully). A bind or a phase change then costs no full parse.
 Bad input raises InvalidField naming the field path (e.g. `spec.containers[0].resources.requests.cpu`).
 """
 
@@ -36,13 +38,15 @@ import orjson
 from gangsched.core.errors import InvalidField
 from gangsched.core.records import HostPort, PodRecord, Term, Toleration, scheduling_class
 from gangsched.core.resources import Resources, add, add_into, maximum, resource_list
+from gangsched.models.duration import parse_duration
 from gangsched.models.fields import as_list, as_object, str_map
-from gangsched.models.keys import KOORD_TIMEOUT
+from gangsched.models.keys import EXPECTED_DURATION, KOORD_TIMEOUT
 from gangsched.models.node import TAINT_EFFECTS
 from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
 _NODE_AFFINITY = "spec.affinity.nodeAffinity"
+MAX_RUN_SECONDS = 2147483647.0  # a declared run time's maximum (as activeDeadlineSeconds: int32 seconds)
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 _PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
@@ -213,6 +217,34 @@ def _grace(spec: Mapping[str, Any]) -> float:
     return float(min(max(raw, 1) if raw < 0 else raw, MAX_GRACE_SECONDS))
 
 
+def _run_seconds(spec: Mapping[str, Any], annotations: Any, *, strict: bool) -> float | None:
+    """The pod's declared run time: spec.activeDeadlineSeconds (the kubelet enforces it) and the annotation
+    scheduling.gangsched.io/expected-duration (a Go duration, trusted), the shorter; None when neither is set. A bad
+    annotation raises InvalidField when `strict` (our pods), else is not read (others' pods, and the fallback that
+    keeps a bad pod's usage counted must never fail on it)."""
+    out: list[float] = []
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline > 0:
+        out.append(float(deadline))
+    raw = annotations.get(EXPECTED_DURATION) if isinstance(annotations, Mapping) else None
+    if raw is not None:
+        try:
+            out.append(parse_duration(raw, field=f"metadata.annotations[{EXPECTED_DURATION}]", maximum=MAX_RUN_SECONDS))
+        except InvalidField:
+            if strict:
+                raise
+    return min(out) if out else None
+
+
+def _started(status: Mapping[str, Any]) -> float | None:
+    """status.startTime (written by the kubelet); None when unset or unreadable."""
+    raw = status.get("startTime")
+    try:
+        return parse_time(raw, field="status.startTime") if raw else None
+    except InvalidField:
+        return None
+
+
 def _optional_name(value: Any) -> str | None:
     return sys.intern(value) if isinstance(value, str) and value else None
 
@@ -249,6 +281,7 @@ def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -
         node_name=_optional_name(spec.get("nodeName")),
         phase=_phase(status),
         nominated_node=_nominated(status),
+        started=_started(status),
     )
 
 
@@ -299,4 +332,6 @@ def pod_from_api(
         unsupported=unsupported,
         holds=holds,
         grace=_grace(spec),
+        run_seconds=_run_seconds(spec, annotations, strict=ours),
+        started=_started(status),
     )
