@@ -94,6 +94,8 @@ def test_deleted_podgroup_releases_reservations_at_once_and_nothing_times_out() 
     assert _messages(plan, "ReservationsReleased") == [
         "2 reservations released: PodGroup default/g no longer exists (or is invalid)"
     ]
+    waiting = {x.pod_key for x in plan.conditions if x.reason == "WaitingForPodGroup"}
+    assert waiting >= set(reserved)  # the released members are told why at once, with the one that was pending
     assert c.gangs["default/g"].first_reserved is None and not c.store.pods_in(RESERVED)
     result = run_until_quiet(c, CFG, now=1.0, advance_timers=True)
     assert not any(p.timeouts for p in result.plans)  # never timed out, however long it waits

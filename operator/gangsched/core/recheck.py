@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 
 from gangsched.core.filters import PortCounts, add_ports, port_conflict
 from gangsched.core.matching import UNSCHEDULABLE_TAINT, static_block
-from gangsched.core.messages import event
+from gangsched.core.messages import conditions, event
 from gangsched.core.podstate import RESERVED
 from gangsched.core.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
@@ -51,6 +51,11 @@ def recheck(session: CycleSession) -> set[UnitKey]:
     _release_nominations(session, retry)
     _clear_specless_waits(session)
     return retry
+
+
+def podgroup_missing(gang_key: str) -> str:
+    """Why a gang without a spec waits (its pods' PodScheduled condition)."""
+    return f"PodGroup {gang_key} does not exist yet"
 
 
 def node_refuses(cls: SchedulingClass, node: NodeRecord | None) -> str | None:
@@ -87,7 +92,7 @@ def _release_reservations(session: CycleSession, retry: set[UnitKey]) -> None:
         return
     released: dict[UnitKey, Counter[tuple[str, str]]] = defaultdict(Counter)  # unit -> (node, why) -> count
     kept: dict[str, list[PodRecord]] = defaultdict(list)  # node -> reservations that passed the node checks
-    specless: Counter[str] = Counter()
+    specless: dict[str, list[PodRecord]] = defaultdict(list)  # gang -> its released members
     for key in reserved:
         held = store.reservation_of(key)
         pod = store.pods.get(key)
@@ -97,7 +102,7 @@ def _release_reservations(session: CycleSession, retry: set[UnitKey]) -> None:
         gang = store.gangs.get(pod.gang) if pod.gang is not None else None
         if gang is not None and gang.spec is None:
             session.release(key, node)
-            specless[gang.key] += 1
+            specless[gang.key].append(pod)
             continue
         why = node_refuses(pod.sclass, store.nodes.get(node)) or _port_taken(session, pod, node)
         if why is None:
@@ -146,13 +151,14 @@ def _keep_order(session: CycleSession, pod: PodRecord) -> tuple[int, int, tuple[
 def _report(
     session: CycleSession,
     released: Mapping[UnitKey, Counter[tuple[str, str]]],
-    specless: Mapping[str, int],
+    specless: Mapping[str, list[PodRecord]],
     retry: set[UnitKey],
 ) -> None:
-    for gang_key, count in sorted(specless.items()):
-        what = "reservation" if count == 1 else f"{count} reservations"
+    for gang_key, pods in sorted(specless.items()):
+        what = "reservation" if len(pods) == 1 else f"{len(pods)} reservations"
         message = f"{what} released: PodGroup {gang_key} no longer exists (or is invalid)"
         event(session, "PodGroup", gang_key, "Normal", "ReservationsReleased", message)
+        conditions(session, pods, "WaitingForPodGroup", podgroup_missing(gang_key))  # (the others: scheduler.py)
     for unit, moves in sorted(released.items()):
         parts = []
         for (node, why), count in sorted(moves.items()):

@@ -35,7 +35,7 @@ from gangsched.core.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
 from gangsched.core.readiness import report_unsupported
-from gangsched.core.recheck import recheck
+from gangsched.core.recheck import podgroup_missing, recheck
 from gangsched.core.session import CycleSession
 from gangsched.core.timers import expire_waiting_times, next_wakeup
 from gangsched.core.units import UnitKey
@@ -74,7 +74,7 @@ def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()
         if gang.timed_out or gang_key in timed_out_now:
             continue
         if gang.spec is None and not gang.satisfied:
-            wait(session, gang, "WaitingForPodGroup", f"PodGroup {gang_key} does not exist yet")
+            wait(session, gang, "WaitingForPodGroup", podgroup_missing(gang_key))
             session.clear_nominations(gang.pending)
             continue
         backoff = backoffs.get(gang_key)
