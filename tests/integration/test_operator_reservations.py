@@ -177,7 +177,10 @@ async def test_a_deleted_podgroup_releases_its_reservations_at_once(four: Cluste
         async def waiting_for_podgroup() -> bool:
             objs = await pods(k)
             conditions = [
-                c for i in range(3) for c in objs[f"g-{i}"]["status"].get("conditions", []) if c["type"] == "PodScheduled"
+                c
+                for i in range(3)
+                for c in objs[f"g-{i}"]["status"].get("conditions", [])
+                if c["type"] == "PodScheduled"
             ]
             return len(conditions) == 3 and all(c["reason"] == "WaitingForPodGroup" for c in conditions)
 
