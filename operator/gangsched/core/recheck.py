@@ -125,10 +125,11 @@ def _over_committed(session: CycleSession, node: str, pods: list[PodRecord]) -> 
     """The reservations to give up on the node so that its charged requests fit its allocatable again."""
     store = session.store
     alloc = store.nodes[node].allocatable
-    used = dict(store.used.get(node, {}))
-    over = {r for r, q in used.items() if q > alloc.get(r, 0)}
+    charged = store.used.get(node, {})
+    over = {r for r, q in charged.items() if q > alloc.get(r, 0)}
     if not over:
         return []
+    used = dict(charged)
     out: list[tuple[PodRecord, str]] = []
     for pod in sorted(pods, key=lambda p: _keep_order(session, p), reverse=True):
         short = sorted(r for r in over if pod.requests.get(r, 0) > 0)
