@@ -24,6 +24,8 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec
@@ -342,3 +344,70 @@ def test_bound_pods_are_never_touched() -> None:
     c.upsert_node(node_from_api(node_obj("n0", gpu=8, unschedulable=True)))
     plan = step(c, CFG, 0.5)
     assert plan.empty and all(c.state_of(k) is BOUND for k in keys)
+
+
+# ------------------------------------------------------------- property: the cluster moves under reservations
+
+_disturbances = st.lists(
+    st.tuples(
+        st.sampled_from(["intruder", "cordon", "uncordon", "taint", "delete-node", "add-node", "delete-podgroup"]),
+        st.integers(0, 5),  # which node (or gang)
+        st.integers(1, 8),  # the intruder's GPUs
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    nodes=st.integers(1, 5),
+    gang_list=st.lists(
+        st.tuples(st.integers(1, 5), st.integers(1, 5), st.booleans(), st.integers(1, 8)), min_size=1, max_size=4
+    ),
+    disturbances=_disturbances,
+)
+@example(nodes=2, gang_list=[(3, 3, True, 8)], disturbances=[("intruder", 0, 8), ("add-node", 0, 1)])
+@example(nodes=2, gang_list=[(3, 3, True, 8)], disturbances=[("cordon", 0, 1), ("add-node", 0, 1)])
+@example(nodes=2, gang_list=[(3, 3, True, 8)], disturbances=[("delete-podgroup", 0, 1), ("add-node", 0, 1)])
+def test_whatever_moves_no_binding_over_commits_a_node_or_lands_where_it_may_not(
+    nodes: int, gang_list: list[tuple[int, int, bool, int]], disturbances: list[tuple[str, int, int]]
+) -> None:
+    """Other schedulers bind pods where our reservations are (each intruder fits what is *bound* on its node, as
+    another scheduler that cannot see our reservations would decide), nodes are cordoned, tainted, deleted and
+    added, PodGroups deleted: no binding of ours ever lands on a node that is gone, cordoned or tainted, or
+    over-commits a node, and no gang ever times out for want of a PodGroup."""
+    c = SchedulerState()
+    add_nodes(c, nodes, gpu=8)
+    for g, (size, minimum, nonstrict, gpu) in enumerate(gang_list):
+        mode = GangMode.NON_STRICT if nonstrict else GangMode.STRICT
+        add_gang(c, f"g{g}", size, min_member=min(minimum, size), mode=mode, wait=30.0, gpu=gpu)
+    config = SchedulerConfig(max_units_per_cycle=3)
+    steps = iter(disturbances)
+    now, added, specless = 0.0, 0, set()
+    for _ in range(30):
+        plan = step(c, config, now)
+        for key, node in plan.bindings:
+            rec = c.nodes.get(node)
+            assert rec is not None and not rec.unschedulable and not rec.taints, (key, node)
+        assert not any(t.gang_key in specless for t in plan.timeouts)
+        for node, gpus in _bound_gpus(c).items():
+            assert node not in c.nodes or gpus <= 8, (node, gpus)
+        what, index, gpus = next(steps, ("", 0, 0))
+        names = sorted(c.nodes)
+        target = names[index % len(names)] if names else None
+        if what == "intruder" and target is not None and _bound_gpus(c).get(target, 0) + gpus <= 8:
+            add_pod(c, f"x{now:g}", ours=False, node=target, phase="Running", gpu=gpus)
+        elif what in ("cordon", "uncordon", "taint") and target is not None:
+            taints = [{"key": "t", "effect": "NoSchedule"}] if what == "taint" else []
+            c.upsert_node(node_from_api(node_obj(target, gpu=8, unschedulable=what == "cordon", taints=taints)))
+        elif what == "delete-node" and target is not None and not _bound_gpus(c).get(target):
+            c.remove_node(target)  # (a node with bound pods: their deletion is the node controller's business)
+        elif what == "add-node":
+            added += 1
+            c.upsert_node(node_from_api(node_obj(f"new{added}", gpu=8)))
+        elif what == "delete-podgroup" and gang_list:
+            key = f"default/g{index % len(gang_list)}"
+            if c.gangs.get(key) is not None and not c.gangs[key].satisfied:
+                c.remove_gang(key)
+                specless.add(key)
+        now += 1.0 if plan.next_wakeup is None else max(plan.next_wakeup - now, 0.5)
