@@ -1,7 +1,7 @@
 """Issue 13's reservations bullet end to end with the real kubectl: a node holding a NonStrict gang's reservations
 is cordoned, tainted or deleted (`kubectl cordon`, `kubectl taint`, `kubectl delete node`), another scheduler's pod
 is created bound onto a reserved node, a PodGroup is deleted (`kubectl delete podgroup`); outcomes read with
-`kubectl get`. The operator runs in-process against the emulator.
+`kubectl get`; a preemptor's nominated node is cordoned. The operator runs in-process against the emulator.
 
 Setting: 4 nodes of 8 GPUs; node-2 and node-3 run default-scheduler pods (8 GPUs each, spec.nodeName set at
 creation); NonStrict gang `g` (3 x 8 GPUs, minMember 3) reserves node-0 and node-1 and waits for room.
@@ -176,3 +176,34 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
         annotations = await kubectl(four, "get", "pods", "g-0", "g-1", "g-2", "-o", "jsonpath={.items[*].metadata}")
         assert "gang.scheduling.koordinator.sh/timeout" not in annotations
         assert "g" not in (await events(four, "GangTimeout")).split()
+
+
+async def test_kubectl_cordon_of_a_nominated_node_moves_the_nomination(four: Cluster) -> None:
+    """A preemptor nominated on the node its victim is leaving: that node is cordoned; the nomination is given up
+    (NominationLost) and the preemptor binds elsewhere, never on the cordoned node."""
+    priority_classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in (("best-effort", 0), ("guarantee", 1000))
+    ]
+    slow = {"sim.gangsched.io/termination-delay": "5s"}  # the victims take 5 s to go (grace period 30 s)
+    async with replica(four.kubeconfig):
+        await apply(four, *priority_classes)
+        await apply(four, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort", annotations=slow) for i in range(4)))
+        await eventually(lambda: gang_bound(four, "cheap-", 4), what="cheap bound on every node")
+        await apply(
+            four, podgroup("high", min_member=1), pod("high-0", group="high", gpu=8, priority_class="guarantee")
+        )
+
+        async def nominated() -> str | None:
+            out = await kubectl(four, "get", "pod", "high-0", "-o", "jsonpath={.status.nominatedNodeName}")
+            return out.strip() or None
+
+        node = await eventually(nominated, what="high-0 nominated")
+        await kubectl(four, "cordon", node)
+
+        async def told() -> bool:
+            return f"nomination on {node} released: node cordoned" in await events(four, "NominationLost")
+
+        await eventually(told, what="high told its nomination moved")
+        placed = await eventually(lambda: gang_bound(four, "high-", 1), timeout=40, what="high bound elsewhere")
+        assert placed["high-0"] != node
