@@ -149,15 +149,26 @@ async def test_another_schedulers_pod_on_a_reserved_node_never_over_commits_it(f
 
 
 async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: Cluster) -> None:
-    async with replica(four.kubeconfig):
+    """The issue's case: the deleted PodGroup's gang kept its reservations until the default waiting time (3 s
+    here), then its pods were marked timed out. A probe gang that times out after 3 s of waiting, started after
+    the deletion, tells when that default waiting time is surely over (no sleep)."""
+    async with replica(four.kubeconfig, defaultWaitSeconds=3):
         await g_holding_two(four)
         await kubectl(four, "delete", "podgroup", "g")
         await apply(four, podgroup("h", min_member=2), *[pod(f"h-{i}", group="h", gpu=8) for i in range(2)])
         placed = await eventually(lambda: gang_bound(four, "h-", 2), what="h bound on the room g held")
         assert sorted(placed.values()) == ["node-0", "node-1"]
-        assert "2 reservations released: PodGroup default/g no longer exists" in await events(
-            four, "ReservationsReleased"
-        )
+        probe = [pod(f"p-{i}", cpu="20") for i in range(2)]  # only one fits on node-0: p holds 1 of 2, times out
+        for p in probe:
+            p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "p"
+            p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-0"}
+        await apply(four, podgroup("p", min_member=2, mode="NonStrict", scheduleTimeoutSeconds=3), *probe)
+
+        async def probe_timed_out() -> bool:
+            phase = await kubectl(four, "get", "podgroup", "p", "-o", "jsonpath={.status.phase}")
+            return phase == "Timeout"
+
+        await eventually(probe_timed_out, what="the probe gang timed out (3 s after the deletion at least)")
 
         async def waiting() -> bool:
             reasons = await kubectl(
@@ -175,7 +186,19 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
         await eventually(waiting, what="g's pods waiting for their PodGroup")
         annotations = await kubectl(four, "get", "pods", "g-0", "g-1", "g-2", "-o", "jsonpath={.items[*].metadata}")
         assert "gang.scheduling.koordinator.sh/timeout" not in annotations
-        assert "g" not in (await events(four, "GangTimeout")).split()
+        timeouts = await kubectl(
+            four,
+            "get",
+            "events",
+            "--field-selector",
+            "reason=GangTimeout",
+            "-o",
+            "custom-columns=N:.involvedObject.name",
+        )
+        assert timeouts.split()[1:] == ["p"]  # (the header, then the probe only)
+        assert "2 reservations released: PodGroup default/g no longer exists" in await events(
+            four, "ReservationsReleased"
+        )
 
 
 async def test_kubectl_cordon_of_a_nominated_node_moves_the_nomination(four: Cluster) -> None:
