@@ -48,7 +48,7 @@ class Transition(Enum):
     BIND = "bind"  # a pods/binding call is started
     BIND_SUCCEEDED = "bind-succeeded"  # the binder's call succeeded: assumed bound until the watch shows it
     BIND_FAILED = "bind-failed"  # the binder's call failed: pending again
-    NODE_GONE = "node-gone"  # the reserved node was removed
+    NODE_GONE = "node-gone"  # the node was removed (the store uses it for bindings; reservations: recheck.py)
     MARK_LEAVING = "mark-leaving"  # a bound pod's deletionTimestamp is seen
     OBSERVE_UNBOUND = "observe-unbound"  # the API shows the pod without a node and not finished
     OBSERVE_BOUND = "observe-bound"  # the API shows spec.nodeName (for an assumed pod: the confirmation)

@@ -6,7 +6,9 @@ Contract:
   against the API.
 - The cycle is a session (core/session.py): every decision is a recorded operation, and a unit's attempt
   that fails is rolled back to its checkpoint.
-- Order of work: (1) gangs whose waiting time has ended time out (core/timers.py); (2) the queue: units (gangs,
+- Order of work: (0) every reservation and nomination is re-checked against the node and its usage now
+  (core/recheck.py): those that no longer fit are released, and their units are attempted this cycle even if
+  backed off; (1) gangs whose waiting time has ended time out (core/timers.py); (2) the queue: units (gangs,
   and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
   then creation time (a failed unit uses its last failure time), then gangs before pods, then key; a gang
   whose PodGroup is not known yet waits (WaitingForPodGroup) and loses its nominations; (3) up to
@@ -31,11 +33,14 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
 from gangsched.core.readiness import report_unsupported
+from gangsched.core.recheck import podgroup_missing, recheck
 from gangsched.core.session import CycleSession
 from gangsched.core.starvation import finish, first_in_level, hold_capacity, hold_wakeup, lifted
 from gangsched.core.timers import expire_waiting_times, next_wakeup
@@ -46,10 +51,11 @@ from gangsched.core.views import StateView
 def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     """One cycle; see the module docstring."""
     session = CycleSession(state, now, config)
+    retry = recheck(session)  # reservations and nominations that no longer fit are released (core/recheck.py)
     expire_waiting_times(session)
     holds = hold_capacity(session)
     budget = config.max_units_per_cycle
-    for unit in first_in_level(session, holds, queue_order(session)):
+    for unit in first_in_level(session, holds, queue_order(session, retry)):
         if budget <= 0:
             break
         if holds.active:
@@ -66,8 +72,9 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     return session.plan
 
 
-def queue_order(session: CycleSession) -> list[UnitKey]:
-    """The units to attempt this cycle, in order (see the module docstring)."""
+def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()) -> list[UnitKey]:
+    """The units to attempt this cycle, in order (see the module docstring); units in `retry` (their reservations
+    or nominations were just released) are attempted even if backed off or without a pending member yet."""
     store = session.store
     queue = session.state.queue
     now = session.now
@@ -81,23 +88,28 @@ def queue_order(session: CycleSession) -> list[UnitKey]:
         if gang.timed_out or gang_key in timed_out_now:
             continue
         if gang.spec is None and not gang.satisfied:
-            wait(session, gang, "WaitingForPodGroup", f"PodGroup {gang_key} does not exist yet")
+            wait(session, gang, "WaitingForPodGroup", podgroup_missing(gang_key))
             session.clear_nominations(gang.pending)
             continue
         backoff = backoffs.get(gang_key)
         if backoff is None:
             created = gang.created if gang.created is not None else gang.member_created
-        elif backoff.backoff_until > now and backoff.freed_gen >= freed_gen:
+        elif backoff.backoff_until > now and backoff.freed_gen >= freed_gen and unit not in retry:
             continue
         elif backoff.failed_at is not None:
             created = backoff.failed_at
         else:
             created = gang.created if gang.created is not None else gang.member_created
         items.append((-gang.priority, created, 0, gang_key, unit))
+    for unit in retry:  # every member was reserved: not queued (yet, for the store)
+        moved = gangs.get(unit.key) if not unit.is_pod and unit.key not in queue.queued_gang_units else None
+        if moved is not None and moved.spec is not None and not session.is_timed_out(moved):
+            created = moved.created if moved.created is not None else moved.member_created
+            items.append((-moved.priority, created, 0, unit.key, moved.unit))
     backoffs = queue.pod_backoffs
     for pod_key, unit in queue.alone_units.items():
         backoff = backoffs.get(pod_key)
-        if backoff is not None and backoff.backoff_until > now and backoff.freed_gen >= freed_gen:
+        if backoff is not None and backoff.backoff_until > now and backoff.freed_gen >= freed_gen and unit not in retry:
             continue
         pod = store.pods[pod_key]
         created = backoff.failed_at if backoff is not None and backoff.failed_at is not None else pod.created

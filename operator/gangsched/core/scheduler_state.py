@@ -5,7 +5,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   that follows from it), `queue` (core/queue.py: pending units and backoff), `victims` (core/victims.py:
   victims being evicted, gangs preempted whole, protected pods). The scheduler reads them through their
   public readers; only this facade changes them.
-- Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (pods reserved on a removed node are pending again).
+- Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (pods binding on a removed node are pending again;
+  reservations there are released by the next cycle, core/recheck.py).
 - Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
   while its state (core/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
 - Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`. Pods whose gang

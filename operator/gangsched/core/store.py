@@ -1,7 +1,8 @@
 """The store: nodes, pods, gangs and each pod's lifecycle state, with the resource accounting that follows from it.
 
 Contract (fed by core/scheduler_state.py, read by the scheduler through its public readers):
-- Nodes: `upsert_node`, `remove_node` (pods reserved or binding on a removed node are pending again).
+- Nodes: `upsert_node`, `remove_node` (pods binding on a removed node are pending again; reserved ones stay
+  charged until the next cycle releases them with an event, core/recheck.py).
 - Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState` (core/podstate.py),
   changed only through `_transition`, which checks the transition table; a pod charges its node's `used`
   resources (core/accounting.py) exactly while its state charges, never twice, incrementally (and its host ports).
@@ -191,7 +192,7 @@ class ClusterStore:
             return
         self.accounting.static_gen += 1
         for key, slot in list(self._slots.items()):
-            if slot.node == name and (slot.state is RESERVED or slot.state is BINDING):
+            if slot.node == name and slot.state is BINDING:  # (RESERVED: released by the next cycle, recheck.py)
                 self._transition(key, T.NODE_GONE)
 
     # ----- pods -----

@@ -8,7 +8,8 @@ Contract (over a CycleSession):
   the victims' grace periods (kube-scheduler's preemptor is nominated and waits in the queue, outside Permit,
   while its victims terminate: pkg/scheduler/framework/preemption/preemption.go). On timeout every reservation
   is released, its nominations are cleared, the gang is marked timed out (reason GangTimeout, status Failed,
-  an event) and its pods are listed for the timeout annotation.
+  an event) and its pods are listed for the timeout annotation. A gang without a spec (its PodGroup deleted)
+  never times out: it holds nothing (core/recheck.py releases what it held).
 - `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time ends or a
   backoff ends (the Plan's next_wakeup).
 """
@@ -40,8 +41,8 @@ def waiting_deadline(session: CycleSession, gang: GangState, start: float) -> fl
 def expire_waiting_times(session: CycleSession) -> None:
     for gang_key in list(session.store.reserving()):
         gang = session.store.gangs.get(gang_key)
-        if gang is None or gang.first_reserved is None or gang.satisfied:
-            continue
+        if gang is None or gang.spec is None or gang.first_reserved is None or gang.satisfied:
+            continue  # (a gang without a spec holds nothing and never times out: core/recheck.py)
         if waiting_deadline(session, gang, gang.first_reserved) > session.now:
             continue
         _time_out(session, gang)
