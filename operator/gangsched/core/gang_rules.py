@@ -44,6 +44,7 @@ from gangsched.core.messages import (
     success,
     wait,
 )
+from gangsched.core.partial_gangs import partial_gate, partial_note
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
 from gangsched.core.preempt_alone import preempt_alone
@@ -91,6 +92,8 @@ def roles_short(spec: GangSpec, counts: Counter[str | None], *, placeable: bool 
 def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     spec = gang.spec
     assert spec is not None
+    if partial_gate(session, gang):  # a bind burst cut short (core/partial_gangs.py)
+        return False
     members = session.members(gang)
     if gang_blocked(session, gang, members):  # gated or held members (core/readiness.py)
         return False
@@ -219,9 +222,10 @@ def _strict_failure(
 ) -> None:
     for pod_key, node in members.reserved:
         session.release(pod_key, node)
-    if gang.first_reserved is not None:
+    note = partial_note(session, gang, members)  # partially bound: its waiting time runs on
+    if gang.first_reserved is not None and not note:
         session.set_wait_start(gang.key, None)
-    why = _why(session, spec, attempt)
+    why = _why(session, spec, attempt) + note
     message = (
         f"Strict gang cannot reach its quorum ({len(members.bound)} bound + {len(attempt.placed)} fit of "
         f"minMember {spec.min_member}): {why}"

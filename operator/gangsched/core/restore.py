@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gangsched.core.partial_gangs import restart_partial_waits
 from gangsched.core.podstate import PodState
 from gangsched.core.records import PodRecord
 
@@ -74,6 +75,7 @@ def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[st
 
 
 def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
+    restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
     stale: list[str] = []
     held = _restore_held(state, stale)
     if not held:

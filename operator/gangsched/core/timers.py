@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import conditions, event, report_status
+from gangsched.core.partial_gangs import evict_partial
 from gangsched.core.plan import GangStatus
 from gangsched.core.session import CycleSession
 
@@ -44,7 +45,8 @@ def expire_waiting_times(session: CycleSession) -> None:
             continue
         if waiting_deadline(session, gang, gang.first_reserved) > session.now:
             continue
-        _time_out(session, gang)
+        if not evict_partial(session, gang):  # a partially bound Strict gang starts again whole
+            _time_out(session, gang)
 
 
 def _time_out(session: CycleSession, gang: GangState) -> None:
