@@ -297,9 +297,8 @@ def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None
     session.satisfy(gang.key)
     count = len(members.bound) + len(members.reserved)
     message = f"{count} members bound or binding (minMember {gang.spec.min_member if gang.spec else '?'})"
-    status = GangStatus(count, 0, len(members.pending), "Scheduled", message, tier)
-    report_status(session, gang, status)
-    event(session, "PodGroup", gang.key, "Normal", "Scheduled", message)
+    # (the Scheduled event and phase come once the binds succeeded: runtime/podgroups.py)
+    report_status(session, gang, GangStatus(count, 0, len(members.pending), "Binding", message, tier))
     if gang.spec is not None and gang.spec.network_topology is not None and session.store.topology is None:
         why = "soft networkTopology not applied: no topology is known"  # hard never gets here (core/placement.py)
         event(session, "PodGroup", gang.key, "Warning", "TopologyUnknown", why)
