@@ -14,11 +14,15 @@ from typing import Any
 
 import pytest
 
+from gangsched.core.config import SchedulerConfig
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
+from gangsched.core.scheduler import schedule
 from gangsched.models.pod import pod_from_api
+from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook, MemberCounts, podgroup_phase
-from tests.unit.test_core_support import pod_obj
+from tests.unit.test_core_support import node_obj, pod_obj
+from tests.unit.test_state import member, podgroup
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)")
 
@@ -100,3 +104,31 @@ def test_invalid_podgroup_never_shows_a_made_up_minimum() -> None:
     assert body["message"] == "spec.minMember: -1: must be >= 1"
     for condition in body["conditions"]:
         assert "minMember 1" not in condition["message"] and "2 of 1" not in condition["message"]
+
+
+@pytest.mark.parametrize("podgroup_first", [True, False], ids=["podgroup-first", "pods-first"])
+def test_pods_of_an_invalid_podgroup_are_told_it_is_invalid_not_missing(podgroup_first: bool) -> None:
+    """Was "PodGroup default/g does not exist yet" on the pods while the PodGroup existed (invalid minMember)."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_node(None, node_obj("n0", gpu=8))
+    bad = podgroup("g", min_member=-1)
+
+    def pods() -> None:
+        for i in range(2):
+            cache.on_pod_event("ADDED", member(f"g-{i}", group="g"))
+
+    if podgroup_first:
+        cache.on_podgroup("ADDED", bad)
+        pods()
+    else:
+        pods()
+        cache.on_podgroup("ADDED", bad)
+    plan = schedule(cache.cluster, 0.0, SchedulerConfig())
+    messages = {c.message for c in plan.conditions}
+    assert len(messages) == 1
+    (message,) = messages
+    assert "does not exist" not in message and "is invalid" in message and "minMember" in message
+    cache.on_podgroup("DELETED", bad)  # gone now: the message says so again
+    plan = schedule(cache.cluster, 1.0, SchedulerConfig())
+    assert {c.message for c in plan.conditions} == {"PodGroup default/g does not exist yet"}
+    assert cache.cluster.sizes()["no_spec_reasons"] == 0

@@ -67,7 +67,13 @@ def queue_order(session: CycleSession) -> list[UnitKey]:
         if gang.timed_out or gang_key in timed_out_now:
             continue
         if gang.spec is None and not gang.satisfied:
-            wait(session, gang, "WaitingForPodGroup", f"PodGroup {gang_key} does not exist yet")
+            invalid = session.state.no_spec_reason(
+                gang_key
+            )  # its PodGroup exists but is invalid: say why, not "does not exist"
+            message = (
+                f"PodGroup {gang_key} is invalid: {invalid}" if invalid else f"PodGroup {gang_key} does not exist yet"
+            )
+            wait(session, gang, "InvalidPodGroup" if invalid else "WaitingForPodGroup", message)
             session.clear_nominations(gang.pending)
             continue
         backoff = backoffs.get(gang_key)
