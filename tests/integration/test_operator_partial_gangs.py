@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from gangsched.k8s.client import KubeClient
+from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import (
     PG,
@@ -139,3 +140,38 @@ async def test_new_leader_evicts_a_partially_bound_gang_without_room_after_its_w
 
         await eventually(waiting, what="the gang waits for its pods, whole")
         assert "Scheduled" not in [e["reason"] for e in await events_for(k, "g")]
+
+
+@pytest.fixture
+async def slow_binds() -> AsyncIterator[Cluster]:
+    """Every pods/binding answered 8 s late (a loaded apiserver): the binds of a burst stay in flight a while."""
+    rule = parse_rule_spec("kind=latency,verb=create,resource=pods/binding,delay=8")
+    async with running_cluster(nodes=4, node_resources=NODE, kubelet_start_delay=3600, faults=[rule]) as cluster:
+        yield cluster
+
+
+async def test_podgroup_says_scheduled_only_after_its_bindings_succeeded(slow_binds: Cluster) -> None:
+    """Was: Scheduled (phase, condition, event) written when the binds were decided, before any succeeded."""
+    k = slow_binds.client
+    async with replica(slow_binds.kubeconfig):
+        await create(k, podgroup("g", min_member=4), *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
+
+        async def binding() -> dict[str, Any] | None:
+            status = await _status(k)
+            return status if "bound or binding" in str(status.get("message")) else None
+
+        status = await eventually(binding, what="the gang's binds decided")
+        # seen while the binds are in flight (8 s): status writes wait for the binder 2 s at most (runtime/operator.py)
+        assert len(await _bound(k)) < 4
+        assert status["phase"] == "Scheduling"
+        condition = next(c for c in status["conditions"] if c["type"] == "Scheduled")
+        assert (condition["status"], condition["reason"]) == ("False", "Binding")
+        assert "Scheduled" not in [e["reason"] for e in await events_for(k, "g")]
+
+        async def scheduled() -> dict[str, Any] | None:
+            status = await _status(k)
+            return status if status.get("phase") == "Scheduled" else None
+
+        status = await eventually(scheduled, what="PodGroup Scheduled")
+        assert len(await _bound(k)) == 4  # every binding had succeeded when it was written
+        assert status["scheduled"] == 4
