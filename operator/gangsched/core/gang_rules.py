@@ -3,12 +3,13 @@ schedule alone.
 
 Contract (over a CycleSession):
 - `attempt_gang(session, gang) -> bool` (False: the gang only waited, it does not count against the cycle's
-  budget). A gang with fewer live members than minMember (or than a role's minimum) waits without reserving
-  anything; so does a gang of a gang group until every gang of the group exists with at least its minMember
-  pods (Koordinator's basic requirements check; the message names the gang missing or short; reservations the
-  gang held are released and its waiting time cleared); a gang with gated or held members waits
-  (core/readiness.py). minResources above the cluster's free capacity fails
-  fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
+  budget). A partially bound Strict gang (core/partial_gangs.py) waits while members evicted for it terminate,
+  and otherwise keeps a waiting time through its Strict failures. A gang with fewer live members than minMember
+  (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
+  of the group exists with at least its minMember pods (Koordinator's basic requirements check; the message
+  names the gang missing or short; reservations the gang held are released and its waiting time cleared); a
+  gang with gated or held members waits (core/readiness.py). minResources above the cluster's free capacity
+  fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
   Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
   placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
   whole or not at all, a replacement of a running gang needs only itself to fit.

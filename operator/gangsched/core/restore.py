@@ -5,7 +5,9 @@ node, pending, not leaving, and either without a gang or of a gang still able to
 satisfied, not timed out) gets its nomination back (capacity held), and the leaving, lower-priority pods bound
 on its preemptor's nominated nodes become that preemptor's victims (soon free: it waits for them and evicts
 nobody else); a gang without a waiting-time start starts it at `now`. Returns the pods whose status shows a
-nomination that was not restored (the runtime clears them).
+nomination that was not restored (the runtime clears them). First, every partially bound Strict gang (a bind burst
+cut short by the previous leader's end, core/partial_gangs.py) has its waiting time start at `now`: it is counted
+from the restart.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ Contract (over a CycleSession):
   the victims' grace periods (kube-scheduler's preemptor is nominated and waits in the queue, outside Permit,
   while its victims terminate: pkg/scheduler/framework/preemption/preemption.go). On timeout every reservation
   is released, its nominations are cleared, the gang is marked timed out (reason GangTimeout, status Failed,
-  an event) and its pods are listed for the timeout annotation.
+  an event) and its pods are listed for the timeout annotation. A partially bound Strict gang (a bind burst cut
+  short, core/partial_gangs.py) is not timed out: its bound members are evicted and it starts again whole.
 - `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time ends or a
   backoff ends (the Plan's next_wakeup).
 """
