@@ -54,8 +54,11 @@ async def test_gang_that_fits_is_bound_whole_and_status_tells(cluster4: Cluster)
         assert status["scheduleStartTime"]
         scheduled = next(c for c in status["conditions"] if c["type"] == "Scheduled")
         assert scheduled["status"] == "True"
-        reasons = {e["reason"] for e in await events_for(k, "train")}
-        assert "Scheduled" in reasons
+
+        async def scheduled_event() -> bool:  # recorded once the binds succeeded, sent after the status
+            return "Scheduled" in {e["reason"] for e in await events_for(k, "train")}
+
+        await eventually(scheduled_event, what="the PodGroup's Scheduled event")
         metrics = op.metrics.render().decode()
         assert "gangsched_bound_pods_total 4.0" in metrics
         assert "gangsched_gang_wait_seconds_count 1.0" in metrics

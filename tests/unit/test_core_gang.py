@@ -79,7 +79,7 @@ def test_quorum_counts_already_bound_members() -> None:
     late = add_pod(c, "g-2", gang="default/g", gpu=8)
     plan = step(c, CFG, 0.0)
     assert plan.bindings == [(late, nodes[2])]
-    assert plan.gang_status["default/g"].reason == "Scheduled"
+    assert plan.gang_status["default/g"].reason == "Binding"  # Scheduled once the binds succeeded
     assert plan.gang_status["default/g"].scheduled == 3
 
 

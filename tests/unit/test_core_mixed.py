@@ -39,7 +39,7 @@ def test_strict_gang_of_two_sizes_takes_the_quorum_that_fits() -> None:
     plan = step(c, CFG, 0.0)
     bound = sorted(k for k, _ in plan.bindings)
     assert len(bound) == 3 and set(small) <= set(bound) and len(set(big) & set(bound)) == 1
-    assert plan.gang_status["default/mix"].reason == "Scheduled"
+    assert plan.gang_status["default/mix"].reason == "Binding"  # Scheduled once the binds succeeded
 
 
 def test_mixed_sizes_where_the_first_greedy_pass_wastes_room() -> None:

@@ -3,12 +3,13 @@ schedule alone.
 
 Contract (over a CycleSession):
 - `attempt_gang(session, gang) -> bool` (False: the gang only waited, it does not count against the cycle's
-  budget). A gang with fewer live members than minMember (or than a role's minimum) waits without reserving
-  anything; so does a gang of a gang group until every gang of the group exists with at least its minMember
-  pods (Koordinator's basic requirements check; the message names the gang missing or short; reservations the
-  gang held are released and its waiting time cleared); a gang with gated or held members waits
-  (core/readiness.py). minResources above the cluster's free capacity fails
-  fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
+  budget). A partially bound Strict gang (core/partial_gangs.py) waits while members evicted for it terminate,
+  and otherwise keeps a waiting time through its Strict failures. A gang with fewer live members than minMember
+  (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
+  of the group exists with at least its minMember pods (Koordinator's basic requirements check; the message
+  names the gang missing or short; reservations the gang held are released and its waiting time cleared); a
+  gang with gated or held members waits (core/readiness.py). minResources above the cluster's free capacity
+  fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
   Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
   placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
   whole or not at all, a replacement of a running gang needs only itself to fit.
@@ -44,6 +45,7 @@ from gangsched.core.messages import (
     success,
     wait,
 )
+from gangsched.core.partial_gangs import partial_gate, partial_note
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
 from gangsched.core.preempt_alone import preempt_alone
@@ -91,6 +93,8 @@ def roles_short(spec: GangSpec, counts: Counter[str | None], *, placeable: bool 
 def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     spec = gang.spec
     assert spec is not None
+    if partial_gate(session, gang):  # a bind burst cut short (core/partial_gangs.py)
+        return False
     members = session.members(gang)
     if gang_blocked(session, gang, members):  # gated or held members (core/readiness.py)
         return False
@@ -219,9 +223,10 @@ def _strict_failure(
 ) -> None:
     for pod_key, node in members.reserved:
         session.release(pod_key, node)
-    if gang.first_reserved is not None:
+    note = partial_note(session, gang, members)  # partially bound: its waiting time runs on
+    if gang.first_reserved is not None and not note:
         session.set_wait_start(gang.key, None)
-    why = _why(session, spec, attempt)
+    why = _why(session, spec, attempt) + note
     message = (
         f"Strict gang cannot reach its quorum ({len(members.bound)} bound + {len(attempt.placed)} fit of "
         f"minMember {spec.min_member}): {why}"
@@ -293,9 +298,8 @@ def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None
     session.satisfy(gang.key)
     count = len(members.bound) + len(members.reserved)
     message = f"{count} members bound or binding (minMember {gang.spec.min_member if gang.spec else '?'})"
-    status = GangStatus(count, 0, len(members.pending), "Scheduled", message, tier)
-    report_status(session, gang, status)
-    event(session, "PodGroup", gang.key, "Normal", "Scheduled", message)
+    # (the Scheduled event and phase come once the binds succeeded: runtime/podgroups.py)
+    report_status(session, gang, GangStatus(count, 0, len(members.pending), "Binding", message, tier))
     if gang.spec is not None and gang.spec.network_topology is not None and session.store.topology is None:
         why = "soft networkTopology not applied: no topology is known"  # hard never gets here (core/placement.py)
         event(session, "PodGroup", gang.key, "Warning", "TopologyUnknown", why)

@@ -19,7 +19,8 @@ Fields:
 - events: [Event] to emit.
 - conditions: [PodCondition] PodScheduled=False conditions for pods that cannot be placed or wait.
 - next_wakeup: earliest absolute time at which a timer matters (waiting-time expiry, backoff end), or None.
-- evictions: [pod_key] victims to evict through the Eviction API (group preemption, core/preemption.py).
+- evictions: [pod_key] victims to evict through the Eviction API (group preemption, core/preemption.py; the bound
+  members of a partially bound gang, core/partial_gangs.py, with the gang as their preemptor).
 - nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the scheduler holds
   that capacity for them. nomination_clears: [pod_key] nominations given up (patch nominatedNodeName null).
 - preemptions: {gang_key: victim pod keys} for SchedulerState.apply (victims are never taken twice).

@@ -5,13 +5,16 @@ node, pending, not leaving, and either without a gang or of a gang still able to
 satisfied, not timed out) gets its nomination back (capacity held), and the leaving, lower-priority pods bound
 on its preemptor's nominated nodes become that preemptor's victims (soon free: it waits for them and evicts
 nobody else); a gang without a waiting-time start starts it at `now`. Returns the pods whose status shows a
-nomination that was not restored (the runtime clears them).
+nomination that was not restored (the runtime clears them). First, every partially bound Strict gang (a bind burst
+cut short by the previous leader's end, core/partial_gangs.py) has its waiting time start at `now`: it is counted
+from the restart.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gangsched.core.partial_gangs import restart_partial_waits
 from gangsched.core.podstate import PodState
 from gangsched.core.records import PodRecord
 
@@ -74,6 +77,7 @@ def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[st
 
 
 def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
+    restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
     stale: list[str] = []
     held = _restore_held(state, stale)
     if not held:

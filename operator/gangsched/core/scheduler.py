@@ -11,7 +11,8 @@ Contract:
   backed off; (1) gangs whose waiting time has ended time out (core/timers.py); (2) the queue: units (gangs,
   and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
   then creation time (a failed unit uses its last failure time), then gangs before pods, then key; a gang
-  whose PodGroup is not known yet waits (WaitingForPodGroup) and loses its nominations; (3) up to
+  whose PodGroup is not known yet waits (WaitingForPodGroup; InvalidPodGroup, with the reason, when its PodGroup
+  exists but is invalid) and loses its nominations; (3) up to
   config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
   earlier units' placements: a gang by the gang rules (core/gang_rules.py, placement in core/placement.py,
   group preemption in core/preempting.py), a pod without a gang or a member of a satisfied gang alone;
@@ -88,7 +89,11 @@ def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()
         if gang.timed_out or gang_key in timed_out_now:
             continue
         if gang.spec is None and not gang.satisfied:
-            wait(session, gang, "WaitingForPodGroup", podgroup_missing(gang_key))
+            invalid = session.state.no_spec_reason(gang_key)  # its PodGroup exists but is invalid: say why
+            if invalid:
+                wait(session, gang, "InvalidPodGroup", f"PodGroup {gang_key} is invalid: {invalid}")
+            else:
+                wait(session, gang, "WaitingForPodGroup", podgroup_missing(gang_key))
             session.clear_nominations(gang.pending)
             continue
         backoff = backoffs.get(gang_key)

@@ -9,11 +9,12 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   reservations there are released by the next cycle, core/recheck.py).
 - Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
   while its state (core/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
-- Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`. Pods whose gang
-  has no spec yet are collected and wait. A gang is satisfied only while >= minMember of its members are bound
-  or finished (core/gangs.py: derived from the pods, with named transitions). `mark_satisfied(key)` (a PodGroup
-  status says Scheduled/Running) is believed only when the pods show it; a gang preempted whole ignores it
-  until the scheduler satisfies it again.
+- Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`;
+  `set_no_spec_reason(key, why)`: a gang without a spec whose PodGroup exists but is invalid (messages say so).
+  Pods whose gang has no spec yet are collected and wait. A gang is satisfied only while >= minMember of its
+  members are bound or finished (core/gangs.py: derived from the pods, with named transitions).
+  `mark_satisfied(key)` (a PodGroup status says Scheduled/Running) is believed only when the pods show it; a
+  gang preempted whole ignores it until the scheduler satisfies it again.
 - `set_topology(tree | None)`: the topology tree handed to placement.
 - `apply(plan)`: records what a cycle decided (nominations and their clearing, victims, releases,
   reservations, bindings in flight, waiting-time starts, satisfied gangs, timeouts, backoffs, last reported
@@ -32,7 +33,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   a victim's deletionTimestamp also bounds how long its preemptor waits for it: `termination_deadline(gang)`),
   `restore_wait_start(gang, start)`, `restore_nominations(now=...)` (core/restore.py).
 Readers: `nodes`, `pods`, `gangs`, `used`, `topology`, `leaving`, `assumed`, `evicting`, `protected`,
-`reservation_of`, `nomination_of`, `nominations`, `victims_of`, `bindings_in_flight`, `free`, `sizes`.
+`reservation_of`, `nomination_of`, `nominations`, `victims_of`, `bindings_in_flight`, `free`, `sizes`,
+`no_spec_reason`.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class SchedulerState:
         self.queue = SchedulingQueue()
         self.victims = VictimBook()
         self.store = ClusterStore(self)
+        self._no_spec_reasons: dict[str, str] = {}  # gang -> why its PodGroup is invalid (set_no_spec_reason)
 
     # ----- PendingSink (the store's notifications, forwarded) -----
     def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
@@ -142,7 +145,9 @@ class SchedulerState:
 
     def sizes(self) -> dict[str, int]:
         """Sizes of every per-pod and per-gang structure of the three parts."""
-        return {**self.store.sizes(), **self.queue.sizes(), **self.victims.sizes()}
+        sizes = {**self.store.sizes(), **self.queue.sizes(), **self.victims.sizes()}
+        sizes["no_spec_reasons"] = len(self._no_spec_reasons)
+        return sizes
 
     # ----- feeding -----
     def upsert_node(self, node: NodeRecord) -> None:
@@ -169,6 +174,16 @@ class SchedulerState:
         if key in self.store.gangs:
             self.victims.forget_gang(key)
         self.store.remove_gang(key)
+
+    def set_no_spec_reason(self, key: str, reason: str | None) -> None:
+        """Why the gang has no spec: its PodGroup exists but is invalid (None: it is valid, or there is none)."""
+        if reason is None:
+            self._no_spec_reasons.pop(key, None)
+        else:
+            self._no_spec_reasons[key] = reason
+
+    def no_spec_reason(self, key: str) -> str | None:
+        return self._no_spec_reasons.get(key)
 
     def mark_satisfied(self, key: str) -> None:
         """A PodGroup status says the gang is satisfied: true only if its pods show it (never the phase alone)."""

@@ -10,6 +10,8 @@ Contract (over a CycleSession):
   is released, its nominations are cleared, the gang is marked timed out (reason GangTimeout, status Failed,
   an event) and its pods are listed for the timeout annotation. A gang without a spec (its PodGroup deleted)
   never times out: it holds nothing (core/recheck.py releases what it held).
+  an event) and its pods are listed for the timeout annotation. A partially bound Strict gang (a bind burst cut
+  short, core/partial_gangs.py) is not timed out: its bound members are evicted and it starts again whole.
 - `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time ends or a
   backoff ends (the Plan's next_wakeup).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import conditions, event, report_status
+from gangsched.core.partial_gangs import evict_partial
 from gangsched.core.plan import GangStatus
 from gangsched.core.session import CycleSession
 
@@ -45,7 +48,8 @@ def expire_waiting_times(session: CycleSession) -> None:
             continue  # (a gang without a spec holds nothing and never times out: core/recheck.py)
         if waiting_deadline(session, gang, gang.first_reserved) > session.now:
             continue
-        _time_out(session, gang)
+        if not evict_partial(session, gang):  # a partially bound Strict gang starts again whole
+            _time_out(session, gang)
 
 
 def _time_out(session: CycleSession, gang: GangState) -> None:

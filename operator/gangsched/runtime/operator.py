@@ -151,6 +151,7 @@ class Operator:
             cache=self.cache,
             writes=self.writes,
             create_for_annotation_gangs=self.config.create_pod_groups_for_annotation_gangs,
+            events=self.events,
         )
         self.topology = TopologySource(
             api=self.api,

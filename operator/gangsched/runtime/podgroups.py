@@ -24,6 +24,10 @@ Contract:
   writer replaced it: another replica serving that name owns it. A replica whose members' PodGroup shows a status it
   did not write (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status
   again.
+- The `Scheduled` event (Normal, on the PodGroup, with the Scheduled condition's message) is recorded when a status
+  written moves the PodGroup into Scheduled or Running from any other phase (the one last written, or the one the
+  PodGroup shows after a restart): only after the quorum's bindings succeeded (state/status.py), never when the
+  binds are merely decided.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ from typing import Any
 from gangsched.core.gangspec import GangSpec
 from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
+from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
+from gangsched.models.podgroup import API_VERSION, PodGroupPhase
 from gangsched.models.timestamps import now_time
-from gangsched.state.cache import ClusterCache
+from gangsched.state.cache import ClusterCache, PodGroupInfo
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +55,21 @@ def split_key(key: str) -> tuple[str, str]:
     return namespace, name
 
 
+_STARTED = frozenset({PodGroupPhase.SCHEDULED.value, PodGroupPhase.RUNNING.value})
+
+
 class PodGroupReporter:
-    def __init__(self, *, api: KubeApi, cache: ClusterCache, writes: Writes, create_for_annotation_gangs: bool) -> None:
+    def __init__(
+        self,
+        *,
+        api: KubeApi,
+        cache: ClusterCache,
+        writes: Writes,
+        create_for_annotation_gangs: bool,
+        events: EventRecorder | None = None,
+    ) -> None:
         self.api = api
+        self.events = events
         self.cache = cache
         self.writes = writes
         self.statuses = cache.statuses  # the cache forgets deleted gangs there
@@ -131,6 +149,7 @@ class PodGroupReporter:
                 self.writes.forget_podgroup(*split_key(key))
             if pg.schedule_start_iso is not None:  # (a restart does not move scheduleStartTime)
                 self.statuses.seed_start(key, pg.schedule_start_iso)
+            before = self.statuses.last_phase(key) or pg.phase
             gs = cluster.gangs.get(key)
             spec = gs.spec if gs is not None else None
             min_member = spec.min_member if spec is not None else (pg.spec.min_member if pg.spec else 1)
@@ -164,3 +183,13 @@ class PodGroupReporter:
             )
             if body is not None:
                 self.writes.set_podgroup_status(*split_key(key), body)
+                if body["phase"] in _STARTED and before not in _STARTED:
+                    self._scheduled_event(key, pg, body)
+
+    def _scheduled_event(self, key: str, pg: PodGroupInfo, body: dict[str, Any]) -> None:
+        """The PodGroup reached Scheduled (or Running) now that its bindings succeeded."""
+        if self.events is None:
+            return
+        message = next((c["message"] for c in body["conditions"] if c["type"] == "Scheduled"), "scheduled")
+        ref = ObjectRef("PodGroup", API_VERSION, *split_key(key), pg.uid)
+        self.events.record(ref, "Normal", "Scheduled", message)

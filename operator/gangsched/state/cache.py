@@ -621,6 +621,8 @@ class ClusterCache:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
         if pg is None and decl is not None and decl.spec is not None and key not in self.podgroups_to_create:
             self.podgroups_to_create[key] = decl.spec
+        # messages: an invalid PodGroup is not "a PodGroup that does not exist yet"
+        self.cluster.set_no_spec_reason(key, self.invalid_message(key) if effective is None else None)
         before = sources.declared
         if effective == before:
             return  # (a gang's group state changes only with its own or a partner's declared spec)
@@ -681,6 +683,7 @@ class ClusterCache:
                 self.report_gang(key, "InvalidGangGroup", error)
         effective = None if error is not None else declared
         self._warn_group_size(key, sources, effective)
+        self.cluster.set_no_spec_reason(key, self.invalid_message(key) if effective is None else None)
         if effective == sources.applied:
             return
         sources.applied = effective

@@ -13,7 +13,7 @@ It is pure apart from remembering, per gang, the last body and when each conditi
 `lastTransitionTime` only moves on a real transition); `forget(gang)` drops that memory (the PodGroup or the whole
 gang was deleted: state/cache.py calls it), `adopt(gang, uid)` drops it when the PodGroup under that name is another
 object than the one written to (re-created: its status is written again in full), and `tracked()` counts the gangs
-remembered.
+remembered; `last_phase(gang)` the phase of the last body returned.
 
 `podgroup_phase(counts, ...)` is the one computation of a PodGroup's phase (models/podgroup.py PodGroupPhase, the
 CRD's vocabulary, as are the condition types); first match wins (counts are over the
@@ -23,15 +23,20 @@ gang's current members):
   (running + succeeded + failed >= minMember: scheduler-plugins' PodGroup controller; a gang's satisfaction
   ends when members fail, core/gangs.py);
 - Running: running + succeeded >= minMember;
-- Scheduled: the gang is satisfied (>= minMember members bound or finished) or scheduled >= minMember;
+- Scheduled: bound >= minMember: members bound through the API (spec.nodeName) or whose binding the binder saw
+  succeed; never members whose bindings are only decided or in flight, and never the core's satisfied mark alone
+  (it is set when the binds are decided: the status says Scheduled only after they succeeded);
 - Timeout: its waiting time ended before the quorum;
 - Scheduling: some members hold reservations (`held`, the reservations the gang holds now, when given: the
-  core's last decision may be stale after members were deleted; without reservations left it is not reported);
+  core's last decision may be stale after members were deleted; without reservations left it is not reported),
+  or bindings are in flight;
 - Pending: otherwise.
-`scheduled` counts members bound to a node (or being bound); `running`, `succeeded`, `failed` count phases. The
-core's decision (`decided`, a core/plan.py GangStatus) gives the reservations, the reason, the message and the tier.
-An invalid gang (`invalid`: why, e.g. its spec or its gang group) that is not scheduled shows that reason instead:
-condition Scheduled=False with reason Invalid, the message `invalid`, and Invalid=True.
+`scheduled` counts members bound to a node or being bound (`in_flight`); `bound` only the former; `running`,
+`succeeded`, `failed` count phases. The core's decision (`decided`, a core/plan.py GangStatus) gives the
+reservations, the reason, the message and the tier. Without a decision the message is "N members present
+(minMember M); not scheduled yet". An invalid gang (`invalid`: why, e.g. its spec or its gang group) shows that
+reason as its message; not scheduled, condition Scheduled=False with reason Invalid, and Invalid=True; its
+messages never name a minMember (the one used is a stand-in).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ SCHEDULED_PHASES = frozenset({Phase.SCHEDULED, Phase.RUNNING, Phase.SUCCEEDED, P
 @dataclass(slots=True)
 class MemberCounts:
     scheduled: int = 0  # bound to a node, or being bound
+    bound: int = 0  # bound to a node (the API shows it, or the binder saw the binding succeed)
     running: int = 0
     succeeded: int = 0
     failed: int = 0
@@ -62,14 +68,14 @@ def count_members(members: Sequence[PodRecord], *, in_flight: int) -> MemberCoun
     counts = MemberCounts()
     for pod in members:
         if pod.node_name:
-            counts.scheduled += 1
+            counts.bound += 1
         if pod.phase == "Running":
             counts.running += 1
         elif pod.phase == "Succeeded":
             counts.succeeded += 1
         elif pod.phase == "Failed":
             counts.failed += 1
-    counts.scheduled = max(counts.scheduled, in_flight)
+    counts.scheduled = counts.bound + in_flight
     return counts
 
 
@@ -85,11 +91,11 @@ def podgroup_phase(
         return Phase.FAILED
     if finished_or_running >= min_member:
         return Phase.RUNNING
-    if satisfied or counts.scheduled >= min_member:
+    if counts.bound >= min_member:
         return Phase.SCHEDULED
     if timed_out:
         return Phase.TIMEOUT
-    if reserved:
+    if reserved or counts.scheduled > counts.bound:
         return Phase.SCHEDULING
     return Phase.PENDING
 
@@ -151,6 +157,11 @@ class GangStatusBook:
         mem = self._memory.get(gang)
         return mem is not None and mem.body is not None
 
+    def last_phase(self, gang: str) -> str | None:
+        """The phase of the last body returned for the gang (None: none remembered)."""
+        mem = self._memory.get(gang)
+        return mem.body["phase"] if mem is not None and mem.body is not None else None
+
     def seed_start(self, gang: str, start_iso: str) -> None:
         """scheduleStartTime as the PodGroup already shows it (written before a restart): kept, not rewritten."""
         mem = self._memory.setdefault(gang, _Memory())
@@ -189,7 +200,7 @@ class GangStatusBook:
         context = _Context(mem, generation, now_iso)
         conditions = self._conditions(context, phase, counts, len(members), min_member, decided, timed_out, invalid)
         body = _body(phase, counts, generation, conditions, mem.start, decided)
-        if invalid and phase not in SCHEDULED_PHASES:
+        if invalid:
             body["message"] = invalid
         if note:  # pods of other schedulers name this PodGroup (state/foreign.py)
             body["message"] = f"{body['message']}; {note}" if body["message"] else note
@@ -214,13 +225,17 @@ class GangStatusBook:
     ) -> list[dict[str, Any]]:
         scheduled = phase in SCHEDULED_PHASES
         if scheduled:
-            message = f"{counts.scheduled} of {present} members bound (minMember {min_member})"
+            message = f"{counts.bound} of {present} members bound" + ("" if invalid else f" (minMember {min_member})")
             conditions = [_condition(context, ConditionType.SCHEDULED, "True", "Scheduled", message)]
         elif invalid:  # nothing is scheduled while invalid: say why, not what the scheduler last said
             conditions = [_condition(context, ConditionType.SCHEDULED, "False", "Invalid", invalid)]
         else:
             reason = decided.reason if decided is not None else "WaitingForPods"
-            message = decided.message if decided is not None else f"{present} of {min_member} members present"
+            message = (
+                decided.message
+                if decided is not None
+                else f"{present} members present (minMember {min_member}); not scheduled yet"
+            )
             conditions = [_condition(context, ConditionType.SCHEDULED, "False", reason, message)]
         if timed_out and not scheduled:
             message = "the waiting time ended before the quorum was placed"
