@@ -79,5 +79,10 @@ async def test_a_large_gang_behind_a_stream_of_small_pods_gets_capacity_held_and
         # hold after 2 s, the small pods on its nodes end within 2 s more; the rest is the operator's and
         # emulator's latency on a loaded 2-core machine
         assert waited < HOLD_AFTER + RUN + 10.0, waited
-        reasons = [e["reason"] for e in await events_for(k, "big")]
-        assert "CapacityHeld" in reasons and "Scheduled" in reasons
+
+        async def reported() -> list[str] | None:  # (the Scheduled event follows the status write after the binds)
+            reasons = [e["reason"] for e in await events_for(k, "big")]
+            return reasons if "Scheduled" in reasons else None
+
+        reasons = await eventually(reported, what="the big gang's Scheduled event")
+        assert "CapacityHeld" in reasons
