@@ -1,0 +1,335 @@
+"""Counts of the pods matching a selector, per node and per topology domain, kept incrementally: the shared index
+of the filters that look at other pods (InterPodAffinity in core/affinity.py, PodTopologySpread).
+
+Contract:
+- A matcher is a tuple of `PodSelector`s that must all match (one for an anti-affinity term or a spread
+  constraint; every required term for pod affinity, as kube-scheduler counts a pod only when it matches all of
+  them). `PodSelector(namespaces, selector)`: `namespaces` None is every namespace; `selector` None is a nil
+  label selector and matches nothing (metav1.LabelSelectorAsSelector(nil) = labels.Nothing()).
+- `PodCounts(nodes)` lives in the store (core/store.py), which calls `charge(pod_key, node, info)` exactly while
+  it charges the pod's resources (bound, leaving, assumed, binding, reserved pods; `node` None: uncharged) and
+  `node_changed(name, old, new)` when a node comes, goes or changes labels. `PodInfo(namespace, labels,
+  anti, leaving)`: `labels` the pod's labels as sorted pairs, `anti` its required anti-affinity terms
+  (`PodTerm`), `leaving` a deletionTimestamp is set.
+- `counter(matcher, keys=(), *, leaving=True) -> Counter`: registered lazily (idempotent; the first call scans
+  the charged pods once, O(pods)); `keys` are topology keys whose per-domain sums it keeps (more can be added by
+  later calls). `leaving=False` leaves out pods being deleted (PodTopologySpread skips them; InterPodAffinity
+  counts them). A `Counter` has `id`, `by_node` (node -> count, zero absent), `domain(key, value)`,
+  `domains(key)` (value -> count over the nodes that have the label; zero absent), `total` (every matched pod).
+- `owners()`: the required anti-affinity terms of charged pods (`PodTerm` -> Counter of the pods carrying it,
+  its topology key tracked), kube-scheduler's existingAntiAffinityCounts; `owners_gen` moves when a term appears
+  (`owner(term)` registers one; an Overlay registers the terms of the pods it adds, with zero base counts).
+- Change log (for the capacity indexes): `log_end()`, `changes_since(pos) -> list[(counter id, node)] | None`:
+  every change of a counter's count on a node; (counter id, None) when its `total` went to or from zero.
+  None: trimmed past `pos` (rebuild). `gen` moves when every count may have changed (rebuild).
+- `nodes_in(key, value)`: the known nodes whose label `key` is `value` (for keys some counter tracks).
+- `Overlay(base)`: one cycle's tentative placements on top of the counts (the Workspace of core/capacity.py):
+  `add(node, info, sign) -> list[(counter id, node | None)]` (same entries as the log), and the same readers as
+  a Counter, summed: `node_count(c, node)`, `domain(c, key, value)`, `domains(c, key)`, `total(c)`.
+  Registering a counter (or tracking a key) while an overlay exists is fine: the overlay keeps the pods it
+  added and replays them into counters registered later, when they are first read or at the next `add`.
+- Labels in the workspace: a placement knows its pod only by its scheduling class, whose labels are projected
+  on the label keys some selector reads (core/records.py `register_label_keys`, `SchedulingClass.labels`):
+  a filter whose selectors read labels registers their keys when it parses them (models/pod.py).
+Pure bookkeeping: no I/O. Labels of matched pods are converted to a dict per match (registration scans and
+charges only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from gangsched.core.matching import LabelSelector
+from gangsched.core.records import NodeRecord
+
+Labels = tuple[tuple[str, str], ...]
+Change = tuple[int, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PodSelector:
+    namespaces: frozenset[str] | None  # None: every namespace
+    selector: LabelSelector | None  # None: a nil selector, matches nothing
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        if self.selector is None or (self.namespaces is not None and namespace not in self.namespaces):
+            return False
+        return self.selector.matches(labels)
+
+
+Matcher = tuple[PodSelector, ...]
+
+
+def matches_all(matcher: Matcher, namespace: str, labels: Mapping[str, str]) -> bool:
+    return all(s.matches(namespace, labels) for s in matcher)
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerm:
+    """A required pod affinity or anti-affinity term, its namespaces resolved (the pod's own when none is given)
+    and matchLabelKeys/mismatchLabelKeys merged into its selector."""
+
+    selector: PodSelector
+    topology_key: str
+
+
+class PodInfo(NamedTuple):
+    namespace: str
+    labels: Labels
+    anti: tuple[PodTerm, ...] = ()
+    leaving: bool = False
+
+
+class Counter:
+    __slots__ = ("by_domain", "by_node", "id", "key", "leaving", "total")
+
+    def __init__(self, cid: int, key: object, leaving: bool) -> None:
+        self.id = cid
+        self.key = key  # the matcher, or an PodTerm for an owners counter
+        self.leaving = leaving  # pods being deleted count
+        self.by_node: dict[str, int] = {}
+        self.by_domain: dict[str, dict[str, int]] = {}
+        self.total = 0
+
+    def domain(self, key: str, value: str) -> int:
+        return self.by_domain[key].get(value, 0)
+
+    def domains(self, key: str) -> Mapping[str, int]:
+        return self.by_domain[key]
+
+
+def _bump(counts: dict[str, int], key: str, delta: int) -> None:
+    n = counts.get(key, 0) + delta
+    if n:
+        counts[key] = n
+    else:
+        del counts[key]
+
+
+class PodCounts:
+    def __init__(self, nodes: Mapping[str, NodeRecord]) -> None:
+        self.nodes = nodes
+        self.gen = 0
+        self.owners_gen = 0
+        self._pods: dict[str, tuple[str, PodInfo]] = {}  # charged pod -> (node, info)
+        self._counters: dict[object, Counter] = {}  # (matcher, leaving) or PodTerm -> counter
+        self.matchers: list[tuple[Counter, Matcher]] = []
+        self.owners_map: dict[PodTerm, Counter] = {}
+        self._domains: dict[str, dict[str, dict[str, None]]] = {}  # tracked key -> value -> nodes
+        self._log: list[Change] = []
+        self._log_base = 0
+
+    # ----- registration -----
+    def counter(self, matcher: Matcher, keys: Iterable[str] = (), *, leaving: bool = True) -> Counter:
+        c = self._counters.get((matcher, leaving))
+        if c is None:
+            c = self._counters[(matcher, leaving)] = Counter(len(self._counters), matcher, leaving)
+            self.matchers.append((c, matcher))
+            for node, info in self._pods.values():
+                if (leaving or not info.leaving) and matches_all(matcher, info.namespace, dict(info.labels)):
+                    _bump(c.by_node, node, 1)
+                    c.total += 1
+        for key in keys:
+            self._track(c, key)
+        return c
+
+    def _track(self, c: Counter, key: str) -> None:
+        if key in c.by_domain:
+            return
+        if key not in self._domains:
+            values: dict[str, dict[str, None]] = {}
+            for name, rec in self.nodes.items():
+                value = rec.labels.get(key)
+                if value is not None:
+                    values.setdefault(value, {})[name] = None
+            self._domains[key] = values
+        sums: dict[str, int] = {}
+        for node, n in c.by_node.items():
+            found = self.nodes.get(node)
+            value = found.labels.get(key) if found is not None else None
+            if value is not None:
+                sums[value] = sums.get(value, 0) + n
+        c.by_domain[key] = sums
+
+    def owners(self) -> Mapping[PodTerm, Counter]:
+        return self.owners_map
+
+    def owner(self, term: PodTerm) -> Counter:
+        c = self.owners_map.get(term)
+        if c is None:
+            c = self.owners_map[term] = self._counters[term] = Counter(len(self._counters), term, True)
+            self._track(c, term.topology_key)
+            self.owners_gen += 1
+        return c
+
+    def nodes_in(self, key: str, value: str) -> Iterable[str]:
+        return self._domains.get(key, {}).get(value, {})
+
+    # ----- changes -----
+    def charge(self, pod_key: str, node: str | None, info: PodInfo | None) -> None:
+        """The pod is counted on `node` with `info` (None: nowhere). Unchanged: nothing to do."""
+        old = self._pods.get(pod_key)
+        if old is not None and node is not None and old[0] == node and old[1] == info:
+            return
+        if old is not None:
+            del self._pods[pod_key]
+            self._apply(old[0], old[1], -1)
+        if node is not None and info is not None:
+            self._pods[pod_key] = (node, info)
+            self._apply(node, info, 1)
+
+    def _apply(self, node: str, info: PodInfo, sign: int) -> None:
+        for term in info.anti:
+            self._move(self.owner(term), node, sign)
+        if not self.matchers:
+            return
+        labels = dict(info.labels)
+        for c, matcher in self.matchers:
+            if (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, labels):
+                self._move(c, node, sign)
+
+    def _move(self, c: Counter, node: str, sign: int) -> None:
+        _bump(c.by_node, node, sign)
+        c.total += sign
+        if c.by_domain:
+            rec = self.nodes.get(node)
+            if rec is not None:
+                for key, sums in c.by_domain.items():
+                    value = rec.labels.get(key)
+                    if value is not None:
+                        _bump(sums, value, sign)
+        self._log.append((c.id, node))
+        if c.total == 0 or (c.total == 1 and sign > 0):
+            self._log.append((c.id, None))
+        if len(self._log) > 4 * len(self.nodes) + 10_000:
+            self._log_base += len(self._log)
+            self._log.clear()
+
+    def node_changed(self, name: str, old: NodeRecord | None, new: NodeRecord | None) -> None:
+        """A node came, went or changed labels: domain sums and domain members follow."""
+        for key, values in self._domains.items():
+            before = old.labels.get(key) if old is not None else None
+            after = new.labels.get(key) if new is not None else None
+            if before == after:
+                continue
+            if before is not None:
+                members = values[before]
+                members.pop(name, None)
+                if not members:
+                    del values[before]
+            if after is not None:
+                values.setdefault(after, {})[name] = None
+            for c in self._counters.values():
+                n = c.by_node.get(name, 0)
+                sums = c.by_domain.get(key)
+                if n and sums is not None:
+                    if before is not None:
+                        _bump(sums, before, -n)
+                    if after is not None:
+                        _bump(sums, after, n)
+        self.gen += 1
+
+    def log_end(self) -> int:
+        return self._log_base + len(self._log)
+
+    def changes_since(self, position: int) -> list[Change] | None:
+        if position < self._log_base:
+            return None
+        return self._log[position - self._log_base :]
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+
+class Overlay:
+    """Tentative placements of one cycle on top of a PodCounts (never changes its counts)."""
+
+    def __init__(self, base: PodCounts) -> None:
+        self.base = base
+        self._added: list[tuple[str, PodInfo, int]] = []
+        self._node: dict[int, dict[str, int]] = {}
+        self._domain: dict[tuple[int, str], dict[str, int]] = {}  # built lazily from _node
+        self._total: dict[int, int] = {}
+        self._seen: dict[int, int] = {}  # counter id -> how many of _added it counts
+
+    def add(self, node: str, info: PodInfo, sign: int) -> list[Change]:
+        """Count a tentative placement (sign 1) or release (-1); the changes it makes (see the docstring)."""
+        self._added.append((node, info, sign))
+        for term in info.anti:
+            self.base.owner(term)
+        out: list[Change] = []
+        for c in self._counters():
+            out.extend(self._catch_up(c))
+        return out
+
+    def _counters(self) -> Iterator[Counter]:
+        yield from (c for c, _ in self.base.matchers)
+        yield from self.base.owners_map.values()
+
+    def _catch_up(self, c: Counter) -> list[Change]:
+        """Count the placements added since the counter last looked (all of them for a new counter)."""
+        seen = self._seen.get(c.id, 0)
+        out: list[Change] = []
+        if seen == len(self._added):
+            return out
+        owner = isinstance(c.key, PodTerm)
+        for node, info, sign in self._added[seen:]:
+            if owner:
+                hit = c.key in info.anti
+            else:
+                matcher: Matcher = c.key  # type: ignore[assignment]
+                hit = (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, dict(info.labels))
+            if hit:
+                out.extend(self._move(c, node, sign))
+        self._seen[c.id] = len(self._added)
+        return out
+
+    def _move(self, c: Counter, node: str, sign: int) -> list[Change]:
+        _bump(self._node.setdefault(c.id, {}), node, sign)
+        before = c.total + self._total.get(c.id, 0)
+        self._total[c.id] = self._total.get(c.id, 0) + sign
+        rec = self.base.nodes.get(node)
+        if rec is not None:
+            for key in c.by_domain:
+                sums = self._domain.get((c.id, key))
+                value = rec.labels.get(key)
+                if sums is not None and value is not None:
+                    _bump(sums, value, sign)
+        out: list[Change] = [(c.id, node)]
+        if (before == 0) != (before + sign == 0):
+            out.append((c.id, None))
+        return out
+
+    def node_count(self, c: Counter, node: str) -> int:
+        self._catch_up(c)
+        extra = self._node.get(c.id)
+        return c.by_node.get(node, 0) + (extra.get(node, 0) if extra else 0)
+
+    def domain(self, c: Counter, key: str, value: str) -> int:
+        self._catch_up(c)
+        return c.by_domain[key].get(value, 0) + self._domain_extra(c, key).get(value, 0)
+
+    def domains(self, c: Counter, key: str) -> dict[str, int]:
+        """value -> count (base + tentative) over the domains of `key` (zero absent)."""
+        self._catch_up(c)
+        out = dict(c.by_domain[key])
+        for value, n in self._domain_extra(c, key).items():
+            _bump(out, value, n)
+        return out
+
+    def _domain_extra(self, c: Counter, key: str) -> dict[str, int]:
+        sums = self._domain.get((c.id, key))
+        if sums is None:
+            sums = self._domain[(c.id, key)] = {}
+            for node, n in self._node.get(c.id, {}).items():
+                rec = self.base.nodes.get(node)
+                value = rec.labels.get(key) if rec is not None else None
+                if value is not None and n:
+                    _bump(sums, value, n)
+        return sums
+
+    def total(self, c: Counter) -> int:
+        self._catch_up(c)
+        return c.total + self._total.get(c.id, 0)
