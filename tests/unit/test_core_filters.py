@@ -229,22 +229,26 @@ def test_gated_members_do_not_count_towards_quorum_even_when_others_suffice() ->
 
 # ----- constraints gangsched does not evaluate -----
 
-ANTI = {
+ANTI = {  # required anti-affinity is evaluated (tests/unit/test_core_affinity.py), a labelled namespaceSelector not
     "affinity": {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "kubernetes.io/hostname"}
+                {
+                    "labelSelector": {"matchLabels": {"app": "a"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                    "namespaceSelector": {"matchLabels": {"team": "a"}},
+                }
             ]
         }
     }
 }
 MESSAGE = (
-    "unsupported: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution "
+    "unsupported: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector "
     "(gangsched does not evaluate it yet)"
 )
 
 
-def test_required_anti_affinity_holds_the_gang_and_is_reported_once() -> None:
+def test_anti_affinity_with_a_namespace_selector_holds_the_gang_and_is_reported_once() -> None:
     c = SchedulerState()
     add_nodes(c, 3, gpu=8)
     keys = add_gang(c, "g", 3, gpu=1, spec_extra=ANTI)
@@ -261,7 +265,7 @@ def test_required_anti_affinity_holds_the_gang_and_is_reported_once() -> None:
     assert step(c, CFG, 1.0).empty
 
 
-def test_required_anti_affinity_holds_a_pod_alone() -> None:
+def test_anti_affinity_with_a_namespace_selector_holds_a_pod_alone() -> None:
     c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     key = add_pod(c, "p", spec_extra=ANTI)

@@ -82,3 +82,14 @@ def test_overlay_counts_tentative_placements_and_replays_them_into_late_counters
     overlay.add("n1", _web(), -1)  # rolled back
     assert overlay.total(first) == 1 and overlay.domains(first, "zone") == {"z0": 1}
     assert first.total == 1  # the base never changes
+
+
+def test_key_totals_count_only_nodes_with_the_label() -> None:
+    counts = PodCounts(_nodes())
+    counts.charge("default/a", "bare", _web())
+    c = counts.counter((PodSelector(None, APP_WEB),), ["zone"])
+    assert c.total == 1 and c.key_total["zone"] == 0
+    overlay = Overlay(counts)
+    changes = overlay.add("n0", _web(), 1)
+    assert (c.id, None) in changes  # the key total left zero (the first pod rule changes everywhere)
+    assert overlay.key_total(c, "zone") == 1

@@ -16,6 +16,10 @@ Contract:
   (protocol, port) for the 0.0.0.0 check); `charge(pod_key, node | None, ports)` moves a pod's ports (the
   store charges them exactly while it charges the pod's resources). `add_ports(counts, ports, sign)` is the
   same bookkeeping for the workspace.
+- `InterPodAffinity` (core/affinity.py): required pod affinity and anti-affinity, and existing pods'
+  anti-affinity, over the pod counts (`Usage.counts`, the store's; `Usage.overlay`, the cycle's placements).
+  Its limit on a node depends on the pods of the node's whole topology domain: core/capacity.py refreshes the
+  nodes of the domains a change touches (core/affinity.py `relevant`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gangsched.core.records import HostPort, SchedulingClass
+from gangsched.core.affinity import InterPodAffinity
+from gangsched.core.pod_counts import Overlay, PodCounts
+from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 
 WILDCARD = "0.0.0.0"
 PortKey = HostPort | tuple[str, int]
@@ -94,6 +100,9 @@ class Usage:
 
     ports: Mapping[str, Mapping[PortKey, int]]  # the store's (core/store.py PortTable.by_node)
     extra_ports: dict[str, PortCounts] = field(default_factory=dict)  # placed this cycle (core/capacity.py)
+    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the store's nodes (their labels)
+    counts: PodCounts | None = None  # the store's pod counts (core/pod_counts.py)
+    overlay: Overlay | None = None  # the pods placed this cycle, on top of `counts`
 
 
 class NodeFilter(Protocol):
@@ -123,7 +132,7 @@ class NodePorts:
         return None if port is None else f"host port {port.port}/{port.protocol} in use"
 
 
-FILTERS: tuple[NodeFilter, ...] = (NodePorts(),)
+FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity())
 _by_class: dict[int, tuple[NodeFilter, ...]] = {}
 
 

@@ -15,17 +15,20 @@ Contract:
   the charged pods once, O(pods)); `keys` are topology keys whose per-domain sums it keeps (more can be added by
   later calls). `leaving=False` leaves out pods being deleted (PodTopologySpread skips them; InterPodAffinity
   counts them). A `Counter` has `id`, `by_node` (node -> count, zero absent), `domain(key, value)`,
-  `domains(key)` (value -> count over the nodes that have the label; zero absent), `total` (every matched pod).
+  `domains(key)` (value -> count over the nodes that have the label; zero absent), `key_total[key]` (their
+  sum), `total` (every matched pod).
 - `owners()`: the required anti-affinity terms of charged pods (`PodTerm` -> Counter of the pods carrying it,
   its topology key tracked), kube-scheduler's existingAntiAffinityCounts; `owners_gen` moves when a term appears
   (`owner(term)` registers one; an Overlay registers the terms of the pods it adds, with zero base counts).
 - Change log (for the capacity indexes): `log_end()`, `changes_since(pos) -> list[(counter id, node)] | None`:
-  every change of a counter's count on a node; (counter id, None) when its `total` went to or from zero.
+  every change of a counter's count on a node; (counter id, None) when its `total` or a `key_total` went to or
+  from zero.
   None: trimmed past `pos` (rebuild). `gen` moves when every count may have changed (rebuild).
 - `nodes_in(key, value)`: the known nodes whose label `key` is `value` (for keys some counter tracks).
 - `Overlay(base)`: one cycle's tentative placements on top of the counts (the Workspace of core/capacity.py):
   `add(node, info, sign) -> list[(counter id, node | None)]` (same entries as the log), and the same readers as
-  a Counter, summed: `node_count(c, node)`, `domain(c, key, value)`, `domains(c, key)`, `total(c)`.
+  a Counter, summed: `node_count(c, node)`, `domain(c, key, value)`, `domains(c, key)`, `key_total(c, key)`,
+  `total(c)`.
   Registering a counter (or tracking a key) while an overlay exists is fine: the overlay keeps the pods it
   added and replays them into counters registered later, when they are first read or at the next `add`.
 - Labels in the workspace: a placement knows its pod only by its scheduling class, whose labels are projected
@@ -83,7 +86,7 @@ class PodInfo(NamedTuple):
 
 
 class Counter:
-    __slots__ = ("by_domain", "by_node", "id", "key", "leaving", "total")
+    __slots__ = ("by_domain", "by_node", "id", "key", "key_total", "leaving", "total")
 
     def __init__(self, cid: int, key: object, leaving: bool) -> None:
         self.id = cid
@@ -91,6 +94,7 @@ class Counter:
         self.leaving = leaving  # pods being deleted count
         self.by_node: dict[str, int] = {}
         self.by_domain: dict[str, dict[str, int]] = {}
+        self.key_total: dict[str, int] = {}  # tracked key -> matched pods on nodes that have the label
         self.total = 0
 
     def domain(self, key: str, value: str) -> int:
@@ -120,6 +124,7 @@ class PodCounts:
         self._domains: dict[str, dict[str, dict[str, None]]] = {}  # tracked key -> value -> nodes
         self._log: list[Change] = []
         self._log_base = 0
+        self.memo: dict[object, object] = {}  # the filters' per-class state over these counts (theirs to key)
 
     # ----- registration -----
     def counter(self, matcher: Matcher, keys: Iterable[str] = (), *, leaving: bool = True) -> Counter:
@@ -152,6 +157,7 @@ class PodCounts:
             if value is not None:
                 sums[value] = sums.get(value, 0) + n
         c.by_domain[key] = sums
+        c.key_total[key] = sum(sums.values())
 
     def owners(self) -> Mapping[PodTerm, Counter]:
         return self.owners_map
@@ -193,6 +199,7 @@ class PodCounts:
     def _move(self, c: Counter, node: str, sign: int) -> None:
         _bump(c.by_node, node, sign)
         c.total += sign
+        crossed = c.total == 0 or (c.total == 1 and sign > 0)
         if c.by_domain:
             rec = self.nodes.get(node)
             if rec is not None:
@@ -200,15 +207,18 @@ class PodCounts:
                     value = rec.labels.get(key)
                     if value is not None:
                         _bump(sums, value, sign)
+                        n = c.key_total[key] = c.key_total[key] + sign
+                        crossed = crossed or n == 0 or (n == 1 and sign > 0)
         self._log.append((c.id, node))
-        if c.total == 0 or (c.total == 1 and sign > 0):
+        if crossed:
             self._log.append((c.id, None))
         if len(self._log) > 4 * len(self.nodes) + 10_000:
             self._log_base += len(self._log)
             self._log.clear()
 
     def node_changed(self, name: str, old: NodeRecord | None, new: NodeRecord | None) -> None:
-        """A node came, went or changed labels: domain sums and domain members follow."""
+        """A node came, went or changed labels: domain sums and domain members follow (`gen` moves when a sum
+        moved)."""
         for key, values in self._domains.items():
             before = old.labels.get(key) if old is not None else None
             after = new.labels.get(key) if new is not None else None
@@ -227,9 +237,11 @@ class PodCounts:
                 if n and sums is not None:
                     if before is not None:
                         _bump(sums, before, -n)
+                        c.key_total[key] -= n
                     if after is not None:
                         _bump(sums, after, n)
-        self.gen += 1
+                        c.key_total[key] += n
+                    self.gen += 1
 
     def log_end(self) -> int:
         return self._log_base + len(self._log)
@@ -287,20 +299,25 @@ class Overlay:
         return out
 
     def _move(self, c: Counter, node: str, sign: int) -> list[Change]:
-        _bump(self._node.setdefault(c.id, {}), node, sign)
-        before = c.total + self._total.get(c.id, 0)
-        self._total[c.id] = self._total.get(c.id, 0) + sign
         rec = self.base.nodes.get(node)
-        if rec is not None:
-            for key in c.by_domain:
-                sums = self._domain.get((c.id, key))
-                value = rec.labels.get(key)
-                if sums is not None and value is not None:
-                    _bump(sums, value, sign)
+        keyed = [(k, v) for k in c.by_domain if rec is not None and (v := rec.labels.get(k)) is not None]
+        before = [c.total + self._total.get(c.id, 0)] + [self._key_sum(c, k) for k, _ in keyed]
+        _bump(self._node.setdefault(c.id, {}), node, sign)
+        self._total[c.id] = self._total.get(c.id, 0) + sign
+        for key, value in keyed:
+            _bump(self._domain[(c.id, key)], value, sign)  # built by _key_sum
         out: list[Change] = [(c.id, node)]
-        if (before == 0) != (before + sign == 0):
+        if any((n == 0) != (n + sign == 0) for n in before):
             out.append((c.id, None))
         return out
+
+    def _key_sum(self, c: Counter, key: str) -> int:
+        return c.key_total[key] + sum(self._domain_extra(c, key).values())
+
+    def key_total(self, c: Counter, key: str) -> int:
+        """Matched pods (base + tentative) on the nodes that have label `key` (tracked)."""
+        self._catch_up(c)
+        return self._key_sum(c, key)
 
     def node_count(self, c: Counter, node: str) -> int:
         self._catch_up(c)

@@ -141,7 +141,7 @@ def _apply(
     for node, c, count in q.assignment:
         cls = classes[c]
         take, by_class[cls.id] = by_class[cls.id][:count], by_class[cls.id][count:]
-        session.workspace.place(node, cls.requests, count, cls.host_ports)
+        session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
         placed.extend((pod, node) for pod in take)
     taken = {pod.key for pod in chosen}
     rest = [pod for pod in pods if pod.key not in taken]

@@ -12,7 +12,7 @@ Contract:
   once per class, and records share the class's dicts instead of holding their own.
 - `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
   pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
-  (the store does it for pending pods, core/store.py), so pod selectors can match a class.
+  (`projected(pod)`; the store applies it to our pods, core/store.py), so pod selectors can match a class.
 - `Taint`, `Toleration` (with `tolerates`), `Requirement` and `Term` (node selector terms; matched by
   core/matching.py), `HostPort` (a container's hostIP/protocol/hostPort, checked by core/filters.py).
 - `PodRecord.gated`: spec.schedulingGates is not empty (KEP-3521: never placed); `PodRecord.unsupported`: the
@@ -23,6 +23,7 @@ Records are slots dataclasses; do not mutate them in place: build a new one (`da
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -161,11 +162,11 @@ def with_labels(cls: SchedulingClass, namespace: str, labels: Labels) -> Schedul
     if not _label_gen[0]:
         return cls
     keys = _label_keys
-    projected = tuple(kv for kv in labels if kv[0] in keys)
-    if projected == cls.labels and namespace == cls.namespace:
+    shown = tuple(kv for kv in labels if kv[0] in keys)
+    if shown == cls.labels and namespace == cls.namespace:
         return cls
     base = _keys[cls.id]
-    return _intern((*base[:-2], namespace, projected), cls.requests)
+    return _intern((*base[:-2], namespace, shown), cls.requests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +212,11 @@ class PodRecord:
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+
+def projected(pod: PodRecord) -> PodRecord:
+    """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
+    if not pod.ours or not _label_gen[0]:
+        return pod
+    sclass = with_labels(pod.sclass, pod.namespace, pod.labels)
+    return pod if sclass is pod.sclass else dataclasses.replace(pod, sclass=sclass)

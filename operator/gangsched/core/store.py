@@ -13,7 +13,8 @@ Contract (fed by core/scheduler_state.py, read by the scheduler through its publ
 - Gangs: core/gangs.py. A pod is pending when it is ours, not timed out, PENDING or NOMINATED, and in a gang or
   not gated (a gang's gated members pend: it says it waits for them); changes go to the `PendingSink`; each
   member's transition tells its gang if it holds the quorum (satisfaction follows).
-- For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`.
+- For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`,
+  `pod_counts` (core/pod_counts.py, charged as the resources are). Our pods' classes are `records.projected`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from gangsched.core.filters import PortTable
 from gangsched.core.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
+from gangsched.core.pod_counts import PodCounts, PodInfo
 from gangsched.core.podstate import (
     ASSUMED,
     BINDING,
@@ -45,7 +47,7 @@ from gangsched.core.podstate import (
     Transition,
 )
 from gangsched.core.priorities import PriorityCounts
-from gangsched.core.records import NodeRecord, PodRecord
+from gangsched.core.records import NodeRecord, PodRecord, label_keys_gen, projected
 from gangsched.core.resources import Resources, sub_into
 from gangsched.core.topology import TopologyTree
 
@@ -75,6 +77,8 @@ class ClusterStore:
         self.used: dict[str, Resources] = self.accounting.used
         self.ports = PortTable()  # host ports in use (core/filters.py), charged with the resources
         self.host_ports = self.ports.by_node
+        self.pod_counts = PodCounts(self.nodes)  # pods matching pod selectors (core/pod_counts.py), charged alike
+        self._label_gen = 0  # records.label_keys_gen() our pods' classes are projected for
         self.topology: TopologyTree | None = None
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
@@ -129,12 +133,8 @@ class ClusterStore:
     @property
     def assumed(self) -> dict[str, tuple[str, str]]:
         """Pods bound by us, not yet seen bound: pod -> (node, uid)."""
-        out = {}
-        for key in self._assumed:
-            slot = self._slots[key]
-            assert slot.node is not None
-            out[key] = (slot.node, slot.uid)
-        return out
+        slots = self._slots
+        return {key: (slots[key].node or "", slots[key].uid) for key in self._assumed}  # ASSUMED has a node
 
     def reserving(self) -> Iterator[str]:
         """Gangs whose waiting time runs (a waiting-time start, not satisfied)."""
@@ -166,7 +166,7 @@ class ClusterStore:
     def sizes(self) -> dict[str, int]:
         """Sizes of every per-pod and per-gang structure (tests: nothing grows without bound)."""
         tables: dict[str, Sized] = {"pods": self.pods, "gangs": self.gangs, "slots": self._slots, "used": self.used}
-        tables.update(ports=self.ports, priorities=self.priorities, leaving=self.leaving)
+        tables.update(ports=self.ports, pod_counts=self.pod_counts, priorities=self.priorities, leaving=self.leaving)
         out = {name: len(table) for name, table in tables.items()}
         out.update({state.value: len(pods) for state, pods in self._by_state.items()})
         out.update(reserving=self.gang_table.reserving_count(), change_log=self.accounting.log_length())
@@ -176,18 +176,16 @@ class ClusterStore:
     def upsert_node(self, node: NodeRecord) -> None:
         old = self.nodes.get(node.name)
         self.nodes[node.name] = node
-        if (
-            old is None
-            or old.allocatable != node.allocatable
-            or old.labels != node.labels
-            or (old.taints != node.taints or old.unschedulable != node.unschedulable)
-        ):
+        self.pod_counts.node_changed(node.name, old, node)
+        static = (node.allocatable, node.labels, node.taints, node.unschedulable)
+        if old is None or (old.allocatable, old.labels, old.taints, old.unschedulable) != static:
             self.accounting.static_gen += 1
             self.accounting.freed_gen += 1
 
     def remove_node(self, name: str) -> None:
-        if self.nodes.pop(name, None) is None:
+        if (old := self.nodes.pop(name, None)) is None:
             return
+        self.pod_counts.node_changed(name, old, None)
         self.accounting.static_gen += 1
         for key, slot in list(self._slots.items()):
             if slot.node == name and (slot.state is RESERVED or slot.state is BINDING):
@@ -195,6 +193,10 @@ class ClusterStore:
 
     # ----- pods -----
     def upsert_pod(self, pod: PodRecord) -> None:
+        if self._label_gen != label_keys_gen():  # a selector reads a new label key: our pods' classes again
+            self._label_gen = label_keys_gen()
+            self.pods.update({k: projected(p) for k, p in self.pods.items()})
+        pod = projected(pod)
         key = pod.key
         slot = self._slots.get(key)
         stale = False
@@ -233,18 +235,17 @@ class ClusterStore:
         return T.OBSERVE_UNBOUND
 
     def remove_pod(self, key: str) -> PodRecord | None:
-        pod = self.pods.pop(key, None)
-        if pod is not None:
+        if (pod := self.pods.pop(key, None)) is not None:
             self.priorities.count(pod.priority, -1)
         self.leaving.discard(key)
-        slot = self._slots.pop(key, None)
-        if slot is not None:
+        if (slot := self._slots.pop(key, None)) is not None:
             if slot.state is NOMINATED:
                 self.accounting.freed_gen += 1
             self._by_state.get(slot.state, {}).pop(key, None)
             if slot.charge is not None:
                 self.accounting.uncharge(slot.charge, len(self.nodes))
         self.ports.charge(key, None, ())
+        self.pod_counts.charge(key, None, None)
         if pod is not None:
             self._leave_gang(pod)
             self._set_pending(key, pod, False)
@@ -367,12 +368,15 @@ class ClusterStore:
             if charge is not None:
                 slot.charge = self.accounting.charge(charge, None, None, len(self.nodes))
                 self.ports.charge(key, None, ())
+                self.pod_counts.charge(key, None, None)
             return
-        sclass = self.pods[key].sclass
+        sclass = (pod := self.pods[key]).sclass
         requests = sclass.requests
         if charge is None or target != charge[0] or requests is not charge[1]:
             slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes))
             self.ports.charge(key, target, sclass.host_ports)
+        info = PodInfo(pod.namespace, pod.labels, sclass.anti_affinity, slot.state is LEAVING)
+        self.pod_counts.charge(key, target, info)
 
     # ----- internals: gang membership and the pending set -----
     def _leave_gang(self, pod: PodRecord) -> None:

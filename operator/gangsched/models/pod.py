@@ -7,10 +7,11 @@ Contract:
   spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
   mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them), interned into a `SchedulingClass` (core/records.py `scheduling_class`); `gated` (spec.schedulingGates
+  them, required pod affinity/anti-affinity terms, models/pod_affinity.py), interned into a `SchedulingClass`
+  (core/records.py `scheduling_class`); the labels (sorted pairs); `gated` (spec.schedulingGates
   not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
-  required: pod affinity/anti-affinity required terms, a DoNotSchedule topology spread constraint, DRA
-  spec.resourceClaims; preferred
+  required: a pod affinity term's non-empty namespaceSelector, a DoNotSchedule topology spread constraint, DRA
+  spec.resourceClaims; preferred pod affinity
   terms, ScheduleAnyway spread and PVC/ephemeral volumes are only reported). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
@@ -38,6 +39,7 @@ from gangsched.core.resources import Resources, add, add_into, maximum, resource
 from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import KOORD_TIMEOUT
 from gangsched.models.node import TAINT_EFFECTS
+from gangsched.models.pod_affinity import PodAffinity, pod_affinity
 from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
@@ -136,10 +138,7 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
             terms = affinity.get(kind)
             if not isinstance(terms, Mapping):
                 continue
-            if terms.get(_REQUIRED):
-                found.append(f"spec.affinity.{kind}.{_REQUIRED}")
-                holds = True
-            if terms.get(_PREFERRED):
+            if terms.get(_PREFERRED):  # required terms: models/pod_affinity.py
                 found.append(f"spec.affinity.{kind}.{_PREFERRED}")
     spread = spec.get("topologySpreadConstraints")
     if isinstance(spread, list) and spread:
@@ -258,6 +257,16 @@ def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -
     )
 
 
+_NO_AFFINITY = PodAffinity((), (), ())
+
+
+def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    raw = meta.get("labels")
+    if not raw or not isinstance(raw, Mapping):
+        return ()
+    return tuple(sorted((sys.intern(str(k)), sys.intern(str(v))) for k, v in raw.items()))
+
+
 def pod_from_api(
     obj: Mapping[str, Any],
     *,
@@ -274,6 +283,9 @@ def pod_from_api(
         raise InvalidField("metadata.name", name, "must be a non-empty string")
     created_raw = meta.get("creationTimestamp")
     required, preferred = _node_affinity(spec)
+    namespace = sys.intern(str(meta.get("namespace") or "default"))
+    labels = _labels(meta)
+    terms = pod_affinity(spec, namespace=namespace, labels=dict(labels)) if "affinity" in spec else _NO_AFFINITY
     sclass = scheduling_class(
         pod_requests(spec),
         node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
@@ -281,12 +293,16 @@ def pod_from_api(
         preferred=preferred,
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
+        affinity=terms.affinity,
+        anti_affinity=terms.anti,
     )
     maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "volumes" in spec or "resourceClaims" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
+    if terms.held:
+        unsupported, holds = (*unsupported, *terms.held), True
     annotations = meta.get("annotations") or {}
     return PodRecord(
-        namespace=sys.intern(str(meta.get("namespace") or "default")),
+        namespace=namespace,
         name=name,
         uid=str(meta.get("uid", "")),
         sclass=sclass,
@@ -305,4 +321,5 @@ def pod_from_api(
         unsupported=unsupported,
         holds=holds,
         grace=_grace(spec),
+        labels=labels,
     )
