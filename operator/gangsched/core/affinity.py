@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gangsched.core.pod_counts import Counter, Overlay, PodCounts, PodTerm, matches_all
+from gangsched.core.pod_counts import Change, Counter, Overlay, PodCounts, PodTerm, matches_all
 from gangsched.core.records import SchedulingClass
 
 if TYPE_CHECKING:
@@ -160,6 +160,10 @@ def check(cls: SchedulingClass, labels: Mapping[str, str], counts: PodCounts, ov
 
 class InterPodAffinity:
     name = NAME
+    domains = True
+
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None:
+        return touched(cls, counts, changes)
 
     def applies(self, cls: SchedulingClass) -> bool:
         return bool(cls.affinity or cls.anti_affinity or cls.namespace)

@@ -7,10 +7,10 @@ Contract (used by core/scheduler.py only):
   date from the store's change log: only nodes whose usage changed are recomputed; a change of any node's
   static properties rebuilds it. The fit count is also capped by the node filters that apply to the class
   (core/filters.py, e.g. host ports: at most one pod per node); classes no filter applies to pay nothing. For a
-  class with InterPodAffinity (core/affinity.py) a node's limit depends on the pods of its whole topology
-  domain: the index also follows the pod counts' change log (core/pod_counts.py) and recomputes every node of
-  each domain a change touched (every node when the first-pod rule's total moved; a rebuild when the counts'
-  generation or the set of existing anti-affinity terms moved).
+  class with a domain filter (`NodeFilter.domains`, e.g. InterPodAffinity, core/affinity.py) a node's limit
+  depends on the pods of its whole topology domain: the index also follows the pod counts' change log
+  (core/pod_counts.py) and recomputes the nodes the filters' `touched` names (every node when one says None; a
+  rebuild when the counts' generation or the set of existing anti-affinity terms moved).
   Nodes with a fit count of 0 are in no bucket, so placement never looks at
   full nodes, and never loops pods x nodes.
 - `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during
@@ -29,9 +29,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from gangsched.core import affinity
-from gangsched.core.filters import PortCounts, Usage, add_ports, filters_for, limit
+from gangsched.core.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
 from gangsched.core.matching import preference, static_block
-from gangsched.core.pod_counts import Overlay, PodInfo
+from gangsched.core.pod_counts import Change, Overlay, PodCounts, PodInfo
 from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.resources import Resources
 from gangsched.core.views import StoreView
@@ -70,6 +70,19 @@ def _key(spread: bool, pref: int, count: int) -> Key:
     return (-pref, -count if spread else count)
 
 
+def touched_by(
+    filters: tuple[NodeFilter, ...], cls: SchedulingClass, counts: PodCounts, changes: list[Change]
+) -> set[str] | None:
+    """The nodes whose limits the pod-count changes may move, for these (domain) filters; None: every node."""
+    out: set[str] = set()
+    for f in filters:
+        nodes = f.touched(cls, counts, changes)
+        if nodes is None:
+            return None
+        out |= nodes
+    return out
+
+
 def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
     return Usage(cluster.host_ports, nodes=cluster.nodes, counts=cluster.pod_counts, overlay=overlay)
 
@@ -80,7 +93,7 @@ class ClassIndex:
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
         self.filters = filters_for(cls)
-        self.aff = any(f.name == affinity.NAME for f in self.filters)  # limits depend on whole domains
+        self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -132,7 +145,7 @@ class ClassIndex:
         if log is None:
             return None
         self.counts_at = (gen, owners_gen, counts.log_end())
-        return affinity.touched(self.cls, counts, log) if log else set()
+        return touched_by(self.aff, self.cls, counts, log) if log else set()
 
     def sync(self, cluster: StoreView) -> None:
         end = cluster.log_end()
@@ -297,18 +310,18 @@ class Workspace:
         touched = self._count(u.cls, node, sign, u.times) if u.cls is not None else []
         for v in self.views.values():
             if v.idx.aff and touched:
-                nodes = affinity.touched(v.idx.cls, self.cluster.pod_counts, touched)
+                nodes = touched_by(v.idx.aff, v.idx.cls, self.cluster.pod_counts, touched)
                 for name in v.idx.pref if nodes is None else nodes:
                     self._refresh(v, name)
             self._refresh(v, node)
 
-    def _count(self, cls: SchedulingClass, node: str, sign: int, times: int) -> list[tuple[int, str | None]]:
+    def _count(self, cls: SchedulingClass, node: str, sign: int, times: int) -> list[Change]:
         """Count the class's pods in the overlay (pod selectors see them); the changes made."""
         if not cls.namespace and not cls.anti_affinity:
             return []  # no pod selector reads pods
         self._counted = True
         info = PodInfo(cls.namespace, cls.labels, cls.anti_affinity)
-        out: list[tuple[int, str | None]] = []
+        out: list[Change] = []
         for _ in range(times):
             out.extend(self.overlay.add(node, info, sign))
         return out

@@ -6,8 +6,11 @@ Contract:
   to pays nothing), `limit(cls, node, usage) -> int` (how many more pods of the class the node takes, 0:
   blocked) and `reason(cls, node, usage) -> str | None` (a short reason for "blocked by" messages).
   `filters_for(cls)` lists the filters that apply to a class (memoized by class id); `limit` / `block_reason`
-  combine them. `Usage` is what they see of a node: the store's usage (bound, assumed and reserved pods) and
-  the cycle's tentative placements (the workspace), so the gang's own members placed in the same cycle count.
+  combine them. A filter with `domains` True reads pod counts over topology domains (core/pod_counts.py):
+  `touched(cls, counts, changes)` names the nodes whose limit the counts' changes may move (None: every node),
+  which the capacity indexes recompute. `Usage` is what they see of a node: the store's usage (bound, assumed
+  and reserved pods) and the cycle's tentative placements (the workspace), so the gang's own members placed in
+  the same cycle count.
 - `NodePorts` (kube-scheduler pkg/scheduler/framework/plugins/nodeports): a pod asking for host ports fits a
   node only when none of them conflicts with a port in use there: same protocol and port, and the same hostIP
   or either side 0.0.0.0 (framework HostPortInfo.CheckConflict). Two pods of the same class always conflict,
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.core.affinity import InterPodAffinity
-from gangsched.core.pod_counts import Overlay, PodCounts
+from gangsched.core.pod_counts import Change, Overlay, PodCounts
 from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 
 WILDCARD = "0.0.0.0"
@@ -107,6 +110,7 @@ class Usage:
 
 class NodeFilter(Protocol):
     name: str
+    domains: bool  # the limit on a node depends on pod counts over its topology domains (see `touched`)
 
     def applies(self, cls: SchedulingClass) -> bool: ...
 
@@ -114,9 +118,15 @@ class NodeFilter(Protocol):
 
     def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None: ...
 
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None: ...
+
 
 class NodePorts:
     name = "NodePorts"
+    domains = False
+
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None:
+        return set()
 
     def applies(self, cls: SchedulingClass) -> bool:
         return bool(cls.host_ports)
