@@ -110,7 +110,7 @@ def test_workspace_views_follow_placements_and_rollbacks(seed: int) -> None:
     ws = Workspace(c.store, spread=False)
     for cls in classes[:2]:
         ws.view(cls)  # some views exist before the placements, the others are created after
-    marks = []
+    marks: list[int] = []
     for _ in range(25):
         if marks and rng.random() < 0.2:
             ws.rollback(marks.pop())
