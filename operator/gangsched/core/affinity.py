@@ -175,9 +175,15 @@ class InterPodAffinity:
         return check(cls, rec.labels, usage.counts, usage.overlay)
 
     def limit(self, cls: SchedulingClass, node: str, usage: Usage) -> int:
+        counts = usage.counts
+        if counts is None:
+            return _UNLIMITED
+        st = state(cls, counts)
+        if st.affinity is None and not st.anti and not st.owners:
+            return _UNLIMITED  # no term of its own and none of an existing pod matches it
         if self._why(cls, node, usage) is not None:
             return 0
-        return 1 if usage.counts is not None and state(cls, usage.counts).self_anti else _UNLIMITED
+        return 1 if st.self_anti else _UNLIMITED
 
     def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None:
         why = self._why(cls, node, usage)

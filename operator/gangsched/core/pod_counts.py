@@ -260,7 +260,7 @@ class Overlay:
 
     def __init__(self, base: PodCounts) -> None:
         self.base = base
-        self._added: list[tuple[str, PodInfo, int]] = []
+        self._added: list[tuple[str, PodInfo, int, dict[str, str]]] = []  # (node, info, sign, labels)
         self._node: dict[int, dict[str, int]] = {}
         self._domain: dict[tuple[int, str], dict[str, int]] = {}  # built lazily from _node
         self._total: dict[int, int] = {}
@@ -268,7 +268,7 @@ class Overlay:
 
     def add(self, node: str, info: PodInfo, sign: int) -> list[Change]:
         """Count a tentative placement (sign 1) or release (-1); the changes it makes (see the docstring)."""
-        self._added.append((node, info, sign))
+        self._added.append((node, info, sign, dict(info.labels)))
         for term in info.anti:
             self.base.owner(term)
         out: list[Change] = []
@@ -287,12 +287,12 @@ class Overlay:
         if seen == len(self._added):
             return out
         owner = isinstance(c.key, PodTerm)
-        for node, info, sign in self._added[seen:]:
+        for node, info, sign, labels in self._added[seen:]:
             if owner:
                 hit = c.key in info.anti
             else:
                 matcher: Matcher = c.key  # type: ignore[assignment]
-                hit = (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, dict(info.labels))
+                hit = (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, labels)
             if hit:
                 out.extend(self._move(c, node, sign))
         self._seen[c.id] = len(self._added)
