@@ -10,7 +10,7 @@ Contract:
   them, required pod affinity/anti-affinity terms, models/pod_affinity.py), interned into a `SchedulingClass`
   (core/records.py `scheduling_class`); the labels (sorted pairs); `gated` (spec.schedulingGates
   not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
-  required: a pod affinity term's non-empty namespaceSelector, a DoNotSchedule topology spread constraint, DRA
+  required: a DoNotSchedule topology spread constraint, DRA
   spec.resourceClaims; preferred pod affinity
   terms, ScheduleAnyway spread and PVC/ephemeral volumes are only reported). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
@@ -257,7 +257,7 @@ def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -
     )
 
 
-_NO_AFFINITY = PodAffinity((), (), ())
+_NO_AFFINITY = PodAffinity((), ())
 
 
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -298,8 +298,6 @@ def pod_from_api(
     )
     maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "volumes" in spec or "resourceClaims" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
-    if terms.held:
-        unsupported, holds = (*unsupported, *terms.held), True
     annotations = meta.get("annotations") or {}
     return PodRecord(
         namespace=namespace,
