@@ -264,7 +264,7 @@ def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     raw = meta.get("labels")
     if not raw or not isinstance(raw, Mapping):
         return ()
-    return tuple(sorted((sys.intern(str(k)), sys.intern(str(v))) for k, v in raw.items()))
+    return tuple(sorted(raw.items()))  # JSON keys are strings: sorting never compares values
 
 
 def pod_from_api(
