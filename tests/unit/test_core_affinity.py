@@ -372,3 +372,24 @@ def test_an_anti_affine_gang_never_evicts_in_vain() -> None:
     for now in (0.0, 1.0, 10.0):
         plan = step(c, CFG, now)
         assert not plan.evictions and not plan.bindings
+
+
+def test_a_class_first_seen_after_members_were_placed_sees_them_in_the_whole_domain() -> None:
+    """A class whose counters are registered mid-cycle (its view made after the gang placed members) counts those
+    members over their whole zone, not only on their nodes."""
+    from gangsched.core.capacity import Workspace
+
+    c = SchedulerState()
+    nodes = _zones(c, 2, zones=2)
+    web = pod_from_api(_obj("w", {"app": "web"}, ANTI_HOST), gang=None, ours=True)  # registers the label key
+    c.upsert_pod(web)
+    web_cls = c.store.pods[web.key].sclass
+    ws = Workspace(c.store, spread=False)
+    ws.view(web_cls)
+    ws.place("z0-n0", web_cls.requests, 1, cls=web_cls)
+    late = pod_from_api(
+        _obj("late", {}, _affinity(anti=[_term("zone", _expr("app", "In", "web", "db"))])), gang=None, ours=True
+    )
+    c.upsert_pod(late)  # its selector is new: a counter registered after the placement
+    view = ws.view(c.store.pods[late.key].sclass)
+    assert {n: view.count_of(n) > 0 for n in nodes} == {"z0-n0": False, "z0-n1": False, "z1-n0": True, "z1-n1": True}

@@ -282,12 +282,12 @@ class Workspace:
         v = self.views.get(cls.id)
         if v is None:
             v = self.views[cls.id] = ClassView(class_index(self.cluster, cls, spread=self.spread))
-            for node in self.extra:
-                self._refresh(v, node)
+            touched: set[str] | None = set()
             if v.idx.aff and self._changes:  # the cycle's placements seen by pod selectors
+                self._changes += self.overlay.catch_up()  # counters the new index registered count them first
                 touched = touched_by(v.idx.aff, cls, self.cluster.pod_counts, self._changes)
-                for node in v.idx.pref if touched is None else touched:
-                    self._refresh(v, node)
+            for node in v.idx.pref if touched is None else (*self.extra, *touched):
+                self._refresh(v, node)
         return v
 
     def _refresh(self, v: ClassView, node: str) -> None:

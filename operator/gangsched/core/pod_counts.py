@@ -33,7 +33,8 @@ Contract:
   a Counter, summed: `node_count(c, node)`, `domain(c, key, value)`, `domains(c, key)`, `key_total(c, key)`,
   `total(c)`.
   Registering a counter (or tracking a key) while an overlay exists is fine: the overlay keeps the pods it
-  added and replays them into counters registered later, when they are first read or at the next `add`.
+  added and replays them into counters registered later, when they are first read, at the next `add` or at
+  `catch_up()` (which returns the changes, so views made after the counter can refresh what they touch).
 - Labels in the workspace: a placement knows its pod only by its scheduling class, whose labels are projected
   on the label keys some selector reads (core/records.py `register_label_keys`, `SchedulingClass.labels`):
   a filter whose selectors read labels registers their keys when it parses them (models/pod_affinity.py).
@@ -306,6 +307,13 @@ class Overlay:
         self._added.append((node, info, sign, dict(info.labels)))
         for term in info.anti:
             self.base.owner(term)
+        out: list[Change] = []
+        for c in self._counters():
+            out.extend(self._catch_up(c))
+        return out
+
+    def catch_up(self) -> list[Change]:
+        """Count the placements into counters registered since the last `add` (the changes that makes)."""
         out: list[Change] = []
         for c in self._counters():
             out.extend(self._catch_up(c))
