@@ -48,6 +48,7 @@ SHAPES = [  # the incoming classes: (app label, kind, topology key, selected app
     ("b", "podAntiAffinity", HOST, "b"),
     ("b", "podAntiAffinity", "zone", "a"),
     ("a", None, "zone", "a"),  # no term: existing pods' anti-affinity only
+    ("c", "podAntiAffinity", "zone", "c"),  # a selector of its own: its counter may be registered mid-cycle
 ]
 
 
@@ -109,7 +110,7 @@ def test_workspace_views_follow_placements_and_rollbacks(seed: int) -> None:
         _mutate(c, rng, step)
     ws = Workspace(c.store, spread=False)
     for cls in classes[:2]:
-        ws.view(cls)  # some views exist before the placements, the others are created after
+        ws.view(cls)  # some views exist before the placements, the others are created after (new counters)
     marks: list[int] = []
     for _ in range(25):
         if marks and rng.random() < 0.2:
