@@ -2,45 +2,36 @@
 of the filters that look at other pods (InterPodAffinity in core/affinity.py, PodTopologySpread).
 
 Contract:
-- A matcher is a tuple of `PodSelector`s that must all match (one for an anti-affinity term or a spread
-  constraint; every required term for pod affinity, as kube-scheduler counts a pod only when it matches all of
-  them). `PodSelector(namespaces, selector, namespace_selector=None)`: `namespaces` None is every namespace;
-  `namespace_selector` adds the namespaces whose labels it matches (kube-scheduler AffinityTerm.Matches);
-  `selector` None is a nil label selector and matches nothing (metav1.LabelSelectorAsSelector(nil) =
-  labels.Nothing()). `matches(namespace, labels, spaces)`: `spaces` the namespaces' labels.
-- `set_namespace(name, labels | None)`: namespace labels (`namespaces`), fed from the API (state/cache.py).
-- `PodCounts(nodes)` lives in the store (core/store.py), which calls `charge(pod_key, node, info)` exactly while
-  it charges the pod's resources (bound, leaving, assumed, binding, reserved pods; `node` None: uncharged) and
-  `node_changed(name, old, new)` when a node comes, goes or changes labels. `PodInfo(namespace, labels,
-  anti, leaving)`: `labels` the pod's labels as sorted pairs, `anti` its required anti-affinity terms
-  (`PodTerm`), `leaving` a deletionTimestamp is set.
+- A matcher is a tuple of `PodSelector`s that must all match (one per anti-affinity term or spread constraint;
+  all required terms for pod affinity, as kube-scheduler counts a pod only when it matches every term).
+  `PodSelector(namespaces, selector, namespace_selector=None)`: `namespaces` None is every namespace;
+  `namespace_selector` adds the namespaces whose labels it matches (AffinityTerm.Matches); `selector` None is a
+  nil selector, matching nothing (LabelSelectorAsSelector(nil) = labels.Nothing()). `matches(namespace, labels,
+  spaces)`, `spaces` the namespaces' labels, kept by `set_namespace(name, labels | None)` (state/cache.py).
+- `PodCounts(nodes)` lives in the store (core/store.py), which calls `charge(pod_key, node, info)` (or
+  `charge_pod(...)`, the same building nothing when unchanged) exactly while it charges the pod's resources
+  (bound, leaving, assumed, binding, reserved; `node` None: uncharged), and `node_changed(name, old, new)`.
+  `PodInfo(namespace, labels, anti, leaving)`: labels as sorted pairs, its required anti-affinity `PodTerm`s,
+  whether a deletionTimestamp is set.
 - `counter(matcher, keys=(), *, leaving=True) -> Counter`: registered lazily (idempotent; the first call scans
-  the charged pods once, O(pods)); `keys` are topology keys whose per-domain sums it keeps (more can be added by
-  later calls). `leaving=False` leaves out pods being deleted (PodTopologySpread skips them; InterPodAffinity
-  counts them). A `Counter` has `id`, `by_node` (node -> count, zero absent), `domain(key, value)`,
-  `domains(key)` (value -> count over the nodes that have the label; zero absent), `key_total[key]` (their
-  sum), `total` (every matched pod).
+  the charged pods once); `keys`: topology keys whose per-domain sums it keeps (later calls may add more);
+  `leaving=False` leaves out pods being deleted (PodTopologySpread; InterPodAffinity counts them). A `Counter`:
+  `id`, `by_node` (zero absent), `domain(key, value)`, `domains(key)` (over the nodes that have the label),
+  `key_total[key]` (their sum), `total` (every matched pod).
 - `owners()`: the required anti-affinity terms of charged pods (`PodTerm` -> Counter of the pods carrying it,
-  its topology key tracked), kube-scheduler's existingAntiAffinityCounts; `owners_gen` moves when a term appears
-  (`owner(term)` registers one; an Overlay registers the terms of the pods it adds, with zero base counts).
-- Change log (for the capacity indexes): `log_end()`, `changes_since(pos) -> list[(counter id, node)] | None`:
-  every change of a counter's count on a node; (counter id, None) when its `total` or a `key_total` went to or
-  from zero.
-  None: trimmed past `pos` (rebuild). `gen` moves when every count may have changed (rebuild).
-- `nodes_in(key, value)`: the known nodes whose label `key` is `value` (for keys some counter tracks).
-- `Overlay(base)`: one cycle's tentative placements on top of the counts (the Workspace of core/capacity.py):
-  `add(node, info, sign) -> list[(counter id, node | None)]` (same entries as the log), and the same readers as
-  a Counter, summed: `node_count(c, node)`, `domain(c, key, value)`, `domains(c, key)`, `key_total(c, key)`,
-  `total(c)`.
-  Registering a counter (or tracking a key) while an overlay exists is fine: the overlay keeps the pods it
-  added and replays them into counters registered later, when they are first read, at the next `add` or at
-  `catch_up()` (which returns the changes, so views made after the counter can refresh what they touch).
-- Labels in the workspace: a placement knows its pod only by its scheduling class, whose labels are projected
-  on the label keys some selector reads (core/records.py `register_label_keys`, `SchedulingClass.labels`):
-  a filter whose selectors read labels registers their keys when it parses them (models/pod_affinity.py).
+  its topology key tracked: kube-scheduler's existingAntiAffinityCounts); `owners_gen` moves when a term appears
+  (`owner(term)`; an Overlay registers the terms of the pods it adds, with zero base counts).
+- Change log: `log_end()`, `changes_since(pos) -> list[(counter id, node)] | None` (None: trimmed, rebuild):
+  every change of a count on a node; (counter id, None) when its `total` or a `key_total` went to or from zero.
+  `gen` moves when counts may have changed wholesale (rebuild). `nodes_in(key, value)`: nodes of a domain.
+- `Overlay(base)`: a cycle's tentative placements (core/capacity.py Workspace): `add(node, info, sign)` returns
+  the changes as the log does; readers `node_count`, `domain`, `domains`, `key_total`, `total` sum base and
+  overlay. Counters registered while an overlay exists get its placements replayed when first read, at the next
+  `add`, or at `catch_up()` (which returns those changes, so a view made after the counter refreshes them).
+- The workspace knows a placement by its class: `SchedulingClass.namespace/labels` are projected on the label
+  keys selectors read (core/records.py `register_label_keys`, called by the parsers, models/pod_affinity.py).
   Caveat: a key that differs per member (an index label) read by some selector splits a gang into classes.
-Pure bookkeeping: no I/O. Labels of matched pods are converted to a dict per match (registration scans and
-charges only).
+Pure bookkeeping, no I/O. `memo` holds the filters' per-class state (keyed by them).
 """
 
 from __future__ import annotations
@@ -222,6 +213,21 @@ class PodCounts:
             self._pods[pod_key] = (node, info)
             self._apply(node, info, 1)
 
+    def charge_pod(
+        self, pod_key: str, node: str, namespace: str, labels: Labels, anti: tuple[PodTerm, ...], leaving: bool
+    ) -> None:
+        """`charge` for the store's hot path: nothing is built when the pod is counted as it is already."""
+        old = self._pods.get(pod_key)
+        if old is None:
+            if not anti and not self.matchers:  # nothing counts it yet: remembered for later registrations
+                self._pods[pod_key] = (node, PodInfo(namespace, labels, anti, leaving))
+                return
+        elif old[0] == node:
+            info = old[1]
+            if info.labels is labels and info.anti is anti and info.leaving is leaving and info.namespace == namespace:
+                return
+        self.charge(pod_key, node, PodInfo(namespace, labels, anti, leaving))
+
     def _apply(self, node: str, info: PodInfo, sign: int) -> None:
         for term in info.anti:
             self._move(self.owner(term), node, sign)
@@ -283,9 +289,7 @@ class PodCounts:
         return self._log_base + len(self._log)
 
     def changes_since(self, position: int) -> list[Change] | None:
-        if position < self._log_base:
-            return None
-        return self._log[position - self._log_base :]
+        return None if position < self._log_base else self._log[position - self._log_base :]
 
     def __len__(self) -> int:
         return len(self._pods)

@@ -29,7 +29,7 @@ from gangsched.core.filters import PortTable
 from gangsched.core.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.naming import natural_key
-from gangsched.core.pod_counts import PodCounts, PodInfo
+from gangsched.core.pod_counts import PodCounts
 from gangsched.core.podstate import (
     ASSUMED,
     BINDING,
@@ -375,8 +375,7 @@ class ClusterStore:
         if charge is None or target != charge[0] or requests is not charge[1]:
             slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes))
             self.ports.charge(key, target, sclass.host_ports)
-        info = PodInfo(pod.namespace, pod.labels, sclass.anti_affinity, slot.state is LEAVING)
-        self.pod_counts.charge(key, target, info)
+        self.pod_counts.charge_pod(key, target, pod.namespace, pod.labels, sclass.anti_affinity, slot.state is LEAVING)
 
     # ----- internals: gang membership and the pending set -----
     def _leave_gang(self, pod: PodRecord) -> None:
