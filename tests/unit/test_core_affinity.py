@@ -393,3 +393,20 @@ def test_a_class_first_seen_after_members_were_placed_sees_them_in_the_whole_dom
     c.upsert_pod(late)  # its selector is new: a counter registered after the placement
     view = ws.view(c.store.pods[late.key].sclass)
     assert {n: view.count_of(n) > 0 for n in nodes} == {"z0-n0": False, "z0-n1": False, "z1-n0": True, "z1-n1": True}
+
+
+@pytest.mark.parametrize(
+    ("term", "field"),
+    [
+        ({"topologyKey": "zone", "matchLabelKeys": "rev"}, "[0].matchLabelKeys"),
+        ({"topologyKey": "zone", "namespaces": [1]}, "[0].namespaces"),
+        ({"topologyKey": "zone", "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]}}, "operator"),
+        ({"topologyKey": "zone", "namespaceSelector": "all"}, "[0].namespaceSelector"),
+        ({"topologyKey": 7}, "[0].topologyKey"),
+    ],
+)
+def test_bad_terms_name_the_field(term: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidField) as caught:
+        pod_from_api(_obj("p", {}, _affinity(aff=[term])), gang=None, ours=True)
+    assert caught.value.field.startswith("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution")
+    assert caught.value.field.endswith(field), caught.value.field
