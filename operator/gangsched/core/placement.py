@@ -61,6 +61,7 @@ def place(
     if tree is None and network is not None and network.mode == TopologyMode.HARD:
         why = f"topology: hard network topology requested but no topology is known ({NO_TOPOLOGY_HINT})"
         return [], [Shortfall(ms[0].sclass, len(ms), 0, why) for ms in by_class.values()], None
+    session.workspace.take_violations()  # what earlier placements noted is theirs
     if tree is not None and spec is not None and spec.network_topology is not None:
         if len(by_class) == 1:
             return _checked(session, _place_topology(session, tree, spec, pods))
