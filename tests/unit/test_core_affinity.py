@@ -410,3 +410,22 @@ def test_bad_terms_name_the_field(term: dict[str, Any], field: str) -> None:
         pod_from_api(_obj("p", {}, _affinity(aff=[term])), gang=None, ours=True)
     assert caught.value.field.startswith("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution")
     assert caught.value.field.endswith(field), caught.value.field
+
+
+def test_topology_placement_never_breaks_zone_anti_affinity() -> None:
+    """The topology path plans from per-node counts (1 per node here); two members in one zone would break the
+    zone anti-affinity: the plan is refused and the gang waits naming InterPodAffinity, nothing is bound."""
+    from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
+    from gangsched.core.topology import Domain, TopologyTree
+
+    c = SchedulerState()
+    _zones(c, 2, zones=1)  # z0-n0, z0-n1: one zone
+    tree = TopologyTree.from_domains([Domain(1, "tor", parents=(), children=("z0-n0", "z0-n1"))])
+    c.set_topology(tree)
+    c.upsert_gang(GangSpec("default", "g", 2, network_topology=NetworkTopology(TopologyMode.HARD, 1)))
+    spec = _affinity(anti=[_term("zone", _expr("app", "In", "g"))])
+    for i in range(2):
+        _add(c, f"g-{i}", {"app": "g"}, spec, gang="default/g", rank=i)
+    plan = step(c, CFG, 0.0)
+    assert not plan.bindings and not plan.reservations
+    assert "InterPodAffinity" in plan.gang_status["default/g"].message
