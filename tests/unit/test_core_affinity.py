@@ -429,3 +429,17 @@ def test_topology_placement_never_breaks_zone_anti_affinity() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert "InterPodAffinity" in plan.gang_status["default/g"].message
+
+
+def test_an_unchanged_pod_stays_equal_once_classes_carry_labels() -> None:
+    """The store keeps our pods with projected classes; the same API object read again is not a change (a change
+    forgets a victim's refused eviction: core/victims.py victim_changed)."""
+    c = SchedulerState()
+    (node,) = add_nodes(c, 1)
+    _add(c, "guard", {"app": "x"}, ANTI_HOST, ours=False, node=node, phase="Running")  # registers label keys
+    obj = _obj("v", {"app": "web"}, None, node=node, phase="Running")
+    c.upsert_pod(pod_from_api(obj, gang=None, ours=True))
+    c.victims.add_victim("default/v", "default/preemptor")
+    c.victims.refuse("default/v", 0)
+    c.upsert_pod(pod_from_api(obj, gang=None, ours=True))
+    assert c.victims.is_refused("default/v")

@@ -44,7 +44,7 @@ from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import Plan
 from gangsched.core.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
 from gangsched.core.queue import SchedulingQueue
-from gangsched.core.records import NodeRecord, PodRecord
+from gangsched.core.records import NodeRecord, PodRecord, projected
 from gangsched.core.resources import Resources
 from gangsched.core.restore import restore_nominations
 from gangsched.core.store import ClusterStore
@@ -158,6 +158,7 @@ class SchedulerState:
             self.store.bump_freed()  # a pod waiting for a namespace's labels may fit now
 
     def upsert_pod(self, pod: PodRecord) -> None:
+        pod = projected(pod)  # as the store keeps it (records.projected), so an unchanged pod compares equal
         previous = self.store.pods.get(pod.key)
         if previous is not None and previous != pod:
             self.victims.victim_changed(pod.key)
