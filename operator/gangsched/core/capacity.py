@@ -6,12 +6,19 @@ Contract (used by core/scheduler.py only):
   more pods of the class fit in its free resources), and buckets of nodes by score key. It is brought up to
   date from the store's change log: only nodes whose usage changed are recomputed; a change of any node's
   static properties rebuilds it. The fit count is also capped by the node filters that apply to the class
-  (core/filters.py, e.g. host ports: at most one pod per node); classes no filter applies to pay nothing.
+  (core/filters.py, e.g. host ports: at most one pod per node); classes no filter applies to pay nothing. For a
+  class with a domain filter (`NodeFilter.domains`, e.g. InterPodAffinity, core/affinity.py) a node's limit
+  depends on the pods of its whole topology domain: the index also follows the pod counts' change log
+  (core/pod_counts.py) and recomputes the nodes the filters' `touched` names (every node when one says None; a
+  rebuild when the counts' generation or the set of existing anti-affinity terms moved).
   Nodes with a fit count of 0 are in no bucket, so placement never looks at
   full nodes, and never loops pods x nodes.
 - `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during
   the cycle, and copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give
-  each unit a transaction. The store and its indexes are never changed by a Workspace.
+  each unit a transaction. The store and its indexes are never changed by a Workspace. `place(..., cls=)`
+  also counts the pods in the cycle's `overlay` of the pod counts, so pod selectors see the gang's own members;
+  views of classes with domain filters then recompute the nodes those filters name (a view created later
+  recomputes what every change of the cycle names).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
 (-preference, -count): emptiest first.
 """
@@ -21,8 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core.filters import PortCounts, Usage, add_ports, filters_for, limit
+from gangsched.core import affinity
+from gangsched.core.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
 from gangsched.core.matching import preference, static_block
+from gangsched.core.pod_counts import Change, Overlay, PodCounts, PodInfo
 from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.resources import Resources
 from gangsched.core.views import StoreView
@@ -61,15 +70,34 @@ def _key(spread: bool, pref: int, count: int) -> Key:
     return (-pref, -count if spread else count)
 
 
+def touched_by(
+    filters: tuple[NodeFilter, ...], cls: SchedulingClass, counts: PodCounts, changes: list[Change]
+) -> set[str] | None:
+    """The nodes whose limits the pod-count changes may move, for these (domain) filters; None: every node."""
+    out: set[str] = set()
+    for f in filters:
+        nodes = f.touched(cls, counts, changes)
+        if nodes is None:
+            return None
+        out |= nodes
+    return out
+
+
+def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
+    return Usage(cluster.host_ports, nodes=cluster.nodes, counts=cluster.pod_counts, overlay=overlay)
+
+
 class ClassIndex:
-    __slots__ = ("buckets", "cls", "count", "filters", "gen", "pos", "pref", "spread")
+    __slots__ = ("aff", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread")
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
         self.filters = filters_for(cls)
+        self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
         self.spread = spread
         self.gen = -1
         self.pos = 0
+        self.counts_at = (-1, -1, 0)  # pod_counts (gen, owners_gen, log position) when last brought up to date
         self.pref: dict[str, int] = {}
         self.count: dict[str, int] = {}
         self.buckets: dict[Key, dict[str, None]] = {}
@@ -83,7 +111,9 @@ class ClassIndex:
         used = cluster.used
         simple = not cls.constrained and not cls.tolerations and not cls.preferred
         filters = self.filters
-        usage = Usage(cluster.host_ports)
+        usage = _usage(cluster)
+        counts = cluster.pod_counts
+        self.counts_at = (counts.gen, counts.owners_gen, counts.log_end())
         for name, node in cluster.nodes.items():
             if simple and not node.taints and not node.unschedulable:
                 pref = 0
@@ -105,19 +135,33 @@ class ClassIndex:
         self.gen = cluster.static_gen
         self.pos = cluster.log_end()
 
+    def _domain_changes(self, cluster: StoreView) -> set[str] | None:
+        """Nodes whose affinity limit may have moved since the last sync (None: rebuild)."""
+        counts = cluster.pod_counts
+        gen, owners_gen, pos = self.counts_at
+        if gen != counts.gen or owners_gen != counts.owners_gen:
+            return None
+        log = counts.changes_since(pos)
+        if log is None:
+            return None
+        self.counts_at = (gen, owners_gen, counts.log_end())
+        return touched_by(self.aff, self.cls, counts, log) if log else set()
+
     def sync(self, cluster: StoreView) -> None:
         end = cluster.log_end()
-        if self.gen == cluster.static_gen and self.pos == end:
+        if self.gen == cluster.static_gen and self.pos == end and not self.aff:
             return
         log = cluster.changes_since(self.pos) if self.gen == cluster.static_gen else None
-        if log is None:
+        more = self._domain_changes(cluster) if self.aff and log is not None else set()
+        if log is None or more is None:
             self._rebuild(cluster)
             return
         changed = set(log)
+        changed.update(more)
         self.pos = end
         req = self.cls.requests
         filters = self.filters
-        usage = Usage(cluster.host_ports)
+        usage = _usage(cluster)
         for name in changed:
             pref = self.pref.get(name)
             if pref is None:
@@ -218,6 +262,8 @@ class _Undo:
     delta: Mapping[str, int]
     sign: int
     ports: tuple[HostPort, ...]
+    cls: SchedulingClass | None
+    times: int
 
 
 class Workspace:
@@ -226,14 +272,21 @@ class Workspace:
         self.spread = spread
         self.extra: dict[str, Resources] = {}
         self.views: dict[int, ClassView] = {}
-        self.usage = Usage(cluster.host_ports)  # what node filters see (host ports placed this cycle included)
+        self.overlay = Overlay(cluster.pod_counts)  # pods placed this cycle, for pod selectors (core/pod_counts.py)
+        self.usage = _usage(cluster, self.overlay)  # what node filters see (what was placed this cycle included)
         self._undo: list[_Undo] = []
+        self._changes: list[Change] = []  # every change the cycle's placements made to the pod counts
+        self._violations: list[SchedulingClass] = []
 
     def view(self, cls: SchedulingClass) -> ClassView:
         v = self.views.get(cls.id)
         if v is None:
             v = self.views[cls.id] = ClassView(class_index(self.cluster, cls, spread=self.spread))
-            for node in self.extra:
+            touched: set[str] | None = set()
+            if v.idx.aff and self._changes:  # the cycle's placements seen by pod selectors
+                self._changes += self.overlay.catch_up()  # counters the new index registered count them first
+                touched = touched_by(v.idx.aff, cls, self.cluster.pod_counts, self._changes)
+            for node in v.idx.pref if touched is None else (*self.extra, *touched):
                 self._refresh(v, node)
         return v
 
@@ -247,31 +300,71 @@ class Workspace:
             c = min(c, limit(idx.filters, idx.cls, node, self.usage))
         v.set_count(node, c)
 
-    def _change(
-        self, node: str, delta: Mapping[str, int], sign: int, ports: tuple[HostPort, ...], *, log: bool
-    ) -> None:
+    def _change(self, u: _Undo, sign: int) -> None:
+        node = u.node
         e = self.extra.get(node)
         if e is None:
             e = self.extra[node] = {}
-        for r, q in delta.items():
+        for r, q in u.delta.items():
             e[r] = e.get(r, 0) + sign * q
-        if ports:
+        if u.ports:
             counts: PortCounts = self.usage.extra_ports.setdefault(node, {})
-            add_ports(counts, ports, sign)
+            add_ports(counts, u.ports, sign)
+        touched = self._count(u.cls, node, sign, u.times) if u.cls is not None else []
+        self._changes += touched
         for v in self.views.values():
+            if v.idx.aff and touched:
+                nodes = touched_by(v.idx.aff, v.idx.cls, self.cluster.pod_counts, touched)
+                for name in v.idx.pref if nodes is None else nodes:
+                    self._refresh(v, name)
             self._refresh(v, node)
-        if log:
-            self._undo.append(_Undo(node, delta, sign, ports))
 
-    def place(self, node: str, requests: Mapping[str, int], times: int = 1, ports: tuple[HostPort, ...] = ()) -> None:
-        """Take `times` pods' requests (and host ports: a class with ports is placed once per node)."""
-        if times == 1:
-            self._change(node, requests, 1, ports, log=True)
-        else:
-            self._change(node, {r: q * times for r, q in requests.items()}, 1, ports * times, log=True)
+    def _count(self, cls: SchedulingClass, node: str, sign: int, times: int) -> list[Change]:
+        """Count the class's pods in the overlay (pod selectors see them); the changes made."""
+        if not cls.namespace and not cls.anti_affinity:
+            return []  # no pod selector reads pods
+        info = PodInfo(cls.namespace, cls.labels, cls.anti_affinity)
+        out: list[Change] = []
+        for _ in range(times):
+            out.extend(self.overlay.add(node, info, sign))
+        return out
 
-    def release(self, node: str, requests: Mapping[str, int], ports: tuple[HostPort, ...] = ()) -> None:
-        self._change(node, requests, -1, ports, log=True)
+    def place(
+        self,
+        node: str,
+        requests: Mapping[str, int],
+        times: int = 1,
+        ports: tuple[HostPort, ...] = (),
+        *,
+        cls: SchedulingClass | None = None,
+    ) -> None:
+        """Take `times` pods' requests (and host ports: a class with ports is placed once per node); with `cls`,
+        the pods are seen by pod selectors (pod affinity) too."""
+        view = self.views.get(cls.id) if cls is not None and affinity.coupled(cls) else None
+        if cls is not None and view is not None and view.count_of(node) < times:
+            self._violations.append(cls)  # a plan made from counts an earlier placement lowered
+        if times != 1:
+            requests, ports = {r: q * times for r, q in requests.items()}, ports * times
+        u = _Undo(node, requests, 1, ports, cls, times)
+        self._change(u, 1)
+        self._undo.append(u)
+
+    def release(
+        self,
+        node: str,
+        requests: Mapping[str, int],
+        ports: tuple[HostPort, ...] = (),
+        *,
+        cls: SchedulingClass | None = None,
+    ) -> None:
+        u = _Undo(node, requests, -1, ports, cls, 1)
+        self._change(u, -1)
+        self._undo.append(u)
+
+    def take_violations(self) -> list[SchedulingClass]:
+        """Classes placed on a node whose count was lower than the placement (cleared by the call)."""
+        out, self._violations = self._violations, []
+        return out
 
     def begin(self) -> int:
         return len(self._undo)
@@ -279,7 +372,7 @@ class Workspace:
     def rollback(self, mark: int) -> None:
         while len(self._undo) > mark:
             u = self._undo.pop()
-            self._change(u.node, u.delta, -u.sign, u.ports, log=False)
+            self._change(u, -u.sign)
 
     def free(self, node: str) -> Resources:
         rec = self.cluster.nodes[node]

@@ -6,8 +6,11 @@ Contract:
   to pays nothing), `limit(cls, node, usage) -> int` (how many more pods of the class the node takes, 0:
   blocked) and `reason(cls, node, usage) -> str | None` (a short reason for "blocked by" messages).
   `filters_for(cls)` lists the filters that apply to a class (memoized by class id); `limit` / `block_reason`
-  combine them. `Usage` is what they see of a node: the store's usage (bound, assumed and reserved pods) and
-  the cycle's tentative placements (the workspace), so the gang's own members placed in the same cycle count.
+  combine them. A filter with `domains` True reads pod counts over topology domains (core/pod_counts.py):
+  `touched(cls, counts, changes)` names the nodes whose limit the counts' changes may move (None: every node),
+  which the capacity indexes recompute. `Usage` is what they see of a node: the store's usage (bound, assumed
+  and reserved pods) and the cycle's tentative placements (the workspace), so the gang's own members placed in
+  the same cycle count.
 - `NodePorts` (kube-scheduler pkg/scheduler/framework/plugins/nodeports): a pod asking for host ports fits a
   node only when none of them conflicts with a port in use there: same protocol and port, and the same hostIP
   or either side 0.0.0.0 (framework HostPortInfo.CheckConflict). Two pods of the same class always conflict,
@@ -16,6 +19,10 @@ Contract:
   (protocol, port) for the 0.0.0.0 check); `charge(pod_key, node | None, ports)` moves a pod's ports (the
   store charges them exactly while it charges the pod's resources). `add_ports(counts, ports, sign)` is the
   same bookkeeping for the workspace.
+- `InterPodAffinity` (core/affinity.py): required pod affinity and anti-affinity, and existing pods'
+  anti-affinity, over the pod counts (`Usage.counts`, the store's; `Usage.overlay`, the cycle's placements).
+  Its limit on a node depends on the pods of the node's whole topology domain: core/capacity.py refreshes the
+  nodes of the domains a change touches (core/affinity.py `relevant`).
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gangsched.core.records import HostPort, SchedulingClass
+from gangsched.core.affinity import InterPodAffinity
+from gangsched.core.pod_counts import Change, Overlay, PodCounts
+from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 
 WILDCARD = "0.0.0.0"
 PortKey = HostPort | tuple[str, int]
@@ -94,10 +103,14 @@ class Usage:
 
     ports: Mapping[str, Mapping[PortKey, int]]  # the store's (core/store.py PortTable.by_node)
     extra_ports: dict[str, PortCounts] = field(default_factory=dict)  # placed this cycle (core/capacity.py)
+    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the store's nodes (their labels)
+    counts: PodCounts | None = None  # the store's pod counts (core/pod_counts.py)
+    overlay: Overlay | None = None  # the pods placed this cycle, on top of `counts`
 
 
 class NodeFilter(Protocol):
     name: str
+    domains: bool  # the limit on a node depends on pod counts over its topology domains (see `touched`)
 
     def applies(self, cls: SchedulingClass) -> bool: ...
 
@@ -105,9 +118,15 @@ class NodeFilter(Protocol):
 
     def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None: ...
 
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None: ...
+
 
 class NodePorts:
     name = "NodePorts"
+    domains = False
+
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None:
+        return set()
 
     def applies(self, cls: SchedulingClass) -> bool:
         return bool(cls.host_ports)
@@ -123,7 +142,7 @@ class NodePorts:
         return None if port is None else f"host port {port.port}/{port.protocol} in use"
 
 
-FILTERS: tuple[NodeFilter, ...] = (NodePorts(),)
+FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity())
 _by_class: dict[int, tuple[NodeFilter, ...]] = {}
 
 

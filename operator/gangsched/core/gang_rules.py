@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from gangsched.core.affinity import coupled
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.late_members import place_near_gang
@@ -364,7 +365,8 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
-    if gang is None and short and not placed and not pods[0].sclass.host_ports:  # the search frees no ports
+    frees = not pods[0].sclass.host_ports and not coupled(pods[0].sclass)  # the search frees no ports, no domain
+    if gang is None and short and not placed and frees:
         session.rollback(mark)
         if preempt_alone(session, unit, pods[0]):
             return

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gangsched.core.affinity import one_per_domain
 from gangsched.core.capacity import fit_count
 from gangsched.core.filters import block_reason
 from gangsched.core.gangs import GangState
@@ -141,6 +142,7 @@ def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
         fit, reasons = _blocked_by(session, short)
         shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
         more = short.need - short.placed
-        shown = shown or ("one pod per node (host ports)" if short.cls.host_ports else "no more nodes")
+        ports = "one pod per node (host ports)" if short.cls.host_ports else None
+        shown = shown or ports or one_per_domain(short.cls) or "no more nodes"
         parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown}")
     return "; ".join(parts)

@@ -3,14 +3,16 @@
 Contract: `place_batches(session, batches, partial=...) -> (placed, shortfalls, None)`: each batch (pods of one
 scheduling class, in order) takes capacity in the workspace: binpack takes the fullest node that fits as many as
 it can; spread deals one pod per node round the emptiest nodes; preferred affinity and PreferNoSchedule taints
-rank first (the order of core/capacity.py's ClassIndex buckets). `partial=False` stops at the first batch short;
-`only`: the nodes allowed (None: every node).
+rank first (the order of core/capacity.py's ClassIndex buckets); `partial=False` stops at the first batch short;
+`only`: the nodes allowed (None: every node). A class with pod affinity terms (core/affinity.py `coupled`) is
+placed node by node, each count read again after the previous placement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Container, Iterator
 
+from gangsched.core.affinity import coupled
 from gangsched.core.capacity import ClassView
 from gangsched.core.messages import Shortfall
 from gangsched.core.records import PodRecord, SchedulingClass
@@ -54,6 +56,13 @@ def _pick_binpack(
 ) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     remaining = need
+    if coupled(cls):  # a placement may lower other nodes' counts (pod affinity): look again after each
+        while remaining and (first := next(iter(_ordered(view, only)), None)) is not None:
+            count = min(first[1], remaining)
+            session.workspace.place(first[0], cls.requests, count, cls.host_ports, cls=cls)
+            out.append((first[0], count))
+            remaining -= count
+        return out
     for node, fits in _ordered(view, only):
         count = fits if fits < remaining else remaining
         out.append((node, count))
@@ -61,7 +70,7 @@ def _pick_binpack(
         if not remaining:
             break
     for node, count in out:
-        session.workspace.place(node, cls.requests, count, cls.host_ports)
+        session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
     return out
 
 
@@ -70,12 +79,15 @@ def _pick_spread(
 ) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     remaining = need
+    check = coupled(cls)
     while remaining:
         snapshot = list(_ordered(view, only))
         if not snapshot:
             break
         for node, _ in snapshot:
-            session.workspace.place(node, cls.requests, 1, cls.host_ports)
+            if check and view.count_of(node) <= 0:
+                continue  # an earlier placement of this round filled its domain (pod anti-affinity)
+            session.workspace.place(node, cls.requests, 1, cls.host_ports, cls=cls)
             out.append((node, 1))
             remaining -= 1
             if not remaining:

@@ -15,6 +15,9 @@ roles of the gang's bound and reserved members.
   PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
 - Node filters (core/filters.py, e.g. host ports) are part of the per-node fit counts of the class views, and
   every placement takes the class's host ports in the workspace, so members placed in the same cycle see them.
+- Pod affinity in the topology and quorum paths: they plan from per-node counts, which are exact only while
+  the class's domains are single nodes; a plan that breaks the class's terms over a larger domain is refused
+  (the workspace notices it, `Workspace.take_violations`), the gang waits with a message naming InterPodAffinity.
 - `nominated_fit(session, gang, pending)`: every pending member is nominated and its nominated node now has
   room: that placement (victims gone: members go where they were nominated), else None.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gangsched.core.affinity import NAME as AFFINITY
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangSpec, TopologyMode
 from gangsched.core.messages import Shortfall
@@ -58,14 +62,27 @@ def place(
     if tree is None and network is not None and network.mode == TopologyMode.HARD:
         why = f"topology: hard network topology requested but no topology is known ({NO_TOPOLOGY_HINT})"
         return [], [Shortfall(ms[0].sclass, len(ms), 0, why) for ms in by_class.values()], None
+    session.workspace.take_violations()  # what earlier placements noted is theirs
     if tree is not None and spec is not None and spec.network_topology is not None:
         if len(by_class) == 1:
-            return _place_topology(session, tree, spec, pods)
-        return place_mixed_topology(session, tree, spec, pods, held)
+            return _checked(session, _place_topology(session, tree, spec, pods))
+        return _checked(session, place_mixed_topology(session, tree, spec, pods, held))
     if spec is not None and (len(by_class) > 1 or spec.roles):
-        return place_quorum(session, spec, pods, held)
+        return _checked(session, place_quorum(session, spec, pods, held))
     placed, short, _ = place_batches(session, list(by_class.values()), partial=partial)
     return placed, short, None
+
+
+def _checked(session: CycleSession, outcome: Outcome) -> Outcome:
+    """Topology and quorum placements plan from per-node counts: one that took a node whose count an earlier
+    placement of the same plan had lowered (pod affinity over a domain larger than a node) is refused."""
+    placed, short, tier = outcome
+    broken = session.workspace.take_violations()
+    if not broken:
+        return outcome
+    why = f"{AFFINITY}: the members' pod (anti-)affinity over a domain larger than a node; no placement checked"
+    cls = broken[0]
+    return [], [*short, Shortfall(cls, len(placed), 0, why)], tier
 
 
 def _place_topology(session: CycleSession, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord]) -> Outcome:
@@ -84,7 +101,7 @@ def _place_topology(session: CycleSession, tree: TopologyTree, spec: GangSpec, p
     if not isinstance(result, TopologyPlacement):
         return [], [Shortfall(cls, len(pods), 0, f"topology: {result.reason}")], None
     for node, count in Counter(result.nodes).items():
-        session.workspace.place(node, cls.requests, count, cls.host_ports)
+        session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
     return list(zip(pods, result.nodes, strict=True)), [], result.whole_tier
 
 
@@ -104,6 +121,6 @@ def nominated_fit(session: CycleSession, gang: GangState, pending: list[PodRecor
     if any(view.count_of(node) < count for node, count in need.items()):
         return None
     for node, count in need.items():
-        session.workspace.place(node, cls.requests, count, cls.host_ports)
+        session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
     last = gang.last_status
     return out, [], last.tier if last is not None and last.reason == "Preempting" else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Set as AbstractSet
 
+from gangsched.core.affinity import coupled
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import GangStatus
@@ -82,10 +83,8 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         )
         event(session, "PodGroup", gang.key, "Warning", "PreemptionUnsupported", message)
         return False
-    if any(
-        p.sclass.host_ports for p in pending
-    ):  # the victim search counts resources, not host ports: it would evict in vain
-        return False
+    if any(p.sclass.host_ports or coupled(p.sclass) for p in pending):
+        return False  # the victim search counts resources, not host ports or pod affinity: it would evict in vain
     outstanding = session.state.victims_of(gang.key)
     lowest = session.store.lowest_priority()
     if not outstanding and (lowest is None or lowest >= min(p.priority for p in pending)):

@@ -5,11 +5,16 @@ Contract:
 - `NodeRecord`: name, allocatable (canonical units, see core/resources.py), labels, taints, unschedulable.
 - `PodRecord`: identity, priority, preemption policy, creation time (epoch seconds), spec.nodeName, status.phase,
   status.nominatedNodeName, gang/role/rank, whether it is ours, the timeout mark, its termination grace period
-  (seconds), its declared run time and start time (core/starvation.py) and its `SchedulingClass`.
-- `scheduling_class(requests, *, node_selector, required, preferred, tolerations)`: the constraints and requests
-  of a pod interned into a `SchedulingClass` (same constraints -> the same object, with a small integer `id`;
-  the implicit `pods: 1` request added): feasibility is computed once per class, and records share the class's
-  dicts instead of holding their own.
+  (seconds), its declared run time and start time (core/starvation.py), its labels (sorted pairs: pod selectors
+  match them, core/pod_counts.py) and its `SchedulingClass`.
+- `scheduling_class(requests, *, node_selector, required, preferred, tolerations, host_ports, affinity,
+  anti_affinity)`: the constraints and requests of a pod interned into a `SchedulingClass` (same constraints ->
+  the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility is computed
+  once per class, and records share the class's dicts instead of holding their own. Required pod affinity and
+  anti-affinity terms (`PodTerm`, core/pod_counts.py) are part of the class.
+- `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
+  pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
+  (`projected(pod)`; the store applies it to our pods, core/store.py), so pod selectors can match a class.
 - `Taint`, `Toleration` (with `tolerates`), `Requirement` and `Term` (node selector terms; matched by
   core/matching.py), `HostPort` (a container's hostIP/protocol/hostPort, checked by core/filters.py).
 - `PodRecord.gated`: spec.schedulingGates is not empty (KEP-3521: never placed); `PodRecord.unsupported`: the
@@ -23,11 +28,16 @@ Records are slots dataclasses; do not mutate them in place: build a new one (`da
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gangsched.core.resources import PODS
+
+if TYPE_CHECKING:
+    from gangsched.core.pod_counts import PodTerm
+
+Labels = tuple[tuple[str, str], ...]  # a pod's labels, sorted pairs
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -87,6 +97,10 @@ class SchedulingClass:
     preferred: tuple[tuple[int, Term], ...]
     tolerations: tuple[Toleration, ...]
     host_ports: tuple[HostPort, ...] = ()
+    affinity: tuple[PodTerm, ...] = ()  # required pod affinity terms (core/affinity.py)
+    anti_affinity: tuple[PodTerm, ...] = ()  # required pod anti-affinity terms
+    namespace: str = ""  # the pods' namespace, once some selector reads pods (see `with_labels`)
+    labels: Labels = ()  # the pods' labels that some selector reads
 
     @property
     def constrained(self) -> bool:
@@ -94,6 +108,7 @@ class SchedulingClass:
 
 
 _classes: dict[tuple[Any, ...], SchedulingClass] = {}
+_keys: list[tuple[Any, ...]] = []  # class id -> its interning key
 
 
 def scheduling_class(
@@ -104,23 +119,65 @@ def scheduling_class(
     preferred: tuple[tuple[int, Term], ...] = (),
     tolerations: tuple[Toleration, ...] = (),
     host_ports: tuple[HostPort, ...] = (),
+    affinity: tuple[PodTerm, ...] = (),
+    anti_affinity: tuple[PodTerm, ...] = (),
 ) -> SchedulingClass:
     """The interned class of these requests and constraints (process-wide table; ids are never reused)."""
     req = dict(requests)
     req.setdefault(PODS, 1)
     key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations, host_ports)
+    return _intern((*key, affinity, anti_affinity, "", ()), req)
+
+
+def _intern(key: tuple[Any, ...], req: Mapping[str, int]) -> SchedulingClass:
     cls = _classes.get(key)
     if cls is None:
-        cls = SchedulingClass(len(_classes), req, node_selector, required, preferred, tolerations, host_ports)
+        cls = SchedulingClass(len(_classes), req, *key[1:])
         _classes[key] = cls
+        _keys.append(key)
     return cls
 
 
 def with_required(cls: SchedulingClass, required: tuple[Term, ...] | None) -> SchedulingClass:
     """The interned class equal to `cls` but for its required node affinity (a pod's volumes add theirs)."""
-    fields = {f.name: getattr(cls, f.name) for f in dataclasses.fields(cls) if f.name not in ("id", "requests")}
-    fields["required"] = required
-    return scheduling_class(cls.requests, **fields)
+    key = list(_keys[cls.id])
+    key[2] = required  # (the interning key: requests, node_selector, required, ...)
+    return _intern(tuple(key), cls.requests)
+
+
+# Label keys some pod selector reads (pod affinity terms, spread constraints), process-wide and only growing:
+# a class carries its pods' namespace and their labels of these keys, so a filter can match a class (the
+# workspace places classes, not pods) as it would match one of its pods.
+_label_keys: dict[str, None] = {}
+_label_gen = [0]
+
+
+def register_label_keys(keys: Iterable[str]) -> None:
+    """Some selector reads these label keys (called by the parsers; the first call also turns namespaces on)."""
+    for key in keys:
+        if key not in _label_keys:
+            _label_keys[key] = None
+            _label_gen[0] += 1
+    if not _label_gen[0]:
+        _label_gen[0] = 1
+
+
+def label_keys_gen() -> int:
+    """Moves whenever a label key is registered (0: no selector reads pods yet)."""
+    return _label_gen[0]
+
+
+def with_labels(cls: SchedulingClass, namespace: str, labels: Labels) -> SchedulingClass:
+    """The class of a pod of `cls` in `namespace` with `labels`, projected on the registered label keys (the
+    namespace and labels only once some selector reads pods). Shares the class's dicts."""
+    if not _label_gen[0]:
+        return cls
+    keys = _label_keys
+    shown = tuple(kv for kv in labels if kv[0] in keys)
+    if shown == cls.labels and namespace == cls.namespace:
+        return cls
+    base = _keys[cls.id]
+    return _intern((*base[:-2], namespace, shown), cls.requests)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +213,7 @@ class PodRecord:
     grace: float = 30.0  # spec.terminationGracePeriodSeconds (the API's default 30): how long its eviction may take
     run_seconds: float | None = None  # declared run time (activeDeadlineSeconds, expected-duration): backfill
     started: float | None = None  # status.startTime (epoch seconds)
+    labels: Labels = ()  # metadata.labels, sorted pairs (pod selectors match them: core/pod_counts.py)
 
     @property
     def key(self) -> str:
@@ -168,3 +226,11 @@ class PodRecord:
     @property
     def terminal(self) -> bool:
         return self.phase in TERMINAL_PHASES
+
+
+def projected(pod: PodRecord) -> PodRecord:
+    """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
+    if not pod.ours or not _label_gen[0]:
+        return pod
+    sclass = with_labels(pod.sclass, pod.namespace, pod.labels)
+    return pod if sclass is pod.sclass else dataclasses.replace(pod, sclass=sclass)

@@ -7,6 +7,7 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   public readers; only this facade changes them.
 - Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (pods binding on a removed node are pending again;
   reservations there are released by the next cycle, core/recheck.py).
+  Namespaces: `set_namespace(name, labels | None)` (pod affinity's namespaceSelector reads them).
 - Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
   while its state (core/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
 - Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`;
@@ -46,7 +47,7 @@ from gangsched.core.gangspec import GangSpec
 from gangsched.core.plan import Plan
 from gangsched.core.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
 from gangsched.core.queue import SchedulingQueue
-from gangsched.core.records import NodeRecord, PodRecord
+from gangsched.core.records import NodeRecord, PodRecord, projected
 from gangsched.core.resources import Resources
 from gangsched.core.restore import restore_nominations
 from gangsched.core.store import ClusterStore
@@ -156,7 +157,14 @@ class SchedulerState:
     def remove_node(self, name: str) -> None:
         self.store.remove_node(name)
 
+    def set_namespace(self, name: str, labels: dict[str, str] | None) -> None:
+        """A namespace's labels (None: gone), read by pod affinity's namespaceSelector (core/pod_counts.py)."""
+        if self.store.pod_counts.namespaces.get(name) != labels:
+            self.store.pod_counts.set_namespace(name, labels)
+            self.store.bump_freed()  # a pod waiting for a namespace's labels may fit now
+
     def upsert_pod(self, pod: PodRecord) -> None:
+        pod = projected(pod)  # as the store keeps it (records.projected), so an unchanged pod compares equal
         previous = self.store.pods.get(pod.key)
         if previous is not None and previous != pod:
             self.victims.victim_changed(pod.key)

@@ -220,7 +220,7 @@ class CycleSession:
     def release(self, pod_key: str, node: str) -> None:
         """Give a reservation up: its capacity is free for the rest of the cycle."""
         sclass = self.store.pods[pod_key].sclass
-        self.workspace.release(node, sclass.requests, sclass.host_ports)
+        self.workspace.release(node, sclass.requests, sclass.host_ports, cls=sclass)
         self.plan.releases.append(pod_key)
         self._released.add(pod_key)
         if self._open:

@@ -1,34 +1,35 @@
 """The store: nodes, pods, gangs and each pod's lifecycle state, with the resource accounting that follows from it.
 
 Contract (fed by core/scheduler_state.py, read by the scheduler through its public readers):
-- Nodes: `upsert_node`, `remove_node` (pods binding on a removed node are pending again; reserved ones stay
-  charged until the next cycle releases them with an event, core/recheck.py).
-- Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState` (core/podstate.py),
-  changed only through `_transition`, which checks the transition table; a pod charges its node's `used`
-  resources (core/accounting.py) exactly while its state charges, never twice, incrementally (and its host ports).
+- Nodes: `upsert_node`, `remove_node` (pods binding on a removed node are pending again; reserved ones stay charged
+  until the next cycle releases them with an event, core/recheck.py).
+- Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState` (core/podstate.py) in
+  its slot (core/slots.py, whose readers the store inherits),
+  changed only through `_transition`, which checks the transition table; a pod charges its node's `used` resources
+  (core/accounting.py) exactly while its state charges, never twice, incrementally (and its host ports).
 - An observed record decides the state: Succeeded/Failed is TERMINAL, spec.nodeName is BOUND (LEAVING with a
-  deletionTimestamp, see `set_leaving`); an unbound record keeps an in-memory state without a node. An ASSUMED
-  pod (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
-- Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`,
-  `bind_succeeded`, `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
-- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out, PENDING or NOMINATED, and in a gang or
-  not gated (a gang's gated members pend: it says it waits for them); changes go to the `PendingSink`; each
-  member's transition tells its gang if it holds the quorum (satisfaction follows).
-- For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`.
+  deletionTimestamp, see `set_leaving`); an unbound record keeps an in-memory state without a node. An ASSUMED pod
+  (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
+- Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`, `bind_succeeded`,
+  `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
+- Gangs: core/gangs.py. A pod is pending when it is ours, not timed out, PENDING or NOMINATED, and in a gang or not
+  gated (a gang's gated members pend: it says it waits for them); changes go to the `PendingSink`; each member's
+  transition tells its gang if it holds the quorum (satisfaction follows).
+- For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`, `pod_counts`
+  (core/pod_counts.py, charged as the resources are). Our pods' classes are `records.projected`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sized
-from dataclasses import dataclass
+from collections.abc import Iterator, Sized
 from typing import Any
 
-from gangsched.core.accounting import Accounting, Charge
+from gangsched.core.accounting import Accounting
 from gangsched.core.filters import PortTable
 from gangsched.core.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
 from gangsched.core.gangspec import GangSpec
-from gangsched.core.naming import natural_key
+from gangsched.core.pod_counts import PodCounts
 from gangsched.core.podstate import (
     ASSUMED,
     BINDING,
@@ -46,8 +47,9 @@ from gangsched.core.podstate import (
     Transition,
 )
 from gangsched.core.priorities import PriorityCounts
-from gangsched.core.records import NodeRecord, PodRecord
+from gangsched.core.records import NodeRecord, PodRecord, label_keys_gen, projected
 from gangsched.core.resources import Resources, sub_into
+from gangsched.core.slots import PodSlot, SlotReaders
 from gangsched.core.topology import TopologyTree
 
 T = Transition
@@ -55,18 +57,7 @@ _BINDABLE = frozenset({PENDING, NOMINATED, RESERVED})
 _INDEXED = (NOMINATED, RESERVED, BINDING, ASSUMED)
 
 
-@dataclass(slots=True)
-class PodSlot:
-    """One pod's lifecycle state and what follows from it."""
-
-    state: PodState
-    node: str | None = None  # the node of every state but PENDING and TERMINAL (NOMINATED: the nominated node)
-    uid: str = ""  # ASSUMED: the uid of the pod we bound
-    charge: Charge | None = None  # (node, requests) counted in `used`
-    name_key: tuple[tuple[int, int | str], ...] | None = None  # natural order of the name, computed when needed
-
-
-class ClusterStore:
+class ClusterStore(SlotReaders):
     def __init__(self, sink: PendingSink) -> None:
         self.nodes: dict[str, NodeRecord] = {}
         self.pods: dict[str, PodRecord] = {}
@@ -77,6 +68,8 @@ class ClusterStore:
         self.pods_on: dict[str, dict[str, None]] = self.accounting.pods_on  # node -> pods charged there
         self.ports = PortTable()  # host ports in use (core/filters.py), charged with the resources
         self.host_ports = self.ports.by_node
+        self.pod_counts = PodCounts(self.nodes)  # pods matching pod selectors (core/pod_counts.py), charged alike
+        self._label_gen = 0  # records.label_keys_gen() our pods' classes are projected for
         self.topology: TopologyTree | None = None
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
@@ -90,54 +83,6 @@ class ClusterStore:
         self.priorities = PriorityCounts()
 
     # ----- readers -----
-    def state_of(self, pod_key: str) -> PodState | None:
-        slot = self._slots.get(pod_key)
-        return slot.state if slot is not None else None
-
-    def name_key(self, pod_key: str) -> tuple[tuple[int, int | str], ...]:
-        """The natural sort key of the pod's name (members without a rank), computed once."""
-        slot = self._slots[pod_key]
-        if slot.name_key is None:
-            slot.name_key = natural_key(self.pods[pod_key].name)
-        return slot.name_key
-
-    def reservation_of(self, pod_key: str) -> tuple[str, bool] | None:
-        """(node, binding_in_flight) of a RESERVED or BINDING pod, or None."""
-        slot = self._slots.get(pod_key)
-        if slot is None or (slot.state is not RESERVED and slot.state is not BINDING):
-            return None
-        assert slot.node is not None
-        return slot.node, slot.state is BINDING
-
-    def pods_in(self, state: PodState) -> Mapping[str, None]:
-        """The pods in a NOMINATED, RESERVED, BINDING or ASSUMED state (read-only)."""
-        return self._by_state[state]
-
-    def nomination_of(self, pod_key: str) -> str | None:
-        slot = self._slots.get(pod_key)
-        return slot.node if slot is not None and slot.state is NOMINATED else None
-
-    def nominations(self) -> Iterator[tuple[str, str]]:
-        """(pod_key, node) of every NOMINATED pod."""
-        return self._with_nodes(self._nominated)
-
-    def bindings_in_flight(self) -> Iterator[tuple[str, str]]:
-        return self._with_nodes(self._binding)
-
-    def _with_nodes(self, keys: Mapping[str, None]) -> Iterator[tuple[str, str]]:
-        slots = self._slots
-        return ((key, node) for key in keys if (node := slots[key].node) is not None)
-
-    @property
-    def assumed(self) -> dict[str, tuple[str, str]]:
-        """Pods bound by us, not yet seen bound: pod -> (node, uid)."""
-        out = {}
-        for key in self._assumed:
-            slot = self._slots[key]
-            assert slot.node is not None
-            out[key] = (slot.node, slot.uid)
-        return out
-
     def reserving(self) -> Iterator[str]:
         """Gangs whose waiting time runs (a waiting-time start, not satisfied)."""
         return self.gang_table.reserving()
@@ -168,7 +113,7 @@ class ClusterStore:
     def sizes(self) -> dict[str, int]:
         """Sizes of every per-pod and per-gang structure (tests: nothing grows without bound)."""
         tables: dict[str, Sized] = {"pods": self.pods, "gangs": self.gangs, "slots": self._slots, "used": self.used}
-        tables.update(ports=self.ports, priorities=self.priorities, leaving=self.leaving)
+        tables.update(ports=self.ports, pod_counts=self.pod_counts, priorities=self.priorities, leaving=self.leaving)
         out = {name: len(table) for name, table in tables.items()}
         out.update({state.value: len(pods) for state, pods in self._by_state.items()})
         out.update(reserving=self.gang_table.reserving_count(), change_log=self.accounting.log_length())
@@ -178,18 +123,16 @@ class ClusterStore:
     def upsert_node(self, node: NodeRecord) -> None:
         old = self.nodes.get(node.name)
         self.nodes[node.name] = node
-        if (
-            old is None
-            or old.allocatable != node.allocatable
-            or old.labels != node.labels
-            or (old.taints != node.taints or old.unschedulable != node.unschedulable)
-        ):
+        self.pod_counts.node_changed(node.name, old, node)
+        static = (node.allocatable, node.labels, node.taints, node.unschedulable)
+        if old is None or (old.allocatable, old.labels, old.taints, old.unschedulable) != static:
             self.accounting.static_gen += 1
             self.accounting.freed_gen += 1
 
     def remove_node(self, name: str) -> None:
-        if self.nodes.pop(name, None) is None:
+        if (old := self.nodes.pop(name, None)) is None:
             return
+        self.pod_counts.node_changed(name, old, None)
         self.accounting.static_gen += 1
         for key, slot in list(self._slots.items()):
             if slot.node == name and slot.state is BINDING:  # (RESERVED: released by the next cycle, recheck.py)
@@ -197,6 +140,10 @@ class ClusterStore:
 
     # ----- pods -----
     def upsert_pod(self, pod: PodRecord) -> None:
+        if self._label_gen != label_keys_gen():  # a selector reads a new label key: our pods' classes again
+            self._label_gen = label_keys_gen()
+            self.pods.update({k: projected(p) for k, p in self.pods.items()})
+        pod = projected(pod)
         key = pod.key
         slot = self._slots.get(key)
         stale = False
@@ -235,18 +182,17 @@ class ClusterStore:
         return T.OBSERVE_UNBOUND
 
     def remove_pod(self, key: str) -> PodRecord | None:
-        pod = self.pods.pop(key, None)
-        if pod is not None:
+        if (pod := self.pods.pop(key, None)) is not None:
             self.priorities.count(pod.priority, -1)
         self.leaving.discard(key)
-        slot = self._slots.pop(key, None)
-        if slot is not None:
+        if (slot := self._slots.pop(key, None)) is not None:
             if slot.state is NOMINATED:
                 self.accounting.freed_gen += 1
             self._by_state.get(slot.state, {}).pop(key, None)
             if slot.charge is not None:
                 self.accounting.uncharge(slot.charge, len(self.nodes), key)
         self.ports.charge(key, None, ())
+        self.pod_counts.charge(key, None, None)
         if pod is not None:
             self._leave_gang(pod)
             self._set_pending(key, pod, False)
@@ -369,12 +315,14 @@ class ClusterStore:
             if charge is not None:
                 slot.charge = self.accounting.charge(charge, None, None, len(self.nodes), key)
                 self.ports.charge(key, None, ())
+                self.pod_counts.charge(key, None, None)
             return
-        sclass = self.pods[key].sclass
+        sclass = (pod := self.pods[key]).sclass
         requests = sclass.requests
         if charge is None or target != charge[0] or requests is not charge[1]:
             slot.charge = self.accounting.charge(charge, target, requests, len(self.nodes), key)
             self.ports.charge(key, target, sclass.host_ports)
+        self.pod_counts.charge_pod(key, target, pod.namespace, pod.labels, sclass.anti_affinity, slot.state is LEAVING)
 
     # ----- internals: gang membership and the pending set -----
     def _leave_gang(self, pod: PodRecord) -> None:

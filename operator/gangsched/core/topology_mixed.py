@@ -183,6 +183,6 @@ def _apply(
     for node, c, count in assignment:
         cls = classes[c]
         take, queues[cls.id] = queues[cls.id][:count], queues[cls.id][count:]
-        session.workspace.place(node, cls.requests, count, cls.host_ports)
+        session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
         placed.extend((pod, node) for pod in take)
     return placed

@@ -2,7 +2,8 @@
 may see. Types only: `SchedulerState`, `ClusterStore` and `SchedulingQueue` satisfy them structurally.
 
 Contract: the cycle is given a `StateView`; none of these protocols offers a way to change the state. The one
-thing a cycle refreshes is the store's capacity memo (`class_caches`, owned by core/capacity.py).
+thing a cycle refreshes is the store's capacity memo (`class_caches`, owned by core/capacity.py; it may register
+counters in `pod_counts`, which changes no count).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Protocol
 
 from gangsched.core.gangs import GangState
 from gangsched.core.plan import CapacityHold
+from gangsched.core.pod_counts import PodCounts
 from gangsched.core.podstate import PodState
 from gangsched.core.queue import UnitState
 from gangsched.core.records import NodeRecord, PodRecord
@@ -35,6 +37,8 @@ class StoreView(Protocol):
     def topology(self) -> TopologyTree | None: ...
     @property
     def host_ports(self) -> Mapping[str, Mapping[Any, int]]: ...  # core/filters.py PortTable.by_node
+    @property
+    def pod_counts(self) -> PodCounts: ...  # pods matching pod selectors (core/pod_counts.py)
     @property
     def class_caches(self) -> dict[Any, Any]: ...  # the capacity memo (core/capacity.py)
     @property

@@ -9,11 +9,11 @@ Contract:
   scheduling.gangsched.io/expected-duration, the shorter) and status.startTime (`started`), and the scheduling
   constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them), interned into a `SchedulingClass` (core/records.py `scheduling_class`); `gated` (spec.schedulingGates
+  them, required pod affinity/anti-affinity terms, models/pod_affinity.py), interned into a `SchedulingClass`
+  (core/records.py `scheduling_class`); the labels (sorted pairs); `gated` (spec.schedulingGates
   not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
-  required: pod affinity/anti-affinity required terms, a DoNotSchedule topology spread constraint, DRA
-  spec.resourceClaims; preferred
-  terms and ScheduleAnyway spread are only reported). Volumes are not read here: the cache applies a pod's claims
+  required: a DoNotSchedule topology spread constraint, DRA spec.resourceClaims; preferred pod affinity terms
+  and ScheduleAnyway spread are only reported). Volumes are not read here: the cache applies a pod's claims
   (state/volumes.py, models/volumes.py). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
@@ -42,6 +42,7 @@ from gangsched.models.duration import parse_duration
 from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import EXPECTED_DURATION, KOORD_TIMEOUT
 from gangsched.models.node import TAINT_EFFECTS
+from gangsched.models.pod_affinity import PodAffinity, pod_affinity
 from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
@@ -141,10 +142,7 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
             terms = affinity.get(kind)
             if not isinstance(terms, Mapping):
                 continue
-            if terms.get(_REQUIRED):
-                found.append(f"spec.affinity.{kind}.{_REQUIRED}")
-                holds = True
-            if terms.get(_PREFERRED):
+            if terms.get(_PREFERRED):  # required terms: models/pod_affinity.py
                 found.append(f"spec.affinity.{kind}.{_PREFERRED}")
     spread = spec.get("topologySpreadConstraints")
     if isinstance(spread, list) and spread:
@@ -285,6 +283,16 @@ def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -
     )
 
 
+_NO_AFFINITY = PodAffinity((), ())
+
+
+def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    raw = meta.get("labels")
+    if not raw or not isinstance(raw, Mapping):
+        return ()
+    return tuple(sorted(raw.items()))  # JSON keys are strings: sorting never compares values
+
+
 def pod_from_api(
     obj: Mapping[str, Any],
     *,
@@ -301,6 +309,9 @@ def pod_from_api(
         raise InvalidField("metadata.name", name, "must be a non-empty string")
     created_raw = meta.get("creationTimestamp")
     required, preferred = _node_affinity(spec)
+    namespace = sys.intern(str(meta.get("namespace") or "default"))
+    labels = _labels(meta)
+    terms = pod_affinity(spec, namespace=namespace, labels=dict(labels)) if "affinity" in spec else _NO_AFFINITY
     sclass = scheduling_class(
         pod_requests(spec),
         node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
@@ -308,12 +319,14 @@ def pod_from_api(
         preferred=preferred,
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
+        affinity=terms.affinity,
+        anti_affinity=terms.anti,
     )
     maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "resourceClaims" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(
-        namespace=sys.intern(str(meta.get("namespace") or "default")),
+        namespace=namespace,
         name=name,
         uid=str(meta.get("uid", "")),
         sclass=sclass,
@@ -334,4 +347,5 @@ def pod_from_api(
         grace=_grace(spec),
         run_seconds=_run_seconds(spec, annotations, strict=ours),
         started=_started(status),
+        labels=labels,
     )

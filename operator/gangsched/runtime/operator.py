@@ -265,7 +265,8 @@ class Operator:
 
     async def _seed(self) -> None:
         """Lists first, so the first decision is taken on a complete view (restart safety). PodDisruptionBudgets,
-        PersistentVolumes and their claims too: Kopf's watches do not replay them when the state is rebuilt."""
+        PersistentVolumes and their claims, and namespaces too: Kopf's watches do not replay them when the state is
+        rebuilt."""
         for node in await self.api.list_nodes():
             self.cache.on_node(None, node)
         try:
@@ -275,11 +276,13 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for what, lister, feed in (
+        seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),
             ("PersistentVolumeClaims", self.api.list_pvcs, self.cache.on_pvc),
-        ):
+            ("Namespaces", self.api.list_namespaces, self.cache.on_namespace),  # pod affinity's namespaceSelector
+        )
+        for what, lister, feed in seeds:
             try:
                 objs = await lister()
             except ApiError as exc:

@@ -1,0 +1,91 @@
+"""Required pod affinity and anti-affinity terms of a pod spec, parsed into the core's `PodTerm`s
+(core/pod_counts.py), as kube-scheduler reads them (pkg/scheduler/framework/types.go newAffinityTerm).
+
+Contract:
+- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti)`: the required terms of
+  spec.affinity.podAffinity and .podAntiAffinity. A term's namespaces: `namespaces`, plus those whose labels
+  `namespaceSelector` matches (`{}`: every namespace); neither given: the pod's own namespace
+  (types.go getNamespacesFromPodAffinityTerm). A nil `labelSelector` matches nothing.
+  `matchLabelKeys` / `mismatchLabelKeys` are merged into the selector from the pod's own labels (`key In
+  (value)` / `key NotIn (value)`, a key the pod lacks is skipped, nothing with a nil selector), as the
+  apiserver does on creation (KEP-3633, pkg/registry/core/pod/strategy.go applyMatchLabelKeysAndMismatchLabelKeys;
+  merging again is harmless). The label keys the selectors read are registered
+  (core/records.py `register_label_keys`).
+Bad input raises InvalidField naming the field path (e.g.
+`spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from gangsched.core.errors import InvalidField
+from gangsched.core.matching import LabelSelector
+from gangsched.core.pod_counts import PodSelector, PodTerm
+from gangsched.core.records import Requirement, register_label_keys
+from gangsched.models.fields import as_list, as_object
+from gangsched.models.selectors import label_selector
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+class PodAffinity(NamedTuple):
+    affinity: tuple[PodTerm, ...]
+    anti: tuple[PodTerm, ...]
+
+
+def _keys(raw: Any, *, field: str) -> tuple[str, ...]:
+    keys = as_list(raw, field=field)
+    if not all(isinstance(k, str) and k for k in keys):
+        raise InvalidField(field, keys, "must be a list of label keys")
+    return tuple(keys)
+
+
+def _selector(term: Mapping[str, Any], labels: Mapping[str, str], *, field: str) -> LabelSelector | None:
+    raw = term.get("labelSelector")
+    match = _keys(term.get("matchLabelKeys"), field=f"{field}.matchLabelKeys")
+    mismatch = _keys(term.get("mismatchLabelKeys"), field=f"{field}.mismatchLabelKeys")
+    register_label_keys((*match, *mismatch))
+    if raw is None:
+        return None
+    sel = label_selector(raw, field=f"{field}.labelSelector")
+    merged = [Requirement(k, "In", (labels[k],)) for k in match if k in labels]
+    merged += [Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
+    if merged:
+        sel = LabelSelector(sel.labels, (*sel.expressions, *merged))
+    register_label_keys([k for k, _ in sel.labels] + [r.key for r in sel.expressions])
+    return sel
+
+
+def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) -> PodTerm:
+    term = as_object(raw, field=field)
+    key = term.get("topologyKey")
+    if not isinstance(key, str) or not key:
+        raise InvalidField(f"{field}.topologyKey", key, "must be a non-empty label key")
+    names = as_list(term.get("namespaces"), field=f"{field}.namespaces")
+    if not all(isinstance(n, str) for n in names):
+        raise InvalidField(f"{field}.namespaces", names, "must be a list of namespace names")
+    ns_raw = term.get("namespaceSelector")
+    selector = _selector(term, labels, field=field)
+    spaces = frozenset(sys.intern(n) for n in names)
+    if ns_raw is None:
+        return PodTerm(PodSelector(spaces or frozenset({namespace}), selector), sys.intern(key))
+    ns_sel = label_selector(ns_raw, field=f"{field}.namespaceSelector")
+    if ns_sel.empty:  # {}: every namespace
+        return PodTerm(PodSelector(None, selector), sys.intern(key))
+    return PodTerm(PodSelector(spaces, selector, ns_sel), sys.intern(key))
+
+
+def _terms(affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str]) -> tuple[PodTerm, ...]:
+    where = f"spec.affinity.{kind}"
+    section = as_object(affinity.get(kind), field=where)
+    raw_terms = as_list(section.get(REQUIRED), field=f"{where}.{REQUIRED}")
+    return tuple(_term(raw, namespace, labels, field=f"{where}.{REQUIRED}[{i}]") for i, raw in enumerate(raw_terms))
+
+
+def pod_affinity(spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str]) -> PodAffinity:
+    affinity = as_object(spec.get("affinity"), field="spec.affinity")
+    aff = _terms(affinity, "podAffinity", namespace, labels)
+    return PodAffinity(aff, _terms(affinity, "podAntiAffinity", namespace, labels))
