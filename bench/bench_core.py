@@ -1,6 +1,7 @@
 """Benchmarks of the scheduling core: decision time, drain rate, independence from bound pods,
 memory per cached pod and node, pod anti-affinity. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
-core.bound100k_ratio, core.bytes_per_pod, core.bytes_per_node, core.affinity_gang256_ms."""
+core.bound100k_ratio, core.bytes_per_pod, core.bytes_per_node, core.affinity_gang256_ms, core.spread_gang256_ms
+(bench/spread_core.py)."""
 
 from __future__ import annotations
 
@@ -267,6 +268,10 @@ def main() -> None:
     bench_memory()
     log("core: anti-affine gang of 256 on 5000 nodes, 100k bound")
     bench_affinity_gang256()
+    from bench.spread_core import bench_spread_gang256  # (imports this module)
+
+    log("core: a 256-pod gang with a zone spread constraint, 100k matching bound pods")
+    bench_spread_gang256()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ evaluate yet.
 
 Contract (over a CycleSession):
 - `gang_blocked(session, gang, members) -> bool`: a gang with a held member (a required pod affinity or
-  anti-affinity term, a DoNotSchedule topology spread constraint, DRA resource claims: gangsched does not
+  anti-affinity term, DRA resource claims: gangsched does not
   evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
   "unsupported: <fields> (gangsched does not evaluate it yet)" (Warning events on the PodGroup and the held
   pods, PodScheduled=False reason Unsupported); else a gang with a gated member waits with "N of M members

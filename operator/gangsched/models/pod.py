@@ -7,12 +7,12 @@ Contract:
   spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
   mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them, required pod affinity/anti-affinity terms, models/pod_affinity.py), interned into a `SchedulingClass`
-  (core/records.py `scheduling_class`); the labels (sorted pairs); `gated` (spec.schedulingGates
-  not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
-  required: a pod affinity term's non-empty namespaceSelector, a DoNotSchedule topology spread constraint, DRA
-  spec.resourceClaims; preferred pod affinity
-  terms, ScheduleAnyway spread and PVC/ephemeral volumes are only reported). No raw API dict is kept.
+  them, required pod affinity/anti-affinity terms, models/pod_affinity.py, the DoNotSchedule topology spread
+  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
+  the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
+  evaluate (`unsupported`, field paths; `holds` when one is required: a pod affinity term's non-empty
+  namespaceSelector, DRA spec.resourceClaims; preferred pod affinity terms, ScheduleAnyway spread constraints
+  (`spec.topologySpreadConstraints[i]`) and PVC/ephemeral volumes are only reported). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
@@ -34,12 +34,14 @@ from typing import Any
 import orjson
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.pod_spread import SpreadConstraint
 from gangsched.core.records import HostPort, PodRecord, Term, Toleration, scheduling_class
 from gangsched.core.resources import Resources, add, add_into, maximum, resource_list
 from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import KOORD_TIMEOUT
 from gangsched.models.node import TAINT_EFFECTS
 from gangsched.models.pod_affinity import PodAffinity, pod_affinity
+from gangsched.models.pod_spread import spread_constraints
 from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
@@ -128,9 +130,10 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
-def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
-    """(field paths of the constraints gangsched does not evaluate, whether one of them is required)."""
-    found: list[str] = []
+def _unsupported(spec: Mapping[str, Any], soft_spread: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    """(field paths of the constraints gangsched does not evaluate, whether one of them is required); `soft_spread`:
+    the ScheduleAnyway topology spread constraints (models/pod_spread.py)."""
+    found: list[str] = list(soft_spread)
     holds = False
     affinity = spec.get("affinity")
     if isinstance(affinity, Mapping):
@@ -140,10 +143,6 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
                 continue
             if terms.get(_PREFERRED):  # required terms: models/pod_affinity.py
                 found.append(f"spec.affinity.{kind}.{_PREFERRED}")
-    spread = spec.get("topologySpreadConstraints")
-    if isinstance(spread, list) and spread:
-        found.append("spec.topologySpreadConstraints")
-        holds = holds or any(isinstance(c, Mapping) and c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread)
     if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
         found.append("spec.resourceClaims")
         holds = True
@@ -286,6 +285,10 @@ def pod_from_api(
     namespace = sys.intern(str(meta.get("namespace") or "default"))
     labels = _labels(meta)
     terms = pod_affinity(spec, namespace=namespace, labels=dict(labels)) if "affinity" in spec else _NO_AFFINITY
+    spread: tuple[SpreadConstraint, ...] = ()
+    soft_spread: tuple[str, ...] = ()
+    if spec.get("topologySpreadConstraints"):
+        spread, soft_spread = spread_constraints(spec, namespace=namespace, labels=dict(labels))
     sclass = scheduling_class(
         pod_requests(spec),
         node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
@@ -295,9 +298,10 @@ def pod_from_api(
         host_ports=_host_ports(spec),
         affinity=terms.affinity,
         anti_affinity=terms.anti,
+        spread=spread,
     )
-    maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "volumes" in spec or "resourceClaims" in spec
-    unsupported, holds = _unsupported(spec) if maybe else ((), False)
+    maybe = soft_spread or "affinity" in spec or "volumes" in spec or "resourceClaims" in spec
+    unsupported, holds = _unsupported(spec, soft_spread) if maybe else ((), False)
     if terms.held:
         unsupported, holds = (*unsupported, *terms.held), True
     annotations = meta.get("annotations") or {}
