@@ -9,6 +9,7 @@ import gc
 import statistics
 import time
 import tracemalloc
+from collections import Counter
 from typing import Any
 
 from bench.common import figure, log, summary
@@ -188,12 +189,18 @@ ANTI_HOSTNAME = {
         ]
     }
 }
+ZONE_SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "topology.kubernetes.io/zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "anti256"}},
+}
 
 
 def bench_affinity_gang256() -> None:
     """A 256-pod gang, one member per node (required anti-affinity on the hostname), on 5,000 nodes running
-    100k pods. Run last: once a pod selector exists, every class of our pods carries its labels.
-    TODO(spread): add a zone topologySpreadConstraint (maxSkew 1) to the members once PodTopologySpread lands."""
+    100k pods, and a zone topologySpreadConstraint (maxSkew 1, DoNotSchedule) over the members. Run last: once a
+    pod selector exists, every class of our pods carries its labels."""
     c = _cluster(5000)
     for i in range(100_000):
         obj = _pod(f"bound-{i}", gpu=0, namespace="other", node=f"node-{i % 5000:05d}")
@@ -203,12 +210,15 @@ def bench_affinity_gang256() -> None:
         obj = _pod(f"anti-{r}", gpu=1)
         obj["metadata"]["labels"] = {"app": "anti256"}
         obj["spec"]["affinity"] = ANTI_HOSTNAME
+        obj["spec"]["topologySpreadConstraints"] = [ZONE_SPREAD]
         c.upsert_pod(pod_from_api(obj, gang="bench/anti", rank=r, ours=True))
     config = SchedulerConfig()
     t0 = time.perf_counter()
     plan = schedule(c, 0.0, config)
     cold = (time.perf_counter() - t0) * 1000
     assert len({node for _, node in plan.bindings}) == 256, "one member per node"
+    zones = Counter(c.nodes[node].labels["topology.kubernetes.io/zone"] for _, node in plan.bindings)
+    assert max(zones.values()) - min(zones.values()) <= 1, zones
     samples = _decision_ms(c, config, 9)
     figure(
         "core.affinity_gang256_ms",

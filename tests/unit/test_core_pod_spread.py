@@ -25,9 +25,10 @@ import pytest
 
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangSpec
+from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
+from gangsched.core.topology import Domain, TopologyTree
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import add_nodes, node_obj, pod_obj
@@ -396,9 +397,9 @@ def test_nodes_without_the_key_are_no_candidates() -> None:
     assert "PodTopologySpread: no label zone (2)" in plan.gang_status["default/g"].message
 
 
-def test_two_classes_are_checked_after_placement() -> None:
-    """A gang of two scheduling classes is placed by capacity (core/quorum_placement.py, binpack: one node) and
-    checked afterwards: the placement breaks the skew, so nothing is placed and the message names the plugin."""
+def test_two_classes_are_each_placed_keeping_the_skew() -> None:
+    """A gang of two scheduling classes (core/quorum_placement.py) whose classes share the selector: each class
+    is placed pod by pod counting the other's members, the final spread keeps maxSkew 1."""
     c = SchedulerState()
     _zones(c)
     c.upsert_gang(GangSpec("default", "g", 4))
@@ -407,9 +408,26 @@ def test_two_classes_are_checked_after_placement() -> None:
         c.upsert_pod(pod_from_api(labelled(obj, {"app": "x"}), gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     zones = _per_zone(c, plan.bindings)
-    assert not plan.bindings or max(zones) - min(zones) <= 1
-    if not plan.bindings:
-        assert "PodTopologySpread" in plan.gang_status["default/g"].message
+    assert len(plan.bindings) == 4 and max(zones) - min(zones) <= 1
+
+
+def test_network_topology_placement_that_breaks_the_skew_is_not_made() -> None:
+    """Hard tier 1 puts the whole gang under one ToR, which is one zone: the placement is checked against the
+    zone spread constraint and refused (core/placement.py), the gang waits naming PodTopologySpread."""
+    c = SchedulerState()
+    names = ["za-0", "za-1", "zb-0", "zb-1"]
+    for name in names:
+        c.upsert_node(node_from_api(node_obj(name, gpu=8, labels={"zone": name[:2], "kubernetes.io/hostname": name})))
+    tors = [Domain(1, "tor-a", parents=("spine",), children=("za-0", "za-1"))]
+    tors.append(Domain(1, "tor-b", parents=("spine",), children=("zb-0", "zb-1")))
+    c.set_topology(TopologyTree.from_domains([*tors, Domain(2, "spine")]))
+    c.upsert_gang(GangSpec("default", "g", 4, network_topology=NetworkTopology(TopologyMode.HARD, 1)))
+    for i in range(4):
+        obj = pod_obj(f"g-{i}", gpu=1, spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]})
+        c.upsert_pod(pod_from_api(labelled(obj, {"app": "x"}), gang="default/g", rank=i, ours=True))
+    plan = step(c, CFG, 0.0)
+    assert not plan.bindings and not plan.reservations
+    assert "PodTopologySpread: maxSkew 1 on zone" in plan.gang_status["default/g"].message
 
 
 # ----- parsing -----
@@ -518,3 +536,31 @@ def test_domains_min_domains_floor_and_no_self_match() -> None:
     assert not d.allows("za") and "fewer than minDomains 3" in d.describe()
     other = Domains(_constraint(self_match=False), {"a": "za", "b": "zb"}, [("a", 2)])
     assert other.skew("za") == 2 and other.skew("zb") == 0  # placing it changes no count
+
+
+def test_zone_and_hostname_constraints_together() -> None:
+    """TestMultipleConstraints in a gang: maxSkew 1 on zone and on hostname, six members on six nodes: one per
+    node (the hostname constraint parks a used node until every node has one), 2/2/2 over the zones."""
+    c = SchedulerState()
+    _zones(c)
+    host = spread(1, "kubernetes.io/hostname", APP)
+    c.upsert_gang(GangSpec("default", "g", 6))
+    for i in range(6):
+        spec = {"topologySpreadConstraints": [spread(1, "zone", APP), host]}
+        obj = labelled(pod_obj(f"g-{i}", spec_extra=spec), {"app": "x"})
+        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+    plan = step(c, CFG, 0.0)
+    assert len({node for _, node in plan.bindings}) == 6
+    assert _per_zone(c, plan.bindings) == [2, 2, 2]
+
+
+def test_spread_with_required_anti_affinity() -> None:
+    """A zone spread constraint and required anti-affinity on the hostname (core/affinity.py): both hold."""
+    c = SchedulerState()
+    _zones(c)
+    term = {"labelSelector": APP, "topologyKey": "kubernetes.io/hostname"}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    _gang(c, "g", 6, spread(1, "zone", APP), affinity=anti)
+    plan = step(c, CFG, 0.0)
+    assert len({node for _, node in plan.bindings}) == 6
+    assert _per_zone(c, plan.bindings) == [2, 2, 2]

@@ -11,7 +11,8 @@ Contract:
   gang's own members count as they are placed (6 members, maxSkew 1, 3 empty zones: 2/2/2). The workspace takes
   what was chosen; `why` names PodTopologySpread when it stopped short because of a constraint. Cost: the view's
   nodes once, then O(log n) per pod (nodes grouped by the domain of the constraint with the fewest domains; a
-  domain that may not take more waits until that constraint's minimum rises).
+  domain that may not take more waits until that constraint's minimum rises). A class with pod affinity terms too
+  (core/affinity.py `coupled`) is placed pod by pod, each node's count read again first.
 - `check_spread(session, placed) -> str | None`: placements made by the paths that choose nodes by capacity alone
   (network topology, several classes or roles, nominations): None when they can be made one after another in
   some order that keeps every constraint (each pod goes where its primary domain has the fewest matching pods),
@@ -23,6 +24,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Container, Iterable, Mapping
 
+from gangsched.core.affinity import coupled
 from gangsched.core.capacity import ClassView
 from gangsched.core.pod_counts import Counter, Overlay, PodSelector
 from gangsched.core.pod_spread import Domains, SpreadConstraint, domain_map, missing_key
@@ -109,14 +111,22 @@ class _Picker:
                 return i
         return None
 
-    def take(self, i: int) -> None:
-        """One pod on the node at position `i` (just returned by next())."""
+    def drop(self, i: int) -> None:
+        """The node at position `i` (just returned by next()) takes no more pods."""
+        self.room[i] = 1
+        self._use(i)
+
+    def _use(self, i: int) -> None:
         d = self.values[self.p][i]
         self.room[i] -= 1
         if not self.room[i]:
             heapq.heappop(self.groups[d])
             heapq.heappop(self.top)
             self._push(d)
+
+    def take(self, i: int) -> None:
+        """One pod on the node at position `i` (just returned by next())."""
+        self._use(i)
         name = self.order[i][0]
         rose = [dom.c.self_match and dom.add(name) for dom in self.domains]
         if rose[self.p]:
@@ -142,19 +152,28 @@ def pick_spread(
     order = [(n, c) for n, c in view.ordered() if (only is None or n in only) and missing_key(cls, nodes[n]) is None]
     domains = domains_for(session, cls)
     picker = _Picker(session, domains, order)
+    check = coupled(cls)  # pod affinity too: a placement may lower other nodes' counts, so place as we go
     taken: dict[str, int] = {}
     why = None
-    for _ in range(need):
+    placed = 0
+    while placed < need:
         i = picker.next()
         if i is None:
             why = _blocker(domains) if order else None
             break
-        picker.take(i)
         name = order[i][0]
+        if check and view.count_of(name) <= 0:
+            picker.drop(i)
+            continue
+        picker.take(i)
+        if check:
+            session.workspace.place(name, cls.requests, 1, cls.host_ports, cls=cls)
         taken[name] = taken.get(name, 0) + 1
+        placed += 1
     chosen = list(taken.items())
-    for name, count in chosen:
-        session.workspace.place(name, cls.requests, count, cls.host_ports, cls=cls)
+    if not check:
+        for name, count in chosen:
+            session.workspace.place(name, cls.requests, count, cls.host_ports, cls=cls)
     return chosen, why
 
 
