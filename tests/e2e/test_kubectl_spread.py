@@ -103,3 +103,25 @@ async def test_gang_that_cannot_keep_the_skew_waits_naming_the_plugin(three_zone
         message = await eventually(explained, what="the PodGroup names PodTopologySpread")
         assert "fewer than minDomains 4" in message
         assert not bound(await pods(k))
+
+
+async def test_node_taints_policy_honor_leaves_tainted_zone_out(three_zones: Cluster) -> None:
+    """zc's nodes tainted with kubectl: with nodeTaintsPolicy Honor they are no domain (matchNodeInclusionPolicies),
+    so a gang of four spreads 2/2 over za and zb; with the default Ignore, zc would count with 0 pods and hold
+    za and zb to one member each."""
+    k = three_zones.client
+    for node in ("node-4", "node-5"):
+        await kubectl(three_zones, "taint", "node", node, "dedicated=x:NoSchedule")
+    async with replica(three_zones.kubeconfig):
+        members = [member(f"honor-{i}", "honor", nodeTaintsPolicy="Honor") for i in range(4)]
+        await kubectl(
+            three_zones, "apply", "-f", "-", stdin=yaml.safe_dump_all([podgroup("honor", min_member=4), *members])
+        )
+
+        async def four_bound() -> dict[str, str] | None:
+            placed = bound(await pods(k))
+            return placed if len(placed) == 4 else None
+
+        placed = await eventually(four_bound, what="four members bound")
+        zones = Counter(f"z{'abc'[int(node.removeprefix('node-')) // 2]}" for node in placed.values())
+        assert zones == {"za": 2, "zb": 2}

@@ -564,3 +564,20 @@ def test_spread_with_required_anti_affinity() -> None:
     plan = step(c, CFG, 0.0)
     assert len({node for _, node in plan.bindings}) == 6
     assert _per_zone(c, plan.bindings) == [2, 2, 2]
+
+
+def test_replacement_of_a_satisfied_gang_goes_where_the_skew_allows() -> None:
+    """A satisfied gang's replacement member is placed alone (core/late_members.py) and still keeps the skew:
+    with 2/2/2 bound and one member gone, only the zone it left takes the new one."""
+    c = SchedulerState()
+    _zones(c)
+    keys = _gang(c, "g", 6, spread(1, "zone", APP))
+    plan = step(c, CFG, 0.0)
+    where = dict(plan.bindings)
+    gone = keys[0]
+    c.remove_pod(gone)
+    obj = labelled(pod_obj("g-new", spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]}), {"app": "x"})
+    c.upsert_pod(pod_from_api(obj, gang="default/g", rank=0, ours=True))
+    plan = step(c, CFG, 1.0)
+    assert [k for k, _ in plan.bindings] == ["default/g-new"]
+    assert c.nodes[plan.bindings[0][1]].labels["zone"] == c.nodes[where[gone]].labels["zone"]
