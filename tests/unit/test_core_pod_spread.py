@@ -581,3 +581,15 @@ def test_replacement_of_a_satisfied_gang_goes_where_the_skew_allows() -> None:
     plan = step(c, CFG, 1.0)
     assert [k for k, _ in plan.bindings] == ["default/g-new"]
     assert c.nodes[plan.bindings[0][1]].labels["zone"] == c.nodes[where[gone]].labels["zone"]
+
+
+def test_a_gang_short_of_room_is_not_blamed_on_the_spread() -> None:
+    """maxSkew 10 never binds here; the gang is short of room (six 1-CPU nodes for seven members), and the message
+    says so (core/messages.py's generic "no more nodes"), not PodTopologySpread."""
+    c = SchedulerState()
+    for name, labels in ZONE_NODES:
+        c.upsert_node(node_from_api(node_obj(name, cpu="1", labels=labels)))
+    _gang(c, "g", 7, spread(10, "zone", APP))
+    plan = step(c, CFG, 0.0)
+    message = plan.gang_status["default/g"].message
+    assert not plan.bindings and "PodTopologySpread" not in message and "no more nodes" in message, message

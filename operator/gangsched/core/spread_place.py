@@ -111,6 +111,10 @@ class _Picker:
                 return i
         return None
 
+    def blocked(self) -> bool:
+        """A node with room is held back by a constraint."""
+        return bool(self.parked) or any(self.groups[d] for d in self.waiting)
+
     def drop(self, i: int) -> None:
         """The node at position `i` (just returned by next()) takes no more pods."""
         self.room[i] = 1
@@ -159,7 +163,7 @@ def pick_spread(
     while placed < need:
         i = picker.next()
         if i is None:
-            why = _blocker(domains) if order else None
+            why = _blocker(domains) if picker.blocked() else None  # else: no room left at all
             break
         name = order[i][0]
         if check and view.count_of(name) <= 0:
