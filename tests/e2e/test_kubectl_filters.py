@@ -3,7 +3,8 @@ gates ignored, hostPort ignored, required pod anti-affinity silently violated).
 
 Oracles: KEP-3521 (pod scheduling readiness; kube-apiserver pkg/registry/core/pod/strategy.go
 applySchedulingGatedCondition sets PodScheduled=False reason SchedulingGated on create), kube-scheduler
-pkg/scheduler/framework/plugins/nodeports (two pods asking for the same hostPort never share a node).
+pkg/scheduler/framework/plugins/nodeports (two pods asking for the same hostPort never share a node) and
+interpodaffinity/filtering.go (required anti-affinity on kubernetes.io/hostname: one matching pod per node).
 """
 
 from __future__ import annotations
@@ -123,29 +124,40 @@ async def test_three_pods_with_host_port_8080_never_share_a_node(three_nodes: Cl
         await eventually(explained, what="the unplaced pod names the port conflict")
 
 
-async def test_required_anti_affinity_is_held_and_reported_once(three_nodes: Cluster) -> None:
+def anti_affine(name: str, group: str) -> dict[str, Any]:
+    obj = pod(name, group=group, gpu=1, labels={"app": group})
+    term = {"labelSelector": {"matchLabels": {"app": group}}, "topologyKey": "kubernetes.io/hostname"}
+    obj["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return obj
+
+
+async def test_required_anti_affinity_puts_three_members_on_three_nodes(three_nodes: Cluster) -> None:
     k = three_nodes.client
     async with replica(three_nodes.kubeconfig):
-        members = []
-        for i in range(3):
-            obj = pod(f"anti-{i}", group="anti", gpu=1, labels={"app": "anti"})
-            term = {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}
-            obj["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
-            members.append(obj)
-        await apply(three_nodes, podgroup("anti", min_member=3), *members)
-        field = "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-        message = f"unsupported: {field} (gangsched does not evaluate it yet)"
+        await apply(three_nodes, podgroup("anti", min_member=3), *(anti_affine(f"anti-{i}", "anti") for i in range(3)))
 
-        async def reported() -> bool:
-            pg = await get_podgroup(k, "anti")
-            return bool((pg or {}).get("status", {}).get("message") == message)
+        async def three_bound() -> dict[str, str] | None:
+            placed = bound(await pods(k))
+            return placed if len(placed) == 3 else None
 
-        await eventually(reported, what="PodGroup reports the unsupported constraint")
-        assert not bound(await pods(k))
-        shown = json.loads(await kubectl(three_nodes, "get", "pod", "anti-0", "-o", "json"))
-        assert any(c.get("message") == message for c in shown["status"].get("conditions") or [])
-        pod_events = [e for e in await events_for(k, "anti-0") if e["reason"] == "Unsupported"]
-        assert len(pod_events) == 1 and pod_events[0].get("count", 1) == 1
+        placed = await eventually(three_bound, what="three anti-affine members bound")
+        assert len(set(placed.values())) == 3  # kube-scheduler's InterPodAffinity: one per hostname
+        out = await kubectl(three_nodes, "get", "pods", "-o", "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName")
+        assert len({line.split()[1] for line in out.strip().splitlines()[1:]}) == 3
+
+
+async def test_required_anti_affinity_gang_larger_than_the_nodes_waits_with_a_message(three_nodes: Cluster) -> None:
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        await apply(three_nodes, podgroup("wide", min_member=4), *(anti_affine(f"wide-{i}", "wide") for i in range(4)))
+
+        async def explained() -> str | None:
+            message = str(((await get_podgroup(k, "wide")) or {}).get("status", {}).get("message", ""))
+            return message if "InterPodAffinity" in message else None
+
+        message = await eventually(explained, what="the PodGroup names InterPodAffinity")
+        assert "one pod per kubernetes.io/hostname" in message, message
+        assert not bound(await pods(k))  # Strict: nothing of the gang is bound while 3 nodes take 3 of 4
 
 
 async def test_preferred_anti_affinity_and_pvc_are_placed_and_reported_once(three_nodes: Cluster) -> None:

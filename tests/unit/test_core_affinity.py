@@ -328,17 +328,30 @@ def test_match_label_keys_are_merged_from_the_pods_own_labels() -> None:
     assert step(c, CFG, 1.0).bindings == [(other, node)]  # the rev-1 pod is "app web, rev not 2"
 
 
-def test_empty_namespace_selector_means_every_namespace_and_a_labelled_one_is_held() -> None:
+def test_empty_namespace_selector_means_every_namespace() -> None:
     everywhere = pod_from_api(
         _obj("p", {}, _affinity(anti=[_term(HOST, IN_SCAN, namespaceSelector={})])), gang=None, ours=True
     )
     (term,) = everywhere.sclass.anti_affinity
     assert term.selector.namespaces is None and not everywhere.holds
+
+
+def test_namespace_selector_reads_the_namespaces_labels() -> None:
+    """TestRequiredAffinitySingleNode's namespaceSelector cases: a term selects pods of the namespaces whose labels
+    match (and of `namespaces`); none of the pod's own namespace by default once a selector is given."""
+    c = SchedulerState()
+    (node,) = add_nodes(c, 1)
+    c.set_namespace("team-a", {"team": "a"})
+    c.set_namespace("team-b", {"team": "b"})
+    _add(c, "scan", SCAN, ours=False, node=node, phase="Running", namespace="team-b")
     labelled = _term(HOST, IN_SCAN, namespaceSelector={"matchLabels": {"team": "a"}})
-    held = pod_from_api(_obj("q", {}, _affinity(anti=[labelled])), gang=None, ours=True)
-    assert held.holds and held.unsupported == (
-        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector",
-    )
+    key = _add(c, "p", {}, _affinity(anti=[labelled]))
+    assert step(c, CFG, 0.0).bindings == [(key, node)]  # team-b's pod is not selected
+    c.set_namespace("team-b", {"team": "a"})  # relabelled: now it is
+    other = _add(c, "q", {}, _affinity(anti=[labelled]))
+    plan = step(c, CFG, 1.0)
+    assert not plan.bindings and any("InterPodAffinity: pod anti-affinity" in x.message for x in plan.conditions)
+    del other
 
 
 def test_missing_topology_key_names_the_field() -> None:

@@ -229,29 +229,14 @@ def test_gated_members_do_not_count_towards_quorum_even_when_others_suffice() ->
 
 # ----- constraints gangsched does not evaluate -----
 
-ANTI = {  # required anti-affinity is evaluated (tests/unit/test_core_affinity.py), a labelled namespaceSelector not
-    "affinity": {
-        "podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": {"app": "a"}},
-                    "topologyKey": "kubernetes.io/hostname",
-                    "namespaceSelector": {"matchLabels": {"team": "a"}},
-                }
-            ]
-        }
-    }
-}
-MESSAGE = (
-    "unsupported: spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].namespaceSelector "
-    "(gangsched does not evaluate it yet)"
-)
+CLAIMS = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}  # DRA: not evaluated, held
+MESSAGE = "unsupported: spec.resourceClaims (gangsched does not evaluate it yet)"
 
 
-def test_anti_affinity_with_a_namespace_selector_holds_the_gang_and_is_reported_once() -> None:
+def test_dra_claims_hold_the_gang_and_are_reported_once() -> None:
     c = SchedulerState()
     add_nodes(c, 3, gpu=8)
-    keys = add_gang(c, "g", 3, gpu=1, spec_extra=ANTI)
+    keys = add_gang(c, "g", 3, gpu=1, spec_extra=CLAIMS)
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert plan.gang_status["default/g"].message == MESSAGE
@@ -265,10 +250,10 @@ def test_anti_affinity_with_a_namespace_selector_holds_the_gang_and_is_reported_
     assert step(c, CFG, 1.0).empty
 
 
-def test_anti_affinity_with_a_namespace_selector_holds_a_pod_alone() -> None:
+def test_dra_claims_hold_a_pod_alone() -> None:
     c = SchedulerState()
     add_nodes(c, 1, gpu=8)
-    key = add_pod(c, "p", spec_extra=ANTI)
+    key = add_pod(c, "p", spec_extra=CLAIMS)
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
     assert [(x.pod_key, x.message) for x in plan.conditions] == [(key, MESSAGE)]

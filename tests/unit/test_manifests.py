@@ -67,6 +67,7 @@ NEEDED_CLUSTER_WIDE = {
     ("", "pods/status"): {"patch"},
     ("", "pods/eviction"): {"create"},
     ("", "nodes"): {"list", "watch"},
+    ("", "namespaces"): {"list", "watch"},
     ("", "events"): {"create", "patch"},
     ("scheduling.x-k8s.io", "podgroups"): {"list", "watch", "create", "patch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"patch"},

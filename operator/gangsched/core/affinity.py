@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gangsched.core.pod_counts import Change, Counter, Overlay, PodCounts, PodTerm, matches_all
+from gangsched.core.pod_counts import Change, Counter, NamespaceLabels, Overlay, PodCounts, PodTerm, matches_all
 from gangsched.core.records import SchedulingClass
 
 if TYPE_CHECKING:
@@ -48,29 +48,32 @@ class ClassState:
     anti: tuple[Counter, ...]  # pods matching each anti-affinity term
     self_affine: bool  # the class matches all its affinity terms
     self_anti: bool  # the class matches one of its anti-affinity terms
+    gen: int  # the counts' generation it was computed for
     owners_gen: int = -1
     owners: list[tuple[PodTerm, Counter]] = field(default_factory=list)  # existing terms matching the class
 
 
-def _matches(term: PodTerm, cls: SchedulingClass) -> bool:
-    return term.selector.matches(cls.namespace, dict(cls.labels))
+def _matches(term: PodTerm, cls: SchedulingClass, spaces: NamespaceLabels) -> bool:
+    return term.selector.matches(cls.namespace, dict(cls.labels), spaces)
 
 
 def state(cls: SchedulingClass, counts: PodCounts) -> ClassState:
     memo = counts.memo
     st = memo.get((NAME, cls.id))
-    if not isinstance(st, ClassState):
+    spaces = counts.namespaces
+    if not isinstance(st, ClassState) or st.gen != counts.gen:  # gen: namespace labels may have changed
         aff = None
         if cls.affinity:
             matcher = tuple(t.selector for t in cls.affinity)
             aff = counts.counter(matcher, {t.topology_key for t in cls.affinity})
         anti = tuple(counts.counter((t.selector,), [t.topology_key]) for t in cls.anti_affinity)
         labels = dict(cls.labels)
-        self_affine = bool(cls.affinity) and matches_all(tuple(t.selector for t in cls.affinity), cls.namespace, labels)
-        self_anti = any(_matches(t, cls) for t in cls.anti_affinity)
-        st = memo[(NAME, cls.id)] = ClassState(aff, anti, self_affine, self_anti)
+        mine = tuple(t.selector for t in cls.affinity)
+        self_affine = bool(cls.affinity) and matches_all(mine, cls.namespace, labels, spaces)
+        self_anti = any(_matches(t, cls, spaces) for t in cls.anti_affinity)
+        st = memo[(NAME, cls.id)] = ClassState(aff, anti, self_affine, self_anti, counts.gen)
     if st.owners_gen != counts.owners_gen:
-        st.owners = [(t, c) for t, c in counts.owners().items() if _matches(t, cls)]
+        st.owners = [(t, c) for t, c in counts.owners().items() if _matches(t, cls, spaces)]
         st.owners_gen = counts.owners_gen
     return st
 
@@ -114,9 +117,9 @@ def touched(cls: SchedulingClass, counts: PodCounts, changes: list[tuple[int, st
     return out
 
 
-def one_per_domain(cls: SchedulingClass) -> str | None:
+def one_per_domain(cls: SchedulingClass) -> str | None:  # (namespace selectors aside: a message only)
     """Why a class that anti-matches itself fits once per domain (for "blocked by" messages), else None."""
-    keys = [t.topology_key for t in cls.anti_affinity if _matches(t, cls)]
+    keys = [t.topology_key for t in cls.anti_affinity if _matches(t, cls, {})]
     return f"one pod per {keys[0]} ({NAME}: pod anti-affinity)" if keys else None
 
 
@@ -175,9 +178,15 @@ class InterPodAffinity:
         return check(cls, rec.labels, usage.counts, usage.overlay)
 
     def limit(self, cls: SchedulingClass, node: str, usage: Usage) -> int:
+        counts = usage.counts
+        if counts is None:
+            return _UNLIMITED
+        st = state(cls, counts)
+        if st.affinity is None and not st.anti and not st.owners:
+            return _UNLIMITED  # no term of its own and none of an existing pod matches it
         if self._why(cls, node, usage) is not None:
             return 0
-        return 1 if usage.counts is not None and state(cls, usage.counts).self_anti else _UNLIMITED
+        return 1 if st.self_anti else _UNLIMITED
 
     def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None:
         why = self._why(cls, node, usage)

@@ -17,8 +17,8 @@ Contract (used by core/scheduler.py only):
   the cycle, and copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give
   each unit a transaction. The store and its indexes are never changed by a Workspace. `place(..., cls=)`
   also counts the pods in the cycle's `overlay` of the pod counts, so pod selectors see the gang's own members;
-  views of affinity classes then recompute the nodes of the touched domains (all their nodes for a view
-  created after such a placement).
+  views of classes with domain filters then recompute the nodes those filters name (a view created later
+  recomputes what every change of the cycle names).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
 (-preference, -count): emptiest first.
 """
@@ -275,16 +275,19 @@ class Workspace:
         self.overlay = Overlay(cluster.pod_counts)  # pods placed this cycle, for pod selectors (core/pod_counts.py)
         self.usage = _usage(cluster, self.overlay)  # what node filters see (what was placed this cycle included)
         self._undo: list[_Undo] = []
-        self._counted = False  # a placement was counted in the overlay
+        self._changes: list[Change] = []  # every change the cycle's placements made to the pod counts
         self._violations: list[SchedulingClass] = []
 
     def view(self, cls: SchedulingClass) -> ClassView:
         v = self.views.get(cls.id)
         if v is None:
             v = self.views[cls.id] = ClassView(class_index(self.cluster, cls, spread=self.spread))
-            nodes = v.idx.pref if v.idx.aff and self._counted else self.extra
-            for node in nodes:
+            for node in self.extra:
                 self._refresh(v, node)
+            if v.idx.aff and self._changes:  # the cycle's placements seen by pod selectors
+                touched = touched_by(v.idx.aff, cls, self.cluster.pod_counts, self._changes)
+                for node in v.idx.pref if touched is None else touched:
+                    self._refresh(v, node)
         return v
 
     def _refresh(self, v: ClassView, node: str) -> None:
@@ -308,6 +311,7 @@ class Workspace:
             counts: PortCounts = self.usage.extra_ports.setdefault(node, {})
             add_ports(counts, u.ports, sign)
         touched = self._count(u.cls, node, sign, u.times) if u.cls is not None else []
+        self._changes += touched
         for v in self.views.values():
             if v.idx.aff and touched:
                 nodes = touched_by(v.idx.aff, v.idx.cls, self.cluster.pod_counts, touched)
@@ -319,7 +323,6 @@ class Workspace:
         """Count the class's pods in the overlay (pod selectors see them); the changes made."""
         if not cls.namespace and not cls.anti_affinity:
             return []  # no pod selector reads pods
-        self._counted = True
         info = PodInfo(cls.namespace, cls.labels, cls.anti_affinity)
         out: list[Change] = []
         for _ in range(times):

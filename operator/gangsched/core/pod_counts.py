@@ -4,8 +4,11 @@ of the filters that look at other pods (InterPodAffinity in core/affinity.py, Po
 Contract:
 - A matcher is a tuple of `PodSelector`s that must all match (one for an anti-affinity term or a spread
   constraint; every required term for pod affinity, as kube-scheduler counts a pod only when it matches all of
-  them). `PodSelector(namespaces, selector)`: `namespaces` None is every namespace; `selector` None is a nil
-  label selector and matches nothing (metav1.LabelSelectorAsSelector(nil) = labels.Nothing()).
+  them). `PodSelector(namespaces, selector, namespace_selector=None)`: `namespaces` None is every namespace;
+  `namespace_selector` adds the namespaces whose labels it matches (kube-scheduler AffinityTerm.Matches);
+  `selector` None is a nil label selector and matches nothing (metav1.LabelSelectorAsSelector(nil) =
+  labels.Nothing()). `matches(namespace, labels, spaces)`: `spaces` the namespaces' labels.
+- `set_namespace(name, labels | None)`: namespace labels (`namespaces`), fed from the API (state/cache.py).
 - `PodCounts(nodes)` lives in the store (core/store.py), which calls `charge(pod_key, node, info)` exactly while
   it charges the pod's resources (bound, leaving, assumed, binding, reserved pods; `node` None: uncharged) and
   `node_changed(name, old, new)` when a node comes, goes or changes labels. `PodInfo(namespace, labels,
@@ -51,22 +54,30 @@ Labels = tuple[tuple[str, str], ...]
 Change = tuple[int, str | None]
 
 
+NamespaceLabels = Mapping[str, Mapping[str, str]]  # namespace -> its labels
+
+
 @dataclass(frozen=True, slots=True)
 class PodSelector:
     namespaces: frozenset[str] | None  # None: every namespace
     selector: LabelSelector | None  # None: a nil selector, matches nothing
+    namespace_selector: LabelSelector | None = None  # also the namespaces whose labels it matches
 
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        if self.selector is None or (self.namespaces is not None and namespace not in self.namespaces):
+    def matches(self, namespace: str, labels: Mapping[str, str], spaces: NamespaceLabels) -> bool:
+        if self.selector is None:
             return False
+        if self.namespaces is not None and namespace not in self.namespaces:
+            ns_sel = self.namespace_selector
+            if ns_sel is None or namespace not in spaces or not ns_sel.matches(spaces[namespace]):
+                return False
         return self.selector.matches(labels)
 
 
 Matcher = tuple[PodSelector, ...]
 
 
-def matches_all(matcher: Matcher, namespace: str, labels: Mapping[str, str]) -> bool:
-    return all(s.matches(namespace, labels) for s in matcher)
+def matches_all(matcher: Matcher, namespace: str, labels: Mapping[str, str], spaces: NamespaceLabels) -> bool:
+    return all(s.matches(namespace, labels, spaces) for s in matcher)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,7 @@ class PodCounts:
         self._domains: dict[str, dict[str, dict[str, None]]] = {}  # tracked key -> value -> nodes
         self._log: list[Change] = []
         self._log_base = 0
+        self.namespaces: dict[str, dict[str, str]] = {}  # namespace -> labels (for namespace selectors)
         self.memo: dict[object, object] = {}  # the filters' per-class state over these counts (theirs to key)
 
     # ----- registration -----
@@ -132,13 +144,35 @@ class PodCounts:
         if c is None:
             c = self._counters[(matcher, leaving)] = Counter(len(self._counters), matcher, leaving)
             self.matchers.append((c, matcher))
-            for node, info in self._pods.values():
-                if (leaving or not info.leaving) and matches_all(matcher, info.namespace, dict(info.labels)):
-                    _bump(c.by_node, node, 1)
-                    c.total += 1
+            self._scan(c, matcher)
         for key in keys:
             self._track(c, key)
         return c
+
+    def _scan(self, c: Counter, matcher: Matcher) -> None:
+        leaving, spaces = c.leaving, self.namespaces
+        for node, info in self._pods.values():
+            if (leaving or not info.leaving) and matches_all(matcher, info.namespace, dict(info.labels), spaces):
+                _bump(c.by_node, node, 1)
+                c.total += 1
+
+    def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
+        """A namespace's labels (None: gone). Counters whose selectors read namespace labels count again (`gen`
+        moves: the capacity indexes rebuild)."""
+        if self.namespaces.get(name) == labels:
+            return
+        if labels is None:
+            del self.namespaces[name]
+        else:
+            self.namespaces[name] = dict(labels)
+        for c, matcher in self.matchers:
+            if any(s.namespace_selector is not None for s in matcher):
+                keys = list(c.by_domain)
+                c.by_node, c.by_domain, c.key_total, c.total = {}, {}, {}, 0
+                self._scan(c, matcher)
+                for key in keys:
+                    self._track(c, key)
+        self.gen += 1
 
     def _track(self, c: Counter, key: str) -> None:
         if key in c.by_domain:
@@ -193,7 +227,7 @@ class PodCounts:
             return
         labels = dict(info.labels)
         for c, matcher in self.matchers:
-            if (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, labels):
+            if (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, labels, self.namespaces):
                 self._move(c, node, sign)
 
     def _move(self, c: Counter, node: str, sign: int) -> None:
@@ -260,7 +294,7 @@ class Overlay:
 
     def __init__(self, base: PodCounts) -> None:
         self.base = base
-        self._added: list[tuple[str, PodInfo, int]] = []
+        self._added: list[tuple[str, PodInfo, int, dict[str, str]]] = []  # (node, info, sign, labels)
         self._node: dict[int, dict[str, int]] = {}
         self._domain: dict[tuple[int, str], dict[str, int]] = {}  # built lazily from _node
         self._total: dict[int, int] = {}
@@ -268,7 +302,7 @@ class Overlay:
 
     def add(self, node: str, info: PodInfo, sign: int) -> list[Change]:
         """Count a tentative placement (sign 1) or release (-1); the changes it makes (see the docstring)."""
-        self._added.append((node, info, sign))
+        self._added.append((node, info, sign, dict(info.labels)))
         for term in info.anti:
             self.base.owner(term)
         out: list[Change] = []
@@ -287,12 +321,13 @@ class Overlay:
         if seen == len(self._added):
             return out
         owner = isinstance(c.key, PodTerm)
-        for node, info, sign in self._added[seen:]:
+        spaces = self.base.namespaces
+        for node, info, sign, labels in self._added[seen:]:
             if owner:
                 hit = c.key in info.anti
             else:
                 matcher: Matcher = c.key  # type: ignore[assignment]
-                hit = (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, dict(info.labels))
+                hit = (c.leaving or not info.leaving) and matches_all(matcher, info.namespace, labels, spaces)
             if hit:
                 out.extend(self._move(c, node, sign))
         self._seen[c.id] = len(self._added)

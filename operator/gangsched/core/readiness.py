@@ -2,9 +2,8 @@
 evaluate yet.
 
 Contract (over a CycleSession):
-- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (a required pod affinity or
-  anti-affinity term, DRA resource claims: gangsched does not
-  evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
+- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (DRA resource claims: gangsched
+  does not evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
   "unsupported: <fields> (gangsched does not evaluate it yet)" (Warning events on the PodGroup and the held
   pods, PodScheduled=False reason Unsupported); else a gang with a gated member waits with "N of M members
   gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;

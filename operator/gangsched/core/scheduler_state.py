@@ -6,6 +6,7 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   victims being evicted, gangs preempted whole, protected pods). The scheduler reads them through their
   public readers; only this facade changes them.
 - Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (pods reserved on a removed node are pending again).
+  Namespaces: `set_namespace(name, labels | None)` (pod affinity's namespaceSelector reads them).
 - Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
   while its state (core/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
 - Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`. Pods whose gang
@@ -149,6 +150,12 @@ class SchedulerState:
 
     def remove_node(self, name: str) -> None:
         self.store.remove_node(name)
+
+    def set_namespace(self, name: str, labels: dict[str, str] | None) -> None:
+        """A namespace's labels (None: gone), read by pod affinity's namespaceSelector (core/pod_counts.py)."""
+        if self.store.pod_counts.namespaces.get(name) != labels:
+            self.store.pod_counts.set_namespace(name, labels)
+            self.store.bump_freed()  # a pod waiting for a namespace's labels may fit now
 
     def upsert_pod(self, pod: PodRecord) -> None:
         previous = self.store.pods.get(pod.key)

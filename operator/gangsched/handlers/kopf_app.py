@@ -8,7 +8,8 @@ Contract:
     election); cleanup stops them and releases the Lease, before Kopf's wait for tasks it did not start;
   - a Kopf probe (only if Kopf's own liveness endpoint is configured); the probes that matter are /livez and
     /readyz of handlers/probes.py;
-  - `on.event` for PodGroups and nodes: the raw object is handed to
+  - `on.event` for PodGroups, nodes and namespaces (their labels: pod affinity's namespaceSelector): the raw
+    object is handed to
     the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
     victims the Eviction API would refuse as protected, from the PDB's status; no LIST).
     Nothing else happens here: no patches, no finalizers, no progress annotations (only
@@ -95,6 +96,10 @@ def build_registry() -> kopf.OperatorRegistry:
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_node(event.get("type"), _raw(event))
+
+    @kopf.on.event("", "v1", "namespaces", registry=registry)
+    async def namespace_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_namespace(event.get("type"), _raw(event))
 
     @kopf.on.event("policy", "v1", "poddisruptionbudgets", registry=registry)
     async def pdb_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:

@@ -10,8 +10,8 @@ Contract:
   them, required pod affinity/anti-affinity terms, models/pod_affinity.py, the DoNotSchedule topology spread
   constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
-  evaluate (`unsupported`, field paths; `holds` when one is required: a pod affinity term's non-empty
-  namespaceSelector, DRA spec.resourceClaims; preferred pod affinity terms, ScheduleAnyway spread constraints
+  evaluate (`unsupported`, field paths; `holds` when one is required:
+  DRA spec.resourceClaims; preferred pod affinity terms, ScheduleAnyway spread constraints
   (`spec.topologySpreadConstraints[i]`) and PVC/ephemeral volumes are only reported). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
@@ -256,7 +256,7 @@ def pod_with_status(previous: PodRecord, spec: Mapping[str, Any], status: Any) -
     )
 
 
-_NO_AFFINITY = PodAffinity((), (), ())
+_NO_AFFINITY = PodAffinity((), ())
 
 
 def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -302,8 +302,6 @@ def pod_from_api(
     )
     maybe = soft_spread or "affinity" in spec or "volumes" in spec or "resourceClaims" in spec
     unsupported, holds = _unsupported(spec, soft_spread) if maybe else ((), False)
-    if terms.held:
-        unsupported, holds = (*unsupported, *terms.held), True
     annotations = meta.get("annotations") or {}
     return PodRecord(
         namespace=namespace,

@@ -2,16 +2,15 @@
 (core/pod_counts.py), as kube-scheduler reads them (pkg/scheduler/framework/types.go newAffinityTerm).
 
 Contract:
-- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti, held)`: the required terms of
-  spec.affinity.podAffinity and .podAntiAffinity. A term's namespaces: `namespaces`, plus every namespace when
-  `namespaceSelector` is `{}`; neither given: the pod's own namespace. A nil `labelSelector` matches nothing.
+- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti)`: the required terms of
+  spec.affinity.podAffinity and .podAntiAffinity. A term's namespaces: `namespaces`, plus those whose labels
+  `namespaceSelector` matches (`{}`: every namespace); neither given: the pod's own namespace
+  (types.go getNamespacesFromPodAffinityTerm). A nil `labelSelector` matches nothing.
   `matchLabelKeys` / `mismatchLabelKeys` are merged into the selector from the pod's own labels (`key In
   (value)` / `key NotIn (value)`, a key the pod lacks is skipped, nothing with a nil selector), as the
   apiserver does on creation (KEP-3633, pkg/registry/core/pod/strategy.go applyMatchLabelKeysAndMismatchLabelKeys;
   merging again is harmless). The label keys the selectors read are registered
   (core/records.py `register_label_keys`).
-- `held`: field paths of required terms gangsched cannot evaluate (a non-empty `namespaceSelector`: namespace
-  labels are not watched); the pod is then held and reported (models/pod.py `_unsupported`).
 Bad input raises InvalidField naming the field path (e.g.
 `spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey`).
 """
@@ -35,7 +34,6 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 class PodAffinity(NamedTuple):
     affinity: tuple[PodTerm, ...]
     anti: tuple[PodTerm, ...]
-    held: tuple[str, ...]
 
 
 def _keys(raw: Any, *, field: str) -> tuple[str, ...]:
@@ -61,8 +59,7 @@ def _selector(term: Mapping[str, Any], labels: Mapping[str, str], *, field: str)
     return sel
 
 
-def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) -> PodTerm | None:
-    """The term, or None when it cannot be evaluated (a non-empty namespaceSelector)."""
+def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) -> PodTerm:
     term = as_object(raw, field=field)
     key = term.get("topologyKey")
     if not isinstance(key, str) or not key:
@@ -72,34 +69,23 @@ def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) ->
         raise InvalidField(f"{field}.namespaces", names, "must be a list of namespace names")
     ns_raw = term.get("namespaceSelector")
     selector = _selector(term, labels, field=field)
-    if ns_raw is not None:
-        ns_sel = label_selector(ns_raw, field=f"{field}.namespaceSelector")
-        if not ns_sel.empty:
-            return None
+    spaces = frozenset(sys.intern(n) for n in names)
+    if ns_raw is None:
+        return PodTerm(PodSelector(spaces or frozenset({namespace}), selector), sys.intern(key))
+    ns_sel = label_selector(ns_raw, field=f"{field}.namespaceSelector")
+    if ns_sel.empty:  # {}: every namespace
         return PodTerm(PodSelector(None, selector), sys.intern(key))
-    spaces = frozenset(sys.intern(n) for n in names) if names else frozenset({namespace})
-    return PodTerm(PodSelector(spaces, selector), sys.intern(key))
+    return PodTerm(PodSelector(spaces, selector, ns_sel), sys.intern(key))
 
 
-def _terms(
-    affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str], held: list[str]
-) -> tuple[PodTerm, ...]:
+def _terms(affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str]) -> tuple[PodTerm, ...]:
     where = f"spec.affinity.{kind}"
     section = as_object(affinity.get(kind), field=where)
-    out: list[PodTerm] = []
-    for i, raw in enumerate(as_list(section.get(REQUIRED), field=f"{where}.{REQUIRED}")):
-        field = f"{where}.{REQUIRED}[{i}]"
-        term = _term(raw, namespace, labels, field=field)
-        if term is None:
-            held.append(f"{field}.namespaceSelector")
-        else:
-            out.append(term)
-    return tuple(out)
+    raw_terms = as_list(section.get(REQUIRED), field=f"{where}.{REQUIRED}")
+    return tuple(_term(raw, namespace, labels, field=f"{where}.{REQUIRED}[{i}]") for i, raw in enumerate(raw_terms))
 
 
 def pod_affinity(spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str]) -> PodAffinity:
     affinity = as_object(spec.get("affinity"), field="spec.affinity")
-    held: list[str] = []
-    aff = _terms(affinity, "podAffinity", namespace, labels, held)
-    anti = _terms(affinity, "podAntiAffinity", namespace, labels, held)
-    return PodAffinity(aff, anti, tuple(held))
+    aff = _terms(affinity, "podAffinity", namespace, labels)
+    return PodAffinity(aff, _terms(affinity, "podAntiAffinity", namespace, labels))

@@ -2,7 +2,7 @@
 
 Contract:
 - Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
-  `on_pod_event`, `on_node`, `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
+  `on_pod_event`, `on_node`, `on_namespace` (labels), `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
   `self.cluster` (core.scheduler_state.SchedulerState) and calls `on_change()` when the scheduler may now decide
   something new. They never raise for one bad object (whatever the parser raises: InvalidField, or any other
   exception, which is a bug and logged as one): the object is reported in `problems` (an event to emit, naming the
@@ -716,6 +716,22 @@ class ClusterCache:
             new = self.cluster.nodes.get(name)
             if old is None or new is None or old.labels != new.labels:
                 self.nodes_version += 1
+        self.on_change()
+
+    # ----------------------------------------------------------- namespaces
+    def on_namespace(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A Namespace event: its labels (pod affinity's namespaceSelector reads them); never raises."""
+        meta = obj.get("metadata") or {}
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        labels = meta.get("labels") or {}
+        if kind == "DELETED":
+            self.cluster.set_namespace(name, None)
+        else:
+            self.cluster.set_namespace(
+                name, {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {}
+            )
         self.on_change()
 
     def node_labels(self) -> dict[str, dict[str, str]]:
