@@ -269,14 +269,6 @@ def test_dra_claims_hold_a_pod_alone() -> None:
             "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         ),
         (
-            {
-                "topologySpreadConstraints": [
-                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
-                ]
-            },
-            "spec.topologySpreadConstraints[0]",
-        ),
-        (
             {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]},
             "spec.volumes[0].persistentVolumeClaim",
         ),

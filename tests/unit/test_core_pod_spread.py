@@ -452,11 +452,11 @@ def test_parse_match_label_keys_merges_the_pods_value() -> None:
     assert not any(k == "absent" for k, _ in c.selector.labels)
 
 
-def test_schedule_anyway_is_placed_and_reported_with_its_index() -> None:
+def test_schedule_anyway_is_kept_as_a_preference() -> None:
     soft = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": FOO}
-    pod = _parse([spread(1, "zone"), soft])
-    assert len(pod.sclass.spread) == 1 and not pod.holds
-    assert pod.unsupported == ("spec.topologySpreadConstraints[1]",)
+    pod = _parse([soft, spread(1, "node")])
+    assert [c.hard for c in pod.sclass.spread] == [True, False]  # DoNotSchedule first
+    assert not pod.holds and not pod.unsupported
 
 
 @pytest.mark.parametrize(
@@ -593,3 +593,61 @@ def test_a_gang_short_of_room_is_not_blamed_on_the_spread() -> None:
     plan = step(c, CFG, 0.0)
     message = plan.gang_status["default/g"].message
     assert not plan.bindings and "PodTopologySpread" not in message and "no more nodes" in message, message
+
+
+# ----- ScheduleAnyway: a preference (kube-scheduler's PodTopologySpread Score) -----
+
+
+def soft(key: str, selector: dict[str, Any] | None = APP) -> dict[str, Any]:
+    return {**spread(1, key, selector), "whenUnsatisfiable": "ScheduleAnyway"}
+
+
+def test_schedule_anyway_prefers_the_least_loaded_zones() -> None:
+    """scoring.go: a node scores higher the fewer matching pods its domain holds; binpack alone would put all six
+    on one node. Nothing is reported as unsupported."""
+    c = SchedulerState()
+    _zones(c)
+    _gang(c, "g", 6, soft("zone"))
+    plan = step(c, CFG, 0.0)
+    assert _per_zone(c, plan.bindings) == [2, 2, 2]
+    assert not [e for e in plan.events if e.reason == "Unsupported"]
+
+
+def test_schedule_anyway_never_refuses() -> None:
+    """zc has no room: DoNotSchedule would stop at one member per zone; ScheduleAnyway places all six in za and
+    zb, still least-loaded first (3/3)."""
+    c = SchedulerState()
+    _zones(c, full=("zc",))
+    _gang(c, "g", 6, soft("zone"))
+    plan = step(c, CFG, 0.0)
+    assert _per_zone(c, plan.bindings) == [3, 3, 0]
+
+
+def test_schedule_anyway_nodes_without_the_key_come_last_but_are_used() -> None:
+    """Nodes without the key are ignored by the score (they come last), never filtered: binpack alone would fill
+    the small unlabelled node first."""
+    c = SchedulerState()
+    c.upsert_node(node_from_api(node_obj("zoned", cpu="32", labels={"zone": "za"})))
+    c.upsert_node(node_from_api(node_obj("bare", cpu="2", labels={"kubernetes.io/hostname": "bare"})))
+    _gang(c, "g", 3, soft("zone"))
+    plan = step(c, CFG, 0.0)
+    assert [n for _, n in plan.bindings] == ["zoned"] * 3
+    c2 = SchedulerState()
+    c2.upsert_node(node_from_api(node_obj("zoned", cpu="1", labels={"zone": "za"})))
+    c2.upsert_node(node_from_api(node_obj("bare", cpu="2", labels={"kubernetes.io/hostname": "bare"})))
+    _gang(c2, "g", 3, soft("zone"))
+    assert sorted(n for _, n in step(c2, CFG, 0.0).bindings) == ["bare", "bare", "zoned"]
+
+
+def test_schedule_anyway_next_to_do_not_schedule_never_refuses() -> None:
+    """A DoNotSchedule zone constraint groups the nodes (2/2/2); a ScheduleAnyway one on the hostname that a
+    binpack placement ignores (two members per node) never refuses a node."""
+    c = SchedulerState()
+    _zones(c)
+    c.upsert_gang(GangSpec("default", "g", 6))
+    for i in range(6):
+        spec = {"topologySpreadConstraints": [spread(1, "zone", APP), soft("kubernetes.io/hostname")]}
+        obj = labelled(pod_obj(f"g-{i}", spec_extra=spec), {"app": "x"})
+        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+    plan = step(c, CFG, 0.0)
+    assert _per_zone(c, plan.bindings) == [2, 2, 2]

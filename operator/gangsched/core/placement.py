@@ -34,6 +34,7 @@ from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangSpec, TopologyMode
 from gangsched.core.messages import Shortfall
 from gangsched.core.pickers import Outcome, Placed, place_batches
+from gangsched.core.pod_spread import hard
 from gangsched.core.quorum_placement import place_quorum
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession
@@ -95,7 +96,7 @@ def _spread_checked(session: CycleSession, mark: int, outcome: Outcome) -> Outco
     before them: the workspace gives back what they took since `mark`, and takes them again when they pass); none
     when they break one."""
     placed = outcome[0]
-    if not any(pod.sclass.spread for pod, _ in placed):
+    if not any(hard(pod.sclass) for pod, _ in placed):
         return outcome
     session.workspace.rollback(mark)
     why = check_spread(session, placed)
@@ -144,7 +145,7 @@ def nominated_fit(session: CycleSession, gang: GangState, pending: list[PodRecor
     need = Counter(node for _, node in out)
     if any(view.count_of(node) < count for node, count in need.items()):
         return None
-    if cls.spread and check_spread(session, out) is not None:
+    if hard(cls) and check_spread(session, out) is not None:
         return None
     for node, count in need.items():
         session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)

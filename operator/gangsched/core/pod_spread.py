@@ -3,14 +3,17 @@ podtopologyspread/filtering.go and common.go), as records and domain counts (pur
 core/topology/.
 
 Contract:
-- `SpreadConstraint`: one DoNotSchedule constraint of a pod as the plugin reads it (models/pod_spread.py builds
+- `SpreadConstraint`: one constraint of a pod as the plugin reads it (models/pod_spread.py builds
   it): maxSkew, topologyKey, the pod's namespace, the selector (None: a nil labelSelector, which selects no pod;
   matchLabelKeys already merged in), selfMatch (the selector matches the pod's own labels), minDomains, and the
   node inclusion policies (nodeAffinityPolicy Honor: only nodes the pod's nodeSelector and required node
   affinity accept count; nodeTaintsPolicy Honor: only nodes whose NoSchedule/NoExecute taints the pod tolerates
   count). A class keeps its constraints in `SchedulingClass.spread` (core/records.py).
+- ScheduleAnyway constraints (`hard` False) are kept too: they never refuse a node, they order the candidates
+  (core/spread_place.py), as kube-scheduler's PodTopologySpread Score prefers the domains with the fewest matching
+  pods. `hard(cls)`: the class has a DoNotSchedule constraint.
 - `eligible(cls, node, c)`: the node counts for constraint c: it has every topologyKey of the class's
-  constraints (nodeLabelsMatchSpreadConstraints) and passes the inclusion policies.
+  constraints of c's kind (nodeLabelsMatchSpreadConstraints) and passes the inclusion policies.
 - `Domains(c, of, counts)`: one constraint's domains for a cycle: `of` maps each eligible node to its domain,
   `counts` gives matching pods per node. `floor()` is the global minimum (0 while fewer domains than
   minDomains), `allows(domain)`: count + selfMatch - floor <= maxSkew, `add(domain)` counts one more matching
@@ -49,6 +52,7 @@ class SpreadConstraint(NamedTuple):
     min_domains: int = 1
     honor_affinity: bool = True  # nodeAffinityPolicy (default Honor)
     honor_taints: bool = False  # nodeTaintsPolicy (default Ignore)
+    hard: bool = True  # DoNotSchedule (a filter); False: ScheduleAnyway (a preference, never a refusal)
 
     def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
         """A pod with these namespace and labels counts for the constraint (countPodsMatchSelector)."""
@@ -72,14 +76,20 @@ def _taints_ok(cls: SchedulingClass, node: NodeRecord) -> bool:
     return True
 
 
-def missing_key(cls: SchedulingClass, node: NodeRecord) -> str | None:
-    """The first topology key of the class's constraints the node lacks, else None."""
+def hard(cls: SchedulingClass) -> bool:
+    """The class has a DoNotSchedule constraint (a filter)."""
+    return any(c.hard for c in cls.spread)
+
+
+def missing_key(cls: SchedulingClass, node: NodeRecord, *, of_hard: bool = True) -> str | None:
+    """The first topology key of the class's DoNotSchedule (of_hard) or ScheduleAnyway constraints the node lacks,
+    else None."""
     labels = node.labels
-    return next((c.topology_key for c in cls.spread if c.topology_key not in labels), None)
+    return next((c.topology_key for c in cls.spread if c.hard is of_hard and c.topology_key not in labels), None)
 
 
 def eligible(cls: SchedulingClass, node: NodeRecord, c: SpreadConstraint) -> bool:
-    if missing_key(cls, node) is not None:
+    if missing_key(cls, node, of_hard=c.hard) is not None:
         return False
     if c.honor_affinity and not _affinity_ok(cls, node):
         return False
@@ -128,7 +138,7 @@ class Domains:
         return self.count.get(domain, 0) + int(self.c.self_match) - self.floor()
 
     def allows(self, domain: str) -> bool:
-        return self.skew(domain) <= self.c.max_skew
+        return not self.c.hard or self.skew(domain) <= self.c.max_skew
 
     def add(self, node: str) -> bool:
         """One more pod matching the selector on `node` (if it counts): True when the global minimum rose."""
@@ -161,7 +171,7 @@ class PodTopologySpread:
     domains = False  # the per-node part is static; the skew is evaluated while placing
 
     def applies(self, cls: SchedulingClass) -> bool:
-        return bool(cls.spread)
+        return hard(cls)
 
     def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None:
         return set()

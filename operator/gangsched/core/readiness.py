@@ -13,7 +13,7 @@ Contract (over a CycleSession):
 - `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
   out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
 - `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
-  affinity/anti-affinity, ScheduleAnyway spread, PVC and ephemeral volumes) get a Warning event on each pod the
+  affinity/anti-affinity, PVC and ephemeral volumes) get a Warning event on each pod the
   cycle binds without evaluating them, and one on its PodGroup: once, when the pod is bound (a bound pod's
   PodScheduled condition is the binding's True; held pods get the condition).
 """

@@ -10,7 +10,7 @@ Contract:
   anti_affinity, spread)`: the constraints and requests of a pod interned into a `SchedulingClass` (same
   constraints -> the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility
   is computed once per class, and records share the class's dicts instead of holding their own. `spread`: the
-  DoNotSchedule topology spread constraints (core/pod_spread.py; with the pod's namespace and selfMatch).
+  topology spread constraints (core/pod_spread.py; with the pod's namespace and selfMatch).
 - `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
   pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
   (`projected(pod)`; the store applies it to our pods, core/store.py), so pod selectors can match a class.
@@ -97,7 +97,7 @@ class SchedulingClass:
     host_ports: tuple[HostPort, ...] = ()
     affinity: tuple[PodTerm, ...] = ()  # required pod affinity terms (core/affinity.py)
     anti_affinity: tuple[PodTerm, ...] = ()  # required pod anti-affinity terms
-    spread: tuple[SpreadConstraint, ...] = ()  # DoNotSchedule topology spread constraints (core/pod_spread.py)
+    spread: tuple[SpreadConstraint, ...] = ()  # topology spread constraints (core/pod_spread.py)
     namespace: str = ""  # the pods' namespace, once some selector reads pods (see `with_labels`)
     labels: Labels = ()  # the pods' labels that some selector reads
 

@@ -27,7 +27,7 @@ from collections.abc import Container, Iterable, Mapping
 from gangsched.core.affinity import coupled
 from gangsched.core.capacity import ClassView
 from gangsched.core.pod_counts import Counter, Overlay, PodSelector
-from gangsched.core.pod_spread import Domains, SpreadConstraint, domain_map, missing_key
+from gangsched.core.pod_spread import Domains, SpreadConstraint, domain_map, hard, missing_key
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
 
@@ -57,31 +57,44 @@ def domains_for(session: CycleSession, cls: SchedulingClass) -> list[Domains]:
 
 
 def _primary(domains: list[Domains]) -> int:
-    """The constraint nodes are grouped by: a self-matching one with the fewest domains (else the first)."""
-    moving = [i for i, d in enumerate(domains) if d.c.self_match]
-    if not moving:
-        return 0
-    return min(moving, key=lambda i: len(domains[i].count))
+    """The constraint nodes are grouped by: a self-matching DoNotSchedule one with the fewest domains, else a
+    self-matching ScheduleAnyway one (its groups are then taken least-loaded first), else the first."""
+    for want_hard in (True, False):
+        moving = [i for i, d in enumerate(domains) if d.c.self_match and d.c.hard is want_hard]
+        if moving:
+            return min(moving, key=lambda i: len(domains[i].count))
+    return 0
+
+
+_NO_LABEL = "\0"  # the group of nodes without a ScheduleAnyway key (scored last, as kube-scheduler ignores them)
+_LAST = 1 << 62
 
 
 class _Picker:
-    """Nodes grouped by primary domain, each group a heap of positions in the view's order."""
+    """Nodes grouped by primary domain, each group a heap of positions in the view's order; the groups in a heap
+    by (the group's matching pods when the primary constraint is ScheduleAnyway, else 0; its best position)."""
 
     def __init__(self, session: CycleSession, domains: list[Domains], order: list[tuple[str, int]]) -> None:
         self.domains = domains
         self.p = _primary(domains)
+        self.soft = not domains[self.p].c.hard and domains[self.p].c.self_match
         nodes = session.store.nodes
         self.order = order
         self.room = [c for _, c in order]
         keys = [d.c.topology_key for d in domains]
-        self.values = [[nodes[name].labels[k] for name, _ in order] for k in keys]  # [constraint][position]
+        self.values = [[nodes[name].labels.get(k, _NO_LABEL) for name, _ in order] for k in keys]
         self.groups: dict[str, list[int]] = {}
         for i, d in enumerate(self.values[self.p]):
             self.groups.setdefault(d, []).append(i)  # ascending: already a heap
-        self.top = [(g[0], d) for d, g in self.groups.items()]
+        self.top = [(self._load(d), g[0], d) for d, g in self.groups.items()]
         heapq.heapify(self.top)
         self.waiting: list[str] = []  # primary domains that take no more until the primary minimum rises
         self.parked: list[tuple[str, int]] = []  # nodes another constraint refuses until a minimum rises
+
+    def _load(self, d: str) -> int:
+        if not self.soft:
+            return 0
+        return _LAST if d == _NO_LABEL else self.domains[self.p].count.get(d, 0)
 
     def _others_allow(self, i: int) -> bool:
         return all(d.allows(self.values[j][i]) for j, d in enumerate(self.domains) if j != self.p)
@@ -89,15 +102,15 @@ class _Picker:
     def _push(self, d: str) -> None:
         group = self.groups[d]
         if group:
-            heapq.heappush(self.top, (group[0], d))
+            heapq.heappush(self.top, (self._load(d), group[0], d))
 
     def next(self) -> int | None:
         """The position of the best node that takes one more pod now, else None."""
         top, primary = self.top, self.domains[self.p]
         while top:
-            i, d = top[0]
+            load, i, d = top[0]
             group = self.groups[d]
-            if not group or group[0] != i:
+            if not group or group[0] != i or load != self._load(d):
                 heapq.heappop(top)  # stale
             elif not primary.allows(d):
                 heapq.heappop(top)
@@ -133,6 +146,8 @@ class _Picker:
         self._use(i)
         name = self.order[i][0]
         rose = [dom.c.self_match and dom.add(name) for dom in self.domains]
+        if self.soft:
+            self._push(self.values[self.p][i])  # its load moved: the entry before is stale
         if rose[self.p]:
             for w in self.waiting:
                 self._push(w)
@@ -145,8 +160,8 @@ class _Picker:
 
 
 def _blocker(domains: list[Domains]) -> str:
-    worst = next((d for d in domains if d.c.self_match), domains[0])
-    return worst.describe()
+    worst = next((d for d in domains if d.c.self_match and d.c.hard), None)
+    return (worst or next(d for d in domains if d.c.hard)).describe()
 
 
 def pick_spread(
@@ -184,7 +199,7 @@ def pick_spread(
 def check_spread(session: CycleSession, placed: list[tuple[PodRecord, str]]) -> str | None:
     by_class: dict[int, tuple[SchedulingClass, list[str]]] = {}
     for pod, node in placed:
-        if pod.sclass.spread:
+        if hard(pod.sclass):
             by_class.setdefault(pod.sclass.id, (pod.sclass, []))[1].append(node)
     for cls, targets in by_class.values():
         others = [(pod, node) for pod, node in placed if pod.sclass.id != cls.id]
@@ -204,7 +219,7 @@ def _check_class(
         key = missing_key(cls, nodes[name])
         if key is not None:
             return f"PodTopologySpread: node {name} has no label {key}"
-    domains = domains_for(session, cls)
+    domains = [d for d in domains_for(session, cls) if d.c.hard]
     for pod, name in others:
         labels = dict(pod.labels)
         for dom in domains:

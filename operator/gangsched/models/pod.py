@@ -7,12 +7,12 @@ Contract:
   spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
   mark, and the scheduling constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them, required pod affinity/anti-affinity terms, models/pod_affinity.py, the DoNotSchedule topology spread
-  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
+  them, required pod affinity/anti-affinity terms, models/pod_affinity.py, the topology spread constraints,
+  models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
   evaluate (`unsupported`, field paths; `holds` when one is required:
-  DRA spec.resourceClaims; preferred pod affinity terms, ScheduleAnyway spread constraints
-  (`spec.topologySpreadConstraints[i]`) and PVC/ephemeral volumes are only reported). No raw API dict is kept.
+  DRA spec.resourceClaims; preferred pod affinity terms and PVC/ephemeral volumes are only reported). No raw API
+  dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
@@ -130,10 +130,9 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
-def _unsupported(spec: Mapping[str, Any], soft_spread: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
-    """(field paths of the constraints gangsched does not evaluate, whether one of them is required); `soft_spread`:
-    the ScheduleAnyway topology spread constraints (models/pod_spread.py)."""
-    found: list[str] = list(soft_spread)
+def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """(field paths of the constraints gangsched does not evaluate, whether one of them is required)."""
+    found: list[str] = []
     holds = False
     affinity = spec.get("affinity")
     if isinstance(affinity, Mapping):
@@ -286,9 +285,8 @@ def pod_from_api(
     labels = _labels(meta)
     terms = pod_affinity(spec, namespace=namespace, labels=dict(labels)) if "affinity" in spec else _NO_AFFINITY
     spread: tuple[SpreadConstraint, ...] = ()
-    soft_spread: tuple[str, ...] = ()
     if spec.get("topologySpreadConstraints"):
-        spread, soft_spread = spread_constraints(spec, namespace=namespace, labels=dict(labels))
+        spread = spread_constraints(spec, namespace=namespace, labels=dict(labels))
     sclass = scheduling_class(
         pod_requests(spec),
         node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
@@ -300,8 +298,8 @@ def pod_from_api(
         anti_affinity=terms.anti,
         spread=spread,
     )
-    maybe = soft_spread or "affinity" in spec or "volumes" in spec or "resourceClaims" in spec
-    unsupported, holds = _unsupported(spec, soft_spread) if maybe else ((), False)
+    maybe = "affinity" in spec or "volumes" in spec or "resourceClaims" in spec
+    unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(
         namespace=namespace,

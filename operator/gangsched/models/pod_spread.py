@@ -1,13 +1,13 @@
 """A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/pod_spread.py).
 
 Contract:
-- `spread_constraints(spec, *, namespace, labels) -> (hard, soft_fields)`: the DoNotSchedule constraints as
-  records (kept in the pod's SchedulingClass: kube-scheduler's PodTopologySpread filter), and the field paths of
-  the ScheduleAnyway ones (scoring constraints: placed, reported as not evaluated). As kube-scheduler's
+- `spread_constraints(spec, *, namespace, labels) -> constraints`: the constraints as records, DoNotSchedule
+  ones first (kept in the pod's SchedulingClass: kube-scheduler's PodTopologySpread filter; ScheduleAnyway ones,
+  `hard` False, its score: they order the candidate nodes, core/spread_place.py). As kube-scheduler's
   `filterTopologySpreadConstraints` reads them: a nil labelSelector selects no pod (labels.Nothing()); minDomains
   unset is 1; nodeAffinityPolicy unset is Honor, nodeTaintsPolicy unset is Ignore; each matchLabelKeys key the pod
   has is merged into the selector with the pod's value (keys it lacks are left out); selfMatch is whether the
-  selector matches the pod's own labels. The label keys a DoNotSchedule selector reads are registered
+  selector matches the pod's own labels. The label keys a selector reads are registered
   (core/records.py `register_label_keys`) so the cycle's placements are matched by their class.
 - Validation as the apiserver's (pkg/apis/core/validation `validateTopologySpreadConstraints`): maxSkew an integer
   from 1 to 2147483647, topologyKey a non-empty string, whenUnsatisfiable DoNotSchedule or ScheduleAnyway, minDomains
@@ -88,7 +88,7 @@ def _constraint(raw: Any, labels: Mapping[str, str], namespace: str, *, field: s
                 f"{field}.minDomains", min_domains, "may only be set with whenUnsatisfiable DoNotSchedule"
             )
     selector = _selector(entry, labels, field=field)
-    if action == "DoNotSchedule" and selector is not None:  # the workspace matches classes by these labels
+    if selector is not None:  # the workspace matches classes by these labels
         register_label_keys([*(k for k, _ in selector.labels), *(r.key for r in selector.expressions)])
     return action, SpreadConstraint(
         max_skew=max_skew,
@@ -99,15 +99,16 @@ def _constraint(raw: Any, labels: Mapping[str, str], namespace: str, *, field: s
         min_domains=min_domains,
         honor_affinity=_policy(entry.get("nodeAffinityPolicy"), "Honor", field=f"{field}.nodeAffinityPolicy"),
         honor_taints=_policy(entry.get("nodeTaintsPolicy"), "Ignore", field=f"{field}.nodeTaintsPolicy"),
+        hard=action == "DoNotSchedule",
     )
 
 
 def spread_constraints(
     spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str]
-) -> tuple[tuple[SpreadConstraint, ...], tuple[str, ...]]:
-    """(DoNotSchedule constraints, field paths of the ScheduleAnyway ones); see the module docstring."""
+) -> tuple[SpreadConstraint, ...]:
+    """The constraints, DoNotSchedule ones first; see the module docstring."""
     hard: list[SpreadConstraint] = []
-    soft: list[str] = []
+    soft: list[SpreadConstraint] = []
     seen: set[tuple[str, str]] = set()
     for i, raw in enumerate(as_list(spec.get("topologySpreadConstraints"), field=FIELD)):
         field = f"{FIELD}[{i}]"
@@ -116,8 +117,5 @@ def spread_constraints(
         if pair in seen:
             raise InvalidField(field, f"{pair[0]}/{pair[1]}", "must not repeat a (topologyKey, whenUnsatisfiable) pair")
         seen.add(pair)
-        if action == "DoNotSchedule":
-            hard.append(constraint)
-        else:
-            soft.append(field)
-    return tuple(hard), tuple(soft)
+        (hard if constraint.hard else soft).append(constraint)
+    return (*hard, *soft)
