@@ -651,3 +651,29 @@ def test_schedule_anyway_next_to_do_not_schedule_never_refuses() -> None:
         c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert _per_zone(c, plan.bindings) == [2, 2, 2]
+
+
+def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
+    """minDomains 4 over three zones: at most one member per zone, whatever is evicted; the low-priority pods
+    filling every node must not be evicted in vain: the victim search counts resources, not the skew, so a gang
+    with a DoNotSchedule constraint does not preempt (core/preempting.py, as with host ports). Control: the same
+    gang without the constraint preempts."""
+    c = SchedulerState()
+    _zones(c)
+    for i, (name, _) in enumerate(ZONE_NODES):
+        obj = pod_obj(f"low-{i}", cpu="32", node=name, phase="Running", priority=-10)
+        c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+    _gang(c, "g", 6, spread(1, "zone", APP, minDomains=4))
+    for now in (0.0, 1.0, 30.0):
+        plan = step(c, CFG, now)
+        assert not plan.evictions and not plan.bindings
+    control = SchedulerState()
+    _zones(control)
+    for i, (name, _) in enumerate(ZONE_NODES):
+        obj = pod_obj(f"low-{i}", cpu="32", node=name, phase="Running", priority=-10)
+        control.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+    control.upsert_gang(GangSpec("default", "g", 6))
+    for i in range(6):
+        obj = labelled(pod_obj(f"g-{i}"), {"app": "x"})
+        control.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+    assert step(control, CFG, 0.0).evictions
