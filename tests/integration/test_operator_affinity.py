@@ -82,3 +82,33 @@ async def test_affinity_follows_a_pod_of_another_scheduler(two_zones: Cluster) -
 
         nodes = await eventually(placed, what="both app members bound")
         assert sorted(nodes.values()) == ["b0", "b1"]  # zone b holds the cache; 8 GPUs each: one per node
+
+
+async def test_namespace_selector_reads_namespace_labels_from_the_api(two_zones: Cluster) -> None:
+    """types.go newAffinityTerm: a term with a namespaceSelector selects pods of the namespaces whose labels match
+    (the operator watches namespaces for their labels)."""
+    k = two_zones.client
+    for name, team in (("team-a", "a"), ("team-b", "b")):
+        await k.create(
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {"team": team}}},
+        )
+    await create(
+        k, _with(pod("db", namespace="team-a", labels={"app": "db"}, scheduler="default-scheduler"), {}, node="a0")
+    )
+    await create(
+        k, _with(pod("db", namespace="team-b", labels={"app": "db"}, scheduler="default-scheduler"), {}, node="b0")
+    )
+    term = {
+        "labelSelector": {"matchLabels": {"app": "db"}},
+        "topologyKey": ZONE,
+        "namespaceSelector": {"matchLabels": {"team": "a"}},
+    }
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    async with replica(two_zones.kubeconfig):
+        await create(k, _with(pod("away", gpu=8), affinity))
+
+        async def placed() -> str | None:
+            return bound(await pods(k, "default")).get("away")
+
+        assert await eventually(placed, what="the pod bound") in {"b0", "b1"}  # team-a's db is in zone a

@@ -358,3 +358,17 @@ def test_missing_topology_key_names_the_field() -> None:
     with pytest.raises(InvalidField) as caught:
         pod_from_api(_obj("p", {}, _affinity(anti=[{"labelSelector": {}}])), gang=None, ours=True)
     assert caught.value.field.endswith("requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey")
+
+
+def test_an_anti_affine_gang_never_evicts_in_vain() -> None:
+    """The victim search frees resources, not topology domains: with `app: web` held by a higher-priority pod on
+    the only node, evicting the lower-priority pod that holds the CPU would not make room. Nobody is evicted."""
+    c = SchedulerState()
+    (node,) = add_nodes(c, 1, cpu="2")
+    _add(c, "keeper", {"app": "web"}, ours=False, node=node, phase="Running", priority=1000)
+    _add(c, "low", {}, ours=False, node=node, phase="Running", priority=-10)
+    add_gang(c, "web", 0, min_member=1)
+    _add(c, "web-0", {"app": "web"}, ANTI_HOST, gang="default/web", rank=0, priority=100)
+    for now in (0.0, 1.0, 10.0):
+        plan = step(c, CFG, now)
+        assert not plan.evictions and not plan.bindings

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from gangsched.core.affinity import coupled
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.late_members import place_near_gang
@@ -361,8 +362,9 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
-    cls = pods[0].sclass
-    if gang is None and short and not placed and not cls.host_ports and not spread_hard(cls):  # nor spreads
+    cls = pods[0].sclass  # the victim search frees no ports, no domain and keeps no skew
+    frees = not cls.host_ports and not coupled(cls) and not spread_hard(cls)
+    if gang is None and short and not placed and frees:
         session.rollback(mark)
         if preempt_alone(session, unit, pods[0]):
             return

@@ -36,7 +36,8 @@ Contract:
   added and replays them into counters registered later, when they are first read or at the next `add`.
 - Labels in the workspace: a placement knows its pod only by its scheduling class, whose labels are projected
   on the label keys some selector reads (core/records.py `register_label_keys`, `SchedulingClass.labels`):
-  a filter whose selectors read labels registers their keys when it parses them (models/pod.py).
+  a filter whose selectors read labels registers their keys when it parses them (models/pod_affinity.py).
+  Caveat: a key that differs per member (an index label) read by some selector splits a gang into classes.
 Pure bookkeeping: no I/O. Labels of matched pods are converted to a dict per match (registration scans and
 charges only).
 """

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Set as AbstractSet
 
+from gangsched.core.affinity import coupled
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import GangStatus
@@ -84,10 +85,8 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         )
         event(session, "PodGroup", gang.key, "Warning", "PreemptionUnsupported", message)
         return False
-    if any(
-        p.sclass.host_ports or spread_hard(p.sclass) for p in pending
-    ):  # the victim search counts resources, not host ports or topology spread: it would evict in vain
-        return False
+    if any(p.sclass.host_ports or coupled(p.sclass) or spread_hard(p.sclass) for p in pending):
+        return False  # the victim search counts resources, not host ports, pod affinity or skew: it would evict in vain
     outstanding = session.state.victims_of(gang.key)
     lowest = session.store.lowest_priority()
     if not outstanding and (lowest is None or lowest >= min(p.priority for p in pending)):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gangsched.core.affinity import coupled
 from gangsched.core.gangspec import GangSpec
 from gangsched.core.messages import Shortfall
 from gangsched.core.pickers import Outcome, Placed, place_batches
@@ -40,7 +41,7 @@ def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], h
     short = _shortfalls(pods, placed)
     if not short or quorum_met(spec, held, placed) or _beyond_bound(session, classes, placed):
         return placed, short, None
-    if any(cls.host_ports for cls in classes):
+    if any(cls.host_ports or coupled(cls) for cls in classes):  # the exact search plans from per-node counts
         return placed, short, None
     session.workspace.rollback(mark)
     need = max(spec.min_member - sum(held.values()), sum(demands.values()))

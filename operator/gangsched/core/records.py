@@ -5,12 +5,13 @@ Contract:
 - `NodeRecord`: name, allocatable (canonical units, see core/resources.py), labels, taints, unschedulable.
 - `PodRecord`: identity, priority, preemption policy, creation time (epoch seconds), spec.nodeName, status.phase,
   status.nominatedNodeName, gang/role/rank, whether it is ours, the timeout mark, its termination grace period
-  (seconds) and its `SchedulingClass`.
+  (seconds), its labels (sorted pairs: pod selectors match them, core/pod_counts.py) and its `SchedulingClass`.
 - `scheduling_class(requests, *, node_selector, required, preferred, tolerations, host_ports, affinity,
   anti_affinity, spread)`: the constraints and requests of a pod interned into a `SchedulingClass` (same
   constraints -> the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility
-  is computed once per class, and records share the class's dicts instead of holding their own. `spread`: the
-  topology spread constraints (core/pod_spread.py; with the pod's namespace and selfMatch).
+  is computed once per class, and records share the class's dicts instead of holding their own. Required pod
+  affinity and anti-affinity terms (`PodTerm`, core/pod_counts.py) are part of the class; `spread`: the topology
+  spread constraints (core/pod_spread.py; with the pod's namespace and selfMatch).
 - `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
   pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
   (`projected(pod)`; the store applies it to our pods, core/store.py), so pod selectors can match a class.

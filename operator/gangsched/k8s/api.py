@@ -6,7 +6,8 @@ Contract:
 - `KubeApi(client)` calls through the KubeClient it is given; over the replica's FencedClient (k8s/fence.py) every
   write is fenced (sent only while this replica may write), reads and watches go straight through. Every call
   raises ApiError (k8s/errors.py) and runs under the client's retry policy (k8s/retry.py) unless it passes `retry=`.
-- Lists (every page; the items): `list_nodes()`, `list_podgroups()`, `list_priority_classes()`, `list_pdbs()`.
+- Lists (every page; the items): `list_nodes()`, `list_podgroups()`, `list_priority_classes()`, `list_namespaces()`,
+  `list_pdbs()`.
 - Reflectors (k8s/reflector.py), not started: `pod_reflector(...)` lists and watches every pod of the cluster;
   `configmap_reflector(namespace, name, ...)` exactly one ConfigMap (`fieldSelector=metadata.name=...`), so neither
   the operator nor its RBAC touches any other ConfigMap of the cluster.
@@ -113,6 +114,10 @@ class KubeApi:
 
     async def list_priority_classes(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
+        return items
+
+    async def list_namespaces(self) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/api/v1/namespaces")
         return items
 
     async def list_pdbs(self) -> list[dict[str, Any]]:

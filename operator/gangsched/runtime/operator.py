@@ -260,7 +260,7 @@ class Operator:
 
     async def _seed(self) -> None:
         """Lists first, so the first decision is taken on a complete view (restart safety). PodDisruptionBudgets
-        too: Kopf's watches do not replay them when the state is rebuilt."""
+        and namespaces too: Kopf's watches do not replay them when the state is rebuilt."""
         for node in await self.api.list_nodes():
             self.cache.on_node(None, node)
         try:
@@ -270,7 +270,11 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for what, lister, feed in (("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),):
+        seeds = (
+            ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
+            ("Namespaces", self.api.list_namespaces, self.cache.on_namespace),  # pod affinity's namespaceSelector
+        )
+        for what, lister, feed in seeds:
             try:
                 objs = await lister()
             except ApiError as exc:
