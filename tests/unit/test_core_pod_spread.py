@@ -25,7 +25,7 @@ import pytest
 
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
 from gangsched.core.topology import Domain, TopologyTree
@@ -677,3 +677,62 @@ def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
         obj = labelled(pod_obj(f"g-{i}"), {"app": "x"})
         control.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     assert step(control, CFG, 0.0).evictions
+
+
+# ----- randomized: against a sequential replay of the filter -----
+
+
+def _water_fill(cap: dict[str, int], count: dict[str, int], skew: int, min_domains: int, n: int) -> int:
+    """How many pods kube-scheduler's Filter lets in one after another, each into the allowed domain with the
+    fewest matching pods (an independent oracle: filtering.go's rule on plain counts)."""
+    cap, count = dict(cap), dict(count)
+    placed = 0
+    while placed < n:
+        floor = 0 if len(count) < min_domains else min(count.values())
+        allowed = [d for d in count if cap[d] > 0 and count[d] + 1 - floor <= skew]
+        if not allowed:
+            break
+        d = min(allowed, key=lambda x: (count[x], x))
+        cap[d] -= 1
+        count[d] += 1
+        placed += 1
+    return placed
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_clusters_against_the_filter_replayed(seed: int) -> None:
+    """Random zones, room and matching pods already bound: a NonStrict gang places exactly as many members as the
+    oracle lets in, and the final counts keep the skew (the last pod into each domain saw a minimum <= the final
+    one, so final count - final minimum <= maxSkew is necessary)."""
+    import random
+
+    rnd = random.Random(seed)
+    zones = [f"z{i}" for i in range(rnd.randint(2, 4))]
+    skew, min_domains, n = rnd.randint(1, 2), rnd.choice([1, 1, 3, 5]), rnd.randint(1, 9)
+    c = SchedulerState()
+    cap: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for z in zones:
+        cap[z] = count[z] = 0
+        for j in range(rnd.randint(1, 2)):
+            name, room, old = f"{z}-{j}", rnd.randint(0, 3), rnd.randint(0, 2)
+            c.upsert_node(node_from_api(node_obj(name, cpu=str(room), labels={"zone": z})))
+            cap[z] += room
+            count[z] += old
+            for k in range(old):
+                obj = labelled(pod_obj(f"old-{name}-{k}", cpu=None, node=name, phase="Running"), {"app": "x"})
+                c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+    want = _water_fill(cap, count, skew, min_domains, n)
+    c.upsert_gang(GangSpec("default", "g", 1, mode=GangMode.NON_STRICT))
+    constraint = spread(skew, "zone", APP, **({"minDomains": min_domains} if min_domains > 1 else {}))
+    for i in range(n):
+        obj = labelled(pod_obj(f"g-{i}", spec_extra={"topologySpreadConstraints": [constraint]}), {"app": "x"})
+        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+    plan = step(c, CFG, 0.0)
+    placed = [*plan.bindings, *plan.reservations]
+    assert len(placed) == want, (seed, cap, count, skew, min_domains, n, placed)
+    for _, node in placed:
+        count[c.nodes[node].labels["zone"]] += 1
+    touched = {c.nodes[node].labels["zone"] for _, node in placed}
+    floor = 0 if len(count) < min_domains else min(count.values())
+    assert all(count[z] - floor <= skew for z in touched), (seed, count)
