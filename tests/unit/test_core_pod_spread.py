@@ -700,7 +700,7 @@ def _water_fill(cap: dict[str, int], count: dict[str, int], skew: int, min_domai
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_clusters_against_the_filter_replayed(seed: int) -> None:
+def test_random_clusters_against_the_filter_replayed(seed: int, config: SchedulerConfig = CFG) -> None:
     """Random zones, room and matching pods already bound: a NonStrict gang places exactly as many members as the
     oracle lets in, and the final counts keep the skew (the last pod into each domain saw a minimum <= the final
     one, so final count - final minimum <= maxSkew is necessary)."""
@@ -728,7 +728,7 @@ def test_random_clusters_against_the_filter_replayed(seed: int) -> None:
     for i in range(n):
         obj = labelled(pod_obj(f"g-{i}", spec_extra={"topologySpreadConstraints": [constraint]}), {"app": "x"})
         c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
-    plan = step(c, CFG, 0.0)
+    plan = step(c, config, 0.0)
     placed = [*plan.bindings, *plan.reservations]
     assert len(placed) == want, (seed, cap, count, skew, min_domains, n, placed)
     for _, node in placed:
@@ -736,3 +736,9 @@ def test_random_clusters_against_the_filter_replayed(seed: int) -> None:
     touched = {c.nodes[node].labels["zone"] for _, node in placed}
     floor = 0 if len(count) < min_domains else min(count.values())
     assert all(count[z] - floor <= skew for z in touched), (seed, count)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_clusters_with_the_spread_score_strategy(seed: int) -> None:
+    """The same oracle with scoreStrategy spread (one pod per node per round, emptiest first)."""
+    test_random_clusters_against_the_filter_replayed(seed, SchedulerConfig(score_strategy="spread"))

@@ -11,7 +11,8 @@ Contract:
   gang's own members count as they are placed (6 members, maxSkew 1, 3 empty zones: 2/2/2). The workspace takes
   what was chosen; `why` names PodTopologySpread when it stopped short because of a constraint. Cost: the view's
   nodes once, then O(log n) per pod (nodes grouped by the domain of the constraint with the fewest domains; a
-  domain that may not take more waits until that constraint's minimum rises). A class with pod affinity terms too
+  domain that may not take more waits until that constraint's minimum rises; with the `spread` score strategy, one
+  pod per node per round, each round reading the view's order again). A class with pod affinity terms too
   (core/affinity.py `coupled`) is placed pod by pod, each node's count read again first.
 - `check_spread(session, placed) -> str | None`: placements made by the paths that choose nodes by capacity alone
   (network topology, several classes or roles, nominations): None when they can be made one after another in
@@ -167,8 +168,38 @@ def _blocker(domains: list[Domains]) -> str:
 def pick_spread(
     session: CycleSession, view: ClassView, cls: SchedulingClass, need: int, only: Container[str] | None
 ) -> tuple[Chosen, str | None]:
+    """See the module docstring. The `spread` score strategy deals one pod per node per round (each round reads
+    the view's order again, emptiest first), as core/pickers.py does."""
+    if not session.workspace.spread:
+        return _pick(session, view, cls, need, only, one_each=False)
+    taken: dict[str, int] = {}
+    why = None
+    left = need
+    while left:
+        chosen, why = _pick(session, view, cls, left, only, one_each=True)
+        for name, count in chosen:
+            taken[name] = taken.get(name, 0) + count
+            left -= count
+        if not chosen:  # a round that placed something may have raised a minimum: another round may place more
+            break
+    return list(taken.items()), why
+
+
+def _pick(
+    session: CycleSession,
+    view: ClassView,
+    cls: SchedulingClass,
+    need: int,
+    only: Container[str] | None,
+    *,
+    one_each: bool,
+) -> tuple[Chosen, str | None]:
     nodes = session.store.nodes
-    order = [(n, c) for n, c in view.ordered() if (only is None or n in only) and missing_key(cls, nodes[n]) is None]
+    order = [
+        (n, 1 if one_each else c)
+        for n, c in view.ordered()
+        if (only is None or n in only) and missing_key(cls, nodes[n]) is None
+    ]
     domains = domains_for(session, cls)
     picker = _Picker(session, domains, order)
     check = coupled(cls)  # pod affinity too: a placement may lower other nodes' counts, so place as we go
