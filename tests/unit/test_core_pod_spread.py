@@ -700,10 +700,14 @@ def _water_fill(cap: dict[str, int], count: dict[str, int], skew: int, min_domai
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_clusters_against_the_filter_replayed(seed: int, config: SchedulerConfig = CFG) -> None:
+def test_random_clusters_against_the_filter_replayed(seed: int) -> None:
     """Random zones, room and matching pods already bound: a NonStrict gang places exactly as many members as the
     oracle lets in, and the final counts keep the skew (the last pod into each domain saw a minimum <= the final
     one, so final count - final minimum <= maxSkew is necessary)."""
+    _random_case(seed, CFG)
+
+
+def _random_case(seed: int, config: SchedulerConfig) -> None:
     import random
 
     rnd = random.Random(seed)
@@ -741,4 +745,4 @@ def test_random_clusters_against_the_filter_replayed(seed: int, config: Schedule
 @pytest.mark.parametrize("seed", range(40))
 def test_random_clusters_with_the_spread_score_strategy(seed: int) -> None:
     """The same oracle with scoreStrategy spread (one pod per node per round, emptiest first)."""
-    test_random_clusters_against_the_filter_replayed(seed, SchedulerConfig(score_strategy="spread"))
+    _random_case(seed, SchedulerConfig(score_strategy="spread"))
