@@ -1,7 +1,7 @@
 """Benchmarks of the scheduling core: decision time, drain rate, independence from bound pods,
 memory per cached pod and node, pod anti-affinity. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
 core.bound100k_ratio, core.recheck_reserved1000_ms, core.bytes_per_pod, core.bytes_per_node,
-core.affinity_gang256_ms."""
+core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import gc
 import statistics
 import time
 import tracemalloc
+from collections import Counter
 from typing import Any
 
 from bench.common import figure, log, summary
@@ -214,12 +215,18 @@ ANTI_HOSTNAME = {
         ]
     }
 }
+ZONE_SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "topology.kubernetes.io/zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "anti256"}},
+}
 
 
 def bench_affinity_gang256() -> None:
     """A 256-pod gang, one member per node (required anti-affinity on the hostname), on 5,000 nodes running
-    100k pods. Run last: once a pod selector exists, every class of our pods carries its labels.
-    TODO(spread): add a zone topologySpreadConstraint (maxSkew 1) to the members once PodTopologySpread lands."""
+    100k pods, and a zone topologySpreadConstraint (maxSkew 1, DoNotSchedule) over the members. Run last: once a
+    pod selector exists, every class of our pods carries its labels."""
     c = _cluster(5000)
     for i in range(100_000):
         obj = _pod(f"bound-{i}", gpu=0, namespace="other", node=f"node-{i % 5000:05d}")
@@ -229,12 +236,15 @@ def bench_affinity_gang256() -> None:
         obj = _pod(f"anti-{r}", gpu=1)
         obj["metadata"]["labels"] = {"app": "anti256"}
         obj["spec"]["affinity"] = ANTI_HOSTNAME
+        obj["spec"]["topologySpreadConstraints"] = [ZONE_SPREAD]
         c.upsert_pod(pod_from_api(obj, gang="bench/anti", rank=r, ours=True))
     config = SchedulerConfig()
     t0 = time.perf_counter()
     plan = schedule(c, 0.0, config)
     cold = (time.perf_counter() - t0) * 1000
     assert len({node for _, node in plan.bindings}) == 256, "one member per node"
+    zones = Counter(c.nodes[node].labels["topology.kubernetes.io/zone"] for _, node in plan.bindings)
+    assert max(zones.values()) - min(zones.values()) <= 1, zones
     samples = _decision_ms(c, config, 9)
     figure(
         "core.affinity_gang256_ms",
@@ -296,6 +306,10 @@ def main() -> None:
     bench_memory()
     log("core: anti-affine gang of 256 on 5000 nodes, 100k bound")
     bench_affinity_gang256()
+    from bench.spread_core import bench_spread_gang256  # (imports this module)
+
+    log("core: a 256-pod gang with a zone spread constraint, 100k matching bound pods")
+    bench_spread_gang256()
 
 
 if __name__ == "__main__":

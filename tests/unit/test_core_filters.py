@@ -268,13 +268,9 @@ def test_dra_claims_hold_a_pod_alone() -> None:
             {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}}},
             "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
         ),
-        (
-            {"topologySpreadConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "ScheduleAnyway"}]},
-            "spec.topologySpreadConstraints",
-        ),
     ],
 )
-def test_preferred_constraints_and_volumes_are_placed_and_reported_once(spec: dict[str, Any], field: str) -> None:
+def test_preferred_pod_affinity_is_placed_and_reported_once(spec: dict[str, Any], field: str) -> None:
     c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     keys = add_gang(c, "g", 2, gpu=1, spec_extra=spec)
@@ -286,7 +282,9 @@ def test_preferred_constraints_and_volumes_are_placed_and_reported_once(spec: di
     assert not step(c, CFG, 1.0).events  # once
 
 
-def test_do_not_schedule_spread_holds() -> None:
+def test_do_not_schedule_spread_is_evaluated_not_held() -> None:
+    """DoNotSchedule spread constraints are evaluated (tests/unit/test_core_pod_spread.py): nodes without the
+    topology key are no candidates, and the gang says so instead of "unsupported"."""
     c = SchedulerState()
     add_nodes(c, 2, gpu=8)
     spread = {
@@ -295,7 +293,8 @@ def test_do_not_schedule_spread_holds() -> None:
     add_gang(c, "g", 2, gpu=1, spec_extra=spread)
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
-    assert plan.gang_status["default/g"].reason == "Unsupported"
+    status = plan.gang_status["default/g"]
+    assert status.reason != "Unsupported" and "PodTopologySpread: no label zone" in status.message
 
 
 def test_dra_resource_claims_hold() -> None:

@@ -23,6 +23,8 @@ Contract:
   anti-affinity, over the pod counts (`Usage.counts`, the store's; `Usage.overlay`, the cycle's placements).
   Its limit on a node depends on the pods of the node's whole topology domain: core/capacity.py refreshes the
   nodes of the domains a change touches (core/affinity.py `relevant`).
+- `PodTopologySpread` (core/pod_spread.py): a node without one of the class's topology keys takes none of its
+  pods; the skew across domains is evaluated while placing (core/spread_place.py).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Protocol
 
 from gangsched.core.affinity import InterPodAffinity
 from gangsched.core.pod_counts import Change, Overlay, PodCounts
+from gangsched.core.pod_spread import PodTopologySpread
 from gangsched.core.records import HostPort, NodeRecord, SchedulingClass
 
 WILDCARD = "0.0.0.0"
@@ -142,7 +145,7 @@ class NodePorts:
         return None if port is None else f"host port {port.port}/{port.protocol} in use"
 
 
-FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity())
+FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity(), PodTopologySpread())
 _by_class: dict[int, tuple[NodeFilter, ...]] = {}
 
 

@@ -49,6 +49,7 @@ from gangsched.core.messages import (
 from gangsched.core.partial_gangs import partial_gate, partial_note
 from gangsched.core.placement import nominated_fit, place
 from gangsched.core.plan import GangStatus
+from gangsched.core.pod_spread import hard as spread_hard
 from gangsched.core.preempt_alone import preempt_alone
 from gangsched.core.preempting import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.readiness import gang_blocked, held_alone
@@ -365,7 +366,8 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
-    frees = not pods[0].sclass.host_ports and not coupled(pods[0].sclass)  # the search frees no ports, no domain
+    cls = pods[0].sclass  # the victim search frees no ports, no domain and keeps no skew
+    frees = not cls.host_ports and not coupled(cls) and not spread_hard(cls)
     if gang is None and short and not placed and frees:
         session.rollback(mark)
         if preempt_alone(session, unit, pods[0]):

@@ -5,7 +5,9 @@ scheduling class, in order) takes capacity in the workspace: binpack takes the f
 it can; spread deals one pod per node round the emptiest nodes; preferred affinity and PreferNoSchedule taints
 rank first (the order of core/capacity.py's ClassIndex buckets); `partial=False` stops at the first batch short;
 `only`: the nodes allowed (None: every node). A class with pod affinity terms (core/affinity.py `coupled`) is
-placed node by node, each count read again after the previous placement.
+placed node by node, each count read again after the previous placement. A class with DoNotSchedule topology
+spread constraints is placed one pod at a time in that order by core/spread_place.py (each pod where the skew
+allows it).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from gangsched.core.capacity import ClassView
 from gangsched.core.messages import Shortfall
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
+from gangsched.core.spread_place import pick_spread
 
 Placed = list[tuple[PodRecord, str]]
 Outcome = tuple[Placed, list[Shortfall], int | None]  # (placed, shortfalls, topology tier)
@@ -31,7 +34,10 @@ def place_batches(
     for members in batches:
         cls = members[0].sclass
         view = session.workspace.view(cls)
-        if session.workspace.spread:
+        why = None
+        if cls.spread:
+            chosen, why = pick_spread(session, view, cls, len(members), only)
+        elif session.workspace.spread:
             chosen = _pick_spread(session, view, cls, len(members), only)
         else:
             chosen = _pick_binpack(session, view, cls, len(members), only)
@@ -41,7 +47,7 @@ def place_batches(
                 placed.append((pod, node))
             i += count
         if i < len(members):
-            short.append(Shortfall(cls, len(members), i))
+            short.append(Shortfall(cls, len(members), i, why))
             if not partial:
                 break
     return placed, short, None

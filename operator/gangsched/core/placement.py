@@ -18,8 +18,12 @@ roles of the gang's bound and reserved members.
 - Pod affinity in the topology and quorum paths: they plan from per-node counts, which are exact only while
   the class's domains are single nodes; a plan that breaks the class's terms over a larger domain is refused
   (the workspace notices it, `Workspace.take_violations`), the gang waits with a message naming InterPodAffinity.
+- DoNotSchedule topology spread constraints (core/spread_place.py): place_batches places such a class pod by pod
+  where the skew allows; the paths above choose by capacity, so their placements are checked afterwards (one
+  that breaks a constraint places nothing; the shortfall names PodTopologySpread).
 - `nominated_fit(session, gang, pending)`: every pending member is nominated and its nominated node now has
-  room: that placement (victims gone: members go where they were nominated), else None.
+  room (and the placement keeps the spread constraints): that placement (victims gone: members go where they
+  were nominated), else None.
 """
 
 from __future__ import annotations
@@ -31,9 +35,11 @@ from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangSpec, TopologyMode
 from gangsched.core.messages import Shortfall
 from gangsched.core.pickers import Outcome, Placed, place_batches
+from gangsched.core.pod_spread import hard
 from gangsched.core.quorum_placement import place_quorum
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession
+from gangsched.core.spread_place import check_spread
 from gangsched.core.topology import TopologyPlacement, TopologyTree
 from gangsched.core.topology import place as place_in_tree
 from gangsched.core.topology_mixed import place_mixed_topology
@@ -63,26 +69,47 @@ def place(
         why = f"topology: hard network topology requested but no topology is known ({NO_TOPOLOGY_HINT})"
         return [], [Shortfall(ms[0].sclass, len(ms), 0, why) for ms in by_class.values()], None
     session.workspace.take_violations()  # what earlier placements noted is theirs
+    mark = session.workspace.begin()
     if tree is not None and spec is not None and spec.network_topology is not None:
         if len(by_class) == 1:
-            return _checked(session, _place_topology(session, tree, spec, pods))
-        return _checked(session, place_mixed_topology(session, tree, spec, pods, held))
+            return _checked(session, mark, _place_topology(session, tree, spec, pods))
+        return _checked(session, mark, place_mixed_topology(session, tree, spec, pods, held))
     if spec is not None and (len(by_class) > 1 or spec.roles):
-        return _checked(session, place_quorum(session, spec, pods, held))
+        return _checked(session, mark, place_quorum(session, spec, pods, held))
     placed, short, _ = place_batches(session, list(by_class.values()), partial=partial)
     return placed, short, None
 
 
-def _checked(session: CycleSession, outcome: Outcome) -> Outcome:
+def _checked(session: CycleSession, mark: int, outcome: Outcome) -> Outcome:
     """Topology and quorum placements plan from per-node counts: one that took a node whose count an earlier
-    placement of the same plan had lowered (pod affinity over a domain larger than a node) is refused."""
+    placement of the same plan had lowered (pod affinity over a domain larger than a node) is refused; then the
+    placements are checked against DoNotSchedule spread constraints (core/spread_place.py `check_spread`)."""
     placed, short, tier = outcome
     broken = session.workspace.take_violations()
-    if not broken:
+    if broken:
+        why = f"{AFFINITY}: the members' pod (anti-)affinity over a domain larger than a node; no placement checked"
+        cls = broken[0]
+        return [], [*short, Shortfall(cls, len(placed), 0, why)], tier
+    return _spread_checked(session, mark, outcome)
+
+
+def _spread_checked(session: CycleSession, mark: int, outcome: Outcome) -> Outcome:
+    """Placements chosen by capacity alone, checked against DoNotSchedule spread constraints (against the counts
+    before them: the workspace gives back what they took since `mark`, and takes them again when they pass); none
+    when they break one."""
+    placed = outcome[0]
+    if not any(hard(pod.sclass) for pod, _ in placed):
         return outcome
-    why = f"{AFFINITY}: the members' pod (anti-)affinity over a domain larger than a node; no placement checked"
-    cls = broken[0]
-    return [], [*short, Shortfall(cls, len(placed), 0, why)], tier
+    session.workspace.rollback(mark)
+    why = check_spread(session, placed)
+    if why is None:
+        for pod, node in placed:
+            cls = pod.sclass
+            session.workspace.place(node, cls.requests, 1, cls.host_ports, cls=cls)
+        return outcome
+    counts = Counter(pod.sclass.id for pod, _ in placed)
+    classes = {pod.sclass.id: pod.sclass for pod, _ in placed}
+    return [], [Shortfall(classes[i], n, 0, why) for i, n in counts.items()], None
 
 
 def _place_topology(session: CycleSession, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord]) -> Outcome:
@@ -119,6 +146,8 @@ def nominated_fit(session: CycleSession, gang: GangState, pending: list[PodRecor
     view = session.workspace.view(cls)
     need = Counter(node for _, node in out)
     if any(view.count_of(node) < count for node, count in need.items()):
+        return None
+    if hard(cls) and check_spread(session, out) is not None:
         return None
     for node, count in need.items():
         session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)

@@ -5,7 +5,8 @@ Contract (over a CycleSession; the victim search itself is core/preemption.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
   Never; members of several sizes (scheduling classes) are handled class by class (core/preempt_classes.py),
   except in a gang with a networkTopology (Warning `PreemptionUnsupported` says so); members with host ports
-  do not preempt (core/preemption.py frees resources, not ports: such a gang waits).
+  or DoNotSchedule topology spread constraints do not preempt (core/preemption.py frees resources, not ports,
+  and does not keep the skew: such a gang waits).
   True: handled (victims chosen: evictions, nominations, events Preempting /
   Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
   preempt; the gang's nominations are cleared and the caller reports the failure.
@@ -24,6 +25,7 @@ from gangsched.core.affinity import coupled
 from gangsched.core.gangs import GangState
 from gangsched.core.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.plan import GangStatus
+from gangsched.core.pod_spread import hard as spread_hard
 from gangsched.core.podstate import NOMINATED
 from gangsched.core.preempt_classes import choose_classes
 from gangsched.core.preemption import PreemptionChoice, find_victims, tier_label
@@ -83,8 +85,8 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         )
         event(session, "PodGroup", gang.key, "Warning", "PreemptionUnsupported", message)
         return False
-    if any(p.sclass.host_ports or coupled(p.sclass) for p in pending):
-        return False  # the victim search counts resources, not host ports or pod affinity: it would evict in vain
+    if any(p.sclass.host_ports or coupled(p.sclass) or spread_hard(p.sclass) for p in pending):
+        return False  # the victim search counts resources, not host ports, pod affinity or skew: it would evict in vain
     outstanding = session.state.victims_of(gang.key)
     lowest = session.store.lowest_priority()
     if not outstanding and (lowest is None or lowest >= min(p.priority for p in pending)):

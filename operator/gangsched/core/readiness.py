@@ -2,9 +2,8 @@
 evaluate yet.
 
 Contract (over a CycleSession):
-- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (a DoNotSchedule topology spread
-  constraint, DRA resource claims: gangsched does not evaluate them, and a silently violated requirement is
-  worse than a pod that waits) waits with
+- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (DRA resource claims: gangsched
+  does not evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
   "unsupported: <fields> (gangsched does not evaluate it yet)" (Warning events on the PodGroup and the held
   pods, PodScheduled=False reason Unsupported); else a gang with a gated member waits with "N of M members
   gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;
@@ -17,7 +16,7 @@ Contract (over a CycleSession):
   state/volumes.py) hold it the same way; the message then carries those sentences after the unsupported fields
   (at most MAX_REASONS of them, then "and N more").
 - `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
-  affinity/anti-affinity, ScheduleAnyway spread, ReadWriteOncePod claims, inline disk volumes) get a Warning
+  affinity/anti-affinity, ReadWriteOncePod claims, inline disk volumes) get a Warning
   event on each pod the cycle binds without evaluating them, and one on its PodGroup: once, when the pod is
   bound (a bound pod's PodScheduled condition is the binding's True; held pods get the condition).
 """

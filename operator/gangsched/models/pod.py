@@ -9,11 +9,11 @@ Contract:
   scheduling.gangsched.io/expected-duration, the shorter) and status.startTime (`started`), and the scheduling
   constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them, required pod affinity/anti-affinity terms, models/pod_affinity.py), interned into a `SchedulingClass`
-  (core/records.py `scheduling_class`); the labels (sorted pairs); `gated` (spec.schedulingGates
-  not empty) and the constraints gangsched does not evaluate (`unsupported`, field paths; `holds` when one is
-  required: a DoNotSchedule topology spread constraint, DRA spec.resourceClaims; preferred pod affinity terms
-  and ScheduleAnyway spread are only reported). Volumes are not read here: the cache applies a pod's claims
+  them, required pod affinity/anti-affinity terms, models/pod_affinity.py, the topology spread constraints,
+  models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
+  the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
+  evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims; preferred pod
+  affinity terms are only reported). Volumes are not read here: the cache applies a pod's claims
   (state/volumes.py, models/volumes.py). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.pod_spread import SpreadConstraint
 from gangsched.core.records import HostPort, PodRecord, Term, Toleration, scheduling_class
 from gangsched.core.resources import Resources, add, add_into, maximum, resource_list
 from gangsched.models.duration import parse_duration
@@ -43,6 +44,7 @@ from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import EXPECTED_DURATION, KOORD_TIMEOUT
 from gangsched.models.node import TAINT_EFFECTS
 from gangsched.models.pod_affinity import PodAffinity, pod_affinity
+from gangsched.models.pod_spread import spread_constraints
 from gangsched.models.selectors import node_selector_term
 from gangsched.models.timestamps import parse_time
 
@@ -144,10 +146,6 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
                 continue
             if terms.get(_PREFERRED):  # required terms: models/pod_affinity.py
                 found.append(f"spec.affinity.{kind}.{_PREFERRED}")
-    spread = spec.get("topologySpreadConstraints")
-    if isinstance(spread, list) and spread:
-        found.append("spec.topologySpreadConstraints")
-        holds = holds or any(isinstance(c, Mapping) and c.get("whenUnsatisfiable") != "ScheduleAnyway" for c in spread)
     if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
         found.append("spec.resourceClaims")
         holds = True
@@ -312,6 +310,9 @@ def pod_from_api(
     namespace = sys.intern(str(meta.get("namespace") or "default"))
     labels = _labels(meta)
     terms = pod_affinity(spec, namespace=namespace, labels=dict(labels)) if "affinity" in spec else _NO_AFFINITY
+    spread: tuple[SpreadConstraint, ...] = ()
+    if spec.get("topologySpreadConstraints"):
+        spread = spread_constraints(spec, namespace=namespace, labels=dict(labels))
     sclass = scheduling_class(
         pod_requests(spec),
         node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
@@ -321,8 +322,9 @@ def pod_from_api(
         host_ports=_host_ports(spec),
         affinity=terms.affinity,
         anti_affinity=terms.anti,
+        spread=spread,
     )
-    maybe = "affinity" in spec or "topologySpreadConstraints" in spec or "resourceClaims" in spec
+    maybe = "affinity" in spec or "resourceClaims" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(
