@@ -508,7 +508,7 @@ class Operator:
         for problem in self.cache.problems:
             self.events.record(
                 ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid),
-                "Warning",
+                problem.type,
                 problem.reason,
                 problem.message,
             )

@@ -25,8 +25,13 @@ Contract:
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
 - Deleted gangs are forgotten: when a gang has neither a PodGroup nor a member pod left, every per-gang structure
-  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, the SchedulerState's gang)
+  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, what `notices` said, the
+  SchedulerState's gang)
   lets it go; a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
+- Koordinator's notices (models/koordinator.py `gang_notices`: an unparsable mode, an approximated match-policy, an
+  unmapped network-topology rule, an unsupported gang.scheduling.koordinator.sh/* key), from a member's or the
+  PodGroup's annotations, are said once per gang (state/notices.py) by `report_gang` (Normal or Warning, as the
+  notice says).
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -51,7 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +67,7 @@ from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
+from gangsched.models.koordinator import gang_notices
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
 from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
@@ -69,6 +75,7 @@ from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.foreign import ForeignMembers
+from gangsched.state.notices import GangNotices
 from gangsched.state.status import GangStatusBook
 
 DEFAULT_SCHEDULER = "default-scheduler"  # the apiserver's default for spec.schedulerName
@@ -117,6 +124,7 @@ class Problem:
     uid: str
     reason: str
     message: str
+    type: str = "Warning"  # the event type ("Normal" for the notices that only inform)
 
 
 @dataclass(slots=True)
@@ -190,6 +198,7 @@ class ClusterCache:
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
         self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
+        self.notices = GangNotices()  # what was said about each gang's declaration (once per gang)
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -285,7 +294,14 @@ class ClusterCache:
             self.cluster.set_leaving(key, True, deadline)
         if decl is not None:
             self._refresh_gang(decl.key)
+            self._tell(decl.key, meta.get("annotations"))
         return key
+
+    def _tell(self, gang: str, annotations: Any) -> None:
+        """The notices of a gang's annotations (models/koordinator.py), each said once per gang."""
+        if isinstance(annotations, Mapping) and annotations:
+            for notice in self.notices.new(gang, gang_notices(annotations)):
+                self.report_gang(gang, notice.reason, notice.message, type_=notice.type)
 
     def _keep_usage(
         self,
@@ -354,20 +370,25 @@ class ClusterCache:
         if sources.podgroup is not None:
             self.report_gang(decl.key, "GangDeclarationMismatch", message, on_members=False)
 
-    def report_gang(self, gang: str, reason: str, message: str, *, on_members: bool = True) -> None:
-        """A Warning about a gang: on its PodGroup, or (when it has none yet and `on_members`) on one member."""
+    def report_gang(
+        self, gang: str, reason: str, message: str, *, on_members: bool = True, type_: str = "Warning"
+    ) -> None:
+        """An event (a Warning by default) about a gang: on its PodGroup, or (when it has none yet and `on_members`)
+        on one member."""
         sources = self._gangs.get(gang)
         namespace, name = gang.split("/", 1)
         pg = sources.podgroup if sources is not None else None
         if pg is not None:
-            self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, pg.uid, reason, message))
+            self.problems.append(
+                Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, pg.uid, reason, message, type_)
+            )
             return
         if not on_members:
             return
         for pod_key in sorted(self._gang_pods.get(gang, ())):
             pod = self.cluster.pods.get(pod_key)
             if pod is not None:
-                self.problems.append(Problem("Pod", "v1", pod.namespace, pod.name, pod.uid, reason, message))
+                self.problems.append(Problem("Pod", "v1", pod.namespace, pod.name, pod.uid, reason, message, type_))
                 return
 
     def _apply_pod(
@@ -441,6 +462,7 @@ class ClusterCache:
         self.podgroups_to_create.pop(gang, None)
         self.dirty_gangs.discard(gang)
         self.statuses.forget(gang)
+        self.notices.forget(gang)
 
     def gang_structure_sizes(self) -> dict[str, int]:
         """How many gangs each per-gang structure of the cache holds (tests check that deleted gangs leave none)."""
@@ -451,6 +473,7 @@ class ClusterCache:
             "podgroups_to_create": len(self.podgroups_to_create),
             "dirty_gangs": len(self.dirty_gangs),
             "statuses": self.statuses.tracked(),
+            "notices": len(self.notices),
         }
 
     def _report_pod(self, obj: dict[str, Any], key: str, message: str) -> None:
@@ -577,6 +600,7 @@ class ClusterCache:
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
         self._refresh_gang(key)
+        self._tell(key, meta.get("annotations"))
         if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
             self.report_gang(key, "InvalidGangGroup", sources.group_error)
         self.dirty_gangs.add(key)
