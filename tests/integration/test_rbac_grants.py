@@ -6,7 +6,8 @@ staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go derives them).
 ServiceAccount of manifests/rbac.yaml (harness.replica), through four profiles that together exercise every
 feature: plain gangs (PodGroups, annotation-only gangs, a NonStrict timeout), group preemption (evictions,
 nominations, a PodDisruptionBudget, a protected victim deleted under `preemption.pdb: prefer`), topology from
-node labels (the topology ConfigMap written) and leader election (the Lease). A grant nobody used fails the
+node labels (the topology ConfigMap written), leader election (the Lease) and Koordinator's scheduling.sigs.k8s.io
+PodGroups (crds/compat/: watched, their status written). A grant nobody used fails the
 test (least privilege), and so does a use that was not granted (the operator would have got 403 and the scenario
 would not have completed). Rules limited by resourceNames are checked to name exactly the Lease and the topology
 ConfigMap the operator uses.
@@ -199,6 +200,22 @@ async def leader_election(cluster: Cluster) -> None:
         await eventually(lambda: _all_bound(k, ["g-0", "g-1"]), what="gang bound by the leader")
 
 
+async def koordinator_podgroups(cluster: Cluster) -> None:
+    """Koordinator's manual: a scheduling.sigs.k8s.io PodGroup and pods labelled pod-group.scheduling.sigs.k8s.io."""
+    k = cluster.client
+    sigs = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
+    async with replica(cluster.kubeconfig):
+        body = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "kpg"}}
+        await k.create(sigs, {**body, "spec": {"minMember": 2}})
+        labels = {"pod-group.scheduling.sigs.k8s.io": "kpg"}
+        await create(k, *(pod(f"kpg-{i}", labels=labels, gpu=8) for i in range(2)))
+
+        async def running() -> bool:
+            return bool((await k.get(f"{sigs}/kpg")).get("status", {}).get("phase") == "Running")
+
+        await eventually(running, what="the scheduling.sigs.k8s.io PodGroup's status written")
+
+
 async def _leads(op: Any) -> bool:
     return bool(op.health()["leader"])
 
@@ -208,6 +225,7 @@ PROFILES: dict[str, tuple[Callable[[Cluster], Awaitable[None]], dict[str, Any]]]
     "preemption": (preemption, {"nodes": 4}),
     "topology": (topology_from_node_labels, {"nodes": 0, "topology": TREE}),
     "leader-election": (leader_election, {"nodes": 2}),
+    "koordinator-podgroups": (koordinator_podgroups, {"nodes": 2}),
 }
 
 

@@ -244,3 +244,14 @@ def test_notices_are_said_once_per_gang() -> None:
     assert len(book.new("ns/h", notices)) == 2
     book.forget("ns/g")
     assert len(book) == 1 and len(book.new("ns/g", notices)) == 2
+
+
+def test_lws_worker_index_is_the_rank() -> None:
+    """LWS labels the leader worker-index 0 and its workers 1..size-1 (pkg/controllers/pod_controller.go)."""
+    from gangsched.models.rank import MemberMeta, member_ranks
+
+    members = [
+        MemberMeta(name=obj["metadata"]["name"], labels=obj["metadata"]["labels"])
+        for obj in (lws_pod("vllm", 1, w) for w in (10, 2, 0, 1))
+    ]
+    assert member_ranks(members) == {"vllm-1": 0, "vllm-1-1": 1, "vllm-1-2": 2, "vllm-1-10": 10}

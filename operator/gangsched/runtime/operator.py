@@ -50,6 +50,7 @@ from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
+from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
 from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.runtime.podgroups import split_key as _split
@@ -273,6 +274,8 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
+        for pg in await self._optional_list(self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)):
+            self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
         for what, lister, feed in (("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),):
             try:
                 objs = await lister()
@@ -282,6 +285,15 @@ class Operator:
             for obj in objs:
                 feed(None, obj)
         await self.topology.seed()
+
+    @staticmethod
+    async def _optional_list(listing: Coroutine[Any, Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """The items of a list of a kind whose CRD may not be installed (404: none, said once in the log)."""
+        try:
+            return await listing
+        except ApiError as exc:
+            (log.info if exc.status == 404 else log.warning)("optional kind not listed: %s", exc)
+            return []
 
     @property
     def is_leader(self) -> bool:

@@ -122,7 +122,7 @@ class PodGroupReporter:
                 self._noted.pop(key, None)
                 continue  # no PodGroup object (yet): nothing to write to
             if self.statuses.adopt(key, pg.uid):  # a PodGroup object not written to yet (or created again)
-                self.writes.forget_podgroup(*split_key(key))
+                self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
             if pg.schedule_start_iso is not None:  # (a restart does not move scheduleStartTime)
                 self.statuses.seed_start(key, pg.schedule_start_iso)
             gs = cluster.gangs.get(key)
@@ -136,7 +136,7 @@ class PodGroupReporter:
                     continue  # only other schedulers' pods, and another writer: that status is theirs
             elif overwritten:  # our members' status, overwritten by another writer: ours again, in full
                 self.statuses.rewrite(key)
-                self.writes.forget_podgroup(*split_key(key))
+                self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
             held = 0
             for member in members:
                 reservation = cluster.reservation_of(member.key)
@@ -157,4 +157,4 @@ class PodGroupReporter:
                 note=note,
             )
             if body is not None:
-                self.writes.set_podgroup_status(*split_key(key), body)
+                self.writes.set_podgroup_status(*split_key(key), body, api_version=pg.api_version)

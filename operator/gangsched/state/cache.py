@@ -32,6 +32,9 @@ Contract:
   unmapped network-topology rule, an unsupported gang.scheduling.koordinator.sh/* key), from a member's or the
   PodGroup's annotations, are said once per gang (state/notices.py) by `report_gang` (Normal or Warning, as the
   notice says).
+- PodGroups of both API groups (scheduling.x-k8s.io and scheduling.sigs.k8s.io) come through `on_podgroup`: a
+  gang uses its scheduling.x-k8s.io one when both exist (state/podgroup_kinds.py; one PodGroupConflict Warning on the
+  other); `PodGroupInfo.api_version` says which, so status and events go to that object.
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -70,19 +73,20 @@ from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import gang_notices
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
-from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
+from gangsched.models.podgroup import SIGS_API_VERSION, podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.foreign import ForeignMembers
 from gangsched.state.notices import GangNotices
+from gangsched.state.podgroup_kinds import PodGroupKinds
 from gangsched.state.status import GangStatusBook
 
 DEFAULT_SCHEDULER = "default-scheduler"  # the apiserver's default for spec.schedulerName
 log = logging.getLogger(__name__)
 
 SATISFIED_PHASES = frozenset({"Scheduled", "Running", "Succeeded", "Finished"})
-PODGROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+PODGROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"  # (models/podgroup.py API_VERSION)
 
 # GangSpec field -> how users write it (annotation suffix / PodGroup field), for messages
 _FIELD_NAMES = {
@@ -142,6 +146,7 @@ class PodGroupInfo:
     owners: frozenset[str] = frozenset()  # uids of its ownerReferences (the members, for the PodGroups we create)
     schedule_start_iso: str | None = None  # status.scheduleStartTime as written
     schedule_start: float | None = None  # the same, epoch seconds (None: absent or unreadable)
+    api_version: str = PODGROUP_API_VERSION  # its API group: its status is written there
 
 
 @dataclass(slots=True)
@@ -199,6 +204,7 @@ class ClusterCache:
         self.podgroups_to_create: dict[str, GangSpec] = {}
         self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
         self.notices = GangNotices()  # what was said about each gang's declaration (once per gang)
+        self.podgroup_kinds = PodGroupKinds()  # which PodGroup a gang uses when both API groups have one
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -379,9 +385,7 @@ class ClusterCache:
         namespace, name = gang.split("/", 1)
         pg = sources.podgroup if sources is not None else None
         if pg is not None:
-            self.problems.append(
-                Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, pg.uid, reason, message, type_)
-            )
+            self.problems.append(Problem("PodGroup", pg.api_version, namespace, name, pg.uid, reason, message, type_))
             return
         if not on_members:
             return
@@ -512,6 +516,18 @@ class ClusterCache:
     def _on_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        routed = self.podgroup_kinds.route(key, kind, obj)
+        for other, message in routed.conflicts:
+            other_meta = other.get("metadata") or {}
+            namespace, name, uid = key.split("/")[0], str(other_meta.get("name", "")), str(other_meta.get("uid", ""))
+            self.problems.append(
+                Problem("PodGroup", SIGS_API_VERSION, namespace, name, uid, "PodGroupConflict", message)
+            )
+        for event_kind, event_obj in routed.events:
+            self._apply_podgroup(key, event_kind, event_obj)
+
+    def _apply_podgroup(self, key: str, kind: str | None, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
         sources = self._gangs.setdefault(key, _GangSources())
         if kind == "DELETED":
             self._podgroup_deleted(key, sources)
@@ -592,11 +608,13 @@ class ClusterCache:
             owners=_owner_uids(meta),
             schedule_start_iso=times.schedule_start_iso,
             schedule_start=times.schedule_start,
+            api_version=SIGS_API_VERSION if obj.get("apiVersion") == SIGS_API_VERSION else PODGROUP_API_VERSION,
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
             namespace, name, uid = key.split("/")[0], meta.get("name", ""), meta.get("uid", "")
-            self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, uid, "InvalidSpec", error))
+            api_version = sources.podgroup.api_version
+            self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
         self._refresh_gang(key)
