@@ -1,9 +1,10 @@
 """More gang sources with the real kubectl (issue 14 item 2), objects built the way each controller builds them.
 
 - Kueue plain-pod groups (kubernetes-sigs/kueue pkg/controller/jobs/pod/constants: label
-  `kueue.x-k8s.io/pod-group-name`, annotation `kueue.x-k8s.io/pod-group-total-count`, label `kueue.x-k8s.io/managed`; pod_webhook.go gates each pod with
-  `kueue.x-k8s.io/admission` and pod_controller.go removes the gate once the group's Workload is admitted): the group
-  is one gang of its total count; nothing binds while any member is gated; the gang binds whole once the last gate goes.
+  `kueue.x-k8s.io/pod-group-name`, annotation `kueue.x-k8s.io/pod-group-total-count`, label
+  `kueue.x-k8s.io/managed`; pod_webhook.go gates each pod with `kueue.x-k8s.io/admission` and pod_controller.go
+  removes the gate once the group's Workload is admitted): the group is one gang of its total count; nothing binds
+  while any member is gated; the gang binds whole once the last gate goes.
 - LeaderWorkerSet with its Volcano provider (kubernetes-sigs/lws pkg/schedulerprovider/volcano_provider.go
   InjectPodGroupMetadata: annotation `scheduling.k8s.io/group-name` = `<lws>-<group index>-<revision>`; the pods
   carry `leaderworkerset.sigs.k8s.io/size` and the worker-index label, pkg/controllers/pod_controller.go): each group
