@@ -128,7 +128,7 @@ async def test_kueue_pod_group_binds_whole_once_every_gate_is_gone(two_nodes: Cl
         await eventually(kq_bound, what="the admitted Kueue group bound whole")
 
         async def running() -> bool:
-            return ((await get_podgroup(k, "kq")) or {}).get("status", {}).get("phase") == "Running"
+            return bool(((await get_podgroup(k, "kq")) or {}).get("status", {}).get("phase") == "Running")
 
         await eventually(running, what="its PodGroup Running")
         assert not placed(await pods(k), "big-")
@@ -259,7 +259,7 @@ async def test_same_name_in_both_groups_uses_scheduling_x_k8s_io(two_nodes: Clus
         await kubectl(two_nodes, "apply", "-f", "-", input=yaml.safe_dump(both) + "---\n" + manual)
 
         async def running() -> bool:
-            return ((await get_podgroup(k, "dup")) or {}).get("status", {}).get("phase") == "Running"
+            return bool(((await get_podgroup(k, "dup")) or {}).get("status", {}).get("phase") == "Running")
 
         await eventually(running, what="the scheduling.x-k8s.io PodGroup's status Running")
 
