@@ -73,6 +73,8 @@ class PodGang:
     overrides: tuple[tuple[str, Any], ...] = ()
     # the label or annotation key the gang's name was read from
     declared_by: str = keys.POD_GROUP_LABEL
+    # the key the annotations' quorum was read from (min-available, or the source's own count); None: no quorum
+    quorum_key: str | None = None
 
     @property
     def key(self) -> str:
@@ -148,7 +150,16 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
         overrides, spec = _declared_cached(namespace, name, raw)
     except TypeError:  # an unhashable value: parse uncached, which reports it
         overrides, spec = _declared(namespace, name, raw)
-    return PodGang(namespace=namespace, name=name, role=role, spec=spec, overrides=overrides, declared_by=declared_by)
+    quorum_key = raw[0] if raw[1] is not None else None
+    return PodGang(
+        namespace=namespace,
+        name=name,
+        role=role,
+        spec=spec,
+        overrides=overrides,
+        declared_by=declared_by,
+        quorum_key=quorum_key,
+    )
 
 
 def with_implied_count(

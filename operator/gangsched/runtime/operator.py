@@ -58,6 +58,7 @@ from gangsched.runtime.preemption import Preemptions
 from gangsched.runtime.supervisor import Supervisor, finish_cancelled
 from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
+from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,8 @@ class Operator:
             self.cache.on_podgroup(None, pg)
         for pg in await self._optional_list(self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)):
             self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
+        for pg in await self._optional_list(self.api.list_podgroups(VOLCANO_API_VERSION)):
+            self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
         for what, lister, feed in (("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),):
             try:
                 objs = await lister()

@@ -35,6 +35,8 @@ Contract:
 - PodGroups of both API groups (scheduling.x-k8s.io and scheduling.sigs.k8s.io) come through `on_podgroup`: a
   gang uses its scheduling.x-k8s.io one when both exist (state/podgroup_kinds.py; one PodGroupConflict Warning on the
   other); `PodGroupInfo.api_version` says which, so status and events go to that object.
+- Volcano PodGroups (`on_volcano_podgroup`, read only, state/volcano.py) give the quorum of gangs named by the
+  Volcano-style annotation `scheduling.k8s.io/group-name` (over LeaderWorkerSet's size; the pods' min-available wins).
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -81,6 +83,8 @@ from gangsched.state.foreign import ForeignMembers
 from gangsched.state.notices import GangNotices
 from gangsched.state.podgroup_kinds import PodGroupKinds
 from gangsched.state.status import GangStatusBook
+from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
+from gangsched.state.volcano import VolcanoPodGroups
 
 DEFAULT_SCHEDULER = "default-scheduler"  # the apiserver's default for spec.schedulerName
 log = logging.getLogger(__name__)
@@ -205,6 +209,7 @@ class ClusterCache:
         self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
         self.notices = GangNotices()  # what was said about each gang's declaration (once per gang)
         self.podgroup_kinds = PodGroupKinds()  # which PodGroup a gang uses when both API groups have one
+        self.volcano = VolcanoPodGroups()  # Volcano PodGroups' minMember (read only), for Volcano-style gangs
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -624,6 +629,23 @@ class ClusterCache:
         self.dirty_gangs.add(key)
         self.on_change()
 
+    def on_volcano_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A Volcano PodGroup event (read only: its minMember is a Volcano-style gang's count); never raises."""
+        try:
+            change = self.volcano.on_event(kind, obj)
+            if change.problem is not None:
+                meta = obj.get("metadata") or {}
+                namespace, name = change.key.split("/", 1)
+                uid = str(meta.get("uid", ""))
+                self.problems.append(
+                    Problem("PodGroup", VOLCANO_API_VERSION, namespace, name, uid, "InvalidSpec", change.problem)
+                )
+            if change.changed and change.key in self._gangs:
+                self._refresh_gang(change.key)
+                self.on_change()
+        except Exception:
+            log.exception("Volcano PodGroup skipped: it could not be cached")
+
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)
         return bool(gs is not None and gs.satisfied)
@@ -653,8 +675,10 @@ class ClusterCache:
             effective = None  # an invalid PodGroup stops its gang until fixed
         else:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
-        if pg is None and decl is not None and decl.spec is not None and key not in self.podgroups_to_create:
-            self.podgroups_to_create[key] = decl.spec
+            effective = self.volcano.adjust(key, decl, effective)
+        wanted = self.volcano.adjust(key, decl, decl.spec) if decl is not None else None
+        if pg is None and wanted is not None and key not in self.podgroups_to_create:
+            self.podgroups_to_create[key] = wanted
         before = sources.declared
         if effective == before:
             return  # (a gang's group state changes only with its own or a partner's declared spec)
