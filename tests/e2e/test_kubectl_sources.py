@@ -273,3 +273,43 @@ async def test_same_name_in_both_groups_uses_scheduling_x_k8s_io(two_nodes: Clus
         assert not (await k.get(f"{SIGS}/dup")).get("status", {}).get("phase"), "the ignored PodGroup got a status"
         table = await kubectl(two_nodes, "get", "pg", "dup")
         assert "Running" in table, table  # `kubectl get pg` stays gangsched's PodGroup
+
+
+async def test_volcano_podgroup_gives_the_lws_group_its_count(two_nodes: Cluster) -> None:
+    """LWS with the LeaderReady startup policy: its Volcano provider creates the group's Volcano PodGroup with
+    minMember 1 (volcano_provider.go CreatePodGroupIfNotExists), so the leader starts alone although the group of
+    4 does not fit; a group of the default policy (minMember = size) stays whole pending. The operator started
+    before Volcano's CRD existed serves everything else (Kopf: "Unresolved resources cannot be served"); it reads
+    Volcano PodGroups once the CRD exists at its start, so it is restarted after the install, as the docs say."""
+    from tests.integration.volcano import CRD, lws_volcano_podgroup
+
+    k = two_nodes.client
+    async with replica(two_nodes.kubeconfig):
+        await kubectl(two_nodes, "apply", "-f", "-", input=lws_group("plain", 0, 2, cpu="1"))
+
+        async def plain_bound() -> dict[str, str] | None:
+            found = placed(await pods(k), "plain-0")
+            return found if len(found) == 2 else None
+
+        await eventually(plain_bound, what="a gang bound by an operator that found no Volcano CRD")
+    await kubectl(two_nodes, "apply", "-f", "-", input=yaml.safe_dump(CRD))
+    docs = [lws_volcano_podgroup("ready-0-7c9d6b5f8", 1), lws_volcano_podgroup("whole-0-7c9d6b5f8", 4)]
+    await kubectl(two_nodes, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
+    async with replica(two_nodes.kubeconfig):
+        await kubectl(two_nodes, "apply", "-f", "-", input=lws_group("ready", 0, 4, cpu="5"))
+        await kubectl(two_nodes, "apply", "-f", "-", input=lws_group("whole", 0, 4, cpu="5"))
+
+        async def some_ready_bound() -> dict[str, str] | None:
+            found = placed(await pods(k), "ready-0")
+            return found if len(found) == 2 else None  # 5 cpu each on two 8-cpu nodes: one per node
+
+        await eventually(some_ready_bound, what="the LeaderReady group's members that fit, one by one")
+
+        async def whole_waits() -> str | None:
+            status = ((await get_podgroup(k, "whole-0-7c9d6b5f8")) or {}).get("status") or {}
+            return status.get("message") or None
+
+        await eventually(whole_waits, what="the group of minMember 4 waits with a message")
+        assert not placed(await pods(k), "whole-"), "a group whose Volcano PodGroup says 4 started partly"
+        pg = await get_podgroup(k, "ready-0-7c9d6b5f8")
+        assert pg is not None and pg["spec"]["minMember"] == 1, pg
