@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
@@ -313,3 +314,79 @@ async def test_volcano_podgroup_gives_the_lws_group_its_count(two_nodes: Cluster
         assert not placed(await pods(k), "whole-"), "a group whose Volcano PodGroup says 4 started partly"
         pg = await get_podgroup(k, "ready-0-7c9d6b5f8")
         assert pg is not None and pg["spec"]["minMember"] == 1, pg
+
+
+TREE = [
+    {"layer": 2, "name": "spine0", "children": ["block0", "block1"]},
+    {"layer": 1, "name": "block0", "parents": ["spine0"], "children": [f"node{i}" for i in range(4)]},
+    {"layer": 1, "name": "block1", "parents": ["spine0"], "children": [f"node{i}" for i in range(4, 8)]},
+]
+GPU_NODE = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": "8", "pods": "110"}
+
+
+def gpu_pods(name: str, n: int) -> list[dict[str, Any]]:
+    gpu = {"nvidia.com/gpu": "8"}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{name}-{i}",
+                "namespace": "default",
+                "labels": {"pod-group.scheduling.sigs.k8s.io": name},
+            },
+            "spec": {
+                "schedulerName": "gangsched",
+                "containers": [{"name": "main", "image": "pause", "resources": {"requests": gpu, "limits": gpu}}],
+            },
+        }
+        for i in range(n)
+    ]
+
+
+async def test_koordinator_network_topology_spec_is_hard_or_soft() -> None:
+    """Koordinator's manual puts `network-topology-spec` on its scheduling.sigs.k8s.io PodGroup (BlockLayer under
+    SpineLayer, koordinator.sh network-topology-aware scheduling): MustGather at BlockLayer = all members in one block
+    (tier 1), so 5 pods of 8 GPUs on blocks of 4 nodes wait; PreferGather lets the same gang span the spine."""
+    need_tool("kubectl")
+    async with running_cluster(nodes=0, node_resources=GPU_NODE, topology=TREE) as cluster:
+        k = cluster.client
+        topology_cm = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
+            "data": {"topology.json": json.dumps(TREE)},
+        }
+        async with replica(cluster.kubeconfig):
+            await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump(topology_cm))
+            for name, strategy in (("must", "MustGather"), ("prefer", "PreferGather")):
+                spec = {"gatherStrategy": [{"layer": "BlockLayer", "strategy": strategy}]}
+                pg = {
+                    "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                    "kind": "PodGroup",
+                    "metadata": {
+                        "name": name,
+                        "namespace": "default",
+                        "annotations": {K + "network-topology-spec": json.dumps(spec)},
+                    },
+                    "spec": {"minMember": 5},
+                }
+                await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all([pg, *gpu_pods(name, 5)]))
+                if name == "must":
+
+                    async def must_waits() -> str | None:
+                        status = (await k.get(f"{SIGS}/must")).get("status") or {}
+                        return status.get("message") or None
+
+                    message = await eventually(must_waits, what="the MustGather gang waits with a message")
+                    assert not placed(await pods(k), "must-"), message
+                    assert "tier" in message, message  # held by the topology, not by capacity (8 nodes free)
+                    await kubectl(cluster, "delete", "podgroups.scheduling.sigs.k8s.io", "must")
+                    await kubectl(cluster, "delete", "pod", *(f"must-{i}" for i in range(5)), "--wait=false")
+
+            async def prefer_bound() -> dict[str, str] | None:
+                found = placed(await pods(k), "prefer-")
+                return found if len(found) == 5 else None
+
+            nodes = await eventually(prefer_bound, what="the PreferGather gang bound across both blocks")
+            assert len(set(nodes.values())) == 5
