@@ -25,6 +25,7 @@ from gangsched.core.gangspec import GangMode, NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.gang import parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import Notice, gang_notices, parse_network_topology_spec
+from gangsched.models.rank import MemberMeta, member_ranks
 from gangsched.state.notices import GangNotices
 
 K = "gang.scheduling.koordinator.sh/"
@@ -248,8 +249,6 @@ def test_notices_are_said_once_per_gang() -> None:
 
 def test_lws_worker_index_is_the_rank() -> None:
     """LWS labels the leader worker-index 0 and its workers 1..size-1 (pkg/controllers/pod_controller.go)."""
-    from gangsched.models.rank import MemberMeta, member_ranks
-
     members = [
         MemberMeta(name=obj["metadata"]["name"], labels=obj["metadata"]["labels"])
         for obj in (lws_pod("vllm", 1, w) for w in (10, 2, 0, 1))
