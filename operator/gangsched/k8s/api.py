@@ -6,7 +6,8 @@ Contract:
 - `KubeApi(client)` calls through the KubeClient it is given; over the replica's FencedClient (k8s/fence.py) every
   write is fenced (sent only while this replica may write), reads and watches go straight through. Every call
   raises ApiError (k8s/errors.py) and runs under the client's retry policy (k8s/retry.py) unless it passes `retry=`.
-- Lists (every page; the items): `list_nodes()`, `list_podgroups()`, `list_priority_classes()`, `list_pdbs()`.
+- Lists (every page; the items): `list_nodes()`, `list_podgroups(api_version=...)` (scheduling.x-k8s.io by default, or
+  scheduling.sigs.k8s.io; items stamped with their apiVersion), `list_priority_classes()`, `list_pdbs()`.
 - Reflectors (k8s/reflector.py), not started: `pod_reflector(...)` lists and watches every pod of the cluster;
   `configmap_reflector(namespace, name, ...)` exactly one ConfigMap (`fieldSelector=metadata.name=...`), so neither
   the operator nor its RBAC touches any other ConfigMap of the cluster.
@@ -30,7 +31,6 @@ from gangsched.k8s.client import KubeClient, resource_path
 from gangsched.k8s.reflector import OnEvent, OnList, Reflector
 from gangsched.k8s.retry import RetryPolicy
 from gangsched.models.podgroup import API_VERSION as PODGROUP_API_VERSION
-from gangsched.models.podgroup import GROUP as PODGROUP_GROUP
 from gangsched.models.podgroup import PLURAL as PODGROUP_PLURAL
 from gangsched.models.podgroup import VERSION as PODGROUP_VERSION
 
@@ -48,9 +48,12 @@ def pod_path(namespace: str, name: str, subresource: str | None = None) -> str:
     return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource=subresource)
 
 
-def podgroup_path(namespace: str, name: str | None = None, subresource: str | None = None) -> str:
+def podgroup_path(
+    namespace: str, name: str | None = None, subresource: str | None = None, *, api_version: str = PODGROUP_API_VERSION
+) -> str:
+    """The path of a PodGroup of either API group (scheduling.x-k8s.io by default, or scheduling.sigs.k8s.io)."""
     return resource_path(
-        group=PODGROUP_GROUP,
+        group=api_version.partition("/")[0],
         version=PODGROUP_VERSION,
         plural=PODGROUP_PLURAL,
         namespace=namespace,
@@ -107,9 +110,10 @@ class KubeApi:
         items, _ = await self.client.list_all("/api/v1/nodes")
         return items
 
-    async def list_podgroups(self) -> list[dict[str, Any]]:
-        items, _ = await self.client.list_all(f"/apis/{PODGROUP_GROUP}/{PODGROUP_VERSION}/{PODGROUP_PLURAL}")
-        return items
+    async def list_podgroups(self, api_version: str = PODGROUP_API_VERSION) -> list[dict[str, Any]]:
+        """Every PodGroup of that API group, each with its apiVersion and kind (list items carry neither)."""
+        items, _ = await self.client.list_all(f"/apis/{api_version}/{PODGROUP_PLURAL}")
+        return [{**item, "apiVersion": api_version, "kind": "PodGroup"} for item in items]
 
     async def list_priority_classes(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")

@@ -51,6 +51,7 @@ from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
+from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
 from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.runtime.podgroups import split_key as _split
@@ -58,6 +59,7 @@ from gangsched.runtime.preemption import Preemptions
 from gangsched.runtime.supervisor import Supervisor, finish_cancelled
 from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
+from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -275,6 +277,10 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
+        for pg in await self._optional_list(self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)):
+            self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
+        for pg in await self._optional_list(self.api.list_podgroups(VOLCANO_API_VERSION)):
+            self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
         for what, lister, feed in (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),
@@ -288,6 +294,15 @@ class Operator:
             for obj in objs:
                 feed(None, obj)
         await self.topology.seed()
+
+    @staticmethod
+    async def _optional_list(listing: Coroutine[Any, Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """The items of a list of a kind whose CRD may not be installed (404: none, said once in the log)."""
+        try:
+            return await listing
+        except ApiError as exc:
+            (log.info if exc.status == 404 else log.warning)("optional kind not listed: %s", exc)
+            return []
 
     @property
     def is_leader(self) -> bool:
@@ -514,7 +529,7 @@ class Operator:
         for problem in self.cache.problems:
             self.events.record(
                 ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid),
-                "Warning",
+                problem.type,
                 problem.reason,
                 problem.message,
             )

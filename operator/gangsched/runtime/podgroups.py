@@ -41,7 +41,7 @@ from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
-from gangsched.models.podgroup import API_VERSION, PodGroupPhase
+from gangsched.models.podgroup import PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
 
@@ -146,7 +146,7 @@ class PodGroupReporter:
                 self._noted.pop(key, None)
                 continue  # no PodGroup object (yet): nothing to write to
             if self.statuses.adopt(key, pg.uid):  # a PodGroup object not written to yet (or created again)
-                self.writes.forget_podgroup(*split_key(key))
+                self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
             if pg.schedule_start_iso is not None:  # (a restart does not move scheduleStartTime)
                 self.statuses.seed_start(key, pg.schedule_start_iso)
             before = self.statuses.last_phase(key) or pg.phase
@@ -161,7 +161,7 @@ class PodGroupReporter:
                     continue  # only other schedulers' pods, and another writer: that status is theirs
             elif overwritten:  # our members' status, overwritten by another writer: ours again, in full
                 self.statuses.rewrite(key)
-                self.writes.forget_podgroup(*split_key(key))
+                self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
             held = 0
             for member in members:
                 reservation = cluster.reservation_of(member.key)
@@ -182,7 +182,7 @@ class PodGroupReporter:
                 note=note,
             )
             if body is not None:
-                self.writes.set_podgroup_status(*split_key(key), body)
+                self.writes.set_podgroup_status(*split_key(key), body, api_version=pg.api_version)
                 if body["phase"] in _STARTED and before not in _STARTED:
                     self._scheduled_event(key, pg, body)
 
@@ -191,5 +191,5 @@ class PodGroupReporter:
         if self.events is None:
             return
         message = next((c["message"] for c in body["conditions"] if c["type"] == "Scheduled"), "scheduled")
-        ref = ObjectRef("PodGroup", API_VERSION, *split_key(key), pg.uid)
+        ref = ObjectRef("PodGroup", pg.api_version, *split_key(key), pg.uid)
         self.events.record(ref, "Normal", "Scheduled", message)
