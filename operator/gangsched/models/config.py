@@ -30,6 +30,10 @@ Example (all defaults):
     progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
     preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
+    inferGangs: {enabled: false, allNamespaces: false, namespaceLabel: scheduling.gangsched.io/infer-gangs}
+      # gangs inferred from the owning workload (Indexed Job, JobSet, LWS, PyTorchJob/MPIJob, TrainJob, RayCluster)
+      # for pods that declare none; enabled: in namespaces labelled <namespaceLabel>: "true", or every namespace
+      # with allNamespaces (needs manifests/rbac-infer-gangs.yaml)
 """
 
 from __future__ import annotations
@@ -103,6 +107,16 @@ class PreemptionConfig(_Section):
     pdb: Literal["respect", "prefer"] = "respect"
 
 
+class InferGangsConfig(_Section):
+    """Gangs inferred from workloads (models/inferred.py): off by default."""
+
+    enabled: bool = False
+    all_namespaces: bool = Field(False, alias="allNamespaces")
+    namespace_label: Annotated[str, Field(min_length=1)] = Field(
+        "scheduling.gangsched.io/infer-gangs", alias="namespaceLabel"
+    )
+
+
 SchedulerName = Annotated[str, Field(min_length=1, max_length=253)]  # a DNS-1123 subdomain in a pod spec
 MAX_SCHEDULER_NAMES = 32
 
@@ -130,6 +144,9 @@ class OperatorConfig(_Section):
     progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
     preemption: PreemptionConfig = Field(default_factory=lambda: PreemptionConfig.model_validate({}))
+    infer_gangs: InferGangsConfig = Field(
+        default_factory=lambda: InferGangsConfig.model_validate({}), alias="inferGangs"
+    )
 
     @model_validator(mode="after")
     def _names(self) -> OperatorConfig:

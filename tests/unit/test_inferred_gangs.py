@@ -1,0 +1,198 @@
+"""Gangs inferred from the owning workload (issue 14 item 3): models/inferred.py, state/inferred.py and the cache.
+
+Pods and workload objects are built as each controller's source builds them (tests/workloads.py cites the files);
+which owners matter follows KAI Scheduler's pod-grouper (pkg/podgrouper/podgrouper/plugins: job, jobset,
+leaderworkerset, kubeflow pytorch/mpi, trainjob, ray). Sizes as the controllers run them: a Job runs
+min(parallelism, completions) pods at once (kubernetes pkg/controller/job/job_controller.go `manageJob`), a JobSet
+replicas x that per replicated job, a PyTorchJob/MPIJob the sum of its replicaSpecs' replicas, a RayCluster its
+head plus every worker group's replicas x numOfHosts (kuberay raycluster_controller.go `reconcilePods`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gangsched.core.errors import InvalidField
+from gangsched.models.inferred import OwnerRef, infer_member, workload_info
+from gangsched.models.rank import MemberMeta, member_ranks
+from gangsched.state.cache import ClusterCache
+from gangsched.state.inferred import InferredGangs
+from tests import workloads as w
+
+
+def _with_uids(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for i, pod in enumerate(pods):
+        pod["metadata"]["uid"] = f"uid-{pod['metadata']['name']}-{i}"
+        pod["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z"
+    return pods
+
+
+def _cases() -> list[Any]:
+    job = w.indexed_job("train", parallelism=4, completions=8)
+    js = w.jobset("js", [("driver", 1, 1), ("workers", 2, 3)])
+    tj = w.trainjob("tj")
+    tjs = w.trainjob_jobset(tj, [("node", 2, 1)])
+    pt = w.pytorchjob("pt", workers=3)
+    mpi = w.mpijob("mpi", workers=2)
+    ray = w.raycluster("ray", workers=2, hosts=2)
+    lws = w.lws("lws", replicas=2, size=3)
+    return [
+        ("indexed-job", job, w.job_pods(job, 4), "train", "Job", 4, ()),
+        ("jobset", js, w.jobset_pods(js), "js", "JobSet", 7, (("driver", 1), ("workers", 6))),
+        ("trainjob", tjs, w.jobset_pods(tjs), "tj", "JobSet", 2, (("node", 2),)),
+        ("pytorchjob", pt, w.pytorch_pods(pt), "pt", "PyTorchJob", 4, (("master", 1), ("worker", 3))),
+        ("mpijob", mpi, w.mpi_pods(mpi), "mpi", "MPIJob", 3, (("launcher", 1), ("worker", 2))),
+        ("raycluster", ray, w.ray_pods(ray), "ray", "RayCluster", 5, (("head", 1), ("worker", 4))),
+        ("lws-group-1", lws, w.lws_group_pods(lws, 1), "lws-1", "LeaderWorkerSet", 3, ()),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("case", "workload", "pods", "gang", "kind", "size", "roles"), _cases(), ids=[c[0] for c in _cases()]
+)
+def test_each_owner_kind_gives_one_gang_with_its_size_and_roles(
+    case: str,
+    workload: dict[str, Any],
+    pods: list[dict[str, Any]],
+    gang: str,
+    kind: str,
+    size: int,
+    roles: tuple[tuple[str, int], ...],
+) -> None:
+    members = [infer_member(p) for p in pods]
+    assert all(m is not None for m in members), case
+    assert {m.gang for m in members if m} == {gang}
+    assert {m.workload.kind for m in members if m} == {kind}
+    ref = next(m.workload for m in members if m)
+    info = workload_info(ref, workload)
+    assert info is not None
+    if kind == "LeaderWorkerSet":  # the group's size comes from the pods' annotation
+        assert {m.size for m in members if m} == {size}
+    else:
+        assert (info.size, info.roles) == (size, roles)
+        assert {m.role for m in members if m} <= {r for r, _ in roles} | {None}
+    if case == "trainjob":  # the PodGroup goes with the TrainJob that owns the JobSet
+        assert info.owner.kind == "TrainJob" and info.owner.name == "tj"
+    else:
+        assert info.owner == OwnerRef(
+            workload["apiVersion"], workload["kind"], workload["metadata"]["name"], workload["metadata"]["uid"]
+        )
+
+
+def test_ranks_come_from_the_index_labels() -> None:
+    """JobSet: global job index then completion index; LWS: worker-index; PyTorch: master first; Ray: head first."""
+
+    def ranks(pods: list[dict[str, Any]]) -> dict[str, int]:
+        metas = [MemberMeta(p["metadata"]["name"], p["metadata"]["labels"], p["metadata"]["annotations"]) for p in pods]
+        return member_ranks(metas)
+
+    js = w.jobset("js", [("driver", 1, 1), ("workers", 2, 2)])
+    assert sorted(ranks(w.jobset_pods(js)).items(), key=lambda kv: kv[1])[0][0].startswith("js-driver-0")
+    lws = ranks(w.lws_group_pods(w.lws("l", replicas=1, size=4), 0))
+    assert lws == {"l-0": 0, "l-0-1": 1, "l-0-2": 2, "l-0-3": 3}
+    pt = ranks(w.pytorch_pods(w.pytorchjob("pt", workers=2)))
+    assert pt["pt-master-0"] == 0 and {pt["pt-worker-0"], pt["pt-worker-1"]} == {1, 2}
+    ray = ranks(w.ray_pods(w.raycluster("r", workers=2)))
+    assert ray["r-head-x"] == 0 and sorted(ray.values()) == [0, 1, 2]
+
+
+def test_what_makes_no_gang() -> None:
+    job = w.indexed_job("plain", parallelism=2, completions=2)
+    pods = w.job_pods(job, 2)
+    member = infer_member(pods[0])
+    assert member is not None
+    job["spec"]["completionMode"] = "NonIndexed"
+    assert workload_info(member.workload, job) is None  # (a NonIndexed Job's pods carry no index anyway)
+    del pods[1]["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+    del pods[1]["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+    assert infer_member(pods[1]) is None
+    pods[0]["metadata"]["ownerReferences"] = []
+    assert infer_member(pods[0]) is None  # an index without a Job owning the pod
+    assert infer_member({"metadata": {"name": "lone", "labels": {"app": "x"}}}) is None
+
+
+def test_bad_values_name_the_key() -> None:
+    pod = w.lws_group_pods(w.lws("l", replicas=1, size=2), 0)[0]
+    pod["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/size"] = "two"
+    with pytest.raises(InvalidField, match="leaderworkerset.sigs.k8s.io/size"):
+        infer_member(pod)
+    js = w.jobset("js", [("a", 1, 1)])
+    js["spec"]["replicatedJobs"][0]["replicas"] = "many"
+    ref = infer_member(w.jobset_pods(w.jobset("js", [("a", 1, 1)]))[0])
+    assert ref is not None
+    with pytest.raises(InvalidField, match=r"spec.replicatedJobs\[0\].replicas"):
+        workload_info(ref.workload, js)
+
+
+def _cache(*, all_namespaces: bool) -> ClusterCache:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.inferred = InferredGangs(all_namespaces=all_namespaces)
+    return cache
+
+
+def test_the_cache_waits_for_the_workload_then_schedules_the_gang_and_asks_for_its_podgroup() -> None:
+    cache = _cache(all_namespaces=True)
+    job = w.indexed_job("train", parallelism=3, completions=3, job_uid="job-uid")
+    for pod in _with_uids(w.job_pods(job, 3)):
+        cache.on_pod_event("ADDED", pod)
+    assert cache.inferred is not None
+    assert {p.gang for p in cache.cluster.pods.values()} == {"default/train"}
+    assert cache.cluster.gangs["default/train"].spec is None  # its members wait until the Job is read
+    wanted = cache.inferred.take_wanted()
+    assert [r.path for r in wanted] == ["/apis/batch/v1/namespaces/default/jobs/train"]
+    assert cache.inferred.take_wanted() == []  # read once
+    cache.reinfer(cache.inferred.workload_read(wanted[0], workload_info(wanted[0], job)))
+    spec = cache.cluster.gangs["default/train"].spec
+    assert (spec.min_member, spec.total_member, spec.source) == (3, 3, "inferred")
+    assert cache.podgroups_to_create["default/train"] == spec
+    assert cache.inferred.owner("default/train") == OwnerRef("batch/v1", "Job", "train", "job-uid")
+    for pod in list(cache.cluster.pods):
+        cache.on_pod_event("DELETED", {"metadata": {"namespace": "default", "name": pod.split("/")[1]}})
+    assert cache.inferred.sizes() == {"candidates": 0, "workloads": 0, "owners": 0}
+    assert cache.gang_structure_sizes()["sources"] == 0
+
+
+def test_an_unreadable_workload_leaves_its_pods_without_a_gang() -> None:
+    cache = _cache(all_namespaces=True)
+    rc = w.raycluster("ray", workers=1)
+    for pod in _with_uids(w.ray_pods(rc)):
+        cache.on_pod_event("ADDED", pod)
+    assert cache.inferred is not None
+    (ref,) = cache.inferred.take_wanted()
+    cache.reinfer(cache.inferred.workload_read(ref, None))  # 403 / 404
+    assert {p.gang for p in cache.cluster.pods.values()} == {None}
+
+
+def test_an_lws_group_is_a_gang_at_once_and_a_namespace_opts_in_and_out() -> None:
+    cache = _cache(all_namespaces=False)
+    pods = _with_uids(w.lws_group_pods(w.lws("l", replicas=1, size=3), 0))
+    for pod in pods:
+        cache.on_pod_event("ADDED", pod)
+    assert cache.inferred is not None
+    assert {p.gang for p in cache.cluster.pods.values()} == {None}  # not opted in: pods one by one, as today
+    cache.reinfer(cache.inferred.namespace_set({"default"}))
+    assert cache.cluster.gangs["default/l-0"].spec.min_member == 3  # the size is on the pods
+    assert {p.rank for p in cache.cluster.pods.values()} == {0, 1, 2}
+    assert cache.inferred.reading("default/l-0")  # its PodGroup waits for the LWS (the owner) to be read
+    cache.reinfer(cache.inferred.namespace_changed("default", False))
+    assert {p.gang for p in cache.cluster.pods.values()} == {None}
+    assert not cache.cluster.gangs.get("default/l-0")
+
+
+def test_a_declared_gang_wins_over_inference() -> None:
+    cache = _cache(all_namespaces=True)
+    pod = _with_uids(w.ray_pods(w.raycluster("ray", workers=0)))[0]
+    pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "mine"
+    cache.on_pod_event("ADDED", pod)
+    assert cache.cluster.pods["default/ray-head-x"].gang == "default/mine"
+    assert cache.inferred is not None and cache.inferred.take_wanted() == []
+
+
+def test_off_by_default() -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    for pod in _with_uids(w.job_pods(w.indexed_job("j", parallelism=2, completions=2), 2)):
+        cache.on_pod_event("ADDED", pod)
+    assert cache.inferred is None
+    assert {p.gang for p in cache.cluster.pods.values()} == {None}
