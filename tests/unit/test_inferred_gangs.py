@@ -116,7 +116,7 @@ def test_what_makes_no_gang() -> None:
 def test_bad_values_name_the_key() -> None:
     pod = w.lws_group_pods(w.lws("l", replicas=1, size=2), 0)[0]
     pod["metadata"]["annotations"]["leaderworkerset.sigs.k8s.io/size"] = "two"
-    with pytest.raises(InvalidField, match="leaderworkerset.sigs.k8s.io/size"):
+    with pytest.raises(InvalidField, match=r"leaderworkerset\.sigs\.k8s\.io/size"):
         infer_member(pod)
     js = w.jobset("js", [("a", 1, 1)])
     js["spec"]["replicatedJobs"][0]["replicas"] = "many"
