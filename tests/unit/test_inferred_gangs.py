@@ -139,12 +139,14 @@ def test_the_cache_waits_for_the_workload_then_schedules_the_gang_and_asks_for_i
         cache.on_pod_event("ADDED", pod)
     assert cache.inferred is not None
     assert {p.gang for p in cache.cluster.pods.values()} == {"default/train"}
-    assert cache.cluster.gangs["default/train"].spec is None  # its members wait until the Job is read
+    waiting = cache.cluster.gangs["default/train"]
+    assert waiting.spec is None  # its members wait until the Job is read
     wanted = cache.inferred.take_wanted()
     assert [r.path for r in wanted] == ["/apis/batch/v1/namespaces/default/jobs/train"]
     assert cache.inferred.take_wanted() == []  # read once
     cache.reinfer(cache.inferred.workload_read(wanted[0], workload_info(wanted[0], job)))
     spec = cache.cluster.gangs["default/train"].spec
+    assert spec is not None
     assert (spec.min_member, spec.total_member, spec.source) == (3, 3, "inferred")
     assert cache.podgroups_to_create["default/train"] == spec
     assert cache.inferred.owner("default/train") == OwnerRef("batch/v1", "Job", "train", "job-uid")
@@ -173,7 +175,8 @@ def test_an_lws_group_is_a_gang_at_once_and_a_namespace_opts_in_and_out() -> Non
     assert cache.inferred is not None
     assert {p.gang for p in cache.cluster.pods.values()} == {None}  # not opted in: pods one by one, as today
     cache.reinfer(cache.inferred.namespace_set({"default"}))
-    assert cache.cluster.gangs["default/l-0"].spec.min_member == 3  # the size is on the pods
+    lws_spec = cache.cluster.gangs["default/l-0"].spec
+    assert lws_spec is not None and lws_spec.min_member == 3  # the size is on the pods
     assert {p.rank for p in cache.cluster.pods.values()} == {0, 1, 2}
     assert cache.inferred.reading("default/l-0")  # its PodGroup waits for the LWS (the owner) to be read
     cache.reinfer(cache.inferred.namespace_changed("default", False))
