@@ -150,8 +150,8 @@ def test_the_cache_waits_for_the_workload_then_schedules_the_gang_and_asks_for_i
     assert (spec.min_member, spec.total_member, spec.source) == (3, 3, "inferred")
     assert cache.podgroups_to_create["default/train"] == spec
     assert cache.inferred.owner("default/train") == OwnerRef("batch/v1", "Job", "train", "job-uid")
-    for pod in list(cache.cluster.pods):
-        cache.on_pod_event("DELETED", {"metadata": {"namespace": "default", "name": pod.split("/")[1]}})
+    for pod_key in list(cache.cluster.pods):
+        cache.on_pod_event("DELETED", {"metadata": {"namespace": "default", "name": pod_key.split("/")[1]}})
     assert cache.inferred.sizes() == {"candidates": 0, "workloads": 0, "owners": 0}
     assert cache.gang_structure_sizes()["sources"] == 0
 
