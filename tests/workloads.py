@@ -27,6 +27,7 @@ Sources (the files that set each label, annotation and ownerReference):
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 GANGSCHED = "gangsched"
@@ -290,3 +291,40 @@ def ray_pods(rc: dict[str, Any], *, cpu: str = "1") -> list[dict[str, Any]]:
         labels = {"ray.io/cluster": meta["name"], "ray.io/node-type": "worker", "ray.io/group": group["groupName"]}
         out.append(_pod(f"{meta['name']}-worker-gpu-{i}", labels=labels, owner=owner, cpu=cpu))
     return out
+
+
+# ------------------------------------------------------------------------ the objects between workload and pods
+Create = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+def _between(kind: str, name: str, parent: dict[str, Any] | None) -> dict[str, Any]:
+    """A Job or StatefulSet as the workload's controller creates it between itself and the pods (the emulator's
+    garbage collector, like kube-controller-manager's, deletes pods whose owner does not exist)."""
+    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if parent is not None:
+        pm = parent["metadata"]
+        meta["ownerReferences"] = [_owner(parent["apiVersion"], parent["kind"], pm["name"], pm["uid"])]
+    template = {
+        "metadata": {"labels": {"app": name}},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]},
+    }
+    if kind == "Job":
+        spec: dict[str, Any] = {"completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": template}
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
+    template["spec"]["restartPolicy"] = "Always"
+    spec = {"replicas": 0, "serviceName": name, "selector": {"matchLabels": {"app": name}}, "template": template}
+    return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec}
+
+
+async def materialize(create: Create, pods: list[dict[str, Any]], parent: dict[str, Any] | None) -> None:
+    """Create the Jobs / StatefulSets the pods' controller ownerReferences name (owned by `parent`, the workload) and
+    point the pods at the uids the apiserver gave them."""
+    made: dict[tuple[str, str], str] = {}
+    for pod in pods:
+        for ref in pod["metadata"].get("ownerReferences") or []:
+            if ref["kind"] not in ("Job", "StatefulSet"):
+                continue
+            key = (ref["kind"], ref["name"])
+            if key not in made:
+                made[key] = (await create(_between(ref["kind"], ref["name"], parent)))["metadata"]["uid"]
+            ref["uid"] = made[key]

@@ -1,0 +1,173 @@
+"""Gangs inferred from the owning workload, through the emulator (issue 14 item 3).
+
+The emulator runs no workload controller: each test creates the workload object (its CRD from
+tests/data/workload-crds.yaml; batch/v1 Job is built in) and then the pods exactly as its controller would
+(tests/workloads.py cites the controller sources), with the controller's ownerReference carrying the uid the
+apiserver gave the workload. The operator runs as the ServiceAccount of manifests/rbac.yaml with RBAC enforced
+(plugin/pkg/auth/authorizer/rbac/rbac.go), plus manifests/rbac-infer-gangs.yaml where a test says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gangsched.k8s.client import KubeClient
+from gangsched.sim.serve import Cluster, apply_crds, running_cluster
+from tests import workloads as w
+from tests.integration.harness import (
+    OPERATOR_NAMESPACE,
+    SERVICE_ACCOUNT,
+    bound,
+    create,
+    eventually,
+    get_podgroup,
+    on_replica,
+    pods,
+    replica,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+LABEL = "scheduling.gangsched.io/infer-gangs"
+INFER = {"inferGangs": {"enabled": True}}
+USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"
+PATHS = {
+    "Job": "/apis/batch/v1/namespaces/default/jobs",
+    "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets",
+    "LeaderWorkerSet": "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets",
+    "PyTorchJob": "/apis/kubeflow.org/v1/namespaces/default/pytorchjobs",
+    "MPIJob": "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs",
+    "TrainJob": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs",
+    "RayCluster": "/apis/ray.io/v1/namespaces/default/rayclusters",
+}
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(name) if isinstance(d, dict)]
+
+
+async def install_inference_rbac(k: KubeClient) -> None:
+    for doc in load((ROOT / "manifests" / "rbac-infer-gangs.yaml").read_text()):
+        plural = "clusterroles" if doc["kind"] == "ClusterRole" else "clusterrolebindings"
+        await k.create(f"/apis/rbac.authorization.k8s.io/v1/{plural}", doc)
+
+
+async def opt_in(k: KubeClient, namespace: str = "default") -> None:
+    await k.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {LABEL: "true"}}})
+
+
+async def apply(k: KubeClient, obj: dict[str, Any]) -> dict[str, Any]:
+    """Create a workload (or a Job / StatefulSet between it and its pods); returns it as the apiserver stored it
+    (with the uid its pods' ownerReferences carry)."""
+    body = {**obj, "metadata": {k2: v for k2, v in obj["metadata"].items() if k2 != "uid"}}
+    if obj["kind"] == "StatefulSet":
+        return await k.create("/apis/apps/v1/namespaces/default/statefulsets", body)
+    return await k.create(PATHS[obj["kind"]], body)
+
+
+async def pods_of(k: KubeClient, workload: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods, with the Jobs / StatefulSets their controller references created first (tests/workloads.py)."""
+    await w.materialize(lambda obj: apply(k, obj), pods, workload)
+    return pods
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    async with running_cluster(nodes=2, node_resources=NODE) as c:
+        await apply_crds(c.client, load((ROOT / "tests" / "data" / "workload-crds.yaml").read_text()))
+        yield c
+
+
+async def _all_bound(k: KubeClient, names: list[str]) -> bool:
+    placed = bound(await pods(k))
+    return all(n in placed for n in names)
+
+
+def _names(objs: list[dict[str, Any]]) -> list[str]:
+    return [o["metadata"]["name"] for o in objs]
+
+
+async def test_an_indexed_job_is_one_gang_owned_podgroup_ranks_and_status(cluster: Cluster) -> None:
+    k = cluster.client
+    await install_inference_rbac(k)
+    await opt_in(k)
+    job = await apply(k, w.indexed_job("train", parallelism=4, completions=4))
+    members = w.job_pods(job, 4, cpu="2")
+    async with replica(cluster.kubeconfig, **INFER) as op:
+        await create(k, *members)
+        await eventually(lambda: _all_bound(k, _names(members)), what="the Job's four pods bound")
+        pg = await eventually(lambda: get_podgroup(k, "train"), what="PodGroup created for the Job")
+        assert pg["spec"]["minMember"] == 4
+        assert pg["metadata"]["ownerReferences"] == [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": "train",
+                "uid": job["metadata"]["uid"],
+                "controller": False,
+                "blockOwnerDeletion": False,
+            }
+        ]
+
+        async def running() -> bool:
+            status = ((await get_podgroup(k, "train")) or {}).get("status", {})
+            return status.get("phase") == "Running" and status.get("running") == 4
+
+        await eventually(running, what="PodGroup Running with 4 running")
+        ranks = on_replica(op, lambda: {p.name: p.rank for p in op.cluster.pods.values()})
+        assert {ranks[m["metadata"]["name"]] for m in members} == {0, 1, 2, 3}
+        assert op.inference is not None and op.inference.reads == 1  # one GET for the Job, not one per pod
+    used = cluster.server.authorizer.usage.get(USER, set())
+    assert ("get", "batch", "jobs", "") in used and ("list", "", "namespaces", "") in used
+
+
+async def test_a_jobset_that_does_not_fit_binds_nothing_and_a_raycluster_that_fits_binds(cluster: Cluster) -> None:
+    k = cluster.client
+    await install_inference_rbac(k)
+    await opt_in(k)
+    js = await apply(k, w.jobset("big", [("driver", 1, 1), ("workers", 2, 2)]))  # 5 pods x 2 cpu > 2 nodes x 4 cpu
+    rc = await apply(k, w.raycluster("ray", workers=1, hosts=2))
+    big, ray = await pods_of(k, js, w.jobset_pods(js, cpu="2")), w.ray_pods(rc, cpu="1")
+    async with replica(cluster.kubeconfig, **INFER):
+        await create(k, *big, *ray)
+        await eventually(lambda: _all_bound(k, _names(ray)), what="the RayCluster's head and workers bound")
+        pg = await eventually(lambda: get_podgroup(k, "big"), what="PodGroup of the JobSet")
+        assert pg["spec"]["minMember"] == 5
+        assert pg["metadata"]["ownerReferences"][0]["uid"] == js["metadata"]["uid"]
+        ray_pg = await eventually(lambda: get_podgroup(k, "ray"), what="PodGroup of the RayCluster")
+        assert ray_pg["spec"]["minMember"] == 3  # the head + 1 replica x 2 hosts
+        assert not set(_names(big)) & set(bound(await pods(k)))  # all or nothing: none of the JobSet's pods
+
+
+async def test_off_by_default_and_without_the_optional_role(cluster: Cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """Without inferGangs the Job's pods are bound one by one as before; with it but without
+    manifests/rbac-infer-gangs.yaml the namespaces cannot be listed (403): one warning, inference off."""
+    k = cluster.client
+    await opt_in(k)
+    job = await apply(k, w.indexed_job("j", parallelism=3, completions=3))
+    members = w.job_pods(job, 3, cpu="3")  # 3 x 3 cpu on 2 x 4 cpu nodes: as a gang nothing would bind
+    async with replica(cluster.kubeconfig):
+        await create(k, *members)
+        await eventually(lambda: _count_bound(k, _names(members), 2), what="two of the pods bound one by one (no gang)")
+    assert await get_podgroup(k, "j") is None
+    for m in members:
+        await k.delete(f"/api/v1/namespaces/default/pods/{m['metadata']['name']}")
+    members = [dict(m, metadata=dict(m["metadata"], name=m["metadata"]["name"] + "-b")) for m in members]
+    with caplog.at_level(logging.WARNING, logger="gangsched.runtime.inferred"):
+        async with replica(cluster.kubeconfig, **INFER) as op:
+            await create(k, *members)
+            await eventually(lambda: _count_bound(k, _names(members), 2), what="bound one by one again")
+            assert op.inference is not None and not op.inference.watches_namespaces
+    warnings = [r for r in caplog.records if "rbac-infer-gangs.yaml" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+
+
+async def _count_bound(k: KubeClient, names: list[str], count: int) -> bool:
+    placed = bound(await pods(k))
+    return sum(1 for n in names if n in placed) == count
