@@ -304,14 +304,15 @@ def _between(kind: str, name: str, parent: dict[str, Any] | None) -> dict[str, A
     if parent is not None:
         pm = parent["metadata"]
         meta["ownerReferences"] = [_owner(parent["apiVersion"], parent["kind"], pm["name"], pm["uid"])]
-    template = {
-        "metadata": {"labels": {"app": name}},
-        "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]},
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}],
     }
+    template = {"metadata": {"labels": {"app": name}}, "spec": pod_spec}
     if kind == "Job":
         spec: dict[str, Any] = {"completionMode": "Indexed", "completions": 1, "parallelism": 1, "template": template}
         return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": spec}
-    template["spec"]["restartPolicy"] = "Always"
+    pod_spec["restartPolicy"] = "Always"
     spec = {"replicas": 0, "serviceName": name, "selector": {"matchLabels": {"app": name}}, "template": template}
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec}
 

@@ -35,7 +35,7 @@ from tests.integration.harness import (
 ROOT = Path(__file__).resolve().parents[2]
 NODE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 LABEL = "scheduling.gangsched.io/infer-gangs"
-INFER = {"inferGangs": {"enabled": True}}
+INFER: dict[str, Any] = {"inferGangs": {"enabled": True}}
 USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"
 PATHS = {
     "Job": "/apis/batch/v1/namespaces/default/jobs",
@@ -117,7 +117,7 @@ async def test_an_indexed_job_is_one_gang_owned_podgroup_ranks_and_status(cluste
 
         async def running() -> bool:
             status = ((await get_podgroup(k, "train")) or {}).get("status", {})
-            return status.get("phase") == "Running" and status.get("running") == 4
+            return bool(status.get("phase") == "Running" and status.get("running") == 4)
 
         await eventually(running, what="PodGroup Running with 4 running")
         ranks = on_replica(op, lambda: {p.name: p.rank for p in op.cluster.pods.values()})
