@@ -171,3 +171,63 @@ async def test_off_by_default_and_without_the_optional_role(cluster: Cluster, ca
 async def _count_bound(k: KubeClient, names: list[str], count: int) -> bool:
     placed = bound(await pods(k))
     return sum(1 for n in names if n in placed) == count
+
+
+async def test_lws_groups_kubeflow_jobs_and_a_trainjob_get_podgroups_owned_by_their_workload(cluster: Cluster) -> None:
+    k = cluster.client
+    await install_inference_rbac(k)
+    await opt_in(k)
+    lws = await apply(k, w.lws("lws", replicas=2, size=2))
+    pt = await apply(k, w.pytorchjob("pt", workers=1))
+    mpi = await apply(k, w.mpijob("mpi", workers=1))
+    tj = await apply(k, w.trainjob("tj"))
+    tjs = await apply(k, w.trainjob_jobset(tj, [("node", 2, 1)]))
+    groups = await pods_of(k, lws, [p for g in range(2) for p in w.lws_group_pods(lws, g, cpu="500m")])
+    everything = [
+        *groups,
+        *w.pytorch_pods(pt, cpu="500m"),
+        *await pods_of(k, mpi, w.mpi_pods(mpi, cpu="500m")),
+        *await pods_of(k, tjs, w.jobset_pods(tjs, cpu="500m")),
+    ]
+    async with replica(cluster.kubeconfig, **INFER):
+        await create(k, *everything)
+        await eventually(lambda: _all_bound(k, _names(everything)), what="every workload's pods bound")
+        expected = {
+            "lws-0": ("LeaderWorkerSet", lws, 2),
+            "lws-1": ("LeaderWorkerSet", lws, 2),
+            "pt": ("PyTorchJob", pt, 2),
+            "mpi": ("MPIJob", mpi, 2),
+            "tj": ("TrainJob", tj, 2),  # the JobSet's owner: the PodGroup goes with the TrainJob
+        }
+        for name, (kind, owner, size) in expected.items():
+            pg = await eventually(lambda name=name: get_podgroup(k, name), what=f"PodGroup {name}")  # type: ignore[misc]
+            (ref,) = pg["metadata"]["ownerReferences"]
+            assert (ref["kind"], ref["uid"], ref["controller"]) == (kind, owner["metadata"]["uid"], False), name
+            assert pg["spec"]["minMember"] == size, name
+
+
+async def test_an_existing_podgroup_of_that_name_wins_with_a_warning(cluster: Cluster) -> None:
+    k = cluster.client
+    await install_inference_rbac(k)
+    await opt_in(k)
+    await create(
+        k,
+        {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": "pt", "namespace": "default"},
+            "spec": {"minMember": 1},
+        },
+    )
+    pt = await apply(k, w.pytorchjob("pt", workers=3))  # 4 pods x 3 cpu: as a gang of 4 it would not fit
+    members = w.pytorch_pods(pt, cpu="3")
+    async with replica(cluster.kubeconfig, **INFER):
+        await create(k, *members)
+        await eventually(lambda: _count_bound(k, _names(members), 2), what="two bound under the PodGroup's minMember 1")
+
+        async def warned() -> list[dict[str, Any]]:
+            items = (await k.get("/api/v1/namespaces/default/events"))["items"]
+            return [e for e in items if e["reason"] == "InferredGangNameTaken"]
+
+        (event,) = await eventually(warned, what="one InferredGangNameTaken event")
+        assert event["involvedObject"]["kind"] == "PodGroup" and "PyTorchJob pt" in event["message"]
