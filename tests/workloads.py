@@ -323,8 +323,8 @@ async def materialize(create: Create, pods: list[dict[str, Any]], parent: dict[s
     made: dict[tuple[str, str], str] = {}
     for pod in pods:
         for ref in pod["metadata"].get("ownerReferences") or []:
-            if ref["kind"] not in ("Job", "StatefulSet"):
-                continue
+            if ref["kind"] not in ("Job", "StatefulSet") or ref["uid"] == (parent or {}).get("metadata", {}).get("uid"):
+                continue  # (an Indexed Job's pods: the Job is the workload itself)
             key = (ref["kind"], ref["name"])
             if key not in made:
                 made[key] = (await create(_between(ref["kind"], ref["name"], parent)))["metadata"]["uid"]
