@@ -58,6 +58,20 @@ async def install_inference_rbac(k: KubeClient) -> None:
         await k.create(f"/apis/rbac.authorization.k8s.io/v1/{plural}", doc)
 
 
+def grants(*files: str) -> set[tuple[str, str, str, str]]:
+    """(verb, group, resource, subresource) the ClusterRoles/Roles of these manifests grant."""
+    out: set[tuple[str, str, str, str]] = set()
+    for name in files:
+        for doc in load((ROOT / "manifests" / name).read_text()):
+            if doc["kind"] in ("ClusterRole", "Role"):
+                for rule in doc["rules"]:
+                    for group in rule["apiGroups"]:
+                        for resource in rule["resources"]:
+                            res, _, sub = resource.partition("/")
+                            out.update((verb, group, res, sub) for verb in rule["verbs"])
+    return out
+
+
 async def opt_in(k: KubeClient, namespace: str = "default") -> None:
     await k.patch(f"/api/v1/namespaces/{namespace}", {"metadata": {"labels": {LABEL: "true"}}})
 
@@ -204,6 +218,12 @@ async def test_lws_groups_kubeflow_jobs_and_a_trainjob_get_podgroups_owned_by_th
             (ref,) = pg["metadata"]["ownerReferences"]
             assert (ref["kind"], ref["uid"], ref["controller"]) == (kind, owner["metadata"]["uid"], False), name
             assert pg["spec"]["minMember"] == size, name
+    # the optional ClusterRole is read-only, and with it every request the operator made was granted
+    optional = grants("rbac-infer-gangs.yaml")
+    assert {verb for verb, *_ in optional} == {"get", "list", "watch"}
+    used = cluster.server.authorizer.usage.get(USER, set())
+    assert used <= grants("rbac.yaml") | optional, sorted(used - grants("rbac.yaml") - optional)
+    assert {("get", "leaderworkerset.x-k8s.io", "leaderworkersets", ""), ("get", "kubeflow.org", "mpijobs", "")} <= used
 
 
 async def test_an_existing_podgroup_of_that_name_wins_with_a_warning(cluster: Cluster) -> None:

@@ -199,3 +199,15 @@ def test_off_by_default() -> None:
         cache.on_pod_event("ADDED", pod)
     assert cache.inferred is None
     assert {p.gang for p in cache.cluster.pods.values()} == {None}
+
+
+def test_two_workloads_of_one_name_do_not_share_a_gang() -> None:
+    """A Job and a RayCluster both named "x": the first one seen makes gang x, the other's pods get no gang."""
+    cache = _cache(all_namespaces=True)
+    job_pods = _with_uids(w.job_pods(w.indexed_job("x", parallelism=1, completions=1), 1))
+    ray = w.raycluster("x", workers=0)
+    ray_pods = _with_uids(w.ray_pods(ray))
+    for pod in (*job_pods, *ray_pods):
+        cache.on_pod_event("ADDED", pod)
+    assert cache.cluster.pods["default/x-0-x0"].gang == "default/x"
+    assert cache.cluster.pods["default/x-head-x"].gang is None

@@ -6,7 +6,8 @@ Contract:
   namespace watch), `active(namespace)` whether inference applies there.
 - `pod_declared(pod_key, obj, rank) -> PodGang | None` (the cache calls it for one of our pods that declares no
   gang): remembers the pod as a candidate (its InferredMember and rank) and returns its gang declaration when its
-  namespace is active and its workload is readable: with a complete spec once the workload is known (an LWS group:
+  namespace is active and its workload is readable (and no other workload of another kind claimed that gang name
+  first): with a complete spec once the workload is known (an LWS group:
   from the pod at once), without one while the workload waits to be read (listed in `wanted`). None otherwise.
   `forget_pod(pod_key)` drops it.
 - Workloads are read once per workload (GET, by the runtime: no watch of each kind, no pods x owners loop) and kept
@@ -84,7 +85,8 @@ class InferredGangs:
         if size is None and wkey in self._workloads:
             return None  # read, and unreadable or no gang: a pod without a gang
         gang = gang_key(found.namespace, member.gang)
-        self._gang_workload[gang] = wkey
+        if self._gang_workload.setdefault(gang, wkey) != wkey:
+            return None  # two workloads of one name (a Job and a RayCluster "x"): the first one's gang only
         if info is not None and info.owner.uid:
             self._owners[gang] = info.owner
         roles = info.roles if info is not None and member.size is None else ()
