@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec
@@ -54,8 +54,7 @@ _EMPTY: Mapping[str, Any] = {}
 _ALLOWED_COUNT = f"must be a non-negative integer <= {INT32_MAX}"
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadRef:
+class WorkloadRef(NamedTuple):
     """A workload object: what to read from the API; `uid` is known when it is the pod's direct owner."""
 
     api_version: str
@@ -86,8 +85,7 @@ class OwnerRef:
     uid: str
 
 
-@dataclass(frozen=True, slots=True)
-class InferredMember:
+class InferredMember(NamedTuple):
     gang: str  # the gang's name (in the pod's namespace)
     workload: WorkloadRef
     role: str | None = None
