@@ -218,6 +218,11 @@ async def test_lws_groups_kubeflow_jobs_and_a_trainjob_get_podgroups_owned_by_th
             (ref,) = pg["metadata"]["ownerReferences"]
             assert (ref["kind"], ref["uid"], ref["controller"]) == (kind, owner["metadata"]["uid"], False), name
             assert pg["spec"]["minMember"] == size, name
+        pt_pg = await get_podgroup(k, "pt")
+        assert (pt_pg or {})["spec"]["roles"] == [
+            {"name": "master", "minMember": 1},
+            {"name": "worker", "minMember": 1},
+        ]
     # the optional ClusterRole is read-only, and with it every request the operator made was granted
     optional = grants("rbac-infer-gangs.yaml")
     assert {verb for verb, *_ in optional} == {"get", "list", "watch"}

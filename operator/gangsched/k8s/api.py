@@ -83,6 +83,8 @@ def podgroup_manifest(
         body["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
     if spec.group:
         body["gangGroup"] = list(spec.group)
+    if spec.roles:  # (an inferred gang: a role per replica type)
+        body["roles"] = [{"name": role, "minMember": count} for role, count in spec.roles]
     if spec.network_topology is not None:
         nt = spec.network_topology
         body["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
