@@ -211,3 +211,13 @@ def test_two_workloads_of_one_name_do_not_share_a_gang() -> None:
         cache.on_pod_event("ADDED", pod)
     assert cache.cluster.pods["default/x-0-x0"].gang == "default/x"
     assert cache.cluster.pods["default/x-head-x"].gang is None
+
+
+def test_the_config_option_is_off_by_default_and_strict() -> None:
+    from gangsched.models.config import config_from_mapping
+
+    assert not config_from_mapping({}).infer_gangs.enabled
+    on = config_from_mapping({"inferGangs": {"enabled": True, "allNamespaces": True}}).infer_gangs
+    assert (on.enabled, on.all_namespaces, on.namespace_label) == (True, True, "scheduling.gangsched.io/infer-gangs")
+    with pytest.raises(InvalidField, match="inferGangs.namespaceLabels"):
+        config_from_mapping({"inferGangs": {"namespaceLabels": "x"}})  # a typo is refused, never a silent default
