@@ -219,5 +219,5 @@ def test_the_config_option_is_off_by_default_and_strict() -> None:
     assert not config_from_mapping({}).infer_gangs.enabled
     on = config_from_mapping({"inferGangs": {"enabled": True, "allNamespaces": True}}).infer_gangs
     assert (on.enabled, on.all_namespaces, on.namespace_label) == (True, True, "scheduling.gangsched.io/infer-gangs")
-    with pytest.raises(InvalidField, match="inferGangs.namespaceLabels"):
+    with pytest.raises(InvalidField, match=r"inferGangs\.namespaceLabels"):
         config_from_mapping({"inferGangs": {"namespaceLabels": "x"}})  # a typo is refused, never a silent default
