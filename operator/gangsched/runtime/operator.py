@@ -14,7 +14,9 @@ Contract:
   go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
   other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
-  preemption's evictions and nominations: runtime/preemption.py.
+  preemption's evictions and nominations: runtime/preemption.py; gangs inferred from workloads (config inferGangs:
+  the opted-in namespaces, listed before the pods and then watched; the workloads read after each round):
+  runtime/inferred.py.
 - Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
   only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
 - Fencing: every write goes through `self.fence`, a FencedClient (k8s/fence.py) that sends only while
