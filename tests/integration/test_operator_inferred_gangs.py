@@ -28,6 +28,7 @@ from tests.integration.harness import (
     eventually,
     get_podgroup,
     on_replica,
+    pod,
     pods,
     replica,
 )
@@ -256,3 +257,40 @@ async def test_an_existing_podgroup_of_that_name_wins_with_a_warning(cluster: Cl
 
         (event,) = await eventually(warned, what="one InferredGangNameTaken event")
         assert event["involvedObject"]["kind"] == "PodGroup" and "PyTorchJob pt" in event["message"]
+
+
+async def test_a_restart_of_every_pod_of_the_job_is_gang_scheduled_again(cluster: Cluster) -> None:
+    """The Job controller re-creates every pod (new names, same indexes: pkg/controller/job/job_controller.go
+    `manageJob`); the new incarnation is all or nothing again: with room for three of its four pods, none binds."""
+    k = cluster.client
+    await install_inference_rbac(k)
+    await opt_in(k)
+    job = await apply(k, w.indexed_job("train", parallelism=4, completions=4))
+    first = w.job_pods(job, 4, cpu="2")
+    async with replica(cluster.kubeconfig, **INFER):
+        await create(k, *first)
+        await eventually(lambda: _all_bound(k, _names(first)), what="the first incarnation bound")
+        for name in _names(first):
+            await k.delete(f"/api/v1/namespaces/default/pods/{name}", body={"gracePeriodSeconds": 0})
+
+        async def gone() -> bool:
+            return not set(_names(first)) & set(await pods(k))
+
+        await eventually(gone, what="the first incarnation deleted")
+        await create(k, pod("blocker", cpu="2"))
+        await eventually(lambda: _all_bound(k, ["blocker"]), what="a lone pod taking 2 of the 8 cpus")
+        second = [dict(p, metadata=dict(p["metadata"], name=p["metadata"]["name"] + "-r")) for p in first]
+        await create(k, *second)
+
+        async def unschedulable() -> bool:
+            ps = await pods(k)
+            conditions = [
+                c
+                for n in _names(second)
+                for c in (ps[n].get("status") or {}).get("conditions") or []
+                if c["type"] == "PodScheduled" and c["status"] == "False"
+            ]
+            return len(conditions) == 4
+
+        await eventually(unschedulable, what="the new incarnation's four pods reported unschedulable")
+        assert not set(_names(second)) & set(bound(await pods(k))), "a part of the restarted gang started"
