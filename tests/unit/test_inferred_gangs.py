@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.errors import InvalidField
+from gangsched.core.gangspec import GangSpec
 from gangsched.models.inferred import OwnerRef, infer_member, workload_info
 from gangsched.models.rank import MemberMeta, member_ranks
 from gangsched.state.cache import ClusterCache
@@ -68,11 +69,10 @@ def test_each_owner_kind_gives_one_gang_with_its_size_and_roles(
     ref = next(m.workload for m in members if m)
     info = workload_info(ref, workload)
     assert info is not None
-    if kind == "LeaderWorkerSet":  # the group's size comes from the pods' annotation
+    assert (info.size, info.total, info.roles) == (size, size, roles)
+    assert {m.role for m in members if m} <= {r for r, _ in roles} | {None}
+    if kind == "LeaderWorkerSet":  # the pods carry their group's size too
         assert {m.size for m in members if m} == {size}
-    else:
-        assert (info.size, info.roles) == (size, roles)
-        assert {m.role for m in members if m} <= {r for r, _ in roles} | {None}
     if case == "trainjob":  # the PodGroup goes with the TrainJob that owns the JobSet
         assert info.owner.kind == "TrainJob" and info.owner.name == "tj"
     else:
@@ -167,21 +167,61 @@ def test_an_unreadable_workload_leaves_its_pods_without_a_gang() -> None:
     assert {p.gang for p in cache.cluster.pods.values()} == {None}
 
 
-def test_an_lws_group_is_a_gang_at_once_and_a_namespace_opts_in_and_out() -> None:
+def spec_of(cache: ClusterCache, key: str) -> GangSpec | None:
+    return cache.cluster.gangs[key].spec
+
+
+def test_an_lws_group_waits_for_its_lws_and_a_namespace_opts_in_and_out() -> None:
     cache = _cache(all_namespaces=False)
-    pods = _with_uids(w.lws_group_pods(w.lws("l", replicas=1, size=3), 0))
-    for pod in pods:
+    lws = w.lws("l", replicas=1, size=3)
+    for pod in _with_uids(w.lws_group_pods(lws, 0)):
         cache.on_pod_event("ADDED", pod)
     assert cache.inferred is not None
     assert {p.gang for p in cache.cluster.pods.values()} == {None}  # not opted in: pods one by one, as today
     cache.reinfer(cache.inferred.namespace_set({"default"}))
-    lws_spec = cache.cluster.gangs["default/l-0"].spec
-    assert lws_spec is not None and lws_spec.min_member == 3  # the size is on the pods
+    assert spec_of(cache, "default/l-0") is None  # waits for the LWS: its startupPolicy decides
+    assert cache.inferred.reading("default/l-0")
+    (ref,) = cache.inferred.take_wanted()
+    cache.reinfer(cache.inferred.workload_read(ref, workload_info(ref, lws)))
+    lws_spec = spec_of(cache, "default/l-0")
+    assert lws_spec is not None and (lws_spec.min_member, lws_spec.total_member) == (3, 3)
     assert {p.rank for p in cache.cluster.pods.values()} == {0, 1, 2}
-    assert cache.inferred.reading("default/l-0")  # its PodGroup waits for the LWS (the owner) to be read
     cache.reinfer(cache.inferred.namespace_changed("default", False))
     assert {p.gang for p in cache.cluster.pods.values()} == {None}
     assert not cache.cluster.gangs.get("default/l-0")
+
+
+def test_the_quorum_counts_only_the_pods_the_controller_starts_at_once() -> None:
+    """JobSet: a replicated job that `dependsOn` another is created after it (jobset pkg/controllers/depends_on.go;
+    trainer's initializers), InOrder starts them one by one (startup_policy.go); LWS LeaderReady creates the
+    workers once the leader is ready (lws pkg/controllers/pod_controller.go; KAI lws_grouper.go
+    `calcLeaderReadyMinAvailable`); RayCluster: minReplicas when set (KAI ray_grouper.go
+    `calcJobNumOfPodsAndSubGroups`). A gang waiting for pods not created yet would never start."""
+
+    def info(obj: dict[str, Any], pod: dict[str, Any]) -> tuple[int, int, tuple[tuple[str, int], ...]]:
+        member = infer_member(pod)
+        assert member is not None
+        found = workload_info(member.workload, obj)
+        assert found is not None
+        return found.size, found.total, found.roles
+
+    js = w.jobset("tj", [("initializer", 1, 1), ("node", 2, 2)])
+    js["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "initializer", "status": "Complete"}]
+    pod = w.jobset_pods(js)[0]
+    assert info(js, pod) == (1, 5, (("initializer", 1),))
+    del js["spec"]["replicatedJobs"][1]["dependsOn"]
+    js["spec"]["startupPolicy"] = {"startupPolicyOrder": "InOrder"}
+    assert info(js, pod) == (1, 5, (("initializer", 1),))
+    del js["spec"]["startupPolicy"]
+    assert info(js, pod) == (5, 5, (("initializer", 1), ("node", 4)))
+    lws = w.lws("l", replicas=1, size=4)
+    lws["spec"]["startupPolicy"] = "LeaderReady"
+    assert info(lws, w.lws_group_pods(lws, 0)[0]) == (1, 4, ())
+    rc = w.raycluster("r", workers=4, hosts=2)
+    rc["spec"]["workerGroupSpecs"][0]["minReplicas"] = 1
+    assert info(rc, w.ray_pods(rc)[0]) == (3, 9, (("head", 1), ("worker", 2)))
+    rc["spec"]["workerGroupSpecs"][0]["suspend"] = True
+    assert info(rc, w.ray_pods(rc)[0]) == (1, 1, (("head", 1),))
 
 
 def test_a_declared_gang_wins_over_inference() -> None:

@@ -7,24 +7,27 @@ Contract (pure: no I/O; the runtime reads the workload objects, state/inferred.p
   / node type / replicated job; None for a Job or an LWS) and, for an LWS, the gang's size (the pod carries it).
   Invalid values raise core.errors.InvalidField naming the key, the value and what is allowed.
 - `workload_info(ref, obj) -> WorkloadInfo | None`: from the workload object as read from the API, the gang's
-  size (minMember = totalMember), its roles (minimum members per role) and the owner of the PodGroup created for it
-  (the workload itself; a JobSet owned by a TrainJob: the TrainJob). None when the object makes no gang (a Job whose
+  quorum (minMember: the pods the controller starts at once), every pod (totalMember), its roles (minimum members
+  per role) and the owner of the PodGroup created for it (the workload itself; a JobSet owned by a TrainJob: the
+  TrainJob). None when the object makes no gang (a Job whose
   completionMode is not Indexed). Invalid values raise InvalidField (field path in the workload, value, allowed).
 - `inferred_spec(namespace, name, info) -> GangSpec` (source "inferred").
 
-Keys, first match wins (the controller source that sets them is cited in tests/unit/test_inferred_gangs.py):
+Keys, first match wins (the controller source that sets them is cited in tests/workloads.py):
 - LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): labels `leaderworkerset.sigs.k8s.io/name`,
-  `leaderworkerset.sigs.k8s.io/group-index`, annotation `leaderworkerset.sigs.k8s.io/size`: one gang per group.
+  `leaderworkerset.sigs.k8s.io/group-index`, annotation `leaderworkerset.sigs.k8s.io/size`: one gang per group of
+  that size (spec.startupPolicy LeaderReady: the leader is the quorum, its workers are created once it is ready).
 - JobSet (jobset.x-k8s.io/v1alpha2): label `jobset.sigs.k8s.io/jobset-name` (role: label
   `jobset.sigs.k8s.io/replicatedjob-name`); size = sum over spec.replicatedJobs of replicas x min(parallelism,
-  completions). A TrainJob (trainer.kubeflow.org) runs as a JobSet of the same name that it owns: the same gang,
+  completions), the quorum only over those started at once (not `dependsOn`; InOrder: the first). A TrainJob
+  (trainer.kubeflow.org) runs as a JobSet of the same name that it owns: the same gang,
   the PodGroup owned by the TrainJob.
 - Kubeflow training-operator / mpi-operator: label `training.kubeflow.org/job-name` with the pod's controller a
   PyTorchJob or MPIJob (an MPIJob's launcher pod: controller a Job, label `training.kubeflow.org/replica-type:
   launcher`: the MPIJob named by the label, kubeflow.org/v2beta1); role = the replica type (lowercase); size = sum of
   the replicaSpecs' replicas (default 1).
-- RayCluster (ray.io/v1): label `ray.io/cluster`; role = label `ray.io/node-type` (head / worker); size = 1 + sum
-  over spec.workerGroupSpecs of replicas (minReplicas with enableInTreeAutoscaling) x numOfHosts.
+- RayCluster (ray.io/v1): label `ray.io/cluster`; role = label `ray.io/node-type` (head / worker); quorum = 1 + sum
+  over spec.workerGroupSpecs of replicas (minReplicas with enableInTreeAutoscaling or minReplicas > 0) x numOfHosts.
 - Indexed batch/v1 Job: the pod's controller a Job and a completion index (label or annotation
   `batch.kubernetes.io/job-completion-index`); size = min(parallelism, completions).
 """
@@ -94,9 +97,10 @@ class InferredMember(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class WorkloadInfo:
-    size: int
-    roles: tuple[tuple[str, int], ...]
+    size: int  # the gang's quorum (minMember)
+    roles: tuple[tuple[str, int], ...]  # minimum members per role, within the quorum
     owner: OwnerRef
+    total: int = 0  # every pod the workload runs at once (totalMember); LWS: the group's size, 1 with LeaderReady
 
 
 def _controller(meta: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -179,6 +183,9 @@ def infer_member(pod: Mapping[str, Any]) -> InferredMember | None:
 
 
 # ------------------------------------------------------------------------------------------------- workloads
+Roles = tuple[tuple[str, int], ...]
+
+
 def _mapping(value: Any, field: str) -> Mapping[str, Any]:
     if value is None:
         return _EMPTY
@@ -202,37 +209,66 @@ def _job_pods(job_spec: Mapping[str, Any], field: str) -> int:
     return parallelism if completions is None else min(parallelism, _count(completions, f"{field}.completions", 1))
 
 
-def _jobset(spec: Mapping[str, Any]) -> tuple[int, tuple[tuple[str, int], ...]]:
-    roles: list[tuple[str, int]] = []
+def _jobset(spec: Mapping[str, Any]) -> tuple[int, int, Roles]:
+    """(gang quorum, all pods, roles). The quorum counts only the replicated jobs the JobSet controller starts at
+    once: with `startupPolicy.startupPolicyOrder: InOrder` the first one, and never one that `dependsOn` another
+    (jobset pkg/controllers/startup_policy.go, depends_on.go: those Jobs are created later; a gang waiting for them
+    would never start: trainer's initializers)."""
+    in_order = _mapping(spec.get("startupPolicy"), "spec.startupPolicy").get("startupPolicyOrder") == "InOrder"
+    first: list[tuple[str, int]] = []
+    total = 0
     for i, raw in enumerate(_list(spec.get("replicatedJobs"), "spec.replicatedJobs")):
         rj = _mapping(raw, f"spec.replicatedJobs[{i}]")
         field = f"spec.replicatedJobs[{i}]"
         replicas = _count(rj.get("replicas"), f"{field}.replicas", 1)
         job_spec = _mapping(_mapping(rj.get("template"), f"{field}.template").get("spec"), f"{field}.template.spec")
-        roles.append((str(rj.get("name") or f"job-{i}"), replicas * _job_pods(job_spec, f"{field}.template.spec")))
-    return sum(n for _, n in roles), tuple((r, n) for r, n in roles if n)
+        pods = replicas * _job_pods(job_spec, f"{field}.template.spec")
+        total += pods
+        if pods and not rj.get("dependsOn") and not (in_order and first):
+            first.append((str(rj.get("name") or f"job-{i}"), pods))
+    return sum(n for _, n in first), total, tuple(first)
 
 
-def _replica_specs(spec: Mapping[str, Any], key: str) -> tuple[int, tuple[tuple[str, int], ...]]:
+def _replica_specs(spec: Mapping[str, Any], key: str) -> tuple[int, int, Roles]:
     roles = []
     for rtype, raw in sorted(_mapping(spec.get(key), f"spec.{key}").items()):
         replicas = _count(_mapping(raw, f"spec.{key}.{rtype}").get("replicas"), f"spec.{key}.{rtype}.replicas", 1)
         roles.append((str(rtype).lower(), replicas))
-    return sum(n for _, n in roles), tuple((r, n) for r, n in roles if n)
+    size = sum(n for _, n in roles)
+    return size, size, tuple((r, n) for r, n in roles if n)
 
 
-def _raycluster(spec: Mapping[str, Any]) -> tuple[int, tuple[tuple[str, int], ...]]:
+def _raycluster(spec: Mapping[str, Any]) -> tuple[int, int, Roles]:
+    """KAI Scheduler's rule (pkg/podgrouper/podgrouper/plugins/ray/ray_grouper.go `calcJobNumOfPodsAndSubGroups`,
+    after KubeRay's own Volcano PodGroup): per worker group, minReplicas x numOfHosts when autoscaling or when
+    minReplicas > 0, else replicas x numOfHosts; a suspended group counts nothing. All pods: replicas x hosts."""
     autoscaling = spec.get("enableInTreeAutoscaling") is True
-    workers = 0
+    quorum = total = 0
     for i, raw in enumerate(_list(spec.get("workerGroupSpecs"), "spec.workerGroupSpecs")):
         group = _mapping(raw, f"spec.workerGroupSpecs[{i}]")
         field = f"spec.workerGroupSpecs[{i}]"
-        if group.get("suspend") is True:
+        if group.get("suspend") is True or group.get("suspended") is True:
             continue
         min_replicas = _count(group.get("minReplicas"), f"{field}.minReplicas", 0)
-        replicas = min_replicas if autoscaling else _count(group.get("replicas"), f"{field}.replicas", min_replicas)
-        workers += replicas * _count(group.get("numOfHosts"), f"{field}.numOfHosts", 1)
-    return 1 + workers, (("head", 1), ("worker", workers)) if workers else (("head", 1),)
+        replicas = _count(group.get("replicas"), f"{field}.replicas", min_replicas)
+        hosts = _count(group.get("numOfHosts"), f"{field}.numOfHosts", 1)
+        quorum += (min_replicas if autoscaling or min_replicas > 0 else replicas) * hosts
+        total += max(replicas, min_replicas) * hosts
+    roles: Roles = (("head", 1), ("worker", quorum)) if quorum else (("head", 1),)
+    return 1 + quorum, 1 + total, roles
+
+
+def _lws_group(spec: Mapping[str, Any]) -> tuple[int, int, Roles]:
+    """LeaderReady: the LWS controller creates a group's workers once its leader is ready (lws
+    pkg/controllers/pod_controller.go); a gang waiting for them would never start, so the quorum is the leader alone
+    (KAI Scheduler's lws_grouper.go `calcLeaderReadyMinAvailable` while the leader is unscheduled); the workers then
+    join as they come. LeaderCreated (the default): the whole group. The size itself is the pods' annotation."""
+    template = _mapping(spec.get("leaderWorkerTemplate"), "spec.leaderWorkerTemplate")
+    size = _count(template.get("size"), "spec.leaderWorkerTemplate.size", 1)
+    policy = spec.get("startupPolicy") or "LeaderCreated"
+    if policy not in ("LeaderCreated", "LeaderReady"):
+        raise InvalidField("spec.startupPolicy", shown(policy), "must be LeaderCreated or LeaderReady")
+    return (1 if policy == "LeaderReady" else size), size, ()
 
 
 def _owner_of(obj: Mapping[str, Any], ref: WorkloadRef) -> OwnerRef:
@@ -247,27 +283,27 @@ def _owner_of(obj: Mapping[str, Any], ref: WorkloadRef) -> OwnerRef:
 def workload_info(ref: WorkloadRef, obj: Mapping[str, Any]) -> WorkloadInfo | None:
     """The gang the workload object makes (see the module docstring); None when it makes none."""
     spec = _mapping(obj.get("spec"), "spec")
-    roles: tuple[tuple[str, int], ...] = ()
+    roles: Roles = ()
     if ref.kind == "Job":
         if spec.get("completionMode") != "Indexed":
             return None
-        size = _job_pods(spec, "spec")
+        size = total = _job_pods(spec, "spec")
     elif ref.kind == "JobSet":
-        size, roles = _jobset(spec)
+        size, total, roles = _jobset(spec)
     elif ref.kind == "PyTorchJob":
-        size, roles = _replica_specs(spec, "pytorchReplicaSpecs")
+        size, total, roles = _replica_specs(spec, "pytorchReplicaSpecs")
     elif ref.kind == "MPIJob":
-        size, roles = _replica_specs(spec, "mpiReplicaSpecs")
+        size, total, roles = _replica_specs(spec, "mpiReplicaSpecs")
     elif ref.kind == "RayCluster":
-        size, roles = _raycluster(spec)
+        size, total, roles = _raycluster(spec)
     elif ref.kind == "LeaderWorkerSet":
-        size = 0  # the size comes from the pods (one gang per group): only the owner is read here
+        size, total, roles = _lws_group(spec)
     else:
         return None
-    if size < 1 and ref.kind != "LeaderWorkerSet":
+    if size < 1:
         return None
-    return WorkloadInfo(size=size, roles=roles, owner=_owner_of(obj, ref))
+    return WorkloadInfo(size=size, roles=roles, owner=_owner_of(obj, ref), total=max(total, size))
 
 
-def inferred_spec(namespace: str, name: str, size: int, roles: tuple[tuple[str, int], ...] = ()) -> GangSpec:
-    return GangSpec(namespace=namespace, name=name, min_member=size, total_member=size, roles=roles, source="inferred")
+def inferred_spec(namespace: str, name: str, size: int, total: int, roles: Roles = ()) -> GangSpec:
+    return GangSpec(namespace=namespace, name=name, min_member=size, total_member=total, roles=roles, source="inferred")

@@ -107,11 +107,6 @@ class InferenceSource:
         self._warned.add((ref.kind, exc.status))
         what = f"inferGangs: cannot read {ref.kind} {ref.namespace}/{ref.name} ({exc})"
         if exc.status == 403:
-            log.warning(
-                "%s: gangs of %s are not inferred (an LWS group still is, its PodGroup owned by its pods);"
-                " apply manifests/rbac-infer-gangs.yaml",
-                what,
-                ref.kind,
-            )
+            log.warning("%s: gangs of %s are not inferred; apply manifests/rbac-infer-gangs.yaml", what, ref.kind)
         else:
             log.info("%s: its pods are scheduled without a gang", what)

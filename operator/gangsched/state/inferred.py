@@ -7,8 +7,8 @@ Contract:
 - `pod_declared(pod_key, obj, rank) -> PodGang | None` (the cache calls it for one of our pods that declares no
   gang): remembers the pod as a candidate (its InferredMember and rank) and returns its gang declaration when its
   namespace is active and its workload is readable (and no other workload of another kind claimed that gang name
-  first): with a complete spec once the workload is known (an LWS group:
-  from the pod at once), without one while the workload waits to be read (listed in `wanted`). None otherwise.
+  first): with a complete spec once the workload is known, without one while the workload waits to be read (listed
+  in `wanted`: its pods wait rather than start one by one). None otherwise.
   `forget_pod(pod_key)` drops it.
 - Workloads are read once per workload (GET, by the runtime: no watch of each kind, no pods x owners loop) and kept
   while a candidate pod refers to them: `take_wanted()` hands the refs to read; `workload_read(ref, info)` records
@@ -81,16 +81,19 @@ class InferredGangs:
         info = self._workloads.get(wkey)
         if wkey not in self._workloads and wkey not in self._asked:
             self._wanted[wkey] = member.workload
-        size = member.size if member.size is not None else (info.size if info is not None else None)
-        if size is None and wkey in self._workloads:
+        if info is None and wkey in self._workloads:
             return None  # read, and unreadable or no gang: a pod without a gang
         gang = gang_key(found.namespace, member.gang)
         if self._gang_workload.setdefault(gang, wkey) != wkey:
             return None  # two workloads of one name (a Job and a RayCluster "x"): the first one's gang only
-        if info is not None and info.owner.uid:
-            self._owners[gang] = info.owner
-        roles = info.roles if info is not None and member.size is None else ()
-        spec = inferred_spec(found.namespace, member.gang, size, roles) if size is not None else None
+        spec = None  # while the workload is read, its pods wait
+        if info is not None:
+            if info.owner.uid:
+                self._owners[gang] = info.owner
+            size, total = info.size, info.total
+            if member.size is not None:  # an LWS group: its own size (LeaderReady: the leader is the quorum)
+                size, total = (member.size if info.size == info.total else 1), member.size
+            spec = inferred_spec(found.namespace, member.gang, size, total, info.roles)
         return PodGang(
             namespace=found.namespace, name=member.gang, role=member.role, spec=spec, declared_by=INFERRED_BY
         )
