@@ -294,3 +294,27 @@ async def test_a_restart_of_every_pod_of_the_job_is_gang_scheduled_again(cluster
 
         await eventually(unschedulable, what="the new incarnation's four pods reported unschedulable")
         assert not set(_names(second)) & set(bound(await pods(k))), "a part of the restarted gang started"
+
+
+async def test_a_trainjob_with_an_initializer_does_not_wait_for_pods_not_created_yet(cluster: Cluster) -> None:
+    """trainer's runtimes run a dataset/model initializer first: the trainer node replicated job `dependsOn` it
+    (kubeflow/trainer manifests/base/runtimes, jobset pkg/controllers/depends_on.go: its Jobs are created once the
+    initializer is Complete). The gang's quorum is the initializer alone, so it starts; the node pods come after."""
+    k = cluster.client
+    await install_inference_rbac(k)
+    await opt_in(k)
+    tj = await apply(k, w.trainjob("tj"))
+    spec = w.trainjob_jobset(tj, [("dataset-initializer", 1, 1), ("node", 2, 1)])
+    spec["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "dataset-initializer", "status": "Complete"}]
+    tjs = await apply(k, spec)
+    every = await pods_of(k, tjs, w.jobset_pods(tjs))
+    initializer = [p for p in every if "initializer" in p["metadata"]["name"]]
+    nodes = [p for p in every if p not in initializer]
+    async with replica(cluster.kubeconfig, **INFER):
+        await create(k, *initializer)
+        await eventually(lambda: _all_bound(k, _names(initializer)), what="the initializer bound on its own")
+        pg = await eventually(lambda: get_podgroup(k, "tj"), what="PodGroup of the TrainJob")
+        assert (pg["spec"]["minMember"], pg["spec"]["totalMember"]) == (1, 3)
+        assert pg["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+        await create(k, *nodes)
+        await eventually(lambda: _all_bound(k, _names(nodes)), what="the trainer nodes bound after it")
