@@ -318,3 +318,30 @@ async def test_a_trainjob_with_an_initializer_does_not_wait_for_pods_not_created
         assert pg["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
         await create(k, *nodes)
         await eventually(lambda: _all_bound(k, _names(nodes)), what="the trainer nodes bound after it")
+
+
+async def test_a_namespace_labelled_while_the_operator_runs_opts_in_and_out(cluster: Cluster) -> None:
+    """The namespaces are watched with a labelSelector: the apiserver sends DELETED when an object stops matching
+    it (staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go `convertToWatchEvent`)."""
+    k = cluster.client
+    await install_inference_rbac(k)
+    async with replica(cluster.kubeconfig, **INFER) as op:
+        assert op.inference is not None and op.inference.watches_namespaces
+        await opt_in(k)
+        inferred = op.cache.inferred
+        assert inferred is not None
+
+        async def opted(on: bool) -> bool:
+            return on_replica(op, lambda: "default" in inferred.namespaces) == on
+
+        await eventually(lambda: opted(True), what="the label seen through the watch")
+        job = await apply(k, w.indexed_job("a", parallelism=2, completions=2))
+        await create(k, *w.job_pods(job, 2))
+        await eventually(lambda: get_podgroup(k, "a"), what="the Job's gang and PodGroup")
+        await k.patch("/api/v1/namespaces/default", {"metadata": {"labels": {LABEL: None}}})
+        await eventually(lambda: opted(False), what="the label's removal seen through the watch")
+        other = await apply(k, w.indexed_job("b", parallelism=2, completions=2))
+        members = w.job_pods(other, 2)
+        await create(k, *members)
+        await eventually(lambda: _all_bound(k, _names(members)), what="the other Job's pods bound")
+        assert await get_podgroup(k, "b") is None  # bound one by one: no gang, no PodGroup
