@@ -14,8 +14,8 @@ Contract:
   one created just after its owners went is deleted by the garbage collector (its owners are gone).
 - Gangs inferred from workloads (state/inferred.py): their PodGroup is created whatever
   createPodGroupsForAnnotationGangs says, once their workload has been read, owned by the workload (its uid;
-  controller and blockOwnerDeletion false: the workload's controller keeps its own ownership semantics), or by the
-  member pods when the workload could not be read. A PodGroup of that name that the workload does not own (made by
+  controller and blockOwnerDeletion false: the workload's controller keeps its own ownership semantics; by the
+  member pods if the workload shows no uid). A PodGroup of that name that the workload does not own (made by
   someone else) wins: the gang follows its spec, and one Warning `InferredGangNameTaken` says so.
 - Status goes to the PodGroup object the cache shows now: when its uid differs from the one last written to (it
   was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
