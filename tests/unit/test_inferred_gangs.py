@@ -152,7 +152,7 @@ def test_the_cache_waits_for_the_workload_then_schedules_the_gang_and_asks_for_i
     assert cache.inferred.owner("default/train") == OwnerRef("batch/v1", "Job", "train", "job-uid")
     for pod_key in list(cache.cluster.pods):
         cache.on_pod_event("DELETED", {"metadata": {"namespace": "default", "name": pod_key.split("/")[1]}})
-    assert cache.inferred.sizes() == {"candidates": 0, "workloads": 0, "owners": 0}
+    assert cache.inferred.sizes() == {"candidates": 0, "workloads": 0, "owners": 0, "gangs": 0}
     assert cache.gang_structure_sizes()["sources"] == 0
 
 

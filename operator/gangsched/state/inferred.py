@@ -48,6 +48,7 @@ class InferredGangs:
         self._workloads: dict[str, WorkloadInfo | None] = {}  # read so far (None: unreadable / no gang)
         self._owners: dict[str, OwnerRef] = {}  # gang key -> the PodGroup's owner
         self._gang_workload: dict[str, str] = {}  # gang key -> its workload's key
+        self._workload_gangs: dict[str, set[str]] = {}  # the inverse (an LWS has a gang per group)
         self._wanted: dict[str, WorkloadRef] = {}
         self._asked: set[str] = set()
 
@@ -86,6 +87,7 @@ class InferredGangs:
         gang = gang_key(found.namespace, member.gang)
         if self._gang_workload.setdefault(gang, wkey) != wkey:
             return None  # two workloads of one name (a Job and a RayCluster "x"): the first one's gang only
+        self._workload_gangs.setdefault(wkey, set()).add(gang)
         spec = None  # while the workload is read, its pods wait
         if info is not None:
             if info.owner.uid:
@@ -111,7 +113,7 @@ class InferredGangs:
                 self._workloads.pop(wkey, None)
                 self._wanted.pop(wkey, None)
                 self._asked.discard(wkey)
-                for gang in [g for g, w in self._gang_workload.items() if w == wkey]:
+                for gang in self._workload_gangs.pop(wkey, ()):
                     del self._gang_workload[gang]
                     self._owners.pop(gang, None)
 
@@ -161,4 +163,9 @@ class InferredGangs:
         return changed
 
     def sizes(self) -> dict[str, int]:
-        return {"candidates": len(self._candidates), "workloads": len(self._by_workload), "owners": len(self._owners)}
+        return {
+            "candidates": len(self._candidates),
+            "workloads": len(self._by_workload),
+            "owners": len(self._owners),
+            "gangs": len(self._gang_workload),
+        }
