@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,18 @@ async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str
         input=input,
     )
     assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
+    return result.stdout
+
+
+async def kubectl_gang(cluster: Cluster, *args: str) -> str:
+    """`kubectl gang ...`: the plugin this package installs, first on PATH ($KUBECONFIG: kubectl refuses flags
+    before a plugin's name)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = dict(os.environ, PATH=path, KUBECONFIG=cluster.kubeconfig)
+    result = await asyncio.to_thread(
+        subprocess.run, ["kubectl", "gang", *args], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert result.returncode == 0, f"kubectl gang {' '.join(args)}: {result.stdout}{result.stderr}"
     return result.stdout
 
 
@@ -121,6 +135,9 @@ async def test_job_jobset_lws_and_raycluster_are_gangs_when_opted_in(two_nodes: 
         assert sorted(ranks[n] for n in fits if n.startswith("train-")) == [0, 1]  # job-completion-index
         table = await kubectl(c, "get", "podgroups")
         assert "train" in table and "Running" in table, table
+        tree = await kubectl_gang(c, "ray")  # the plugin finds an inferred gang's pods through their workload
+        assert "gang default/ray" in tree and "role head (1)" in tree and "role worker (1)" in tree, tree
+        assert "ray-head-x  node=node-" in tree and "ray-worker-gpu-0  node=node-" in tree, tree
 
 
 async def test_without_opt_in_the_same_pods_are_bound_one_by_one(two_nodes: Cluster) -> None:
