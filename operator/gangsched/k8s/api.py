@@ -14,9 +14,13 @@ Contract:
 - `evict(namespace, name)`: POST pods/{name}/eviction with a policy/v1 Eviction (PodDisruptionBudgets apply).
 - `delete_pod(namespace, name, uid=...)`: DELETE the pod, only that incarnation (a UID precondition), with its
   own grace period (PodDisruptionBudgets do not apply: preemption's `pdb: prefer`).
-- `create_podgroup(spec, owners)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY: gangsched`, its spec
-  mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage collector deletes it
-  with the last of them.
+- `create_podgroup(spec, owners, workload=None)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY:
+  gangsched`, its spec mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage
+  collector deletes it with the last of them; a gang inferred from a workload: owned by that workload instead
+  (`workload`: an ownerReference with controller and blockOwnerDeletion false).
+- Gangs inferred from workloads: `get_object(path)` (one workload object), `list_labelled_namespaces(label)` and
+  `namespace_reflector(label, ...)` (the
+  namespaces labelled `<label>=true`, through a labelSelector: no other namespace is listed).
 - ConfigMaps: `get_configmap(namespace, name)`; `create_configmap(namespace, name, data)` (labelled `MANAGED_BY:
   gangsched`: the operator's own); `patch_configmap_data(namespace, name, data)` (a merge patch of `data`).
 """
@@ -70,8 +74,10 @@ def owner_references(owners: Sequence[PodOwner]) -> list[dict[str, str]]:
     return [{"apiVersion": "v1", "kind": "Pod", "name": owner.name, "uid": owner.uid} for owner in owners]
 
 
-def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, Any]:
-    """The PodGroup object of an annotation-only gang."""
+def podgroup_manifest(
+    spec: GangSpec, owners: Sequence[PodOwner], workload: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The PodGroup object of an annotation-only gang (or of a gang inferred from `workload`, its owner)."""
     body: dict[str, Any] = {"minMember": spec.min_member}
     if spec.total_member is not None:
         body["totalMember"] = spec.total_member
@@ -80,6 +86,8 @@ def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, A
         body["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
     if spec.group:
         body["gangGroup"] = list(spec.group)
+    if spec.roles:  # (an inferred gang: a role per replica type)
+        body["roles"] = [{"name": role, "minMember": count} for role, count in spec.roles]
     if spec.network_topology is not None:
         nt = spec.network_topology
         body["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
@@ -92,8 +100,10 @@ def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, A
             "name": spec.name,
             "namespace": spec.namespace,
             "labels": {MANAGED_BY: "gangsched"},
-            "annotations": {"gangsched.io/created-for": "annotation-only gang"},
-            "ownerReferences": owner_references(owners),
+            "annotations": {
+                "gangsched.io/created-for": "annotation-only gang" if workload is None else "inferred gang"
+            },
+            "ownerReferences": owner_references(owners) if workload is None else [dict(workload)],
         },
         "spec": body,
     }
@@ -154,8 +164,22 @@ class KubeApi:
         await self.client.delete(pod_path(namespace, name), body=body, retry=retry)
 
     # ------------------------------------------------------------- PodGroups
-    async def create_podgroup(self, spec: GangSpec, owners: Sequence[PodOwner]) -> None:
-        await self.client.create(podgroup_path(spec.namespace), podgroup_manifest(spec, owners))
+    async def create_podgroup(
+        self, spec: GangSpec, owners: Sequence[PodOwner], workload: Mapping[str, Any] | None = None
+    ) -> None:
+        await self.client.create(podgroup_path(spec.namespace), podgroup_manifest(spec, owners, workload))
+
+    # ------------------------------------------------------ inferred gangs
+    async def get_object(self, path: str) -> dict[str, Any]:
+        return await self.client.get(path)
+
+    async def list_labelled_namespaces(self, label: str) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/api/v1/namespaces", params={"labelSelector": f"{label}=true"})
+        return items
+
+    def namespace_reflector(self, label: str, *, on_list: OnList, on_event: OnEvent) -> Reflector:
+        params = {"labelSelector": f"{label}=true"}
+        return Reflector(self.client, "/api/v1/namespaces", params=params, on_list=on_list, on_event=on_event)
 
     # ------------------------------------------------------------ ConfigMaps
     async def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:

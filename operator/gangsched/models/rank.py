@@ -20,7 +20,8 @@ Where a rank comes from, first match wins per member:
    i is rank i+1); other types come after the workers, in name order.
 5. LeaderWorkerSet: label `leaderworkerset.sigs.k8s.io/worker-index` (the leader is 0, its workers 1..size-1;
    sigs.k8s.io/lws api/leaderworkerset/v1 WorkerIndexLabelKey), within one LWS group (one gang).
-6. Otherwise the natural order of pod names ("w-2" before "w-10").
+6. KubeRay: label `ray.io/node-type: head` is rank 0 (the workers carry no index: natural name order after it).
+7. Otherwise the natural order of pod names ("w-2" before "w-10").
 Members with an explicit rank come first (ties broken by name), then the others in natural name order.
 Every index is a decimal integer from 0 to 2147483647 (int32; Koordinator reads its index with strconv.Atoi); longer
 values are refused before conversion (never Python's 4,300-digit ValueError).
@@ -42,6 +43,7 @@ KUBEFLOW_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
 JOBSET_JOB_GLOBAL_INDEX: Final = "jobset.sigs.k8s.io/job-global-index"
 JOBSET_JOB_INDEX: Final = "jobset.sigs.k8s.io/job-index"
 LWS_WORKER_INDEX: Final = "leaderworkerset.sigs.k8s.io/worker-index"
+RAY_NODE_TYPE: Final = "ray.io/node-type"
 
 _LEADER_TYPES: Final = frozenset({"master", "chief", "launcher"})
 
@@ -104,6 +106,8 @@ def member_rank_key(member: MemberMeta) -> RankKey | None:
     worker = _index(member, LWS_WORKER_INDEX, where="label")
     if worker is not None:
         return RankKey("leaderworkerset", (worker,))
+    if member.labels.get(RAY_NODE_TYPE) == "head":
+        return RankKey("ray-head", (0,))
     return None
 
 

@@ -56,6 +56,9 @@ Contract:
 - Volumes: `on_pvc(kind, obj)` and `on_pv(kind, obj)` feed `volumes` (state/volumes.py), which applies a pod's
   claims to its record on every full parse; a claim or volume event re-derives the records of the pending pods using
   it (and backed-off units retry at once); a PersistentVolume that cannot be read is reported on it.
+- Gangs inferred from workloads (config `inferGangs`, off: `inferred` None): one of our pods that declares no gang
+  may join its workload's gang (state/inferred.py, models/inferred.py); `reinfer(pod_keys)` declares candidates
+  again when their workload has been read or their namespace opted in or out.
 - PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
   the pods the Eviction API would refuse now as protected in the SchedulerState; pods' labels and bindings reach it too.
 """
@@ -83,6 +86,7 @@ from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.foreign import ForeignMembers
+from gangsched.state.inferred import InferredGangs
 from gangsched.state.notices import GangNotices
 from gangsched.state.podgroup_kinds import PodGroupKinds
 from gangsched.state.status import GangStatusBook
@@ -225,6 +229,7 @@ class ClusterCache:
         self.budgets = DisruptionBudgets(self.cluster)
         self.volumes = VolumeBook()
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
+        self.inferred: InferredGangs | None = None  # gangs inferred from workloads (config inferGangs; None: off)
 
     # ----------------------------------------------------------------- pods
     def on_pod_list(self, items: Iterable[dict[str, Any]]) -> None:
@@ -282,6 +287,8 @@ class ClusterCache:
             self.dirty_gangs |= self.foreign.update(key, referenced_gang(obj), str(scheduler_name))
         try:
             decl = parse_pod_gang(obj) if ours else None
+            if self.inferred is not None:
+                decl = self._infer(key, obj, decl, ours=ours)
             record = pod_from_api(
                 obj,
                 gang=decl.key if decl else None,
@@ -319,6 +326,39 @@ class ClusterCache:
         if isinstance(annotations, Mapping) and annotations:
             for notice in self.notices.new(gang, gang_notices(annotations)):
                 self.report_gang(gang, notice.reason, notice.message, type_=notice.type)
+
+    def _infer(self, key: str, obj: dict[str, Any], decl: PodGang | None, *, ours: bool) -> PodGang | None:
+        """A pod declaring no gang may join the gang of its workload (state/inferred.py)."""
+        assert self.inferred is not None
+        if decl is not None or not ours:
+            self.inferred.forget_pod(key)
+            return decl
+        return self.inferred.pod_declared(key, obj, _rank(obj))
+
+    def reinfer(self, pod_keys: Iterable[str]) -> None:
+        """Declare these candidate pods again (their workload was read, their namespace opted in or out): each
+        joins its inferred gang, or leaves it to be scheduled as a pod without a gang."""
+        if self.inferred is None:
+            return
+        for key in pod_keys:
+            record, found = self.cluster.pods.get(key), self.inferred.candidate(key)
+            if record is None or found is None or not record.ours or key in self._bad_pods:
+                continue
+            decl = self.inferred.declaration(key)
+            gang = decl.key if decl is not None else None
+            self._join(key, gang)
+            if decl is not None:
+                sources = self._gangs.setdefault(decl.key, _GangSources())
+                sources.member_decl, sources.decl_pod = decl, key
+            updated = dataclasses.replace(
+                record, gang=gang, role=decl.role if decl else None, rank=found[1] if decl else None
+            )
+            if updated != record:
+                self.cluster.upsert_pod(updated)
+            if decl is not None:
+                self.dirty_gangs.add(decl.key)
+                self._refresh_gang(decl.key)
+        self.on_change()
 
     def _keep_usage(
         self,
@@ -429,6 +469,8 @@ class ClusterCache:
 
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
+        if self.inferred is not None:
+            self.inferred.forget_pod(key)
         self.dirty_gangs |= self.foreign.remove(key)
         self.volumes.forget(key)
         self.cluster.remove_pod(key)
