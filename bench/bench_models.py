@@ -2,13 +2,16 @@
 
 Figures: `models.parse_pod_gang_us` (label-only member, microseconds per pod), `models.parse_pod_gang_annotated_us`
 (Koordinator-annotated member), `models.parse_pod_gang_plain_us` (pod without a gang), and
-`models.podgroup_spec_us` (a PodGroup object through pydantic, for comparison; not on the pod path).
+`models.podgroup_spec_us` (a PodGroup object through pydantic, for comparison; not on the pod path);
+`models.infer_member_plain_us` and `models.infer_member_job_us`: what gangs inferred from workloads (config
+inferGangs) add per event of a pod declaring no gang (a lone pod; a pod of an Indexed Job).
 """
 
 from __future__ import annotations
 
 from bench.common import figure, summary, timed_runs
 from gangsched.models.gang import parse_pod_gang
+from gangsched.models.inferred import infer_member
 from gangsched.models.podgroup import podgroup_spec_from_api
 
 N = 20_000
@@ -58,6 +61,17 @@ def main() -> None:
     }
     for name, pods in cases.items():
         stats = _per_item_us(parse_pod_gang, pods)
+        figure(name, stats["median"], unit="us", target=5.0, better="lower", pods=N, **stats)
+    job_pods = _pods({"batch.kubernetes.io/job-completion-index": "3", "job-name": "train"}, {})
+    for pod in job_pods:
+        pod["metadata"]["ownerReferences"] = [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j", "controller": True}
+        ]
+    for name, pods in (
+        ("models.infer_member_plain_us", cases["models.parse_pod_gang_plain_us"]),
+        ("models.infer_member_job_us", job_pods),
+    ):
+        stats = _per_item_us(infer_member, pods)
         figure(name, stats["median"], unit="us", target=5.0, better="lower", pods=N, **stats)
     podgroups = [
         {

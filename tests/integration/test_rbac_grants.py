@@ -3,13 +3,14 @@
 The emulator enforces RBAC as plugin/pkg/auth/authorizer/rbac/rbac.go does and records, per user, every
 (verb, group, resource, subresource) it authorized (request attributes as
 staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go derives them). The operator runs as the
-ServiceAccount of manifests/rbac.yaml (harness.replica), through four profiles that together exercise every
+ServiceAccount of manifests/rbac.yaml (harness.replica), through profiles that together exercise every
 feature: plain gangs (PodGroups, annotation-only gangs, a NonStrict timeout), group preemption (evictions,
 nominations, a PodDisruptionBudget, a protected victim deleted under `preemption.pdb: prefer`), topology from
-node labels (the topology ConfigMap written) and leader election (the Lease). A grant nobody used fails the
-test (least privilege), and so does a use that was not granted (the operator would have got 403 and the scenario
-would not have completed). Rules limited by resourceNames are checked to name exactly the Lease and the topology
-ConfigMap the operator uses.
+node labels (the topology ConfigMap written), leader election (the Lease), Koordinator's scheduling.sigs.k8s.io
+PodGroups (crds/compat/: watched, their status written) and Volcano's PodGroups (read only, when installed).
+A grant nobody used fails the test (least privilege), and so does a use that was not granted (the operator would
+have got 403 and the scenario would not have completed). Rules limited by resourceNames are checked to name exactly
+the Lease and the topology ConfigMap the operator uses.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tests.integration.harness import (
     pods,
     replica,
 )
+from tests.integration.volcano import install_volcano_crd, lws_volcano_podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"
@@ -199,6 +201,33 @@ async def leader_election(cluster: Cluster) -> None:
         await eventually(lambda: _all_bound(k, ["g-0", "g-1"]), what="gang bound by the leader")
 
 
+async def koordinator_podgroups(cluster: Cluster) -> None:
+    """Koordinator's manual: a scheduling.sigs.k8s.io PodGroup and pods labelled pod-group.scheduling.sigs.k8s.io."""
+    k = cluster.client
+    sigs = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
+    async with replica(cluster.kubeconfig):
+        body = {"apiVersion": "scheduling.sigs.k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "kpg"}}
+        await k.create(sigs, {**body, "spec": {"minMember": 2}})
+        labels = {"pod-group.scheduling.sigs.k8s.io": "kpg"}
+        await create(k, *(pod(f"kpg-{i}", labels=labels, gpu=8) for i in range(2)))
+
+        async def running() -> bool:
+            return bool((await k.get(f"{sigs}/kpg")).get("status", {}).get("phase") == "Running")
+
+        await eventually(running, what="the scheduling.sigs.k8s.io PodGroup's status written")
+
+
+async def volcano_podgroups(cluster: Cluster) -> None:
+    """Volcano installed: its PodGroups are watched read only (an LWS group's count, tests/integration/volcano.py)."""
+    k = cluster.client
+    await install_volcano_crd(k)
+    await k.create("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups", lws_volcano_podgroup("lws", 2))
+    async with replica(cluster.kubeconfig):
+        annotations = {"scheduling.k8s.io/group-name": "lws", "leaderworkerset.sigs.k8s.io/size": "3"}
+        await create(k, *(pod(f"lws-{i}", annotations=annotations, gpu=8) for i in range(2)))
+        await eventually(lambda: _all_bound(k, ["lws-0", "lws-1"]), what="the Volcano PodGroup's count (2 of size 3)")
+
+
 async def _leads(op: Any) -> bool:
     return bool(op.health()["leader"])
 
@@ -208,6 +237,8 @@ PROFILES: dict[str, tuple[Callable[[Cluster], Awaitable[None]], dict[str, Any]]]
     "preemption": (preemption, {"nodes": 4}),
     "topology": (topology_from_node_labels, {"nodes": 0, "topology": TREE}),
     "leader-election": (leader_election, {"nodes": 2}),
+    "koordinator-podgroups": (koordinator_podgroups, {"nodes": 2}),
+    "volcano-podgroups": (volcano_podgroups, {"nodes": 2}),
 }
 
 

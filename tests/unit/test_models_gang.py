@@ -217,8 +217,6 @@ def test_role(labels: dict[str, Any], annotations: dict[str, Any], expected: str
             "a positive duration like 30s, 10m or 1h30m",
             id="wait-zero",
         ),
-        pytest.param({K + "mode": "strict"}, K + "mode", "strict", "one of Strict, NonStrict", id="mode-lowercase"),
-        pytest.param({K + "mode": "Loose"}, K + "mode", "Loose", "one of Strict, NonStrict", id="mode-unknown"),
         pytest.param(
             {K + "groups": "team-a/g,team-b/h"},
             K + "groups",

@@ -212,14 +212,6 @@ def test_koordinator_annotations_on_the_podgroup_win() -> None:
             id="topology-tier",
         ),
         pytest.param(
-            {"minMember": 2},
-            {K + "mode": "Loose"},
-            K + "mode",
-            "Loose",
-            "one of Strict, NonStrict",
-            id="annotation-mode",
-        ),
-        pytest.param(
             {"minMember": 4},
             {K + "total-number": "3"},
             K + "total-number",

@@ -120,4 +120,5 @@ def test_a_pod_that_leaves_its_gang_for_another_is_counted_once() -> None:
         "podgroups_to_create": 0,
         "dirty_gangs": 0,
         "statuses": 0,
+        "notices": 0,
     }

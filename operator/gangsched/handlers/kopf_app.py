@@ -8,8 +8,9 @@ Contract:
     election); cleanup stops them and releases the Lease, before Kopf's wait for tasks it did not start;
   - a Kopf probe (only if Kopf's own liveness endpoint is configured); the probes that matter are /livez and
     /readyz of handlers/probes.py;
-  - `on.event` for PodGroups, nodes and namespaces (their labels: pod affinity's namespaceSelector): the raw
-    object is handed to
+  - `on.event` for PodGroups (scheduling.x-k8s.io, and Koordinator's scheduling.sigs.k8s.io when its CRD is
+    installed; Volcano's scheduling.volcano.sh/v1beta1 read only, when installed), nodes and namespaces (their
+    labels: pod affinity's namespaceSelector): the raw object is handed to
     the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
     victims the Eviction API would refuse as protected, from the PDB's status; no LIST), PersistentVolumeClaims and
     PersistentVolumes too (state/volumes.py: the node affinity of the volumes pods use).
@@ -93,6 +94,17 @@ def build_registry() -> kopf.OperatorRegistry:
     @kopf.on.event("scheduling.x-k8s.io", "v1alpha1", "podgroups", registry=registry)
     async def podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_podgroup(event.get("type"), _raw(event))
+
+    # Koordinator's PodGroups (crds/compat/): same semantics; when the CRD is not installed Kopf logs "Unresolved
+    # resources cannot be served" once and serves the rest (scanning is disabled: a CRD installed later needs a restart)
+    @kopf.on.event("scheduling.sigs.k8s.io", "v1alpha1", "podgroups", registry=registry)
+    async def sigs_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_podgroup(event.get("type"), _raw(event))
+
+    # Volcano PodGroups, read only (their minMember counts Volcano-style gangs); optional like the one above
+    @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)
+    async def volcano_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_volcano_podgroup(event.get("type"), _raw(event))
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:

@@ -6,7 +6,8 @@ Contract:
 - `KubeApi(client)` calls through the KubeClient it is given; over the replica's FencedClient (k8s/fence.py) every
   write is fenced (sent only while this replica may write), reads and watches go straight through. Every call
   raises ApiError (k8s/errors.py) and runs under the client's retry policy (k8s/retry.py) unless it passes `retry=`.
-- Lists (every page; the items): `list_nodes()`, `list_podgroups()`, `list_priority_classes()`, `list_namespaces()`,
+- Lists (every page; the items): `list_nodes()`, `list_podgroups(api_version=...)` (scheduling.x-k8s.io by default, or
+  scheduling.sigs.k8s.io; items stamped with their apiVersion), `list_priority_classes()`, `list_namespaces()`,
   `list_pdbs()`.
 - Reflectors (k8s/reflector.py), not started: `pod_reflector(...)` lists and watches every pod of the cluster;
   `configmap_reflector(namespace, name, ...)` exactly one ConfigMap (`fieldSelector=metadata.name=...`), so neither
@@ -14,9 +15,13 @@ Contract:
 - `evict(namespace, name)`: POST pods/{name}/eviction with a policy/v1 Eviction (PodDisruptionBudgets apply).
 - `delete_pod(namespace, name, uid=...)`: DELETE the pod, only that incarnation (a UID precondition), with its
   own grace period (PodDisruptionBudgets do not apply: preemption's `pdb: prefer`).
-- `create_podgroup(spec, owners)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY: gangsched`, its spec
-  mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage collector deletes it
-  with the last of them.
+- `create_podgroup(spec, owners, workload=None)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY:
+  gangsched`, its spec mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage
+  collector deletes it with the last of them; a gang inferred from a workload: owned by that workload instead
+  (`workload`: an ownerReference with controller and blockOwnerDeletion false).
+- Gangs inferred from workloads: `get_object(path)` (one workload object), `list_labelled_namespaces(label)` and
+  `namespace_reflector(label, ...)` (the
+  namespaces labelled `<label>=true`, through a labelSelector: no other namespace is listed).
 - ConfigMaps: `get_configmap(namespace, name)`; `create_configmap(namespace, name, data)` (labelled `MANAGED_BY:
   gangsched`: the operator's own); `patch_configmap_data(namespace, name, data)` (a merge patch of `data`).
 """
@@ -31,7 +36,6 @@ from gangsched.k8s.client import KubeClient, resource_path
 from gangsched.k8s.reflector import OnEvent, OnList, Reflector
 from gangsched.k8s.retry import RetryPolicy
 from gangsched.models.podgroup import API_VERSION as PODGROUP_API_VERSION
-from gangsched.models.podgroup import GROUP as PODGROUP_GROUP
 from gangsched.models.podgroup import PLURAL as PODGROUP_PLURAL
 from gangsched.models.podgroup import VERSION as PODGROUP_VERSION
 
@@ -49,9 +53,12 @@ def pod_path(namespace: str, name: str, subresource: str | None = None) -> str:
     return resource_path(group="", version="v1", plural="pods", namespace=namespace, name=name, subresource=subresource)
 
 
-def podgroup_path(namespace: str, name: str | None = None, subresource: str | None = None) -> str:
+def podgroup_path(
+    namespace: str, name: str | None = None, subresource: str | None = None, *, api_version: str = PODGROUP_API_VERSION
+) -> str:
+    """The path of a PodGroup of either API group (scheduling.x-k8s.io by default, or scheduling.sigs.k8s.io)."""
     return resource_path(
-        group=PODGROUP_GROUP,
+        group=api_version.partition("/")[0],
         version=PODGROUP_VERSION,
         plural=PODGROUP_PLURAL,
         namespace=namespace,
@@ -68,8 +75,10 @@ def owner_references(owners: Sequence[PodOwner]) -> list[dict[str, str]]:
     return [{"apiVersion": "v1", "kind": "Pod", "name": owner.name, "uid": owner.uid} for owner in owners]
 
 
-def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, Any]:
-    """The PodGroup object of an annotation-only gang."""
+def podgroup_manifest(
+    spec: GangSpec, owners: Sequence[PodOwner], workload: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The PodGroup object of an annotation-only gang (or of a gang inferred from `workload`, its owner)."""
     body: dict[str, Any] = {"minMember": spec.min_member}
     if spec.total_member is not None:
         body["totalMember"] = spec.total_member
@@ -78,6 +87,8 @@ def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, A
         body["scheduleTimeoutSeconds"] = int(spec.wait_seconds)
     if spec.group:
         body["gangGroup"] = list(spec.group)
+    if spec.roles:  # (an inferred gang: a role per replica type)
+        body["roles"] = [{"name": role, "minMember": count} for role, count in spec.roles]
     if spec.network_topology is not None:
         nt = spec.network_topology
         body["networkTopology"] = {"mode": str(nt.mode), "groupSize": nt.group_size}
@@ -90,8 +101,10 @@ def podgroup_manifest(spec: GangSpec, owners: Sequence[PodOwner]) -> dict[str, A
             "name": spec.name,
             "namespace": spec.namespace,
             "labels": {MANAGED_BY: "gangsched"},
-            "annotations": {"gangsched.io/created-for": "annotation-only gang"},
-            "ownerReferences": owner_references(owners),
+            "annotations": {
+                "gangsched.io/created-for": "annotation-only gang" if workload is None else "inferred gang"
+            },
+            "ownerReferences": owner_references(owners) if workload is None else [dict(workload)],
         },
         "spec": body,
     }
@@ -108,9 +121,10 @@ class KubeApi:
         items, _ = await self.client.list_all("/api/v1/nodes")
         return items
 
-    async def list_podgroups(self) -> list[dict[str, Any]]:
-        items, _ = await self.client.list_all(f"/apis/{PODGROUP_GROUP}/{PODGROUP_VERSION}/{PODGROUP_PLURAL}")
-        return items
+    async def list_podgroups(self, api_version: str = PODGROUP_API_VERSION) -> list[dict[str, Any]]:
+        """Every PodGroup of that API group, each with its apiVersion and kind (list items carry neither)."""
+        items, _ = await self.client.list_all(f"/apis/{api_version}/{PODGROUP_PLURAL}")
+        return [{**item, "apiVersion": api_version, "kind": "PodGroup"} for item in items]
 
     async def list_priority_classes(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
@@ -155,8 +169,22 @@ class KubeApi:
         await self.client.delete(pod_path(namespace, name), body=body, retry=retry)
 
     # ------------------------------------------------------------- PodGroups
-    async def create_podgroup(self, spec: GangSpec, owners: Sequence[PodOwner]) -> None:
-        await self.client.create(podgroup_path(spec.namespace), podgroup_manifest(spec, owners))
+    async def create_podgroup(
+        self, spec: GangSpec, owners: Sequence[PodOwner], workload: Mapping[str, Any] | None = None
+    ) -> None:
+        await self.client.create(podgroup_path(spec.namespace), podgroup_manifest(spec, owners, workload))
+
+    # ------------------------------------------------------ inferred gangs
+    async def get_object(self, path: str) -> dict[str, Any]:
+        return await self.client.get(path)
+
+    async def list_labelled_namespaces(self, label: str) -> list[dict[str, Any]]:
+        items, _ = await self.client.list_all("/api/v1/namespaces", params={"labelSelector": f"{label}=true"})
+        return items
+
+    def namespace_reflector(self, label: str, *, on_list: OnList, on_event: OnEvent) -> Reflector:
+        params = {"labelSelector": f"{label}=true"}
+        return Reflector(self.client, "/api/v1/namespaces", params=params, on_list=on_list, on_event=on_event)
 
     # ------------------------------------------------------------ ConfigMaps
     async def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ Contract (every call never blocks and never raises):
 - `nominate(namespace, name, node)`: a merge patch of pods/status setting status.nominatedNodeName; `node=None`
   clears it. Separate from condition patches (another patch type, so another request).
 - `set_podgroup_owners(namespace, name, owners)`: a merge patch of the PodGroup's metadata.ownerReferences (pods).
-- `set_podgroup_status(namespace, name, status)`: a merge patch of podgroups/status.
+- `set_podgroup_status(namespace, name, status, api_version=...)`: a merge patch of podgroups/status, of the PodGroup in
+  that API group (scheduling.x-k8s.io by default; scheduling.sigs.k8s.io for Koordinator's PodGroups).
 - `forget_podgroup(namespace, name)`: the PodGroup was created again under that name; the writer's memory of what it
   wrote to the old object (its skip of unchanged patches) is dropped, so the new object gets its writes.
 """
@@ -24,6 +25,7 @@ from typing import Any
 from gangsched.k8s.api import PodOwner, owner_references, pod_path, podgroup_path
 from gangsched.k8s.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH
 from gangsched.k8s.writer import PatchWriter, now_rfc3339
+from gangsched.models.podgroup import API_VERSION
 
 
 class Writes:
@@ -62,10 +64,12 @@ class Writes:
     def set_podgroup_owners(self, namespace: str, name: str, owners: Sequence[PodOwner]) -> None:
         self.writer.patch(podgroup_path(namespace, name), {"metadata": {"ownerReferences": owner_references(owners)}})
 
-    def set_podgroup_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self.writer.patch(podgroup_path(namespace, name, "status"), {"status": status})
+    def set_podgroup_status(
+        self, namespace: str, name: str, status: dict[str, Any], *, api_version: str = API_VERSION
+    ) -> None:
+        self.writer.patch(podgroup_path(namespace, name, "status", api_version=api_version), {"status": status})
 
-    def forget_podgroup(self, namespace: str, name: str) -> None:
+    def forget_podgroup(self, namespace: str, name: str, *, api_version: str = API_VERSION) -> None:
         """The PodGroup under this name is a new object: what was written to the old one no longer counts."""
-        self.writer.forget_written(podgroup_path(namespace, name, "status"))
-        self.writer.forget_written(podgroup_path(namespace, name))
+        self.writer.forget_written(podgroup_path(namespace, name, "status", api_version=api_version))
+        self.writer.forget_written(podgroup_path(namespace, name, api_version=api_version))

@@ -1,5 +1,7 @@
 """Koordinator-style gang annotations (and the older coscheduling forms) -> GangSpec field overrides.
 
+Koordinator's `network-topology-spec` (JSON) is mapped by models/koordinator.py onto the same field when gangsched's own
+topology annotations are absent (they win).
 Also gangsched's own network-topology annotations (keys.TOPOLOGY_*: mode hard|soft, highest-tier-allowed,
 group-size), the annotation form of PodGroup spec.networkTopology, overriding the `network_topology` field.
 
@@ -21,7 +23,8 @@ carries it) and at most 64 characters; groups lists at most MAX_GROUP_GANGS gang
 Semantics (Koordinator's coscheduling): min-available is an integer >= 1 (the older
 `pod-group.scheduling.sigs.k8s.io/min-available`, annotation or label, is read when the Koordinator key is
 absent); total-number is an integer >= min-available (defaults to min-available where a gang is built from
-annotations alone, see models/gang.py); waiting-time is a Go duration; mode is Strict or NonStrict; groups
+annotations alone, see models/gang.py); waiting-time is a Go duration; mode is Strict or NonStrict
+(anything else is Strict, as Koordinator falls back to Strict; models/koordinator.py's notices report it); groups
 is a JSON list of "namespace/name" (an empty string or [] means no group). A group is normalized to the
 sorted keys of its gangs with this gang included, or () when this gang is alone.
 Pure and cached: members of one gang carry identical annotations, so each distinct set is parsed once.
@@ -41,6 +44,7 @@ from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, Topolog
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import INT32_MAX, decimal, shown
+from gangsched.models.koordinator import parse_network_topology_spec
 
 ALLOWED_COUNT = f"must be an integer >= 1 and <= {INT32_MAX}"
 MAX_WAIT_SECONDS = float(INT32_MAX)
@@ -104,12 +108,13 @@ def parse_groups(value: object, *, field: str, own: str) -> tuple[str, ...]:
     return normalize_group(found, own=own)
 
 
-RawAnnotations = tuple[str, Any, Any, Any, Any, Any, Any, Any, Any]
+RawAnnotations = tuple[str, Any, Any, Any, Any, Any, Any, Any, Any, Any]
+RAW_WIDTH = 10
 
 
 def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> RawAnnotations | None:
     """The gang annotations as written: (min key used, min, total, waiting-time, mode, groups, topology mode,
-    highest tier, group size); None if none."""
+    highest tier, group size, Koordinator network-topology-spec); None if none."""
     min_key = keys.KOORD_MIN_AVAILABLE
     min_raw = annotations.get(min_key)
     if min_raw is None:
@@ -123,6 +128,7 @@ def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, An
         annotations.get(keys.TOPOLOGY_MODE),
         annotations.get(keys.TOPOLOGY_HIGHEST_TIER),
         annotations.get(keys.TOPOLOGY_GROUP_SIZE),
+        annotations.get(keys.KOORD_NETWORK_TOPOLOGY_SPEC),
     )
     if (
         min_raw is None
@@ -130,7 +136,7 @@ def raw_gang_annotations(annotations: Mapping[str, Any], labels: Mapping[str, An
         and wait is None
         and mode is None
         and groups is None
-        and topo == (None, None, None)
+        and topo == (None, None, None, None)
     ):
         return None
     return (min_key, min_raw, total, wait, mode, groups, *topo)
@@ -179,6 +185,7 @@ def _parse(
     topo_mode: Any = None,
     topo_tier: Any = None,
     topo_size: Any = None,
+    koord_topology: Any = None,
 ) -> tuple[tuple[str, Any], ...]:
     out: list[tuple[str, Any]] = []
     min_member: int | None = None
@@ -195,11 +202,16 @@ def _parse(
     if wait_raw is not None:
         out.append(("wait_seconds", parse_duration(wait_raw, field=keys.KOORD_WAITING_TIME, maximum=MAX_WAIT_SECONDS)))
     if mode_raw is not None:
-        out.append(("mode", parse_mode(mode_raw, field=keys.KOORD_MODE)))
+        # Koordinator-compatible leniency: an unparsable mode is Strict (reported by models/koordinator.py notices)
+        out.append(("mode", _MODES.get(mode_raw, GangMode.STRICT) if isinstance(mode_raw, str) else GangMode.STRICT))
     if groups_raw is not None:
         out.append(("group", parse_groups(groups_raw, field=keys.KOORD_GROUPS, own=gang_key(namespace, name))))
     if topo_mode is not None or topo_tier is not None or topo_size is not None:
         out.append(("network_topology", parse_topology_annotations(topo_mode, topo_tier, topo_size)))
+    elif koord_topology is not None:  # gangsched's own keys win over Koordinator's spec
+        mapped = parse_network_topology_spec(koord_topology).topology
+        if mapped is not None:
+            out.append(("network_topology", mapped))
     return tuple(out)
 
 

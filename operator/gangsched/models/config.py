@@ -31,6 +31,10 @@ Example (all defaults):
     createPodGroupsForAnnotationGangs: true
     preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
     starvation: {holdAfterSeconds: 60, maxHeldGangs: 1}  # capacity held for a starving gang (0: off)
+    inferGangs: {enabled: false, allNamespaces: false, namespaceLabel: scheduling.gangsched.io/infer-gangs}
+      # gangs inferred from the owning workload (Indexed Job, JobSet, LWS, PyTorchJob/MPIJob, TrainJob, RayCluster)
+      # for pods that declare none; enabled: in namespaces labelled <namespaceLabel>: "true", or every namespace
+      # with allNamespaces (needs manifests/rbac-infer-gangs.yaml)
 """
 
 from __future__ import annotations
@@ -112,6 +116,16 @@ class StarvationConfig(_Section):
     max_held_gangs: Annotated[int, Field(strict=True, ge=1, le=1000)] = Field(1, alias="maxHeldGangs")
 
 
+class InferGangsConfig(_Section):
+    """Gangs inferred from workloads (models/inferred.py): off by default."""
+
+    enabled: bool = False
+    all_namespaces: bool = Field(False, alias="allNamespaces")
+    namespace_label: Annotated[str, Field(min_length=1)] = Field(
+        "scheduling.gangsched.io/infer-gangs", alias="namespaceLabel"
+    )
+
+
 SchedulerName = Annotated[str, Field(min_length=1, max_length=253)]  # a DNS-1123 subdomain in a pod spec
 MAX_SCHEDULER_NAMES = 32
 
@@ -140,6 +154,9 @@ class OperatorConfig(_Section):
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
     preemption: PreemptionConfig = Field(default_factory=lambda: PreemptionConfig.model_validate({}))
     starvation: StarvationConfig = Field(default_factory=lambda: StarvationConfig.model_validate({}))
+    infer_gangs: InferGangsConfig = Field(
+        default_factory=lambda: InferGangsConfig.model_validate({}), alias="inferGangs"
+    )
 
     @model_validator(mode="after")
     def _names(self) -> OperatorConfig:

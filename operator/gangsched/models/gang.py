@@ -13,9 +13,16 @@ Contract:
   or an invalid name): for pods of another scheduler, which are counted, not parsed.
 
 Where the gang's name comes from, first found wins: label `scheduling.x-k8s.io/pod-group`; label
-`pod-group.scheduling.sigs.k8s.io`; label `pod-group.scheduling.sigs.k8s.io/name`; annotation
-`gang.scheduling.koordinator.sh/name`; annotation `pod-group.scheduling.sigs.k8s.io/name`; annotation
-`pod-group.scheduling.sigs.k8s.io`. A label and a Koordinator name annotation that disagree are an error.
+`pod-group.scheduling.sigs.k8s.io`; label `pod-group.scheduling.sigs.k8s.io/name`; label
+`kueue.x-k8s.io/pod-group-name` (Kueue plain-pod groups); annotation `gang.scheduling.koordinator.sh/name`;
+annotation `pod-group.scheduling.sigs.k8s.io/name`; annotation `pod-group.scheduling.sigs.k8s.io`; annotation
+`scheduling.k8s.io/group-name` (Volcano-style, e.g. LeaderWorkerSet's Volcano provider). A label and a Koordinator
+name annotation that disagree are an error.
+A gang named by Kueue's label takes its quorum from `kueue.x-k8s.io/pod-group-total-count` (every pod of the
+group), one named by the Volcano-style annotation from LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size`
+(annotation, else label): such a gang is annotation-only (a complete `spec`, a PodGroup is created for it) unless
+the Koordinator/legacy min-available annotations say otherwise (they win); without that key the name alone
+references a PodGroup, as for the other sources.
 The gang is always in the pod's namespace. The role comes from label `scheduling.gangsched.io/role`, else
 the annotation of the same key; it is matched against PodGroup `spec.roles[].name`.
 
@@ -34,14 +41,22 @@ from typing import Any
 from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangSpec, gang_key
 from gangsched.models import keys
-from gangsched.models.annotations import RawAnnotations, apply_overrides, parse_raw, raw_gang_annotations
+from gangsched.models.annotations import (
+    RAW_WIDTH,
+    RawAnnotations,
+    apply_overrides,
+    parse_raw,
+    raw_gang_annotations,
+)
 from gangsched.models.fields import shown
 
 ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 
-_NAME_LABELS = (keys.POD_GROUP_LABEL, keys.LEGACY_POD_GROUP, keys.LEGACY_NAME)
-_NAME_ANNOTATIONS = (keys.KOORD_NAME, keys.LEGACY_NAME, keys.LEGACY_POD_GROUP)
+_NAME_LABELS = (keys.POD_GROUP_LABEL, keys.LEGACY_POD_GROUP, keys.LEGACY_NAME, keys.KUEUE_GROUP_NAME)
+_NAME_ANNOTATIONS = (keys.KOORD_NAME, keys.LEGACY_NAME, keys.LEGACY_POD_GROUP, keys.VOLCANO_GROUP_NAME)
+# the key a source's member count is read from (annotation first, then label), when min-available is absent
+_COUNT_KEYS = {keys.KUEUE_GROUP_NAME: keys.KUEUE_GROUP_TOTAL_COUNT, keys.VOLCANO_GROUP_NAME: keys.LWS_SIZE}
 _EMPTY: Mapping[str, Any] = {}
 
 
@@ -58,6 +73,8 @@ class PodGang:
     overrides: tuple[tuple[str, Any], ...] = ()
     # the label or annotation key the gang's name was read from
     declared_by: str = keys.POD_GROUP_LABEL
+    # the key the annotations' quorum was read from (min-available, or the source's own count); None: no quorum
+    quorum_key: str | None = None
 
     @property
     def key(self) -> str:
@@ -126,14 +143,39 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
     name = _check_name(raw_name, declared_by)
     namespace = meta.get("namespace") or "default"
     role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or None
-    raw = raw_gang_annotations(annotations, labels)
+    raw = with_implied_count(raw_gang_annotations(annotations, labels), declared_by, labels, annotations)
     if raw is None:
         return PodGang(namespace=namespace, name=name, role=role, declared_by=declared_by)
     try:
         overrides, spec = _declared_cached(namespace, name, raw)
     except TypeError:  # an unhashable value: parse uncached, which reports it
         overrides, spec = _declared(namespace, name, raw)
-    return PodGang(namespace=namespace, name=name, role=role, spec=spec, overrides=overrides, declared_by=declared_by)
+    quorum_key = raw[0] if raw[1] is not None else None
+    return PodGang(
+        namespace=namespace,
+        name=name,
+        role=role,
+        spec=spec,
+        overrides=overrides,
+        declared_by=declared_by,
+        quorum_key=quorum_key,
+    )
+
+
+def with_implied_count(
+    raw: RawAnnotations | None, declared_by: str, labels: Mapping[str, Any], annotations: Mapping[str, Any]
+) -> RawAnnotations | None:
+    """The raw annotations with the name source's own member count as min-available, when they set none."""
+    count_key = _COUNT_KEYS.get(declared_by)
+    if count_key is None or (raw is not None and raw[1] is not None):
+        return raw
+    value = annotations.get(count_key)
+    if value is None:
+        value = labels.get(count_key)
+    if value is None:
+        return raw
+    rest = raw[2:] if raw is not None else (None,) * (RAW_WIDTH - 2)
+    return (count_key, value, *rest)
 
 
 def _declared(namespace: str, name: str, raw: RawAnnotations) -> tuple[tuple[tuple[str, Any], ...], GangSpec | None]:

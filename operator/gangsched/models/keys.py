@@ -7,6 +7,12 @@ Contract: constants only, the single place these strings are spelled. Sources:
 - The older coscheduling forms Koordinator also honours: label `pod-group.scheduling.sigs.k8s.io` and the
   annotations `pod-group.scheduling.sigs.k8s.io/name` and `/min-available` (also accepted as labels).
 - gangsched's own: the member's role (label first, then annotation, same key).
+- Volcano-style: annotation `scheduling.k8s.io/group-name` (volcano.sh/apis scheduling/v1beta1 labels.go
+  KubeGroupNameAnnotationKey), with the member count from LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size`
+  (sigs.k8s.io/lws api/leaderworkerset/v1 SizeAnnotationKey; its Volcano provider, pkg/schedulerprovider/
+  volcano_provider.go, writes the group-name annotation).
+- Kueue plain-pod groups: label `kueue.x-k8s.io/pod-group-name` and annotation `kueue.x-k8s.io/pod-group-total-count`
+  (sigs.k8s.io/kueue pkg/controller/jobs/pod/constants GroupNameLabel, GroupTotalCountAnnotation).
 """
 
 from __future__ import annotations
@@ -24,6 +30,11 @@ KOORD_WAITING_TIME: Final = "gang.scheduling.koordinator.sh/waiting-time"
 KOORD_MODE: Final = "gang.scheduling.koordinator.sh/mode"
 KOORD_GROUPS: Final = "gang.scheduling.koordinator.sh/groups"
 KOORD_TIMEOUT: Final = "gang.scheduling.koordinator.sh/timeout"  # written by the scheduler: "true"
+KOORD_PREFIX: Final = "gang.scheduling.koordinator.sh/"
+KOORD_MATCH_POLICY: Final = "gang.scheduling.koordinator.sh/match-policy"
+KOORD_MATCH_POLICY_ALIAS: Final = "pod-group.scheduling.sigs.k8s.io/match-policy"  # Koordinator's alias
+KOORD_NETWORK_TOPOLOGY_SPEC: Final = "gang.scheduling.koordinator.sh/network-topology-spec"  # JSON
+KOORD_NETWORK_TOPOLOGY_INDEX: Final = "gang.scheduling.koordinator.sh/network-topology-index"  # the rank
 
 # the older coscheduling forms
 LEGACY_POD_GROUP: Final = "pod-group.scheduling.sigs.k8s.io"  # label (or annotation) naming the gang
@@ -39,3 +50,11 @@ EXPECTED_DURATION: Final = "scheduling.gangsched.io/expected-duration"
 TOPOLOGY_MODE: Final = "scheduling.gangsched.io/network-topology-mode"  # hard | soft
 TOPOLOGY_HIGHEST_TIER: Final = "scheduling.gangsched.io/highest-tier-allowed"  # integer >= 1
 TOPOLOGY_GROUP_SIZE: Final = "scheduling.gangsched.io/group-size"  # ranks per data-parallel group, >= 1
+
+# Volcano-style gangs (the member count from LeaderWorkerSet when no other source sets it)
+VOLCANO_GROUP_NAME: Final = "scheduling.k8s.io/group-name"  # annotation naming the gang
+LWS_SIZE: Final = "leaderworkerset.sigs.k8s.io/size"  # annotation (or label): pods per LWS group
+
+# Kueue plain-pod groups
+KUEUE_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"  # label naming the gang
+KUEUE_GROUP_TOTAL_COUNT: Final = "kueue.x-k8s.io/pod-group-total-count"  # annotation: pods in the group

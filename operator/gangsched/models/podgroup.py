@@ -1,4 +1,5 @@
-"""The PodGroup custom resource (scheduling.x-k8s.io/v1alpha1) as pydantic models, and its GangSpec.
+"""The PodGroup custom resource (scheduling.x-k8s.io/v1alpha1, and the same kind in scheduling.sigs.k8s.io/v1alpha1)
+as pydantic models, and its GangSpec.
 
 Contract:
 - `PodGroupSpec`, `PodGroupStatus`, `PodGroupCondition`, `PodGroup`: pydantic v2 models with the API's camelCase
@@ -31,6 +32,11 @@ from gangsched.models.timestamps import parse_time
 GROUP = "scheduling.x-k8s.io"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
+# the older group of scheduler-plugins' PodGroup, still created by Koordinator's manual: same schema, same semantics
+# (crds/compat/podgroups-sigs.yaml); its status is written to that object
+SIGS_GROUP = "scheduling.sigs.k8s.io"
+SIGS_API_VERSION = f"{SIGS_GROUP}/{VERSION}"
+API_VERSIONS = frozenset({API_VERSION, SIGS_API_VERSION})
 KIND = "PodGroup"
 PLURAL = "podgroups"
 

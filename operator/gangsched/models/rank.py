@@ -18,7 +18,10 @@ Where a rank comes from, first match wins per member:
 4. Kubeflow: label `training.kubeflow.org/replica-index`; with `training.kubeflow.org/replica-type` the
    master/chief/launcher replica comes before the workers (the PyTorch convention: master is rank 0, worker
    i is rank i+1); other types come after the workers, in name order.
-5. Otherwise the natural order of pod names ("w-2" before "w-10").
+5. LeaderWorkerSet: label `leaderworkerset.sigs.k8s.io/worker-index` (the leader is 0, its workers 1..size-1;
+   sigs.k8s.io/lws api/leaderworkerset/v1 WorkerIndexLabelKey), within one LWS group (one gang).
+6. KubeRay: label `ray.io/node-type: head` is rank 0 (the workers carry no index: natural name order after it).
+7. Otherwise the natural order of pod names ("w-2" before "w-10").
 Members with an explicit rank come first (ties broken by name), then the others in natural name order.
 Every index is a decimal integer from 0 to 2147483647 (int32; Koordinator reads its index with strconv.Atoi); longer
 values are refused before conversion (never Python's 4,300-digit ValueError).
@@ -39,6 +42,8 @@ KUBEFLOW_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
 KUBEFLOW_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
 JOBSET_JOB_GLOBAL_INDEX: Final = "jobset.sigs.k8s.io/job-global-index"
 JOBSET_JOB_INDEX: Final = "jobset.sigs.k8s.io/job-index"
+LWS_WORKER_INDEX: Final = "leaderworkerset.sigs.k8s.io/worker-index"
+RAY_NODE_TYPE: Final = "ray.io/node-type"
 
 _LEADER_TYPES: Final = frozenset({"master", "chief", "launcher"})
 
@@ -98,6 +103,11 @@ def member_rank_key(member: MemberMeta) -> RankKey | None:
         kind = member.labels.get(KUBEFLOW_REPLICA_TYPE, "worker").strip().lower()
         order = 0 if kind in _LEADER_TYPES else 1 if kind == "worker" else 2
         return RankKey("kubeflow", (order, replica))
+    worker = _index(member, LWS_WORKER_INDEX, where="label")
+    if worker is not None:
+        return RankKey("leaderworkerset", (worker,))
+    if member.labels.get(RAY_NODE_TYPE) == "head":
+        return RankKey("ray-head", (0,))
     return None
 
 

@@ -4,8 +4,11 @@ Contract:
 - `gangs_of(podgroups, pods) -> dict[key, Gang]`: every gang in sight, keyed "namespace/name": each PodGroup, and
   each gang that pods name without one (annotation-only gangs before their PodGroup exists). A pod belongs to the
   gang it names (models/gang.py `referenced_gang`: the same name sources as the operator), its role is label or
-  annotation `scheduling.gangsched.io/role`. A gang's group is its PodGroup's `spec.gangGroup` or the members'
-  Koordinator `gang.scheduling.koordinator.sh/groups` annotation (JSON list of "namespace/name").
+  annotation `scheduling.gangsched.io/role`. A pod naming no gang belongs to the gang inferred from its workload
+  (models/inferred.py) when the operator created that gang's PodGroup (annotation `gangsched.io/created-for:
+  inferred gang`); its role is then its replica type, node type or replicated job. A gang's group is its
+  PodGroup's `spec.gangGroup` or the members' Koordinator `gang.scheduling.koordinator.sh/groups` annotation (JSON
+  list of "namespace/name").
 - `render_tree(gangs, names, units) -> str`: for each requested gang (all when `names` is empty) its gang group, then
   the gang (phase, members scheduled/minMember, placed tier, message), its roles and their pods (node, the node's
   tier-1 topology unit from `units` when known, phase, gated). A gang group is shown once, with all its gangs.
@@ -27,10 +30,12 @@ from gangsched.core.errors import InvalidField
 from gangsched.core.naming import natural_key
 from gangsched.models import keys
 from gangsched.models.gang import referenced_gang
+from gangsched.models.inferred import JOBSET_REPLICATED_JOB, KUBEFLOW_REPLICA_TYPE, RAY_NODE_TYPE, infer_member
 from gangsched.models.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 WAITING_PHASES = frozenset({"", "Pending", "Scheduling", "Timeout"})
+CREATED_FOR = "gangsched.io/created-for"  # k8s/api.py podgroup_manifest: "inferred gang" for a workload's gang
 
 
 @dataclass(slots=True)
@@ -115,14 +120,35 @@ def gangs_of(podgroups: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, Gang]:
         named = referenced_gang(pod)
         if named is not None:
             gangs.setdefault(named, Gang(named)).pods.append(pod)
+        elif (inferred := _inferred_gang(pod, gangs)) is not None:
+            inferred.pods.append(pod)
     for gang in gangs.values():
         gang.pods.sort(key=lambda p: natural_key(str(_meta(p).get("name"))))
         gang.group = _group_of(gang)
     return gangs
 
 
+def _inferred_gang(pod: Obj, gangs: Mapping[str, Gang]) -> Gang | None:
+    """The gang inferred from the pod's workload (models/inferred.py), when the operator created its PodGroup."""
+    try:
+        member = infer_member(pod)
+    except InvalidField:
+        return None
+    if member is None:
+        return None
+    gang = gangs.get(f"{member.workload.namespace}/{member.gang}")
+    created_for = _annotations(gang.podgroup or {}).get(CREATED_FOR) if gang is not None else None
+    return gang if created_for == "inferred gang" else None
+
+
 def _role(pod: Obj) -> str:
-    return str(_labels(pod).get(keys.ROLE) or _annotations(pod).get(keys.ROLE) or "")
+    role = _labels(pod).get(keys.ROLE) or _annotations(pod).get(keys.ROLE)
+    if not role:  # a pod of an inferred gang: its replica / node type, replicated job
+        for key in (KUBEFLOW_REPLICA_TYPE, RAY_NODE_TYPE, JOBSET_REPLICATED_JOB):
+            role = _labels(pod).get(key)
+            if role:
+                break
+    return str(role or "")
 
 
 def _pod_line(pod: Obj, units: Mapping[str, str]) -> str:

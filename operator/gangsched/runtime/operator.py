@@ -15,7 +15,9 @@ Contract:
   go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
   other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
-  preemption's evictions and nominations: runtime/preemption.py.
+  preemption's evictions and nominations: runtime/preemption.py; gangs inferred from workloads (config inferGangs:
+  the opted-in namespaces, listed before the pods and then watched; the workloads read after each round):
+  runtime/inferred.py.
 - Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
   only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
 - Fencing: every write goes through `self.fence`, a FencedClient (k8s/fence.py) that sends only while
@@ -51,6 +53,8 @@ from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
+from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
+from gangsched.runtime.inferred import InferenceSource
 from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.runtime.podgroups import split_key as _split
@@ -58,6 +62,7 @@ from gangsched.runtime.preemption import Preemptions
 from gangsched.runtime.supervisor import Supervisor, finish_cancelled
 from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
+from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +173,11 @@ class Operator:
             wake=self.wake,
             pdb=self.config.preemption.pdb,
         )
+        self.inference = (  # gangs inferred from workloads (runtime/inferred.py): config inferGangs
+            InferenceSource(api=self.api, cache=self.cache, config=self.config.infer_gangs)
+            if self.config.infer_gangs.enabled
+            else None
+        )
         self._wake = asyncio.Event()
         self._was_leader = False
 
@@ -195,6 +205,10 @@ class Operator:
 
     async def _start_components(self) -> None:
         await self._seed()
+        if self.inference is not None:  # the opted-in namespaces are known before the pods are listed
+            await self.inference.seed()
+            if self.inference.reflector is not None:
+                self.supervisor.start("namespaces", self.inference.reflector.run)
         self.pod_reflector.synced.clear()  # a new run lists first
         self.supervisor.start("pods", self.pod_reflector.run)
         self.supervisor.start("topology", self.topology_reflector.run)
@@ -229,7 +243,7 @@ class Operator:
         cmd/kube-scheduler/app/server.go, OnStoppedLeading)."""
         if self._stopped:
             return
-        cancelled = self.supervisor.stop_now(["pods", "topology", "writer", "events", "loop"])
+        cancelled = self.supervisor.stop_now(["pods", "topology", "namespaces", "writer", "events", "loop"])
         cancelled += self.preemptions.cancel()
         for task in list(self._binds):
             task.cancel()
@@ -257,7 +271,7 @@ class Operator:
                 raise
             except Exception:
                 log.exception("rebuilding as a follower failed; retrying in %.1fs", backoff)
-                await self.supervisor.stop(["pods", "topology", "writer", "events", "loop"])
+                await self.supervisor.stop(["pods", "topology", "namespaces", "writer", "events", "loop"])
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
         self.rebuilds += 1
@@ -276,6 +290,10 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
+        for pg in await self._optional_list(self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)):
+            self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
+        for pg in await self._optional_list(self.api.list_podgroups(VOLCANO_API_VERSION)):
+            self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),
@@ -291,6 +309,15 @@ class Operator:
             for obj in objs:
                 feed(None, obj)
         await self.topology.seed()
+
+    @staticmethod
+    async def _optional_list(listing: Coroutine[Any, Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """The items of a list of a kind whose CRD may not be installed (404: none, said once in the log)."""
+        try:
+            return await listing
+        except ApiError as exc:
+            (log.info if exc.status == 404 else log.warning)("optional kind not listed: %s", exc)
+            return []
 
     @property
     def is_leader(self) -> bool:
@@ -512,12 +539,14 @@ class Operator:
 
     def _after_round(self) -> None:
         dirty, self.cache.dirty_gangs = self.cache.dirty_gangs, set()
+        if self.inference is not None:
+            self.inference.read_wanted(self._spawn)
         self.podgroups.sync_owned(self._spawn, dirty)
         self.podgroups.write_statuses(dirty)  # (may report problems: the events below include them)
         for problem in self.cache.problems:
             self.events.record(
                 ObjectRef(problem.kind, problem.api_version, problem.namespace, problem.name, problem.uid),
-                "Warning",
+                problem.type,
                 problem.reason,
                 problem.message,
             )

@@ -12,6 +12,11 @@ Contract:
   API calls in the background. No zombies: the owners are the members not being deleted, taken when the create is
   decided; a gang without such a member gets no PodGroup (never one without owners: nothing would delete it), and
   one created just after its owners went is deleted by the garbage collector (its owners are gone).
+- Gangs inferred from workloads (state/inferred.py): their PodGroup is created whatever
+  createPodGroupsForAnnotationGangs says, once their workload has been read, owned by the workload (its uid;
+  controller and blockOwnerDeletion false: the workload's controller keeps its own ownership semantics; by the
+  member pods if the workload shows no uid). A PodGroup of that name that the workload does not own (made by
+  someone else) wins: the gang follows its spec, and one Warning `InferredGangNameTaken` says so.
 - Status goes to the PodGroup object the cache shows now: when its uid differs from the one last written to (it
   was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
   and the writer's "already written" memory (Writes.forget_podgroup) start afresh, so it gets its full status. A
@@ -41,7 +46,7 @@ from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
-from gangsched.models.podgroup import API_VERSION, PodGroupPhase
+from gangsched.models.podgroup import PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
 
@@ -76,38 +81,74 @@ class PodGroupReporter:
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
         self._noted: dict[str, tuple[str, ...]] = {}  # gang -> the foreign schedulerNames last reported in an event
+        self._taken: set[str] = set()  # inferred gangs whose name an unrelated PodGroup holds (reported once)
 
     def _owners(self, key: str, *, live: bool = False) -> list[PodOwner]:
         """The gang's member pods as owners (live=True: only those not being deleted)."""
         leaving: set[str] | frozenset[str] = self.cache.cluster.leaving if live else frozenset()
         return [PodOwner(pod.name, pod.uid) for pod in self.cache.members(key) if pod.uid and pod.key not in leaving]
 
+    def _workload(self, key: str) -> dict[str, Any] | None:
+        """The ownerReference of an inferred gang's workload, None when it has none (owned by its pods)."""
+        inferred = self.cache.inferred
+        owner = inferred.owner(key) if inferred is not None else None
+        if owner is None:
+            return None
+        return {
+            "apiVersion": owner.api_version,
+            "kind": owner.kind,
+            "name": owner.name,
+            "uid": owner.uid,
+            "controller": False,
+            "blockOwnerDeletion": False,
+        }
+
     def sync_owned(self, spawn: Spawn, gangs: set[str]) -> None:
-        if not self.create_for_annotation_gangs:
-            return
+        inferred = self.cache.inferred
         self._creating.intersection_update(self.cache.podgroups_to_create)  # created (seen) or gone: forget
         for key, spec in list(self.cache.podgroups_to_create.items()):
             if key in self._creating:
                 continue
+            if spec.source == "inferred":
+                if inferred is not None and inferred.reading(key):
+                    continue  # its owner is being read
+            elif not self.create_for_annotation_gangs:
+                continue
             # Owners are taken now, from the members that still live: a PodGroup is never created without an owner
             # (nothing would ever delete it) nor for a gang whose pods are all going (it would outlive them). If
             # they go before the create lands, the garbage collector deletes it: its owners no longer exist.
+            workload = self._workload(key) if spec.source == "inferred" else None
             owners = self._owners(key, live=True)
             if not owners:
                 continue  # reconsidered every round: a live member may join
             self._creating.add(key)
-            spawn(self._create(key, spec, owners))
+            spawn(self._create(key, spec, owners, workload))
         for key in gangs:
             pg = self.cache.podgroup(key)
-            if pg is None or not pg.owned_by_us:
+            if pg is None:
+                self._taken.discard(key)
+                continue
+            workload = self._workload(key)
+            if workload is not None:
+                if workload["uid"] not in pg.owners and key not in self._taken:
+                    self._taken.add(key)
+                    message = (
+                        f"this PodGroup is not owned by {workload['kind']} {workload['name']}, whose pods would form"
+                        " an inferred gang of this name: the PodGroup's spec is used"
+                    )
+                    self.cache.report_gang(key, "InferredGangNameTaken", message, on_members=False)
+                continue
+            if not pg.owned_by_us:
                 continue
             owners = self._owners(key)
             if owners and not {owner.uid for owner in owners} <= pg.owners:
                 self.writes.set_podgroup_owners(*split_key(key), owners)
 
-    async def _create(self, key: str, spec: GangSpec, owners: list[PodOwner]) -> None:
+    async def _create(
+        self, key: str, spec: GangSpec, owners: list[PodOwner], workload: dict[str, Any] | None = None
+    ) -> None:
         try:
-            await self.api.create_podgroup(spec, owners)
+            await self.api.create_podgroup(spec, owners, workload)
         except ApiError as exc:
             if exc.status != 409:
                 log.warning("creating PodGroup %s for an annotation-only gang: %s", key, exc)
@@ -146,7 +187,7 @@ class PodGroupReporter:
                 self._noted.pop(key, None)
                 continue  # no PodGroup object (yet): nothing to write to
             if self.statuses.adopt(key, pg.uid):  # a PodGroup object not written to yet (or created again)
-                self.writes.forget_podgroup(*split_key(key))
+                self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
             if pg.schedule_start_iso is not None:  # (a restart does not move scheduleStartTime)
                 self.statuses.seed_start(key, pg.schedule_start_iso)
             before = self.statuses.last_phase(key) or pg.phase
@@ -161,7 +202,7 @@ class PodGroupReporter:
                     continue  # only other schedulers' pods, and another writer: that status is theirs
             elif overwritten:  # our members' status, overwritten by another writer: ours again, in full
                 self.statuses.rewrite(key)
-                self.writes.forget_podgroup(*split_key(key))
+                self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
             held = 0
             for member in members:
                 reservation = cluster.reservation_of(member.key)
@@ -182,7 +223,7 @@ class PodGroupReporter:
                 note=note,
             )
             if body is not None:
-                self.writes.set_podgroup_status(*split_key(key), body)
+                self.writes.set_podgroup_status(*split_key(key), body, api_version=pg.api_version)
                 if body["phase"] in _STARTED and before not in _STARTED:
                     self._scheduled_event(key, pg, body)
 
@@ -191,5 +232,5 @@ class PodGroupReporter:
         if self.events is None:
             return
         message = next((c["message"] for c in body["conditions"] if c["type"] == "Scheduled"), "scheduled")
-        ref = ObjectRef("PodGroup", API_VERSION, *split_key(key), pg.uid)
+        ref = ObjectRef("PodGroup", pg.api_version, *split_key(key), pg.uid)
         self.events.record(ref, "Normal", "Scheduled", message)

@@ -3,7 +3,9 @@
 Contract:
 - `async with running_cluster(*, nodes, node_resources, topology=None, kubeconfig_path=None, port=0,
   kubelet_start_delay=0.0) as cluster:` starts ApiServer on 127.0.0.1:port, writes a kubeconfig (to a temporary
-  file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory,
+  file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory and then
+  of `crds/compat/` (the opt-in scheduling.sigs.k8s.io PodGroup: registered after gangsched's own, so a bare
+  `kubectl get podgroups` shows gangsched's here; a real API server would list that group first, see the CRD file),
   creates the nodes and runs SimKubelet until exit. By default (`auth=True`) the server authenticates and enforces
   RBAC (https, the kubeconfig carries the admin's token, see apiserver.py) and `install_manifests=True` applies
   manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
@@ -129,11 +131,12 @@ def topology_configmap(topology_path: str | Path) -> dict[str, Any]:
 
 
 def load_crds(directory: Path | None) -> list[dict[str, Any]]:
-    """Every CustomResourceDefinition document of the YAML files in directory (none if it is None)."""
+    """Every CustomResourceDefinition document of the YAML files in directory, then of its compat/ subdirectory
+    (none if it is None)."""
     if directory is None:
         return []
     docs = []
-    for path in sorted(directory.glob("*.y*ml")):
+    for path in [*sorted(directory.glob("*.y*ml")), *sorted(directory.glob("compat/*.y*ml"))]:
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                 docs.append(doc)

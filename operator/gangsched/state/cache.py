@@ -25,8 +25,18 @@ Contract:
   Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
   `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
 - Deleted gangs are forgotten: when a gang has neither a PodGroup nor a member pod left, every per-gang structure
-  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, the SchedulerState's gang)
+  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, what `notices` said, the
+  SchedulerState's gang)
   lets it go; a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
+- Koordinator's notices (models/koordinator.py `gang_notices`: an unparsable mode, an approximated match-policy, an
+  unmapped network-topology rule, an unsupported gang.scheduling.koordinator.sh/* key), from a member's or the
+  PodGroup's annotations, are said once per gang (state/notices.py) by `report_gang` (Normal or Warning, as the
+  notice says).
+- PodGroups of both API groups (scheduling.x-k8s.io and scheduling.sigs.k8s.io) come through `on_podgroup`: a
+  gang uses its scheduling.x-k8s.io one when both exist (state/podgroup_kinds.py; one PodGroupConflict Warning on the
+  other); `PodGroupInfo.api_version` says which, so status and events go to that object.
+- Volcano PodGroups (`on_volcano_podgroup`, read only, state/volcano.py) give the quorum of gangs named by the
+  Volcano-style annotation `scheduling.k8s.io/group-name` (over LeaderWorkerSet's size; the pods' min-available wins).
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -46,6 +56,9 @@ Contract:
 - Volumes: `on_pvc(kind, obj)` and `on_pv(kind, obj)` feed `volumes` (state/volumes.py), which applies a pod's
   claims to its record on every full parse; a claim or volume event re-derives the records of the pending pods using
   it (and backed-off units retry at once); a PersistentVolume that cannot be read is reported on it.
+- Gangs inferred from workloads (config `inferGangs`, off: `inferred` None): one of our pods that declares no gang
+  may join its workload's gang (state/inferred.py, models/inferred.py); `reinfer(pod_keys)` declares candidates
+  again when their workload has been read or their namespace opted in or out.
 - PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
   the pods the Eviction API would refuse now as protected in the SchedulerState; pods' labels and bindings reach it too.
 """
@@ -54,7 +67,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,21 +78,27 @@ from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
+from gangsched.models.koordinator import gang_notices
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
-from gangsched.models.podgroup import podgroup_spec_from_api, podgroup_times
+from gangsched.models.podgroup import SIGS_API_VERSION, podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.foreign import ForeignMembers
+from gangsched.state.inferred import InferredGangs
+from gangsched.state.notices import GangNotices
+from gangsched.state.podgroup_kinds import PodGroupKinds
 from gangsched.state.status import GangStatusBook
+from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
+from gangsched.state.volcano import VolcanoPodGroups
 from gangsched.state.volumes import VolumeBook
 
 DEFAULT_SCHEDULER = "default-scheduler"  # the apiserver's default for spec.schedulerName
 log = logging.getLogger(__name__)
 
 SATISFIED_PHASES = frozenset({"Scheduled", "Running", "Succeeded", "Finished"})
-PODGROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+PODGROUP_API_VERSION = "scheduling.x-k8s.io/v1alpha1"  # (models/podgroup.py API_VERSION)
 
 # GangSpec field -> how users write it (annotation suffix / PodGroup field), for messages
 _FIELD_NAMES = {
@@ -121,6 +140,7 @@ class Problem:
     uid: str
     reason: str
     message: str
+    type: str = "Warning"  # the event type ("Normal" for the notices that only inform)
 
 
 @dataclass(slots=True)
@@ -138,6 +158,7 @@ class PodGroupInfo:
     owners: frozenset[str] = frozenset()  # uids of its ownerReferences (the members, for the PodGroups we create)
     schedule_start_iso: str | None = None  # status.scheduleStartTime as written
     schedule_start: float | None = None  # the same, epoch seconds (None: absent or unreadable)
+    api_version: str = PODGROUP_API_VERSION  # its API group: its status is written there
 
 
 @dataclass(slots=True)
@@ -194,6 +215,9 @@ class ClusterCache:
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
         self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
+        self.notices = GangNotices()  # what was said about each gang's declaration (once per gang)
+        self.podgroup_kinds = PodGroupKinds()  # which PodGroup a gang uses when both API groups have one
+        self.volcano = VolcanoPodGroups()  # Volcano PodGroups' minMember (read only), for Volcano-style gangs
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -205,6 +229,7 @@ class ClusterCache:
         self.budgets = DisruptionBudgets(self.cluster)
         self.volumes = VolumeBook()
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
+        self.inferred: InferredGangs | None = None  # gangs inferred from workloads (config inferGangs; None: off)
 
     # ----------------------------------------------------------------- pods
     def on_pod_list(self, items: Iterable[dict[str, Any]]) -> None:
@@ -262,6 +287,8 @@ class ClusterCache:
             self.dirty_gangs |= self.foreign.update(key, referenced_gang(obj), str(scheduler_name))
         try:
             decl = parse_pod_gang(obj) if ours else None
+            if self.inferred is not None:
+                decl = self._infer(key, obj, decl, ours=ours)
             record = pod_from_api(
                 obj,
                 gang=decl.key if decl else None,
@@ -291,7 +318,47 @@ class ClusterCache:
             self.cluster.set_leaving(key, True, deadline)
         if decl is not None:
             self._refresh_gang(decl.key)
+            self._tell(decl.key, meta.get("annotations"))
         return key
+
+    def _tell(self, gang: str, annotations: Any) -> None:
+        """The notices of a gang's annotations (models/koordinator.py), each said once per gang."""
+        if isinstance(annotations, Mapping) and annotations:
+            for notice in self.notices.new(gang, gang_notices(annotations)):
+                self.report_gang(gang, notice.reason, notice.message, type_=notice.type)
+
+    def _infer(self, key: str, obj: dict[str, Any], decl: PodGang | None, *, ours: bool) -> PodGang | None:
+        """A pod declaring no gang may join the gang of its workload (state/inferred.py)."""
+        assert self.inferred is not None
+        if decl is not None or not ours:
+            self.inferred.forget_pod(key)
+            return decl
+        return self.inferred.pod_declared(key, obj, _rank(obj))
+
+    def reinfer(self, pod_keys: Iterable[str]) -> None:
+        """Declare these candidate pods again (their workload was read, their namespace opted in or out): each
+        joins its inferred gang, or leaves it to be scheduled as a pod without a gang."""
+        if self.inferred is None:
+            return
+        for key in pod_keys:
+            record, found = self.cluster.pods.get(key), self.inferred.candidate(key)
+            if record is None or found is None or not record.ours or key in self._bad_pods:
+                continue
+            decl = self.inferred.declaration(key)
+            gang = decl.key if decl is not None else None
+            self._join(key, gang)
+            if decl is not None:
+                sources = self._gangs.setdefault(decl.key, _GangSources())
+                sources.member_decl, sources.decl_pod = decl, key
+            updated = dataclasses.replace(
+                record, gang=gang, role=decl.role if decl else None, rank=found[1] if decl else None
+            )
+            if updated != record:
+                self.cluster.upsert_pod(updated)
+            if decl is not None:
+                self.dirty_gangs.add(decl.key)
+                self._refresh_gang(decl.key)
+        self.on_change()
 
     def _keep_usage(
         self,
@@ -361,20 +428,23 @@ class ClusterCache:
         if sources.podgroup is not None:
             self.report_gang(decl.key, "GangDeclarationMismatch", message, on_members=False)
 
-    def report_gang(self, gang: str, reason: str, message: str, *, on_members: bool = True) -> None:
-        """A Warning about a gang: on its PodGroup, or (when it has none yet and `on_members`) on one member."""
+    def report_gang(
+        self, gang: str, reason: str, message: str, *, on_members: bool = True, type_: str = "Warning"
+    ) -> None:
+        """An event (a Warning by default) about a gang: on its PodGroup, or (when it has none yet and `on_members`)
+        on one member."""
         sources = self._gangs.get(gang)
         namespace, name = gang.split("/", 1)
         pg = sources.podgroup if sources is not None else None
         if pg is not None:
-            self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, pg.uid, reason, message))
+            self.problems.append(Problem("PodGroup", pg.api_version, namespace, name, pg.uid, reason, message, type_))
             return
         if not on_members:
             return
         for pod_key in sorted(self._gang_pods.get(gang, ())):
             pod = self.cluster.pods.get(pod_key)
             if pod is not None:
-                self.problems.append(Problem("Pod", "v1", pod.namespace, pod.name, pod.uid, reason, message))
+                self.problems.append(Problem("Pod", "v1", pod.namespace, pod.name, pod.uid, reason, message, type_))
                 return
 
     def _apply_pod(
@@ -399,6 +469,8 @@ class ClusterCache:
 
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
+        if self.inferred is not None:
+            self.inferred.forget_pod(key)
         self.dirty_gangs |= self.foreign.remove(key)
         self.volumes.forget(key)
         self.cluster.remove_pod(key)
@@ -449,6 +521,7 @@ class ClusterCache:
         self.podgroups_to_create.pop(gang, None)
         self.dirty_gangs.discard(gang)
         self.statuses.forget(gang)
+        self.notices.forget(gang)
 
     def gang_structure_sizes(self) -> dict[str, int]:
         """How many gangs each per-gang structure of the cache holds (tests check that deleted gangs leave none)."""
@@ -459,6 +532,7 @@ class ClusterCache:
             "podgroups_to_create": len(self.podgroups_to_create),
             "dirty_gangs": len(self.dirty_gangs),
             "statuses": self.statuses.tracked(),
+            "notices": len(self.notices),
         }
 
     def _report_pod(self, obj: dict[str, Any], key: str, message: str) -> None:
@@ -497,6 +571,18 @@ class ClusterCache:
     def _on_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+        routed = self.podgroup_kinds.route(key, kind, obj)
+        for other, message in routed.conflicts:
+            other_meta = other.get("metadata") or {}
+            namespace, name, uid = key.split("/")[0], str(other_meta.get("name", "")), str(other_meta.get("uid", ""))
+            self.problems.append(
+                Problem("PodGroup", SIGS_API_VERSION, namespace, name, uid, "PodGroupConflict", message)
+            )
+        for event_kind, event_obj in routed.events:
+            self._apply_podgroup(key, event_kind, event_obj)
+
+    def _apply_podgroup(self, key: str, kind: str | None, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
         sources = self._gangs.setdefault(key, _GangSources())
         if kind == "DELETED":
             self._podgroup_deleted(key, sources)
@@ -577,18 +663,38 @@ class ClusterCache:
             owners=_owner_uids(meta),
             schedule_start_iso=times.schedule_start_iso,
             schedule_start=times.schedule_start,
+            api_version=SIGS_API_VERSION if obj.get("apiVersion") == SIGS_API_VERSION else PODGROUP_API_VERSION,
         )
         self.podgroups_to_create.pop(key, None)
         if error and (old is None or old.error != error):
             namespace, name, uid = key.split("/")[0], meta.get("name", ""), meta.get("uid", "")
-            self.problems.append(Problem("PodGroup", PODGROUP_API_VERSION, namespace, name, uid, "InvalidSpec", error))
+            api_version = sources.podgroup.api_version
+            self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
             self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
         self._refresh_gang(key)
+        self._tell(key, meta.get("annotations"))
         if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
             self.report_gang(key, "InvalidGangGroup", sources.group_error)
         self.dirty_gangs.add(key)
         self.on_change()
+
+    def on_volcano_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A Volcano PodGroup event (read only: its minMember is a Volcano-style gang's count); never raises."""
+        try:
+            change = self.volcano.on_event(kind, obj)
+            if change.problem is not None:
+                meta = obj.get("metadata") or {}
+                namespace, name = change.key.split("/", 1)
+                uid = str(meta.get("uid", ""))
+                self.problems.append(
+                    Problem("PodGroup", VOLCANO_API_VERSION, namespace, name, uid, "InvalidSpec", change.problem)
+                )
+            if change.changed and change.key in self._gangs:
+                self._refresh_gang(change.key)
+                self.on_change()
+        except Exception:
+            log.exception("Volcano PodGroup skipped: it could not be cached")
 
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)
@@ -619,8 +725,10 @@ class ClusterCache:
             effective = None  # an invalid PodGroup stops its gang until fixed
         else:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
-        if pg is None and decl is not None and decl.spec is not None and key not in self.podgroups_to_create:
-            self.podgroups_to_create[key] = decl.spec
+            effective = self.volcano.adjust(key, decl, effective)
+        wanted = self.volcano.adjust(key, decl, decl.spec) if decl is not None else None
+        if pg is None and wanted is not None and key not in self.podgroups_to_create:
+            self.podgroups_to_create[key] = wanted
         # messages: an invalid PodGroup is not "a PodGroup that does not exist yet"
         self.cluster.set_no_spec_reason(key, self.invalid_message(key) if effective is None else None)
         before = sources.declared
