@@ -227,6 +227,11 @@ async def volcano_podgroups(cluster: Cluster) -> None:
         await create(k, *(pod(f"lws-{i}", annotations=annotations, gpu=8) for i in range(2)))
         await eventually(lambda: _all_bound(k, ["lws-0", "lws-1"]), what="the Volcano PodGroup's count (2 of size 3)")
 
+        async def watching() -> bool:  # (the binds can come from the initial lists, before Kopf's watches start)
+            return ("watch", "scheduling.volcano.sh", "podgroups", "") in used(cluster)
+
+        await eventually(watching, what="the Volcano PodGroups watched")
+
 
 async def _leads(op: Any) -> bool:
     return bool(op.health()["leader"])
