@@ -271,7 +271,11 @@ async def test_same_name_in_both_groups_uses_scheduling_x_k8s_io(two_nodes: Clus
         (event,) = await eventually(warned, what="one PodGroupConflict Warning")
         assert event["type"] == "Warning"
         assert event["involvedObject"]["apiVersion"] == "scheduling.sigs.k8s.io/v1alpha1"
-        assert not (await k.get(f"{SIGS}/dup")).get("status", {}).get("phase"), "the ignored PodGroup got a status"
+
+        async def ignored() -> bool:  # (its status is removed if its watch event came first and it was written)
+            return not (await k.get(f"{SIGS}/dup")).get("status", {}).get("phase")
+
+        await eventually(ignored, what="the ignored PodGroup without a status")
         table = await kubectl(two_nodes, "get", "pg", "dup")
         assert "Running" in table, table  # `kubectl get pg` stays gangsched's PodGroup
 

@@ -19,6 +19,8 @@ from gangsched.k8s.binder import Binder
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, KubeClient
 from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
+from gangsched.sim.apiserver import ApiServer
+from gangsched.sim.requestlog import LoggedRequest
 from tests.integration.harness import eventually
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -97,6 +99,36 @@ async def test_discard_drops_a_pending_patch_only(kube: KubeClient) -> None:
     assert all(c.get("reason") != "Unschedulable" for c in (a.get("status") or {}).get("conditions") or [])
     assert [c["reason"] for c in b["status"]["conditions"] if c["type"] == "PodScheduled"] == ["Unschedulable"]
     assert writer.writes == 1 and writer.idle
+
+
+async def test_a_write_in_flight_when_the_object_is_recreated_is_not_remembered(
+    apiserver: ApiServer, kube: KubeClient
+) -> None:
+    """A PodGroup deleted and created again while its status patch is in flight: the patch went to the old object,
+    `forget_written` is called for the new one, and the same body must still be sent (it was skipped as "already
+    written", so a re-created PodGroup under load kept no status: test_pglife_podgroups). The emulator's request
+    listener acts at the moment the first patch arrives (sim/requestlog.py)."""
+    await kube.create(PODS, _pod("p"))
+    path = f"{PODS}/p"
+    writer = PatchWriter(kube, settle=0.0, min_gap=0.0)
+    body = {"metadata": {"labels": {"written": "yes"}}}
+    patches: list[LoggedRequest] = []
+
+    def arrived(entry: LoggedRequest) -> None:
+        if entry.method == "PATCH" and entry.path == path:
+            patches.append(entry)
+            if len(patches) == 1:  # in flight: the object is re-created and the same body queued for it
+                writer.forget_written(path)
+                writer.patch(path, body)
+
+    apiserver.requests.enabled = True
+    apiserver.requests.listeners.append(arrived)
+    writer.patch(path, body)
+    await writer.flush(everything=True)
+    await writer.flush(everything=True)
+    assert len(patches) == 2 and writer.writes == 2, "the patch queued for the new object was skipped"
+    await writer.flush(everything=True)
+    assert len(patches) == 2  # (now remembered: no third write of the same body)
 
 
 async def test_patch_writer_waits_for_bindings_then_writes_merged(kube: KubeClient) -> None:

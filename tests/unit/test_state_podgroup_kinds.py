@@ -68,6 +68,25 @@ def test_x_k8s_wins_with_one_warning_on_the_other(sigs_first: bool) -> None:
     assert info is not None and info.api_version == XK8S
 
 
+def test_a_sigs_podgroup_in_use_then_set_aside_has_its_status_cleared() -> None:
+    """Its watch event came first: it was the gang's PodGroup and got a status; set aside for the
+    scheduling.x-k8s.io one, that status is listed for removal (once), the other order lists nothing."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    used = pg(SIGS)
+    cache.on_podgroup("ADDED", used)
+    used["status"] = {"phase": "Pending"}
+    cache.on_podgroup("MODIFIED", used)  # (the echo of the status written to it)
+    cache.on_podgroup("ADDED", pg(XK8S))
+    assert cache.status_clears == [("default", "g")]
+    cache.status_clears.clear()
+    cache.on_podgroup("MODIFIED", pg(XK8S))
+    assert cache.status_clears == []
+    other = ClusterCache(scheduler_name="gangsched")
+    other.on_podgroup("ADDED", pg(XK8S))
+    other.on_podgroup("ADDED", dict(pg(SIGS), status={"phase": "Running"}))  # (someone else's status: left alone)
+    assert other.status_clears == []
+
+
 def test_deleting_the_winner_hands_the_gang_to_the_other() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_podgroup("ADDED", pg(XK8S, min_member=2))

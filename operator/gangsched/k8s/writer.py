@@ -9,7 +9,8 @@ Contract:
   syncJobBatchPeriod): a gang's members turning Running one by one give one status write, not one each, and a pod's
   PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
   that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is
-  skipped (`forget_written(path)` drops that memory: the object was re-created). `flush()` sends everything due
+  skipped (`forget_written(path)` drops that memory: the object was re-created; a write in flight at that moment
+  is not remembered either, so the same body is sent again to the new object). `flush()` sends everything due
   with bounded concurrency; `run()` flushes whenever something is due.
   A write is retried until it succeeds or the object is gone (404: dropped): never given up, with exponential
   backoff and full jitter per path, honouring Retry-After (k8s/retry.py `PERSISTENT`); newer content for the path
@@ -123,6 +124,8 @@ class PatchWriter:
         self._attempts: dict[PathKey, int] = {}  # failed attempts in a row
         self._written: TTLCache[PathKey, dict[str, Any]] = TTLCache(maxsize=50_000, ttl=600)
         self._last_write: TTLCache[PathKey, float] = TTLCache(maxsize=50_000, ttl=max(min_gap, 1.0) * 2)
+        # bumped by forget_written: a write in flight across it was to the old object and is not remembered
+        self._epochs: TTLCache[PathKey, int] = TTLCache(maxsize=50_000, ttl=600)
         self._wake = asyncio.Event()
         self._slots = asyncio.Semaphore(concurrency)
         self.errors = 0
@@ -152,6 +155,7 @@ class PatchWriter:
         key = (path, content_type)
         self._written.pop(key, None)
         self._last_write.pop(key, None)
+        self._epochs[key] = self._epochs.get(key, 0) + 1
 
     @property
     def idle(self) -> bool:
@@ -202,6 +206,7 @@ class PatchWriter:
             self._attempts.pop(key, None)
             return
         path, content_type = key
+        epoch = self._epochs.get(key, 0)
         try:
             async with self._slots:
                 await self._client.patch(path, body, content_type=content_type, retry=NO_RETRY)
@@ -221,9 +226,11 @@ class PatchWriter:
             self._wake.set()
             return
         self.writes += 1
+        self._attempts.pop(key, None)
+        if self._epochs.get(key, 0) != epoch:
+            return  # forgotten while in flight: it went to the object that was there before (not remembered)
         self._written[key] = body
         self._last_write[key] = self._clock()
-        self._attempts.pop(key, None)
 
     async def run(self, *, min_interval: float = 0.02) -> None:
         while True:

@@ -21,6 +21,8 @@ Contract:
   was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
   and the writer's "already written" memory (Writes.forget_podgroup) start afresh, so it gets its full status. A
   status patch to a PodGroup that is gone is dropped (404): a late write never re-creates it.
+- A scheduling.sigs.k8s.io PodGroup set aside for a scheduling.x-k8s.io one of the same name after its status was
+  written (its watch event came first) gets that status removed (state/podgroup_kinds.py `cleared`).
 - Several replicas, several names: status is written for PodGroups with members this replica serves, and for those
   with no pod at all. Pods naming the PodGroup with a schedulerName not served here are named in its message
   ("3 pods reference this PodGroup with schedulerName default-scheduler") and in one Warning event
@@ -46,11 +48,28 @@ from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
-from gangsched.models.podgroup import PodGroupPhase
+from gangsched.models.podgroup import SIGS_API_VERSION, PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
 
 log = logging.getLogger(__name__)
+# every status field gangsched writes, as nulls (a JSON merge patch removes them)
+_CLEARED: dict[str, Any] = dict.fromkeys(
+    (
+        "phase",
+        "scheduled",
+        "running",
+        "succeeded",
+        "failed",
+        "conditions",
+        "message",
+        "scheduleStartTime",
+        "observedGeneration",
+        "placedTier",
+        "placedGroupTier",
+        "occupiedBy",
+    )
+)
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
 
@@ -154,6 +173,14 @@ class PodGroupReporter:
                 log.warning("creating PodGroup %s for an annotation-only gang: %s", key, exc)
                 self._creating.discard(key)  # try again next round
 
+    def _clear_set_aside(self) -> None:
+        """Remove the status written to scheduling.sigs.k8s.io PodGroups set aside for a scheduling.x-k8s.io one
+        (state/podgroup_kinds.py): a merge patch of nulls, so `kubectl get` shows no stale phase on the ignored one."""
+        clears, self.cache.status_clears = self.cache.status_clears, []
+        for namespace, name in clears:
+            self.writes.set_podgroup_status(namespace, name, dict(_CLEARED), api_version=SIGS_API_VERSION)
+            self.writes.forget_podgroup(namespace, name, api_version=SIGS_API_VERSION)
+
     def _foreign_note(self, key: str) -> str | None:
         """The foreign-pods note of the gang (state/foreign.py); one Warning event on the PodGroup when the set of
         foreign schedulerNames changes (not per pod: a controller creates its pods one by one)."""
@@ -173,6 +200,7 @@ class PodGroupReporter:
         return note
 
     def write_statuses(self, dirty: set[str]) -> None:
+        self._clear_set_aside()
         cluster = self.cache.cluster
         now = now_time()
         in_flight: dict[str, int] = {}

@@ -217,6 +217,7 @@ class ClusterCache:
         self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
         self.notices = GangNotices()  # what was said about each gang's declaration (once per gang)
         self.podgroup_kinds = PodGroupKinds()  # which PodGroup a gang uses when both API groups have one
+        self.status_clears: list[tuple[str, str]] = []  # scheduling.sigs.k8s.io PodGroups set aside: status to remove
         self.volcano = VolcanoPodGroups()  # Volcano PodGroups' minMember (read only), for Volcano-style gangs
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
@@ -578,6 +579,8 @@ class ClusterCache:
             self.problems.append(
                 Problem("PodGroup", SIGS_API_VERSION, namespace, name, uid, "PodGroupConflict", message)
             )
+        for other in routed.cleared:  # (set aside after its status was written: the runtime removes that status)
+            self.status_clears.append((key.split("/")[0], str((other.get("metadata") or {}).get("name", ""))))
         for event_kind, event_obj in routed.events:
             self._apply_podgroup(key, event_kind, event_obj)
 

@@ -5,10 +5,10 @@ Contract: `PodGroupKinds.route(key, kind, obj) -> Routed`: the PodGroup watch ev
 should apply to its one PodGroup per gang (`events`, in order, each (kind, object)), and the conflicts to report
 (`conflicts`: (object, message), a Warning on that object). The rule: a gang uses its scheduling.x-k8s.io PodGroup
 when there is one; its scheduling.sigs.k8s.io PodGroup otherwise. A scheduling.sigs.k8s.io object set aside that way
-gets one Warning (PodGroupConflict) per object (uid); when the scheduling.x-k8s.io one is deleted, the set-aside one
-is applied in its place (the cache sees a new object: its status is written afresh). Only scheduling.sigs.k8s.io
-objects are kept here (as received), and only while they exist.
-"""
+gets one Warning (PodGroupConflict) per object (uid), and when it was in use until then (its watch event came first)
+and shows a status, it is listed in `cleared` so the status written to it is removed; when the scheduling.x-k8s.io
+one is deleted, the set-aside one is applied in its place (the cache sees a new object: its status is written
+afresh). Only scheduling.sigs.k8s.io objects are kept here (as received), and only while they exist."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ Event = tuple[str | None, dict[str, Any]]
 class Routed:
     events: list[Event] = field(default_factory=list)
     conflicts: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    cleared: list[dict[str, Any]] = field(default_factory=list)  # set aside after being used: clear its status
 
 
 def _conflict(key: str) -> str:
@@ -67,11 +68,14 @@ class PodGroupKinds:
             out.events.append((kind, obj) if shadowed is None else (None, shadowed))
             self._warned.pop(key, None)
             return out
+        was_used = key not in self._preferred  # (its scheduling.sigs.k8s.io PodGroup, if any, was the one in use)
         self._preferred.add(key)
         out.events.append((kind, obj))
         shadowed = self._sigs.get(key)
         if shadowed is not None:
             self._warn(key, shadowed, out)
+            if was_used and (shadowed.get("status") or {}).get("phase"):
+                out.cleared.append(shadowed)
         return out
 
     def _warn(self, key: str, obj: dict[str, Any], out: Routed) -> None:
