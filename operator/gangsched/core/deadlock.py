@@ -29,13 +29,15 @@ before the queue (core/scheduler.py); pure, every change through the session:
 - Returns `retry` plus the other gangs of the cycles (attempted this cycle, backoff or not, so they take the
   freed capacity at once) and the victims' units (not attempted this cycle). The plan's `deadlocks` lists each
   `Deadlock` (the replay and the metrics read it). Strict gangs and bound pods are never touched. Cost: nothing
-  unless two blocked waiters exist; then O(nodes + pods charged on them) once, plus waiters x classes x nodes.
+  unless two NonStrict gangs hold reservations; then O(their members + reserved nodes x needed classes) for the
+  graph of who could use whose capacity; only when that graph has a cycle are nodes read (O(nodes + pods bound
+  on them) once, plus classes x nodes per gang of a cycle, to know who is blocked).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from gangsched.core.gangs import GangState
@@ -47,7 +49,22 @@ from gangsched.core.records import NodeRecord, SchedulingClass
 from gangsched.core.session import CycleSession
 from gangsched.core.units import UnitKey
 
-Room = dict[str, dict[str, int]]  # node -> capacity free now or coming
+Room = dict[str, dict[str, int]]  # node -> resources
+MAX_ROUNDS = 16  # victims chosen per cycle, at most (a larger knot is untied over the next cycles)
+
+
+@dataclass(slots=True)
+class _Room:
+    """Capacity free now (and, once `coming` is set, what is coming), per node, and how many pods of a class fit
+    in all of it (a memo)."""
+
+    free: dict[str, dict[str, int]]
+    counts: dict[SchedulingClass, int]
+    coming: bool = False
+
+    def add(self, node: str, requests: Mapping[str, int]) -> None:
+        _add(self.free.setdefault(node, {}), requests, 1)
+        self.counts.clear()
 
 
 @dataclass(slots=True)
@@ -62,13 +79,18 @@ def resolve_deadlocks(session: CycleSession, retry: Set[UnitKey]) -> tuple[set[U
     """See the module docstring."""
     out, victims = set(retry), set[UnitKey]()
     waiters = _waiters(session)
-    if sum(1 for w in waiters.values() if w.need) < 2:
-        return out, victims  # (the common case: no two gangs waiting on each other; costs O(reserving gangs))
-    room = _room(session)
+    room: _Room | None = None
     survivors: set[UnitKey] = set()
-    for _ in range(len(waiters)):
-        graph = _graph(session, waiters, room)
-        cycles = [c for c in _components(graph) if len(c) > 1]
+    for _ in range(min(len(waiters), MAX_ROUNDS)):
+        graph = _graph(session, waiters)  # who could use whose capacity: a superset of the wait-for edges
+        suspects = {k for c in _cycles(graph, waiters) for k in c}
+        if not suspects:
+            break  # (the common case: no cycle even before asking who is blocked; nothing per node was read)
+        room = _room(session) if room is None else room
+        for key in suspects:
+            if not _blocked(session, waiters[key].need, room):
+                graph[key] = []  # not blocked: it waits for nobody
+        cycles = _cycles(graph, waiters)
         if not cycles:
             break
         for component in cycles:
@@ -88,13 +110,17 @@ def _loss_order(gang: GangState) -> tuple[int, float, str]:
 def _waiters(session: CycleSession) -> dict[str, _Waiter]:
     store = session.store
     out: dict[str, _Waiter] = {}
+    candidates = []
     for key in store.reserving():
         gang = store.gangs.get(key)
         spec = gang.spec if gang is not None else None
         if gang is None or spec is None or spec.mode != GangMode.NON_STRICT:
             continue
-        if session.is_satisfied(gang) or session.is_timed_out(gang):
-            continue
+        if not session.is_satisfied(gang) and not session.is_timed_out(gang):
+            candidates.append((gang, spec))
+    if len(candidates) < 2:
+        return out  # (no two gangs to wait on each other: O(reserving gangs), nothing per member)
+    for gang, spec in candidates:
         members = session.members(gang)
         held = [(k, n) for k, n in members.reserved if not session.is_placed(k)]
         if not held:
@@ -106,7 +132,7 @@ def _waiters(session: CycleSession) -> dict[str, _Waiter]:
         on: dict[str, dict[str, int]] = {}
         for pod_key, node in held:
             _add(on.setdefault(node, {}), store.pods[pod_key].requests, 1)
-        out[key] = _Waiter(gang, held, need, on)
+        out[gang.key] = _Waiter(gang, held, need, on)
     return out
 
 
@@ -115,69 +141,107 @@ def _add(into: dict[str, int], requests: Mapping[str, int], sign: int) -> None:
         into[r] = into.get(r, 0) + sign * q
 
 
-def _room(session: CycleSession) -> Room:
-    """Per node: free in the workspace now, plus the requests of pods that will end (declared run time, leaving)."""
+def _room(session: CycleSession) -> _Room:
+    """Per node: free in the workspace now (the nominations held)."""
+    return _Room({name: session.workspace.free(name) for name in session.store.nodes}, {})
+
+
+def _add_coming(session: CycleSession, room: _Room) -> None:
+    """Add the requests of pods bound there that will end: a declared run time, or leaving (evicted)."""
     store = session.store
     pods, pods_on = store.pods, store.pods_on
-    leaving = session.state.leaving
-    evicting = session.state.evicting
-    room: Room = {}
-    for name in store.nodes:
-        free = session.workspace.free(name)
+    leaving, evicting = session.state.leaving, session.state.evicting
+    for name, free in room.free.items():
         for pod_key in pods_on.get(name, ()):
             pod = pods.get(pod_key)
             if pod is None or pod.node_name is None or pod.terminal:
                 continue
             if pod.run_seconds is not None or pod_key in leaving or pod_key in evicting:
                 _add(free, pod.requests, 1)
-        room[name] = free
-    return room
+    room.coming = True
+    room.counts.clear()
 
 
-def _fits(session: CycleSession, need: Counter[SchedulingClass], room: Room) -> bool:
-    """Whether the members fit on `room` (greedy, largest class first; a copy of room is consumed)."""
-    nodes = session.store.nodes
-    left: Room = {}
+def _blocked(session: CycleSession, need: Counter[SchedulingClass], room: _Room) -> bool:
+    """The members do not fit on what is free, nor on what is free and coming (read only when free is short)."""
+    if _fits(session, need, room):
+        return False
+    if room.coming:
+        return True
+    _add_coming(session, room)
+    return not _fits(session, need, room)
+
+
+def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) -> bool:
+    """Whether the members fit on `room` (one class: its memoized count; several: greedy, largest class first)."""
+    if len(need) == 1:
+        ((cls, count),) = need.items()
+        have = room.counts.get(cls)
+        if have is None:
+            have = room.counts[cls] = _take(session, cls, 1 << 62, room.free, {})
+        return count <= have
+    left: dict[str, dict[str, int]] = {}
     for cls, count in sorted(need.items(), key=lambda x: -sum(x[0].requests.values())):
-        wanted = {r: q for r, q in cls.requests.items() if q > 0}
-        for name, free in room.items():
-            if count <= 0:
-                break
-            if static_block(cls, nodes[name]) is not None:
-                continue
-            have = left.setdefault(name, dict(free))
-            n = min((have.get(r, 0) // q for r, q in wanted.items()), default=count)
-            n = min(n, count)
-            if n > 0:
-                _add(have, {r: q * n for r, q in wanted.items()}, -1)
-                count -= n
-        if count > 0:
+        if _take(session, cls, count, room.free, left) < count:
             return False
     return True
 
 
-def _graph(session: CycleSession, waiters: Mapping[str, _Waiter], room: Room) -> dict[str, list[str]]:
+def _take(
+    session: CycleSession, cls: SchedulingClass, count: int, free: Mapping[str, dict[str, int]], left: Room
+) -> int:
+    """Place up to `count` pods of the class on `free` minus what `left` already took (kept in `left`)."""
     nodes = session.store.nodes
-    graph: dict[str, list[str]] = {key: [] for key in waiters}
-    for key, w in waiters.items():
-        if not w.need or _fits(session, w.need, room):
+    wanted = {r: q for r, q in cls.requests.items() if q > 0}
+    taken = 0
+    for name, room in free.items():
+        if taken >= count:
+            break
+        if static_block(cls, nodes[name]) is not None:
             continue
-        for other, h in waiters.items():
-            if other != key and any(_usable(w.need, nodes.get(n), res) for n, res in h.on.items()):
-                graph[key].append(other)
+        have = left.get(name, room)
+        n = min(min((have.get(r, 0) // q for r, q in wanted.items()), default=count), count - taken)
+        if n > 0:
+            have = left[name] = dict(have)
+            _add(have, {r: q * n for r, q in wanted.items()}, -1)
+            taken += n
+    return taken
+
+
+def _graph(session: CycleSession, waiters: Mapping[str, _Waiter]) -> dict[str, list[str]]:
+    """Gangs and the classes they need as one graph, O(gangs x classes) edges: gang A -> each class it needs, class
+    -> each gang holding a reservation that class could use; A -> class -> B (A != B) is the edge A -> B."""
+    nodes = session.store.nodes
+    graph: dict[str, list[str]] = {}
+    for key, w in waiters.items():
+        out = []
+        for cls in w.need:
+            name = f"\0{cls.id}"  # (never a gang's key)
+            if name not in graph:
+                graph[name] = [
+                    o for o, h in waiters.items() if any(_usable(cls, nodes.get(n), r) for n, r in h.on.items())
+                ]
+            out.append(name)
+        graph[key] = out
     return graph
 
 
-def _usable(need: Iterable[SchedulingClass], node: NodeRecord | None, held: Mapping[str, int]) -> bool:
-    """Whether a reservation on `node` holds a resource (other than the pod count) a needed class requests there."""
-    if node is None:
+def _cycles(graph: Mapping[str, list[str]], waiters: Mapping[str, _Waiter]) -> list[list[str]]:
+    """The gangs of each strongly connected component holding two or more gangs (A -> class -> A is no edge, and
+    never joins two gangs: a path between two gangs without it is made of wait-for edges)."""
+    out = []
+    for component in _components(graph):
+        gangs = [k for k in component if k in waiters]
+        if len(gangs) > 1:
+            out.append(gangs)
+    return out
+
+
+def _usable(cls: SchedulingClass, node: NodeRecord | None, held: Mapping[str, int]) -> bool:
+    """Whether a reservation on `node` holds a resource (other than the pod count) the class requests, there."""
+    if node is None or static_block(cls, node) is not None:
         return False
-    for cls in need:
-        if static_block(cls, node) is None and any(
-            q > 0 and r != "pods" and held.get(r, 0) > 0 for r, q in cls.requests.items()
-        ):
-            return True
-    return False
+    return any(q > 0 and r != "pods" and held.get(r, 0) > 0 for r, q in cls.requests.items())
 
 
 def _components(graph: Mapping[str, list[str]]) -> list[list[str]]:
@@ -223,31 +287,37 @@ def _components(graph: Mapping[str, list[str]]) -> list[list[str]]:
 
 def _cycle_through(graph: Mapping[str, list[str]], start: str, within: Set[str]) -> list[str]:
     """A shortest wait-for cycle from `start` back to it inside its component (BFS), as the list of gangs."""
-    parent: dict[str, str] = {}
+    parent: dict[str, str] = {start: start}
+    expanded: set[str] = set()
     frontier = [start]
     while frontier:
         nxt = []
         for v in frontier:
-            for w in graph[v]:
-                if w == start:
+            for cls in graph[v]:
+                holders = graph[cls]
+                if v != start and start in holders:
                     path = [v]
                     while path[-1] != start:
                         path.append(parent[path[-1]])
                     return list(reversed(path))
-                if w in within and w not in parent:
-                    parent[w] = v
-                    nxt.append(w)
+                if cls in expanded:
+                    continue
+                expanded.add(cls)
+                for w in holders:
+                    if w in within and w not in parent:
+                        parent[w] = v
+                        nxt.append(w)
         frontier = nxt
     return [start]
 
 
-def _release(session: CycleSession, victim: _Waiter, cycle: list[str], room: Room) -> None:
+def _release(session: CycleSession, victim: _Waiter, cycle: list[str], room: _Room) -> None:
     gang = victim.gang
     held: dict[str, int] = {}
     for pod_key, node in victim.held:
         requests = session.store.pods[pod_key].requests
         session.release(pod_key, node)
-        _add(room.setdefault(node, {}), requests, 1)
+        room.add(node, requests)
         _add(held, requests, 1)
     session.set_wait_start(gang.key, None)
     backoff(session, gang.unit)
