@@ -12,26 +12,30 @@ before the queue (core/scheduler.py); pure, every change through the session:
   cycles (bindings in flight are bound), short of minMember by k members, with at least k pending (not gated nor
   held) members: those k (rank order) are what they need, counted per scheduling class. A gang waiting for pods,
   or at quorum (waiting for its gang group), waits for nothing held and has no edge.
-- A waiter is blocked when its needed members do not fit (greedily, class by class, nodes whose static filters
-  take the class: selector, required node affinity, taints, cordon) on the capacity free now (the cycle's
-  workspace: nominations held) plus the capacity that is *coming*: pods bound there that declare a run time
+- A waiter is blocked when its needed members do not fit (by resources, on the nodes whose static filters take
+  the class: selector, required node affinity, taints, cordon; several classes greedily, largest first; node
+  filters that depend on other pods are not evaluated) on the capacity free now (the cycle's workspace:
+  nominations held) plus the capacity that is *coming*: pods bound there that declare a run time
   (PodRecord.run_seconds, as core/starvation.py) or are leaving (evicted, terminating). Pods without a declared
   run time never count as coming.
 - Edge A -> B: A is blocked and B (another waiter) holds a reservation on a node that takes one of A's needed
-  classes, of a resource that class requests. Cycles are the strongly connected components of more than one
-  gang (Tarjan, iterative: O(gangs + edges)); a self-loop is impossible (no edge to itself).
+  classes, of a resource (other than the pod count) that class requests. The graph is kept as gang -> classes
+  it needs -> gangs holding capacity a class could use (O(gangs x classes) edges, never pods x nodes). Cycles
+  are the strongly connected components holding two or more gangs (Tarjan, iterative: O(gangs + edges)); a
+  self-loop is impossible (A -> class -> A is no edge).
 - Per component, the victim is the gang with the lowest priority, then the newest (latest creation: the
   PodGroup's, else its earliest member's), then the greatest key. Its reservations are all released (in the
   workspace at once: the rest of the cycle sees that capacity free), its waiting time is cleared (it starts
   again with its next reservation), it backs off, and a Warning `DeadlockResolved` on its PodGroup names the
-  cycle ("released 4 reservations: deadlock with ns/b (ns/a waits for capacity ns/b holds, ns/b for ns/a)").
-  The graph is then rebuilt over the rest until no cycle remains (at most one round per waiter).
+  cycle ("4 reservations released: deadlock with ns/b (ns/a waits for capacity ns/b holds, ns/b for ns/a)").
+  The graph is then rebuilt over the rest until no cycle remains (at most MAX_ROUNDS rounds a cycle; a larger
+  knot is untied over the next cycles).
 - Returns `retry` plus the other gangs of the cycles (attempted this cycle, backoff or not, so they take the
   freed capacity at once) and the victims' units (not attempted this cycle). The plan's `deadlocks` lists each
   `Deadlock` (the replay and the metrics read it). Strict gangs and bound pods are never touched. Cost: nothing
-  unless two NonStrict gangs hold reservations; then O(their members + reserved nodes x needed classes) for the
-  graph of who could use whose capacity; only when that graph has a cycle are nodes read (O(nodes + pods bound
-  on them) once, plus classes x nodes per gang of a cycle, to know who is blocked).
+  unless two NonStrict gangs hold reservations; then O(their members + classes x reserved nodes) for the graph
+  of who could use whose capacity; only when that graph has a cycle are nodes read (free capacity: O(nodes),
+  plus classes x nodes per class to know who is blocked; pods bound on them only when free capacity is short).
 """
 
 from __future__ import annotations
