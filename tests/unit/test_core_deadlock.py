@@ -165,3 +165,33 @@ def test_strict_gangs_and_bound_pods_are_never_touched() -> None:
     hold(c, 0.0, [(s, "n0"), (a[0], "n1")])
     plan = step(c, CFG, 1.0)
     assert not plan.deadlocks and s not in plan.releases and "default/run-0" not in plan.evictions
+
+
+def test_a_gang_never_waits_for_itself() -> None:
+    """One NonStrict gang holding 2 of 4 nodes on a full cluster: blocked, but no cycle (no edge to itself)."""
+    c = SchedulerState()
+    add_nodes(c, 4, gpu=8)
+    for i in (2, 3):
+        add_pod(c, f"run-{i}", node=f"n{i}", phase="Running", gpu=8)
+    a = gang(c, "a", 4)
+    hold(c, 0.0, [(a[0], "n0"), (a[1], "n1")])
+    plan = step(c, CFG, 1.0)
+    assert not plan.deadlocks and not plan.releases
+
+
+def test_gangs_that_fit_on_free_capacity_wait_for_nobody() -> None:
+    """a and b each hold 2 nodes and need 2 more; 4 nodes are free (they only waited for their backoff): no cycle,
+    and both complete there."""
+    c = SchedulerState()
+    add_nodes(c, 8, gpu=8)
+    a, b = gang(c, "a", 4), gang(c, "b", 4, created=5.0)
+    hold(c, 0.0, [(a[0], "n0"), (a[1], "n1"), (b[0], "n2"), (b[1], "n3")])
+    plan = step(c, CFG, 1.0)
+    assert not plan.deadlocks and not plan.releases
+    assert len(plan.bindings) == 8
+
+
+def test_the_record_names_what_was_released() -> None:
+    c = two_halves()
+    (d,) = step(c, CFG, 11.0).deadlocks
+    assert d.held["nvidia.com/gpu"] == 16 and d.released == 2 and d.formed == 10.0
