@@ -26,6 +26,8 @@ Fields:
 - preemptions: {gang_key: victim pod keys} for SchedulerState.apply (victims are never taken twice).
 - capacity_holds: {gang_key: CapacityHold | None} capacity held for a starving gang, started or recomputed (None:
   ended); bookkeeping for SchedulerState.apply (core/starvation.py).
+- deadlocks: [Deadlock] NonStrict deadlocks found and resolved this cycle (core/deadlock.py); read by the replay
+  and the metrics, nothing to apply (the releases and events carry the effect).
 """
 
 from __future__ import annotations
@@ -87,6 +89,17 @@ class CapacityHold:
     members: int  # pending members they were computed for
 
 
+@dataclass(frozen=True, slots=True)
+class Deadlock:
+    """A wait-for cycle among NonStrict gangs holding reservations, resolved by releasing `victim`'s."""
+
+    cycle: tuple[str, ...]  # gangs, each waiting for capacity the next holds (the last for the first's)
+    victim: str  # the gang whose reservations were released (lowest priority, then newest)
+    released: int  # reservations released
+    held: Mapping[str, int]  # the resources they held
+    formed: float  # when the last gang of the cycle started holding (the deadlock exists since, at the latest)
+
+
 @dataclass(slots=True)
 class Plan:
     bindings: list[tuple[str, str]] = field(default_factory=list)
@@ -109,6 +122,7 @@ class Plan:
     first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
     waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
     capacity_holds: dict[str, CapacityHold | None] = field(default_factory=dict)  # gang -> hold (None: ended)
+    deadlocks: list[Deadlock] = field(default_factory=list)  # NonStrict deadlocks resolved (core/deadlock.py)
 
     @property
     def empty(self) -> bool:

@@ -8,7 +8,9 @@ Contract:
   that fails is rolled back to its checkpoint.
 - Order of work: (0) every reservation and nomination is re-checked against the node and its usage now
   (core/recheck.py): those that no longer fit are released, and their units are attempted this cycle even if
-  backed off; (1) gangs whose waiting time has ended time out (core/timers.py); (2) the queue: units (gangs,
+  backed off; (1) gangs whose waiting time has ended time out (core/timers.py); (1b) NonStrict deadlocks (a
+  wait-for cycle among gangs holding reservations) release the victim's reservations (core/deadlock.py): the
+  others of the cycle are attempted this cycle, the victim is not; (2) the queue: units (gangs,
   and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
   then creation time (a failed unit uses its last failure time), then gangs before pods, then key; a gang
   whose PodGroup is not known yet waits (WaitingForPodGroup; InvalidPodGroup, with the reason, when its PodGroup
@@ -37,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 from gangsched.core.config import SchedulerConfig
+from gangsched.core.deadlock import resolve_deadlocks
 from gangsched.core.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
@@ -54,11 +57,14 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     session = CycleSession(state, now, config)
     retry = recheck(session)  # reservations and nominations that no longer fit are released (core/recheck.py)
     expire_waiting_times(session)
+    retry, victims = resolve_deadlocks(session, retry)  # NonStrict wait-for cycles (core/deadlock.py)
     holds = hold_capacity(session)
     budget = config.max_units_per_cycle
     for unit in first_in_level(session, holds, queue_order(session, retry)):
         if budget <= 0:
             break
+        if unit in victims:  # its reservations were just released for a deadlock: not attempted this cycle
+            continue
         if holds.active:
             with lifted(session, holds, unit):
                 attempted = _attempt(session, unit)

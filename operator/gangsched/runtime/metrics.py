@@ -1,7 +1,8 @@
 """Prometheus metrics of one operator instance, in a registry of its own (two replicas may share a process in tests).
 
 Contract:
-- Counters and histograms the runtime updates directly (cycles, bindings, evictions, gang wait).
+- Counters and histograms the runtime updates directly (cycles, bindings, evictions, gang wait, NonStrict
+  deadlocks resolved and the reservations released for them: `record_deadlocks(plan.deadlocks)`).
 - `attach(operator)` adds what is read from the operator when scraped (from the metrics server's thread, so
   only plain reads, no side effects): `gangsched_leader` (the same answer as /readyz's `leader`),
   `gangsched_seconds_since_last_cycle`, `gangsched_watch_restarts_total`, `gangsched_relists_total`,
@@ -14,7 +15,7 @@ Contract:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -28,6 +29,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from gangsched.core.plan import Deadlock
 
 if TYPE_CHECKING:
     from gangsched.runtime.operator import Operator
@@ -87,6 +90,16 @@ class Metrics:
         self.preemptions = Counter(
             "gangsched_evictions_total", "Victim pods evicted for preemptors", registry=self.registry
         )
+        self.deadlocks = Counter(
+            "gangsched_deadlocks_resolved_total",
+            "NonStrict deadlocks (wait-for cycles among gangs holding reservations) resolved (core/deadlock.py)",
+            registry=self.registry,
+        )
+        self.deadlock_releases = Counter(
+            "gangsched_deadlock_released_reservations_total",
+            "Reservations released to resolve NonStrict deadlocks",
+            registry=self.registry,
+        )
         ProcessCollector(registry=self.registry)
 
     def attach(self, op: Operator) -> None:
@@ -145,6 +158,12 @@ class Metrics:
             ]
 
         self.registry.register(_Live(read))
+
+    def record_deadlocks(self, deadlocks: Sequence[Deadlock]) -> None:
+        """Count the NonStrict deadlocks a plan resolved (core/deadlock.py)."""
+        if deadlocks:
+            self.deadlocks.inc(len(deadlocks))
+            self.deadlock_releases.inc(sum(d.released for d in deadlocks))
 
     def export_requests(self, counts: Mapping[tuple[str, str], int]) -> None:
         """Export a KubeClient's request counter (k8s/client.py `KubeClient.requests`)."""

@@ -455,6 +455,7 @@ class Operator:
             if state is not None and state.member_created != float("inf"):
                 self.metrics.gang_wait_seconds.observe(max(0.0, wall - state.member_created))
         self.metrics.preemptions.inc(len(plan.evictions))
+        self.metrics.record_deadlocks(plan.deadlocks)
         for timeout in plan.timeouts:
             for pod_key in timeout.pods:
                 self.writes.annotate_pod(*_split(pod_key), {keys.KOORD_TIMEOUT: "true"})

@@ -1,0 +1,67 @@
+"""The NonStrict deadlock figure of the core group (bench/bench_core.py calls it): core.deadlock_check_ms, the
+deadlock step of one cycle (core/deadlock.py) with 200 NonStrict gangs (8 x 8 GPUs, minMember 8) holding 4
+reservations each on 1,000 nodes and 10k bound pods: every gang could use every other's capacity (the graph of
+suspects is complete, 200 x 199 edges), so the step reads the nodes and finds who is blocked; 200 nodes are free,
+so nobody is, and nothing is released. Context: `resolve_ms`, the same with 5 reservations each (the cluster full:
+a 200-gang deadlock, one victim released, then no cycle)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from bench.bench_core import _cluster, _pod
+from bench.common import figure, summary
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.deadlock import resolve_deadlocks
+from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.plan import Plan
+from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.session import CycleSession
+from gangsched.models.pod import pod_from_api
+
+GANGS = 200
+
+
+def _reserving(held: int) -> SchedulerState:
+    c = _cluster(1000)
+    for i in range(10_000):
+        c.upsert_pod(pod_from_api(_pod(f"run-{i}", gpu=0, node=f"node-{i % 1000:05d}"), gang=None, ours=True))
+    reservations = []
+    for g in range(GANGS):
+        c.upsert_gang(GangSpec("bench", f"g{g}", 8, mode=GangMode.NON_STRICT), created=float(g))
+        for r in range(8):
+            key = f"bench/g{g}-{r}"
+            c.upsert_pod(pod_from_api(_pod(f"g{g}-{r}", gpu=8), gang=f"bench/g{g}", rank=r, ours=True))
+            if r < held:
+                reservations.append((key, f"node-{g * held + r:05d}"))
+    c.apply(Plan(reservations=reservations, first_reserved={f"bench/g{g}": 0.0 for g in range(GANGS)}))
+    return c
+
+
+def _check_ms(c: SchedulerState, runs: int) -> tuple[list[float], int]:
+    config = SchedulerConfig()
+    out, found = [], 0
+    for _ in range(runs):
+        session = CycleSession(c, 1.0, config)
+        t0 = time.perf_counter()
+        resolve_deadlocks(session, set())
+        out.append((time.perf_counter() - t0) * 1000)
+        found = len(session.plan.deadlocks)
+    return out, found
+
+
+def bench_deadlock_check() -> None:
+    samples, found = _check_ms(_reserving(4), 9)
+    assert found == 0, found
+    resolve, found = _check_ms(_reserving(5), 5)
+    assert found == 1, found
+    figure(
+        "core.deadlock_check_ms",
+        statistics.median(samples),
+        unit="ms",
+        target=25,
+        better="lower",
+        resolve_ms=round(statistics.median(resolve), 2),
+        **summary(samples),
+    )

@@ -1,0 +1,87 @@
+"""Property: after the deadlock step no wait-for cycle remains among the NonStrict gangs still holding
+reservations, only NonStrict reservations are released (never a Strict gang's, never a bound pod), and every victim
+was in a cycle (issue 15 item 4).
+
+Oracle: the wait-for graph (Coffman, Elphick, Shoshani, "System Deadlocks", 1971): resolving a deadlock leaves a
+graph without cycles; only the processes rolled back lose what they hold.
+"""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.deadlock import _blocked, _cycles, _graph, _room, _waiters, resolve_deadlocks
+from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.plan import Plan
+from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.session import CycleSession
+from tests.unit.test_core_support import add_nodes, add_pod
+
+CFG = SchedulerConfig(max_units_per_cycle=8)
+
+gangs_st = st.lists(
+    st.tuples(
+        st.integers(2, 4),  # members (= minMember)
+        st.integers(0, 2),  # priority
+        st.booleans(),  # strict (a Strict gang of a group: reservations waiting for the group)
+        st.integers(1, 8),  # GPUs per member
+    ),
+    min_size=2,
+    max_size=5,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=st.integers(2, 6), running=st.integers(0, 2), gangs=gangs_st, rnd=st.randoms(use_true_random=False))
+def test_no_cycle_remains_and_only_nonstrict_reservations_go(
+    nodes: int, running: int, gangs: list[tuple[int, int, bool, int]], rnd: random.Random
+) -> None:
+    c = SchedulerState()
+    names = add_nodes(c, nodes, gpu=8)
+    free = dict.fromkeys(names, 8)
+    for i in range(min(running, nodes)):
+        add_pod(c, f"run-{i}", node=names[i], phase="Running", gpu=8)
+        free[names[i]] = 0
+    reservations: list[tuple[str, str]] = []
+    strict: set[str] = set()
+    for g, (size, priority, is_strict, gpu) in enumerate(gangs):
+        name = f"g{g}"
+        mode = GangMode.STRICT if is_strict else GangMode.NON_STRICT
+        group = (f"default/{name}", "default/absent") if is_strict else ()
+        c.upsert_gang(GangSpec("default", name, size, mode=mode, group=group), created=float(g))
+        keys = [
+            add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, gpu=gpu, priority=priority) for i in range(size)
+        ]
+        if is_strict:
+            strict.update(keys)
+        for key in keys[: rnd.randint(1, size - 1) if size > 1 else 1]:
+            fits = [n for n in names if free[n] >= gpu]
+            if fits:
+                node = rnd.choice(fits)
+                free[node] -= gpu
+                reservations.append((key, node))
+    gang_keys = {c.pods[k].gang for k, _ in reservations}
+    c.apply(Plan(reservations=reservations, first_reserved={g: 0.0 for g in gang_keys if g is not None}))
+    session = CycleSession(c, 1.0, CFG)
+    _, victims = resolve_deadlocks(session, set())
+    plan = session.plan
+    assert not plan.evictions and not plan.bindings
+    assert not set(plan.releases) & strict
+    assert {v.key for v in victims} == {d.victim for d in plan.deadlocks}
+    released_gangs = {c.pods[k].gang for k in plan.releases}
+    assert released_gangs == {d.victim for d in plan.deadlocks}
+    event("deadlocks found" if plan.deadlocks else "no deadlock")
+    for d in plan.deadlocks:
+        assert d.victim in d.cycle and len(d.cycle) >= 2 and len(set(d.cycle)) == len(d.cycle)
+    left = _waiters(session)
+    assert not set(left) & released_gangs
+    room = _room(session)
+    graph = _graph(session, left)
+    for key, w in left.items():
+        if not _blocked(session, w.need, room):
+            graph[key] = []
+    assert not _cycles(graph, left)
