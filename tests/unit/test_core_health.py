@@ -137,14 +137,32 @@ def test_off_without_a_grace_period() -> None:
         assert not plan.evictions and not _reasons(plan) and not plan.health
 
 
-def test_a_gang_whose_members_are_all_gone_is_forgotten() -> None:
+def test_a_gang_whose_members_are_all_gone_stops_its_clock() -> None:
     c = _running_gang()
     c.remove_pod("default/g-0")
     step(c, CFG, T0 + 1)
     for i in (1, 2):
         c.remove_pod(f"default/g-{i}")
-    plan = step(c, CFG, T0 + 2)
-    assert plan.health == {G: None} and not _reasons(step(c, CFG, T0 + 100))
+    step(c, CFG, T0 + 2)
+    assert c.health.record(G).since is None and not c.health.record(G).ran
+    assert not _reasons(step(c, CFG, T0 + 100))  # nothing to report or evict
+
+
+def test_evicted_gang_keeps_its_condition_until_it_runs_again() -> None:
+    c = _running_gang(StalePolicy.EVICT)
+    c.remove_pod("default/g-0")
+    step(c, CFG, T0 + 1)
+    assert step(c, CFG, T0 + 1 + GRACE).evictions
+    for i in (1, 2):  # the evictions went through; the controller re-creates the whole gang
+        c.remove_pod(f"default/g-{i}")
+    step(c, CFG, T0 + 20)
+    condition = c.health.condition(G)
+    assert condition is not None and condition.reason == "StaleGangEvicted"
+    for i in range(3):
+        add_pod(c, f"g-{i}", gang=G, rank=i, gpu=8)
+    plan = step(c, CFG, T0 + 21)
+    assert len(plan.bindings) == 3  # gang-scheduled again, whole
+    assert _reasons(step(c, CFG, T0 + 22)) == ["GangRecovered"]
 
 
 def test_finished_members_hold_the_gang() -> None:

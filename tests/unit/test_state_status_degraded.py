@@ -47,7 +47,7 @@ def test_degraded_condition_follows_the_core_and_keeps_its_transition_time() -> 
     cond = _degraded(_body(book, down, "2024-01-01T00:00:10Z"))
     assert cond is not None and cond["status"] == "True" and cond["reason"] == "BelowMinMember"
     assert cond["lastTransitionTime"] == "2024-01-01T00:00:10Z" and "2 of minMember 3" in cond["message"]
-    evicted = DegradedCondition(True, "StaleGangEvicted", "evicted 2 remaining member(s)")
+    evicted = DegradedCondition(True, "StaleGangEvicted", "evicted its 2 member(s) still bound")
     cond = _degraded(_body(book, evicted, "2024-01-01T00:00:20Z"))
     assert cond is not None and cond["reason"] == "StaleGangEvicted"
     assert cond["lastTransitionTime"] == "2024-01-01T00:00:10Z"  # still True: the transition time stays

@@ -10,7 +10,8 @@ Definitions (per watched gang, every cycle; `now` is the cycle's time, so tests 
 - the gang *ran* once at least minMember members were up while watched (replacements being placed count, so a
   gang being re-placed whole recovers as soon as its quorum is bound again).
 - it is *degraded* while it ran, has members, and fewer than minMember are up; `since` is the first cycle that saw
-  it so. A gang whose members are all gone (a finished and cleaned-up or deleted workload) is forgotten, silently.
+  it so. A gang whose members are all gone (evicted, or a finished and cleaned-up or deleted workload) stops
+  being degraded silently (its condition stays as last reported) until it runs again.
 
 Contract (pure):
 - `HealthBook` (core/health_book.py): what the cycles decided, kept by SchedulerState (watched specs, records,
@@ -84,9 +85,10 @@ def check_health(session: CycleSession, book: HealthBook) -> None:
     for spec in book.watched():
         gang = gangs.get(spec.key)
         record = book.record(spec.key)
-        if gang is None or not gang.members:
-            if record != GangHealth():
-                session.plan.health[spec.key] = None
+        if gang is None or not gang.members:  # nothing left to run or evict: watched again once it runs
+            idle = GangHealth(condition=record.condition)
+            if record != idle:
+                session.plan.health[spec.key] = idle
             continue
         new = _next(session, gang, spec, record)
         if new != record:
@@ -127,7 +129,9 @@ def _report(
         victims = _evictable(session, gang)
         if victims:
             session.evict(gang.key, tuple(victims))
-            evicted = f"evicted {len(victims)} remaining member(s) ({_names(victims)}) so their resources are freed"
+            evicted = (
+                f"evicted its {len(victims)} member(s) still bound ({_names(victims)}) so their resources are freed"
+            )
             event(session, "PodGroup", gang.key, "Warning", "StaleGangEvicted", evicted)
             message = f"{message}; {evicted}"
             reason = "StaleGangEvicted"
