@@ -62,7 +62,8 @@ async def phases(cluster: Cluster) -> dict[str, tuple[str, str]]:
         "get",
         "pods",
         "-o",
-        "jsonpath={range .items[*]}{.metadata.name}={.status.phase}={.spec.nodeName}={.metadata.deletionTimestamp}\n{end}",
+        "jsonpath={range .items[*]}{.metadata.name}={.status.phase}={.spec.nodeName}="
+        "{.metadata.deletionTimestamp}\n{end}",
     )
     rows = [line.split("=") for line in out.splitlines() if line]
     return {r[0]: (r[1] if not r[3] else "Terminating", r[2]) for r in rows}
