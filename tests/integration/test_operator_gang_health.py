@@ -121,3 +121,18 @@ async def test_without_a_grace_period_nothing_is_reported(cluster4: Cluster) -> 
         status = await eventually(status_after_loss, what="the status after the loss")
         assert not any(c["type"] == "Degraded" for c in status.get("conditions") or [])
         assert await _event(k, "GangDegraded") is None
+
+
+async def test_grace_period_annotated_on_the_pods(cluster4: Cluster) -> None:
+    """The pods carry the grace period (as KAI Scheduler's `kai.scheduler/staleness-grace-period` pod annotation);
+    the PodGroup declares none."""
+    k = cluster4.client
+    annotations = {"scheduling.gangsched.io/stale-grace-period": "1s"}
+    async with replica(cluster4.kubeconfig):
+        await create(
+            k, podgroup("train", min_member=3), *(pod(n, group="train", gpu=8, annotations=annotations) for n in NAMES)
+        )
+        await eventually(lambda: _running(k, NAMES), what="the gang running")
+        await k.delete("/api/v1/namespaces/default/pods/train-1", params={"gracePeriodSeconds": "0"})
+        cond = await eventually(lambda: _degraded_with(k, "True"), what="Degraded=True")
+        assert cond["reason"] == "BelowMinMember" and "(grace period 1s)" in cond["message"]
