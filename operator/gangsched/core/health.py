@@ -4,6 +4,8 @@ reported Degraded and, if its policy says so, its remaining members are evicted 
 Only gangs whose spec sets a grace period (GangSpec.stale_grace_seconds: PodGroup spec.staleGracePeriodSeconds or
 the annotation scheduling.gangsched.io/stale-grace-period) are watched; others cost nothing.
 
+Cost per cycle (only with watched gangs): O(watched gangs + nodes + pods on removed nodes).
+
 Definitions (per watched gang, every cycle; `now` is the cycle's time, so tests use virtual time):
 - *up* members: those holding its quorum (core/gangs.py `holding`: bound, binding or assumed, or Succeeded), minus
   the bound ones whose node is gone (a removed node's pods count as lost, as the pod GC would delete them).
@@ -54,16 +56,18 @@ def _names(keys: list[str]) -> str:
     return ", ".join(names) + more
 
 
-def up_members(session: CycleSession, gang: GangState) -> tuple[int, list[str]]:
-    """(members up, bound members whose node is gone)."""
+def lost_members(session: CycleSession) -> dict[str, list[str]]:
+    """gang -> its bound members whose node is gone (the store still charges them to that node's name)."""
     store = session.store
     nodes, pods = store.nodes, store.pods
-    lost: list[str] = []
-    for key in gang.holding:
-        pod = pods.get(key)
-        if pod is not None and store.state_of(key) is BOUND and pod.node_name not in nodes:
-            lost.append(key)
-    return len(gang.holding) - len(lost), lost
+    out: dict[str, list[str]] = {}
+    for node, keys in store.pods_on.items():
+        if keys and node not in nodes:
+            for key in keys:
+                pod = pods.get(key)
+                if pod is not None and pod.gang is not None and store.state_of(key) is BOUND:
+                    out.setdefault(pod.gang, []).append(key)
+    return out
 
 
 def _evictable(session: CycleSession, gang: GangState) -> list[str]:
@@ -82,6 +86,7 @@ def _evictable(session: CycleSession, gang: GangState) -> list[str]:
 def check_health(session: CycleSession, book: HealthBook) -> None:
     """See the module docstring."""
     gangs = session.store.gangs
+    lost = lost_members(session)
     for spec in book.watched():
         gang = gangs.get(spec.key)
         record = book.record(spec.key)
@@ -90,19 +95,19 @@ def check_health(session: CycleSession, book: HealthBook) -> None:
             if record != idle:
                 session.plan.health[spec.key] = idle
             continue
-        new = _next(session, gang, spec, record)
+        new = _next(session, gang, spec, record, sorted(lost.get(spec.key, ())))
         if new != record:
             session.plan.health[spec.key] = new
 
 
-def _next(session: CycleSession, gang: GangState, spec: GangSpec, record: GangHealth) -> GangHealth:
-    up, lost = up_members(session, gang)
+def _next(session: CycleSession, gang: GangState, spec: GangSpec, record: GangHealth, lost: list[str]) -> GangHealth:
+    up = len(gang.holding) - len(lost)
     if up >= spec.min_member:
         if record.condition is not None and record.condition.status:
             message = f"{up} members running or finished again (minMember {spec.min_member})"
             event(session, "PodGroup", gang.key, "Normal", "GangRecovered", message)
             return GangHealth(ran=True, condition=DegradedCondition(False, "Recovered", message))
-        return replace(record, ran=True, since=None)
+        return record if record.ran and record.since is None else replace(record, ran=True, since=None)
     if not record.ran:
         return record
     if record.since is None:
