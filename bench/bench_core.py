@@ -2,7 +2,7 @@
 memory per cached pod and node, pod anti-affinity. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
 core.bound100k_ratio, core.recheck_reserved1000_ms, core.bytes_per_pod, core.bytes_per_node,
 core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py), core.deadlock_check_ms
-(bench/deadlock_core.py)."""
+(bench/deadlock_core.py), core.health_watched1000_ms (bench/health_core.py)."""
 
 from __future__ import annotations
 
@@ -315,6 +315,11 @@ def main() -> None:
 
     log("core: the deadlock step with 200 NonStrict gangs holding reservations")
     bench_deadlock_check()
+
+    from bench.health_core import bench_health_watched1000  # (imports this module)
+
+    log("core: runtime gang health, 1000 running gangs of 8 watched")
+    bench_health_watched1000()
 
 
 if __name__ == "__main__":

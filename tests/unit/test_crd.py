@@ -103,6 +103,8 @@ def test_min_resources_are_int_or_string_quantities(version: dict[str, Any]) -> 
         pytest.param(("networkTopology", "mode"), {"type": "string", "enum": ["hard", "soft"]}, id="topology-mode"),
         pytest.param(("networkTopology", "highestTierAllowed"), {"type": "integer", "minimum": 1}, id="topology-tier"),
         pytest.param(("networkTopology", "groupSize"), {"type": "integer", "minimum": 1}, id="topology-group-size"),
+        pytest.param(("staleGracePeriodSeconds",), {"type": "integer", "minimum": 0}, id="stale-grace"),
+        pytest.param(("stalePolicy",), {"type": "string", "enum": ["Report", "Evict"]}, id="stale-policy"),
     ],
 )
 def test_our_spec_fields_are_validated_by_plain_openapi(
@@ -197,6 +199,8 @@ def test_the_emulators_validator_accepts_every_example_podgroup_strictly(version
         ),
         pytest.param({"minMember": 2, "roles": [{"name": "ps"}]}, "spec.roles[0].minMember", id="role-without-min"),
         pytest.param({"minMember": 2, "minResources": {"cpu": "lots"}}, "spec.minResources[cpu]", id="bad-quantity"),
+        pytest.param({"minMember": 2, "staleGracePeriodSeconds": -1}, "spec.staleGracePeriodSeconds", id="stale-grace"),
+        pytest.param({"minMember": 2, "stalePolicy": "Kill"}, "spec.stalePolicy", id="stale-policy"),
     ],
 )
 def test_the_schema_rejects_bad_specs_at_the_field(version: dict[str, Any], spec: dict[str, Any], path: str) -> None:

@@ -475,3 +475,46 @@ def test_invalid_topology_annotations_name_field_and_value(annotations: dict[str
         parse_pod_gang(pod(annotations={K + "name": "g", K + "min-available": "2", **annotations}))
     assert err.value.field == field and err.value.value == value
     assert f'"{value}"' in str(err.value)
+
+
+def _member(annotations: dict[str, str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta = {"name": "p", "namespace": "ns", "labels": labels or {"scheduling.x-k8s.io/pod-group": "g"}}
+    return {"metadata": {**meta, "annotations": annotations}}
+
+
+def test_stale_gang_annotations_on_pods_override_the_podgroup() -> None:
+    """Issue 14 item 5: the grace period and policy may be written on the pods (as KAI Scheduler's
+    `kai.scheduler/staleness-grace-period` pod annotation is), winning over the PodGroup's spec; alone they never
+    declare a gang (the PodGroup still supplies the quorum)."""
+    from gangsched.core.gangspec import StalePolicy
+
+    decl = parse_pod_gang(_member({keys.STALE_GRACE_PERIOD: "45s", keys.STALE_POLICY: "Evict"}))
+    assert decl is not None and decl.spec is None
+    spec = decl.resolve(GangSpec("ns", "g", 3, stale_grace_seconds=600.0))
+    assert spec is not None and spec.min_member == 3
+    assert spec.stale_grace_seconds == 45.0 and spec.stale_policy is StalePolicy.EVICT
+    koord = parse_pod_gang(
+        {
+            "metadata": {
+                "name": "p",
+                "namespace": "ns",
+                "annotations": {keys.KOORD_NAME: "g", keys.KOORD_MIN_AVAILABLE: "2", keys.STALE_GRACE_PERIOD: "1m"},
+            }
+        }
+    )
+    assert koord is not None and koord.spec is not None  # an annotation-only gang carries them in its spec
+    assert koord.spec.min_member == 2 and koord.spec.stale_grace_seconds == 60.0
+
+
+@pytest.mark.parametrize(
+    ("annotations", "field"),
+    [
+        pytest.param({keys.STALE_GRACE_PERIOD: "0s"}, keys.STALE_GRACE_PERIOD, id="grace-zero"),
+        pytest.param({keys.STALE_GRACE_PERIOD: "later"}, keys.STALE_GRACE_PERIOD, id="grace-words"),
+        pytest.param({keys.STALE_POLICY: "Delete"}, keys.STALE_POLICY, id="policy"),
+    ],
+)
+def test_invalid_stale_gang_annotations_on_pods_name_the_key(annotations: dict[str, str], field: str) -> None:
+    with pytest.raises(InvalidField) as err:
+        parse_pod_gang(_member(annotations))
+    assert err.value.field == field

@@ -288,3 +288,55 @@ def test_phases_include_scheduler_plugins_and_ours() -> None:
     assert {"Pending", "Scheduling", "Scheduled", "Running", "Finished", "Failed", "Succeeded", "Timeout"} <= {
         p.value for p in PodGroupPhase
     }
+
+
+def _pg(spec: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "g", "namespace": "ns"}
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta, "spec": spec}
+
+
+def test_runtime_health_is_off_by_default_and_set_by_spec_or_annotations() -> None:
+    """Issue 14 item 5: spec.staleGracePeriodSeconds / spec.stalePolicy, and their annotations (which win); the
+    grace period in KAI Scheduler's form (a Go duration, like its `kai.scheduler/staleness-grace-period`)."""
+    from gangsched.core.gangspec import StalePolicy
+
+    off = podgroup_spec_from_api(_pg({"minMember": 2}))
+    assert off.stale_grace_seconds is None and off.stale_policy is StalePolicy.REPORT
+    spec = podgroup_spec_from_api(_pg({"minMember": 2, "staleGracePeriodSeconds": 30, "stalePolicy": "Evict"}))
+    assert spec.stale_grace_seconds == 30.0 and spec.stale_policy is StalePolicy.EVICT
+    annotated = podgroup_spec_from_api(
+        _pg(
+            {"minMember": 2, "staleGracePeriodSeconds": 30},
+            {"scheduling.gangsched.io/stale-grace-period": "1m30s", "scheduling.gangsched.io/stale-policy": "Evict"},
+        )
+    )
+    assert annotated.stale_grace_seconds == 90.0 and annotated.stale_policy is StalePolicy.EVICT
+
+
+@pytest.mark.parametrize(
+    ("spec", "annotations", "field"),
+    [
+        pytest.param({"stalePolicy": "Kill"}, None, "spec.stalePolicy", id="spec-policy"),
+        pytest.param({"staleGracePeriodSeconds": -1}, None, "spec.staleGracePeriodSeconds", id="spec-grace"),
+        pytest.param(
+            {},
+            {"scheduling.gangsched.io/stale-grace-period": "soon"},
+            "scheduling.gangsched.io/stale-grace-period",
+            id="ann-grace",
+        ),
+        pytest.param(
+            {},
+            {"scheduling.gangsched.io/stale-policy": "evict"},
+            "scheduling.gangsched.io/stale-policy",
+            id="ann-policy",
+        ),
+    ],
+)
+def test_invalid_health_settings_name_the_field(
+    spec: dict[str, Any], annotations: dict[str, str] | None, field: str
+) -> None:
+    with pytest.raises(InvalidField) as err:
+        podgroup_spec_from_api(_pg({"minMember": 2, **spec}, annotations))
+    assert err.value.field == field

@@ -17,6 +17,11 @@ class GangMode(StrEnum):
     NON_STRICT = "NonStrict"  # placed members keep their reservations until the waiting time ends
 
 
+class StalePolicy(StrEnum):
+    REPORT = "Report"  # a degraded gang is only reported (condition Degraded, event GangDegraded)
+    EVICT = "Evict"  # ... and its remaining members are evicted (core/health.py)
+
+
 class TopologyMode(StrEnum):
     HARD = "hard"  # never place beyond highest_tier_allowed
     SOFT = "soft"  # best effort: prefer the lowest tier, accept any
@@ -51,6 +56,9 @@ class GangSpec:
     # PodGroup.spec.minResources in canonical units; None when not declared
     min_resources: tuple[tuple[str, int], ...] | None = None
     network_topology: NetworkTopology | None = None
+    # runtime gang health (core/health.py): seconds below minMember before it is reported; None: not watched
+    stale_grace_seconds: float | None = None
+    stale_policy: StalePolicy = StalePolicy.REPORT
     # where the declaration came from: "podgroup", "annotations" (Koordinator / legacy), or "podgroup+annotations"
     source: str = "podgroup"
 

@@ -24,6 +24,8 @@ Fields:
 - nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the scheduler holds
   that capacity for them. nomination_clears: [pod_key] nominations given up (patch nominatedNodeName null).
 - preemptions: {gang_key: victim pod keys} for SchedulerState.apply (victims are never taken twice).
+- health: {gang_key: GangHealth | None} runtime gang-health records that changed (core/health.py; None: dropped);
+  bookkeeping for SchedulerState.apply, and the runtime rewrites those gangs' PodGroup status (Degraded condition).
 - capacity_holds: {gang_key: CapacityHold | None} capacity held for a starving gang, started or recomputed (None:
   ended); bookkeeping for SchedulerState.apply (core/starvation.py).
 - deadlocks: [Deadlock] NonStrict deadlocks found and resolved this cycle (core/deadlock.py); read by the replay
@@ -35,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gangsched.core.health_book import GangHealth
 from gangsched.core.units import UnitKey
 
 
@@ -123,6 +126,7 @@ class Plan:
     waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
     capacity_holds: dict[str, CapacityHold | None] = field(default_factory=dict)  # gang -> hold (None: ended)
     deadlocks: list[Deadlock] = field(default_factory=list)  # NonStrict deadlocks resolved (core/deadlock.py)
+    health: dict[str, GangHealth | None] = field(default_factory=dict)  # gang -> health record (None: dropped)
 
     @property
     def empty(self) -> bool:
@@ -141,4 +145,5 @@ class Plan:
             or self.nominations
             or self.nomination_clears
             or self.capacity_holds
+            or self.health
         )

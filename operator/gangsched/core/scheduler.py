@@ -18,7 +18,8 @@ Contract:
   config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
   earlier units' placements: a gang by the gang rules (core/gang_rules.py, placement in core/placement.py,
   group preemption in core/preempting.py), a pod without a gang or a member of a satisfied gang alone;
-  (4) Warnings for the constraints bound pods were placed without (core/readiness.py); (5) the next wakeup.
+  (4) Warnings for the constraints bound pods were placed without (core/readiness.py); (5) runtime gang health
+  (core/health.py: degraded gangs reported, stale ones evicted by policy); (6) the next wakeup.
 - Group preemption: a Strict gang whose pending members do not fit looks for lower-priority victims; the plan
   then carries the evictions, the members' nominations and events. While its victims still exist the gang
   waits (reason Preempting); pods already leaving are never victims; its own nominated capacity is available
@@ -41,6 +42,7 @@ from collections.abc import Set as AbstractSet
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.deadlock import resolve_deadlocks
 from gangsched.core.gang_rules import attempt_gang, schedule_alone
+from gangsched.core.health import check_health, health_wakeup
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
 from gangsched.core.readiness import report_unsupported
@@ -74,7 +76,11 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
             budget -= 1
     finish(session, holds)
     report_unsupported(session)
-    wakeups = [t for t in (next_wakeup(session), hold_wakeup(session)) if t is not None]
+    health = state.health
+    if len(health):  # (only gangs with a grace period are watched: nothing to do by default)
+        check_health(session, health)
+    wake = (next_wakeup(session), hold_wakeup(session), health_wakeup(session, health) if len(health) else None)
+    wakeups = [t for t in wake if t is not None]
     session.plan.next_wakeup = min(wakeups, default=None)
     return session.plan
 

@@ -17,6 +17,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   `mark_satisfied(key)` (a PodGroup status says Scheduled/Running) is believed only when the pods show it; a
   gang preempted whole ignores it until the scheduler satisfies it again.
 - `set_topology(tree | None)`: the topology tree handed to placement.
+- `health` (core/health_book.py): runtime gang health of the gangs whose spec sets a grace period (upsert_gang
+  watches, remove_gang forgets; `apply` records Plan.health).
 - `apply(plan)`: records what a cycle decided (nominations and their clearing, victims, releases,
   reservations, bindings in flight, waiting-time starts, satisfied gangs, timeouts, backoffs, last reported
   statuses). The runtime calls it right after `schedule()`, before it carries the plan out against the API,
@@ -44,6 +46,7 @@ from collections.abc import Iterable, Iterator
 
 from gangsched.core.gangs import GangState, GangTransition
 from gangsched.core.gangspec import GangSpec
+from gangsched.core.health_book import HealthBook
 from gangsched.core.plan import Plan
 from gangsched.core.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
 from gangsched.core.queue import SchedulingQueue
@@ -62,6 +65,7 @@ class SchedulerState:
         self.victims = VictimBook()
         self.store = ClusterStore(self)
         self._no_spec_reasons: dict[str, str] = {}  # gang -> why its PodGroup is invalid (set_no_spec_reason)
+        self.health = HealthBook()  # runtime gang health (core/health.py)
 
     # ----- PendingSink (the store's notifications, forwarded) -----
     def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
@@ -177,11 +181,13 @@ class SchedulerState:
 
     def upsert_gang(self, spec: GangSpec, *, created: float | None = None) -> None:
         self.store.upsert_gang(spec, created=created)
+        self.health.watch(spec)
 
     def remove_gang(self, key: str) -> None:
         if key in self.store.gangs:
             self.victims.forget_gang(key)
         self.store.remove_gang(key)
+        self.health.forget(key)
 
     def set_no_spec_reason(self, key: str, reason: str | None) -> None:
         """Why the gang has no spec: its PodGroup exists but is invalid (None: it is valid, or there is none)."""
@@ -241,6 +247,7 @@ class SchedulerState:
         self._apply_placements(plan)
         self._apply_gangs(plan)
         self._apply_units(plan)
+        self.health.apply(plan.health)
 
     def _apply_nominations(self, plan: Plan) -> None:
         store = self.store

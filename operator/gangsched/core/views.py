@@ -13,6 +13,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 from gangsched.core.gangs import GangState
+from gangsched.core.health_book import HealthBook
 from gangsched.core.plan import CapacityHold
 from gangsched.core.pod_counts import PodCounts
 from gangsched.core.podstate import PodState
@@ -88,3 +89,5 @@ class StateView(Protocol):
     def termination_deadline(self, gang_key: str) -> float | None: ...
     def refused_for(self, gang_key: str) -> AbstractSet[str]: ...
     def nominations(self) -> Iterator[tuple[str, str]]: ...
+    @property
+    def health(self) -> HealthBook: ...  # read-only use: core/health.py only reads it

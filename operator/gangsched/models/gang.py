@@ -25,6 +25,9 @@ the Koordinator/legacy min-available annotations say otherwise (they win); witho
 references a PodGroup, as for the other sources.
 The gang is always in the pod's namespace. The role comes from label `scheduling.gangsched.io/role`, else
 the annotation of the same key; it is matched against PodGroup `spec.roles[].name`.
+The runtime gang-health annotations (`scheduling.gangsched.io/stale-grace-period`, `.../stale-policy`,
+models/health.py) are overrides like the gang annotations (they win over the PodGroup's spec) but never declare a
+gang by themselves.
 
 Hot path: runs per pod watch event. Plain dict access, no pydantic; annotation values are parsed once per
 distinct set (see models/annotations.py).
@@ -32,6 +35,7 @@ distinct set (see models/annotations.py).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -49,6 +53,7 @@ from gangsched.models.annotations import (
     raw_gang_annotations,
 )
 from gangsched.models.fields import shown
+from gangsched.models.health import annotation_overrides
 
 ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -58,6 +63,7 @@ _NAME_ANNOTATIONS = (keys.KOORD_NAME, keys.LEGACY_NAME, keys.LEGACY_POD_GROUP, k
 # the key a source's member count is read from (annotation first, then label), when min-available is absent
 _COUNT_KEYS = {keys.KUEUE_GROUP_NAME: keys.KUEUE_GROUP_TOTAL_COUNT, keys.VOLCANO_GROUP_NAME: keys.LWS_SIZE}
 _EMPTY: Mapping[str, Any] = {}
+_HEALTH_KEYS = frozenset({keys.STALE_GRACE_PERIOD, keys.STALE_POLICY})
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +150,16 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
     namespace = meta.get("namespace") or "default"
     role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or None
     raw = with_implied_count(raw_gang_annotations(annotations, labels), declared_by, labels, annotations)
+    health = annotation_overrides(annotations) if _HEALTH_KEYS & annotations.keys() else ()
     if raw is None:
-        return PodGang(namespace=namespace, name=name, role=role, declared_by=declared_by)
+        return PodGang(namespace=namespace, name=name, role=role, declared_by=declared_by, overrides=health)
     try:
         overrides, spec = _declared_cached(namespace, name, raw)
     except TypeError:  # an unhashable value: parse uncached, which reports it
         overrides, spec = _declared(namespace, name, raw)
+    if health:  # runtime gang health (models/health.py), overriding the PodGroup's like the gang annotations
+        overrides += health
+        spec = dataclasses.replace(spec, **dict(health)) if spec is not None else None
     quorum_key = raw[0] if raw[1] is not None else None
     return PodGang(
         namespace=namespace,

@@ -8,7 +8,8 @@ Contract:
 - `PodGroupPhase`: scheduler-plugins' phases plus Succeeded and Timeout.
 - `podgroup_spec_from_api(obj) -> GangSpec`: a raw PodGroup object -> the normalized gang declaration.
   Koordinator annotations on the PodGroup (total-number, mode, groups, waiting-time, min-available) win over
-  the spec's fields. Any invalid value raises core.errors.InvalidField naming the field ("spec.minMember",
+  the spec's fields; so do the stale-gang annotations (models/health.py) over spec.staleGracePeriodSeconds and
+  spec.stalePolicy. Any invalid value raises core.errors.InvalidField naming the field ("spec.minMember",
   "spec.roles[1].name", or the annotation key), the value and what is allowed.
 - `podgroup_times(obj) -> PodGroupTimes`: metadata.creationTimestamp (epoch seconds, 0 when absent or unreadable)
   and status.scheduleStartTime as written and in epoch seconds (None when absent or unreadable).
@@ -26,6 +27,7 @@ from gangsched.core.errors import InvalidField
 from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
 from gangsched.models.annotations import apply_overrides, gang_overrides, normalize_group
 from gangsched.models.fields import INT32_MAX, shown
+from gangsched.models.health import health_fields
 from gangsched.models.min_resources import parse_min_resources
 from gangsched.models.timestamps import parse_time
 
@@ -61,6 +63,7 @@ class ConditionType(StrEnum):
     SCHEDULED = "Scheduled"  # True once the gang (group) reached its quorum and was bound
     TIMEOUT = "Timeout"  # True when the waiting time ended
     INVALID = "Invalid"  # True when the PodGroup or its pods declare something invalid (message names the field)
+    DEGRADED = "Degraded"  # True while a gang that ran has fewer than minMember members up (core/health.py)
 
 
 class _Model(BaseModel):
@@ -93,6 +96,8 @@ class PodGroupSpec(_Model):
     gang_group: list[Annotated[str, Field(strict=True, min_length=1)]] | None = Field(None, alias="gangGroup")
     roles: list[RoleSpec] | None = None
     network_topology: NetworkTopologySpec | None = Field(None, alias="networkTopology")
+    stale_grace_period_seconds: Int32 | None = Field(None, alias="staleGracePeriodSeconds")
+    stale_policy: Literal["Report", "Evict"] | None = Field(None, alias="stalePolicy")
 
 
 class PodGroupCondition(_Model):
@@ -234,6 +239,7 @@ def podgroup_spec_from_api(obj: dict[str, Any]) -> GangSpec:
         min_resources=parse_min_resources(spec.min_resources, field="spec.minResources"),
         network_topology=topology,
         source="podgroup",
+        **health_fields(spec.stale_grace_period_seconds, spec.stale_policy, meta.get("annotations") or {}),
     )
     annotations = meta.get("annotations") or {}
     overrides = gang_overrides(annotations, {}, namespace=namespace, name=name) if annotations else {}

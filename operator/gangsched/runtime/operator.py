@@ -468,6 +468,7 @@ class Operator:
                 self._ref(event.kind, event.namespace, event.name), event.type, event.reason, event.message
             )
         self.cache.dirty_gangs.update(plan.gang_status)
+        self.cache.dirty_gangs.update(plan.health)  # the Degraded condition (core/health.py)
 
     def _ref(self, kind: str, namespace: str, name: str) -> ObjectRef:
         key = f"{namespace}/{name}"

@@ -249,6 +249,7 @@ class PodGroupReporter:
                 now_iso=now,
                 held=held,
                 note=note,
+                degraded=cluster.health.condition(key),
             )
             if body is not None:
                 self.writes.set_podgroup_status(*split_key(key), body, api_version=pg.api_version)

@@ -108,6 +108,8 @@ _FIELD_NAMES = {
     "mode": "mode",
     "group": "groups",
     "network_topology": "network topology",
+    "stale_grace_seconds": "stale-grace-period",
+    "stale_policy": "stale-policy",
 }
 
 
@@ -120,7 +122,7 @@ def _unexpected(exc: BaseException) -> str:
 def _show(field: str, value: Any) -> str:
     if value is None:
         return "(not set)"
-    if field == "wait_seconds" and isinstance(value, float):
+    if field in ("wait_seconds", "stale_grace_seconds") and isinstance(value, float):
         return f"{value:g}s"
     if field == "group":
         return "[" + ", ".join(value) + "]"

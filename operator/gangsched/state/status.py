@@ -3,7 +3,8 @@
 Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out, invalid,
 in_flight, now_iso, held)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields),
 or None when nothing would change since the last time it returned a body for that gang; `note` (pods of other
-schedulers naming the PodGroup) is appended to the message (and, with no member, to the Scheduled condition's).
+schedulers naming the PodGroup) is appended to the message; `degraded` (core/health.py) adds the Degraded condition
+(`degraded_condition`) (and, with no member, to the Scheduled condition's).
 `wrote(gang)` tells whether a body was returned for the gang's current PodGroup object; `overwritten(gang, phase,
 message)` whether the object shows a status none of the last bodies returned had (another writer's: a replica
 serving another schedulerName, or a hand edit), and `rewrite(gang)` makes the next `status_of` return the full body
@@ -46,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gangsched.core.health_book import DegradedCondition
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
 from gangsched.models.podgroup import ConditionType, PodGroupPhase
@@ -183,6 +185,7 @@ class GangStatusBook:
         now_iso: str,
         held: int | None = None,
         note: str | None = None,
+        degraded: DegradedCondition | None = None,
     ) -> dict[str, Any] | None:
         mem = self._memory.setdefault(gang, _Memory())
         counts = count_members(members, in_flight=in_flight)
@@ -199,6 +202,8 @@ class GangStatusBook:
             mem.start = now_iso
         context = _Context(mem, generation, now_iso)
         conditions = self._conditions(context, phase, counts, len(members), min_member, decided, timed_out, invalid)
+        if degraded is not None:
+            conditions.append(degraded_condition(context, degraded))
         body = _body(phase, counts, generation, conditions, mem.start, decided)
         if invalid:
             body["message"] = invalid
@@ -269,6 +274,14 @@ def _body(
     # always present: null removes (merge patch) a message that no longer applies
     body["message"] = decided.message if decided is not None and decided.message else None
     return body
+
+
+def degraded_condition(context: _Context, degraded: DegradedCondition) -> dict[str, Any]:
+    """The Degraded condition (runtime gang health, core/health.py): True while the gang that ran has fewer than
+    minMember members up (reason BelowMinMember, or StaleGangEvicted once its remaining members were evicted),
+    False once it recovered (reason Recovered); absent for a gang never degraded."""
+    status = "True" if degraded.status else "False"
+    return _condition(context, ConditionType.DEGRADED, status, degraded.reason, degraded.message)
 
 
 def _condition(context: _Context, type_: ConditionType, status: str, reason: str, message: str) -> dict[str, Any]:
