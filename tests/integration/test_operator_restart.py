@@ -287,3 +287,40 @@ async def test_stale_watch_events_after_our_binding_do_not_unbind_a_pod(two: Clu
 
 async def _confirmed(op: Any, key: str) -> bool:
     return on_replica(op, lambda: key not in op.cluster.assumed and op.cluster.pods[key].node_name is not None)
+
+
+async def test_timed_out_gang_stays_timeout_across_a_restart(two: Cluster) -> None:
+    """Issue 14: after a restart a timed-out gang showed `Pending` (the timeout lived in the old leader's memory).
+    The new leader reads it back from the pods' `gang.scheduling.koordinator.sh/timeout: "true"` annotation, as
+    Koordinator does (its gang-scheduling proposal, koordinator-sh/koordinator docs/proposals/scheduling: Un-reserve
+    annotates every pod of a timed-out gang; PreFilter "check[s] whether the Gang has been timeout (check the pod's
+    annotation)") and writes Timeout again (scheduler-plugins' apis/scheduling/v1alpha1 PodGroupTimeout: the
+    scheduler did not permit minMember pods within the timeout)."""
+    k = two.client
+    async with replica(two.kubeconfig, identity="old"):
+        await create(
+            k,
+            podgroup("late", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=2),
+            *(pod(f"late-{i}", group="late", gpu=8) for i in range(3)),
+        )
+        await eventually(lambda: _podgroup_in(k, "late", "Timeout"), timeout=20, what="late timed out")
+    annotated = {n: p["metadata"].get("annotations", {}) for n, p in (await pods(k)).items() if n.startswith("late-")}
+    assert annotated and all(a.get("gang.scheduling.koordinator.sh/timeout") == "true" for a in annotated.values())
+    async with replica(two.kubeconfig, identity="new"):
+        # the new leader's own status (its message names the restart) is written: still Timeout
+        pg = await eventually(lambda: _restored(k, "late"), timeout=20, what="status written by the new leader")
+        status = pg["status"]
+        assert status["phase"] == "Timeout"
+        conditions = {c["type"]: c for c in status["conditions"]}
+        assert conditions["Timeout"]["status"] == "True"
+        assert (conditions["Scheduled"]["status"], conditions["Scheduled"]["reason"]) == ("False", "GangTimeout")
+        assert [
+            p
+            for p in (await pods(k)).values()
+            if p["metadata"]["name"].startswith("late-") and p["spec"].get("nodeName")
+        ] == []  # nothing bound after the restart (NonStrict: the released reservations were not taken again)
+
+
+async def _restored(k: KubeClient, name: str) -> dict[str, Any] | None:
+    pg = await get_podgroup(k, name)
+    return pg if "before a restart" in str((pg or {}).get("status", {}).get("message")) else None

@@ -7,7 +7,11 @@ on its preemptor's nominated nodes become that preemptor's victims (soon free: i
 nobody else); a gang without a waiting-time start starts it at `now`. Returns the pods whose status shows a
 nomination that was not restored (the runtime clears them). First, every partially bound Strict gang (a bind burst
 cut short by the previous leader's end, core/partial_gangs.py) has its waiting time start at `now`: it is counted
-from the restart.
+from the restart. Before that, `restore_timeouts(state)`: a gang (spec known, not satisfied) with an unbound live member
+carrying the timeout annotation the previous leader wrote (`gang.scheduling.koordinator.sh/timeout: "true"`, pod
+.timed_out) is timed out again, with a GangTimeout status, so its PodGroup stays Timeout across restarts (the
+annotation, not the PodGroup's Timeout condition, is the evidence: it goes with the pods, so a gang whose pods were
+all re-created is not timed out, and the condition is what this status recomputes). Returns those gangs.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.partial_gangs import restart_partial_waits
+from gangsched.core.plan import GangStatus
 from gangsched.core.podstate import PodState
 from gangsched.core.records import PodRecord
 
@@ -76,7 +81,32 @@ def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[st
     return victim_gangs
 
 
+def restore_timeouts(state: SchedulerState) -> list[str]:
+    """Gangs the previous leader timed out, marked timed out again (see the module docstring)."""
+    store = state.store
+    restored: list[str] = []
+    for key, gang in store.gangs.items():
+        if gang.spec is None or gang.satisfied or gang.timed_out:
+            continue
+        members = [store.pods[k] for k in gang.members if k in store.pods]
+        marked = [
+            p for p in members if p.timed_out and p.node_name is None and not p.terminal and p.key not in store.leaving
+        ]
+        if not marked:
+            continue
+        restored.append(key)
+        bound = sum(1 for p in members if p.node_name is not None and not p.terminal)
+        message = (
+            f"waiting time ended before a restart: {len(marked)} members carry the timeout annotation, {bound} bound"
+        )
+        gang.last_status = GangStatus(bound, 0, len(marked), "GangTimeout", message)
+    for key in restored:
+        store.set_timed_out(key)
+    return restored
+
+
 def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
+    restore_timeouts(state)  # before the nominations: a timed-out gang gets none back
     restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
     stale: list[str] = []
     held = _restore_held(state, stale)

@@ -35,6 +35,8 @@ Example (all defaults):
       # gangs inferred from the owning workload (Indexed Job, JobSet, LWS, PyTorchJob/MPIJob, TrainJob, RayCluster)
       # for pods that declare none; enabled: in namespaces labelled <namespaceLabel>: "true", or every namespace
       # with allNamespaces (needs manifests/rbac-infer-gangs.yaml)
+    statusCompatibility: gangsched    # PodGroup phase once minMember members succeeded: Succeeded; or
+      # scheduler-plugins: Finished, scheduler-plugins' name (apis/scheduling/v1alpha1 PodGroupFinished)
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ class OperatorConfig(_Section):
     infer_gangs: InferGangsConfig = Field(
         default_factory=lambda: InferGangsConfig.model_validate({}), alias="inferGangs"
     )
+    status_compatibility: Literal["gangsched", "scheduler-plugins"] = Field("gangsched", alias="statusCompatibility")
 
     @model_validator(mode="after")
     def _names(self) -> OperatorConfig:

@@ -5,12 +5,15 @@ Contract:
 - `PodGroupSpec`, `PodGroupStatus`, `PodGroupCondition`, `PodGroup`: pydantic v2 models with the API's camelCase
   names as aliases (construct with either name; `to_api()` dumps camelCase without unset/None fields). They mirror
   crds/podgroups.yaml; a test keeps both in step.
-- `PodGroupPhase`: scheduler-plugins' phases plus Succeeded and Timeout.
+- `PodGroupPhase`: scheduler-plugins' phases plus Succeeded (gangsched's name for scheduler-plugins' Finished,
+  which config statusCompatibility: scheduler-plugins writes instead) and Timeout.
 - `podgroup_spec_from_api(obj) -> GangSpec`: a raw PodGroup object -> the normalized gang declaration.
   Koordinator annotations on the PodGroup (total-number, mode, groups, waiting-time, min-available) win over
   the spec's fields; so do the stale-gang annotations (models/health.py) over spec.staleGracePeriodSeconds and
   spec.stalePolicy. Any invalid value raises core.errors.InvalidField naming the field ("spec.minMember",
   "spec.roles[1].name", or the annotation key), the value and what is allowed.
+- `occupied_by(namespace, ownerReferences)`: a member pod's owners as status.occupiedBy shows them (scheduler-plugins'
+  format, "<namespace>/<owner name>" sorted and joined by ","), None without owners.
 - `podgroup_times(obj) -> PodGroupTimes`: metadata.creationTimestamp (epoch seconds, 0 when absent or unreadable)
   and status.scheduleStartTime as written and in epoch seconds (None when absent or unreadable).
 Not on the per-pod hot path: PodGroups change rarely.
@@ -250,6 +253,16 @@ class PodGroupTimes(NamedTuple):
     created: float  # metadata.creationTimestamp, epoch seconds (0.0: absent or unreadable)
     schedule_start_iso: str | None  # status.scheduleStartTime as written
     schedule_start: float | None  # the same, epoch seconds
+
+
+def occupied_by(namespace: str, owner_references: Any) -> str | None:
+    """status.occupiedBy for a member pod, as scheduler-plugins' PodGroup controller fills it (fillOccupiedObj in
+    pkg/controllers/podgroup_controller.go): "<pod namespace>/<owner name>" for each of the pod's ownerReferences,
+    sorted and joined by ","; None for a pod without owners (the field is then not written)."""
+    if not isinstance(owner_references, list):
+        return None
+    refs = sorted(f"{namespace}/{ref['name']}" for ref in owner_references if isinstance(ref, dict) and ref.get("name"))
+    return ",".join(refs) or None
 
 
 def podgroup_times(obj: dict[str, Any]) -> PodGroupTimes:

@@ -157,6 +157,7 @@ class Operator:
             writes=self.writes,
             create_for_annotation_gangs=self.config.create_pod_groups_for_annotation_gangs,
             events=self.events,
+            status_compatibility=self.config.status_compatibility,
         )
         self.topology = TopologySource(
             api=self.api,

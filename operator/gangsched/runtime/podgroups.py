@@ -31,6 +31,10 @@ Contract:
   writer replaced it: another replica serving that name owns it. A replica whose members' PodGroup shows a status it
   did not write (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status
   again.
+- Status as scheduler-plugins' readers expect it: `occupiedBy` is the owners of the first member by name (the API's
+  list order; scheduler-plugins' fillOccupiedObj on pods[0]), filled once minMember members exist and kept;
+  `placedTier` / `placedGroupTier` are those the bound members occupy now (state/placed_tiers.py), for gangs with
+  networkTopology; `statusCompatibility` (config) chooses Succeeded or scheduler-plugins' Finished.
 - The `Scheduled` event (Normal, on the PodGroup, with the Scheduled condition's message) is recorded when a status
   written moves the PodGroup into Scheduled or Running from any other phase (the one last written, or the one the
   PodGroup shows after a restart): only after the quorum's bindings succeeded (state/status.py), never when the
@@ -44,6 +48,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from gangsched.core.gangspec import GangSpec
+from gangsched.core.records import PodRecord
 from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
@@ -51,6 +56,8 @@ from gangsched.k8s.writes import Writes
 from gangsched.models.podgroup import SIGS_API_VERSION, PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
+from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
+from gangsched.state.status import GANGSCHED
 
 log = logging.getLogger(__name__)
 # every status field gangsched writes, as nulls (a JSON merge patch removes them)
@@ -91,12 +98,14 @@ class PodGroupReporter:
         writes: Writes,
         create_for_annotation_gangs: bool,
         events: EventRecorder | None = None,
+        status_compatibility: str = GANGSCHED,
     ) -> None:
         self.api = api
         self.events = events
         self.cache = cache
         self.writes = writes
         self.statuses = cache.statuses  # the cache forgets deleted gangs there
+        self.statuses.compatibility = status_compatibility
         self.create_for_annotation_gangs = create_for_annotation_gangs
         self._creating: set[str] = set()
         self._noted: dict[str, tuple[str, ...]] = {}  # gang -> the foreign schedulerNames last reported in an event
@@ -250,11 +259,27 @@ class PodGroupReporter:
                 held=held,
                 note=note,
                 degraded=cluster.health.condition(key),
+                placed=self._placed(spec, members),
+                occupied_by=self._occupant(members),
             )
             if body is not None:
                 self.writes.set_podgroup_status(*split_key(key), body, api_version=pg.api_version)
                 if body["phase"] in _STARTED and before not in _STARTED:
                     self._scheduled_event(key, pg, body)
+
+    def _placed(self, spec: GangSpec | None, members: list[PodRecord]) -> PlacedTiers | None:
+        """The tiers the gang's bound members occupy (a gang with networkTopology, a topology known)."""
+        if spec is None or spec.network_topology is None:
+            return None
+        return placed_tiers(self.cache.cluster.topology, members, spec.network_topology.group_size)
+
+    def _occupant(self, members: list[PodRecord]) -> str | None:
+        """status.occupiedBy: the owners of the first member in the API's list order (by name), as scheduler-plugins'
+        controller takes them from pods[0] of its list (pkg/controllers/podgroup_controller.go fillOccupiedObj)."""
+        if not members:
+            return None
+        first = min(members, key=lambda pod: pod.name)
+        return self.cache.occupants.get(first.key)
 
     def _scheduled_event(self, key: str, pg: PodGroupInfo, body: dict[str, Any]) -> None:
         """The PodGroup reached Scheduled (or Running) now that its bindings succeeded."""

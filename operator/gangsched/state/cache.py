@@ -81,7 +81,7 @@ from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import gang_notices
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
-from gangsched.models.podgroup import SIGS_API_VERSION, podgroup_spec_from_api, podgroup_times
+from gangsched.models.podgroup import SIGS_API_VERSION, occupied_by, podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
@@ -233,6 +233,7 @@ class ClusterCache:
         self.volumes = VolumeBook()
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
         self.inferred: InferredGangs | None = None  # gangs inferred from workloads (config inferGangs; None: off)
+        self.occupants: dict[str, str] = {}  # gang member pod key -> its owners as PodGroup status.occupiedBy says
 
     # ----------------------------------------------------------------- pods
     def on_pod_list(self, items: Iterable[dict[str, Any]]) -> None:
@@ -309,6 +310,11 @@ class ClusterCache:
         self._bad_pods.pop(key, None)
         self._fingerprints[key] = fingerprint
         self._join(key, decl.key if decl is not None else None)
+        occupant = occupied_by(key.partition("/")[0], meta.get("ownerReferences")) if decl is not None else None
+        if occupant is not None:
+            self.occupants[key] = occupant
+        else:
+            self.occupants.pop(key, None)
         if decl is not None:
             sources = self._gangs.setdefault(decl.key, _GangSources())
             if decl.overrides:
@@ -472,6 +478,7 @@ class ClusterCache:
 
     def _remove_pod(self, key: str) -> None:
         self._fingerprints.pop(key, None)
+        self.occupants.pop(key, None)
         if self.inferred is not None:
             self.inferred.forget_pod(key)
         self.dirty_gangs |= self.foreign.remove(key)

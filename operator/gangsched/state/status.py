@@ -3,8 +3,16 @@
 Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out, invalid,
 in_flight, now_iso, held)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields),
 or None when nothing would change since the last time it returned a body for that gang; `note` (pods of other
-schedulers naming the PodGroup) is appended to the message; `degraded` (core/health.py) adds the Degraded condition
-(`degraded_condition`) (and, with no member, to the Scheduled condition's).
+schedulers naming the PodGroup) is appended to the message (and, with no member, to the Scheduled condition's).
+`placed` (state/placed_tiers.py: the tiers the bound members occupy now) gives placedTier and placedGroupTier; with
+none, the core's tier while it holds reservations or bindings in flight, else both null (a tier never outlives the
+pods placed in it). `occupied_by` (the owners of the first member, models/podgroup.py `occupied_by`) is written as
+occupiedBy once minMember members exist, and kept (scheduler-plugins fills it at Pending -> PreScheduling and never
+clears it). In the phases with Scheduled=True the message is the Scheduled condition's message (what is bound and
+running now; never the binding decision's "bound or binding"). `GangStatusBook(compatibility=...)` ("gangsched" or
+"scheduler-plugins", config statusCompatibility) names the phase of a gang whose minMember members succeeded:
+Succeeded, or scheduler-plugins' Finished.
+`degraded` (core/health.py) adds the Degraded condition (`degraded_condition`).
 `wrote(gang)` tells whether a body was returned for the gang's current PodGroup object; `overwritten(gang, phase,
 message)` whether the object shows a status none of the last bodies returned had (another writer's: a replica
 serving another schedulerName, or a hand edit), and `rewrite(gang)` makes the next `status_of` return the full body
@@ -51,10 +59,13 @@ from gangsched.core.health_book import DegradedCondition
 from gangsched.core.plan import GangStatus
 from gangsched.core.records import PodRecord
 from gangsched.models.podgroup import ConditionType, PodGroupPhase
+from gangsched.state.placed_tiers import PlacedTiers
 
 Phase = PodGroupPhase
 _RECENT = 16  # bodies remembered per gang to recognize the echoes of our own writes
 SCHEDULED_PHASES = frozenset({Phase.SCHEDULED, Phase.RUNNING, Phase.SUCCEEDED, Phase.FAILED})
+GANGSCHED = "gangsched"  # statusCompatibility: all members done is phase Succeeded
+SCHEDULER_PLUGINS = "scheduler-plugins"  # ... is phase Finished (apis/scheduling/v1alpha1 PodGroupFinished)
 
 
 @dataclass(slots=True)
@@ -108,6 +119,7 @@ class _Memory:
     start: str | None = None  # scheduleStartTime
     transitions: dict[str, tuple[str, str]] = field(default_factory=dict)  # condition type -> (status, time)
     uid: str | None = None  # the PodGroup object written to (adopt())
+    occupied: str | None = None  # status.occupiedBy, once filled (kept, as scheduler-plugins keeps it)
     # (phase, message) of the bodies last returned: an observed status among them is ours (perhaps a late echo)
     recent: deque[tuple[Any, Any]] = field(default_factory=lambda: deque(maxlen=_RECENT))
 
@@ -122,8 +134,9 @@ class _Context:
 
 
 class GangStatusBook:
-    def __init__(self) -> None:
+    def __init__(self, *, compatibility: str = GANGSCHED) -> None:
         self._memory: dict[str, _Memory] = {}
+        self.compatibility = compatibility  # config statusCompatibility: which name all members done is written as
 
     def forget(self, gang: str) -> None:
         self._memory.pop(gang, None)
@@ -186,8 +199,12 @@ class GangStatusBook:
         held: int | None = None,
         note: str | None = None,
         degraded: DegradedCondition | None = None,
+        placed: PlacedTiers | None = None,
+        occupied_by: str | None = None,
     ) -> dict[str, Any] | None:
         mem = self._memory.setdefault(gang, _Memory())
+        if mem.occupied is None and occupied_by and len(members) >= min_member:
+            mem.occupied = occupied_by  # scheduler-plugins fills it once, when minMember pods exist
         counts = count_members(members, in_flight=in_flight)
         reserved = decided.reserved if decided is not None else 0
         if held is not None and held < reserved:
@@ -205,6 +222,13 @@ class GangStatusBook:
         if degraded is not None:
             conditions.append(degraded_condition(context, degraded))
         body = _body(phase, counts, generation, conditions, mem.start, decided)
+        body.update(_placement(placed, decided, holding=reserved > 0 or counts.scheduled > counts.bound))
+        if mem.occupied is not None:
+            body["occupiedBy"] = mem.occupied
+        if phase in SCHEDULED_PHASES:  # the message says what the Scheduled condition says (not the binds decided)
+            body["message"] = conditions[0]["message"]
+        if phase == Phase.SUCCEEDED and self.compatibility == SCHEDULER_PLUGINS:
+            body["phase"] = Phase.FINISHED.value
         if invalid:
             body["message"] = invalid
         if note:  # pods of other schedulers name this PodGroup (state/foreign.py)
@@ -231,6 +255,7 @@ class GangStatusBook:
         scheduled = phase in SCHEDULED_PHASES
         if scheduled:
             message = f"{counts.bound} of {present} members bound" + ("" if invalid else f" (minMember {min_member})")
+            message += _progress(counts)
             conditions = [_condition(context, ConditionType.SCHEDULED, "True", "Scheduled", message)]
         elif invalid:  # nothing is scheduled while invalid: say why, not what the scheduler last said
             conditions = [_condition(context, ConditionType.SCHEDULED, "False", "Invalid", invalid)]
@@ -269,8 +294,6 @@ def _body(
     }
     if start is not None:
         body["scheduleStartTime"] = start
-    if decided is not None and decided.tier is not None:
-        body["placedTier"] = decided.tier
     # always present: null removes (merge patch) a message that no longer applies
     body["message"] = decided.message if decided is not None and decided.message else None
     return body
@@ -282,6 +305,26 @@ def degraded_condition(context: _Context, degraded: DegradedCondition) -> dict[s
     False once it recovered (reason Recovered); absent for a gang never degraded."""
     status = "True" if degraded.status else "False"
     return _condition(context, ConditionType.DEGRADED, status, degraded.reason, degraded.message)
+
+
+def _progress(counts: MemberCounts) -> str:
+    """What the bound members are doing, for the Scheduled condition's message (e.g. "; 4 running")."""
+    parts = [
+        f"{n} {word}"
+        for n, word in ((counts.running, "running"), (counts.succeeded, "succeeded"), (counts.failed, "failed"))
+        if n
+    ]
+    return "; " + ", ".join(parts) if parts else ""
+
+
+def _placement(placed: PlacedTiers | None, decided: GangStatus | None, *, holding: bool) -> dict[str, Any]:
+    """placedTier / placedGroupTier as the members are placed now (state/placed_tiers.py); while none is bound but
+    reservations or bindings in flight are held, the tier the core chose for them; otherwise null (merge patch:
+    removed), so no tier outlives the pods placed in it."""
+    if placed is not None:
+        return {"placedTier": placed.whole, "placedGroupTier": placed.group}
+    tier = decided.tier if decided is not None and holding else None
+    return {"placedTier": tier, "placedGroupTier": None}
 
 
 def _condition(context: _Context, type_: ConditionType, status: str, reason: str, message: str) -> dict[str, Any]:
