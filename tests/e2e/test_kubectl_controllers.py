@@ -1,0 +1,230 @@
+"""Every controller's gang, end to end with the real kubectl (issue 14 item 8): objects built the way each
+controller's source builds them (tests/controllers.py cites the files), applied with kubectl on the emulator, one
+replica of gangsched.
+
+Per controller, on six nodes of 4 cpu in three units of two (one member of 3 cpu per node), n1 taken by another
+scheduler's pod (so n0 is alone in its unit):
+- all or nothing: a workload of 6 members, applied first (5 of them would fit one by one as kube-scheduler would
+  place them), binds nothing and its PodGroup says why;
+- the gang is recognized: a workload of 4 members binds whole, with the topology its template asks for
+  (`scheduling.gangsched.io/*` annotations: hard, highest tier 2, groups of 2 ranks): the ranks the controller's
+  labels give (the order tests/controllers.py builds, from the controller's source) are the ranks the replica
+  read, and ranks (0, 1) and (2, 3) each share a unit, never n0 (the network-topology design of seed 004: a
+  data-parallel group of `groupSize` consecutive ranks in one domain);
+- its PodGroup's status is right: `Running`, `scheduled` and `running` = 4;
+- restart: `kubectl delete pods -l <the workload's selector>`, then the pods created again as the controller
+  creates them (new names where it names them anew): while one is missing nothing binds (the PodGroup says
+  `3 of ...`), then the gang binds whole again, with the same ranks and topology, and the status is right again
+  (README "Semantics": a job restarted whole starts whole or not at all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gangsched.core.naming import natural_key
+from gangsched.sim.serve import Cluster, running_cluster
+from tests import controllers as ctl
+from tests import workloads as w
+from tests.integration.harness import bound, eventually, get_podgroup, on_replica, pods, replica
+from tests.tools import need_tool
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+CPU = 3
+TREE = [
+    {"layer": 2, "name": "spine0", "children": ["unit0", "unit1", "unit2"]},
+    {"layer": 1, "name": "unit0", "parents": ["spine0"], "children": ["n0", "n1"]},
+    {"layer": 1, "name": "unit1", "parents": ["spine0"], "children": ["n2", "n3"]},
+    {"layer": 1, "name": "unit2", "parents": ["spine0"], "children": ["n4", "n5"]},
+]
+UNIT = {f"n{i}": f"unit{i // 2}" for i in range(6)}
+BLOCKER = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "other-scheduler", "namespace": "default"},
+    "spec": {
+        "nodeName": "n1",
+        "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": {"cpu": "3"}}}],
+    },
+}
+TOPOLOGY = {
+    "scheduling.gangsched.io/network-topology-mode": "hard",
+    "scheduling.gangsched.io/highest-tier-allowed": "2",
+    "scheduling.gangsched.io/group-size": "2",
+}
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[Cluster]:
+    need_tool("kubectl")
+    async with running_cluster(nodes=0, node_resources=NODE, topology=TREE) as c:
+        await kubectl(c, "apply", "-f", str(ROOT / "tests" / "data" / "workload-crds.yaml"))
+        configmap = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
+            "data": {"topology.json": json.dumps(TREE)},
+        }
+        await kubectl(c, "apply", "-f", "-", input=json.dumps(configmap))
+        await kubectl(c, "apply", "-f", "-", input=json.dumps(BLOCKER))  # n0 is the only free node of unit0
+        yield c
+
+
+async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
+    result = await asyncio.to_thread(
+        subprocess.run,
+        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=input,
+    )
+    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
+    return result.stdout
+
+
+async def kubectl_create(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:
+    """`kubectl create -f - -o json`: the object as stored (its uid is what its dependents' ownerReferences name)."""
+    body = {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "uid"}}
+    created: dict[str, Any] = json.loads(
+        await kubectl(cluster, "create", "-f", "-", "-o", "json", input=json.dumps(body))
+    )
+    return created
+
+
+class Run:
+    """One workload of one controller in the cluster: its objects, and its pods applied as the controller would."""
+
+    def __init__(self, cluster: Cluster, controller: ctl.Controller, name: str, n: int, annotations: dict[str, str]):
+        self.c, self.ctl, self.name, self.n, self.annotations = cluster, controller, name, n, annotations
+        self.created: list[dict[str, Any]] = []
+        self.owners: dict[tuple[str, str], str] = {}  # the Jobs / StatefulSets between workload and pods
+
+    async def start(self) -> None:
+        workload = self.ctl.setup(self.name, self.n)
+        if workload is not None:
+            self.created.append(await kubectl_create(self.c, workload))
+            then = self.ctl.then(self.created[0], self.n)
+            if then is not None:
+                self.created.append(await kubectl_create(self.c, then))
+        docs = self.ctl.declarations(self.created, self.name, self.n, CPU)
+        if docs:
+            await kubectl(self.c, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
+
+    async def build(self, attempt: int) -> list[dict[str, Any]]:
+        """The pods in rank order, their owners created (once) as the controller creates them."""
+        members = self.ctl.pods(self.created, self.name, self.n, self.annotations, attempt)
+        for p in members:
+            p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": str(CPU)}}
+        parent = self.created[-1] if self.created else None
+        await w.materialize(lambda obj: kubectl_create(self.c, obj), members, parent, self.owners)
+        return members
+
+    async def apply(self, members: list[dict[str, Any]]) -> None:
+        await kubectl(self.c, "apply", "-f", "-", input=yaml.safe_dump_all(members))
+
+    async def admit(self, members: list[dict[str, Any]]) -> None:
+        """Kueue's admission: its pod controller lifts each pod's gate once the whole group exists."""
+        if self.ctl.gates():
+            for p in members:
+                patch = '[{"op":"remove","path":"/spec/schedulingGates"}]'
+                await kubectl(self.c, "patch", "pod", p["metadata"]["name"], "--type=json", "-p", patch)
+
+    async def status(self) -> dict[str, Any]:
+        return ((await get_podgroup(self.c.client, self.ctl.podgroup(self.name))) or {}).get("status") or {}
+
+    async def placed(self, members: list[dict[str, Any]]) -> dict[str, str]:
+        found = bound(await pods(self.c.client))
+        return {m["metadata"]["name"]: found[m["metadata"]["name"]] for m in members if m["metadata"]["name"] in found}
+
+
+async def whole(run: Run, members: list[dict[str, Any]], what: str) -> dict[str, str]:
+    async def probe() -> dict[str, str] | None:
+        placed = await run.placed(members)
+        return placed if len(placed) == len(members) else None
+
+    return await eventually(probe, what=what)
+
+
+async def running(run: Run) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        status = await run.status()
+        ok = status.get("phase") == "Running" and status.get("running") == run.n
+        return status if ok else None
+
+    status = await eventually(probe, what=f"PodGroup {run.ctl.podgroup(run.name)} Running with {run.n} running")
+    assert status.get("scheduled") == run.n, status
+    return status
+
+
+def check_ranks_and_topology(op: Any, members: list[dict[str, Any]], placed: dict[str, str]) -> None:
+    names = [m["metadata"]["name"] for m in members]
+    ranks = on_replica(op, lambda: {p.name: p.rank for p in op.cluster.pods.values() if p.name in names})
+    # the replica's rank order (core/session.py: explicit ranks first, then natural name order) is the controller's
+    order = sorted(names, key=lambda n: (ranks[n] is None, ranks[n] or 0, natural_key(n)))
+    assert order == names, ranks
+    # groups of 2 consecutive ranks, each in one unit: never on n0 (alone in unit0), which placing members one
+    # by one in rank order would use
+    units = [UNIT[placed[n]] for n in names]
+    assert units[0] == units[1] != units[2] == units[3], dict(zip(names, units, strict=True))
+    assert "unit0" not in units, placed
+
+
+@pytest.mark.parametrize("controller", ctl.CONTROLLERS, ids=lambda c: c.kind)
+async def test_controller_gang_all_or_nothing_ranks_topology_status_and_restart(
+    cluster: Cluster, controller: ctl.Controller
+) -> None:
+    names = [w.GANGSCHED, ctl.KUBERAY_SCHEDULER] if controller.scheduler != w.GANGSCHED else [w.GANGSCHED]
+    async with replica(cluster.kubeconfig, schedulerNames=names) as op:
+        # all or nothing: 6 members on the 5 free nodes (one per node) bind nothing
+        big = Run(cluster, controller, "big", 6, {})
+        await big.start()
+        big_pods = await big.build(0)
+        await big.apply(big_pods)
+        await big.admit(big_pods)
+
+        async def big_waits() -> str | None:
+            return (await big.status()).get("message") or None
+
+        message = await eventually(big_waits, what="the workload that cannot fit says why")
+        assert not await big.placed(big_pods), f"a part of a gang that cannot fit started: {message}"
+
+        # the gang: 4 members bind whole, ranks and topology honoured, status right
+        run = Run(cluster, controller, "job", 4, dict(TOPOLOGY))
+        await run.start()
+        members = await run.build(0)
+        await run.apply(members)
+        await run.admit(members)
+        placed = await whole(run, members, "the gang bound whole")
+        check_ranks_and_topology(op, members, placed)
+        await running(run)
+        assert not await big.placed(big_pods)
+
+        # restart: every pod deleted, then created again as the controller does; one missing: nothing binds
+        await kubectl(cluster, "delete", "pods", "-l", controller.selector("job"))
+        again = await run.build(1)
+        await run.apply(again[:-1])
+
+        async def short() -> str | None:
+            message = (await run.status()).get("message") or ""
+            return message if message.startswith("3 of") else None
+
+        await eventually(short, what="the restarted gang waiting for its last member")
+        assert not await run.placed(again), "a member of the restarted gang bound before the gang was whole"
+        await run.apply(again[-1:])
+        await run.admit(again)
+        placed = await whole(run, again, "the restarted gang bound whole")
+        check_ranks_and_topology(op, again, placed)
+        await running(run)
+        assert not await big.placed(big_pods)
