@@ -31,6 +31,9 @@ Sources (paths in each repository; docs/integrations.md lists them too):
   `scheduling.k8s.io/group-name` = `<lws>-<group>-<revision>`), pkg/webhooks/pod_webhook.go (size, indexes).
 - Kueue: pkg/controller/jobs/pod/constants/constants.go (label `kueue.x-k8s.io/pod-group-name`, annotation
   `kueue.x-k8s.io/pod-group-total-count`, gate `kueue.x-k8s.io/admission`, label `kueue.x-k8s.io/managed`).
+- Spark operator: internal/scheduler/kubescheduler/scheduler.go and util.go (PodGroup `<app>-pg`, minMember 1,
+  minResources driver + executors, label on the app), internal/controller/sparkapplication/submission.go (labels
+  onto driver and executors), internal/webhook/sparkpod_defaulter.go (schedulerName, driver ownerReference).
 - JobSet: api/jobset/v1alpha2/jobset_types.go, pkg/controllers/jobset_controller.go (labels; a restart re-creates
   every Job's pods, label `jobset.sigs.k8s.io/restart-attempt`); the gang is declared in the template (JobSet has
   no gang option), here with Koordinator's annotations as docs/integrations.md shows.
@@ -116,6 +119,10 @@ class Controller:
         raise NotImplementedError
 
     def podgroup(self, name: str) -> str:
+        return name
+
+    def inferred_podgroup(self, name: str) -> str:
+        """The gang gangsched infers from the workload (README "Gangs inferred from workloads")."""
         return name
 
     def selector(self, name: str) -> str:
@@ -223,6 +230,9 @@ class LeaderWorkerSet(Controller):
     def podgroup(self, name: str) -> str:
         return f"{name}-0-{REVISION}"
 
+    def inferred_podgroup(self, name: str) -> str:
+        return f"{name}-0"
+
     def selector(self, name: str) -> str:
         return f"leaderworkerset.sigs.k8s.io/name={name}"
 
@@ -265,6 +275,21 @@ class JobSet(Controller):
         return f"jobset.sigs.k8s.io/jobset-name={name}"
 
 
+def undeclared(pods: list[Obj]) -> list[Obj]:
+    """The same pods with the controller's gang integration off (no PodGroup label, no gang annotations; the
+    scheduler name set in the templates by the user): the gang is inferred from the workload, if at all."""
+    for p in pods:
+        meta = p["metadata"]
+        meta["labels"].pop(PG_LABEL, None)
+        meta["annotations"] = {
+            k: v
+            for k, v in meta["annotations"].items()
+            if not k.startswith("gang.scheduling.koordinator.sh/") and k != "scheduling.k8s.io/group-name"
+        }
+        p["spec"]["schedulerName"] = w.GANGSCHED
+    return pods
+
+
 CONTROLLERS = [
     PyTorchJob("pytorchjob"),
     MPIJob("mpijob"),
@@ -274,3 +299,112 @@ CONTROLLERS = [
     KueuePods("kueue"),
     JobSet("jobset"),
 ]
+
+
+# ------------------------------------------------------------------------------------------------ Spark operator
+SPARK_CRD: Obj = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "sparkapplications.sparkoperator.k8s.io"},
+    "spec": {
+        "group": "sparkoperator.k8s.io",
+        "names": {"kind": "SparkApplication", "listKind": "SparkApplicationList", "plural": "sparkapplications"},
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1beta2",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
+def spark_application(name: str, *, executors: int, cpu: int) -> Obj:
+    """A SparkApplication with `spec.batchScheduler: gangsched` (charts/spark-operator-chart: `controller.
+    batchScheduler.kubeSchedulerNames: [gangsched]`)."""
+    return {
+        "apiVersion": "sparkoperator.k8s.io/v1beta2",
+        "kind": "SparkApplication",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "type": "Scala",
+            "mode": "cluster",
+            "batchScheduler": w.GANGSCHED,
+            "image": "spark:3.5.3",
+            "mainClass": "org.apache.spark.examples.SparkPi",
+            "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+            "sparkVersion": "3.5.3",
+            "driver": {"cores": cpu, "memory": "512m"},
+            "executor": {"instances": executors, "cores": cpu, "memory": "512m"},
+        },
+    }
+
+
+def spark_podgroup(app: Obj, cpu: int) -> Obj:
+    """internal/scheduler/kubescheduler/scheduler.go `Schedule`: PodGroup `<app>-pg` (util.go `getPodGroupName`),
+    controller ownerReference the SparkApplication, minMember 1, minResources = driver + executor requests."""
+    executors = app["spec"]["executor"]["instances"]
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": f"{app['metadata']['name']}-pg",
+            "namespace": "default",
+            "ownerReferences": [owner_ref(app)],
+        },
+        "spec": {"minMember": 1, "minResources": {"cpu": str(cpu * (1 + executors))}},
+    }
+
+
+def _spark_labels(app: Obj, role: str, submission: str) -> dict[str, str]:
+    """The app's labels (with the PodGroup label `Schedule` put on it) and the operator's and Spark's own, which
+    internal/controller/sparkapplication/submission.go passes to spark-submit for the driver and executors."""
+    name = app["metadata"]["name"]
+    return {
+        PG_LABEL: f"{name}-pg",
+        "sparkoperator.k8s.io/app-name": name,
+        "sparkoperator.k8s.io/launched-by-spark-operator": "true",
+        "sparkoperator.k8s.io/submission-id": submission,
+        "spark-app-selector": f"spark-{submission[:12]}",
+        "spark-role": role,
+    }
+
+
+def spark_driver(app: Obj, cpu: int, attempt: int) -> Obj:
+    """The driver pod `<app>-driver` (the same name on every submission), owned by the SparkApplication
+    (internal/webhook/sparkpod_defaulter.go `addOwnerReference`), schedulerName = `spec.batchScheduler`
+    (`addSchedulerName`)."""
+    submission = random_suffix(f"{app['metadata']['name']}-{attempt}") * 7
+    pod = w._pod(f"{app['metadata']['name']}-driver", labels=_spark_labels(app, "driver", submission), cpu=str(cpu))
+    pod["metadata"]["ownerReferences"] = [owner_ref(app)]
+    return pod
+
+
+def spark_executors(app: Obj, driver: Obj, cpu: int, attempt: int) -> list[Obj]:
+    """The executors the driver asks for once it runs: `<app>-<hex>-exec-<id>`, owned by the driver pod (Spark's
+    Kubernetes backend), with the app's labels; the webhook sets the scheduler name on them too."""
+    submission = driver["metadata"]["labels"]["sparkoperator.k8s.io/submission-id"]
+    prefix = f"{app['metadata']['name']}-{random_suffix(f'exec-{attempt}')}"
+    out = []
+    for i in range(1, app["spec"]["executor"]["instances"] + 1):
+        labels = {**_spark_labels(app, "executor", submission), "spark-exec-id": str(i)}
+        pod = w._pod(f"{prefix}-exec-{i}", labels=labels, cpu=str(cpu))
+        pod["metadata"]["ownerReferences"] = [owner_ref(driver)]
+        out.append(pod)
+    return out
+
+
+# the workloads gangsched infers a gang from, with their controllers' gang integration off
+INFERRED = [c for c in CONTROLLERS if c.kind not in ("kueue",)]

@@ -106,8 +106,19 @@ async def kubectl_create(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any
 class Run:
     """One workload of one controller in the cluster: its objects, and its pods applied as the controller would."""
 
-    def __init__(self, cluster: Cluster, controller: ctl.Controller, name: str, n: int, annotations: dict[str, str]):
+    def __init__(
+        self,
+        cluster: Cluster,
+        controller: ctl.Controller,
+        name: str,
+        n: int,
+        annotations: dict[str, str],
+        *,
+        inferred: bool,
+    ):
         self.c, self.ctl, self.name, self.n, self.annotations = cluster, controller, name, n, annotations
+        self.inferred = inferred
+        self.pg = controller.inferred_podgroup(name) if inferred else controller.podgroup(name)
         self.created: list[dict[str, Any]] = []
         self.owners: dict[tuple[str, str], str] = {}  # the Jobs / StatefulSets between workload and pods
 
@@ -118,13 +129,15 @@ class Run:
             then = self.ctl.then(self.created[0], self.n)
             if then is not None:
                 self.created.append(await kubectl_create(self.c, then))
-        docs = self.ctl.declarations(self.created, self.name, self.n, CPU)
+        docs = [] if self.inferred else self.ctl.declarations(self.created, self.name, self.n, CPU)
         if docs:
             await kubectl(self.c, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
 
     async def build(self, attempt: int) -> list[dict[str, Any]]:
         """The pods in rank order, their owners created (once) as the controller creates them."""
         members = self.ctl.pods(self.created, self.name, self.n, self.annotations, attempt)
+        if self.inferred:
+            members = ctl.undeclared(members)
         for p in members:
             p["spec"]["containers"][0]["resources"] = {"requests": {"cpu": str(CPU)}}
         parent = self.created[-1] if self.created else None
@@ -142,7 +155,7 @@ class Run:
                 await kubectl(self.c, "patch", "pod", p["metadata"]["name"], "--type=json", "-p", patch)
 
     async def status(self) -> dict[str, Any]:
-        return ((await get_podgroup(self.c.client, self.ctl.podgroup(self.name))) or {}).get("status") or {}
+        return ((await get_podgroup(self.c.client, self.pg)) or {}).get("status") or {}
 
     async def placed(self, members: list[dict[str, Any]]) -> dict[str, str]:
         found = bound(await pods(self.c.client))
@@ -163,7 +176,7 @@ async def running(run: Run) -> dict[str, Any]:
         ok = status.get("phase") == "Running" and status.get("running") == run.n
         return status if ok else None
 
-    status = await eventually(probe, what=f"PodGroup {run.ctl.podgroup(run.name)} Running with {run.n} running")
+    status = await eventually(probe, what=f"PodGroup {run.pg} Running with {run.n} running")
     assert status.get("scheduled") == run.n, status
     return status
 
@@ -181,14 +194,27 @@ def check_ranks_and_topology(op: Any, members: list[dict[str, Any]], placed: dic
     assert "unit0" not in units, placed
 
 
-@pytest.mark.parametrize("controller", ctl.CONTROLLERS, ids=lambda c: c.kind)
+MATRIX = [
+    *[pytest.param(c, False, id=c.kind) for c in ctl.CONTROLLERS],
+    *[pytest.param(c, True, id=f"{c.kind}-inferred") for c in ctl.INFERRED],
+]
+
+
+@pytest.mark.parametrize(("controller", "inferred"), MATRIX)
 async def test_controller_gang_all_or_nothing_ranks_topology_status_and_restart(
-    cluster: Cluster, controller: ctl.Controller
+    cluster: Cluster, controller: ctl.Controller, inferred: bool
 ) -> None:
-    names = [w.GANGSCHED, ctl.KUBERAY_SCHEDULER] if controller.scheduler != w.GANGSCHED else [w.GANGSCHED]
-    async with replica(cluster.kubeconfig, schedulerNames=names) as op:
+    """`inferred`: the controller's gang integration off, the gang inferred from the workload (opt-in)."""
+    settings: dict[str, Any] = {"schedulerNames": [w.GANGSCHED]}
+    if controller.scheduler != w.GANGSCHED and not inferred:
+        settings["schedulerNames"].append(controller.scheduler)
+    if inferred:
+        settings["inferGangs"] = {"enabled": True}
+        await kubectl(cluster, "apply", "-f", str(ROOT / "manifests" / "rbac-infer-gangs.yaml"))
+        await kubectl(cluster, "label", "namespace", "default", "scheduling.gangsched.io/infer-gangs=true")
+    async with replica(cluster.kubeconfig, **settings) as op:
         # all or nothing: 6 members on the 5 free nodes (one per node) bind nothing
-        big = Run(cluster, controller, "big", 6, {})
+        big = Run(cluster, controller, "big", 6, {}, inferred=inferred)
         await big.start()
         big_pods = await big.build(0)
         await big.apply(big_pods)
@@ -201,7 +227,7 @@ async def test_controller_gang_all_or_nothing_ranks_topology_status_and_restart(
         assert not await big.placed(big_pods), f"a part of a gang that cannot fit started: {message}"
 
         # the gang: 4 members bind whole, ranks and topology honoured, status right
-        run = Run(cluster, controller, "job", 4, dict(TOPOLOGY))
+        run = Run(cluster, controller, "job", 4, dict(TOPOLOGY), inferred=inferred)
         await run.start()
         members = await run.build(0)
         await run.apply(members)
@@ -228,3 +254,53 @@ async def test_controller_gang_all_or_nothing_ranks_topology_status_and_restart(
         check_ranks_and_topology(op, again, placed)
         await running(run)
         assert not await big.placed(big_pods)
+
+
+async def test_spark_driver_is_the_quorum_min_resources_hold_it_and_a_resubmission_starts_again(
+    cluster: Cluster,
+) -> None:
+    """The Spark operator's gang is the driver alone (minMember 1: the executors do not exist until the driver runs
+    and asks for them), so all or nothing here is the PodGroup's minResources (driver + executors): an application
+    whose minResources exceed the free capacity does not start its driver, although the driver alone would fit.
+    Executors join the satisfied gang one by one. Ranks and topology: none (Spark sets no index; a gang of one).
+    A failed application is resubmitted: every pod deleted, a new driver of the same name, new executors."""
+    await kubectl(cluster, "apply", "-f", "-", input=json.dumps(ctl.SPARK_CRD))
+    async with replica(cluster.kubeconfig):
+        big = await kubectl_create(cluster, ctl.spark_application("big", executors=7, cpu=CPU))  # 24 cpu > 21 free
+        await kubectl(cluster, "apply", "-f", "-", input=json.dumps(ctl.spark_podgroup(big, CPU)))
+        await kubectl(cluster, "apply", "-f", "-", input=json.dumps(ctl.spark_driver(big, CPU, 0)))
+
+        async def big_waits() -> str | None:
+            pg = await get_podgroup(cluster.client, "big-pg")
+            message: str = ((pg or {}).get("status") or {}).get("message") or ""
+            return message if "minResources" in message else None
+
+        await eventually(big_waits, what="the application whose minResources do not fit says why")
+        assert "big-driver" not in bound(await pods(cluster.client))
+
+        app = await kubectl_create(cluster, ctl.spark_application("pi", executors=2, cpu=CPU))
+        await kubectl(cluster, "apply", "-f", "-", input=json.dumps(ctl.spark_podgroup(app, CPU)))
+        for attempt in (0, 1):
+            driver = await kubectl_create(cluster, ctl.spark_driver(app, CPU, attempt))
+            await whole_names(cluster, ["pi-driver"], "the driver bound alone (the quorum)")
+            executors = ctl.spark_executors(app, driver, CPU, attempt)
+            await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(executors))
+            await whole_names(cluster, [e["metadata"]["name"] for e in executors], "the executors bound")
+
+            async def app_running() -> dict[str, Any] | None:
+                status = ((await get_podgroup(cluster.client, "pi-pg")) or {}).get("status") or {}
+                return status if status.get("phase") == "Running" and status.get("running") == 3 else None
+
+            status = await eventually(app_running, what="pi-pg Running with the driver and 2 executors")
+            assert status.get("scheduled") == 3, status
+            if attempt == 0:  # the resubmission: the operator deletes the driver, its executors go with it
+                await kubectl(cluster, "delete", "pods", "-l", "sparkoperator.k8s.io/app-name=pi")
+        assert "big-driver" not in bound(await pods(cluster.client))
+
+
+async def whole_names(cluster: Cluster, names: list[str], what: str) -> None:
+    async def probe() -> bool:
+        placed = bound(await pods(cluster.client))
+        return all(n in placed for n in names)
+
+    await eventually(probe, what=what)
