@@ -304,3 +304,54 @@ async def whole_names(cluster: Cluster, names: list[str], what: str) -> None:
         return all(n in placed for n in names)
 
     await eventually(probe, what=what)
+
+
+async def test_mpijob_wait_for_workers_ready_needs_min_available_and_then_the_launcher_joins_alone(
+    cluster: Cluster,
+) -> None:
+    """mpi-operator `launcherCreationPolicy: WaitForWorkersReady` creates the launcher Job only once every worker is
+    Ready (pkg/controller/mpi_job_controller.go `syncHandler`), while its PodGroup counts the launcher
+    (pkg/controller/podgroup.go `calculateMinAvailable`: workers + 1): the workers wait for a member that is never
+    created, and the PodGroup says so (docs/integrations.md, "Known upstream deadlocks"). With
+    `schedulingPolicy.minAvailable: <workers>` (then `calculateMinAvailable` returns it) the workers bind all or
+    nothing and the launcher, created once they run, joins the satisfied gang alone."""
+    mpi = ctl.MPIJob("mpijob")
+    async with replica(cluster.kubeconfig):
+        stuck = Run(cluster, mpi, "stuck", 4, {}, inferred=False)
+        await stuck.start()
+        _, *stuck_workers = await stuck.build(0)  # the launcher last: not created yet
+        await stuck.apply(stuck_workers)
+
+        async def deadlocked() -> str | None:
+            message: str = (await stuck.status()).get("message") or ""
+            return message if message == "3 of minMember 4 pods exist" else None
+
+        await eventually(deadlocked, what="the WaitForWorkersReady deadlock reported")
+        assert not await stuck.placed(stuck_workers)
+
+        job = Run(cluster, mpi, "job", 4, {}, inferred=False)
+        workload = mpi.setup("job", 4)
+        assert workload is not None
+        workload["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
+        workload["spec"]["runPolicy"] = {"schedulingPolicy": {"minAvailable": 3}}
+        job.created.append(await kubectl_create(cluster, workload))
+        pg = ctl.podgroup("job", 3, job.created[0], cpu=CPU)  # minMember = minAvailable
+        await kubectl(cluster, "apply", "-f", "-", input=json.dumps(pg))
+        *workers, launcher = await job.build(0)
+        await job.apply(workers)
+        await whole(job, workers, "the 3 workers bound together")
+
+        async def workers_run() -> bool:
+            found = await pods(cluster.client)
+            return all(found[m["metadata"]["name"]]["status"].get("phase") == "Running" for m in workers)
+
+        await eventually(workers_run, what="the workers running (mpi-operator then creates the launcher Job)")
+        await job.apply([launcher])
+        await whole(job, [launcher], "the launcher, created once the workers run, bound alone")
+
+        async def all_running() -> dict[str, Any] | None:
+            status = await job.status()
+            return status if status.get("phase") == "Running" and status.get("running") == 4 else None
+
+        await eventually(all_running, what="the MPIJob's PodGroup Running with the launcher and 3 workers")
+        assert not await stuck.placed(stuck_workers)
