@@ -3,8 +3,8 @@ controller runs here: the tests create what the controller would; tests/workload
 and their pods, this module adds the gang declaration each controller writes). Shared by the e2e matrix
 tests/e2e/test_kubectl_controllers.py.
 
-Each `Controller` says, for a workload of `n` members: which objects the controller creates before its pods
-(`setup`: the workload and, for a TrainJob, its JobSet), the gang declaration it writes (`declarations`: its
+Each `Controller` says, for a workload of `n` members: which objects exist before its pods (`setup`: the workload;
+`then`: what the controller creates from it, a TrainJob's JobSet), the gang declaration it writes (`declarations`: its
 PodGroup), the pods in the rank order the controller means (`pods`; `attempt` > 0 is a restart: the pods the
 controller creates again, with new names where it names them anew), the PodGroup gangsched's status is read from,
 and a label selector of every pod of the workload. Template annotations (`annotations`) are copied onto every pod,
