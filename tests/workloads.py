@@ -15,9 +15,10 @@ Sources (the files that set each label, annotation and ownerReference):
 - PyTorchJob: kubeflow/training-operator pkg/controller.v1/common/pod.go (`createNewPod`: labels
   `training.kubeflow.org/job-name`, `operator-name`, `replica-type` (lowercase), `replica-index`, `job-role: master`;
   controller ownerReference the PyTorchJob).
-- MPIJob: kubeflow/mpi-operator pkg/controller/mpi_job_controller.go (`newWorker`: pods owned by the MPIJob;
-  `newLauncherJob`: the launcher a batch/v1 Job owned by the MPIJob; labels `training.kubeflow.org/job-name`,
-  `replica-type` launcher/worker, `replica-index` on workers).
+- MPIJob: kubeflow/mpi-operator pkg/controller/mpi_job_controller.go (`newWorker`: pods `<job>-worker-<i>` owned by
+  the MPIJob; `newLauncherJob`: the launcher a batch/v1 Job `<job>-launcher` owned by the MPIJob, its pod named by
+  the Job controller; `defaultLabels`: `training.kubeflow.org/operator-name`, `job-name`, `job-role`
+  launcher/worker, no replica type; `replica-index` on workers only).
 - TrainJob: kubeflow/trainer pkg/runtime/framework/plugins/jobset/jobset.go (a JobSet named after the TrainJob,
   owned by it).
 - RayCluster: ray-project/kuberay ray-operator/controllers/ray/common/pod.go (labels `ray.io/cluster`,
@@ -134,7 +135,8 @@ def jobset(name: str, replicated: list[tuple[str, int, int]], *, owner: dict[str
     }
 
 
-def jobset_pods(js: dict[str, Any], *, cpu: str = "1") -> list[dict[str, Any]]:
+def jobset_pods(js: dict[str, Any], *, cpu: str = "1", suffix: str = "x") -> list[dict[str, Any]]:
+    """The pods in rank order; `suffix` stands for the Job controller's random name suffix (new per restart)."""
     name = js["metadata"]["name"]
     out = []
     global_index = 0
@@ -152,7 +154,7 @@ def jobset_pods(js: dict[str, Any], *, cpu: str = "1") -> list[dict[str, Any]]:
                     "jobset.sigs.k8s.io/job-key": f"k{global_index}",
                     "batch.kubernetes.io/job-completion-index": str(c),
                 }
-                out.append(_pod(f"{job}-{c}-x", labels=labels, annotations=dict(labels), owner=owner, cpu=cpu))
+                out.append(_pod(f"{job}-{c}-{suffix}", labels=labels, annotations=dict(labels), owner=owner, cpu=cpu))
             global_index += 1
     return out
 
@@ -245,25 +247,16 @@ def mpijob(name: str, *, workers: int) -> dict[str, Any]:
     }
 
 
-def mpi_pods(job: dict[str, Any], *, cpu: str = "1") -> list[dict[str, Any]]:
+def mpi_pods(job: dict[str, Any], *, cpu: str = "1", suffix: str = "x") -> list[dict[str, Any]]:
+    """The launcher (its Job's pod, `suffix` the Job controller's random one), then the workers."""
     meta = job["metadata"]
     base = {"training.kubeflow.org/job-name": meta["name"], "training.kubeflow.org/operator-name": "mpi-operator"}
     launcher_job = _owner("batch/v1", "Job", f"{meta['name']}-launcher", uid())
-    out = [
-        _pod(
-            f"{meta['name']}-launcher-x",
-            labels={
-                **base,
-                "training.kubeflow.org/replica-type": "launcher",
-                "training.kubeflow.org/job-role": "launcher",
-            },
-            owner=launcher_job,
-            cpu=cpu,
-        )
-    ]
+    launcher_labels = {**base, "training.kubeflow.org/job-role": "launcher", "job-name": f"{meta['name']}-launcher"}
+    out = [_pod(f"{meta['name']}-launcher-{suffix}", labels=launcher_labels, owner=launcher_job, cpu=cpu)]
     owner = _owner("kubeflow.org/v2beta1", "MPIJob", meta["name"], meta["uid"])
     for i in range(job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]):
-        labels = {**base, "training.kubeflow.org/replica-type": "worker", "training.kubeflow.org/replica-index": str(i)}
+        labels = {**base, "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": str(i)}
         out.append(_pod(f"{meta['name']}-worker-{i}", labels=labels, owner=owner, cpu=cpu))
     return out
 
@@ -317,10 +310,16 @@ def _between(kind: str, name: str, parent: dict[str, Any] | None) -> dict[str, A
     return {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta, "spec": spec}
 
 
-async def materialize(create: Create, pods: list[dict[str, Any]], parent: dict[str, Any] | None) -> None:
+async def materialize(
+    create: Create,
+    pods: list[dict[str, Any]],
+    parent: dict[str, Any] | None,
+    made: dict[tuple[str, str], str] | None = None,
+) -> None:
     """Create the Jobs / StatefulSets the pods' controller ownerReferences name (owned by `parent`, the workload) and
-    point the pods at the uids the apiserver gave them."""
-    made: dict[tuple[str, str], str] = {}
+    point the pods at the uids the apiserver gave them. `made` ((kind, name) -> uid) carries the objects created by an
+    earlier call, so the pods of a restart point at the same Jobs / StatefulSets."""
+    made = {} if made is None else made
     for pod in pods:
         for ref in pod["metadata"].get("ownerReferences") or []:
             if ref["kind"] not in ("Job", "StatefulSet") or ref["uid"] == (parent or {}).get("metadata", {}).get("uid"):

@@ -156,6 +156,31 @@ def test_the_cache_waits_for_the_workload_then_schedules_the_gang_and_asks_for_i
     assert cache.gang_structure_sizes()["sources"] == 0
 
 
+def test_topology_annotations_on_the_pods_override_the_inferred_spec() -> None:
+    """The template's `scheduling.gangsched.io/*` topology keys reach every pod (each controller copies its template's
+    metadata); they override an inferred gang's spec field by field, as they override a PodGroup's (README,
+    "Declaring a gang"). Before, an inferred gang dropped them without a word."""
+    cache = _cache(all_namespaces=True)
+    job = w.indexed_job("train", parallelism=2, completions=2, job_uid="job-uid")
+    topology = {
+        "scheduling.gangsched.io/network-topology-mode": "hard",
+        "scheduling.gangsched.io/highest-tier-allowed": "2",
+        "scheduling.gangsched.io/group-size": "2",
+    }
+    for pod in _with_uids(w.job_pods(job, 2)):
+        pod["metadata"]["annotations"].update(topology)
+        cache.on_pod_event("ADDED", pod)
+    assert cache.inferred is not None
+    (wanted,) = cache.inferred.take_wanted()
+    cache.reinfer(cache.inferred.workload_read(wanted, workload_info(wanted, job)))
+    spec = cache.cluster.gangs["default/train"].spec
+    assert spec is not None and spec.network_topology is not None
+    topo = spec.network_topology
+    assert (topo.mode.value, topo.highest_tier_allowed, topo.group_size) == ("hard", 2, 2)
+    assert spec.min_member == 2
+    assert cache.podgroups_to_create["default/train"] == spec  # the PodGroup created for it shows it
+
+
 def test_an_unreadable_workload_leaves_its_pods_without_a_gang() -> None:
     cache = _cache(all_namespaces=True)
     rc = w.raycluster("ray", workers=1)

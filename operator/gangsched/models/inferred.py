@@ -23,9 +23,10 @@ Keys, first match wins (the controller source that sets them is cited in tests/w
   (trainer.kubeflow.org) runs as a JobSet of the same name that it owns: the same gang,
   the PodGroup owned by the TrainJob.
 - Kubeflow training-operator / mpi-operator: label `training.kubeflow.org/job-name` with the pod's controller a
-  PyTorchJob or MPIJob (an MPIJob's launcher pod: controller a Job, label `training.kubeflow.org/replica-type:
-  launcher`: the MPIJob named by the label, kubeflow.org/v2beta1); role = the replica type (lowercase); size = sum of
-  the replicaSpecs' replicas (default 1).
+  PyTorchJob or MPIJob (an MPIJob's launcher pod: controller a Job, label `training.kubeflow.org/job-role:
+  launcher`, which mpi-operator v2 sets instead of a replica type: the MPIJob named by the label,
+  kubeflow.org/v2beta1); role = the replica type (lowercase), else the job role (mpi-operator v2: launcher /
+  worker); size = sum of the replicaSpecs' replicas (default 1).
 - RayCluster (ray.io/v1): label `ray.io/cluster`; role = label `ray.io/node-type` (head / worker); quorum = 1 + sum
   over spec.workerGroupSpecs of replicas (minReplicas with enableInTreeAutoscaling or minReplicas > 0) x numOfHosts.
 - Indexed batch/v1 Job: the pod's controller a Job and a completion index (label or annotation
@@ -49,6 +50,7 @@ JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_REPLICATED_JOB: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 KUBEFLOW_JOB_NAME: Final = "training.kubeflow.org/job-name"
 KUBEFLOW_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
+KUBEFLOW_JOB_ROLE: Final = "training.kubeflow.org/job-role"  # mpi-operator v2 `defaultLabels`: launcher / worker
 RAY_CLUSTER: Final = "ray.io/cluster"
 RAY_NODE_TYPE: Final = "ray.io/node-type"
 JOB_COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
@@ -146,7 +148,7 @@ def _lws(ns: str, labels: Mapping[str, Any], annotations: Mapping[str, Any], nam
 
 
 def _kubeflow(ns: str, labels: Mapping[str, Any], owner: Mapping[str, Any] | None, name: str) -> InferredMember | None:
-    role = (_label(labels, KUBEFLOW_REPLICA_TYPE) or "").lower() or None
+    role = (_label(labels, KUBEFLOW_REPLICA_TYPE) or _label(labels, KUBEFLOW_JOB_ROLE) or "").lower() or None
     kind = owner.get("kind") if owner is not None else None
     if owner is not None and kind in ("PyTorchJob", "MPIJob"):
         api_version = str(owner.get("apiVersion") or "kubeflow.org/v1")

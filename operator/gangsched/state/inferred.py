@@ -8,7 +8,9 @@ Contract:
   gang): remembers the pod as a candidate (its InferredMember and rank) and returns its gang declaration when its
   namespace is active and its workload is readable (and no other workload of another kind claimed that gang name
   first): with a complete spec once the workload is known, without one while the workload waits to be read (listed
-  in `wanted`: its pods wait rather than start one by one). None otherwise.
+  in `wanted`: its pods wait rather than start one by one). None otherwise. The pod's gang annotations that set
+  fields without naming a gang (the topology keys `scheduling.gangsched.io/network-topology-mode`, ...; see
+  models/annotations.py) override the inferred spec field by field, as they override a PodGroup's.
   `forget_pod(pod_key)` drops it.
 - Workloads are read once per workload (GET, by the runtime: no watch of each kind, no pods x owners loop) and kept
   while a candidate pod refers to them: `take_wanted()` hands the refs to read; `workload_read(ref, info)` records
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gangsched.core.gangspec import gang_key
+from gangsched.models.annotations import apply_overrides, gang_overrides
 from gangsched.models.gang import PodGang
 from gangsched.models.inferred import InferredMember, OwnerRef, WorkloadInfo, WorkloadRef, infer_member, inferred_spec
 
@@ -37,6 +40,7 @@ class _Candidate:
     namespace: str
     member: InferredMember
     rank: int | None
+    overrides: tuple[tuple[str, Any], ...] = ()  # the GangSpec fields the pod's annotations set
 
 
 class InferredGangs:
@@ -69,7 +73,11 @@ class InferredGangs:
         old = self._candidates.get(pod_key)
         if old is not None and old.member.workload.key != member.workload.key:
             self.forget_pod(pod_key)
-        self._candidates[pod_key] = _Candidate(namespace, member, rank)
+        meta = obj.get("metadata") or {}
+        overrides = gang_overrides(
+            meta.get("annotations") or {}, meta.get("labels") or {}, namespace=namespace, name=member.gang
+        )
+        self._candidates[pod_key] = _Candidate(namespace, member, rank, tuple(overrides.items()))
         self._by_workload.setdefault(member.workload.key, set()).add(pod_key)
         return self.declaration(pod_key)
 
@@ -96,8 +104,14 @@ class InferredGangs:
             if member.size is not None:  # an LWS group: its own size (LeaderReady: the leader is the quorum)
                 size, total = (member.size if info.size == info.total else 1), member.size
             spec = inferred_spec(found.namespace, member.gang, size, total, info.roles)
+            spec = apply_overrides(spec, dict(found.overrides))
         return PodGang(
-            namespace=found.namespace, name=member.gang, role=member.role, spec=spec, declared_by=INFERRED_BY
+            namespace=found.namespace,
+            name=member.gang,
+            role=member.role,
+            spec=spec,
+            overrides=found.overrides,
+            declared_by=INFERRED_BY,
         )
 
     def forget_pod(self, pod_key: str) -> None:
