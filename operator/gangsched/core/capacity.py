@@ -20,7 +20,8 @@ Contract (used by core/scheduler.py only):
   views of classes with domain filters then recompute the nodes those filters name (a view created later
   recomputes what every change of the cycle names).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
-(-preference, -count): emptiest first.
+(-preference, -count): emptiest first. Preference: core/matching.py `preference`, plus core/pod_score.py's score
+for a class with preferred pod affinity terms, kept up to date (indexes and views) like a domain filter's limit.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core import affinity
+from gangsched.core import affinity, pod_score
 from gangsched.core.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
 from gangsched.core.matching import preference, static_block
 from gangsched.core.pod_counts import Change, Overlay, PodCounts, PodInfo
@@ -70,6 +71,19 @@ def _key(spread: bool, pref: int, count: int) -> Key:
     return (-pref, -count if spread else count)
 
 
+def _drop(buckets: dict[Key, dict[str, None]], k: Key, node: str) -> None:
+    b = buckets[k]
+    del b[node]
+    if not b:
+        del buckets[k]
+
+
+def _pref(cls: SchedulingClass, node: NodeRecord, usage: Usage) -> int:
+    """The node's preference for the class: preferred node affinity and taints, plus the pod affinity score."""
+    pref = preference(cls, node) if (cls.preferred or node.taints) else 0
+    return pref + pod_score.score(cls, node.labels, usage) if cls.pod_preferred else pref
+
+
 def touched_by(
     filters: tuple[NodeFilter, ...], cls: SchedulingClass, counts: PodCounts, changes: list[Change]
 ) -> set[str] | None:
@@ -94,6 +108,8 @@ class ClassIndex:
         self.cls = cls
         self.filters = filters_for(cls)
         self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
+        if pod_score.SCORER.applies(cls):  # and its preference (core/pod_score.py)
+            self.aff += (pod_score.SCORER,)
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -109,7 +125,7 @@ class ClassIndex:
         self.buckets = {}
         req = cls.requests
         used = cluster.used
-        simple = not cls.constrained and not cls.tolerations and not cls.preferred
+        simple = not cls.constrained and not cls.tolerations and not cls.preferred and not cls.pod_preferred
         filters = self.filters
         usage = _usage(cluster)
         counts = cluster.pod_counts
@@ -120,7 +136,7 @@ class ClassIndex:
             else:
                 if static_block(cls, node) is not None:
                     continue
-                pref = preference(cls, node) if (cls.preferred or node.taints) else 0
+                pref = _pref(cls, node, usage)
             self.pref[name] = pref
             c = fit_count(req, node.allocatable, used.get(name))
             if filters and c:
@@ -159,7 +175,7 @@ class ClassIndex:
         changed = set(log)
         changed.update(more)
         self.pos = end
-        req = self.cls.requests
+        cls = self.cls
         filters = self.filters
         usage = _usage(cluster)
         for name in changed:
@@ -167,25 +183,18 @@ class ClassIndex:
             if pref is None:
                 continue
             node = cluster.nodes[name]
-            c = fit_count(req, node.allocatable, cluster.used.get(name))
+            c = fit_count(cls.requests, node.allocatable, cluster.used.get(name))
             if filters and c:
-                c = min(c, limit(filters, self.cls, name, usage))
+                c = min(c, limit(filters, cls, name, usage))
             old = self.count[name]
-            if c == old:
+            new = _pref(cls, node, usage) if cls.pod_preferred else pref
+            if c == old and new == pref:
                 continue
-            self.count[name] = c
+            self.count[name], self.pref[name] = c, new
             if old:
-                k = _key(self.spread, pref, old)
-                b = self.buckets[k]
-                del b[name]
-                if not b:
-                    del self.buckets[k]
+                _drop(self.buckets, _key(self.spread, pref, old), name)
             if c:
-                k = _key(self.spread, pref, c)
-                b2 = self.buckets.get(k)
-                if b2 is None:
-                    b2 = self.buckets[k] = {}
-                b2[name] = None
+                self.buckets.setdefault(_key(self.spread, new, c), {})[name] = None
 
 
 def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
@@ -205,11 +214,12 @@ def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> Cl
 class ClassView:
     """A copy-on-write view of a ClassIndex reflecting the workspace's tentative usage."""
 
-    __slots__ = ("_owned", "buckets", "count", "idx")
+    __slots__ = ("_owned", "buckets", "count", "idx", "pref")
 
     def __init__(self, idx: ClassIndex) -> None:
         self.idx = idx
         self.count: dict[str, int] = {}  # overrides of idx.count
+        self.pref: dict[str, int] = {}  # overrides of idx.pref (the pod affinity score moved)
         self.buckets: dict[Key, dict[str, None]] = dict(idx.buckets)
         self._owned: set[Key] = set()
 
@@ -227,14 +237,18 @@ class ClassView:
             b = self.buckets[k] = {}
         return b
 
-    def set_count(self, node: str, c: int) -> None:
-        pref = self.idx.pref.get(node)
-        if pref is None:
+    def set_count(self, node: str, c: int, new: int | None = None) -> None:
+        """The node's count (and preference, `new` None: unchanged) for the class in this view."""
+        pref = self.pref.get(node)
+        if pref is None and (pref := self.idx.pref.get(node)) is None:
             return
         old = self.count_of(node)
-        if old == c:
+        new = pref if new is None else new
+        if old == c and new == pref:
             return
         self.count[node] = c
+        if new != pref:
+            self.pref[node] = new
         spread = self.idx.spread
         if old:
             k = _key(spread, pref, old)
@@ -244,7 +258,7 @@ class ClassView:
                 del self.buckets[k]
                 self._owned.discard(k)
         if c:
-            self._bucket(_key(spread, pref, c))[node] = None
+            self._bucket(_key(spread, new, c))[node] = None
 
     def ordered(self) -> Iterator[tuple[str, int]]:
         """(node, count) by ascending score key, skipping nodes that are full. Do not mutate while iterating."""
@@ -298,7 +312,7 @@ class Workspace:
         c = fit_count(idx.cls.requests, rec.allocatable, self.cluster.used.get(node), self.extra.get(node))
         if idx.filters and c:
             c = min(c, limit(idx.filters, idx.cls, node, self.usage))
-        v.set_count(node, c)
+        v.set_count(node, c, _pref(idx.cls, rec, self.usage) if idx.cls.pod_preferred else None)
 
     def _change(self, u: _Undo, sign: int) -> None:
         node = u.node
