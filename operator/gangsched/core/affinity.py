@@ -22,8 +22,8 @@ Contract:
   the nodes of the domains those changes touch (None: every node, the first-pod rule's total moved), which
   core/capacity.py recomputes.
 - `one_per_domain(cls)`: the message part for a class that anti-matches itself ("one pod per <key>").
-- `coupled(cls)`: placing a pod of the class can lower other nodes' limits (its own terms), or move their
-  preference (its preferred terms, core/pod_score.py): pickers then read each node's count and order again.
+- `coupled(cls)`: placing a pod of the class can lower other nodes' limits (its own terms): pickers then check
+  each node's count again before placing.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def one_per_domain(cls: SchedulingClass) -> str | None:  # (namespace selectors 
 
 
 def coupled(cls: SchedulingClass) -> bool:
-    return bool(cls.affinity or cls.anti_affinity or cls.pod_preferred)
+    return bool(cls.affinity or cls.anti_affinity)
 
 
 def _domain(c: Counter, key: str, value: str, overlay: Overlay | None) -> int:

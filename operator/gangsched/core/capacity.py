@@ -21,7 +21,8 @@ Contract (used by core/scheduler.py only):
   recomputes what every change of the cycle names).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
 (-preference, -count): emptiest first. Preference: core/matching.py `preference`, plus core/pod_score.py's score
-for a class with preferred pod affinity terms, kept up to date (indexes and views) like a domain filter's limit.
+for a class with preferred pod affinity terms, kept up to date by the index like a domain filter's limit (over the
+store's pods: the views do not move it; core/score_place.py adds the cycle's placements per domain).
 """
 
 from __future__ import annotations
@@ -102,14 +103,14 @@ def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
 
 
 class ClassIndex:
-    __slots__ = ("aff", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread")
+    __slots__ = ("aff", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread", "watch")
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
         self.filters = filters_for(cls)
         self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
-        if pod_score.SCORER.applies(cls):  # and its preference (core/pod_score.py)
-            self.aff += (pod_score.SCORER,)
+        scored = pod_score.SCORER.applies(cls)  # and its preference (core/pod_score.py): the index follows it
+        self.watch = (*self.aff, pod_score.SCORER) if scored else self.aff
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -161,14 +162,14 @@ class ClassIndex:
         if log is None:
             return None
         self.counts_at = (gen, owners_gen, counts.log_end())
-        return touched_by(self.aff, self.cls, counts, log) if log else set()
+        return touched_by(self.watch, self.cls, counts, log) if log else set()
 
     def sync(self, cluster: StoreView) -> None:
         end = cluster.log_end()
-        if self.gen == cluster.static_gen and self.pos == end and not self.aff:
+        if self.gen == cluster.static_gen and self.pos == end and not self.watch:
             return
         log = cluster.changes_since(self.pos) if self.gen == cluster.static_gen else None
-        more = self._domain_changes(cluster) if self.aff and log is not None else set()
+        more = self._domain_changes(cluster) if self.watch and log is not None else set()
         if log is None or more is None:
             self._rebuild(cluster)
             return
@@ -214,12 +215,11 @@ def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> Cl
 class ClassView:
     """A copy-on-write view of a ClassIndex reflecting the workspace's tentative usage."""
 
-    __slots__ = ("_owned", "buckets", "count", "idx", "pref")
+    __slots__ = ("_owned", "buckets", "count", "idx")
 
     def __init__(self, idx: ClassIndex) -> None:
         self.idx = idx
         self.count: dict[str, int] = {}  # overrides of idx.count
-        self.pref: dict[str, int] = {}  # overrides of idx.pref (the pod affinity score moved)
         self.buckets: dict[Key, dict[str, None]] = dict(idx.buckets)
         self._owned: set[Key] = set()
 
@@ -237,18 +237,14 @@ class ClassView:
             b = self.buckets[k] = {}
         return b
 
-    def set_count(self, node: str, c: int, new: int | None = None) -> None:
-        """The node's count (and preference, `new` None: unchanged) for the class in this view."""
-        pref = self.pref.get(node)
-        if pref is None and (pref := self.idx.pref.get(node)) is None:
+    def set_count(self, node: str, c: int) -> None:
+        pref = self.idx.pref.get(node)
+        if pref is None:
             return
         old = self.count_of(node)
-        new = pref if new is None else new
-        if old == c and new == pref:
+        if old == c:
             return
         self.count[node] = c
-        if new != pref:
-            self.pref[node] = new
         spread = self.idx.spread
         if old:
             k = _key(spread, pref, old)
@@ -258,7 +254,7 @@ class ClassView:
                 del self.buckets[k]
                 self._owned.discard(k)
         if c:
-            self._bucket(_key(spread, new, c))[node] = None
+            self._bucket(_key(spread, pref, c))[node] = None
 
     def ordered(self) -> Iterator[tuple[str, int]]:
         """(node, count) by ascending score key, skipping nodes that are full. Do not mutate while iterating."""
@@ -312,7 +308,7 @@ class Workspace:
         c = fit_count(idx.cls.requests, rec.allocatable, self.cluster.used.get(node), self.extra.get(node))
         if idx.filters and c:
             c = min(c, limit(idx.filters, idx.cls, node, self.usage))
-        v.set_count(node, c, _pref(idx.cls, rec, self.usage) if idx.cls.pod_preferred else None)
+        v.set_count(node, c)
 
     def _change(self, u: _Undo, sign: int) -> None:
         node = u.node

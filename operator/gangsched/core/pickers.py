@@ -5,10 +5,10 @@ scheduling class, in order) takes capacity in the workspace: binpack takes the f
 it can; spread deals one pod per node round the emptiest nodes; preferred affinity and PreferNoSchedule taints
 rank first (the order of core/capacity.py's ClassIndex buckets); `partial=False` stops at the first batch short;
 `only`: the nodes allowed (None: every node). A class with pod affinity terms (core/affinity.py `coupled`) is
-placed node by node, each count read again after the previous placement (pod by pod with preferred terms: each
-placement moves the scores, core/pod_score.py). A class with DoNotSchedule topology
+placed node by node, each count read again after the previous placement. A class with DoNotSchedule topology
 spread constraints is placed one pod at a time in that order by core/spread_place.py (each pod where the skew
-allows it).
+allows it); else a class with preferred pod affinity terms is placed pod by pod by core/score_place.py (each
+placement moves the scores of its domains).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from gangsched.core.affinity import coupled
 from gangsched.core.capacity import ClassView
 from gangsched.core.messages import Shortfall
 from gangsched.core.records import PodRecord, SchedulingClass
+from gangsched.core.score_place import pick_scored
 from gangsched.core.session import CycleSession
 from gangsched.core.spread_place import pick_spread
 
@@ -38,6 +39,8 @@ def place_batches(
         why = None
         if cls.spread:
             chosen, why = pick_spread(session, view, cls, len(members), only)
+        elif cls.pod_preferred:
+            chosen = pick_scored(session, view, cls, len(members), only)
         elif session.workspace.spread:
             chosen = _pick_spread(session, view, cls, len(members), only)
         else:
@@ -65,7 +68,7 @@ def _pick_binpack(
     remaining = need
     if coupled(cls):  # a placement may lower other nodes' counts (pod affinity): look again after each
         while remaining and (first := next(iter(_ordered(view, only)), None)) is not None:
-            count = 1 if cls.pod_preferred else min(first[1], remaining)  # a score moves with each pod
+            count = min(first[1], remaining)
             session.workspace.place(first[0], cls.requests, count, cls.host_ports, cls=cls)
             out.append((first[0], count))
             remaining -= count

@@ -13,6 +13,7 @@ Contract:
   affinity and taint preference as it is.
 - Not counted (documented in the README): the symmetric part of scoring.go, existing pods' own preferred terms
   (and required affinity terms, hardPodAffinityWeight) that match the incoming pod.
+- `terms(cls, counts)`: (signed weight, Counter, topology key) per term (core/score_place.py reads them).
 - `PodPreference`: the capacity indexes' hook (a `NodeFilter`, core/filters.py, that never limits):
   `applies(cls)` when the class has preferred terms; `touched(cls, counts, changes)`: the nodes of the domains
   the counts' changes touch, whose score the indexes then recompute (a placement in a zone re-scores the zone).
@@ -49,6 +50,11 @@ def _state(cls: SchedulingClass, counts: PodCounts) -> _State:
         )
         st = counts.memo[(NAME, cls.id)] = _State(terms, counts.gen)
     return st
+
+
+def terms(cls: SchedulingClass, counts: PodCounts) -> tuple[tuple[int, Counter, str], ...]:
+    """The class's terms as (signed weight, the counter of the pods matching it, topology key)."""
+    return _state(cls, counts).terms
 
 
 def score(cls: SchedulingClass, labels: Mapping[str, str], usage: Usage) -> int:
