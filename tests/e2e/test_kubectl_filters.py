@@ -184,3 +184,38 @@ async def test_preferred_anti_affinity_spreads_the_members_and_is_not_reported(t
         assert len(set(placed.values())) == 2, placed
         events = [e for name in ("soft", "soft-0", "soft-1") for e in await events_for(k, name)]
         assert not [e for e in events if e["reason"] == "Unsupported"], events
+
+
+async def test_required_pod_affinity_puts_the_gang_in_the_domain_of_the_pod_it_follows(three_nodes: Cluster) -> None:
+    """interpodaffinity/filtering.go satisfyPodAffinity: every member needs a pod matching its term in the node's
+    kubernetes.io/hostname domain, here another scheduler's pod bound to node-2 (binpacking alone would start on
+    node-0); a pod whose term matches no pod anywhere (and not itself) waits, naming the plugin."""
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        anchor = pod("db", labels={"app": "db"}, scheduler="default-scheduler")
+        anchor["spec"]["nodeName"] = "node-2"
+        term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+        members = []
+        for i in range(3):
+            obj = pod(f"near-{i}", group="near", gpu=1)
+            obj["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            members.append(obj)
+        lonely = pod("lonely", gpu=1)
+        nowhere = {"labelSelector": {"matchLabels": {"app": "nowhere"}}, "topologyKey": "kubernetes.io/hostname"}
+        lonely["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [nowhere]}}
+        await apply(three_nodes, anchor, podgroup("near", min_member=3), *members, lonely)
+
+        async def three_bound() -> dict[str, str] | None:
+            placed = {n: node for n, node in bound(await pods(k)).items() if n.startswith("near-")}
+            return placed if len(placed) == 3 else None
+
+        placed = await eventually(three_bound, what="the three members bound")
+        assert set(placed.values()) == {"node-2"}, placed
+
+        async def explained() -> bool:
+            shown = json.loads(await kubectl(three_nodes, "get", "pod", "lonely", "-o", "json"))
+            conditions = shown["status"].get("conditions") or []
+            return any("InterPodAffinity: pod affinity" in c.get("message", "") for c in conditions)
+
+        await eventually(explained, what="the pod without a matching pod names InterPodAffinity")
+        assert "lonely" not in bound(await pods(k))
