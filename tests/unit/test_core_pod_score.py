@@ -268,3 +268,24 @@ def test_a_weight_out_of_range_names_the_field(weight: object) -> None:
     assert err.value.field == (
         "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"
     )
+
+
+def test_the_ranking_follows_pods_that_come_and_go_between_cycles() -> None:
+    """The class index is kept across cycles: matching pods bound in a region later move the next pod of the same
+    class to that region, to its node that holds none of them (re-ranked through the counts' change log,
+    core/pod_counts.py, not the node's own usage), and their deletion moves the ranking back."""
+    c = SchedulerState()
+    for node, labels in (("china", CHINA), ("india", INDIA), ("india-2", INDIA)):
+        c.upsert_node(node_from_api(node_obj(node, labels=labels)))
+    spread = SchedulerConfig(score_strategy="spread")
+    _add(c, "s1-china", S1, ours=False, node="china", phase="Running")
+    first = _add(c, "p0", {}, STAY_S1_REGION)
+    assert step(c, spread, 0.0).bindings == [(first, "china")]
+    for i in range(3):  # India now holds more S1 pods than China (the bound p0 has no S1 label)
+        _add(c, f"s1-india-{i}", S1, ours=False, node="india", phase="Running")
+    second = _add(c, "p1", {}, STAY_S1_REGION)
+    assert step(c, spread, 1.0).bindings == [(second, "india-2")]  # the emptiest of the region
+    for i in range(3):
+        c.remove_pod(f"default/s1-india-{i}")
+    third = _add(c, "p2", {}, STAY_S1_REGION)
+    assert step(c, spread, 2.0).bindings == [(third, "china")]
