@@ -1,7 +1,8 @@
 """Benchmarks of the scheduling core: decision time, drain rate, independence from bound pods,
 memory per cached pod and node, pod anti-affinity. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
 core.bound100k_ratio, core.recheck_reserved1000_ms, core.bytes_per_pod, core.bytes_per_node,
-core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py)."""
+core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py), core.prefaffinity_gang256_ms
+(bench/prefaff_core.py)."""
 
 from __future__ import annotations
 
@@ -310,6 +311,10 @@ def main() -> None:
 
     log("core: a 256-pod gang with a zone spread constraint, 100k matching bound pods")
     bench_spread_gang256()
+    from bench.prefaff_core import bench_preferred_gang256  # (imports this module)
+
+    log("core: a 256-pod gang with preferred pod affinity (zone) and anti-affinity (hostname), 100k bound")
+    bench_preferred_gang256()
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ Contract:
   allowed, None: every node). With the `spread` score strategy a node that took a pod goes behind the others of its
   group (one pod per node per round).
 - Cost: nodes are grouped by their values of the terms' topology keys (a group shares its score); the groups sit in
-  a heap keyed by their best node, and a placement re-keys only the groups of the domains it touches (one group for
-  a hostname term, a zone's groups for a zone term): the view's nodes once, then O(touched groups x log groups) per
-  pod, never a pass over every node per pod.
+  a heap keyed by their best node, and a placement re-keys only its own group and the groups of the domains it
+  moves (of the terms the class matches itself: one group for a hostname term, a zone's groups for a zone term):
+  the view's nodes once, then O(touched groups x log groups) per pod, never a pass over every node per pod.
 """
 
 from __future__ import annotations
@@ -35,8 +35,14 @@ class _Groups:
     def __init__(self, session: CycleSession, view: ClassView, cls: SchedulingClass, only: Container[str] | None):
         self.ws = session.workspace
         self.view = view
-        self.terms = pod_score.terms(cls, self.ws.overlay.base)
+        counts = self.ws.overlay.base
+        self.terms = pod_score.terms(cls, counts)
         self.keys = tuple(sorted({key for _, _, key in self.terms}))
+        own = dict(cls.labels)  # the keys whose domains the class's own pods move: its terms that match it
+        moved = {
+            t.topology_key for _, t in cls.pod_preferred if t.selector.matches(cls.namespace, own, counts.namespaces)
+        }
+        self.moved = tuple(i for i, key in enumerate(self.keys) if key in moved)
         self.nodes = session.store.nodes
         self.groups: dict[Sig, deque[str]] = {}
         for name, _ in view.ordered():
@@ -78,8 +84,8 @@ class _Groups:
     def touched(self, node: str, sig: Sig) -> set[Sig]:
         out = {sig}
         labels = self.nodes[node].labels
-        for i, key in enumerate(self.keys):
-            value = labels.get(key)
+        for i in self.moved:
+            value = labels.get(self.keys[i])
             if value is not None:
                 out.update(self.by_value.get((i, value), ()))
         return out
