@@ -2,7 +2,8 @@
 memory per cached pod and node, pod anti-affinity. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
 core.bound100k_ratio, core.recheck_reserved1000_ms, core.bytes_per_pod, core.bytes_per_node,
 core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py), core.deadlock_check_ms
-(bench/deadlock_core.py), core.health_watched1000_ms (bench/health_core.py)."""
+(bench/deadlock_core.py), core.health_watched1000_ms (bench/health_core.py), core.prefaffinity_gang256_ms
+(bench/prefaff_core.py)."""
 
 from __future__ import annotations
 
@@ -320,6 +321,11 @@ def main() -> None:
 
     log("core: runtime gang health, 1000 running gangs of 8 watched")
     bench_health_watched1000()
+
+    from bench.prefaff_core import bench_preferred_gang256  # (imports this module)
+
+    log("core: a 256-pod gang with preferred pod affinity (zone) and anti-affinity (hostname), 100k bound")
+    bench_preferred_gang256()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """kube-scheduler's pod constraints for our pods, end to end with the real kubectl (issue 13 "Why": scheduling
-gates ignored, hostPort ignored, required pod anti-affinity silently violated).
+gates ignored, hostPort ignored, required pod anti-affinity silently violated; preferred terms: evaluated).
 
 Oracles: KEP-3521 (pod scheduling readiness; kube-apiserver pkg/registry/core/pod/strategy.go
 applySchedulingGatedCondition sets PodScheduled=False reason SchedulingGated on create), kube-scheduler
 pkg/scheduler/framework/plugins/nodeports (two pods asking for the same hostPort never share a node) and
-interpodaffinity/filtering.go (required anti-affinity on kubernetes.io/hostname: one matching pod per node).
+interpodaffinity/filtering.go (required anti-affinity on kubernetes.io/hostname: one matching pod per node) and
+scoring.go (preferred anti-affinity subtracts its weight per matching pod in the domain).
 """
 
 from __future__ import annotations
@@ -160,7 +161,10 @@ async def test_required_anti_affinity_gang_larger_than_the_nodes_waits_with_a_me
         assert not bound(await pods(k))  # Strict: nothing of the gang is bound while 3 nodes take 3 of 4
 
 
-async def test_preferred_anti_affinity_is_placed_and_reported_once(three_nodes: Cluster) -> None:
+async def test_preferred_anti_affinity_spreads_the_members_and_is_not_reported(three_nodes: Cluster) -> None:
+    """interpodaffinity/scoring.go: a preferred anti-affinity term subtracts its weight for every matching pod in
+    the node's domain, so two members that avoid each other by hostname go to two nodes (binpacking alone would
+    put both on one 8-GPU node), and nothing is reported unsupported any more."""
     k = three_nodes.client
     async with replica(three_nodes.kubeconfig):
         members = []
@@ -172,21 +176,46 @@ async def test_preferred_anti_affinity_is_placed_and_reported_once(three_nodes: 
             members.append(obj)
         await apply(three_nodes, podgroup("soft", min_member=2), *members)
 
-        async def both_bound() -> bool:
-            return len(bound(await pods(k))) == 2
+        async def both_bound() -> dict[str, str] | None:
+            found = bound(await pods(k))
+            return found if len(found) == 2 else None
 
-        await eventually(both_bound, what="placed without the preferred term")
-        fields = "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-        message = f"unsupported: {fields} (gangsched does not evaluate it yet)"
+        placed = await eventually(both_bound, what="both members bound")
+        assert len(set(placed.values())) == 2, placed
+        events = [e for name in ("soft", "soft-0", "soft-1") for e in await events_for(k, name)]
+        assert not [e for e in events if e["reason"] == "Unsupported"], events
 
-        async def reported() -> list[dict[str, Any]] | None:
-            found = [
-                e for name in ("soft", "soft-0") for e in await events_for(k, name) if e["reason"] == "Unsupported"
-            ]
-            return found if len(found) >= 2 else None
 
-        pg_event, pod_event = await eventually(reported, what="a Warning on the PodGroup and on the pod")
-        assert pg_event["message"] == message and pg_event["type"] == "Warning"
-        assert pod_event["message"] == message and pod_event.get("count", 1) == 1
-        described = await kubectl(three_nodes, "describe", "podgroup", "soft")
-        assert "gangsched does not evaluate it yet" in described
+async def test_required_pod_affinity_puts_the_gang_in_the_domain_of_the_pod_it_follows(three_nodes: Cluster) -> None:
+    """interpodaffinity/filtering.go satisfyPodAffinity: every member needs a pod matching its term in the node's
+    kubernetes.io/hostname domain, here another scheduler's pod bound to node-2 (binpacking alone would start on
+    node-0); a pod whose term matches no pod anywhere (and not itself) waits, naming the plugin."""
+    k = three_nodes.client
+    async with replica(three_nodes.kubeconfig):
+        anchor = pod("db", labels={"app": "db"}, scheduler="default-scheduler")
+        anchor["spec"]["nodeName"] = "node-2"
+        term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+        members = []
+        for i in range(3):
+            obj = pod(f"near-{i}", group="near", gpu=1)
+            obj["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            members.append(obj)
+        lonely = pod("lonely", gpu=1)
+        nowhere = {"labelSelector": {"matchLabels": {"app": "nowhere"}}, "topologyKey": "kubernetes.io/hostname"}
+        lonely["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [nowhere]}}
+        await apply(three_nodes, anchor, podgroup("near", min_member=3), *members, lonely)
+
+        async def three_bound() -> dict[str, str] | None:
+            placed = {n: node for n, node in bound(await pods(k)).items() if n.startswith("near-")}
+            return placed if len(placed) == 3 else None
+
+        placed = await eventually(three_bound, what="the three members bound")
+        assert set(placed.values()) == {"node-2"}, placed
+
+        async def explained() -> bool:
+            shown = json.loads(await kubectl(three_nodes, "get", "pod", "lonely", "-o", "json"))
+            conditions = shown["status"].get("conditions") or []
+            return any("InterPodAffinity: pod affinity" in c.get("message", "") for c in conditions)
+
+        await eventually(explained, what="the pod without a matching pod names InterPodAffinity")
+        assert "lonely" not in bound(await pods(k))

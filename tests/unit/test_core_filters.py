@@ -261,27 +261,6 @@ def test_dra_claims_hold_a_pod_alone() -> None:
     assert not step(c, CFG, 100.0).events
 
 
-@pytest.mark.parametrize(
-    ("spec", "field"),
-    [
-        (
-            {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}}},
-            "spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution",
-        ),
-    ],
-)
-def test_preferred_pod_affinity_is_placed_and_reported_once(spec: dict[str, Any], field: str) -> None:
-    c = SchedulerState()
-    add_nodes(c, 2, gpu=8)
-    keys = add_gang(c, "g", 2, gpu=1, spec_extra=spec)
-    plan = step(c, CFG, 0.0)
-    assert sorted(k for k, _ in plan.bindings) == keys
-    warnings = [e for e in plan.events if e.reason == "Unsupported"]
-    assert sorted((e.kind, e.name) for e in warnings) == [("Pod", "g-0"), ("Pod", "g-1"), ("PodGroup", "g")]
-    assert all(e.message == f"unsupported: {field} (gangsched does not evaluate it yet)" for e in warnings)
-    assert not step(c, CFG, 1.0).events  # once
-
-
 def test_do_not_schedule_spread_is_evaluated_not_held() -> None:
     """DoNotSchedule spread constraints are evaluated (tests/unit/test_core_pod_spread.py): nodes without the
     topology key are no candidates, and the gang says so instead of "unsupported"."""

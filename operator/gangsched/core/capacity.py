@@ -20,7 +20,9 @@ Contract (used by core/scheduler.py only):
   views of classes with domain filters then recompute the nodes those filters name (a view created later
   recomputes what every change of the cycle names).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread
-(-preference, -count): emptiest first.
+(-preference, -count): emptiest first. Preference: core/matching.py `preference`, plus core/pod_score.py's score
+for a class with preferred pod affinity terms, kept up to date by the index like a domain filter's limit (over the
+store's pods: the views do not move it; core/score_place.py adds the cycle's placements per domain).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core import affinity
+from gangsched.core import affinity, pod_score
 from gangsched.core.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
 from gangsched.core.matching import preference, static_block
 from gangsched.core.pod_counts import Change, Overlay, PodCounts, PodInfo
@@ -70,6 +72,19 @@ def _key(spread: bool, pref: int, count: int) -> Key:
     return (-pref, -count if spread else count)
 
 
+def _drop(buckets: dict[Key, dict[str, None]], k: Key, node: str) -> None:
+    b = buckets[k]
+    del b[node]
+    if not b:
+        del buckets[k]
+
+
+def _pref(cls: SchedulingClass, node: NodeRecord, usage: Usage) -> int:
+    """The node's preference for the class: preferred node affinity and taints, plus the pod affinity score."""
+    pref = preference(cls, node) if (cls.preferred or node.taints) else 0
+    return pref + pod_score.score(cls, node.labels, usage) if cls.pod_preferred else pref
+
+
 def touched_by(
     filters: tuple[NodeFilter, ...], cls: SchedulingClass, counts: PodCounts, changes: list[Change]
 ) -> set[str] | None:
@@ -88,12 +103,14 @@ def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
 
 
 class ClassIndex:
-    __slots__ = ("aff", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread")
+    __slots__ = ("aff", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread", "watch")
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
         self.filters = filters_for(cls)
         self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
+        scored = pod_score.SCORER.applies(cls)  # and its preference (core/pod_score.py): the index follows it
+        self.watch = (*self.aff, pod_score.SCORER) if scored else self.aff
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -109,7 +126,7 @@ class ClassIndex:
         self.buckets = {}
         req = cls.requests
         used = cluster.used
-        simple = not cls.constrained and not cls.tolerations and not cls.preferred
+        simple = not cls.constrained and not cls.tolerations and not cls.preferred and not cls.pod_preferred
         filters = self.filters
         usage = _usage(cluster)
         counts = cluster.pod_counts
@@ -120,7 +137,7 @@ class ClassIndex:
             else:
                 if static_block(cls, node) is not None:
                     continue
-                pref = preference(cls, node) if (cls.preferred or node.taints) else 0
+                pref = _pref(cls, node, usage)
             self.pref[name] = pref
             c = fit_count(req, node.allocatable, used.get(name))
             if filters and c:
@@ -145,21 +162,21 @@ class ClassIndex:
         if log is None:
             return None
         self.counts_at = (gen, owners_gen, counts.log_end())
-        return touched_by(self.aff, self.cls, counts, log) if log else set()
+        return touched_by(self.watch, self.cls, counts, log) if log else set()
 
     def sync(self, cluster: StoreView) -> None:
         end = cluster.log_end()
-        if self.gen == cluster.static_gen and self.pos == end and not self.aff:
+        if self.gen == cluster.static_gen and self.pos == end and not self.watch:
             return
         log = cluster.changes_since(self.pos) if self.gen == cluster.static_gen else None
-        more = self._domain_changes(cluster) if self.aff and log is not None else set()
+        more = self._domain_changes(cluster) if self.watch and log is not None else set()
         if log is None or more is None:
             self._rebuild(cluster)
             return
         changed = set(log)
         changed.update(more)
         self.pos = end
-        req = self.cls.requests
+        cls = self.cls
         filters = self.filters
         usage = _usage(cluster)
         for name in changed:
@@ -167,25 +184,18 @@ class ClassIndex:
             if pref is None:
                 continue
             node = cluster.nodes[name]
-            c = fit_count(req, node.allocatable, cluster.used.get(name))
+            c = fit_count(cls.requests, node.allocatable, cluster.used.get(name))
             if filters and c:
-                c = min(c, limit(filters, self.cls, name, usage))
+                c = min(c, limit(filters, cls, name, usage))
             old = self.count[name]
-            if c == old:
+            new = _pref(cls, node, usage) if cls.pod_preferred else pref
+            if c == old and new == pref:
                 continue
-            self.count[name] = c
+            self.count[name], self.pref[name] = c, new
             if old:
-                k = _key(self.spread, pref, old)
-                b = self.buckets[k]
-                del b[name]
-                if not b:
-                    del self.buckets[k]
+                _drop(self.buckets, _key(self.spread, pref, old), name)
             if c:
-                k = _key(self.spread, pref, c)
-                b2 = self.buckets.get(k)
-                if b2 is None:
-                    b2 = self.buckets[k] = {}
-                b2[name] = None
+                self.buckets.setdefault(_key(self.spread, new, c), {})[name] = None
 
 
 def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> ClassIndex:

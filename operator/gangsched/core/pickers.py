@@ -7,7 +7,8 @@ rank first (the order of core/capacity.py's ClassIndex buckets); `partial=False`
 `only`: the nodes allowed (None: every node). A class with pod affinity terms (core/affinity.py `coupled`) is
 placed node by node, each count read again after the previous placement. A class with DoNotSchedule topology
 spread constraints is placed one pod at a time in that order by core/spread_place.py (each pod where the skew
-allows it).
+allows it); else a class with preferred pod affinity terms is placed pod by pod by core/score_place.py (each
+placement moves the scores of its domains).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gangsched.core.affinity import coupled
 from gangsched.core.capacity import ClassView
 from gangsched.core.messages import Shortfall
 from gangsched.core.records import PodRecord, SchedulingClass
+from gangsched.core.score_place import pick_scored
 from gangsched.core.session import CycleSession
 from gangsched.core.spread_place import pick_spread
 
@@ -37,6 +39,8 @@ def place_batches(
         why = None
         if cls.spread:
             chosen, why = pick_spread(session, view, cls, len(members), only)
+        elif cls.pod_preferred:
+            chosen = pick_scored(session, view, cls, len(members), only)
         elif session.workspace.spread:
             chosen = _pick_spread(session, view, cls, len(members), only)
         else:

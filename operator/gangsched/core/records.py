@@ -8,11 +8,12 @@ Contract:
   (seconds), its declared run time and start time (core/starvation.py), its labels (sorted pairs: pod selectors
   match them, core/pod_counts.py) and its `SchedulingClass`.
 - `scheduling_class(requests, *, node_selector, required, preferred, tolerations, host_ports, affinity,
-  anti_affinity, spread)`: the constraints and requests of a pod interned into a `SchedulingClass` (same
-  constraints -> the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility
+  anti_affinity, spread, pod_preferred)`: the constraints and requests of a pod interned into a `SchedulingClass`
+  (same constraints -> the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility
   is computed once per class, and records share the class's dicts instead of holding their own. Required pod
   affinity and anti-affinity terms (`PodTerm`, core/pod_counts.py) are part of the class; `spread`: the topology
-  spread constraints (core/pod_spread.py; with the pod's namespace and selfMatch).
+  spread constraints (core/pod_spread.py; with the pod's namespace and selfMatch); `pod_preferred`: the preferred
+  pod affinity terms as (weight, term), anti-affinity ones with a negative weight (core/pod_score.py).
 - `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
   pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
   (`projected(pod)`; the store applies it to our pods, core/store.py), so pod selectors can match a class.
@@ -102,6 +103,7 @@ class SchedulingClass:
     affinity: tuple[PodTerm, ...] = ()  # required pod affinity terms (core/affinity.py)
     anti_affinity: tuple[PodTerm, ...] = ()  # required pod anti-affinity terms
     spread: tuple[SpreadConstraint, ...] = ()  # topology spread constraints (core/pod_spread.py)
+    pod_preferred: tuple[tuple[int, PodTerm], ...] = ()  # preferred pod (anti-)affinity, anti negative (pod_score)
     namespace: str = ""  # the pods' namespace, once some selector reads pods (see `with_labels`)
     labels: Labels = ()  # the pods' labels that some selector reads
 
@@ -125,12 +127,13 @@ def scheduling_class(
     affinity: tuple[PodTerm, ...] = (),
     anti_affinity: tuple[PodTerm, ...] = (),
     spread: tuple[SpreadConstraint, ...] = (),
+    pod_preferred: tuple[tuple[int, PodTerm], ...] = (),
 ) -> SchedulingClass:
     """The interned class of these requests and constraints (process-wide table; ids are never reused)."""
     req = dict(requests)
     req.setdefault(PODS, 1)
     key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations, host_ports)
-    return _intern((*key, affinity, anti_affinity, spread, "", ()), req)
+    return _intern((*key, affinity, anti_affinity, spread, pod_preferred, "", ()), req)
 
 
 def _intern(key: tuple[Any, ...], req: Mapping[str, int]) -> SchedulingClass:

@@ -9,12 +9,11 @@ Contract:
   scheduling.gangsched.io/expected-duration, the shorter) and status.startTime (`started`), and the scheduling
   constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them, required pod affinity/anti-affinity terms, models/pod_affinity.py, the topology spread constraints,
-  models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
+  them, pod affinity/anti-affinity terms, required and preferred, models/pod_affinity.py, the topology spread
+  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
-  evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims; preferred pod
-  affinity terms are only reported). Volumes are not read here: the cache applies a pod's claims
-  (state/volumes.py, models/volumes.py). No raw API dict is kept.
+  evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims). Volumes are not
+  read here: the cache applies a pod's claims (state/volumes.py, models/volumes.py). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
@@ -136,16 +135,8 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
 
 def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     """(field paths of the constraints gangsched does not evaluate, whether one of them is required)."""
-    found: list[str] = []
+    found: list[str] = []  # pod affinity, required and preferred: models/pod_affinity.py
     holds = False
-    affinity = spec.get("affinity")
-    if isinstance(affinity, Mapping):
-        for kind in ("podAffinity", "podAntiAffinity"):
-            terms = affinity.get(kind)
-            if not isinstance(terms, Mapping):
-                continue
-            if terms.get(_PREFERRED):  # required terms: models/pod_affinity.py
-                found.append(f"spec.affinity.{kind}.{_PREFERRED}")
     if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
         found.append("spec.resourceClaims")
         holds = True
@@ -323,8 +314,9 @@ def pod_from_api(
         affinity=terms.affinity,
         anti_affinity=terms.anti,
         spread=spread,
+        pod_preferred=terms.preferred,
     )
-    maybe = "affinity" in spec or "resourceClaims" in spec
+    maybe = "resourceClaims" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(

@@ -1,10 +1,12 @@
-"""Required pod affinity and anti-affinity terms of a pod spec, parsed into the core's `PodTerm`s
+"""Pod affinity and anti-affinity terms (required and preferred) of a pod spec, parsed into the core's `PodTerm`s
 (core/pod_counts.py), as kube-scheduler reads them (pkg/scheduler/framework/types.go newAffinityTerm).
 
 Contract:
-- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti)`: the required terms of
-  spec.affinity.podAffinity and .podAntiAffinity. A term's namespaces: `namespaces`, plus those whose labels
-  `namespaceSelector` matches (`{}`: every namespace); neither given: the pod's own namespace
+- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti, preferred)`: the required terms
+  of spec.affinity.podAffinity and .podAntiAffinity, and their preferred terms as (weight, term) (weight 1-100,
+  as the apiserver validates it; anti-affinity terms with the weight negated, as scoring.go subtracts them).
+  A term's namespaces: `namespaces`, plus those whose labels `namespaceSelector` matches (`{}`: every
+  namespace); neither given: the pod's own namespace
   (types.go getNamespacesFromPodAffinityTerm). A nil `labelSelector` matches nothing.
   `matchLabelKeys` / `mismatchLabelKeys` are merged into the selector from the pod's own labels (`key In
   (value)` / `key NotIn (value)`, a key the pod lacks is skipped, nothing with a nil selector), as the
@@ -29,11 +31,13 @@ from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import label_selector
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 class PodAffinity(NamedTuple):
     affinity: tuple[PodTerm, ...]
     anti: tuple[PodTerm, ...]
+    preferred: tuple[tuple[int, PodTerm], ...] = ()  # (weight, term), anti-affinity terms with a negative weight
 
 
 def _keys(raw: Any, *, field: str) -> tuple[str, ...]:
@@ -85,7 +89,27 @@ def _terms(affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mappi
     return tuple(_term(raw, namespace, labels, field=f"{where}.{REQUIRED}[{i}]") for i, raw in enumerate(raw_terms))
 
 
+def _weighted(
+    affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str]
+) -> list[tuple[int, PodTerm]]:
+    where = f"spec.affinity.{kind}.{PREFERRED}"
+    raw_terms = as_list(as_object(affinity.get(kind), field=f"spec.affinity.{kind}").get(PREFERRED), field=where)
+    sign = -1 if kind == "podAntiAffinity" else 1
+    out: list[tuple[int, PodTerm]] = []
+    for i, raw in enumerate(raw_terms):
+        item = as_object(raw, field=f"{where}[{i}]")
+        weight = item.get("weight")
+        if type(weight) is not int or not 1 <= weight <= 100:  # validation.go validateWeightedPodAffinityTerms
+            raise InvalidField(f"{where}[{i}].weight", weight, "must be an integer in the range 1-100")
+        term = item.get("podAffinityTerm")
+        out.append((sign * weight, _term(term, namespace, labels, field=f"{where}[{i}].podAffinityTerm")))
+    return out
+
+
 def pod_affinity(spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str]) -> PodAffinity:
     affinity = as_object(spec.get("affinity"), field="spec.affinity")
     aff = _terms(affinity, "podAffinity", namespace, labels)
-    return PodAffinity(aff, _terms(affinity, "podAntiAffinity", namespace, labels))
+    preferred = _weighted(affinity, "podAffinity", namespace, labels) + _weighted(
+        affinity, "podAntiAffinity", namespace, labels
+    )
+    return PodAffinity(aff, _terms(affinity, "podAntiAffinity", namespace, labels), tuple(preferred))
