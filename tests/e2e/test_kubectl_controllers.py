@@ -20,9 +20,7 @@ scheduler's pod (so n0 is alone in its unit):
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from gangsched.core.naming import natural_key
 from gangsched.sim.serve import Cluster, running_cluster
 from tests import controllers as ctl
 from tests import workloads as w
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, on_replica, pods, replica
 from tests.tools import need_tool
 
@@ -79,19 +78,6 @@ async def cluster() -> AsyncIterator[Cluster]:
         await kubectl(c, "apply", "-f", "-", input=json.dumps(configmap))
         await kubectl(c, "apply", "-f", "-", input=json.dumps(BLOCKER))  # n0 is the only free node of unit0
         yield c
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=input,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def kubectl_create(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:

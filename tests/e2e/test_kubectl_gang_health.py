@@ -13,15 +13,14 @@ pkg/cmd/wait/condition.go `ConditionalWait`: status.conditions[type].status == "
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -36,19 +35,6 @@ async def four() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=4, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=input,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:

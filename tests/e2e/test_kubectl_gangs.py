@@ -12,7 +12,6 @@ against the emulator; what kubectl shows is what a user sees.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -34,18 +34,6 @@ async def four_nodes() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=4, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def apply(cluster: Cluster, path: Path, *objs: dict[str, Any]) -> None:

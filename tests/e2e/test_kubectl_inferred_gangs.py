@@ -25,6 +25,7 @@ import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
 from tests import workloads as w
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, on_replica, pods, replica
 from tests.tools import need_tool
 
@@ -41,19 +42,6 @@ async def two_nodes() -> AsyncIterator[Cluster]:
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         await kubectl(cluster, "apply", "-f", str(ROOT / "tests" / "data" / "workload-crds.yaml"))
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=input,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def kubectl_gang(cluster: Cluster, *args: str) -> str:

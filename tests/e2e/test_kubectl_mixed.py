@@ -5,9 +5,7 @@ scheduling class"): manifests applied with `kubectl apply`, results read with `k
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,6 +13,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, pods, replica
 from tests.tools import need_tool
 
@@ -47,19 +46,6 @@ def _podgroup(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"minMember": min_member, **spec},
     }
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def _bound(cluster: Cluster, n: int) -> dict[str, str]:

@@ -12,15 +12,14 @@ the two units.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from typing import Any
 
 import pytest
 import yaml
 
-from gangsched.sim.serve import Cluster, running_cluster
+from gangsched.sim.serve import running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -34,19 +33,6 @@ TREE = [
 ]
 UNIT = {"n0": "unit0", "n1": "unit0", "n2": "unit1", "n3": "unit1"}
 KUBEFLOW = "training.kubeflow.org/"
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 def member(name: str, kind: str, index: int, *, gpu: int, cpu: str) -> dict[str, Any]:

@@ -5,9 +5,7 @@ pkg/controller/garbagecollector, through ownerReferences) and it does not come b
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import subprocess
 from collections.abc import AsyncIterator
 
 import pytest
@@ -15,6 +13,7 @@ import yaml
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import eventually, get_podgroup, on_replica, phase_of, pods, replica
 from tests.tools import need_tool
 
@@ -29,19 +28,6 @@ async def two_nodes() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=input,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 def gang_pods(gang: str, count: int, *, annotated: bool) -> str:

@@ -3,14 +3,13 @@ two-node emulator cluster, the operator in-process; what kubectl shows is what a
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -25,18 +24,6 @@ async def two_nodes() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whole(two_nodes: Cluster) -> None:

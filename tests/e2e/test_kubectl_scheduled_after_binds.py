@@ -12,9 +12,7 @@ The same claim through the API client: tests/integration/test_operator_partial_g
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +20,7 @@ import pytest
 
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -38,21 +37,8 @@ async def slow_binds() -> AsyncIterator[Cluster]:
         yield cluster
 
 
-async def kubectl(cluster: Cluster, *args: str, stdin: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
-
-
 async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 async def bound_count(cluster: Cluster) -> int:

@@ -14,8 +14,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,6 +21,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, events_for, eventually, get_podgroup, on_replica, pods, replica
 from tests.tools import need_tool
 
@@ -38,19 +37,6 @@ async def two_nodes() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=input,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 def ray_cluster(name: str, workers: int, *, cpu: str, scheduler: str | None = KUBERAY) -> str:

@@ -9,8 +9,6 @@ over three empty zones can only end 2/2/2.
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,6 +17,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -26,19 +25,6 @@ pytestmark = pytest.mark.e2e
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 ZONE = "topology.kubernetes.io/zone"
-
-
-async def kubectl(cluster: Cluster, *args: str, stdin: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 @pytest.fixture
@@ -71,7 +57,7 @@ async def test_gang_of_six_spreads_two_per_zone(three_zones: Cluster) -> None:
     async with replica(three_zones.kubeconfig):
         members = [member(f"spread-{i}", "spread") for i in range(6)]
         await kubectl(
-            three_zones, "apply", "-f", "-", stdin=yaml.safe_dump_all([podgroup("spread", min_member=6), *members])
+            three_zones, "apply", "-f", "-", input=yaml.safe_dump_all([podgroup("spread", min_member=6), *members])
         )
 
         async def six_bound() -> dict[str, str] | None:
@@ -92,7 +78,7 @@ async def test_gang_that_cannot_keep_the_skew_waits_naming_the_plugin(three_zone
     async with replica(three_zones.kubeconfig):
         members = [member(f"tight-{i}", "tight", minDomains=4) for i in range(6)]
         await kubectl(
-            three_zones, "apply", "-f", "-", stdin=yaml.safe_dump_all([podgroup("tight", min_member=6), *members])
+            three_zones, "apply", "-f", "-", input=yaml.safe_dump_all([podgroup("tight", min_member=6), *members])
         )
 
         async def explained() -> str | None:
@@ -115,7 +101,7 @@ async def test_node_taints_policy_honor_leaves_tainted_zone_out(three_zones: Clu
     async with replica(three_zones.kubeconfig):
         members = [member(f"honor-{i}", "honor", nodeTaintsPolicy="Honor") for i in range(4)]
         await kubectl(
-            three_zones, "apply", "-f", "-", stdin=yaml.safe_dump_all([podgroup("honor", min_member=4), *members])
+            three_zones, "apply", "-f", "-", input=yaml.safe_dump_all([podgroup("honor", min_member=4), *members])
         )
 
         async def four_bound() -> dict[str, str] | None:

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.test_kubectl_why13 import NODE, all_on_nodes, apply, kubectl, topology
+from tests.e2e.kubectl_run import kubectl
+from tests.e2e.test_kubectl_why13 import NODE, all_on_nodes, apply, topology
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 

@@ -6,9 +6,7 @@ unit2 (node8-11); 8-GPU nodes, pods asking 8 GPUs each.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +14,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, events_for, eventually, get_podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -103,19 +102,6 @@ async def story_cluster() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=0, node_resources=NODE, topology=TREE) as cluster:
         yield cluster
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def nodes_of(cluster: Cluster, prefix: str, count: int) -> list[str]:

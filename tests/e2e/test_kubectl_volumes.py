@@ -10,9 +10,7 @@ Bound on both through the status subresource).
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -36,21 +35,8 @@ async def three_nodes() -> AsyncIterator[Cluster]:
         yield cluster
 
 
-async def kubectl(cluster: Cluster, *args: str, stdin: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
-
-
 async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(objs))
+    await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(objs))
 
 
 def local_pv(name: str, node: str) -> dict[str, Any]:

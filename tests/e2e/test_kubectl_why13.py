@@ -25,9 +25,7 @@ emulator.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -35,6 +33,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -51,19 +50,6 @@ PRIORITY_CLASSES = [
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
     {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
 ]
-
-
-async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str:
-    result = await asyncio.to_thread(
-        subprocess.run,
-        ["kubectl", f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        input=input,
-    )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stdout}{result.stderr}"
-    return result.stdout
 
 
 async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
