@@ -1,6 +1,6 @@
 """Issue 13 "Why", after a crash / messages: "the PodGroup was written `Scheduled` before its bindings succeeded" and
 "a `Scheduled` event before the binds succeed", end to end with the real kubectl. Every pods/binding is answered
-8 s late (the emulator's latency fault: a loaded apiserver), so a burst's binds stay in flight; whenever kubectl
+5 s late (the emulator's latency fault: a loaded apiserver), so a burst's binds stay in flight; whenever kubectl
 first shows the PodGroup `Scheduled` (or `Running`), or a `Scheduled` event on it, every member is bound already.
 
 Oracles: scheduler-plugins' coscheduling PodGroup controller (pkg/controllers/podgroup_controller.go: the phase
@@ -32,7 +32,7 @@ NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 @pytest.fixture
 async def slow_binds() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
-    rule = parse_rule_spec("kind=latency,verb=create,resource=pods/binding,delay=8")
+    rule = parse_rule_spec("kind=latency,verb=create,resource=pods/binding,delay=5")
     async with running_cluster(nodes=4, node_resources=NODE, kubelet_start_delay=3600, faults=[rule]) as cluster:
         yield cluster
 
@@ -63,5 +63,5 @@ async def test_podgroup_says_scheduled_only_once_every_bind_succeeded(slow_binds
             )
             return phase or "event" if phase in ("Scheduled", "Running") or events.strip() else None
 
-        await eventually(said_scheduled, timeout=40, what="PodGroup g Scheduled (phase or event)")
+        await eventually(said_scheduled, timeout=90, what="PodGroup g Scheduled (phase or event)")
         assert await bound_count(slow_binds) == 4  # every binding had succeeded when it was said
