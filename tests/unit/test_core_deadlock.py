@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.plan import Plan
+from gangsched.core.plan import Plan, UnitBackoff
 from gangsched.core.podstate import RESERVED
+from gangsched.core.queue import SchedulingQueue
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
+from gangsched.core.units import UnitKey
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=8)
@@ -195,3 +197,17 @@ def test_the_record_names_what_was_released() -> None:
     c = two_halves()
     (d,) = step(c, CFG, 11.0).deadlocks
     assert d.held["nvidia.com/gpu"] == 16 and d.released == 2 and d.formed == 10.0
+
+
+def test_a_victims_release_wakes_no_backed_off_unit() -> None:
+    """Capacity freed by a deadlock victim is for the gangs of its cycle (attempted in the same cycle): it must not
+    end other units' backoffs, or the next gang in line reserves it, closes the knot again, and the scheduler loops
+    at one instant (found by the what-if replay: 100,000 cycles at t=49 without converging). A later free (a pod
+    ending) still ends them, as kube-scheduler requeues on cluster events."""
+    queue = SchedulingQueue()
+    unit = UnitKey.gang("ns/waiting")
+    queue.record_backoff(unit, UnitBackoff(attempts=3, until=60.0, failed_at=10.0), freed_gen=5)
+    assert queue.ready(unit, 20.0, freed_gen=6)  # capacity freed since: the backoff ends early
+    queue.rebase_freed(6)  # a victim's release (core/scheduler_state.py when the plan has deadlocks)
+    assert not queue.ready(unit, 20.0, freed_gen=6)
+    assert queue.ready(unit, 20.0, freed_gen=7) and queue.ready(unit, 60.0, freed_gen=6)

@@ -9,7 +9,8 @@ Contract:
   `record_waiting_reason` change it (from an applied Plan). A pod's state goes when it stops pending without
   having failed, or when it is removed (`forget_pod`); a gang's when the store forgets the gang.
 - `queued_gangs()`, `alone_pending()`: the pending units; `ready(unit, now, freed_gen)`: not backed off (a
-  backoff ends early when capacity was freed after it began, as kube-scheduler requeues on cluster events).
+  backoff ends early when capacity was freed after it began, as kube-scheduler requeues on cluster events);
+  `rebase_freed(freed_gen)`: capacity freed so far ends no backoff (a deadlock victim's release).
 - `waiting_since` of a unit: its first failure since it last succeeded (core/starvation.py ages gangs by it).
 - `holds`: capacity held for starving gangs (core/starvation.py), by gang; `apply_holds(changes)` records a
   plan's (None: the hold ended); a forgotten gang's hold goes with it.
@@ -135,6 +136,13 @@ class SchedulingQueue:
         st.freed_gen = freed_gen
         if st.waiting_since is None:
             st.waiting_since = backoff.failed_at
+
+    def rebase_freed(self, freed_gen: int) -> None:
+        """Capacity freed up to `freed_gen` ends no backoff (a deadlock victim's reservations: that capacity is for
+        the gangs of its cycle, already attempted in the cycle that released it, core/deadlock.py)."""
+        for table in (self._gang_units, self._pod_units):
+            for st in table.values():
+                st.freed_gen = max(st.freed_gen, freed_gen)
 
     def record_success(self, unit: UnitKey) -> None:
         st = self._state(unit)

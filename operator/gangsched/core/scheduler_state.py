@@ -247,6 +247,10 @@ class SchedulerState:
         self._apply_placements(plan)
         self._apply_gangs(plan)
         self._apply_units(plan)
+        if plan.deadlocks:  # the victims' capacity is for their cycles' gangs, not a wake-up for every backed-off unit
+            self.queue.rebase_freed(
+                self.store.freed_gen
+            )  # (else the next gang in line closes the knot again: a livelock)
         self.health.apply(plan.health)
 
     def _apply_nominations(self, plan: Plan) -> None:
