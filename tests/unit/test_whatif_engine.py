@@ -10,6 +10,7 @@ kube-scheduler's DefaultPreemption evicts lower-priority pods for a pending pod 
 
 from __future__ import annotations
 
+from gangsched.core.topology import Domain
 from gangsched.whatif.engine import JobResult, Replay, replay
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import make_policy
@@ -101,3 +102,24 @@ def test_every_policy_completes_a_feasible_workload_and_conserves_resources() ->
         assert all(j.end is not None for j in result.jobs), policy
         assert result.timeline[-1][1:] == (0, 0, 0, 0), policy  # everything given back at the end
         assert all(0 <= p[2] <= p[1] <= result.gpu_capacity for p in result.timeline), policy
+
+
+def test_the_placement_tier_is_the_one_the_core_reports() -> None:
+    domains = (  # two units of two nodes under one leaf
+        Domain(1, "u0", ("leaf",), ("n0", "n1")),
+        Domain(1, "u1", ("leaf",), ("n2", "n3")),
+        Domain(2, "leaf", (), ("u0", "u1")),
+    )
+    jobs = (
+        job("g", 0, 10, 2, 8, topology="hard", highest_tier=1),
+        job("h", 1, 10, 4, 8, topology="soft"),
+        job("x", 30, 10, 1, 1),
+    )
+    workload = Workload(jobs, nodes(4), domains)
+    result = {j.id: j for j in replay(workload, make_policy("gangsched", workload, 600.0)).jobs}
+    assert (result["g"].tier, result["g"].start) == (1, 0)  # within one unit
+    assert (result["h"].tier, result["h"].start) == (2, 10)  # needs both units: once g is done
+    assert result["x"].tier is None  # no network topology asked
+    workload = Workload(jobs, nodes(4), domains)
+    result = {j.id: j for j in replay(workload, make_policy("gangsched+notopo", workload, 600.0)).jobs}
+    assert result["g"].tier is None and result["h"].tier is None

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the rest is imported when a replay runs: `gangsched --help`
     from gangsched.whatif.model import Workload
     from gangsched.whatif.report import LoadRun
 
-DEFAULT_POLICIES = "gangsched,pod-by-pod,permit-wait"
+DEFAULT_POLICIES = "gangsched,gangsched+nohold,pod-by-pod,permit-wait"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,11 +13,11 @@ Contract (implements whatif/policies.py `Policy`):
   the pod is seen Running on its node); reservations and releases are reported as HELD / NONE; an evicted pod ends
   its whole incarnation (`Ended("evicted")`: a distributed job dies with any member; every pod and the gang are
   removed); a gang timing out ends its incarnation too (`Ended("timeout")`: its pods are marked timed out and would be
-  recreated by the job's controller: the engine submits a new incarnation). The tier of a gang's `Scheduled` status is
-  its placement tier. `next_wakeup` is the core's own.
+  recreated by the job's controller: the engine submits a new incarnation). The tier of the gang's status when its
+  members bind is its placement tier. `next_wakeup` is the core's own.
 - `finish(key)`: the pods become Succeeded, then are removed with their gang.
 Variants (policies.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
-`notopo`, `nopreempt` (pods' preemptionPolicy Never).
+`notopo`, `nopreempt` (pods' preemptionPolicy Never), `nohold` (starvation holds off: hold_after_seconds 0).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class VariantOptions:
     mode: GangMode | None = None  # None: each job's own
     topology: bool = True
     preemption: bool = True
+    starvation_hold: bool = True  # core/starvation.py holds capacity for the longest-starving gang
 
 
 def variant_options(variants: Sequence[str]) -> VariantOptions:
@@ -62,6 +63,8 @@ def variant_options(variants: Sequence[str]) -> VariantOptions:
             opts = dataclasses.replace(opts, topology=False)
         elif v == "nopreempt":
             opts = dataclasses.replace(opts, preemption=False)
+        elif v == "nohold":
+            opts = dataclasses.replace(opts, starvation_hold=False)
         else:
             raise ValueError(f"unknown gangsched variant {v!r}")
     return opts
@@ -89,7 +92,11 @@ class CorePolicy:
     def __init__(self, name: str, workload: Workload, options: VariantOptions, wait_seconds: float) -> None:
         self.name = name
         self.options = options
-        self.config = SchedulerConfig(score_strategy=options.score_strategy, default_wait_seconds=wait_seconds)
+        self.config = SchedulerConfig(
+            score_strategy=options.score_strategy,
+            default_wait_seconds=wait_seconds,
+            hold_after_seconds=SchedulerConfig().hold_after_seconds if options.starvation_hold else 0.0,
+        )
         self.state = SchedulerState()
         for node in workload.nodes:
             self.state.upsert_node(node_record(node))
@@ -150,7 +157,7 @@ class CorePolicy:
             self.state.upsert_pod(dataclasses.replace(pod, node_name=node, phase="Running"))
             self._move(pod_key, PodPhase.RUNNING, out.moves)
         for gang_key, status in plan.gang_status.items():
-            if status.reason == "Scheduled":
+            if status.tier is not None and status.scheduled:  # (the plan says Binding; Scheduled comes after)
                 out.tiers[gang_key.removeprefix(NAMESPACE + "/")] = status.tier
         ended: dict[str, EndReason] = {}
         for pod_key in plan.evictions:

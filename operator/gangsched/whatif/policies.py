@@ -13,7 +13,8 @@ Contract:
   whatif/baselines.py). `POLICY_NAMES` lists them.
 Variants of gangsched (suffixes, combinable with "+"): `spread` (score strategy spread instead of binpack), `strict` /
 `nonstrict` (override every job's gang mode), `notopo` (no topology tree, no network-topology constraint),
-`nopreempt` (pods never preempt: preemptionPolicy Never). E.g. `gangsched+nonstrict+notopo`.
+`nopreempt` (pods never preempt: preemptionPolicy Never), `nohold` (no capacity held for a starving gang:
+core/starvation.py off). E.g. `gangsched+nonstrict+notopo`.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class Policy(Protocol):
 
 
 BASELINES = ("pod-by-pod", "permit-wait")
-GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt")
+GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt", "nohold")
 POLICY_NAMES = ("gangsched", *(f"gangsched+{v}" for v in GANGSCHED_VARIANTS), *BASELINES)
 
 
