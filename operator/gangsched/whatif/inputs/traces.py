@@ -14,7 +14,7 @@ Contract (docs/whatif.md "Workload trace format" is the user's description; keep
   "networkTopology"?: {"mode", "highestTierAllowed"?}, "gpuModel"?, "waitSeconds"?}` and either `"workers", "cpu",
   "memory", "gpus"` (one role without a name) or `"roles": [{"name"?, "workers", "minMember"?, "cpu", "memory",
   "gpus"}, ...]`; same bounds. Unknown keys are errors. Blank lines are skipped.
-- `read_trace(path)`: by extension (`.jsonl`/`.ndjson` -> JSONL, else CSV): the jobs sorted by submit time (stable);
+- `read_trace(path)`: by extension (`.jsonl`/`.ndjson` -> JSONL, else CSV): the jobs sorted by submit time, then id;
   job ids unique. Errors: files.InputError naming the file, the line, the column (CSV column or JSON key path),
   the value and what is allowed. At most files.MAX_ROWS rows, files.MAX_INPUT_BYTES bytes.
 - `write_trace(path, jobs)`: writes either format (by extension) such that `read_trace(path) == jobs` (sorted).
@@ -200,7 +200,7 @@ def _jsonl_jobs(path: str | Path) -> list[JobSpec]:
 def read_trace(path: str | Path) -> tuple[JobSpec, ...]:
     """The jobs of a trace file, sorted by submit time (see the module docstring)."""
     jobs = _jsonl_jobs(path) if _is_jsonl(path) else _csv_jobs(path)
-    return tuple(sorted(jobs, key=lambda job: job.submit))
+    return tuple(sorted(jobs, key=lambda job: (job.submit, job.id)))
 
 
 def _job_json(job: JobSpec) -> dict[str, Any]:
@@ -247,8 +247,8 @@ def _csv_rows(job: JobSpec) -> Iterable[list[str]]:
 
 
 def write_trace(path: str | Path, jobs: Iterable[JobSpec]) -> int:
-    """Write `jobs` (sorted by submit time) as CSV or JSONL by the extension; returns the number of jobs."""
-    ordered = sorted(jobs, key=lambda job: job.submit)
+    """Write `jobs` (sorted by submit time, then id) as CSV or JSONL by the extension; returns the number of jobs."""
+    ordered = sorted(jobs, key=lambda job: (job.submit, job.id))
     with open(path, "w", newline="", encoding="utf-8") as out:
         if _is_jsonl(path):
             for job in ordered:
