@@ -69,12 +69,17 @@ def test_shipped_copies_equal_the_published_files() -> None:
 
 def test_generic_csv_yaml_json_agree(tmp_path: Path) -> None:
     (tmp_path / "n.csv").write_text(
-        "name,cpu,memory,gpus,gpu_model,labels\n"
-        "a,64,256Gi,8,H800,zone=z1;rack=r1\n"
-        "b,500m,1536Mi,0,,\n"
+        "name,cpu,memory,gpus,gpu_model,labels\na,64,256Gi,8,H800,zone=z1;rack=r1\nb,500m,1536Mi,0,,\n"
     )
     entries = [
-        {"name": "a", "cpu": "64", "memory": "256Gi", "gpus": 8, "gpuModel": "H800", "labels": {"zone": "z1", "rack": "r1"}},
+        {
+            "name": "a",
+            "cpu": "64",
+            "memory": "256Gi",
+            "gpus": 8,
+            "gpuModel": "H800",
+            "labels": {"zone": "z1", "rack": "r1"},
+        },
         {"name": "b", "cpu": "500m", "memory": "1536Mi", "gpus": 0},
     ]
     (tmp_path / "n.json").write_text(json.dumps({"nodes": entries}))
@@ -99,15 +104,35 @@ def test_generic_csv_yaml_json_agree(tmp_path: Path) -> None:
         ("n.csv", "name,cpu,memory,gpus,colour\n", 1, "5", "one of the columns"),
         ("n.csv", "name,cpu,memory,gpus\na,1,1Gi\n", 2, "", "must have 4 fields"),
         ("n.csv", "name,cpu,memory,gpus,labels\na,1,1Gi,0,zone\n", 2, "labels", "key=value"),
-        ("s.csv", "gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,1,128,0\nA10,-1,128,1\n", 3, "gpu_capacity_num", "from 0 to 1024"),
+        (
+            "s.csv",
+            "gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,1,128,0\nA10,-1,128,1\n",
+            3,
+            "gpu_capacity_num",
+            "from 0 to 1024",
+        ),
         ("o.csv", "sn,cpu_milli,memory_mib,gpu,model\nx,64000,abc,2,P100\n", 2, "memory_mib", "integer"),
-        ("n.yaml", "- {name: a, cpu: '1', memory: 1Gi, gpus: 0}\n- {name: b, cpu: '1', memory: 1Gi}\n", 2, "nodes[1].gpus", "required"),
+        (
+            "n.yaml",
+            "- {name: a, cpu: '1', memory: 1Gi, gpus: 0}\n- {name: b, cpu: '1', memory: 1Gi}\n",
+            2,
+            "nodes[1].gpus",
+            "required",
+        ),
         ("n.yaml", "- {name: a, cpu: '1'\n", 2, "1", "YAML"),
-        ("n.json", '[{"name": "a", "cpu": "1", "memory": "1Gi", "gpus": 0, "zone": "x"}]', 1, "nodes[0].zone", "one of the keys"),
+        (
+            "n.json",
+            '[{"name": "a", "cpu": "1", "memory": "1Gi", "gpus": 0, "zone": "x"}]',
+            1,
+            "nodes[0].zone",
+            "one of the keys",
+        ),
         ("n.json", '[{"name": "a",}]', 1, "15", "JSON"),
     ],
 )
-def test_bad_inventory_names_file_line_column(tmp_path: Path, name: str, text: str, line: int, column: str, fragment: str) -> None:
+def test_bad_inventory_names_file_line_column(
+    tmp_path: Path, name: str, text: str, line: int, column: str, fragment: str
+) -> None:
     path = tmp_path / name
     path.write_text(text)
     with pytest.raises(InputError) as err:
@@ -136,11 +161,14 @@ def test_topology_file_names_the_nodes(tmp_path: Path) -> None:
 def test_api_nodes_use_allocatable_and_leave_out_unschedulable() -> None:
     items = [
         {"metadata": {"name": "g1", "labels": {"nvidia.com/gpu.product": "A100"}},
-         "status": {"allocatable": {"cpu": "7900m", "memory": "31Gi", "nvidia.com/gpu": "8"}, "capacity": {"cpu": "8"}}},
+         "status": {"allocatable": {"cpu": "7900m", "memory": "31Gi", "nvidia.com/gpu": "8"}, "capacity": {"cpu": "8"}},
+        },
         {"metadata": {"name": "c1"}, "spec": {"unschedulable": True}, "status": {"allocatable": {"cpu": "4"}}},
     ]  # fmt: skip
     nodes, notes = nodes_from_api(items)
-    assert [(n.name, n.cpu_milli, n.memory_mib, n.gpus, n.gpu_model) for n in nodes] == [("g1", 7900, 31 * 1024, 8, "A100")]
+    assert [(n.name, n.cpu_milli, n.memory_mib, n.gpus, n.gpu_model) for n in nodes] == [
+        ("g1", 7900, 31 * 1024, 8, "A100")
+    ]
     assert notes == ["node c1 left out: spec.unschedulable"]
 
 
@@ -151,7 +179,10 @@ def test_synthetic_topology_units_and_leaves() -> None:
     assert tree.tiers == 2 and tree.nodes() == frozenset(n.name for n in nodes)
     units = tree.domains_at(1)
     assert len(units) == 17 + 1  # ceil(130 / 8) H800 units, one A10 unit
-    assert tree.node_path("n0") == ("unit-h800-0", "leaf-h800-0") and tree.node_path("n64") == ("unit-h800-8", "leaf-h800-1")
+    assert tree.node_path("n0") == ("unit-h800-0", "leaf-h800-0") and tree.node_path("n64") == (
+        "unit-h800-8",
+        "leaf-h800-1",
+    )
     assert tree.node_path("a1") == ("unit-a10-0", "leaf-a10-0")
     assert synthetic_topology(reversed(nodes)) == domains  # order-independent
     spot = TopologyTree.from_domains(synthetic_topology(load_nodes(shipped(SPOT))))
@@ -177,27 +208,43 @@ def test_trace_round_trip(tmp_path: Path, ext: str) -> None:
 
 def test_trace_defaults_and_role_rows(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
-    path.write_text("job_id,submit,duration,workers,cpu,memory,gpus,role\nj,5,10,2,1,1Gi,1,ps\nj,5,10,3,2,2Gi,1,worker\n")
+    path.write_text(
+        "job_id,submit,duration,workers,cpu,memory,gpus,role\nj,5,10,2,1,1Gi,1,ps\nj,5,10,3,2,2Gi,1,worker\n"
+    )
     (job,) = read_trace(path)
-    assert (job.min_member, job.mode, job.topology, job.priority, job.members, job.gpus) == (5, "Strict", "none", 0, 5, 5)
+    assert (job.min_member, job.mode, job.topology, job.priority, job.members, job.gpus) == (
+        5,
+        "Strict",
+        "none",
+        0,
+        5,
+        5,
+    )
+
+
+H = "job_id,submit,duration,workers,cpu,memory,gpus"
+J = '{"id":"a","submit":0,"duration":5,"workers":1,"cpu":"1","memory":"1Gi","gpus":1'
 
 
 @pytest.mark.parametrize(
     ("ext", "text", "line", "column", "fragment"),
     [
-        ("csv", "job_id,submit,duration,workers,cpu,memory,gpus\nj,0,0,1,1,1Gi,1\n", 2, "duration", "> 0"),
-        ("csv", "job_id,submit,duration,workers,cpu,memory,gpus,mode\nj,0,5,1,1,1Gi,1,Lax\n", 2, "mode", "Strict, NonStrict"),
-        ("csv", "job_id,submit,duration,workers,cpu,memory,gpus,min_member\nj,0,5,2,1,1Gi,1,3\n", 2, "min_member", "from 1 to 2"),
-        ("csv", "job_id,submit,duration,workers,cpu,memory,gpus,role\nj,0,5,1,1,1Gi,1,w\nj,1,5,1,1,1Gi,1,x\n", 3, "submit", "must equal"),
-        ("csv", "job_id,submit,duration,workers,cpu,memory,gpus,highest_tier\nj,0,5,1,1,1Gi,1,2\n", 2, "highest_tier", "topology is none"),
-        ("jsonl", '{"id":"a","submit":0,"duration":5,"workers":1,"cpu":"1","memory":"1Gi","gpus":1}\n{"id":"b"', 2, "10", "JSON object"),
-        ("jsonl", '{"id":"a","submit":0,"duration":5,"roles":[{"workers":1,"cpu":"x","memory":"1Gi","gpus":1}]}', 1, "roles[0].cpu", "quantity"),
-        ("jsonl", '{"id":"a","submit":0,"duration":5,"workers":true,"cpu":"1","memory":"1Gi","gpus":1}', 1, "workers", "integer"),
-        ("jsonl", '{"id":"a","submit":0,"duration":5,"workers":1,"cpu":"1","memory":"1Gi","gpus":1,"colour":1}', 1, "colour", "one of"),
-        ("jsonl", '{"id":"a","submit":0,"duration":5,"workers":1,"cpu":"1","memory":"1Gi","gpus":1}\n\n{"id":"a","submit":0,"duration":5,"workers":1,"cpu":"1","memory":"1Gi","gpus":1}', 3, "id", "unique"),
+        ("csv", f"{H}\nj,0,0,1,1,1Gi,1\n", 2, "duration", "> 0"),
+        ("csv", f"{H},mode\nj,0,5,1,1,1Gi,1,Lax\n", 2, "mode", "Strict, NonStrict"),
+        ("csv", f"{H},min_member\nj,0,5,2,1,1Gi,1,3\n", 2, "min_member", "from 1 to 2"),
+        ("csv", f"{H},role\nj,0,5,1,1,1Gi,1,w\nj,1,5,1,1,1Gi,1,x\n", 3, "submit", "must equal"),
+        ("csv", f"{H},highest_tier\nj,0,5,1,1,1Gi,1,2\n", 2, "highest_tier", "topology is none"),
+        ("jsonl", J + '}\n{"id":"b"', 2, "10", "JSON object"),
+        ("jsonl", '{"id":"a","submit":0,"duration":5,"roles":[{"workers":1,"cpu":"x","memory":"1Gi","gpus":1}]}', 1,
+         "roles[0].cpu", "quantity"),
+        ("jsonl", J.replace('"workers":1', '"workers":true') + "}", 1, "workers", "integer"),
+        ("jsonl", J + ',"colour":1}', 1, "colour", "one of"),
+        ("jsonl", J + "}\n\n" + J + "}", 3, "id", "unique"),
     ],
 )  # fmt: skip
-def test_bad_trace_names_file_line_column(tmp_path: Path, ext: str, text: str, line: int, column: str, fragment: str) -> None:
+def test_bad_trace_names_file_line_column(
+    tmp_path: Path, ext: str, text: str, line: int, column: str, fragment: str
+) -> None:
     path = tmp_path / f"t.{ext}"
     path.write_text(text)
     with pytest.raises(InputError) as err:
@@ -210,7 +257,11 @@ def test_openb_pods_are_single_pod_jobs(tmp_path: Path) -> None:
     jobs, notes = openb_jobs(_shared("alibaba-2023-openb-pods-default.csv"))
     assert len(jobs) == 8152 - 897 and notes == ["897 pods never scheduled (no scheduled_time) left out"]
     first = next(j for j in jobs if j.id == "openb-pod-0001")  # 6000,12288,1,460,,LS,Running,427061,12902960,427061
-    assert (first.submit, first.duration, first.roles) == (427061.0, 12902960.0 - 427061, (RoleSpec(1, 6000, 12288, 1),))
+    assert (first.submit, first.duration, first.roles) == (
+        427061.0,
+        12902960.0 - 427061,
+        (RoleSpec(1, 6000, 12288, 1),),
+    )
     assert all(j.members == 1 and j.min_member == 1 for j in jobs)
     with pytest.raises(InputError, match="creation_time"):
         openb_jobs(_shared("alibaba-2023-openb-pods-multigpu50.csv"))

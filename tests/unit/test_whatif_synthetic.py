@@ -58,13 +58,13 @@ def test_gpu_models_follow_the_inventory_mix_and_fit_their_nodes() -> None:
         assert node.gpu_model is not None
         capacity[node.gpu_model] += node.gpus
         node_gpus[node.gpu_model] = max(node_gpus.get(node.gpu_model, 0), node.gpus)
-    demand = Counter[str]()
+    demand: dict[str, float] = {}
     for job in jobs:
-        assert job.gpu_model in capacity
+        assert job.gpu_model is not None and job.gpu_model in capacity
         (role,) = job.roles
         assert role.gpus <= node_gpus[job.gpu_model] and job.min_member == job.members
         assert job.gpus <= capacity[job.gpu_model] * 0.25
-        demand[job.gpu_model] += job.gpus * job.duration
+        demand[job.gpu_model] = demand.get(job.gpu_model, 0.0) + job.gpus * job.duration
     total_demand, total_capacity = sum(demand.values()), sum(capacity.values())
     for model, gpus in capacity.items():  # each model's share of the load within a few points of its capacity share
         assert demand[model] / total_demand == pytest.approx(gpus / total_capacity, abs=0.06), model
