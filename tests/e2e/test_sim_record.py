@@ -1,5 +1,6 @@
 """`gangsched sim record` against the emulator: gangs applied with the real kubectl, run by the operator
-in-process and the simulated kubelet, recorded by the real CLI, read back with whatif's trace reader.
+in-process and the simulated kubelet, recorded by the real CLI, read back with whatif's trace reader; and a live
+cluster's nodes read as an inventory.
 
 Oracles: the PodGroup API of scheduler-plugins (apis/scheduling/v1alpha1/types.go: minMember; the pod's
 `scheduling.x-k8s.io/pod-group` label), the pod's effective requests as kube-scheduler computes them
@@ -20,6 +21,7 @@ import yaml
 
 from gangsched.models.keys import EXPECTED_DURATION, ROLE
 from gangsched.sim.serve import Cluster, running_cluster
+from gangsched.whatif.inputs.nodes import live_nodes
 from gangsched.whatif.inputs.traces import read_trace
 from gangsched.whatif.model import RoleSpec
 from tests.integration.harness import eventually, pod, podgroup, pods, replica
@@ -90,6 +92,13 @@ async def test_record_writes_finished_and_waiting_gangs(two_nodes: Cluster, tmp_
     assert waiting_job.roles == (RoleSpec(3, 1000, 1024, 2, "worker", 2),)
     assert (waiting_job.min_member, waiting_job.mode, waiting_job.duration) == (3, "NonStrict", 5400.0)
     assert waiting_job.gpu_model == "H100"
+
+
+async def test_live_nodes_read_through_the_api(two_nodes: Cluster) -> None:
+    nodes, notes = await live_nodes(two_nodes.kubeconfig)
+    assert notes == []
+    assert sorted(n.name for n in nodes) == sorted(two_nodes.node_names)
+    assert {(n.cpu_milli, n.memory_mib, n.gpus) for n in nodes} == {(32_000, 256 * 1024, 8)}
 
 
 async def test_record_reports_an_unreachable_cluster(tmp_path: Path) -> None:
