@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import csv
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gangsched.core.topology import TopologyTree
 from gangsched.whatif.inputs.files import InputError
@@ -265,3 +268,59 @@ def test_openb_pods_are_single_pod_jobs(tmp_path: Path) -> None:
     assert all(j.members == 1 and j.min_member == 1 for j in jobs)
     with pytest.raises(InputError, match="creation_time"):
         openb_jobs(_shared("alibaba-2023-openb-pods-multigpu50.csv"))
+
+
+_NAME = st.text(alphabet=st.sampled_from("abcXYZ019-_.,\"' /é"), min_size=1, max_size=12).filter(
+    lambda s: s == s.strip()
+)
+_ROLE = st.builds(
+    RoleSpec,
+    count=st.integers(1, 50),
+    cpu_milli=st.integers(0, 10**6),
+    memory_mib=st.integers(0, 10**7),
+    gpus=st.integers(0, 16),
+    name=st.just(""),
+    min_count=st.none(),
+)
+
+
+@st.composite
+def _jobs(draw: st.DrawFn) -> tuple[JobSpec, ...]:
+    ids = draw(st.lists(_NAME, min_size=1, max_size=5, unique=True))
+    out = []
+    for job_id in ids:
+        roles = draw(st.lists(_ROLE, min_size=1, max_size=3))
+        names = draw(st.lists(_NAME, min_size=len(roles), max_size=len(roles), unique=True))
+        if len(roles) > 1:
+            roles = [
+                RoleSpec(r.count, r.cpu_milli, r.memory_mib, r.gpus, n, draw(st.none() | st.integers(0, r.count)))
+                for r, n in zip(roles, names, strict=True)
+            ]
+        members = sum(r.count for r in roles)
+        topology = draw(st.sampled_from(["none", "soft", "hard"]))
+        out.append(
+            JobSpec(
+                job_id,
+                draw(st.floats(0, 1e9, allow_nan=False)),
+                draw(st.floats(1e-3, 1e9, allow_nan=False)),
+                tuple(roles),
+                draw(st.integers(1, members)),
+                priority=draw(st.integers(-(2**31), 2**31 - 1)),
+                mode=draw(st.sampled_from(["Strict", "NonStrict"])),
+                topology=topology,  # type: ignore[arg-type]
+                highest_tier=None if topology == "none" else draw(st.none() | st.integers(1, 64)),
+                gpu_model=draw(st.none() | _NAME),
+                wait_seconds=draw(st.none() | st.floats(1e-3, 1e6, allow_nan=False)),
+            )
+        )
+    return tuple(sorted(out, key=lambda job: (job.submit, job.id)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(jobs=_jobs())
+def test_trace_round_trip_property(jobs: tuple[JobSpec, ...]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for ext in ("csv", "jsonl"):
+            path = Path(tmp) / f"trace.{ext}"
+            write_trace(path, jobs)
+            assert read_trace(path) == jobs, ext

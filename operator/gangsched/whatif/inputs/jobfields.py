@@ -91,8 +91,8 @@ def parse_role(
 ) -> RoleSpec:
     """A RoleSpec from text fields (see the module docstring)."""
     c_name, c_workers, c_min, c_cpu, c_mem, c_gpus = columns
-    if len(name) > MAX_NAME or "\0" in name:
-        raise fields.error(c_name, name, f"must be a role name of at most {MAX_NAME} characters (or empty)")
+    if len(name) > MAX_NAME or "\0" in name or name != name.strip():
+        raise fields.error(c_name, name, f"must be a role name of at most {MAX_NAME} characters, no blanks around it")
     count = int(fields.num(workers, c_workers, kind="int", minimum=1, maximum=MAX_WORKERS))
     minimum = int(fields.num(min_count, c_min, kind="int", minimum=0, maximum=count)) if min_count else None
     gpu = int(fields.num(gpus, c_gpus, kind="int", minimum=0, maximum=MAX_GPUS))
@@ -129,9 +129,9 @@ def build_job(
     )
     if tier is not None and topo == "none":
         raise fields.error(columns["highest_tier"], highest_tier, "must be empty when the topology is none")
-    if gpu_model and (len(gpu_model) > 63 or "\0" in gpu_model):
+    if gpu_model and (len(gpu_model) > 63 or "\0" in gpu_model or gpu_model != gpu_model.strip()):
         raise fields.error(
-            columns["gpu_model"], gpu_model, "must be a GPU model name of at most 63 characters (or empty)"
+            columns["gpu_model"], gpu_model, "must be a GPU model of at most 63 characters, no blanks around it"
         )
     wait = (
         fields.num(wait_seconds, columns["wait_seconds"], kind="float", minimum=1e-3, maximum=MAX_SECONDS)
