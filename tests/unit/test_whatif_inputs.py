@@ -22,8 +22,10 @@ from gangsched.core.topology import TopologyTree
 from gangsched.whatif.inputs.files import InputError
 from gangsched.whatif.inputs.nodes import GPU_MODEL_LABEL, load_nodes, nodes_from_api, nodes_from_topology, shipped
 from gangsched.whatif.inputs.openb import openb_jobs
+from gangsched.whatif.inputs.synthetic import WorkloadModel
 from gangsched.whatif.inputs.topogen import synthetic_topology
 from gangsched.whatif.inputs.traces import read_trace, write_trace
+from gangsched.whatif.inputs.workload import build_workload, load_inventory
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,3 +326,19 @@ def test_trace_round_trip_property(jobs: tuple[JobSpec, ...]) -> None:
             path = Path(tmp) / f"trace.{ext}"
             write_trace(path, jobs)
             assert read_trace(path) == jobs, ext
+
+
+def test_inventory_entry_point_shipped_topology_and_trace(tmp_path: Path) -> None:
+    spot = load_inventory("alibaba-2026")
+    assert len(spot.nodes) == 4278 and TopologyTree.from_domains(spot.domains).tiers == 2
+    assert load_inventory("alibaba-2023", synthetic=False).domains == ()
+    (tmp_path / "topology.json").write_text(json.dumps([{"layer": 1, "name": "t", "children": ["x", "y"]}]))
+    topo = load_inventory(str(tmp_path / "topology.json"), node_resources="cpu=8,nvidia.com/gpu=2")
+    assert [(n.name, n.cpu_milli, n.gpus) for n in topo.nodes] == [("x", 8000, 2), ("y", 8000, 2)]
+    write_trace(tmp_path / "t.jsonl", JOBS)
+    replayed = build_workload(topo, trace=tmp_path / "t.jsonl")
+    assert replayed.jobs == JOBS and replayed.nodes == topo.nodes and replayed.domains == topo.domains
+    small = build_workload(
+        topo, model=WorkloadModel(load=0.5, horizon=3600, seed=1, size_pmf=((1, 1.0),), max_job_share=1)
+    )
+    assert small.jobs and all(job.gpus == 1 for job in small.jobs)
