@@ -51,7 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)",
     )
 
-    from gangsched.whatif.inputs.record import add_record_parser  # light: argparse only at import
+    from gangsched.whatif.inputs.record import add_record_parser  # light: argparse and whatif/model.py at import
 
     add_record_parser(sim_sub)
 
