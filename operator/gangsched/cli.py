@@ -1,4 +1,4 @@
-"""The `gangsched` command line: run | demo | sim serve | sim replay | bench.
+"""The `gangsched` command line: run | demo | sim serve | sim replay | sim record | bench.
 
 The command line is a contract: tests, docs (README.md) and users rely on it.
 Subcommands import their implementation lazily, so `gangsched --help` stays fast.
@@ -58,6 +58,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_replay_arguments(replay)
 
+    from gangsched.whatif.inputs.record import add_record_parser  # light: argparse and whatif/model.py at import
+
+    add_record_parser(sim_sub)
+
     bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
     bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
     return parser
@@ -89,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         from gangsched.whatif.cli import run as run_replay
 
         return run_replay(args)
+    if args.command == "sim" and args.sim_command == "record":
+        from gangsched.whatif.inputs.record import run_record
+
+        return run_record(args)
     if args.command == "sim":
         from gangsched.sim.serve import serve_forever
 

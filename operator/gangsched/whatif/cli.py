@@ -5,8 +5,10 @@ Contract: `add_arguments(parser)` declares the options; `run(args) -> int` (exit
 outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotlib is installed: extra
 `gangsched[whatif]`, else it says they were skipped) and prints the comparison table.
 - `--demo`: the small synthetic scenario of whatif/demo.py (32 nodes x 8 GPUs, 8 h of arrivals; under a minute).
-  It is the only scenario of this build: node inventories and traces (`--nodes`, `--trace`, `--synthetic`) come
-  with whatif/inputs; without `--demo` the command exits 2 saying so.
+- Otherwise an inventory (`--nodes` a shipped name or a file, or `--kubeconfig` a live cluster's nodes; whatif/inputs
+  `load_inventory` / `live_inventory`) and a workload: `--trace FILE` (replayed as is: `--load` does not apply, the
+  trace's own offered load is reported) or `--synthetic` (whatif/inputs/synthetic.py's model at each `--load`, over
+  `--hours` of arrivals, seeded by `--seed`). Bad files exit 2 naming the file, line and column.
 - `--seed` makes the workload (and so the whole replay: the engine and the core are deterministic) reproducible.
 - `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
   same value as its Permit timeout, so both wait alike).
@@ -30,6 +32,13 @@ DEFAULT_POLICIES = "gangsched,gangsched+nohold,pod-by-pod,permit-wait"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--demo", action="store_true", help="the small default scenario (under a minute)")
+    parser.add_argument(
+        "--nodes", default=None, help="node inventory: alibaba-2026, alibaba-2023, or a CSV/YAML/JSON/topology file"
+    )
+    parser.add_argument("--kubeconfig", default=None, help="read the node inventory from a live cluster")
+    parser.add_argument("--trace", default=None, help="workload trace (CSV or JSONL, docs/whatif.md)")
+    parser.add_argument("--synthetic", action="store_true", help="the synthetic workload model at each --load")
+    parser.add_argument("--hours", type=float, default=24.0, help="synthetic: hours of arrivals (default %(default)s)")
     parser.add_argument(
         "--load", default="0.6,0.8,0.95", help="offered GPU loads, comma-separated (default %(default)s)"
     )
@@ -91,8 +100,42 @@ def replay_all(workloads: dict[float, Workload], policies: list[str], wait_secon
     return runs
 
 
+def _workloads(args: argparse.Namespace, loads: list[float]) -> tuple[str, dict[float, Workload]]:
+    """The scenario's name and its workload per load (see the module docstring); ValueError: what is wrong."""
+    if args.demo:
+        from gangsched.whatif.demo import demo_workload
+
+        return "demo", {load: demo_workload(load, args.seed) for load in loads}
+    if (args.nodes is None) == (args.kubeconfig is None) or (args.trace is None) == (not args.synthetic):
+        raise ValueError(
+            "give --demo, or one inventory (--nodes SOURCE or --kubeconfig FILE) and one workload (--trace FILE or"
+            " --synthetic)"
+        )
+    import asyncio
+
+    from gangsched.whatif.inputs.synthetic import WorkloadModel
+    from gangsched.whatif.inputs.workload import build_workload, live_inventory, load_inventory
+
+    live = args.nodes is None
+    inventory = asyncio.run(live_inventory(args.kubeconfig)) if live else load_inventory(args.nodes)
+    for note in inventory.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.trace is not None:
+        workload = build_workload(inventory, trace=args.trace)
+        jobs = workload.jobs
+        offered = offered_load(workload, (jobs[0].submit, jobs[-1].submit)) if jobs else 0.0
+        print(f"note: --load does not apply to a trace; its offered load is {offered:g}", file=sys.stderr)
+        return workload.source, {offered: workload}
+    if not args.hours > 0:
+        raise ValueError(f"--hours: {args.hours!r} must be > 0")
+    horizon = args.hours * 3600
+    out = {}
+    for load in loads:
+        out[load] = build_workload(inventory, model=WorkloadModel(load=load, horizon=horizon, seed=args.seed))
+    return f"synthetic on {inventory.source}", out
+
+
 def run(args: argparse.Namespace) -> int:
-    from gangsched.whatif.demo import demo_workload
     from gangsched.whatif.policies import parse_policies
     from gangsched.whatif.report import RunResult, table, write_outputs
 
@@ -102,15 +145,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
-    if not args.demo:
-        print(
-            "gangsched sim replay: give --demo (node inventories and traces come with whatif/inputs, not in this"
-            " build)",
-            file=sys.stderr,
-        )
+    try:
+        scenario, workloads = _workloads(args, loads)
+    except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
+        print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
-    workloads = {load: demo_workload(load, args.seed) for load in loads}
-    header = {"scenario": "demo", "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
+    header = {"scenario": scenario, "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
     result = RunResult(header, replay_all(workloads, policies, args.wait_seconds))
     out = Path(args.out)
     if not args.no_plots:
