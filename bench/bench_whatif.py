@@ -1,8 +1,8 @@
 """Benchmarks of the what-if simulator (operator/gangsched/whatif/). Figures:
-- whatif.sim_events_per_s: simulated events (arrivals, completions, wakeups) per wall second of a gangsched replay
-  on 4,278 nodes x 8 GPUs (the size of the Alibaba inventory; synthetic nodes and the demo's job model until
-  whatif/inputs loads the real file), 15 simulated minutes of arrivals at load 0.8, replayed to the end; median
-  of 3 runs.
+- whatif.sim_events_per_s: simulated events (arrivals, completions, the scheduler's wakeups) per wall second of a
+  gangsched replay on the 4,278-node Alibaba 2026 inventory (whatif/inputs, synthetic topology) with 6 simulated
+  hours of arrivals of the synthetic model (whatif/inputs/synthetic.py) at load 0.8, replayed to the end; median of
+  3 runs.
 - whatif.useful_util_gain: gangsched's useful GPU utilization / pod-by-pod's, on the demo scenario at load 0.95
   (deterministic: one run).
 - whatif.jct_ratio: gangsched's mean JCT / pod-by-pod's, same replay (lower is better).
@@ -16,32 +16,34 @@ import statistics
 from bench.common import figure, log, summary
 from gangsched.whatif.demo import demo_workload
 from gangsched.whatif.engine import Replay, replay
+from gangsched.whatif.inputs.synthetic import WorkloadModel
+from gangsched.whatif.inputs.workload import build_workload, load_inventory
 from gangsched.whatif.metrics import summarize
 from gangsched.whatif.policies import make_policy
 
 WAIT = 600.0
 
 
-def _events_per_s() -> tuple[list[float], list[Replay]]:
-    workload = demo_workload(0.8, 1, nodes=4278, hours=0.25)
+def _events_per_s() -> tuple[list[float], list[Replay], int]:
+    workload = build_workload(load_inventory("alibaba-2026"), model=WorkloadModel(load=0.8, horizon=6 * 3600, seed=1))
     log(f"whatif: {len(workload.jobs)} jobs on {len(workload.nodes)} nodes")
     rates, replays = [], []
     for _ in range(3):
         result = replay(workload, make_policy("gangsched", workload, WAIT))
         rates.append(result.events / result.wall_seconds)
         replays.append(result)
-    return rates, replays
+    return rates, replays, len(workload.nodes)
 
 
 def main() -> None:
-    rates, big = _events_per_s()
+    rates, big, nodes = _events_per_s()
     figure(
         "whatif.sim_events_per_s",
         statistics.median(rates),
         unit="events/s",
         target=None,
         better="higher",
-        nodes=4278,
+        nodes=nodes,
         jobs=len(big[0].jobs),
         events=big[0].events,
         runs=summary(rates),
