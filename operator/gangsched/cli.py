@@ -1,4 +1,4 @@
-"""The `gangsched` command line: run | demo | sim serve | bench.
+"""The `gangsched` command line: run | demo | sim serve | sim replay | sim record | bench.
 
 The command line is a contract: tests, docs (README.md) and users rely on it.
 Subcommands import their implementation lazily, so `gangsched --help` stays fast.
@@ -51,6 +51,17 @@ def _build_parser() -> argparse.ArgumentParser:
         help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)",
     )
 
+    replay = sim_sub.add_parser(
+        "replay", help="what-if: replay a workload through gangsched and baseline policies (operator/gangsched/whatif/)"
+    )
+    from gangsched.whatif.cli import add_arguments as add_replay_arguments
+
+    add_replay_arguments(replay)
+
+    from gangsched.whatif.inputs.record import add_record_parser  # light: argparse and whatif/model.py at import
+
+    add_record_parser(sim_sub)
+
     bench = sub.add_parser("bench", help="benchmarks, one JSON object per line (what `make bench` runs)")
     bench.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
     return parser
@@ -78,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         from gangsched.demo import run_demo
 
         return run_demo()
+    if args.command == "sim" and args.sim_command == "replay":
+        from gangsched.whatif.cli import run as run_replay
+
+        return run_replay(args)
+    if args.command == "sim" and args.sim_command == "record":
+        from gangsched.whatif.inputs.record import run_record
+
+        return run_record(args)
     if args.command == "sim":
         from gangsched.sim.serve import serve_forever
 

@@ -173,8 +173,10 @@ class ClassIndex:
         if log is None or more is None:
             self._rebuild(cluster)
             return
-        changed = set(log)
-        changed.update(more)
+        # in log order, not set order: a bucket's order breaks ties between equal nodes, so it must not depend on
+        # the process's string hash seed (the same cluster history gives the same choices in every process)
+        changed = dict.fromkeys(log)
+        changed.update(dict.fromkeys(sorted(more)))
         self.pos = end
         cls = self.cls
         filters = self.filters

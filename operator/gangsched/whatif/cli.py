@@ -1,0 +1,166 @@
+"""`gangsched sim replay`: the what-if simulator's command line (operator/gangsched/cli.py delegates here).
+
+Contract: `add_arguments(parser)` declares the options; `run(args) -> int` (exit code) replays the scenario at every
+`--load` through every `--policies` entry (whatif/policies.py names) on the same workload per load, writes the
+outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotlib is installed: extra
+`gangsched[whatif]`, else it says they were skipped) and prints the comparison table.
+- `--demo`: the small synthetic scenario of whatif/demo.py (32 nodes x 8 GPUs, 8 h of arrivals; under a minute).
+- Otherwise an inventory (`--nodes` a shipped name or a file, or `--kubeconfig` a live cluster's nodes; whatif/inputs
+  `load_inventory` / `live_inventory`) and a workload: `--trace FILE` (replayed as is: `--load` does not apply, the
+  trace's own offered load is reported) or `--synthetic` (whatif/inputs/synthetic.py's model at each `--load`, over
+  `--hours` of arrivals, seeded by `--seed`). Bad files exit 2 naming the file, line and column.
+- `--seed` makes the workload (and so the whole replay: the engine and the core are deterministic) reproducible.
+- `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
+  same value as its Permit timeout, so both wait alike).
+Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the rest is imported when a replay runs: `gangsched --help` stays fast
+    from gangsched.whatif.model import Workload
+    from gangsched.whatif.report import LoadRun
+
+DEFAULT_POLICIES = "gangsched,gangsched+nohold,pod-by-pod,permit-wait"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--demo", action="store_true", help="the small default scenario (under a minute)")
+    parser.add_argument(
+        "--nodes", default=None, help="node inventory: alibaba-2026, alibaba-2023, or a CSV/YAML/JSON/topology file"
+    )
+    parser.add_argument("--kubeconfig", default=None, help="read the node inventory from a live cluster")
+    parser.add_argument("--trace", default=None, help="workload trace (CSV or JSONL, docs/whatif.md)")
+    parser.add_argument("--synthetic", action="store_true", help="the synthetic workload model at each --load")
+    parser.add_argument("--hours", type=float, default=24.0, help="synthetic: hours of arrivals (default %(default)s)")
+    parser.add_argument(
+        "--load", default="0.6,0.8,0.95", help="offered GPU loads, comma-separated (default %(default)s)"
+    )
+    parser.add_argument("--policies", default=DEFAULT_POLICIES, help="policies to compare (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
+    parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
+    parser.add_argument("--wait-seconds", type=float, default=600.0, help="default gang waiting time (s)")
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def parse_loads(text: str) -> list[float]:
+    try:
+        loads = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--load: {text!r} is not a comma-separated list of numbers (e.g. 0.6,0.8,0.95)") from None
+    bad = [x for x in loads if not 0 < x <= 2]
+    if bad or not loads:
+        raise ValueError(f"--load: {text!r}: each load must be a fraction of GPU capacity in (0, 2]")
+    return loads
+
+
+def offered_load(workload: Workload, window: tuple[float, float]) -> float:
+    """GPU-seconds the jobs ask for / (GPU capacity x the arrival window)."""
+    span = (window[1] - window[0]) * workload.gpu_capacity
+    return round(sum(j.gpus * j.duration for j in workload.jobs) / span, 3) if span > 0 else 0.0
+
+
+def _bar(desc: str, total: int) -> tuple[Callable[[int, int], None], Callable[[], None]]:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return (lambda _d, _t: None), (lambda: None)
+    bar = tqdm(total=total, desc=desc, unit="job", disable=None, leave=False)
+
+    def update(done: int, _total: int) -> None:
+        bar.update(done - bar.n)
+
+    return update, bar.close
+
+
+def replay_all(workloads: dict[float, Workload], policies: list[str], wait_seconds: float) -> list[LoadRun]:
+    from gangsched.whatif.engine import replay
+    from gangsched.whatif.metrics import summarize
+    from gangsched.whatif.policies import make_policy
+    from gangsched.whatif.report import LoadRun
+
+    runs = []
+    for load, workload in workloads.items():
+        jobs = workload.jobs
+        window = (jobs[0].submit, jobs[-1].submit) if jobs else (0.0, 0.0)
+        lr = LoadRun(load, workload.source, window, offered_load(workload, window), {}, {})
+        for name in policies:
+            update, close = _bar(f"load {load:g} {name}", len(jobs))
+            result = replay(workload, make_policy(name, workload, wait_seconds), progress=update)
+            close()
+            lr.replays[name] = result
+            lr.summaries[name] = summarize(result, window)
+        runs.append(lr)
+    return runs
+
+
+def _workloads(args: argparse.Namespace, loads: list[float]) -> tuple[str, dict[float, Workload]]:
+    """The scenario's name and its workload per load (see the module docstring); ValueError: what is wrong."""
+    if args.demo:
+        from gangsched.whatif.demo import demo_workload
+
+        return "demo", {load: demo_workload(load, args.seed) for load in loads}
+    if (args.nodes is None) == (args.kubeconfig is None) or (args.trace is None) == (not args.synthetic):
+        raise ValueError(
+            "give --demo, or one inventory (--nodes SOURCE or --kubeconfig FILE) and one workload (--trace FILE or"
+            " --synthetic)"
+        )
+    import asyncio
+
+    from gangsched.whatif.inputs.synthetic import WorkloadModel
+    from gangsched.whatif.inputs.workload import build_workload, live_inventory, load_inventory
+
+    live = args.nodes is None
+    inventory = asyncio.run(live_inventory(args.kubeconfig)) if live else load_inventory(args.nodes)
+    for note in inventory.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.trace is not None:
+        workload = build_workload(inventory, trace=args.trace)
+        jobs = workload.jobs
+        offered = offered_load(workload, (jobs[0].submit, jobs[-1].submit)) if jobs else 0.0
+        print(f"note: --load does not apply to a trace; its offered load is {offered:g}", file=sys.stderr)
+        return workload.source, {offered: workload}
+    if not args.hours > 0:
+        raise ValueError(f"--hours: {args.hours!r} must be > 0")
+    horizon = args.hours * 3600
+    out = {}
+    for load in loads:
+        out[load] = build_workload(inventory, model=WorkloadModel(load=load, horizon=horizon, seed=args.seed))
+    return f"synthetic on {inventory.source}", out
+
+
+def run(args: argparse.Namespace) -> int:
+    from gangsched.whatif.policies import parse_policies
+    from gangsched.whatif.report import RunResult, table, write_outputs
+
+    try:
+        loads = parse_loads(args.load)
+        policies = parse_policies(args.policies)
+    except ValueError as exc:
+        print(f"gangsched sim replay: {exc}", file=sys.stderr)
+        return 2
+    try:
+        scenario, workloads = _workloads(args, loads)
+    except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
+        print(f"gangsched sim replay: {exc}", file=sys.stderr)
+        return 2
+    header = {"scenario": scenario, "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
+    result = RunResult(header, replay_all(workloads, policies, args.wait_seconds))
+    out = Path(args.out)
+    if not args.no_plots:
+        try:
+            from gangsched.whatif.plots import draw
+        except ImportError as exc:
+            print(f"plots skipped: {exc.name} is not installed (pip install 'gangsched[whatif]')", file=sys.stderr)
+        else:
+            result.plots = draw(out, result)
+    paths = write_outputs(out, result)
+    print(table(result))
+    print(f"\nwrote {len(paths) + len(result.plots)} files to {out}/ (summary.json, report.md, CSV per policy)")
+    return 0

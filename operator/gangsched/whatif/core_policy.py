@@ -1,0 +1,194 @@
+"""The `gangsched` policy of a replay: the real scheduling core driven offline (never a copy of its logic).
+
+Contract (implements whatif/policies.py `Policy`):
+- Nodes become `NodeRecord`s as models/node.py would read them: allocatable cpu (millicores), memory (bytes),
+  `nvidia.com/gpu`, pods 110; the node's labels plus `kubernetes.io/hostname` and `GPU_MODEL_LABEL` (its GPU model).
+  The workload's topology domains become the state's `TopologyTree` (variant `notopo`: none).
+- An incarnation `key` of a job becomes a gang `sim/<key>` (`GangSpec`: minMember, total, mode, waiting time, role
+  minimums, network topology) and one `PodRecord` per member (as models/pod.py would build it: the role's requests
+  interned by `scheduling_class`, a nodeSelector on the GPU model when the job needs one, priority, rank, role,
+  creation time = the incarnation's submit time).
+- `cycle(now)`: `schedule(state, now, config)` then `state.apply(plan)`, repeated until a plan is empty (the core
+  has nothing left to decide at `now`). The plan is carried out at once: bindings succeed (`bind_succeeded`, then
+  the pod is seen Running on its node); reservations and releases are reported as HELD / NONE; an evicted pod ends
+  its whole incarnation (`Ended("evicted")`: a distributed job dies with any member; every pod and the gang are
+  removed); a gang timing out ends its incarnation too (`Ended("timeout")`: its pods are marked timed out and would be
+  recreated by the job's controller: the engine submits a new incarnation). The tier of the gang's status when its
+  members bind is its placement tier. `next_wakeup` is the core's own.
+- `finish(key)`: the pods become Succeeded, then are removed with their gang.
+Variants (policies.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
+`notopo`, `nopreempt` (pods' preemptionPolicy Never), `nohold` (starvation holds off: hold_after_seconds 0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.plan import Plan
+from gangsched.core.records import NodeRecord, PodRecord, SchedulingClass, scheduling_class
+from gangsched.core.scheduler import schedule
+from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.topology import TopologyTree
+from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
+from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase
+
+GPU = "nvidia.com/gpu"
+GPU_MODEL_LABEL = "gangsched.io/gpu-model"
+NAMESPACE = "sim"
+MAX_CYCLES_PER_INSTANT = 100_000  # a guard: the core converges long before (an empty plan)
+
+
+@dataclass(frozen=True, slots=True)
+class VariantOptions:
+    score_strategy: str = "binpack"
+    mode: GangMode | None = None  # None: each job's own
+    topology: bool = True
+    preemption: bool = True
+    starvation_hold: bool = True  # core/starvation.py holds capacity for the longest-starving gang
+
+
+def variant_options(variants: Sequence[str]) -> VariantOptions:
+    opts = VariantOptions()
+    for v in variants:
+        if v == "spread":
+            opts = dataclasses.replace(opts, score_strategy="spread")
+        elif v in ("strict", "nonstrict"):
+            opts = dataclasses.replace(opts, mode=GangMode.STRICT if v == "strict" else GangMode.NON_STRICT)
+        elif v == "notopo":
+            opts = dataclasses.replace(opts, topology=False)
+        elif v == "nopreempt":
+            opts = dataclasses.replace(opts, preemption=False)
+        elif v == "nohold":
+            opts = dataclasses.replace(opts, starvation_hold=False)
+        else:
+            raise ValueError(f"unknown gangsched variant {v!r}")
+    return opts
+
+
+def node_record(node: NodeSpec) -> NodeRecord:
+    alloc = {"cpu": node.cpu_milli, "memory": node.memory_mib << 20, "pods": 110}
+    if node.gpus:
+        alloc[GPU] = node.gpus
+    labels = {"kubernetes.io/hostname": node.name, **node.labels}
+    if node.gpu_model:
+        labels[GPU_MODEL_LABEL] = node.gpu_model
+    return NodeRecord(node.name, alloc, labels)
+
+
+def role_class(role: RoleSpec, gpu_model: str | None) -> SchedulingClass:
+    requests = {"cpu": role.cpu_milli, "memory": role.memory_mib << 20}
+    if role.gpus:
+        requests[GPU] = role.gpus
+    selector = ((GPU_MODEL_LABEL, gpu_model),) if gpu_model else ()
+    return scheduling_class(requests, node_selector=selector)
+
+
+class CorePolicy:
+    def __init__(self, name: str, workload: Workload, options: VariantOptions, wait_seconds: float) -> None:
+        self.name = name
+        self.options = options
+        self.config = SchedulerConfig(
+            score_strategy=options.score_strategy,
+            default_wait_seconds=wait_seconds,
+            hold_after_seconds=SchedulerConfig().hold_after_seconds if options.starvation_hold else 0.0,
+        )
+        self.state = SchedulerState()
+        for node in workload.nodes:
+            self.state.upsert_node(node_record(node))
+        if options.topology and workload.domains:
+            self.state.set_topology(TopologyTree.from_domains(workload.domains, source=workload.source or "workload"))
+        self.pods: dict[str, tuple[str, int, int]] = {}  # pod key -> (incarnation, gpus, cpu)
+        self.phase: dict[str, PodPhase] = {}
+        self.members: dict[str, list[str]] = {}  # incarnation -> pod keys
+
+    def submit(self, job: JobSpec, key: str, now: float) -> None:
+        mode = self.options.mode or GangMode(job.mode)
+        topo = None
+        if self.options.topology and job.topology != "none":
+            topo = NetworkTopology(TopologyMode(job.topology), job.highest_tier)
+        roles = tuple((r.name, r.min_count) for r in job.roles if r.name and r.min_count is not None)
+        spec = GangSpec(
+            NAMESPACE, key, job.min_member, job.members, mode, job.wait_seconds, roles=roles, network_topology=topo
+        )
+        self.state.upsert_gang(spec, created=now)
+        policy = "PreemptLowerPriority" if self.options.preemption else "Never"
+        keys = []
+        rank = 0
+        for role in job.roles:
+            sclass = role_class(role, job.gpu_model)
+            for _ in range(role.count):
+                pod = PodRecord(
+                    NAMESPACE, f"{key}-{rank}", f"uid-{key}-{rank}", sclass, priority=job.priority,
+                    preemption_policy=policy, created=now, gang=spec.key, role=role.name or None, rank=rank,
+                )  # fmt: skip
+                self.state.upsert_pod(pod)
+                self.pods[pod.key] = (key, role.gpus, role.cpu_milli)
+                self.phase[pod.key] = PodPhase.NONE
+                keys.append(pod.key)
+                rank += 1
+        self.members[key] = keys
+
+    def cycle(self, now: float) -> CycleOutcome:
+        out = CycleOutcome()
+        for _ in range(MAX_CYCLES_PER_INSTANT):
+            t0 = time.perf_counter()
+            plan = schedule(self.state, now, self.config)
+            self.state.apply(plan)
+            out.decision_seconds.append(time.perf_counter() - t0)
+            self._carry_out(plan, out)
+            if plan.empty:
+                out.next_wakeup = plan.next_wakeup
+                return out
+        raise RuntimeError(f"the core did not converge at t={now} within {MAX_CYCLES_PER_INSTANT} cycles")
+
+    def _carry_out(self, plan: Plan, out: CycleOutcome) -> None:
+        for pod_key, _node in plan.reservations:
+            self._move(pod_key, PodPhase.HELD, out.moves)
+        for pod_key in plan.releases:
+            self._move(pod_key, PodPhase.NONE, out.moves)
+        for pod_key, node in plan.bindings:
+            self.state.bind_succeeded(pod_key)
+            pod = self.state.pods[pod_key]
+            self.state.upsert_pod(dataclasses.replace(pod, node_name=node, phase="Running"))
+            self._move(pod_key, PodPhase.RUNNING, out.moves)
+        for gang_key, status in plan.gang_status.items():
+            if status.tier is not None and status.scheduled:  # (the plan says Binding; Scheduled comes after)
+                out.tiers[gang_key.removeprefix(NAMESPACE + "/")] = status.tier
+        ended: dict[str, EndReason] = {}
+        for pod_key in plan.evictions:
+            if pod_key in self.pods:
+                ended[self.pods[pod_key][0]] = "evicted"
+        for timeout in plan.timeouts:
+            ended.setdefault(timeout.gang_key.removeprefix(NAMESPACE + "/"), "timeout")
+        for key, reason in ended.items():
+            out.moves += self._remove(key, succeeded=False)
+            out.ended.append(Ended(key, reason))
+
+    def _move(self, pod_key: str, new: PodPhase, moves: list[PodMove]) -> None:
+        old = self.phase.get(pod_key)
+        if old is None or old == new:
+            return
+        self.phase[pod_key] = new
+        key, gpus, cpu = self.pods[pod_key]
+        moves.append(PodMove(key, gpus, cpu, old, new))
+
+    def _remove(self, key: str, *, succeeded: bool) -> list[PodMove]:
+        """Every pod of the incarnation goes (Succeeded first when it completed), then its gang."""
+        moves: list[PodMove] = []
+        for pod_key in self.members.pop(key, []):
+            pod = self.state.pods.get(pod_key)
+            if succeeded and pod is not None and pod.node_name:
+                self.state.upsert_pod(dataclasses.replace(pod, phase="Succeeded"))
+            self.state.remove_pod(pod_key)
+            self._move(pod_key, PodPhase.NONE, moves)
+            del self.pods[pod_key], self.phase[pod_key]
+        self.state.remove_gang(f"{NAMESPACE}/{key}")
+        return moves
+
+    def finish(self, key: str, now: float) -> list[PodMove]:
+        return self._remove(key, succeeded=True)

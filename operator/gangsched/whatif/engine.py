@@ -1,0 +1,254 @@
+"""The what-if engine: a discrete-event replay of a `Workload` through one `Policy`, in virtual time.
+
+Contract: `replay(workload, policy, *, horizon=None, progress=None) -> Replay`.
+- Events (a heap ordered by time, then sequence): job arrivals (the trace's submit times), completions, and the
+  policy's wakeups (waiting-time ends, backoff ends: whatever `CycleOutcome.next_wakeup` asks). After the events of
+  one instant the policy schedules (`cycle`) until it has nothing left to decide; incarnations it ended are submitted
+  again at once (a new incarnation: restarted from zero progress, no checkpoint is assumed) and it schedules again.
+- The workload model, fixed: a job progresses only while at least `min_member` of its members run (RUNNING); it
+  completes `duration` seconds after it became whole (whole-ness is only lost with the incarnation: an eviction or
+  timeout ends it), and its pods are then removed (`finish`). A job holding pods while not whole does nothing.
+- Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
+  useful (held by incarnations running whole), held by incomplete gangs (the difference). `timeline` records
+  (t, gpus allocated, gpus useful, cpu allocated, cpu useful) at each instant the values changed.
+- Deadlocks (detected here: the core exposes no deadlock counters in this tree): after each instant, a deadlock is
+  a set of >= 2 incomplete GPU gangs holding GPUs such that none of them could complete even if every running job
+  ended (each one's missing GPUs > GPUs free + GPUs held by whole jobs). GPU counts only (fragmentation and GPU
+  models are ignored: it can miss deadlocks, never invent one among gangs that could still fit). An episode starts
+  when the set appears and is resolved when it is gone; still there at the end: unresolved.
+- The replay ends when no event is left, or at `horizon` (default: last submit + 2 x the work / GPU capacity + 2 x
+  the longest duration + 1 h): jobs not completed by then are reported unfinished.
+- `progress(done_jobs, total_jobs)` is called after each instant (a progress bar).
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gangsched.whatif.model import JobSpec, Workload
+from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase, Policy
+
+ARRIVAL, WAKEUP, COMPLETE = 0, 1, 2
+
+
+@dataclass(slots=True)
+class JobResult:
+    """One job's outcome across its incarnations."""
+
+    id: str
+    members: int
+    gpus: int
+    submit: float
+    start: float | None = None  # when the completing (or last) incarnation became whole
+    end: float | None = None  # completion (None: unfinished)
+    incarnations: int = 0
+    evictions: int = 0
+    timeouts: int = 0
+    started_partially: bool = False  # some member ran while fewer than min_member did
+    tier: int | None = None  # placement tier reported by the scheduler
+    evicted_gpu_seconds: float = 0.0  # GPU-seconds of work lost to evictions
+
+
+@dataclass(slots=True)
+class _Run:
+    job: JobSpec
+    result: JobResult
+    held: int = 0
+    running: int = 0
+    gpus: int = 0
+    cpu: int = 0
+    whole_since: float | None = None
+
+
+@dataclass(slots=True)
+class Deadlock:
+    start: float
+    held_gpus: int
+    gangs: int
+    end: float | None = None  # None: unresolved
+
+
+@dataclass(slots=True)
+class Replay:
+    policy: str
+    jobs: list[JobResult]
+    end_time: float
+    gpu_capacity: int
+    cpu_capacity: int
+    gpu_seconds: float = 0.0  # allocated
+    useful_gpu_seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    useful_cpu_seconds: float = 0.0
+    timeline: list[tuple[float, int, int, int, int]] = field(default_factory=list)
+    decision_seconds: list[float] = field(default_factory=list)
+    deadlocks: list[Deadlock] = field(default_factory=list)
+    events: int = 0
+    wall_seconds: float = 0.0
+    permit_timeouts: int = 0
+
+
+class _Engine:
+    def __init__(self, workload: Workload, policy: Policy, horizon: float) -> None:
+        self.policy, self.horizon, self.now = policy, horizon, 0.0
+        self.heap: list[tuple[float, int, int, str]] = []
+        self.seq = 0
+        self.jobs = {j.id: j for j in workload.jobs}
+        self.results = {j.id: JobResult(j.id, j.members, j.gpus, j.submit) for j in workload.jobs}
+        self.runs: dict[str, _Run] = {}  # active incarnations
+        self.wakeups: set[float] = set()
+        self.alloc = [0, 0, 0, 0]  # gpus, useful gpus, cpu, useful cpu
+        cpu_cap = sum(n.cpu_milli for n in workload.nodes)
+        self.out = Replay(policy.name, list(self.results.values()), 0.0, workload.gpu_capacity, cpu_cap)
+        self.deadlock: Deadlock | None = None
+        self.done = 0  # jobs completed
+        for job in workload.jobs:
+            self._push(job.submit, ARRIVAL, job.id)
+
+    def _push(self, t: float, kind: int, ref: str) -> None:
+        heapq.heappush(self.heap, (t, self.seq, kind, ref))
+        self.seq += 1
+
+    def _advance(self, t: float) -> None:
+        dt = t - self.now
+        if dt > 0:
+            g, ug, c, uc = self.alloc
+            o = self.out
+            o.gpu_seconds += g * dt
+            o.useful_gpu_seconds += ug * dt
+            o.cpu_seconds += c * dt
+            o.useful_cpu_seconds += uc * dt
+        self.now = t
+
+    def _submit(self, job: JobSpec) -> None:
+        result = self.results[job.id]
+        result.incarnations += 1
+        key = f"{job.id}#{result.incarnations}"
+        self.runs[key] = _Run(job, result)
+        self.policy.submit(job, key, self.now)
+
+    def _apply(self, moves: list[PodMove]) -> None:
+        """Apply one batch of moves (what one scheduler decision did), then settle whole-ness: a gang bound in one
+        decision starts whole, never partially."""
+        touched: dict[str, _Run] = {}
+        for move in moves:
+            run = touched[move.job] = self.runs[move.job]
+            sign = (move.new != PodPhase.NONE) - (move.old != PodPhase.NONE)
+            run.held += sign
+            run.gpus += sign * move.gpus
+            run.cpu += sign * move.cpu_milli
+            self.alloc[0] += sign * move.gpus
+            self.alloc[2] += sign * move.cpu_milli
+            if run.whole_since is not None:
+                self.alloc[1] += sign * move.gpus
+                self.alloc[3] += sign * move.cpu_milli
+            run.running += (move.new == PodPhase.RUNNING) - (move.old == PodPhase.RUNNING)
+        for key, run in touched.items():
+            if run.whole_since is None and run.running >= run.job.min_member:
+                run.whole_since = run.result.start = self.now
+                self.alloc[1] += run.gpus
+                self.alloc[3] += run.cpu
+                self._push(self.now + run.job.duration, COMPLETE, key)
+            elif run.whole_since is None and run.running > 0:
+                run.result.started_partially = True
+
+    def _outcome(self, out: CycleOutcome) -> list[JobSpec]:
+        self.out.decision_seconds += out.decision_seconds
+        self.out.permit_timeouts += out.timeouts
+        self._apply(out.moves)
+        for key, tier in out.tiers.items():
+            if key in self.runs:
+                self.runs[key].result.tier = tier
+        again = []
+        for ended in out.ended:
+            run = self.runs.pop(ended.job)
+            if ended.reason == "evicted":
+                run.result.evictions += 1
+                if run.whole_since is not None:
+                    run.result.evicted_gpu_seconds += run.job.gpus * (self.now - run.whole_since)
+            else:
+                run.result.timeouts += 1
+            again.append(run.job)
+        if out.next_wakeup is not None and out.next_wakeup > self.now and out.next_wakeup not in self.wakeups:
+            self.wakeups.add(out.next_wakeup)
+            self._push(out.next_wakeup, WAKEUP, "")
+        return again
+
+    def _event(self, kind: int, ref: str) -> None:
+        if kind == ARRIVAL:
+            self._submit(self.jobs[ref])
+        elif kind == COMPLETE and ref in self.runs:
+            self._apply(self.policy.finish(ref, self.now))
+            self.runs.pop(ref).result.end = self.now
+            self.done += 1
+        elif kind == WAKEUP:
+            self.wakeups.discard(self.now)
+
+    def run(self, progress: Callable[[int, int], None] | None) -> Replay:
+        wall = time.perf_counter()
+        while self.heap and self.heap[0][0] <= self.horizon:
+            self._advance(self.heap[0][0])
+            while self.heap and self.heap[0][0] == self.now:
+                _, _, kind, ref = heapq.heappop(self.heap)
+                self.out.events += 1
+                self._event(kind, ref)
+            again = self._outcome(self.policy.cycle(self.now))
+            while again:
+                for job in again:
+                    self._submit(job)
+                again = self._outcome(self.policy.cycle(self.now))
+            self._sample()
+            self._detect_deadlock()
+            if progress is not None:
+                progress(self.done, len(self.jobs))
+        end = min(self.horizon, self.now) if self.heap else self.now
+        self._advance(end)
+        self.out.end_time = end
+        self.out.wall_seconds = time.perf_counter() - wall
+        return self.out
+
+    def _sample(self) -> None:
+        g, ug, c, uc = self.alloc
+        tl = self.out.timeline
+        if not tl or tl[-1][1:] != (g, ug, c, uc):
+            tl.append((self.now, g, ug, c, uc))
+
+    def _detect_deadlock(self) -> None:
+        partial = [r for r in self.runs.values() if r.whole_since is None and r.gpus > 0]
+        available = self.out.gpu_capacity - self.alloc[0] + self.alloc[1]
+        stuck = len(partial) >= 2 and all(_missing(r) > available for r in partial)
+        if stuck and self.deadlock is None:
+            self.deadlock = Deadlock(self.now, sum(r.gpus for r in partial), len(partial))
+            self.out.deadlocks.append(self.deadlock)
+        elif not stuck and self.deadlock is not None:
+            self.deadlock.end = self.now
+            self.deadlock = None
+
+
+def _missing(run: _Run) -> int:
+    """GPUs the incarnation still needs to run whole (its min_member members' share of the job's GPUs)."""
+    job = run.job
+    return -(-job.gpus * job.min_member // max(job.members, 1)) - run.gpus
+
+
+def default_horizon(workload: Workload) -> float:
+    if not workload.jobs:
+        return 0.0
+    work = sum(j.gpus * j.duration for j in workload.jobs)
+    cap = max(workload.gpu_capacity, 1)
+    longest = max(j.duration for j in workload.jobs)
+    return workload.jobs[-1].submit + 2 * work / cap + 2 * longest + 3600.0
+
+
+def replay(
+    workload: Workload,
+    policy: Policy,
+    *,
+    horizon: float | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Replay:
+    """Replay the workload through the policy; see the module docstring."""
+    engine = _Engine(workload, policy, default_horizon(workload) if horizon is None else horizon)
+    return engine.run(progress)

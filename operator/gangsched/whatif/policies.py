@@ -1,0 +1,113 @@
+"""The policy interface of the what-if engine and the registry of policies replayed side by side.
+
+Contract:
+- A policy is one scheduler under test. The engine (whatif/engine.py) hands it job incarnations (`submit`), asks it
+  to schedule at a virtual time (`cycle`: run the scheduler until it has nothing left to decide at `now`), and tells
+  it when an incarnation completed (`finish`: its pods succeed and are removed). A policy reports what happened to
+  pods as `PodMove`s (state NONE -> HELD -> RUNNING, or back to NONE) and incarnations it ended (`Ended`: evicted by
+  preemption, or timed out and to be recreated), with the next time it wants to be woken and the wall time each
+  decision took (the only wall-clock figure of a replay).
+- A pod HELD keeps its resources without running (a reservation, a Permit wait); RUNNING is bound and started.
+- `make_policy(name, workload, wait_seconds)` builds a policy by name: `gangsched` and its variants (the real core:
+  whatif/core_policy.py), `pod-by-pod` and `permit-wait` (baselines implemented in the simulator:
+  whatif/baselines.py). `POLICY_NAMES` lists them.
+Variants of gangsched (suffixes, combinable with "+"): `spread` (score strategy spread instead of binpack), `strict` /
+`nonstrict` (override every job's gang mode), `notopo` (no topology tree, no network-topology constraint),
+`nopreempt` (pods never preempt: preemptionPolicy Never), `nohold` (no capacity held for a starving gang:
+core/starvation.py off). E.g. `gangsched+nonstrict+notopo`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Literal, Protocol
+
+from gangsched.whatif.model import JobSpec, Workload
+
+
+class PodPhase(IntEnum):
+    NONE = 0  # holds nothing (pending, or gone)
+    HELD = 1  # holds its resources without running (reservation, Permit wait)
+    RUNNING = 2  # bound and running
+
+
+@dataclass(frozen=True, slots=True)
+class PodMove:
+    job: str  # the incarnation key (engine-assigned)
+    gpus: int
+    cpu_milli: int
+    old: PodPhase
+    new: PodPhase
+
+
+EndReason = Literal["evicted", "timeout"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """An incarnation ended before completing: every pod of it is gone (moves to NONE are reported too)."""
+
+    job: str
+    reason: EndReason
+
+
+@dataclass(slots=True)
+class CycleOutcome:
+    moves: list[PodMove] = field(default_factory=list)
+    ended: list[Ended] = field(default_factory=list)
+    next_wakeup: float | None = None
+    decision_seconds: list[float] = field(default_factory=list)  # wall time of each scheduler call
+    tiers: dict[str, int | None] = field(default_factory=dict)  # incarnation -> topology tier it started within
+    timeouts: int = 0  # gangs whose reservations a baseline released at its timeout (no new incarnation)
+    deadlocks_resolved: int = 0  # reported by the scheduler itself (core/deadlock.py counters), when it has them
+
+
+class Policy(Protocol):
+    name: str
+
+    def submit(self, job: JobSpec, key: str, now: float) -> None:
+        """A new incarnation `key` of `job` arrives (its pods are created, pending)."""
+
+    def cycle(self, now: float) -> CycleOutcome:
+        """Schedule at `now` until nothing is left to decide; report the moves and ended incarnations."""
+
+    def finish(self, key: str, now: float) -> list[PodMove]:
+        """The incarnation completed: its pods succeed and are removed; returns their moves to NONE."""
+
+
+BASELINES = ("pod-by-pod", "permit-wait")
+GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt", "nohold")
+POLICY_NAMES = ("gangsched", *(f"gangsched+{v}" for v in GANGSCHED_VARIANTS), *BASELINES)
+
+
+def parse_policies(text: str) -> list[str]:
+    """Comma-separated policy names, validated (ValueError names the bad one and what is allowed)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        base, *variants = name.split("+")
+        if name in BASELINES:
+            continue
+        if base != "gangsched" or any(v not in GANGSCHED_VARIANTS for v in variants):
+            raise ValueError(
+                f"--policies: unknown policy {name!r}; allowed: {', '.join(BASELINES)}, gangsched"
+                f" with optional +variants from {', '.join(GANGSCHED_VARIANTS)}"
+            )
+    if not names:
+        raise ValueError("--policies: at least one policy is needed")
+    return names
+
+
+def make_policy(name: str, workload: Workload, wait_seconds: float) -> Policy:
+    """A fresh policy (no state shared between replays)."""
+    if name == "pod-by-pod":
+        from gangsched.whatif.baselines import PodByPod
+
+        return PodByPod(workload.nodes)
+    if name == "permit-wait":
+        from gangsched.whatif.baselines import PermitWait
+
+        return PermitWait(workload.nodes, wait_seconds)
+    from gangsched.whatif.core_policy import CorePolicy, variant_options
+
+    return CorePolicy(name, workload, variant_options(name.split("+")[1:]), wait_seconds)

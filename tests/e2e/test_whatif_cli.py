@@ -1,0 +1,107 @@
+"""`gangsched sim replay --demo` as a user runs it: its own process, the comparison table on stdout, the JSON summary,
+a CSV per policy and the Markdown report in --out; reproducible from --seed (even across string hash seeds).
+
+Oracle: issue 15's "Done when" (the demo prints the comparison table and writes its outputs; gangsched starts 0 jobs
+partially and leaves no deadlock unresolved) and the CSV format of RFC 4180 as Python's csv module reads it.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def replay(out: Path, *args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "gangsched", "sim", "replay", "--demo", "--out", str(out), *args]
+    env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=110, env=env, check=False)
+
+
+def without_wall_time(summary: dict[str, Any]) -> dict[str, Any]:
+    for result in summary["results"]:
+        for s in result["policies"].values():
+            for key in ("decision_ms", "wall_seconds", "events_per_s"):
+                s.pop(key)
+    return summary
+
+
+def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) -> None:
+    proc = replay(tmp_path / "a", "--load", "0.6,0.95", "--no-plots")
+    assert proc.returncode == 0, proc.stderr
+    header = proc.stdout.splitlines()[0].split()
+    assert header[:3] == ["load", "offered", "policy"]
+    assert sum(line.split()[2] == "gangsched" for line in proc.stdout.splitlines()[1:] if line.strip()) == 2
+    summary = orjson.loads((tmp_path / "a" / "summary.json").read_bytes())
+    assert [r["load"] for r in summary["results"]] == [0.6, 0.95]
+    for result in summary["results"]:
+        assert set(result["policies"]) == {"gangsched", "gangsched+nohold", "pod-by-pod", "permit-wait"}
+        ours = result["policies"]["gangsched"]
+        assert ours["started_partially"] == 0 and ours["deadlocks"]["unresolved"] == 0
+        assert ours["completed"] + ours["unfinished"] == ours["jobs"] > 0
+    for policy in ("gangsched", "gangsched+nohold", "pod-by-pod", "permit-wait"):
+        with (tmp_path / "a" / f"jobs-{policy}.csv").open() as fh:
+            rows = list(csv.DictReader(fh))
+        assert {r["load"] for r in rows} == {"0.6", "0.95"}
+        assert len(rows) == sum(r["policies"][policy]["jobs"] for r in summary["results"])
+    assert "| load | offered | policy |" in (tmp_path / "a" / "report.md").read_text()
+    again = replay(tmp_path / "b", "--load", "0.6,0.95", "--no-plots", hash_seed="12345")
+    assert again.returncode == 0, again.stderr
+    second = orjson.loads((tmp_path / "b" / "summary.json").read_bytes())
+    assert without_wall_time(second) == without_wall_time(summary)
+
+
+def test_bad_options_exit_2_naming_the_option(tmp_path: Path) -> None:
+    proc = replay(tmp_path, "--load", "0.6,3")
+    assert proc.returncode == 2 and "--load" in proc.stderr and "(0, 2]" in proc.stderr
+    proc = replay(tmp_path, "--policies", "gangsched,fifo")
+    assert proc.returncode == 2 and "'fifo'" in proc.stderr and "pod-by-pod" in proc.stderr
+
+
+def test_demo_draws_the_plots_the_report_shows(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib", reason="the plots need the extra gangsched[whatif] (matplotlib)")
+    proc = replay(tmp_path, "--load", "0.8")
+    assert proc.returncode == 0, proc.stderr
+    report = (tmp_path / "report.md").read_text()
+    for name in ("utilization", "jct_cdf", "queue_by_size", "held_idle"):
+        png = tmp_path / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name}.png)" in report
+
+
+NODES_CSV = "name,cpu,memory,gpus,gpu_model\nn0,64,512Gi,8,A100\nn1,64,512Gi,8,A100\n"
+TRACE_CSV = (
+    "job_id,submit,duration,priority,min_member,mode,topology,highest_tier,gpu_model,wait_seconds,role,workers,"
+    "role_min,cpu,memory,gpus\n"
+    "a,0,100,0,2,Strict,none,,A100,,,2,,4,16Gi,8\n"
+    "b,10,50,0,3,Strict,none,,,,launcher,1,,500m,1Gi,0\n"
+    "b,10,50,0,3,Strict,none,,,,worker,2,2,8,64Gi,4\n"
+)
+
+
+def test_an_inventory_file_and_a_trace_replay_as_given(tmp_path: Path) -> None:
+    (tmp_path / "nodes.csv").write_text(NODES_CSV)
+    (tmp_path / "trace.csv").write_text(TRACE_CSV)
+    cmd = [sys.executable, "-m", "gangsched", "sim", "replay", "--nodes", str(tmp_path / "nodes.csv")]
+    cmd += ["--trace", str(tmp_path / "trace.csv"), "--no-plots", "--out", str(tmp_path / "out")]
+    proc = subprocess.run(
+        [*cmd, "--policies", "gangsched,pod-by-pod"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--load does not apply to a trace" in proc.stderr
+    (result,) = orjson.loads((tmp_path / "out" / "summary.json").read_bytes())["results"]
+    for s in result["policies"].values():
+        assert (s["jobs"], s["completed"]) == (2, 2)
+        # a holds both nodes until t=100; b (launcher + 2 x 4 GPUs) starts whole then: JCT 140 s, queue 90 s
+        assert s["jct"]["mean"] == (100 + 140) / 2 and s["queue"]["mean"] == (0 + 90) / 2
+    (tmp_path / "trace.csv").write_text(TRACE_CSV.replace("a,0,100,", "a,0,-1,"))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2 and "trace.csv" in proc.stderr and "duration" in proc.stderr

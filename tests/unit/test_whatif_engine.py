@@ -1,0 +1,125 @@
+"""The what-if engine (operator/gangsched/whatif/engine.py) with tiny contrived workloads, through the real core
+(gangsched) and the two baselines.
+
+Oracles: the workload model of issue 15 (a job progresses only while its minMember pods run); kube-scheduler
+without gangs binds each pod on its own as it fits (pkg/scheduler/schedule_one.go: one pod per cycle, no group);
+scheduler-plugins coscheduling (pkg/coscheduling/coscheduling.go `Permit`: pods wait until minMember are assumed,
+rejected together when the waiting time ends; core `QueueSort` by priority then PodGroup creation);
+kube-scheduler's DefaultPreemption evicts lower-priority pods for a pending pod whose preemptionPolicy allows it.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.topology import Domain
+from gangsched.whatif.engine import JobResult, Replay, replay
+from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
+from gangsched.whatif.policies import make_policy
+
+GIB = 1024
+
+
+def nodes(n: int, gpus: int = 8) -> tuple[NodeSpec, ...]:
+    return tuple(NodeSpec(f"n{i}", 64_000, 512 * GIB, gpus) for i in range(n))
+
+
+def job(id: str, submit: float, duration: float, pods: int, gpus: int, **kw: object) -> JobSpec:
+    role = RoleSpec(pods, 1000, GIB, gpus)
+    return JobSpec(id, submit, duration, (role,), pods, **kw)  # type: ignore[arg-type]
+
+
+def run(policy: str, jobs: list[JobSpec], n: int = 2, wait: float = 600.0) -> tuple[Replay, dict[str, JobResult]]:
+    workload = Workload(tuple(sorted(jobs, key=lambda j: j.submit)), nodes(n))
+    result = replay(workload, make_policy(policy, workload, wait))
+    return result, {j.id: j for j in result.jobs}
+
+
+def test_a_job_progresses_only_while_whole() -> None:
+    # A holds one of the two nodes until t=100; B (2 x 8 GPUs, 50 s of work) arrives at t=1.
+    jobs = [job("a", 0, 100, 1, 8), job("b", 1, 50, 2, 8)]
+    partial, by_id = run("pod-by-pod", jobs)
+    b = by_id["b"]
+    assert b.started_partially  # pod-by-pod started one member at t=1 ...
+    assert (b.start, b.end) == (100, 150)  # ... which did nothing: B's 50 s of work begin when it is whole
+    assert partial.gpu_seconds - partial.useful_gpu_seconds == 8 * 99  # 8 GPUs held idle from t=1 to t=100
+    whole, by_id = run("gangsched", jobs)
+    assert (by_id["b"].start, by_id["b"].end) == (100, 150)
+    assert not by_id["b"].started_partially
+    assert whole.gpu_seconds == whole.useful_gpu_seconds == 8 * 100 + 16 * 50
+
+
+def deadlock_jobs(wait: float | None) -> list[JobSpec]:
+    """n0 busy with two 4-GPU jobs until t=10 and t=20, n1 with an 8-GPU job until t=30. B (2 x 8 GPUs) arrives
+    first, C (3 x 4 GPUs) second: C's members fit each half of n0 as it frees, B's first member n1 when it frees;
+    then B misses 8 GPUs, C misses 4, nothing runs: none can complete."""
+    return [
+        job("y1", 0, 10, 1, 4),
+        job("y2", 0, 20, 1, 4),
+        job("y3", 0, 30, 1, 8),
+        job("b", 1, 40, 2, 8, wait_seconds=wait),
+        job("c", 2, 40, 3, 4, wait_seconds=wait),
+    ]
+
+
+def test_pod_by_pod_starts_partial_jobs_and_deadlocks_while_gangsched_starts_none() -> None:
+    result, by_id = run("pod-by-pod", deadlock_jobs(None))
+    assert by_id["b"].started_partially and by_id["c"].started_partially
+    assert by_id["b"].end is None and by_id["c"].end is None  # a deadlock for good: no timeout, no preemption
+    assert [(d.start, d.end, d.held_gpus) for d in result.deadlocks] == [(30, None, 16)]
+    result, by_id = run("gangsched", deadlock_jobs(None))
+    assert not any(j.started_partially for j in result.jobs)
+    assert result.deadlocks == []
+    assert by_id["b"].end is not None and by_id["c"].end is not None
+    assert result.gpu_seconds == result.useful_gpu_seconds  # nothing held by an incomplete gang
+
+
+def test_permit_wait_releases_every_reservation_at_the_timeout() -> None:
+    result, by_id = run("permit-wait", deadlock_jobs(100.0))
+    assert not any(j.started_partially for j in result.jobs)  # reserved at Permit, never running partially
+    # C reserved first at t=10, so its Permit wait ends at t=110: its reservations go, B gets n0 and starts whole
+    assert result.permit_timeouts == 1
+    assert [(d.start, d.end) for d in result.deadlocks] == [(30, 110)]
+    assert (by_id["b"].start, by_id["b"].end) == (110, 150)
+    assert by_id["c"].start == 150 and by_id["c"].end == 190  # retried after its backoff, whole when B is done
+    held_idle = result.gpu_seconds - result.useful_gpu_seconds
+    assert held_idle == 4 * (20 - 10) + 8 * (30 - 20) + 16 * (110 - 30)  # C's and B's reservations while waiting
+
+
+def test_gangsched_preempts_and_restarts_the_victim_from_zero() -> None:
+    jobs = [job("low", 0, 1000, 1, 8), job("high", 5, 10, 1, 8, priority=100)]
+    _, by_id = run("gangsched", jobs, n=1)
+    low, high = by_id["low"], by_id["high"]
+    assert (low.evictions, low.incarnations, low.evicted_gpu_seconds) == (1, 2, 8 * 5)
+    assert high.start is not None and high.start >= 5 and high.end == high.start + 10
+    assert low.start is not None and low.start >= high.end and low.end == low.start + 1000  # its 5 s were lost
+    _result, by_id = run("gangsched+nopreempt", jobs, n=1)
+    assert by_id["low"].evictions == 0 and by_id["high"].start == 1000
+
+
+def test_every_policy_completes_a_feasible_workload_and_conserves_resources() -> None:
+    jobs = [job(f"j{i}", i * 7.0, 30 + i, 1 + i % 3, 4 if i % 2 else 8) for i in range(20)]
+    for policy in ("gangsched", "gangsched+spread+notopo", "gangsched+nonstrict", "pod-by-pod", "permit-wait"):
+        result, _ = run(policy, jobs, n=3)
+        assert all(j.end is not None for j in result.jobs), policy
+        assert result.timeline[-1][1:] == (0, 0, 0, 0), policy  # everything given back at the end
+        assert all(0 <= p[2] <= p[1] <= result.gpu_capacity for p in result.timeline), policy
+
+
+def test_the_placement_tier_is_the_one_the_core_reports() -> None:
+    domains = (  # two units of two nodes under one leaf
+        Domain(1, "u0", ("leaf",), ("n0", "n1")),
+        Domain(1, "u1", ("leaf",), ("n2", "n3")),
+        Domain(2, "leaf", (), ("u0", "u1")),
+    )
+    jobs = (
+        job("g", 0, 10, 2, 8, topology="hard", highest_tier=1),
+        job("h", 1, 10, 4, 8, topology="soft"),
+        job("x", 30, 10, 1, 1),
+    )
+    workload = Workload(jobs, nodes(4), domains)
+    result = {j.id: j for j in replay(workload, make_policy("gangsched", workload, 600.0)).jobs}
+    assert (result["g"].tier, result["g"].start) == (1, 0)  # within one unit
+    assert (result["h"].tier, result["h"].start) == (2, 10)  # needs both units: once g is done
+    assert result["x"].tier is None  # no network topology asked
+    workload = Workload(jobs, nodes(4), domains)
+    result = {j.id: j for j in replay(workload, make_policy("gangsched+notopo", workload, 600.0)).jobs}
+    assert result["g"].tier is None and result["h"].tier is None
