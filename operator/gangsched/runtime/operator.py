@@ -522,6 +522,9 @@ class Operator:
             pod = self.cluster.pods.get(key)
             if pod is not None and pod.gang is not None:
                 self.cache.dirty_gangs.add(pod.gang)
+                # a status round: the pod's watch event may have come first, or may now change nothing the cache
+                # wakes for (the record already shows the node), and the PodGroup would stay Scheduling
+                self.wake_for_status()
             if result.outcome == "bound":  # as kube-scheduler reports it
                 self.events.record(
                     self._ref("Pod", result.namespace, result.name),
