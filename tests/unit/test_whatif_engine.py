@@ -10,6 +10,8 @@ kube-scheduler's DefaultPreemption evicts lower-priority pods for a pending pod 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gangsched.core.topology import Domain
 from gangsched.whatif.engine import JobResult, Replay, replay
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
@@ -70,6 +72,20 @@ def test_pod_by_pod_starts_partial_jobs_and_deadlocks_while_gangsched_starts_non
     assert result.deadlocks == []
     assert by_id["b"].end is not None and by_id["c"].end is not None
     assert result.gpu_seconds == result.useful_gpu_seconds  # nothing held by an incomplete gang
+
+
+def test_gangsched_resolves_a_nonstrict_deadlock_in_the_instant_it_forms_and_the_replay_reports_it() -> None:
+    # the same knot with NonStrict gangs: C reserves n0's halves as they free (t=10, 20), B n1 at t=30; then B
+    # waits for 8 GPUs C holds, C for 4 B holds. core/deadlock.py's rule: the victim is the lowest priority, then
+    # the newest (C); its reservations go at once and B starts whole in the same instant.
+    jobs = [replace(j, mode="NonStrict") if j.id in ("b", "c") else j for j in deadlock_jobs(None)]
+    result, by_id = run("gangsched", jobs)
+    assert [(d.formed, d.resolved, d.gangs, d.held_gpus, d.released_gpus) for d in result.resolved] == [
+        (30, 30, 2, 16, 8)
+    ]
+    assert result.deadlocks == []  # the engine's own check never saw it standing after an instant
+    assert (by_id["b"].start, by_id["b"].end) == (30, 70) and (by_id["c"].start, by_id["c"].end) == (70, 110)
+    assert not any(j.started_partially for j in result.jobs)
 
 
 def test_permit_wait_releases_every_reservation_at_the_timeout() -> None:

@@ -9,7 +9,7 @@ average of a piecewise-constant series is its integral over the window divided b
 
 from __future__ import annotations
 
-from gangsched.whatif.engine import Deadlock, JobResult, Replay
+from gangsched.whatif.engine import Deadlock, JobResult, Replay, SchedulerDeadlock
 from gangsched.whatif.freecap import FreeIndex
 from gangsched.whatif.metrics import percentile, stats, summarize, window_mean
 from gangsched.whatif.model import NodeSpec
@@ -38,6 +38,7 @@ def test_summary_figures_from_a_known_replay() -> None:
     replay = Replay("p", jobs, 300, 64, 1000, gpu_seconds=7200 + 3600, useful_gpu_seconds=7200)
     replay.timeline = [(0.0, 32, 16, 0, 0), (100.0, 64, 32, 0, 0)]
     replay.deadlocks = [Deadlock(50, 24, 2, end=80), Deadlock(200, 16, 2)]
+    replay.resolved = [SchedulerDeadlock(10, 10, 2, 16, 8), SchedulerDeadlock(20, 110, 3, 40, 8)]
     s = summarize(replay, (0, 200))
     assert (s["completed"], s["unfinished"], s["started_partially"]) == (2, 1, 1)
     assert s["jct"]["mean"] == (100 + 230) / 2 and s["queue"]["mean"] == (0 + 30) / 2
@@ -45,6 +46,10 @@ def test_summary_figures_from_a_known_replay() -> None:
     assert s["held_idle_gpu_hours"] == 1.0 and s["evicted_gpu_hours"] == 1.0 and s["evictions"] == 1
     assert s["deadlocks"] == {
         "found": 2, "resolved": 1, "unresolved": 1, "mean_seconds_to_resolve": 30.0, "held_gpus_at_detection": 40,
+        "scheduler": {
+            "resolved": 2, "mean_seconds_to_resolve": 45.0, "held_gpu_hours_while_deadlocked": 1.0,
+            "held_gpus_before": 56, "held_gpus_after": 40,
+        },
     }  # fmt: skip
     assert set(s["by_size"]) == {"1", "2-4"}
 

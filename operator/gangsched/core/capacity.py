@@ -103,7 +103,8 @@ def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
 
 
 class ClassIndex:
-    __slots__ = ("aff", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread", "watch")
+    __slots__ = ("aff", "blocked", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread",
+                 "watch")  # fmt: skip
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
@@ -118,12 +119,14 @@ class ClassIndex:
         self.pref: dict[str, int] = {}
         self.count: dict[str, int] = {}
         self.buckets: dict[Key, dict[str, None]] = {}
+        self.blocked: dict[str, int] | None = None  # statically blocked nodes by reason (core/messages.py fills it)
 
     def _rebuild(self, cluster: StoreView) -> None:
         cls = self.cls
         self.pref = {}
         self.count = {}
         self.buckets = {}
+        self.blocked = None
         req = cls.requests
         used = cluster.used
         simple = not cls.constrained and not cls.tolerations and not cls.preferred and not cls.pod_preferred

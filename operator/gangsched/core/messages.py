@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gangsched.core.affinity import one_per_domain
-from gangsched.core.capacity import fit_count
-from gangsched.core.filters import block_reason
+from gangsched.core.capacity import ClassIndex, class_index
+from gangsched.core.filters import block_reason, filters_for
 from gangsched.core.gangs import GangState
 from gangsched.core.matching import static_block
 from gangsched.core.plan import Event, GangStatus, PodCondition, UnitBackoff
@@ -111,23 +111,38 @@ def fail(
         conditions(session, pods, "Unschedulable", message)
 
 
+def _static_reasons(session: CycleSession, idx: ClassIndex) -> dict[str, int]:
+    """Nodes the class can never use (selector, affinity, taints, unschedulable) by reason: kept on its index,
+    which is rebuilt whenever a node's static properties change."""
+    if idx.blocked is None:
+        eligible = idx.pref
+        blocked = (static_block(idx.cls, n) for name, n in session.store.nodes.items() if name not in eligible)
+        idx.blocked = Counter(why or "unschedulable" for why in blocked)
+    return idx.blocked
+
+
 def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[str]]:
-    """How many nodes fit one more pod of the class, and why the others do not."""
-    reasons: Counter[str] = Counter()
+    """How many nodes fit one more pod of the class, and why the others do not (only the statically eligible
+    nodes are looked at one by one)."""
+    cls = short.cls
+    idx = class_index(session.store, cls, spread=session.workspace.spread)
+    reasons: Counter[str] = Counter(_static_reasons(session, idx))
     fit = 0
-    used = session.store.used
-    extra = session.workspace.extra
-    for name, node in session.store.nodes.items():
-        why = static_block(short.cls, node) or block_reason(short.cls, name, session.workspace.usage)
+    used, nodes = session.store.used, session.store.nodes
+    workspace = session.workspace
+    extra, usage = workspace.extra, workspace.usage
+    requests = sorted((r, q) for r, q in cls.requests.items() if q > 0)
+    filtered = bool(filters_for(cls))
+    none: dict[str, int] = {}
+    for name in idx.pref:
+        why = block_reason(cls, name, usage) if filtered else None
         if why is None:
-            if fit_count(short.cls.requests, node.allocatable, used.get(name), extra.get(name)) > 0:
+            alloc, u, x = nodes[name].allocatable, used.get(name) or none, extra.get(name) or none
+            lacking = next((r for r, q in requests if alloc.get(r, 0) - u.get(r, 0) - x.get(r, 0) < q), None)
+            if lacking is None:
                 fit += 1
                 continue
-            free = session.workspace.free(name)
-            why = next(
-                (f"insufficient {r}" for r, q in sorted(short.cls.requests.items()) if free.get(r, 0) < q),
-                "insufficient resources",
-            )
+            why = f"insufficient {lacking}"
         reasons[why] += 1
     return fit, reasons
 

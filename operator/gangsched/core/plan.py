@@ -28,6 +28,8 @@ Fields:
   bookkeeping for SchedulerState.apply, and the runtime rewrites those gangs' PodGroup status (Degraded condition).
 - capacity_holds: {gang_key: CapacityHold | None} capacity held for a starving gang, started or recomputed (None:
   ended); bookkeeping for SchedulerState.apply (core/starvation.py).
+- hint_skips: {unit: freed_gen} backed-off gangs the queueing hint skipped (core/queue_hints.py): the capacity freed
+  up to that generation ends their backoff no more; bookkeeping only (a plan with nothing else is empty).
 - deadlocks: [Deadlock] NonStrict deadlocks found and resolved this cycle (core/deadlock.py); read by the replay
   and the metrics, nothing to apply (the releases and events carry the effect).
 """
@@ -127,6 +129,7 @@ class Plan:
     capacity_holds: dict[str, CapacityHold | None] = field(default_factory=dict)  # gang -> hold (None: ended)
     deadlocks: list[Deadlock] = field(default_factory=list)  # NonStrict deadlocks resolved (core/deadlock.py)
     health: dict[str, GangHealth | None] = field(default_factory=dict)  # gang -> health record (None: dropped)
+    hint_skips: dict[UnitKey, int] = field(default_factory=dict)  # unit -> freed_gen its skip covered (queue_hints)
 
     @property
     def empty(self) -> bool:

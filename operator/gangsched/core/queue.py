@@ -10,7 +10,8 @@ Contract:
   having failed, or when it is removed (`forget_pod`); a gang's when the store forgets the gang.
 - `queued_gangs()`, `alone_pending()`: the pending units; `ready(unit, now, freed_gen)`: not backed off (a
   backoff ends early when capacity was freed after it began, as kube-scheduler requeues on cluster events);
-  `rebase_freed(freed_gen)`: capacity freed so far ends no backoff (a deadlock victim's release).
+  `rebase_freed(freed_gen)`: capacity freed so far ends no backoff (a deadlock victim's release); `rebase_unit` the
+  same for one unit (a queueing hint, core/queue_hints.py).
 - `waiting_since` of a unit: its first failure since it last succeeded (core/starvation.py ages gangs by it).
 - `holds`: capacity held for starving gangs (core/starvation.py), by gang; `apply_holds(changes)` records a
   plan's (None: the hold ended); a forgotten gang's hold goes with it.
@@ -143,6 +144,12 @@ class SchedulingQueue:
         for table in (self._gang_units, self._pod_units):
             for st in table.values():
                 st.freed_gen = max(st.freed_gen, freed_gen)
+
+    def rebase_unit(self, unit: UnitKey, freed_gen: int) -> None:
+        """Capacity freed up to `freed_gen` ends this unit's backoff no more (a queueing hint, core/queue_hints.py)."""
+        st = self.unit_state(unit)
+        if st is not None:
+            st.freed_gen = max(st.freed_gen, freed_gen)
 
     def record_success(self, unit: UnitKey) -> None:
         st = self._state(unit)

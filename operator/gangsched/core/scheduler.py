@@ -12,7 +12,8 @@ Contract:
   wait-for cycle among gangs holding reservations) release the victim's reservations (core/deadlock.py): the
   others of the cycle are attempted this cycle, the victim is not; (2) the queue: units (gangs,
   and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
-  then creation time (a failed unit uses its last failure time), then gangs before pods, then key; a gang
+  then creation time (a failed unit uses its last failure time), then gangs before pods, then key (a backed-off
+  gang that capacity freed since cannot help stays backed off: core/queue_hints.py); a gang
   whose PodGroup is not known yet waits (WaitingForPodGroup; InvalidPodGroup, with the reason, when its PodGroup
   exists but is invalid) and loses its nominations; (3) up to
   config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
@@ -45,6 +46,7 @@ from gangsched.core.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.health import check_health, health_wakeup
 from gangsched.core.messages import wait
 from gangsched.core.plan import Plan
+from gangsched.core.queue_hints import cannot_progress
 from gangsched.core.readiness import report_unsupported
 from gangsched.core.recheck import podgroup_missing, recheck
 from gangsched.core.session import CycleSession
@@ -112,6 +114,9 @@ def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()
         if backoff is None:
             created = gang.created if gang.created is not None else gang.member_created
         elif backoff.backoff_until > now and backoff.freed_gen >= freed_gen and unit not in retry:
+            continue
+        elif backoff.backoff_until > now and unit not in retry and cannot_progress(session, gang):
+            session.plan.hint_skips[unit] = freed_gen  # the capacity freed so far cannot help it (core/queue_hints.py)
             continue
         elif backoff.failed_at is not None:
             created = backoff.failed_at

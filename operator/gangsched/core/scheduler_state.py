@@ -252,6 +252,8 @@ class SchedulerState:
                 self.store.freed_gen
             )  # (else the next gang in line closes the knot again: a livelock)
         self.health.apply(plan.health)
+        for unit, gen in plan.hint_skips.items():
+            self.queue.rebase_unit(unit, gen)
 
     def _apply_nominations(self, plan: Plan) -> None:
         store = self.store

@@ -14,7 +14,8 @@ Contract (implements whatif/policies.py `Policy`):
   its whole incarnation (`Ended("evicted")`: a distributed job dies with any member; every pod and the gang are
   removed); a gang timing out ends its incarnation too (`Ended("timeout")`: its pods are marked timed out and would be
   recreated by the job's controller: the engine submits a new incarnation). The tier of the gang's status when its
-  members bind is its placement tier. `next_wakeup` is the core's own.
+  members bind is its placement tier. `next_wakeup` is the core's own. Each NonStrict deadlock the core resolved
+  (`Plan.deadlocks`) is reported with the GPUs its gangs held and the victim released (`ResolvedDeadlock`).
 - `finish(key)`: the pods become Succeeded, then are removed with their gang.
 Variants (policies.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
 `notopo`, `nopreempt` (pods' preemptionPolicy Never), `nohold` (starvation holds off: hold_after_seconds 0).
@@ -35,7 +36,7 @@ from gangsched.core.scheduler import schedule
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
-from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase
+from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase, ResolvedDeadlock
 
 GPU = "nvidia.com/gpu"
 GPU_MODEL_LABEL = "gangsched.io/gpu-model"
@@ -147,6 +148,10 @@ class CorePolicy:
         raise RuntimeError(f"the core did not converge at t={now} within {MAX_CYCLES_PER_INSTANT} cycles")
 
     def _carry_out(self, plan: Plan, out: CycleOutcome) -> None:
+        for deadlock in plan.deadlocks:  # (before the releases: what the cycle's gangs held when it was found)
+            held = sum(self._held_gpus(gang.removeprefix(NAMESPACE + "/")) for gang in deadlock.cycle)
+            released = deadlock.held.get(GPU, 0)
+            out.resolved.append(ResolvedDeadlock(deadlock.formed, len(deadlock.cycle), held, released))
         for pod_key, _node in plan.reservations:
             self._move(pod_key, PodPhase.HELD, out.moves)
         for pod_key in plan.releases:
@@ -168,6 +173,9 @@ class CorePolicy:
         for key, reason in ended.items():
             out.moves += self._remove(key, succeeded=False)
             out.ended.append(Ended(key, reason))
+
+    def _held_gpus(self, key: str) -> int:
+        return sum(self.pods[k][1] for k in self.members.get(key, ()) if self.phase[k] == PodPhase.HELD)
 
     def _move(self, pod_key: str, new: PodPhase, moves: list[PodMove]) -> None:
         old = self.phase.get(pod_key)

@@ -11,7 +11,9 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None) -> Replay`.
 - Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
   useful (held by incarnations running whole), held by incomplete gangs (the difference). `timeline` records
   (t, gpus allocated, gpus useful, cpu allocated, cpu useful) at each instant the values changed.
-- Deadlocks (detected here: the core exposes no deadlock counters in this tree): after each instant, a deadlock is
+- Deadlocks the scheduler resolved itself (gangsched: core/deadlock.py) are recorded as reported (`resolved`: when
+  formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
+  policy is held to): after each instant, a deadlock is
   a set of >= 2 incomplete GPU gangs holding GPUs such that none of them could complete even if every running job
   ended (each one's missing GPUs > GPUs free + GPUs held by whole jobs). GPU counts only (fragmentation and GPU
   models are ignored: it can miss deadlocks, never invent one among gangs that could still fit). An episode starts
@@ -71,6 +73,17 @@ class Deadlock:
     end: float | None = None  # None: unresolved
 
 
+@dataclass(frozen=True, slots=True)
+class SchedulerDeadlock:
+    """A deadlock the scheduler resolved itself (policies.py `ResolvedDeadlock`), when it did."""
+
+    formed: float
+    resolved: float
+    gangs: int
+    held_gpus: int  # held by the cycle's gangs before the release
+    released_gpus: int
+
+
 @dataclass(slots=True)
 class Replay:
     policy: str
@@ -85,6 +98,7 @@ class Replay:
     timeline: list[tuple[float, int, int, int, int]] = field(default_factory=list)
     decision_seconds: list[float] = field(default_factory=list)
     deadlocks: list[Deadlock] = field(default_factory=list)
+    resolved: list[SchedulerDeadlock] = field(default_factory=list)  # by the scheduler itself
     events: int = 0
     wall_seconds: float = 0.0
     permit_timeouts: int = 0
@@ -158,6 +172,8 @@ class _Engine:
         self.out.decision_seconds += out.decision_seconds
         self.out.permit_timeouts += out.timeouts
         self._apply(out.moves)
+        for d in out.resolved:
+            self.out.resolved.append(SchedulerDeadlock(d.formed, self.now, d.gangs, d.held_gpus, d.released_gpus))
         for key, tier in out.tiers.items():
             if key in self.runs:
                 self.runs[key].result.tier = tier

@@ -11,7 +11,10 @@ CLI uses the trace's arrival span, the same for every policy, so policies that f
 - `started_partially`: jobs of which some member ran while fewer than minMember did; `evictions`, `evicted_gpu_hours`
   (work lost by victims); `timeouts` (incarnations ended at their waiting time), `permit_timeouts` (baseline
   releases at the timeout); `deadlocks` {found, resolved, unresolved, mean_seconds_to_resolve, held_gpus_at_detection}
-  (detected by the engine); `tiers`: {tier: jobs} placement tier per gang (as the scheduler reported it).
+  (episodes detected by the engine, any policy) and `deadlocks.scheduler` {resolved, mean_seconds_to_resolve (from
+  forming to release), held_gpu_hours_while_deadlocked, held_gpus_before, held_gpus_after} (those the scheduler
+  found and resolved itself: gangsched's core/deadlock.py); `tiers`: {tier: jobs} placement tier per gang (as the
+  scheduler reported it).
 - `decision_ms`: {mean, p50, p99, max, n} wall time per scheduler call; `events`, `wall_seconds`, `events_per_s`.
 """
 
@@ -75,6 +78,18 @@ def _deadlocks(replay: Replay) -> dict[str, Any]:
         if resolved
         else 0.0,
         "held_gpus_at_detection": sum(d.held_gpus for d in replay.deadlocks),
+        "scheduler": _resolved(replay),
+    }
+
+
+def _resolved(replay: Replay) -> dict[str, Any]:
+    found = replay.resolved
+    return {
+        "resolved": len(found),
+        "mean_seconds_to_resolve": round(sum(d.resolved - d.formed for d in found) / len(found), 1) if found else 0.0,
+        "held_gpu_hours_while_deadlocked": round(sum(d.held_gpus * (d.resolved - d.formed) for d in found) / 3600, 2),
+        "held_gpus_before": sum(d.held_gpus for d in found),
+        "held_gpus_after": sum(d.held_gpus - d.released_gpus for d in found),
     }
 
 

@@ -52,6 +52,16 @@ class Ended:
     reason: EndReason
 
 
+@dataclass(frozen=True, slots=True)
+class ResolvedDeadlock:
+    """A deadlock the scheduler found and resolved itself (core/deadlock.py, `Plan.deadlocks`)."""
+
+    formed: float  # when it existed since, at the latest (the last gang of the cycle started holding)
+    gangs: int  # gangs in the wait-for cycle
+    held_gpus: int  # GPUs the gangs of the cycle held in reservations when it was found
+    released_gpus: int  # GPUs of the victim's reservations, released to resolve it
+
+
 @dataclass(slots=True)
 class CycleOutcome:
     moves: list[PodMove] = field(default_factory=list)
@@ -60,7 +70,7 @@ class CycleOutcome:
     decision_seconds: list[float] = field(default_factory=list)  # wall time of each scheduler call
     tiers: dict[str, int | None] = field(default_factory=dict)  # incarnation -> topology tier it started within
     timeouts: int = 0  # gangs whose reservations a baseline released at its timeout (no new incarnation)
-    deadlocks_resolved: int = 0  # reported by the scheduler itself (core/deadlock.py counters), when it has them
+    resolved: list[ResolvedDeadlock] = field(default_factory=list)  # by the scheduler itself (gangsched only)
 
 
 class Policy(Protocol):

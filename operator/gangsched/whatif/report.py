@@ -113,7 +113,7 @@ def write_outputs(out_dir: Path, run: RunResult) -> list[Path]:
 
 HEADERS = (
     "load", "offered", "policy", "useful util", "GPU alloc", "mean JCT (min)", "p95 JCT (min)", "mean queue (min)",
-    "started partially", "held idle GPU-h", "deadlocks (unresolved)", "evictions", "unfinished",
+    "started partially", "held idle GPU-h", "deadlocks resolved/seen/unresolved", "evictions", "unfinished",
 )  # fmt: skip
 
 
@@ -126,7 +126,8 @@ def rows(run: RunResult) -> list[list[str]]:
                 f"{lr.load:g}", f"{lr.offered:.2f}", name, f"{s['useful_util']:.3f}", f"{s['gpu_alloc_mean']:.3f}",
                 f"{s['jct']['mean'] / 60:.1f}", f"{s['jct']['p95'] / 60:.1f}", f"{s['queue']['mean'] / 60:.1f}",
                 str(s["started_partially"]), f"{s['held_idle_gpu_hours']:.1f}",
-                f"{dl['found']} ({dl['unresolved']})", str(s["evictions"]), str(s["unfinished"]),
+                f"{dl['scheduler']['resolved']}/{dl['found']}/{dl['unresolved']}",
+                str(s["evictions"]), str(s["unfinished"]),
             ])  # fmt: skip
     return out
 

@@ -1,0 +1,71 @@
+"""Queueing hints (core/queue_hints.py): a backed-off gang is retried early only when the capacity freed since
+could let it progress.
+
+Oracle: kube-scheduler's queueing hints (pkg/scheduler/framework/interface.go `QueueingHintFn`, KEP-4247): a
+cluster event moves an unschedulable pod back to the active queue only when a plugin that rejected it says the
+event may make it schedulable (NodeResourcesFit's `isSchedulableAfterPodEvent`: a deleted pod's freed resources
+must fit the pod); otherwise the pod waits for its backoff (podMaxInUnschedulablePodsDuration). For a gang the
+necessary condition is the gang's: minMember free slots of its members' classes.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.config import SchedulerConfig
+from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.simulate import step
+from gangsched.core.units import UnitKey
+from tests.unit.test_core_support import add_nodes, add_pod
+
+CFG = SchedulerConfig()  # backoff 1 s after the first failure
+BIG = UnitKey("gang", "default/big")
+
+
+def cluster(*, priority: int = 0, mode: GangMode = GangMode.STRICT) -> SchedulerState:
+    """Two 8-GPU nodes, each busy with a 4-GPU pod of another scheduler; `big` (2 x 8 GPUs) fails at t=0."""
+    c = SchedulerState()
+    add_nodes(c, 2, gpu=8)
+    for i in range(2):
+        add_pod(c, f"busy{i}", gpu=4, node=f"n{i}", phase="Running", ours=False)
+    c.upsert_gang(GangSpec("default", "big", 2, mode=mode), created=0.0)
+    for i in range(2):
+        add_pod(c, f"big-{i}", gang="default/big", rank=i, gpu=8, priority=priority)
+    plan = step(c, CFG, 0.0)
+    assert BIG in plan.unit_backoffs and not plan.bindings
+    return c
+
+
+def test_capacity_freed_that_cannot_make_room_leaves_the_gang_backed_off() -> None:
+    c = cluster()
+    c.remove_pod("default/busy0")  # n0 free: one slot of 8 GPUs, the gang needs two
+    plan = step(c, CFG, 0.5)  # within the backoff (until t=1)
+    assert plan.hint_skips == {BIG: c.store.freed_gen}
+    assert not plan.unit_backoffs and not plan.events and not plan.gang_status  # not attempted, nothing repeated
+    assert step(c, CFG, 0.6).hint_skips == {}  # the same capacity is not asked about again
+    c.remove_pod("default/busy1")  # now two slots: retried at once, before its backoff ends
+    plan = step(c, CFG, 0.7)
+    assert sorted(k for k, _ in plan.bindings) == ["default/big-0", "default/big-1"]
+
+
+def test_the_backoff_still_ends_with_time() -> None:
+    c = cluster()
+    c.remove_pod("default/busy0")
+    assert step(c, CFG, 0.5).hint_skips
+    plan = step(c, CFG, 1.0)  # backoff over: attempted (and fails again, saying so)
+    assert BIG in plan.unit_backoffs and not plan.hint_skips
+
+
+def test_a_gang_that_could_preempt_is_always_retried() -> None:
+    # a lower-priority pod exists (the busy pods have priority 0): freed capacity plus victims may make room
+    c = cluster(priority=100)
+    c.remove_pod("default/busy0")
+    plan = step(c, CFG, 0.5)
+    assert not plan.hint_skips and (plan.evictions or plan.unit_backoffs or plan.bindings)
+
+
+def test_a_nonstrict_gang_is_retried_when_one_member_fits() -> None:
+    # NonStrict keeps partial placements: one free slot is progress (a reservation)
+    c = cluster(mode=GangMode.NON_STRICT)
+    c.remove_pod("default/busy0")
+    plan = step(c, CFG, 0.5)
+    assert not plan.hint_skips and [k for k, _ in plan.reservations] == ["default/big-0"]
