@@ -64,6 +64,23 @@ def test_bad_options_exit_2_naming_the_option(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "--load" in proc.stderr and "(0, 2]" in proc.stderr
     proc = replay(tmp_path, "--policies", "gangsched,fifo")
     assert proc.returncode == 2 and "'fifo'" in proc.stderr and "pod-by-pod" in proc.stderr
+    proc = replay(tmp_path, "--warmup-hours", "-1")
+    assert proc.returncode == 2 and "--warmup-hours" in proc.stderr and ">= 0" in proc.stderr
+
+
+def test_a_warm_up_moves_the_utilization_window_not_the_offered_load(tmp_path: Path) -> None:
+    # the cluster starts empty: utilization is averaged over the arrivals after the warm-up, up to the last one
+    proc = replay(tmp_path / "w", "--load", "0.8", "--policies", "gangsched", "--warmup-hours", "4", "--no-plots")
+    assert proc.returncode == 0, proc.stderr
+    summary = orjson.loads((tmp_path / "w" / "summary.json").read_bytes())
+    (result,) = summary["results"]
+    assert summary["warmup_seconds"] == 4 * 3600
+    plain = replay(tmp_path / "p", "--load", "0.8", "--policies", "gangsched", "--no-plots")
+    assert plain.returncode == 0, plain.stderr
+    (base,) = orjson.loads((tmp_path / "p" / "summary.json").read_bytes())["results"]
+    assert result["window"][0] == base["window"][0] + 4 * 3600 and result["window"][1] == base["window"][1]
+    assert result["offered"] == base["offered"]
+    assert result["policies"]["gangsched"]["useful_util"] != base["policies"]["gangsched"]["useful_util"]
 
 
 def test_demo_draws_the_plots_the_report_shows(tmp_path: Path) -> None:

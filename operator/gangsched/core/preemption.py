@@ -255,7 +255,7 @@ def find_victims(
     protected: Collection[str] = (),
 ) -> PreemptionChoice | None:
     """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
-    units, spare = victim_units(cluster, priority, excluded, protected)
+    units, spare = victim_units(cluster, priority, excluded, protected, feasible)
     if not units:
         return None
     free_units = [u for u in units if not u.protected]

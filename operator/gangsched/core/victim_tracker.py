@@ -1,10 +1,11 @@
 """Victim units and the per-domain tracker of group preemption's search (core/preemption.py).
 
 Contract:
-- `victim_units(store, priority, excluded, protected) -> (units, spare)`: the candidate victim units: a gang
-  taken whole (only when every bound member has a lower priority), single members of a gang with more bound
+- `victim_units(store, priority, excluded, protected, nodes=None) -> (units, spare)`: the candidate victim units:
+  a gang taken whole (only when every bound member has a lower priority), single members of a gang with more bound
   members than its quorum (up to `spare[gang]` of them), and pods without a gang; pods in `excluded` count
-  as gone; a unit containing a `protected` pod is marked.
+  as gone; a unit containing a `protected` pod is marked. With `nodes` (the preemptor's feasible nodes) only units
+  with a pod charged on one of them are built (found through `pods_on`, not by reading every pod), in the same order.
 - `Tracker(search, nodes, target, potential)`: the capacity of one candidate domain as units are added or
   removed, with an O(1) feasibility test equal to core.topology.place's; `greedy` chooses units, `prune`
   drops the ones the placement does not need.
@@ -46,14 +47,39 @@ class Unit:
     whole: bool = False  # a whole gang
 
 
+def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
+    """The pods charged on `nodes`, with every member of their gangs (a gang is taken whole or not at all)."""
+    keys: set[str] = set()
+    gangs: set[str] = set()
+    pods, pods_on = cluster.pods, cluster.pods_on
+    for node in nodes:
+        for key in pods_on.get(node, ()):
+            keys.add(key)
+            gang = pods[key].gang
+            if gang is not None and gang not in gangs:
+                gangs.add(gang)
+                state = cluster.gangs.get(gang)
+                if state is not None:
+                    keys.update(state.members)
+    return keys
+
+
 def victim_units(
-    cluster: StoreView, priority: int, excluded: Collection[str], protected: Collection[str]
+    cluster: StoreView,
+    priority: int,
+    excluded: Collection[str],
+    protected: Collection[str],
+    nodes: Collection[str] | None = None,
 ) -> tuple[list[Unit], dict[str, int]]:
-    """Victim units, and the spare count (members that may be taken singly) per gang."""
+    """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
+    with a pod charged on one of them (the others free nothing there)."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
+    near = _near(cluster, nodes) if nodes is not None else None
     for key, pod in cluster.pods.items():
+        if near is not None and key not in near:
+            continue
         node = pod.node_name
         if node is None or pod.terminal:
             continue

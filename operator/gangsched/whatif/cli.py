@@ -10,6 +10,8 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   trace's own offered load is reported) or `--synthetic` (whatif/inputs/synthetic.py's model at each `--load`, over
   `--hours` of arrivals, seeded by `--seed`). Bad files exit 2 naming the file, line and column.
 - `--seed` makes the workload (and so the whole replay: the engine and the core are deterministic) reproducible.
+- `--warmup-hours`: utilization is averaged over the arrivals after the warm-up (the cluster starts empty; Philly run
+  times are long), up to the last arrival; the offered load is the whole trace's.
 - `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
   same value as its Permit timeout, so both wait alike).
 Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed.
@@ -46,6 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
     parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
     parser.add_argument("--wait-seconds", type=float, default=600.0, help="default gang waiting time (s)")
+    parser.add_argument(
+        "--warmup-hours", type=float, default=0.0, help="utilization averaged after this many hours of arrivals"
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -79,7 +84,9 @@ def _bar(desc: str, total: int) -> tuple[Callable[[int, int], None], Callable[[]
     return update, bar.close
 
 
-def replay_all(workloads: dict[float, Workload], policies: list[str], wait_seconds: float) -> list[LoadRun]:
+def replay_all(
+    workloads: dict[float, Workload], policies: list[str], wait_seconds: float, warmup: float = 0.0
+) -> list[LoadRun]:
     from gangsched.whatif.engine import replay
     from gangsched.whatif.metrics import summarize
     from gangsched.whatif.policies import make_policy
@@ -88,8 +95,9 @@ def replay_all(workloads: dict[float, Workload], policies: list[str], wait_secon
     runs = []
     for load, workload in workloads.items():
         jobs = workload.jobs
-        window = (jobs[0].submit, jobs[-1].submit) if jobs else (0.0, 0.0)
-        lr = LoadRun(load, workload.source, window, offered_load(workload, window), {}, {})
+        arrivals = (jobs[0].submit, jobs[-1].submit) if jobs else (0.0, 0.0)
+        window = (min(arrivals[0] + warmup, arrivals[1]), arrivals[1])  # utilization: after the warm-up
+        lr = LoadRun(load, workload.source, window, offered_load(workload, arrivals), {}, {})
         for name in policies:
             update, close = _bar(f"load {load:g} {name}", len(jobs))
             result = replay(workload, make_policy(name, workload, wait_seconds), progress=update)
@@ -150,8 +158,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
+    if not args.warmup_hours >= 0:
+        print(f"gangsched sim replay: --warmup-hours: {args.warmup_hours!r} must be >= 0", file=sys.stderr)
+        return 2
+    warmup = args.warmup_hours * 3600
     header = {"scenario": scenario, "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
-    result = RunResult(header, replay_all(workloads, policies, args.wait_seconds))
+    header["warmup_seconds"] = warmup
+    result = RunResult(header, replay_all(workloads, policies, args.wait_seconds, warmup))
     out = Path(args.out)
     if not args.no_plots:
         try:

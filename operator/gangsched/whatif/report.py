@@ -34,8 +34,8 @@ TIMELINE_POINTS = 2000
 class LoadRun:
     load: float  # the target offered load
     source: str
-    window: tuple[float, float]  # the arrival span utilization is averaged over
-    offered: float  # the offered GPU load the sampled workload actually has over the window
+    window: tuple[float, float]  # the span utilization is averaged over: the arrivals after the warm-up
+    offered: float  # the offered GPU load the sampled workload actually has over its whole arrival span
     replays: dict[str, Replay]
     summaries: dict[str, dict[str, Any]]
 
@@ -147,8 +147,8 @@ def markdown(run: RunResult) -> str:
         "# What-if replay",
         "",
         f"Scenario: {header.get('scenario', '')}; seed {header.get('seed')}; policies: {policies}.",
-        "Utilization is averaged over the arrival window; JCT and queueing delay over completed jobs; offered: the GPU",
-        "load the sampled workload actually offers over that window (its target is `load`).",
+        "Utilization is averaged over the arrival window (after the warm-up, if any); JCT and queueing delay over",
+        "completed jobs; offered: the GPU load the sampled workload actually offers over its arrivals (target `load`).",
         "",
         "| " + " | ".join(HEADERS) + " |",
         "|" + "---|" * len(HEADERS),
