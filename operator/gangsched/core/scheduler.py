@@ -64,16 +64,17 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     retry, victims = resolve_deadlocks(session, retry)  # NonStrict wait-for cycles (core/deadlock.py)
     holds = hold_capacity(session)
     budget = config.max_units_per_cycle
-    for unit in first_in_level(session, holds, queue_order(session, retry)):
+    hintable: set[UnitKey] = set()  # backed off, but capacity was freed since: attempted unless the hint says no
+    for unit in first_in_level(session, holds, queue_order(session, retry, hintable)):
         if budget <= 0:
             break
         if unit in victims:  # its reservations were just released for a deadlock: not attempted this cycle
             continue
         if holds.active:
-            with lifted(session, holds, unit):
-                attempted = _attempt(session, unit)
+            with lifted(session, holds, unit):  # (the hint sees the capacity the unit may use: held or not)
+                attempted = _attempt(session, unit, hintable)
         else:
-            attempted = _attempt(session, unit)
+            attempted = _attempt(session, unit, hintable)
         if attempted:
             budget -= 1
     finish(session, holds)
@@ -87,9 +88,12 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     return session.plan
 
 
-def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()) -> list[UnitKey]:
+def queue_order(
+    session: CycleSession, retry: AbstractSet[UnitKey] = frozenset(), hintable: set[UnitKey] | None = None
+) -> list[UnitKey]:
     """The units to attempt this cycle, in order (see the module docstring); units in `retry` (their reservations
-    or nominations were just released) are attempted even if backed off or without a pending member yet."""
+    or nominations were just released) are attempted even if backed off or without a pending member yet. Gangs
+    backed off whose backoff ends early only because capacity was freed since are added to `hintable`."""
     store = session.store
     queue = session.state.queue
     now = session.now
@@ -115,11 +119,10 @@ def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()
             created = gang.created if gang.created is not None else gang.member_created
         elif backoff.backoff_until > now and backoff.freed_gen >= freed_gen and unit not in retry:
             continue
-        elif backoff.backoff_until > now and unit not in retry and cannot_progress(session, gang):
-            session.plan.hint_skips[unit] = freed_gen  # the capacity freed so far cannot help it (core/queue_hints.py)
-            continue
         elif backoff.failed_at is not None:
             created = backoff.failed_at
+            if hintable is not None and backoff.backoff_until > now and unit not in retry:
+                hintable.add(unit)
         else:
             created = gang.created if gang.created is not None else gang.member_created
         items.append((-gang.priority, created, 0, gang_key, unit))
@@ -140,8 +143,12 @@ def queue_order(session: CycleSession, retry: AbstractSet[UnitKey] = frozenset()
     return [item[4] for item in items]
 
 
-def _attempt(session: CycleSession, unit: UnitKey) -> bool:
-    """Attempt one unit; False when it only waited (it does not count against the cycle's budget)."""
+def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey] = frozenset()) -> bool:
+    """Attempt one unit; False when it only waited, or the queueing hint skipped it (core/queue_hints.py: the
+    capacity freed since it backed off cannot help it); such units do not count against the cycle's budget."""
+    if unit in hintable and cannot_progress(session, session.store.gangs[unit.key]):
+        session.plan.hint_skips[unit] = session.store.freed_gen
+        return False
     if unit.is_pod:
         schedule_alone(session, unit, [session.store.pods[unit.key]], gang=None)
         return True
