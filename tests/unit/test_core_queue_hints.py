@@ -11,9 +11,11 @@ necessary condition is the gang's: minMember free slots of its members' classes.
 from __future__ import annotations
 
 from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
+from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.podstate import NOMINATED
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.simulate import step
+from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.units import UnitKey
 from tests.unit.test_core_support import add_nodes, add_pod
 
@@ -69,3 +71,25 @@ def test_a_nonstrict_gang_is_retried_when_one_member_fits() -> None:
     c.remove_pod("default/busy0")
     plan = step(c, CFG, 0.5)
     assert not plan.hint_skips and [k for k, _ in plan.reservations] == ["default/big-0"]
+
+
+def test_a_gang_that_fits_no_domain_even_empty_waits_for_a_node_change_even_when_it_could_preempt() -> None:
+    # 3 x 8 GPUs, hard within a tier-1 domain of two 8-GPU nodes: unresolvable by freeing or preempting pods
+    # (kube-scheduler's UnschedulableAndUnresolvable: only a node event requeues it)
+    c = SchedulerState()
+    add_nodes(c, 4, gpu=8)
+    tor = {"tor-a": ("n0", "n1"), "tor-b": ("n2", "n3")}
+    domains = [Domain(1, name, parents=("spine",), children=nodes) for name, nodes in tor.items()]
+    c.set_topology(TopologyTree.from_domains([*domains, Domain(2, "spine")]))
+    add_pod(c, "low", gpu=8, node="n0", phase="Running", ours=False)  # priority 0: a possible victim
+    network = NetworkTopology(TopologyMode.HARD, 1)
+    c.upsert_gang(GangSpec("default", "big", 3, network_topology=network), created=0.0)
+    for i in range(3):
+        add_pod(c, f"big-{i}", gang="default/big", rank=i, gpu=8, priority=100)
+    assert BIG in step(c, CFG, 0.0).unit_backoffs and not c.store.pods_in(NOMINATED)
+    c.remove_pod("default/low")
+    plan = step(c, CFG, 0.5)
+    assert plan.hint_skips == {BIG: c.store.freed_gen} and plan.empty_fits[BIG][1] is False
+    add_nodes(c, 1, prefix="m", gpu=8)  # a node event: judged again (it still fits no domain: m0 is in none)
+    plan = step(c, CFG, 0.6)
+    assert BIG in plan.empty_fits and plan.hint_skips

@@ -29,7 +29,8 @@ Fields:
 - capacity_holds: {gang_key: CapacityHold | None} capacity held for a starving gang, started or recomputed (None:
   ended); bookkeeping for SchedulerState.apply (core/starvation.py).
 - hint_skips: {unit: freed_gen} backed-off gangs the queueing hint skipped (core/queue_hints.py): the capacity freed
-  up to that generation ends their backoff no more; bookkeeping only (a plan with nothing else is empty).
+  up to that generation ends their backoff no more; empty_fits: {unit: (memo key, fits)} whether a gang fits empty
+  nodes (the hint's memo); bookkeeping only (a plan with nothing else is empty).
 - deadlocks: [Deadlock] NonStrict deadlocks found and resolved this cycle (core/deadlock.py); read by the replay
   and the metrics, nothing to apply (the releases and events carry the effect).
 """
@@ -130,6 +131,7 @@ class Plan:
     deadlocks: list[Deadlock] = field(default_factory=list)  # NonStrict deadlocks resolved (core/deadlock.py)
     health: dict[str, GangHealth | None] = field(default_factory=dict)  # gang -> health record (None: dropped)
     hint_skips: dict[UnitKey, int] = field(default_factory=dict)  # unit -> freed_gen its skip covered (queue_hints)
+    empty_fits: dict[UnitKey, tuple[object, bool]] = field(default_factory=dict)  # unit -> (memo key, fits empty)
 
     @property
     def empty(self) -> bool:

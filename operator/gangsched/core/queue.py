@@ -37,6 +37,7 @@ class UnitState:
     freed_gen: int = 0  # the store's freed_gen when it backed off: capacity freed since then ends the backoff
     waiting_reason: str | None = None  # last waiting reason reported (to report a change once)
     waiting_since: float | None = None  # first failure since the last success
+    empty_fit: tuple[object, bool] | None = None  # whether it fits empty nodes, and the memo key (core/queue_hints.py)
 
 
 class SchedulingQueue:
@@ -144,6 +145,9 @@ class SchedulingQueue:
         for table in (self._gang_units, self._pod_units):
             for st in table.values():
                 st.freed_gen = max(st.freed_gen, freed_gen)
+
+    def record_empty_fit(self, unit: UnitKey, memo: tuple[object, bool]) -> None:
+        self._state(unit).empty_fit = memo
 
     def rebase_unit(self, unit: UnitKey, freed_gen: int) -> None:
         """Capacity freed up to `freed_gen` ends this unit's backoff no more (a queueing hint, core/queue_hints.py)."""

@@ -17,11 +17,14 @@ with time (config.backoff_max_seconds at the latest), and the plan records the f
 
 from __future__ import annotations
 
+from gangsched.core.capacity import class_index, fit_count
+from gangsched.core.filters import filters_for
 from gangsched.core.gangs import GangState
-from gangsched.core.gangspec import GangMode
+from gangsched.core.gangspec import GangMode, GangSpec, TopologyMode
 from gangsched.core.pod_spread import PodTopologySpread
-from gangsched.core.records import SchedulingClass
+from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
+from gangsched.core.topology import TopologyPlacement, place
 
 
 def cannot_progress(session: CycleSession, gang: GangState) -> bool:
@@ -29,14 +32,16 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
     spec = gang.spec
     if spec is None or gang.satisfied or spec.group or spec.min_resources:
         return False
-    lowest = session.store.lowest_priority()
-    if lowest is None or gang.priority > lowest or session.state.victims_of(gang.key):
-        return False
     members = session.members(gang)
     if members.bound or members.gated or members.held or not members.pending:
         return False
     strict = spec.mode == GangMode.STRICT
     if members.reserved and strict:
+        return False
+    if strict and not _fits_empty(session, gang, spec, members.pending):
+        return True  # not even on empty nodes: no freed capacity nor preemption can help, only node changes
+    lowest = session.store.lowest_priority()
+    if lowest is None or gang.priority > lowest or session.state.victims_of(gang.key):
         return False
     wanted: dict[int, tuple[SchedulingClass, int]] = {}
     for pod in members.pending:
@@ -54,3 +59,40 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
         if fits >= need:
             return False
     return True
+
+
+def _fits_empty(session: CycleSession, gang: GangState, spec: GangSpec, pending: list[PodRecord]) -> bool:
+    """Whether the gang's minMember members (of one class without pod terms of its own) fit the nodes' allocatable
+    (host ports: one per node), with its
+    hard network topology: kube-scheduler's UnschedulableAndUnresolvable, where only a node event can help. Memoized
+    in the unit's queue state per (static_gen, topology tree, spec, class) through the plan (`Plan.empty_fits`)."""
+    cls = pending[0].sclass
+    own_terms = cls.affinity or cls.anti_affinity or any(isinstance(f, PodTopologySpread) for f in filters_for(cls))
+    if any(p.sclass is not cls for p in pending) or own_terms or len(pending) < spec.min_member:
+        return True  # (mixed classes, its own pod terms: not judged here; other pods' terms block no empty node)
+    store = session.store
+    tree = store.topology
+    key = (store.static_gen, id(tree), spec, cls.id)
+    state = session.state.queue.unit_state(gang.unit)
+    memo = state.empty_fit if state is not None else None
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    idx = class_index(store, cls, spread=session.workspace.spread)
+    nodes = store.nodes
+    most = 1 if cls.host_ports else 1 << 30
+    cap = {n: min(c, most) for n in idx.pref if (c := fit_count(cls.requests, nodes[n].allocatable, None)) > 0}
+    topology = spec.network_topology
+    if topology is None or tree is None or topology.mode != TopologyMode.HARD:
+        fits = sum(cap.values()) >= spec.min_member
+    else:
+        got = place(
+            tree,
+            cap,
+            count=spec.min_member,
+            group_size=topology.group_size,
+            highest_tier_allowed=topology.highest_tier_allowed,
+            hard=True,
+        )
+        fits = isinstance(got, TopologyPlacement)
+    session.plan.empty_fits[gang.unit] = (key, fits)
+    return fits

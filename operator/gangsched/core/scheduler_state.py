@@ -254,6 +254,8 @@ class SchedulerState:
         self.health.apply(plan.health)
         for unit, gen in plan.hint_skips.items():
             self.queue.rebase_unit(unit, gen)
+        for unit, memo in plan.empty_fits.items():
+            self.queue.record_empty_fit(unit, memo)
 
     def _apply_nominations(self, plan: Plan) -> None:
         store = self.store
