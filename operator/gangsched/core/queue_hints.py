@@ -63,9 +63,9 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
 
 def _fits_empty(session: CycleSession, gang: GangState, spec: GangSpec, pending: list[PodRecord]) -> bool:
     """Whether the gang's minMember members (of one class without pod terms of its own) fit the nodes' allocatable
-    (host ports: one per node), with its
-    hard network topology: kube-scheduler's UnschedulableAndUnresolvable, where only a node event can help. Memoized
-    in the unit's queue state per (static_gen, topology tree, spec, class) through the plan (`Plan.empty_fits`)."""
+    (host ports: one per node) with its hard network topology; if not, it is kube-scheduler's
+    UnschedulableAndUnresolvable: only a node event can help. Memoized in the unit's queue state per (static_gen,
+    topology tree, spec, class) through the plan (`Plan.empty_fits`)."""
     cls = pending[0].sclass
     own_terms = cls.affinity or cls.anti_affinity or any(isinstance(f, PodTopologySpread) for f in filters_for(cls))
     if any(p.sclass is not cls for p in pending) or own_terms or len(pending) < spec.min_member:
