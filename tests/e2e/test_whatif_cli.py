@@ -122,3 +122,15 @@ def test_an_inventory_file_and_a_trace_replay_as_given(tmp_path: Path) -> None:
     (tmp_path / "trace.csv").write_text(TRACE_CSV.replace("a,0,100,", "a,0,-1,"))
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and "trace.csv" in proc.stderr and "duration" in proc.stderr
+
+
+def test_node_failures_end_the_jobs_on_the_failed_nodes_for_every_policy(tmp_path: Path) -> None:
+    proc = replay(tmp_path / "f", "--load", "0.8", "--node-failures", "24", "--repair-hours", "1", "--no-plots")
+    assert proc.returncode == 0, proc.stderr
+    (result,) = orjson.loads((tmp_path / "f" / "summary.json").read_bytes())["results"]
+    for name, s in result["policies"].items():
+        assert s["failures"] > 0 and s["failed_gpu_hours"] > 0, name  # 32 nodes, 8 h: about 10 failures
+        assert s["completed"] == s["jobs"], name  # every killed job restarted and finished
+    assert result["policies"]["gangsched"]["started_partially"] == 0
+    proc = replay(tmp_path / "g", "--node-failures", "0")
+    assert proc.returncode == 2 and "--node-failures" in proc.stderr and "> 0" in proc.stderr

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from gangsched.core.topology import Domain
 from gangsched.whatif.engine import JobResult, Replay, replay
-from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
+from gangsched.whatif.model import JobSpec, NodeEvent, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import make_policy
 
 GIB = 1024
@@ -29,8 +29,10 @@ def job(id: str, submit: float, duration: float, pods: int, gpus: int, **kw: obj
     return JobSpec(id, submit, duration, (role,), pods, **kw)  # type: ignore[arg-type]
 
 
-def run(policy: str, jobs: list[JobSpec], n: int = 2, wait: float = 600.0) -> tuple[Replay, dict[str, JobResult]]:
-    workload = Workload(tuple(sorted(jobs, key=lambda j: j.submit)), nodes(n))
+def run(
+    policy: str, jobs: list[JobSpec], n: int = 2, wait: float = 600.0, events: tuple[NodeEvent, ...] = ()
+) -> tuple[Replay, dict[str, JobResult]]:
+    workload = Workload(tuple(sorted(jobs, key=lambda j: j.submit)), nodes(n), node_events=events)
     result = replay(workload, make_policy(policy, workload, wait))
     return result, {j.id: j for j in result.jobs}
 
@@ -139,3 +141,22 @@ def test_the_placement_tier_is_the_one_the_core_reports() -> None:
     workload = Workload(jobs, nodes(4), domains)
     result = {j.id: j for j in replay(workload, make_policy("gangsched+notopo", workload, 600.0)).jobs}
     assert result["g"].tier is None and result["h"].tier is None
+
+
+def test_a_node_going_down_kills_the_jobs_on_it_which_restart_from_zero_when_they_fit_again() -> None:
+    # a (2 x 8 GPUs, 100 s) runs on n0 and n1 from t=0; n1 goes down at t=30 and is back at t=50: a dies with its
+    # member (no checkpoint) and its new incarnation starts whole at t=50, ending at t=150. b (1 x 8 GPUs, 10 s)
+    # arrives at t=35: gangsched leaves n0 free (a cannot be whole before t=50) and b runs from 35 to 45; pod-by-pod
+    # starts a's new incarnation partially on n0 at t=30, permit-wait holds n0 for it at Permit: b waits until 150
+    jobs = [job("a", 0, 100, 2, 8), job("b", 35, 10, 1, 8)]
+    events = (NodeEvent(30, "n1", False), NodeEvent(50, "n1", True))
+    expected: dict[str, tuple[tuple[float | None, float | None], bool]] = {
+        "gangsched": ((35, 45), False), "pod-by-pod": ((150, 160), True), "permit-wait": ((150, 160), False),
+    }  # fmt: skip
+    for policy, (b_run, partial) in expected.items():
+        result, by_id = run(policy, jobs, events=events)
+        a, b = by_id["a"], by_id["b"]
+        assert (a.failures, a.incarnations, a.failed_gpu_seconds) == (1, 2, 16 * 30), policy
+        assert (a.start, a.end) == (50, 150) and (b.start, b.end) == b_run, policy
+        assert a.started_partially == partial, policy
+        assert result.timeline[-1][1:] == (0, 0, 0, 0), policy

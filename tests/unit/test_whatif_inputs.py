@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from gangsched.core.topology import TopologyTree
 from gangsched.whatif.inputs.files import InputError
+from gangsched.whatif.inputs.node_events import failure_events, read_node_events
 from gangsched.whatif.inputs.nodes import GPU_MODEL_LABEL, load_nodes, nodes_from_api, nodes_from_topology, shipped
 from gangsched.whatif.inputs.openb import openb_jobs
 from gangsched.whatif.inputs.synthetic import WorkloadModel
@@ -342,3 +343,34 @@ def test_inventory_entry_point_shipped_topology_and_trace(tmp_path: Path) -> Non
         topo, model=WorkloadModel(load=0.5, horizon=3600, seed=1, size_pmf=((1, 1.0),), max_job_share=1)
     )
     assert small.jobs and all(job.gpus == 1 for job in small.jobs)
+
+
+def test_node_events_read_sorted_and_refused_with_the_line_column_and_rule(tmp_path: Path) -> None:
+    nodes = [NodeSpec("n0", 1000, 1024, 8), NodeSpec("n1", 1000, 1024, 8)]
+    path = tmp_path / "events.csv"
+    path.write_text("time,node,event\n50,n1,up\n30,n1,down\n40,n0,down\n")
+    events = read_node_events(path, nodes)
+    assert [(e.time, e.node, e.up) for e in events] == [(30, "n1", False), (40, "n0", False), (50, "n1", True)]
+    for body, column, rule in (
+        ("time,node,event\n10,n9,down\n", "node", "must be a node of the inventory"),
+        ("time,node,event\n10,n0,crash\n", "event", "must be down or up"),
+        ("time,node,event\n-1,n0,down\n", "time", "must be a number from 0"),
+        ("time,node,event\n10,n0,up\n", "event", "node n0 is already up"),
+        ("time,node,event\n10,n0,down\n20,n0,down\n", "event", "node n0 is already down"),
+    ):
+        path.write_text(body)
+        with pytest.raises(InputError) as err:
+            read_node_events(path, nodes)
+        assert err.value.column == column and rule in str(err.value), body
+
+
+def test_failure_events_alternate_per_node_and_are_reproducible() -> None:
+    nodes = [NodeSpec(f"n{i}", 1000, 1024, 8) for i in range(50)]
+    events = failure_events(nodes, mtbf_hours=24, repair_hours=1, horizon=7 * 86400, seed=3)
+    assert events == failure_events(nodes, mtbf_hours=24, repair_hours=1, horizon=7 * 86400, seed=3)
+    assert [e.time for e in events] == sorted(e.time for e in events)
+    for node in nodes:  # down, up, down, up, ... for each node
+        ups = [e.up for e in events if e.node == node.name]
+        assert ups == [i % 2 == 1 for i in range(len(ups))]
+    downs = sum(not e.up for e in events)
+    assert 50 * 7 * 0.7 < downs < 50 * 7 * 1.3  # about one failure per node-day of up time (7 days, 50 nodes)

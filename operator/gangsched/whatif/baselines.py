@@ -11,7 +11,9 @@ Contract (both implement whatif/policies.py `Policy`; placement by whatif/freeca
   all bound (RUNNING). A gang waiting longer than its timeout (the job's `wait_seconds`, else the default given,
   counted from its first reservation) releases every reservation and is retried after `BACKOFF_SECONDS`
   (kube-scheduler's default podMaxBackoffSeconds, 10 s) as the same pods (no new incarnation).
-Each scheduling pass is timed as one decision. Within a pass free capacity only shrinks, so a pod shape (GPUs, CPU,
+A node going down ends every job incarnation with a pod on it (`node_down`; the engine restarts it) and takes the node
+out of the free index until it is up again. Each scheduling pass is timed as one decision. Within a pass free capacity
+only shrinks, so a pod shape (GPUs, CPU,
 memory, GPU model) that did not fit is not tried again, and the pass ends once every pending shape failed: the
 same decisions as trying every pod, without a pass over the whole backlog on every event.
 """
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 
 from gangsched.whatif.freecap import FreeIndex
 from gangsched.whatif.model import JobSpec, NodeSpec
-from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase
+from gangsched.whatif.policies import CycleOutcome, Ended, PodMove, PodPhase
 
 BACKOFF_SECONDS = 10.0
 
@@ -109,6 +111,24 @@ class PodByPod:
             moves.append(PodMove(key, pod.gpus, pod.cpu_milli, PodPhase.RUNNING, PodPhase.NONE))
         self.dirty = True
         return moves
+
+    def node_down(self, name: str, now: float) -> CycleOutcome:
+        out = CycleOutcome()
+        hit = [key for key, pods in self.placed.items() if any(p.node == name for p in pods)]
+        for key in hit:
+            out.moves += self.finish(key, now)
+            for seq in [seq for seq, pod in self.pending.items() if pod.job == key]:
+                shape = self.pending.pop(seq).shape
+                self.shapes[shape] -= 1
+                if not self.shapes[shape]:
+                    del self.shapes[shape]
+            out.ended.append(Ended(key, "failure"))
+        self.free.set_down(name)
+        return out
+
+    def node_up(self, name: str, now: float) -> None:
+        self.free.set_up(name)
+        self.dirty = True
 
 
 @dataclass(slots=True)
@@ -226,3 +246,15 @@ class PermitWait:
         self.reserving.pop(key, None)
         self.backed.pop(key, None)
         return moves
+
+    def node_down(self, name: str, now: float) -> CycleOutcome:
+        out = CycleOutcome()
+        hit = [k for k, g in self.gangs.items() if any(p.node == name for p in (*g.running, *g.reserved))]
+        for key in hit:
+            out.moves += self.finish(key, now)
+            out.ended.append(Ended(key, "failure"))
+        self.free.set_down(name)
+        return out
+
+    def node_up(self, name: str, now: float) -> None:
+        self.free.set_up(name)

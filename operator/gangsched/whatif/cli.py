@@ -10,6 +10,9 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   trace's own offered load is reported) or `--synthetic` (whatif/inputs/synthetic.py's model at each `--load`, over
   `--hours` of arrivals, seeded by `--seed`). Bad files exit 2 naming the file, line and column.
 - `--seed` makes the workload (and so the whole replay: the engine and the core are deterministic) reproducible.
+- Node events: `--node-events FILE` (CSV `time,node,event`, event down|up) or `--node-failures MTBF_HOURS` with
+  `--repair-hours` (each node fails and is repaired at random over the arrival span, seeded by `--seed`): a node
+  going down ends every job with a pod on it (restarted from zero), whatif/inputs/node_events.py.
 - `--warmup-hours`: utilization is averaged over the arrivals after the warm-up (the cluster starts empty; Philly run
   times are long), up to the last arrival; the offered load is the whole trace's.
 - `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
@@ -51,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warmup-hours", type=float, default=0.0, help="utilization averaged after this many hours of arrivals"
     )
+    parser.add_argument("--node-events", default=None, help="CSV time,node,event (down|up): nodes failing and back")
+    parser.add_argument(
+        "--node-failures", type=float, default=None, metavar="MTBF_HOURS", help="random node failures: mean up time"
+    )
+    parser.add_argument("--repair-hours", type=float, default=1.0, help="with --node-failures: mean repair time")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -143,6 +151,33 @@ def _workloads(args: argparse.Namespace, loads: list[float]) -> tuple[str, dict[
     return f"synthetic on {inventory.source}", out
 
 
+def with_node_events(args: argparse.Namespace, workloads: dict[float, Workload]) -> dict[float, Workload]:
+    """The workloads with `--node-events` or `--node-failures` (whatif/inputs/node_events.py); ValueError: what is
+    wrong (the file's InputError, or a bad option)."""
+    if args.node_events is None and args.node_failures is None:
+        return workloads
+    import dataclasses
+
+    from gangsched.whatif.inputs.node_events import failure_events, read_node_events
+
+    if args.node_events is not None and args.node_failures is not None:
+        raise ValueError("give --node-events FILE or --node-failures MTBF_HOURS, not both")
+    out = {}
+    for load, w in workloads.items():
+        if args.node_events is not None:
+            events = read_node_events(args.node_events, w.nodes)
+        else:
+            if not args.node_failures > 0 or not args.repair_hours > 0:
+                bad = f"--node-failures {args.node_failures!r} and --repair-hours {args.repair_hours!r}"
+                raise ValueError(f"{bad}: each must be a number of hours > 0")
+            end = w.jobs[-1].submit if w.jobs else 0.0
+            events = failure_events(
+                w.nodes, mtbf_hours=args.node_failures, repair_hours=args.repair_hours, horizon=end, seed=args.seed
+            )
+        out[load] = dataclasses.replace(w, node_events=events)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from gangsched.whatif.policies import parse_policies
     from gangsched.whatif.report import RunResult, table, write_outputs
@@ -155,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         scenario, workloads = _workloads(args, loads)
+        workloads = with_node_events(args, workloads)
     except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,9 @@ Contract (implements whatif/policies.py `Policy`):
   members bind is its placement tier. `next_wakeup` is the core's own. Each NonStrict deadlock the core resolved
   (`Plan.deadlocks`) is reported with the GPUs its gangs held and the victim released (`ResolvedDeadlock`).
 - `finish(key)`: the pods become Succeeded, then are removed with their gang.
+- `node_down(name)`: the incarnations with a pod charged on the node (bound, binding, reserved) end
+  (`Ended("failure")`, their pods and gangs removed), then the node is removed from the state (nominations there are
+  the core's to drop); `node_up(name)`: the node is upserted again, empty.
 Variants (policies.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
 `notopo`, `nopreempt` (pods' preemptionPolicy Never), `nohold` (starvation holds off: hold_after_seconds 0).
 """
@@ -99,6 +102,7 @@ class CorePolicy:
             hold_after_seconds=SchedulerConfig().hold_after_seconds if options.starvation_hold else 0.0,
         )
         self.state = SchedulerState()
+        self.nodes = {node.name: node for node in workload.nodes}
         for node in workload.nodes:
             self.state.upsert_node(node_record(node))
         if options.topology and workload.domains:
@@ -200,3 +204,15 @@ class CorePolicy:
 
     def finish(self, key: str, now: float) -> list[PodMove]:
         return self._remove(key, succeeded=True)
+
+    def node_down(self, name: str, now: float) -> CycleOutcome:
+        out = CycleOutcome()
+        hit = {self.pods[k][0] for k in self.state.store.pods_on.get(name, ()) if k in self.pods}
+        for key in sorted(hit):  # (bound, binding or reserved there: charged)
+            out.moves += self._remove(key, succeeded=False)
+            out.ended.append(Ended(key, "failure"))
+        self.state.remove_node(name)
+        return out
+
+    def node_up(self, name: str, now: float) -> None:
+        self.state.upsert_node(node_record(self.nodes[name]))

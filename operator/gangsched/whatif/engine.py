@@ -1,8 +1,10 @@
 """The what-if engine: a discrete-event replay of a `Workload` through one `Policy`, in virtual time.
 
 Contract: `replay(workload, policy, *, horizon=None, progress=None) -> Replay`.
-- Events (a heap ordered by time, then sequence): job arrivals (the trace's submit times), completions, and the
-  policy's wakeups (waiting-time ends, backoff ends: whatever `CycleOutcome.next_wakeup` asks). After the events of
+- Events (a heap ordered by time, then sequence): job arrivals (the trace's submit times), completions, node events
+  (`Workload.node_events`: a node going down ends every incarnation with a pod on it, `Ended("failure")`, submitted
+  again at once as a new incarnation; the node takes no pod until it is up again), and the policy's wakeups
+  (waiting-time ends, backoff ends: whatever `CycleOutcome.next_wakeup` asks). After the events of
   one instant the policy schedules (`cycle`) until it has nothing left to decide; incarnations it ended are submitted
   again at once (a new incarnation: restarted from zero progress, no checkpoint is assumed) and it schedules again.
 - The workload model, fixed: a job progresses only while at least `min_member` of its members run (RUNNING); it
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from gangsched.whatif.model import JobSpec, Workload
 from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase, Policy
 
-ARRIVAL, WAKEUP, COMPLETE = 0, 1, 2
+ARRIVAL, WAKEUP, COMPLETE, NODE_DOWN, NODE_UP = 0, 1, 2, 3, 4
 
 
 @dataclass(slots=True)
@@ -52,6 +54,8 @@ class JobResult:
     started_partially: bool = False  # some member ran while fewer than min_member did
     tier: int | None = None  # placement tier reported by the scheduler
     evicted_gpu_seconds: float = 0.0  # GPU-seconds of work lost to evictions
+    failures: int = 0  # incarnations ended by a node going down
+    failed_gpu_seconds: float = 0.0  # GPU-seconds of work lost to node failures
 
 
 @dataclass(slots=True)
@@ -120,6 +124,9 @@ class _Engine:
         self.done = 0  # jobs completed
         for job in workload.jobs:
             self._push(job.submit, ARRIVAL, job.id)
+        for ev in workload.node_events:
+            self._push(ev.time, NODE_UP if ev.up else NODE_DOWN, ev.node)
+        self.again: list[JobSpec] = []  # incarnations a node failure ended this instant: submitted again
 
     def _push(self, t: float, kind: int, ref: str) -> None:
         heapq.heappush(self.heap, (t, self.seq, kind, ref))
@@ -180,10 +187,13 @@ class _Engine:
         again = []
         for ended in out.ended:
             run = self.runs.pop(ended.job)
+            lost = run.job.gpus * (self.now - run.whole_since) if run.whole_since is not None else 0.0
             if ended.reason == "evicted":
                 run.result.evictions += 1
-                if run.whole_since is not None:
-                    run.result.evicted_gpu_seconds += run.job.gpus * (self.now - run.whole_since)
+                run.result.evicted_gpu_seconds += lost
+            elif ended.reason == "failure":
+                run.result.failures += 1
+                run.result.failed_gpu_seconds += lost
             else:
                 run.result.timeouts += 1
             again.append(run.job)
@@ -201,6 +211,10 @@ class _Engine:
             self.done += 1
         elif kind == WAKEUP:
             self.wakeups.discard(self.now)
+        elif kind == NODE_DOWN:
+            self.again += self._outcome(self.policy.node_down(ref, self.now))
+        elif kind == NODE_UP:
+            self.policy.node_up(ref, self.now)
 
     def run(self, progress: Callable[[int, int], None] | None) -> Replay:
         wall = time.perf_counter()
@@ -210,6 +224,9 @@ class _Engine:
                 _, _, kind, ref = heapq.heappop(self.heap)
                 self.out.events += 1
                 self._event(kind, ref)
+            for job in self.again:
+                self._submit(job)
+            self.again = []
             again = self._outcome(self.policy.cycle(self.now))
             while again:
                 for job in again:

@@ -2,7 +2,8 @@
 
 Contract: `FreeIndex(nodes)` tracks each node's free GPUs, CPU and memory. `take(gpus, cpu_milli, memory_mib, model)`
 picks a node that fits the pod and charges it (None: no node fits); `give(node, gpus, cpu_milli, memory_mib)`
-returns a pod's resources. The choice is best fit on GPUs: the node with the fewest free GPUs that still fit (then
+returns a pod's resources. `set_down(node)` (the node holds no pod any more) takes it out of every choice until
+`set_up(node)`. The choice is best fit on GPUs: the node with the fewest free GPUs that still fit (then
 inventory order), the same binpack preference as gangsched's default score, so a comparison isolates the gang
 logic rather than the scoring. `model` None takes any GPU model. Cost: nodes are bucketed by (GPU model, free GPUs),
 so a choice looks at a handful of buckets, never at every node (no pods x nodes loop); a bucket's nodes are checked
@@ -44,6 +45,12 @@ class FreeIndex:
                         self._charge(name, gpus, cpu_milli, memory_mib)
                         return name
         return None
+
+    def set_down(self, name: str) -> None:
+        self.buckets[(self.model[name], self.gpus[name])].pop(name, None)
+
+    def set_up(self, name: str) -> None:
+        self.buckets.setdefault((self.model[name], self.gpus[name]), {})[name] = None
 
     def give(self, name: str, gpus: int, cpu_milli: int, memory_mib: int) -> None:
         self._charge(name, -gpus, -cpu_milli, -memory_mib)

@@ -9,7 +9,8 @@ CLI uses the trace's arrival span, the same for every policy, so policies that f
   delay: start of the completing incarnation - first submit); `by_size`: the same per gang-size bucket (members:
   `SIZE_BUCKETS`). Percentiles are nearest-rank. `unfinished`: jobs not completed when the replay ended.
 - `started_partially`: jobs of which some member ran while fewer than minMember did; `evictions`, `evicted_gpu_hours`
-  (work lost by victims); `timeouts` (incarnations ended at their waiting time), `permit_timeouts` (baseline
+  (work lost by victims); `failures`, `failed_gpu_hours` (incarnations a node going down ended, and their lost work);
+  `timeouts` (incarnations ended at their waiting time), `permit_timeouts` (baseline
   releases at the timeout); `deadlocks` {found, resolved, unresolved, mean_seconds_to_resolve, held_gpus_at_detection}
   (episodes detected by the engine, any policy) and `deadlocks.scheduler` {resolved, mean_seconds_to_resolve (from
   forming to release), held_gpu_hours_while_deadlocked, held_gpus_before, held_gpus_after} (those the scheduler
@@ -123,6 +124,8 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
         "started_partially": sum(j.started_partially for j in replay.jobs),
         "evictions": sum(j.evictions for j in replay.jobs),
         "evicted_gpu_hours": round(sum(j.evicted_gpu_seconds for j in replay.jobs) / 3600, 2),
+        "failures": sum(j.failures for j in replay.jobs),
+        "failed_gpu_hours": round(sum(j.failed_gpu_seconds for j in replay.jobs) / 3600, 2),
         "timeouts": sum(j.timeouts for j in replay.jobs),
         "permit_timeouts": replay.permit_timeouts,
         "deadlocks": _deadlocks(replay),

@@ -11,8 +11,11 @@ Contract:
   started job holds its resources and does nothing), priority, its roles, `min_member`, gang mode (`Strict` |
   `NonStrict`), network topology (`none` | `soft` | `hard`, with `highest_tier`), the GPU model it needs (None:
   any), its waiting time (`wait_seconds`, None: the scheduler's default).
+- `NodeEvent`: a node going `down` (every pod on it dies: its job's incarnation ends and restarts from zero, as a
+  job controller recreates it) or coming back `up` (empty), at a time in seconds.
 - `Workload`: the jobs sorted by submit time, the node inventory, the topology domains (core/topology/tree.py
-  `Domain`, lowest tier first; empty: none known) and where they came from (`source`, for the report).
+  `Domain`, lowest tier first; empty: none known), where they came from (`source`, for the report) and the node
+  events sorted by time (whatif/inputs/node_events.py; empty: none).
 Units: CPU in millicores, memory in MiB, GPUs in devices, times in seconds.
 """
 
@@ -73,11 +76,19 @@ class JobSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeEvent:
+    time: float
+    node: str
+    up: bool  # False: the node goes down
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     jobs: tuple[JobSpec, ...]
     nodes: tuple[NodeSpec, ...]
     domains: tuple[Domain, ...] = ()
     source: str = ""
+    node_events: tuple[NodeEvent, ...] = ()
 
     @property
     def gpu_capacity(self) -> int:

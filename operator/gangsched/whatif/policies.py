@@ -3,7 +3,8 @@
 Contract:
 - A policy is one scheduler under test. The engine (whatif/engine.py) hands it job incarnations (`submit`), asks it
   to schedule at a virtual time (`cycle`: run the scheduler until it has nothing left to decide at `now`), and tells
-  it when an incarnation completed (`finish`: its pods succeed and are removed). A policy reports what happened to
+  it when an incarnation completed (`finish`: its pods succeed and are removed) and when a node goes down or comes
+  back (`node_down`: the incarnations with a pod there end; `node_up`). A policy reports what happened to
   pods as `PodMove`s (state NONE -> HELD -> RUNNING, or back to NONE) and incarnations it ended (`Ended`: evicted by
   preemption, or timed out and to be recreated), with the next time it wants to be woken and the wall time each
   decision took (the only wall-clock figure of a replay).
@@ -41,7 +42,7 @@ class PodMove:
     new: PodPhase
 
 
-EndReason = Literal["evicted", "timeout"]
+EndReason = Literal["evicted", "timeout", "failure"]  # failure: a node it had a pod on went down
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,13 @@ class Policy(Protocol):
 
     def finish(self, key: str, now: float) -> list[PodMove]:
         """The incarnation completed: its pods succeed and are removed; returns their moves to NONE."""
+
+    def node_down(self, name: str, now: float) -> CycleOutcome:
+        """The node went down: every incarnation with a pod on it ends (`Ended("failure")`: all its pods are removed,
+        moves to NONE reported) and the node takes no pod until `node_up`."""
+
+    def node_up(self, name: str, now: float) -> None:
+        """The node is back, empty."""
 
 
 BASELINES = ("pod-by-pod", "permit-wait")
