@@ -34,8 +34,9 @@ before the queue (core/scheduler.py); pure, every change through the session:
   freed capacity at once) and the victims' units (not attempted this cycle). The plan's `deadlocks` lists each
   `Deadlock` (the replay and the metrics read it). Strict gangs and bound pods are never touched. Cost: nothing
   unless two NonStrict gangs hold reservations; then O(their members + classes x reserved nodes) for the graph
-  of who could use whose capacity; only when that graph has a cycle are nodes read (free capacity: O(nodes),
-  plus classes x nodes per class to know who is blocked; pods bound on them only when free capacity is short).
+  of who could use whose capacity; only when that graph has a cycle are nodes read (free capacity of the nodes
+  that take a needed class, read as asked: O(those nodes) per class to know who is blocked; pods bound on them
+  only when free capacity is short).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from collections import Counter
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
+from gangsched.core.capacity import class_index
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode
 from gangsched.core.matching import static_block
@@ -59,15 +61,24 @@ MAX_ROUNDS = 16  # victims chosen per cycle, at most (a larger knot is untied ov
 
 @dataclass(slots=True)
 class _Room:
-    """Capacity free now (and, once `coming` is set, what is coming), per node, and how many pods of a class fit
-    in all of it (a memo)."""
+    """Capacity free now (and, once `coming` is set, what is coming) per node, read from the cycle's workspace the
+    first time a node is asked for (`at`), and how many pods of a class fit in all of it (a memo)."""
 
-    free: dict[str, dict[str, int]]
+    session: CycleSession
+    known: dict[str, dict[str, int]]
     counts: dict[SchedulingClass, int]
     coming: bool = False
 
+    def at(self, node: str) -> dict[str, int]:
+        free = self.known.get(node)
+        if free is None:
+            free = self.known[node] = self.session.workspace.free(node)
+            if self.coming:
+                _add_coming_to(self.session, node, free)
+        return free
+
     def add(self, node: str, requests: Mapping[str, int]) -> None:
-        _add(self.free.setdefault(node, {}), requests, 1)
+        _add(self.at(node), requests, 1)
         self.counts.clear()
 
 
@@ -146,24 +157,29 @@ def _add(into: dict[str, int], requests: Mapping[str, int], sign: int) -> None:
 
 
 def _room(session: CycleSession) -> _Room:
-    """Per node: free in the workspace now (the nominations held)."""
-    return _Room({name: session.workspace.free(name) for name in session.store.nodes}, {})
+    """Per node: free in the workspace now (the nominations held), read as nodes are asked for."""
+    return _Room(session, {}, {})
 
 
-def _add_coming(session: CycleSession, room: _Room) -> None:
-    """Add the requests of pods bound there that will end: a declared run time, or leaving (evicted)."""
-    store = session.store
-    pods, pods_on = store.pods, store.pods_on
-    leaving, evicting = session.state.leaving, session.state.evicting
-    for name, free in room.free.items():
-        for pod_key in pods_on.get(name, ()):
-            pod = pods.get(pod_key)
-            if pod is None or pod.node_name is None or pod.terminal:
-                continue
-            if pod.run_seconds is not None or pod_key in leaving or pod_key in evicting:
-                _add(free, pod.requests, 1)
+def _add_coming(room: _Room) -> None:
+    """From now on each node's room includes the requests of pods bound there that will end: a declared run time,
+    or leaving (evicted)."""
+    for name, free in room.known.items():
+        _add_coming_to(room.session, name, free)
     room.coming = True
     room.counts.clear()
+
+
+def _add_coming_to(session: CycleSession, name: str, free: dict[str, int]) -> None:
+    store = session.store
+    pods = store.pods
+    leaving, evicting = session.state.leaving, session.state.evicting
+    for pod_key in store.pods_on.get(name, ()):
+        pod = pods.get(pod_key)
+        if pod is None or pod.node_name is None or pod.terminal:
+            continue
+        if pod.run_seconds is not None or pod_key in leaving or pod_key in evicting:
+            _add(free, pod.requests, 1)
 
 
 def _blocked(session: CycleSession, need: Counter[SchedulingClass], room: _Room) -> bool:
@@ -172,7 +188,7 @@ def _blocked(session: CycleSession, need: Counter[SchedulingClass], room: _Room)
         return False
     if room.coming:
         return True
-    _add_coming(session, room)
+    _add_coming(room)
     return not _fits(session, need, room)
 
 
@@ -182,28 +198,24 @@ def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) ->
         ((cls, count),) = need.items()
         have = room.counts.get(cls)
         if have is None:
-            have = room.counts[cls] = _take(session, cls, 1 << 62, room.free, {})
+            have = room.counts[cls] = _take(session, cls, 1 << 62, room, {})
         return count <= have
     left: dict[str, dict[str, int]] = {}
     for cls, count in sorted(need.items(), key=lambda x: -sum(x[0].requests.values())):
-        if _take(session, cls, count, room.free, left) < count:
+        if _take(session, cls, count, room, left) < count:
             return False
     return True
 
 
-def _take(
-    session: CycleSession, cls: SchedulingClass, count: int, free: Mapping[str, dict[str, int]], left: Room
-) -> int:
-    """Place up to `count` pods of the class on `free` minus what `left` already took (kept in `left`)."""
-    nodes = session.store.nodes
+def _take(session: CycleSession, cls: SchedulingClass, count: int, room: _Room, left: Room) -> int:
+    """Place up to `count` pods of the class on `room` minus what `left` already took (kept in `left`), on the
+    nodes whose static filters take the class (its capacity index's eligible nodes, core/capacity.py)."""
     wanted = {r: q for r, q in cls.requests.items() if q > 0}
     taken = 0
-    for name, room in free.items():
+    for name in class_index(session.store, cls, spread=session.workspace.spread).pref:
         if taken >= count:
             break
-        if static_block(cls, nodes[name]) is not None:
-            continue
-        have = left.get(name, room)
+        have = left.get(name) or room.at(name)
         n = min(min((have.get(r, 0) // q for r, q in wanted.items()), default=count), count - taken)
         if n > 0:
             have = left[name] = dict(have)
