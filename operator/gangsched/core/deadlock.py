@@ -46,6 +46,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 from gangsched.core.capacity import class_index
+from gangsched.core.filters import filters_for
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode
 from gangsched.core.matching import static_block
@@ -68,6 +69,7 @@ class _Room:
     known: dict[str, dict[str, int]]
     counts: dict[SchedulingClass, int]
     coming: bool = False
+    changed: bool = False  # a release was added: the workspace's own counts no longer tell
 
     def at(self, node: str) -> dict[str, int]:
         free = self.known.get(node)
@@ -80,6 +82,7 @@ class _Room:
     def add(self, node: str, requests: Mapping[str, int]) -> None:
         _add(self.at(node), requests, 1)
         self.counts.clear()
+        self.changed = True
 
 
 @dataclass(slots=True)
@@ -198,13 +201,22 @@ def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) ->
         ((cls, count),) = need.items()
         have = room.counts.get(cls)
         if have is None:
-            have = room.counts[cls] = _take(session, cls, 1 << 62, room, {})
+            have = room.counts[cls] = _slots(session, cls, room)
         return count <= have
     left: dict[str, dict[str, int]] = {}
     for cls, count in sorted(need.items(), key=lambda x: -sum(x[0].requests.values())):
         if _take(session, cls, count, room, left) < count:
             return False
     return True
+
+
+def _slots(session: CycleSession, cls: SchedulingClass, room: _Room) -> int:
+    """How many pods of the class fit on `room`: while it is the workspace's free capacity as it stands (nothing
+    coming or released added) and the class has no node filter, the sum of the workspace view's fit counts
+    (core/capacity.py: the same resources, kept incrementally), else node by node."""
+    if not room.coming and not room.changed and not filters_for(cls):
+        return sum(abs(k[1]) * len(b) for k, b in session.workspace.view(cls).buckets.items())
+    return _take(session, cls, 1 << 62, room, {})
 
 
 def _take(session: CycleSession, cls: SchedulingClass, count: int, room: _Room, left: Room) -> int:
