@@ -259,3 +259,16 @@ def test_the_default_waiting_time_is_bounded_too(value: float, allowed: str) -> 
     with pytest.raises(InvalidField) as caught:
         config_from_mapping({"defaultWaitSeconds": value})
     assert caught.value.field == "defaultWaitSeconds" and caught.value.allowed == allowed
+
+
+def test_notices_said_on_a_member_before_its_podgroup_was_seen_are_said_again_on_the_podgroup() -> None:
+    # watch streams keep no order between kinds: a member's event may come before its PodGroup's (Koordinator's
+    # annotations on pods of a scheduling.x-k8s.io PodGroup); the user reads the PodGroup's events
+    cache = ClusterCache(scheduler_name="gangsched")
+    annotations = {K + "name": "job", K + "min-available": "1", K + "mode": "Strict\\NonStrict"}
+    cache.on_pod_event("ADDED", member("job-0", annotations=annotations))
+    assert [(p.kind, p.reason) for p in cache.problems] == [("Pod", "InvalidGangMode")]
+    cache.on_podgroup("ADDED", podgroup("job", min_member=1))
+    assert [(p.kind, p.reason) for p in cache.problems] == [("Pod", "InvalidGangMode"), ("PodGroup", "InvalidGangMode")]
+    cache.on_pod_event("ADDED", member("job-1", annotations=annotations))  # said once per target, not again
+    assert len(cache.problems) == 2

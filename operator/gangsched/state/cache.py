@@ -333,7 +333,11 @@ class ClusterCache:
     def _tell(self, gang: str, annotations: Any) -> None:
         """The notices of a gang's annotations (models/koordinator.py), each said once per gang."""
         if isinstance(annotations, Mapping) and annotations:
-            for notice in self.notices.new(gang, gang_notices(annotations)):
+            fresh = self.notices.new(gang, gang_notices(annotations))
+            sources = self._gangs.get(gang)
+            if fresh and (sources is None or sources.podgroup is None):
+                self.notices.told_members(gang, fresh)  # said again on its PodGroup if one appears
+            for notice in fresh:
                 self.report_gang(gang, notice.reason, notice.message, type_=notice.type)
 
     def _infer(self, key: str, obj: dict[str, Any], decl: PodGang | None, *, ours: bool) -> PodGang | None:
@@ -688,6 +692,9 @@ class ClusterCache:
         self._tell(key, meta.get("annotations"))
         if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too
             self.report_gang(key, "InvalidGangGroup", sources.group_error)
+        if old is None:
+            for notice in self.notices.retell(key):  # its members' notices, said before the PodGroup was seen
+                self.report_gang(key, notice.reason, notice.message, type_=notice.type)
         self.dirty_gangs.add(key)
         self.on_change()
 
