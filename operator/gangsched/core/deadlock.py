@@ -215,7 +215,7 @@ def _slots(session: CycleSession, cls: SchedulingClass, room: _Room) -> int:
     coming or released added) and the class has no node filter, the sum of the workspace view's fit counts
     (core/capacity.py: the same resources, kept incrementally), else node by node."""
     if not room.coming and not room.changed and not filters_for(cls):
-        return sum(abs(k[1]) * len(b) for k, b in session.workspace.view(cls).buckets.items())
+        return session.workspace.view(cls).slots()
     return _take(session, cls, 1 << 62, room, {})
 
 

@@ -40,8 +40,7 @@ from gangsched.core.quorum_placement import place_quorum
 from gangsched.core.records import PodRecord
 from gangsched.core.session import CycleSession
 from gangsched.core.spread_place import check_spread
-from gangsched.core.topology import TopologyPlacement, TopologyTree
-from gangsched.core.topology import place as place_in_tree
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.topology_mixed import place_mixed_topology
 
 __all__ = ["Outcome", "Placed", "nominated_fit", "place"]
@@ -117,14 +116,7 @@ def _place_topology(session: CycleSession, tree: TopologyTree, spec: GangSpec, p
     assert network is not None
     cls = pods[0].sclass
     view = session.workspace.view(cls)
-    result = place_in_tree(
-        tree,
-        view.capacity(),
-        count=len(pods),
-        group_size=network.group_size,
-        highest_tier_allowed=network.highest_tier_allowed,
-        hard=network.mode == "hard",
-    )
+    result = place_network(tree, view.capacity(), len(pods), network)
     if not isinstance(result, TopologyPlacement):
         return [], [Shortfall(cls, len(pods), 0, f"topology: {result.reason}")], None
     for node, count in Counter(result.nodes).items():

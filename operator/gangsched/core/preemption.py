@@ -34,9 +34,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.capacity import fit_count
-from gangsched.core.gangspec import NetworkTopology, TopologyMode
+from gangsched.core.gangspec import NetworkTopology
 from gangsched.core.naming import natural_key
-from gangsched.core.topology import TopologyPlacement, TopologyTree, place
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.victim_tracker import Tracker, Unit, victim_units
 from gangsched.core.views import StoreView
 
@@ -129,14 +129,7 @@ class _Search:
     def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
         network, tree = self.topology, self.tree
         assert network is not None and tree is not None
-        got = place(
-            tree,
-            cap,
-            count=self.count,
-            group_size=network.group_size,
-            highest_tier_allowed=network.highest_tier_allowed,
-            hard=network.mode == TopologyMode.HARD,
-        )
+        got = place_network(tree, cap, self.count, network)
         return got if isinstance(got, TopologyPlacement) else None
 
     def run(self) -> PreemptionChoice | None:

@@ -24,7 +24,7 @@ from gangsched.core.gangspec import GangMode, GangSpec, TopologyMode
 from gangsched.core.pod_spread import PodTopologySpread
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
-from gangsched.core.topology import TopologyPlacement, place
+from gangsched.core.topology import TopologyPlacement, place_network
 
 
 def cannot_progress(session: CycleSession, gang: GangState) -> bool:
@@ -55,7 +55,7 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
         view = session.workspace.view(cls)
         if cls.affinity or cls.anti_affinity or any(isinstance(f, PodTopologySpread) for f in view.idx.filters):
             return False
-        fits += min(n, sum(abs(k[1]) * len(b) for k, b in view.buckets.items()))  # its free slots
+        fits += min(n, view.slots())
         if fits >= need:
             return False
     return True
@@ -85,14 +85,7 @@ def _fits_empty(session: CycleSession, gang: GangState, spec: GangSpec, pending:
     if topology is None or tree is None or topology.mode != TopologyMode.HARD:
         fits = sum(cap.values()) >= spec.min_member
     else:
-        got = place(
-            tree,
-            cap,
-            count=spec.min_member,
-            group_size=topology.group_size,
-            highest_tier_allowed=topology.highest_tier_allowed,
-            hard=True,
-        )
+        got = place_network(tree, cap, spec.min_member, topology)
         fits = isinstance(got, TopologyPlacement)
     session.plan.empty_fits[gang.unit] = (key, fits)
     return fits

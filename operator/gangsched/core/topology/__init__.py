@@ -25,7 +25,7 @@ Cost: O(nodes + domains * tiers^2) to aggregate capacity per domain, never nodes
 from __future__ import annotations
 
 from gangsched.core.naming import natural_key
-from gangsched.core.topology.placement import TopologyMiss, TopologyPlacement, place
+from gangsched.core.topology.placement import TopologyMiss, TopologyPlacement, place, place_network
 from gangsched.core.topology.tree import Domain, TopologyTree
 
 __all__ = [
@@ -35,4 +35,5 @@ __all__ = [
     "TopologyTree",
     "natural_key",
     "place",
+    "place_network",
 ]

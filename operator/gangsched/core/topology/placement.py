@@ -2,14 +2,17 @@
 described in the package docstring, core/topology/__init__.py).
 
 Contract: `place(tree, capacity, *, count, group_size, highest_tier_allowed, hard) -> TopologyPlacement |
-TopologyMiss`. Capacities are aggregated per level once (O(nodes + domains * tiers^2)); the choice walks the
-(whole tier, group tier) pairs in order; the layout then descends from the chosen domain to the nodes.
+TopologyMiss`; `place_network(tree, capacity, count, network)` the same with a gang's networkTopology
+(core/gangspec.py `NetworkTopology`: its group size, highest tier allowed, hard or soft). Capacities are aggregated
+per level once (O(nodes + domains * tiers^2)); the choice walks the (whole tier, group tier) pairs in order; the
+layout then descends from the chosen domain to the nodes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from gangsched.core.errors import InvalidField
 from gangsched.core.topology.spread import NEVER_FITS, spread
@@ -52,6 +55,31 @@ def place(
         _check_positive(highest_tier_allowed, "networkTopology.highestTierAllowed")
     placer = _Placer(tree, capacity, count=count, group_size=group_size)
     return placer.run(highest_tier_allowed=highest_tier_allowed, hard=hard)
+
+
+class Network(Protocol):
+    """What placement reads of a gang's networkTopology (core/gangspec.py `NetworkTopology`)."""
+
+    @property
+    def mode(self) -> str: ...
+    @property
+    def highest_tier_allowed(self) -> int | None: ...
+    @property
+    def group_size(self) -> int: ...
+
+
+def place_network(
+    tree: TopologyTree, capacity: Mapping[str, int], count: int, network: Network
+) -> TopologyPlacement | TopologyMiss:
+    """`place` with the gang's networkTopology."""
+    return place(
+        tree,
+        capacity,
+        count=count,
+        group_size=network.group_size,
+        highest_tier_allowed=network.highest_tier_allowed,
+        hard=network.mode == "hard",
+    )
 
 
 def _capacity_by_level(tree: TopologyTree, capacity: Mapping[str, int]) -> list[list[int]]:
