@@ -64,8 +64,11 @@ def test_bad_options_exit_2_naming_the_option(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "--load" in proc.stderr and "(0, 2]" in proc.stderr
     proc = replay(tmp_path, "--policies", "gangsched,fifo")
     assert proc.returncode == 2 and "'fifo'" in proc.stderr and "pod-by-pod" in proc.stderr
-    proc = replay(tmp_path, "--warmup-hours", "-1")
-    assert proc.returncode == 2 and "--warmup-hours" in proc.stderr and ">= 0" in proc.stderr
+    for bad in ("-1", "inf", "nan"):
+        proc = replay(tmp_path, "--warmup-hours", bad)
+        assert proc.returncode == 2 and "--warmup-hours" in proc.stderr and ">= 0" in proc.stderr, bad
+    proc = replay(tmp_path, "--warmup-hours", "9")  # the demo's arrivals span 8 h: nothing would be left to average
+    assert proc.returncode == 2 and "shorter than the arrivals' span" in proc.stderr
 
 
 def test_a_warm_up_moves_the_utilization_window_not_the_offered_load(tmp_path: Path) -> None:
@@ -132,5 +135,10 @@ def test_node_failures_end_the_jobs_on_the_failed_nodes_for_every_policy(tmp_pat
         assert s["failures"] > 0 and s["failed_gpu_hours"] > 0, name  # 32 nodes, 8 h: about 10 failures
         assert s["completed"] == s["jobs"], name  # every killed job restarted and finished
     assert result["policies"]["gangsched"]["started_partially"] == 0
-    proc = replay(tmp_path / "g", "--node-failures", "0")
-    assert proc.returncode == 2 and "--node-failures" in proc.stderr and "> 0" in proc.stderr
+    for bad in (
+        ("--node-failures", "0"),
+        ("--node-failures", "inf"),
+        ("--node-failures", "24", "--repair-hours", "nan"),
+    ):
+        proc = replay(tmp_path / "g", *bad)
+        assert proc.returncode == 2 and "--node-failures" in proc.stderr and "finite number of hours > 0" in proc.stderr

@@ -372,5 +372,8 @@ def test_failure_events_alternate_per_node_and_are_reproducible() -> None:
     for node in nodes:  # down, up, down, up, ... for each node
         ups = [e.up for e in events if e.node == node.name]
         assert ups == [i % 2 == 1 for i in range(len(ups))]
+    for mtbf, repair in ((0.0, 1.0), (float("inf"), 1.0), (24.0, float("nan"))):
+        with pytest.raises(ValueError, match="must be finite and > 0"):
+            failure_events(nodes, mtbf_hours=mtbf, repair_hours=repair, horizon=86400, seed=0)
     downs = sum(not e.up for e in events)
     assert 50 * 7 * 0.7 < downs < 50 * 7 * 1.3  # about one failure per node-day of up time (7 days, 50 nodes)

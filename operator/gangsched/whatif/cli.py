@@ -23,6 +23,7 @@ Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, th
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -167,15 +168,28 @@ def with_node_events(args: argparse.Namespace, workloads: dict[float, Workload])
         if args.node_events is not None:
             events = read_node_events(args.node_events, w.nodes)
         else:
-            if not args.node_failures > 0 or not args.repair_hours > 0:
+            if not all(math.isfinite(h) and h > 0 for h in (args.node_failures, args.repair_hours)):
                 bad = f"--node-failures {args.node_failures!r} and --repair-hours {args.repair_hours!r}"
-                raise ValueError(f"{bad}: each must be a number of hours > 0")
+                raise ValueError(f"{bad}: each must be a finite number of hours > 0")
             end = w.jobs[-1].submit if w.jobs else 0.0
             events = failure_events(
                 w.nodes, mtbf_hours=args.node_failures, repair_hours=args.repair_hours, horizon=end, seed=args.seed
             )
         out[load] = dataclasses.replace(w, node_events=events)
     return out
+
+
+def check_warmup(hours: float, workloads: dict[float, Workload]) -> float:
+    """The warm-up in seconds; ValueError unless finite hours >= 0 and shorter than every arrival span."""
+    if not (math.isfinite(hours) and hours >= 0):
+        raise ValueError(f"--warmup-hours: {hours!r} must be a finite number of hours >= 0")
+    for w in workloads.values():
+        span = w.jobs[-1].submit - w.jobs[0].submit if w.jobs else 0.0
+        if hours and hours * 3600 >= span:
+            raise ValueError(
+                f"--warmup-hours: {hours:g} h must be shorter than the arrivals' span ({span / 3600:.2f} h)"
+            )
+    return hours * 3600
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,13 +205,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         scenario, workloads = _workloads(args, loads)
         workloads = with_node_events(args, workloads)
+        warmup = check_warmup(args.warmup_hours, workloads)
     except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
-    if not args.warmup_hours >= 0:
-        print(f"gangsched sim replay: --warmup-hours: {args.warmup_hours!r} must be >= 0", file=sys.stderr)
-        return 2
-    warmup = args.warmup_hours * 3600
     header = {"scenario": scenario, "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
     header["warmup_seconds"] = warmup
     result = RunResult(header, replay_all(workloads, policies, args.wait_seconds, warmup))

@@ -15,6 +15,7 @@ incarnation (restarted from zero, like an eviction), and the node takes no pod u
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,8 +53,10 @@ def failure_events(
     nodes: Sequence[NodeSpec], *, mtbf_hours: float, repair_hours: float, horizon: float, seed: int
 ) -> tuple[NodeEvent, ...]:
     """See the module docstring."""
-    if not mtbf_hours > 0 or not repair_hours > 0:
-        raise ValueError(f"mean time between failures ({mtbf_hours!r} h) and repair ({repair_hours!r} h) must be > 0")
+    if not all(math.isfinite(h) and h > 0 for h in (mtbf_hours, repair_hours)):
+        raise ValueError(
+            f"mean time between failures ({mtbf_hours!r} h) and repair ({repair_hours!r} h) must be finite and > 0"
+        )
     rng = random.Random(seed)
     events = []
     for node in nodes:
