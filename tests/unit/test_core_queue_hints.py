@@ -93,3 +93,59 @@ def test_a_gang_that_fits_no_domain_even_empty_waits_for_a_node_change_even_when
     add_nodes(c, 1, prefix="m", gpu=8)  # a node event: judged again (it still fits no domain: m0 is in none)
     plan = step(c, CFG, 0.6)
     assert BIG in plan.empty_fits and plan.hint_skips
+
+
+# ----- what a gang could reach with every lower-priority pod gone (core/reach.py) -----
+# Oracle: kube-scheduler's preemption, pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go
+# `SelectVictimsOnNode`: "If the new pod does not fit after removing all the lower priority pods, we are almost done
+# and this node is not suitable for preemption"; the bound here is that check, for the gang's members together.
+
+
+def equal_priority_cluster() -> SchedulerState:
+    """Two 8-GPU nodes, each half taken by a priority-100 pod of another scheduler, n1's other half by a priority-0
+    one; `big` (priority 100, 2 x 8 GPUs) could preempt (a lower priority exists) but fails at t=0: even without
+    the priority-0 pod, no node has 8 GPUs for it."""
+    c = SchedulerState()
+    add_nodes(c, 2, gpu=8)
+    for i in range(2):
+        add_pod(c, f"peer{i}", gpu=4, node=f"n{i}", phase="Running", ours=False, priority=100)
+    add_pod(c, "low", gpu=4, node="n1", phase="Running", ours=False)
+    c.upsert_gang(GangSpec("default", "big", 2), created=0.0)
+    for i in range(2):
+        add_pod(c, f"big-{i}", gang="default/big", rank=i, gpu=8, priority=100)
+    plan = step(c, CFG, 0.0)
+    assert BIG in plan.unit_backoffs and not plan.evictions and not plan.bindings
+    return c
+
+
+def test_a_gang_that_could_preempt_is_not_retried_until_lower_priorities_gone_would_make_room() -> None:
+    c = equal_priority_cluster()
+    c.remove_pod("default/peer0")  # n0 empty: one slot; n1 would have 4 GPUs even without its priority-0 pod
+    plan = step(c, CFG, 0.5)
+    assert plan.hint_skips == {BIG: c.store.freed_gen} and not plan.evictions and not plan.events
+    assert plan.reach_memos[BIG].fits is False and dict(plan.reach_memos[BIG].cap) == {"n0": 1}
+    c.remove_pod("default/peer1")  # n1 would have 8 without the priority-0 pod: attempted at once, and preempts
+    plan = step(c, CFG, 0.6)
+    assert not plan.hint_skips and dict(plan.reach_memos[BIG].cap) == {"n0": 1, "n1": 1}
+    assert plan.evictions == ["default/low"] and sorted(n for _, n in plan.nominations) == ["n0", "n1"]
+
+
+def test_free_slots_in_the_wrong_domains_do_not_retry_a_gang_with_a_hard_topology() -> None:
+    # 2 x 8 GPUs, hard within one tier-1 domain of two nodes; every pod has priority 0 (nothing to preempt)
+    c = SchedulerState()
+    add_nodes(c, 4, gpu=8)
+    tor = {"tor-a": ("n0", "n1"), "tor-b": ("n2", "n3")}
+    domains = [Domain(1, name, parents=("spine",), children=nodes) for name, nodes in tor.items()]
+    c.set_topology(TopologyTree.from_domains([*domains, Domain(2, "spine")]))
+    for i in range(3):
+        add_pod(c, f"busy{i}", gpu=8, node=f"n{i}", phase="Running", ours=False)
+    c.upsert_gang(GangSpec("default", "big", 2, network_topology=NetworkTopology(TopologyMode.HARD, 1)), created=0.0)
+    for i in range(2):
+        add_pod(c, f"big-{i}", gang="default/big", rank=i, gpu=8)
+    assert BIG in step(c, CFG, 0.0).unit_backoffs
+    c.remove_pod("default/busy0")  # n0 and n3 free: two slots, one in each domain
+    plan = step(c, CFG, 0.5)
+    assert plan.hint_skips == {BIG: c.store.freed_gen} and plan.reach_memos[BIG].fits is False
+    c.remove_pod("default/busy1")  # tor-a empty
+    plan = step(c, CFG, 0.6)
+    assert sorted(n for _, n in plan.bindings) == ["n0", "n1"]

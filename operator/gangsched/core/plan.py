@@ -30,7 +30,8 @@ Fields:
   ended); bookkeeping for SchedulerState.apply (core/starvation.py).
 - hint_skips: {unit: freed_gen} backed-off gangs the queueing hint skipped (core/queue_hints.py): the capacity freed
   up to that generation ends their backoff no more; empty_fits: {unit: (memo key, fits)} whether a gang fits empty
-  nodes (the hint's memo); bookkeeping only (a plan with nothing else is empty).
+  nodes, reach_memos: {unit: ReachMemo} what it could reach with lower priorities gone (the hint's memos,
+  core/reach.py); bookkeeping only (a plan with nothing else is empty).
 - deadlocks: [Deadlock] NonStrict deadlocks found and resolved this cycle (core/deadlock.py); read by the replay
   and the metrics, nothing to apply (the releases and events carry the effect).
 """
@@ -42,6 +43,17 @@ from dataclasses import dataclass, field
 
 from gangsched.core.health_book import GangHealth
 from gangsched.core.units import UnitKey
+
+
+@dataclass(frozen=True, slots=True)
+class ReachMemo:
+    """What a gang's class could reach per node with every lower-priority pod gone (core/reach.py), kept between
+    cycles by the queue (`UnitState.reach`)."""
+
+    key: tuple[object, ...]  # (static_gen, class id, priority, tree id, topology, count)
+    pos: int  # the accounting log position `cap` is up to date with
+    cap: Mapping[str, int]  # node -> members that would fit (nodes with none absent); never mutated
+    fits: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +144,7 @@ class Plan:
     health: dict[str, GangHealth | None] = field(default_factory=dict)  # gang -> health record (None: dropped)
     hint_skips: dict[UnitKey, int] = field(default_factory=dict)  # unit -> freed_gen its skip covered (queue_hints)
     empty_fits: dict[UnitKey, tuple[object, bool]] = field(default_factory=dict)  # unit -> (memo key, fits empty)
+    reach_memos: dict[UnitKey, ReachMemo] = field(default_factory=dict)  # unit -> its reach (core/reach.py)
 
     @property
     def empty(self) -> bool:

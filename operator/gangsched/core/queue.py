@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core.plan import CapacityHold, UnitBackoff
+from gangsched.core.plan import CapacityHold, ReachMemo, UnitBackoff
 from gangsched.core.units import UnitKey
 
 
@@ -38,6 +38,7 @@ class UnitState:
     waiting_reason: str | None = None  # last waiting reason reported (to report a change once)
     waiting_since: float | None = None  # first failure since the last success
     empty_fit: tuple[object, bool] | None = None  # whether it fits empty nodes, and the memo key (core/queue_hints.py)
+    reach: ReachMemo | None = None  # what it could reach with lower priorities gone (core/reach.py)
 
 
 class SchedulingQueue:
@@ -149,6 +150,9 @@ class SchedulingQueue:
     def record_empty_fit(self, unit: UnitKey, memo: tuple[object, bool]) -> None:
         self._state(unit).empty_fit = memo
 
+    def record_reach(self, unit: UnitKey, memo: ReachMemo) -> None:
+        self._state(unit).reach = memo
+
     def rebase_unit(self, unit: UnitKey, freed_gen: int) -> None:
         """Capacity freed up to `freed_gen` ends this unit's backoff no more (a queueing hint, core/queue_hints.py)."""
         st = self.unit_state(unit)
@@ -158,6 +162,7 @@ class SchedulingQueue:
     def record_success(self, unit: UnitKey) -> None:
         st = self._state(unit)
         st.attempts, st.backoff_until, st.failed_at, st.waiting_reason = 0, 0.0, None, None
+        st.reach = None  # (its per-node counts are only worth keeping while it waits)
         st.waiting_since = None
 
     def record_waiting_reason(self, unit: UnitKey, reason: str) -> None:

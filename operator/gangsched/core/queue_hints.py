@@ -5,11 +5,15 @@ that backed off after a failure and whose backoff would end early only because c
 only when a necessary condition for any progress fails: its pending members, each in a free slot of its class as
 the attempt would find them (the cycle's workspace view, core/capacity.py: its fit counts summed, after the
 preemptors' nominations and the starvation holds it may not use, core/starvation.py), are fewer than it needs
-(Strict: minMember, holding nothing yet; NonStrict: one). It answers False (attempt it) whenever that count could
-understate what an attempt sees: the gang could preempt or reclaim (a pod of lower priority exists), holds
-reservations or nominations, has bound, gated or held members, is in a gang group, declares minResources, or a
-member's class has its own pod (anti-)affinity or topology spread terms (their limits follow the pods the gang
-places itself; host ports and existing pods' anti-affinity only lower them). The idea is kube-scheduler's
+(Strict: minMember, holding nothing yet; NonStrict: one), or when they could not be placed even with every pod of
+lower priority gone (core/reach.py: an upper bound of free capacity, reclaimed reservations and preemption victims,
+with a Strict gang's hard network topology; asked of a gang that could preempt or reclaim, a pod of lower
+priority existing, and of a Strict gang with a hard topology, whose free slots may lie in the wrong domains). It
+answers False (attempt it) whenever those counts could understate what an attempt sees: the gang holds
+reservations or nominations, has bound, gated or held members, is in a gang group, declares minResources, has
+pending members of several classes while it could preempt, or a member's class has its own pod (anti-)affinity
+or topology spread terms (their limits follow the pods the gang places itself; host ports and existing pods'
+anti-affinity only lower them). The idea is kube-scheduler's
 QueueingHintFn (an event requeues a pod only when it may make it schedulable): a skipped gang's backoff still ends
 with time (config.backoff_max_seconds at the latest), and the plan records the freed generation it covered
 (`Plan.hint_skips`), so the next cycles at the same capacity do not ask again.
@@ -22,6 +26,7 @@ from gangsched.core.filters import filters_for
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec, TopologyMode
 from gangsched.core.pod_spread import PodTopologySpread
+from gangsched.core.reach import reach_fits
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
 from gangsched.core.topology import TopologyPlacement, place_network
@@ -40,8 +45,7 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
         return False
     if strict and not _fits_empty(session, gang, spec, members.pending):
         return True  # not even on empty nodes: no freed capacity nor preemption can help, only node changes
-    lowest = session.store.lowest_priority()
-    if lowest is None or gang.priority > lowest or session.state.victims_of(gang.key):
+    if session.state.victims_of(gang.key):
         return False
     wanted: dict[int, tuple[SchedulingClass, int]] = {}
     for pod in members.pending:
@@ -50,15 +54,23 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
         cls, n = wanted.get(pod.sclass.id, (pod.sclass, 0))
         wanted[cls.id] = (cls, n + 1)
     need = spec.min_member if strict else 1
+    lowest = session.store.lowest_priority()
+    priority = max(gang.priority, *(p.priority for p in members.pending))
+    could_preempt = lowest is not None and lowest < priority
     fits = 0
     for cls, n in wanted.values():
         view = session.workspace.view(cls)
         if cls.affinity or cls.anti_affinity or any(isinstance(f, PodTopologySpread) for f in view.idx.filters):
             return False
         fits += min(n, view.slots())
-        if fits >= need:
-            return False
-    return True
+    if fits < need and not could_preempt:
+        return True
+    topology = spec.network_topology if strict else None
+    hard = topology is not None and topology.mode == TopologyMode.HARD and session.store.topology is not None
+    if len(wanted) > 1 or not (could_preempt or hard):
+        return False
+    ((cls, _),) = wanted.values()
+    return not reach_fits(session, gang, cls, need, priority, topology)
 
 
 def _fits_empty(session: CycleSession, gang: GangState, spec: GangSpec, pending: list[PodRecord]) -> bool:

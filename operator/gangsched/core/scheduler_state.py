@@ -256,6 +256,8 @@ class SchedulerState:
             self.queue.rebase_unit(unit, gen)
         for unit, memo in plan.empty_fits.items():
             self.queue.record_empty_fit(unit, memo)
+        for unit, reach in plan.reach_memos.items():
+            self.queue.record_reach(unit, reach)
 
     def _apply_nominations(self, plan: Plan) -> None:
         store = self.store
