@@ -83,17 +83,22 @@ def place_network(
 
 
 def _capacity_by_level(tree: TopologyTree, capacity: Mapping[str, int]) -> list[list[int]]:
-    """capacity[level][domain]: members each node (level 0) and each domain above can take."""
+    """capacity[level][domain]: members each node (level 0) and each domain above can take. Level 1 is summed from
+    the nodes with capacity only (not by walking every node of the tree)."""
     node_capacity = [0] * len(tree.node_names)
+    first = [0] * len(tree.level_names[1])
+    node_index, parent = tree.node_index, tree.parent_at[0]
     for name, amount in capacity.items():
-        index = tree.node_index.get(name)
+        index = node_index.get(name)
         if index is None:
             continue
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+        if type(amount) is not int or amount < 0:  # (a bool is an int, but not of type int)
             raise InvalidField(f"capacity[{name}]", amount, "must be an integer >= 0 (members the node can take)")
-        node_capacity[index] = amount
-    levels = [node_capacity]
-    for level in range(1, tree.tiers + 2):
+        if amount:
+            node_capacity[index] = amount
+            first[parent[index]] += amount
+    levels = [node_capacity, first]
+    for level in range(2, tree.tiers + 2):
         totals = [0] * len(tree.level_names[level])
         parent = tree.parent_at[level - 1]
         for child, amount in enumerate(levels[level - 1]):
