@@ -22,6 +22,7 @@ from gangsched.core.affinity import one_per_domain
 from gangsched.core.capacity import ClassIndex, class_index
 from gangsched.core.filters import block_reason, filters_for
 from gangsched.core.gangs import GangState
+from gangsched.core.lacking import lacking, reason
 from gangsched.core.matching import static_block
 from gangsched.core.plan import Event, GangStatus, PodCondition, UnitBackoff
 from gangsched.core.records import PodRecord, SchedulingClass
@@ -122,27 +123,28 @@ def _static_reasons(session: CycleSession, idx: ClassIndex) -> dict[str, int]:
 
 
 def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[str]]:
-    """How many nodes fit one more pod of the class, and why the others do not (only the statically eligible
-    nodes are looked at one by one)."""
+    """How many nodes fit one more pod of the class, and why the others do not (the statically eligible nodes'
+    resources from core/lacking.py's memo; a class with per-node filters is looked at node by node)."""
     cls = short.cls
     idx = class_index(session.store, cls, spread=session.workspace.spread)
     reasons: Counter[str] = Counter(_static_reasons(session, idx))
+    if not filters_for(cls):
+        fit, short_of = lacking(session, idx)
+        reasons.update(short_of)
+        return fit, reasons
     fit = 0
     used, nodes = session.store.used, session.store.nodes
     workspace = session.workspace
     extra, usage = workspace.extra, workspace.usage
     requests = sorted((r, q) for r, q in cls.requests.items() if q > 0)
-    filtered = bool(filters_for(cls))
     none: dict[str, int] = {}
     for name in idx.pref:
-        why = block_reason(cls, name, usage) if filtered else None
+        why = block_reason(cls, name, usage)
         if why is None:
-            alloc, u, x = nodes[name].allocatable, used.get(name) or none, extra.get(name) or none
-            lacking = next((r for r, q in requests if alloc.get(r, 0) - u.get(r, 0) - x.get(r, 0) < q), None)
-            if lacking is None:
+            why = reason(requests, nodes[name].allocatable, used.get(name) or none, extra.get(name) or none)
+            if why is None:
                 fit += 1
                 continue
-            why = f"insufficient {lacking}"
         reasons[why] += 1
     return fit, reasons
 
