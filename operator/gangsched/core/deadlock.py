@@ -67,7 +67,7 @@ class _Room:
 
     session: CycleSession
     known: dict[str, dict[str, int]]
-    counts: dict[SchedulingClass, int]
+    counts: dict[SchedulingClass, tuple[int, bool]]  # class -> (pods that fit, whether that is all of them)
     coming: bool = False
     changed: bool = False  # a release was added: the workspace's own counts no longer tell
 
@@ -199,9 +199,9 @@ def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) ->
     """Whether the members fit on `room` (one class: its memoized count; several: greedy, largest class first)."""
     if len(need) == 1:
         ((cls, count),) = need.items()
-        have = room.counts.get(cls)
-        if have is None:
-            have = room.counts[cls] = _slots(session, cls, room)
+        have, whole = room.counts.get(cls, (0, False))
+        if have < count and not whole:
+            have, whole = room.counts[cls] = _slots(session, cls, count, room)
         return count <= have
     left: dict[str, dict[str, int]] = {}
     for cls, count in sorted(need.items(), key=lambda x: -sum(x[0].requests.values())):
@@ -210,13 +210,15 @@ def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) ->
     return True
 
 
-def _slots(session: CycleSession, cls: SchedulingClass, room: _Room) -> int:
-    """How many pods of the class fit on `room`: while it is the workspace's free capacity as it stands (nothing
+def _slots(session: CycleSession, cls: SchedulingClass, count: int, room: _Room) -> tuple[int, bool]:
+    """How many pods of the class fit on `room`, and whether that is all of them (else: at least `count`, the nodes
+    read one by one until that many fit). While `room` is the workspace's free capacity as it stands (nothing
     coming or released added) and the class has no node filter, the sum of the workspace view's fit counts
-    (core/capacity.py: the same resources, kept incrementally), else node by node."""
+    (core/capacity.py: the same resources, kept incrementally)."""
     if not room.coming and not room.changed and not filters_for(cls):
-        return session.workspace.view(cls).slots()
-    return _take(session, cls, 1 << 62, room, {})
+        return session.workspace.view(cls).slots(), True
+    taken = _take(session, cls, count, room, {})
+    return taken, taken < count
 
 
 def _take(session: CycleSession, cls: SchedulingClass, count: int, room: _Room, left: Room) -> int:
