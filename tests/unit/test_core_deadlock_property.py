@@ -14,7 +14,17 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.config import SchedulerConfig
-from gangsched.core.deadlock import _blocked, _cycles, _graph, _room, _waiters, resolve_deadlocks
+from gangsched.core.deadlock import (
+    _add_coming,
+    _blocked,
+    _cycles,
+    _graph,
+    _room,
+    _slots,
+    _take,
+    _waiters,
+    resolve_deadlocks,
+)
 from gangsched.core.gangspec import GangMode, GangSpec
 from gangsched.core.plan import Plan
 from gangsched.core.scheduler_state import SchedulerState
@@ -85,3 +95,39 @@ def test_no_cycle_remains_and_only_nonstrict_reservations_go(
         if not _blocked(session, w.need, room):
             graph[key] = []
     assert not _cycles(graph, left)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    pods=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 8), st.booleans()), max_size=12),
+    releases=st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=4),
+    gpu=st.integers(1, 8),
+)
+def test_room_counts_equal_a_pass_over_every_node(
+    pods: list[tuple[int, int, bool]], releases: list[tuple[int, bool]], gpu: int
+) -> None:
+    """How many pods of a class fit on free + coming capacity after releases: the workspace view's counts corrected
+    on the nodes with coming pods (deadlock.py `_slots`) equal one pass over every eligible node (`_take`)."""
+    c = SchedulerState()
+    names = add_nodes(c, 6, gpu=8)
+    for i, (node, gpus, timed) in enumerate(pods):
+        extra = {"activeDeadlineSeconds": 60} if timed else None  # a declared run time: coming
+        add_pod(c, f"p{i}", node=names[node], phase="Running", gpu=gpus, cpu="1", spec_extra=extra)
+    c.upsert_gang(GangSpec("default", "r", 9, mode=GangMode.NON_STRICT), created=0.0)
+    held = [(add_pod(c, f"r-{i}", gang="default/r", rank=i, gpu=1), names[i]) for i in range(6)]
+    c.apply(Plan(reservations=held, first_reserved={"default/r": 0.0}))
+    probe = c.store.pods[add_pod(c, "probe", gpu=gpu, cpu="1")].sclass
+    session = CycleSession(c, 1.0, CFG)
+    room = _room(session)
+    for node, read_first in releases:
+        pod_key, where = held[node]
+        if read_first:
+            room.at(where)  # (a node read before the release: its cached room must follow)
+        if pod_key not in session.plan.releases:
+            session.release(pod_key, where)
+            room.released(where, c.store.pods[pod_key].requests)
+    for coming in (False, True):
+        if coming:
+            _add_coming(room)
+        counted, whole = _slots(session, probe, 1 << 62, room)  # (all of them, also when node filters apply)
+        assert whole and counted == _take(session, probe, 1 << 62, room, {})

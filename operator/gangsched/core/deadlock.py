@@ -34,16 +34,17 @@ before the queue (core/scheduler.py); pure, every change through the session:
   freed capacity at once) and the victims' units (not attempted this cycle). The plan's `deadlocks` lists each
   `Deadlock` (the replay and the metrics read it). Strict gangs and bound pods are never touched. Cost: nothing
   unless two NonStrict gangs hold reservations; then O(their members + classes x reserved nodes) for the graph
-  of who could use whose capacity; only when that graph has a cycle are nodes read (free capacity of the nodes
-  that take a needed class, read as asked: O(those nodes) per class to know who is blocked; pods bound on them
-  only when free capacity is short).
+  of who could use whose capacity; only when that graph has a cycle is capacity read: per class, the workspace
+  view's fit counts (core/capacity.py, kept incrementally), corrected when free capacity is short on the nodes
+  with pods that will end (found through the store's sets of pods with a declared run time, leaving or evicted,
+  not node by node); a class with node filters (host ports, pod affinity, spread) is counted node by node.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gangsched.core.capacity import class_index
 from gangsched.core.filters import filters_for
@@ -62,27 +63,29 @@ MAX_ROUNDS = 16  # victims chosen per cycle, at most (a larger knot is untied ov
 
 @dataclass(slots=True)
 class _Room:
-    """Capacity free now (and, once `coming` is set, what is coming) per node, read from the cycle's workspace the
-    first time a node is asked for (`at`), and how many pods of a class fit in all of it (a memo)."""
+    """Capacity free now in the cycle's workspace (releases included) and, once `coming` is set, what is coming,
+    per node, read the first time a node is asked for (`at`); the nodes where it differs from the workspace's free
+    capacity (`touched`: those with coming pods), and how many pods of a class fit in all of it (a memo)."""
 
     session: CycleSession
     known: dict[str, dict[str, int]]
     counts: dict[SchedulingClass, tuple[int, bool]]  # class -> (pods that fit, whether that is all of them)
-    coming: bool = False
-    changed: bool = False  # a release was added: the workspace's own counts no longer tell
+    coming: dict[str, dict[str, int]] | None = None  # node -> requests of the pods there that will end (once asked)
+    touched: set[str] = field(default_factory=set)
 
     def at(self, node: str) -> dict[str, int]:
         free = self.known.get(node)
         if free is None:
             free = self.known[node] = self.session.workspace.free(node)
-            if self.coming:
-                _add_coming_to(self.session, node, free)
+            if self.coming is not None and node in self.coming:
+                _add(free, self.coming[node], 1)
         return free
 
-    def add(self, node: str, requests: Mapping[str, int]) -> None:
-        _add(self.at(node), requests, 1)
+    def released(self, node: str, requests: Mapping[str, int]) -> None:
+        """A reservation on `node` was released in the workspace (which nodes not read yet will show)."""
+        if node in self.known:
+            _add(self.known[node], requests, 1)
         self.counts.clear()
-        self.changed = True
 
 
 @dataclass(slots=True)
@@ -166,30 +169,30 @@ def _room(session: CycleSession) -> _Room:
 
 def _add_coming(room: _Room) -> None:
     """From now on each node's room includes the requests of pods bound there that will end: a declared run time,
-    or leaving (evicted)."""
-    for name, free in room.known.items():
-        _add_coming_to(room.session, name, free)
-    room.coming = True
-    room.counts.clear()
-
-
-def _add_coming_to(session: CycleSession, name: str, free: dict[str, int]) -> None:
+    or leaving (evicted). Those pods are found through the store's and the state's sets of them, not node by
+    node."""
+    session = room.session
     store = session.store
-    pods = store.pods
-    leaving, evicting = session.state.leaving, session.state.evicting
-    for pod_key in store.pods_on.get(name, ()):
+    pods, pods_on = store.pods, store.pods_on
+    coming: dict[str, dict[str, int]] = {}
+    for pod_key in {**store.timed, **dict.fromkeys(session.state.leaving), **session.state.evicting}:
         pod = pods.get(pod_key)
-        if pod is None or pod.node_name is None or pod.terminal:
+        if pod is None or pod.node_name is None or pod.terminal or pod_key not in pods_on.get(pod.node_name, ()):
             continue
-        if pod.run_seconds is not None or pod_key in leaving or pod_key in evicting:
-            _add(free, pod.requests, 1)
+        _add(coming.setdefault(pod.node_name, {}), pod.requests, 1)
+    for name, free in room.known.items():
+        if name in coming:
+            _add(free, coming[name], 1)
+    room.coming = coming
+    room.touched.update(coming)
+    room.counts.clear()
 
 
 def _blocked(session: CycleSession, need: Counter[SchedulingClass], room: _Room) -> bool:
     """The members do not fit on what is free, nor on what is free and coming (read only when free is short)."""
     if _fits(session, need, room):
         return False
-    if room.coming:
+    if room.coming is not None:
         return True
     _add_coming(room)
     return not _fits(session, need, room)
@@ -211,14 +214,20 @@ def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) ->
 
 
 def _slots(session: CycleSession, cls: SchedulingClass, count: int, room: _Room) -> tuple[int, bool]:
-    """How many pods of the class fit on `room`, and whether that is all of them (else: at least `count`, the nodes
-    read one by one until that many fit). While `room` is the workspace's free capacity as it stands (nothing
-    coming or released added) and the class has no node filter, the sum of the workspace view's fit counts
-    (core/capacity.py: the same resources, kept incrementally)."""
-    if not room.coming and not room.changed and not filters_for(cls):
-        return session.workspace.view(cls).slots(), True
-    taken = _take(session, cls, count, room, {})
-    return taken, taken < count
+    """How many pods of the class fit on `room`, and whether that is all of them (else: at least `count`). Without a
+    node filter: the workspace view's fit counts (core/capacity.py: the same resources, kept incrementally),
+    corrected on the nodes `room` changed; with one, node by node until `count` fit."""
+    if filters_for(cls):
+        taken = _take(session, cls, count, room, {})
+        return taken, taken < count
+    view = session.workspace.view(cls)
+    total = view.slots()
+    wanted = [(r, q) for r, q in cls.requests.items() if q > 0]
+    for name in room.touched:
+        if name in view.idx.pref:
+            have = room.at(name)
+            total += max(0, min((have.get(r, 0) // q for r, q in wanted), default=1 << 62)) - view.count_of(name)
+    return total, True
 
 
 def _take(session: CycleSession, cls: SchedulingClass, count: int, room: _Room, left: Room) -> int:
@@ -347,7 +356,7 @@ def _release(session: CycleSession, victim: _Waiter, cycle: list[str], room: _Ro
     for pod_key, node in victim.held:
         requests = session.store.pods[pod_key].requests
         session.release(pod_key, node)
-        room.add(node, requests)
+        room.released(node, requests)
         _add(held, requests, 1)
     session.set_wait_start(gang.key, None)
     backoff(session, gang.unit)

@@ -17,6 +17,8 @@ Contract (fed by core/scheduler_state.py, read by the scheduler through its publ
   transition tells its gang if it holds the quorum (satisfaction follows).
 - For the capacity caches (core/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`, `pod_counts`
   (core/pod_counts.py, charged as the resources are). Our pods' classes are `records.projected`.
+- `timed`: the pods that declare a run time (PodRecord.run_seconds), for the capacity a deadlock check counts as
+  coming (core/deadlock.py) without reading every node's pods.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class ClusterStore(SlotReaders):
         self._label_gen = 0  # records.label_keys_gen() our pods' classes are projected for
         self.topology: TopologyTree | None = None
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
+        self.timed: dict[str, None] = {}  # pods that declare a run time (PodRecord.run_seconds)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
         self._sink = sink
         self._slots: dict[str, PodSlot] = {}
@@ -158,6 +161,10 @@ class ClusterStore(SlotReaders):
             stale = True
         old = self.pods.get(key)
         self.pods[key] = pod
+        if pod.run_seconds is not None:
+            self.timed[key] = None
+        elif old is not None:
+            self.timed.pop(key, None)
         if old is None or old.priority != pod.priority:
             self.priorities.count(pod.priority, 1)
             if old is not None:
@@ -185,6 +192,7 @@ class ClusterStore(SlotReaders):
         if (pod := self.pods.pop(key, None)) is not None:
             self.priorities.count(pod.priority, -1)
         self.leaving.discard(key)
+        self.timed.pop(key, None)
         if (slot := self._slots.pop(key, None)) is not None:
             if slot.state is NOMINATED:
                 self.accounting.freed_gen += 1

@@ -35,6 +35,8 @@ class StoreView(Protocol):
     @property
     def pods_on(self) -> Mapping[str, Mapping[str, None]]: ...  # node -> pods charged there
     @property
+    def timed(self) -> Mapping[str, None]: ...  # pods that declare a run time (PodRecord.run_seconds)
+    @property
     def topology(self) -> TopologyTree | None: ...
     @property
     def host_ports(self) -> Mapping[str, Mapping[Any, int]]: ...  # core/filters.py PortTable.by_node
