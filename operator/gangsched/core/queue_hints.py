@@ -26,6 +26,7 @@ from gangsched.core.filters import filters_for
 from gangsched.core.gangs import GangState
 from gangsched.core.gangspec import GangMode, GangSpec, TopologyMode
 from gangsched.core.pod_spread import PodTopologySpread
+from gangsched.core.podstate import NOMINATED
 from gangsched.core.reach import reach_fits
 from gangsched.core.records import PodRecord, SchedulingClass
 from gangsched.core.session import CycleSession
@@ -47,10 +48,11 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
         return True  # not even on empty nodes: no freed capacity nor preemption can help, only node changes
     if session.state.victims_of(gang.key):
         return False
+    nominated = session.store.pods_in(NOMINATED)
+    if not nominated.keys().isdisjoint(gang.members) and any(session.nomination(p.key) for p in members.pending):
+        return False
     wanted: dict[int, tuple[SchedulingClass, int]] = {}
     for pod in members.pending:
-        if session.nomination(pod.key) is not None:
-            return False
         cls, n = wanted.get(pod.sclass.id, (pod.sclass, 0))
         wanted[cls.id] = (cls, n + 1)
     need = spec.min_member if strict else 1

@@ -88,22 +88,27 @@ def _eligible(session: CycleSession, gang: GangState) -> bool:
     )
 
 
-def _candidates(session: CycleSession) -> list[GangState]:
-    """Eligible gangs (module docstring), by priority desc, then waiting_since, then key."""
+def _candidates(session: CycleSession) -> Iterator[GangState]:
+    """Eligible gangs (module docstring), by priority desc, then waiting_since, then key; eligibility is asked as
+    they are taken (the caller stops early)."""
     cfg = session.config
     if cfg.hold_after_seconds <= 0:
-        return []
+        return
     queue = session.state.queue
     queued = queue.queued_gang_units
     gangs = session.store.gangs
     cutoff = session.now - cfg.hold_after_seconds
     found: list[tuple[int, float, str]] = []
-    for key, st in queue.gang_backoffs.items():
-        since = st.waiting_since
-        if since is not None and since <= cutoff and key in queued and _eligible(session, gangs[key]):
+    backoffs = queue.gang_backoffs
+    for key in queued:  # (the gangs with pending members: fewer than those with a queue record)
+        st = backoffs.get(key)
+        since = st.waiting_since if st is not None else None
+        if since is not None and since <= cutoff:
             found.append((-gangs[key].priority, since, key))
     found.sort()
-    return [gangs[key] for _, _, key in found]
+    for _, _, key in found:
+        if _eligible(session, gangs[key]):
+            yield gangs[key]
 
 
 def _targets(session: CycleSession, pods: list[PodRecord]) -> tuple[tuple[str, Resources], ...] | None:
@@ -157,7 +162,9 @@ def hold_capacity(session: CycleSession) -> Holds:
     chosen: list[tuple[GangState, CapacityHold]] = []
     levels: set[int] = set()
     for gang in _candidates(session):
-        if len(holds.active) >= session.config.max_held_gangs or gang.priority in levels:
+        if len(holds.active) >= session.config.max_held_gangs:
+            break
+        if gang.priority in levels:
             continue
         old = existing.get(gang.key)
         record = _record(session, gang, old)
