@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 
 from gangsched.core.capacity import class_index
 from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
+from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.lacking import lacking, reason
 from gangsched.core.reach import reach_fits
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.session import CycleSession
+from gangsched.core.topology import Domain, TopologyTree
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig()
@@ -77,12 +78,20 @@ def test_lacking_equals_a_recount(ops: list[tuple[int, int, int, int, int]], pro
         assert lacking(session, idx) == brute(session, probe_key)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=steps, count=st.integers(1, 6))
-def test_reach_memo_equals_a_fresh_count(ops: list[tuple[int, int, int, int, int]], count: int) -> None:
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=steps, count=st.integers(1, 6), tier=st.sampled_from([None, 1, 2]))
+def test_reach_memo_equals_a_fresh_count(
+    ops: list[tuple[int, int, int, int, int]], count: int, tier: int | None
+) -> None:
     c = cluster()
     nodes = sorted(c.store.nodes)
-    c.upsert_gang(GangSpec("default", "g", count), created=0.0)
+    network = None
+    if tier is not None:  # hard within a tier-1 domain (two nodes) or the spine (tier 2); the CPU nodes are in none
+        tor = {"tor-a": ("n0", "n1"), "tor-b": ("n2", "n3")}
+        domains = [Domain(1, name, parents=("spine",), children=members) for name, members in tor.items()]
+        c.set_topology(TopologyTree.from_domains([*domains, Domain(2, "spine")]))
+        network = NetworkTopology(TopologyMode.HARD, tier)
+    c.upsert_gang(GangSpec("default", "g", count, network_topology=network), created=0.0)
     for i in range(count):
         add_pod(c, f"g-{i}", gang="default/g", rank=i, gpu=2, cpu="2", priority=1)
     gang = c.store.gangs["default/g"]
@@ -95,12 +104,14 @@ def test_reach_memo_equals_a_fresh_count(ops: list[tuple[int, int, int, int, int
         elif running:
             c.remove_pod(running.pop(0))
         session = CycleSession(c, float(i), CFG)
-        fits = reach_fits(session, gang, cls, count, 1, None)  # from the memo of the last cycle
+        fits = reach_fits(session, gang, cls, count, 1, network)  # from the memo of the last cycle
         memo = session.plan.reach_memos[gang.unit]
         state = c.queue.unit_state(gang.unit)
         if state is not None:
             state.reach = None  # hidden: counted from scratch
         fresh = CycleSession(c, float(i), CFG)
-        assert reach_fits(fresh, gang, cls, count, 1, None) == fits
-        assert dict(fresh.plan.reach_memos[gang.unit].cap) == dict(memo.cap)
+        assert reach_fits(fresh, gang, cls, count, 1, network) == fits
+        again = fresh.plan.reach_memos[gang.unit]
+        assert dict(again.cap) == dict(memo.cap)
+        assert {d: n for d, n in (again.sums or {}).items() if n} == {d: n for d, n in (memo.sums or {}).items() if n}
         c.queue.record_reach(gang.unit, memo)  # (what SchedulerState.apply does with the plan)

@@ -54,6 +54,7 @@ class ReachMemo:
     pos: int  # the accounting log position `cap` is up to date with
     cap: Mapping[str, int]  # node -> members that would fit (nodes with none absent); never mutated
     fits: bool
+    sums: Mapping[int, int] | None = None  # hard topology: domain index at the highest tier allowed -> its sum
 
 
 @dataclass(frozen=True, slots=True)

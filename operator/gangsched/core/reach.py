@@ -12,13 +12,16 @@ pods), so False means no attempt can place them until the cluster changes. The p
 never says who would go.
 Memo (per unit, `UnitState.reach` through `Plan.reach_memos`): the per-node counts and the accounting log's
 position (core/accounting.py); a later call recounts only the nodes the log names since (a pod of any priority
-charged or uncharged there) and places again only when a count moved. A node or class change (static generation,
+charged or uncharged there) and places again only when a count moved; with a hard topology it also keeps each
+domain's sum at the highest tier allowed, and places only when one of them could hold all `count` (a necessary
+condition: the placement stays within one such domain). A node or class change (static generation,
 class, priority) or a trimmed log rebuilds it: O(feasible nodes + their pods), about one victim search.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from gangsched.core.capacity import class_index, fit_count
 from gangsched.core.gangs import GangState
@@ -27,7 +30,7 @@ from gangsched.core.plan import ReachMemo
 from gangsched.core.records import SchedulingClass
 from gangsched.core.resources import sub_into
 from gangsched.core.session import CycleSession
-from gangsched.core.topology import TopologyPlacement, place_network
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.views import StoreView
 
 
@@ -49,46 +52,74 @@ def reach_fits(
         state = session.state.queue.unit_state(gang.unit)
         old = state.reach if state is not None else None
     end = store.log_end()
-    cap: Mapping[str, int] | None = None
-    fits: bool | None = None
-    if old is not None and old.key[:3] == counts_key:
-        log = store.changes_since(old.pos)
-        if log is not None:
-            cap, moved = _recount(session, cls, priority, old.cap, log)
-            if not moved and old.key == key:
-                fits = old.fits
-    if cap is None:
+    log = store.changes_since(old.pos) if old is not None and old.key[:3] == counts_key else None
+    if old is None or log is None:
         pref = class_index(store, cls, spread=session.workspace.spread).pref
-        cap = {n: c for n in pref if (c := _node_reach(store, cls, priority, n)) > 0}
-    if fits is None:
-        if tree is not None and topology is not None:
-            fits = isinstance(place_network(tree, cap, count, topology), TopologyPlacement)
+        cap: Mapping[str, int] = {n: c for n in pref if (c := _node_reach(store, cls, priority, n)) > 0}
+        moved: dict[str, int] | None = None
+    else:
+        cap, moved = _recount(session, cls, priority, old.cap, log)
+        if not moved and old.key == key:
+            memo = replace(old, pos=end)
+            session.plan.reach_memos[gang.unit] = memo
+            return memo.fits
+    if tree is None or topology is None:
+        memo = ReachMemo(key, end, cap, sum(cap.values()) >= count)
+    else:
+        tier = min(topology.highest_tier_allowed or tree.tiers + 1, tree.tiers + 1)
+        if old is not None and moved is not None and old.key == key and old.sums is not None:
+            sums = dict(old.sums)
+            for node, delta in moved.items():
+                if (d := _domain(tree, node, tier)) is not None:
+                    sums[d] = sums.get(d, 0) + delta
         else:
-            fits = sum(cap.values()) >= count
-    session.plan.reach_memos[gang.unit] = ReachMemo(key, end, cap, fits)
-    return fits
+            sums = {}
+            for node, c in cap.items():
+                if (d := _domain(tree, node, tier)) is not None:
+                    sums[d] = sums.get(d, 0) + c
+        # a domain of the highest tier allowed must have room for all of them before place() is worth asking
+        fits = max(sums.values(), default=0) >= count and isinstance(
+            place_network(tree, cap, count, topology), TopologyPlacement
+        )
+        memo = ReachMemo(key, end, cap, fits, sums)
+    session.plan.reach_memos[gang.unit] = memo
+    return memo.fits
+
+
+def _domain(tree: TopologyTree, node: str, tier: int) -> int | None:
+    """The index of the node's domain at `tier` (tiers + 1: the whole cluster); None outside the tree."""
+    index = tree.node_index.get(node)
+    if index is None:
+        return None
+    for level in range(tier):
+        index = tree.parent_at[level][index]
+    return index
 
 
 def _recount(
     session: CycleSession, cls: SchedulingClass, priority: int, old: Mapping[str, int], log: Iterable[str]
-) -> tuple[Mapping[str, int], bool]:
-    """The memo's counts with the logged nodes recounted (the same mapping when none moved), and whether any did."""
+) -> tuple[Mapping[str, int], dict[str, int]]:
+    """The memo's counts with the logged nodes recounted (the same mapping when none moved), and how each that
+    moved did."""
     store = session.store
     pref = class_index(store, cls, spread=session.workspace.spread).pref
     cap: dict[str, int] | None = None
+    moved: dict[str, int] = {}
     for node in dict.fromkeys(log):
         if node not in pref:
             continue
         c = _node_reach(store, cls, priority, node)
-        if c == old.get(node, 0):
+        was = old.get(node, 0)
+        if c == was:
             continue
+        moved[node] = c - was
         if cap is None:
             cap = dict(old)
         if c:
             cap[node] = c
         else:
             cap.pop(node, None)
-    return (old, False) if cap is None else (cap, True)
+    return (old, moved) if cap is None else (cap, moved)
 
 
 def _node_reach(store: StoreView, cls: SchedulingClass, priority: int, node: str) -> int:
