@@ -15,14 +15,15 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.capacity import class_index
+from gangsched.core.capacity import class_index, fit_count
 from gangsched.core.config import SchedulerConfig
 from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.lacking import lacking, reason
 from gangsched.core.reach import reach_fits
+from gangsched.core.resources import sub_into
 from gangsched.core.scheduler_state import SchedulerState
 from gangsched.core.session import CycleSession
-from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.topology import Domain, TopologyPlacement, TopologyTree, place_network
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig()
@@ -115,3 +116,23 @@ def test_reach_memo_equals_a_fresh_count(
         assert dict(again.cap) == dict(memo.cap)
         assert {d: n for d, n in (again.sums or {}).items() if n} == {d: n for d, n in (memo.sums or {}).items() if n}
         c.queue.record_reach(gang.unit, memo)  # (what SchedulerState.apply does with the plan)
+        held = CycleSession(c, float(i), CFG)  # this cycle's workspace takes some capacity (a hold, a placement)
+        held.workspace.place(name, {"nvidia.com/gpu": gpu, "cpu": cpu * 1000})
+        assert reach_fits(held, gang, cls, count, 1, network, workspace=True) == on_workspace(held, count, network)
+
+
+def on_workspace(session: CycleSession, count: int, network: NetworkTopology | None) -> bool:
+    """Whether `count` members of g's class fit the workspace's free capacity with every priority-0 pod gone."""
+    store = session.store
+    cls = store.pods["default/g-0"].sclass
+    cap: dict[str, int] = {}
+    for name in class_index(store, cls, spread=False).pref:
+        used = dict(store.used.get(name) or {})
+        for key in store.pods_on.get(name, ()):
+            if store.pods[key].priority < 1:
+                sub_into(used, store.pods[key].sclass.requests)
+        extra = session.workspace.extra.get(name)
+        cap[name] = fit_count(cls.requests, store.nodes[name].allocatable, used, extra)
+    if network is None or store.topology is None:
+        return sum(cap.values()) >= count
+    return isinstance(place_network(store.topology, cap, count, network), TopologyPlacement)

@@ -72,7 +72,7 @@ def cannot_progress(session: CycleSession, gang: GangState) -> bool:
     if len(wanted) > 1 or not (could_preempt or hard):
         return False
     ((cls, _),) = wanted.values()
-    return not reach_fits(session, gang, cls, need, priority, topology)
+    return not reach_fits(session, gang, cls, need, priority, topology, workspace=not could_preempt)
 
 
 def _fits_empty(session: CycleSession, gang: GangState, spec: GangSpec, pending: list[PodRecord]) -> bool:

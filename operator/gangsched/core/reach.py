@@ -5,7 +5,9 @@ whether `count` members of scheduling class `cls` could be placed on the class's
 constraints, core/capacity.py's class index) if every pod charged there with a priority lower than `priority` were
 gone (running, reserved or leaving, a victim candidate or not) and nothing else were held (nominations, starvation
 holds and this cycle's placements ignored); with a hard network `topology`, as one `place_network` over the
-topology tree (core/topology), otherwise by the summed counts. Host ports: one member per node.
+topology tree (core/topology), otherwise by the summed counts. Host ports: one member per node. With
+`workspace=True` (for a gang that can release nothing another unit holds: no lower priority exists), the cycle's
+workspace usage on the nodes it touches counts as taken (the capacity the attempt's own view shows).
 It is an upper bound of everything an attempt could use: free capacity, the reservations reclaim takes
 (core/reclaim.py) and the victims preemption chooses (core/preemption.py: its candidates are some of those
 pods), so False means no attempt can place them until the cluster changes. The pods removed are not chosen: it
@@ -41,12 +43,34 @@ def reach_fits(
     count: int,
     priority: int,
     topology: NetworkTopology | None,
+    *,
+    workspace: bool = False,
 ) -> bool:
     """See the module docstring."""
     store = session.store
     tree = store.topology if topology is not None and topology.mode == TopologyMode.HARD else None
+    memo = _memo(session, gang, cls, count, priority, topology if tree is not None else None)
+    session.plan.reach_memos[gang.unit] = memo
+    if workspace:
+        seen = _on_workspace(session, cls, count, priority, memo, topology if tree is not None else None)
+        if seen is not None:
+            return seen
+    return memo.fits
+
+
+def _memo(
+    session: CycleSession,
+    gang: GangState,
+    cls: SchedulingClass,
+    count: int,
+    priority: int,
+    topology: NetworkTopology | None,
+) -> ReachMemo:
+    """The gang's memo brought up to date (store level: the workspace not counted)."""
+    store = session.store
+    tree = store.topology if topology is not None else None
     counts_key = (store.static_gen, cls.id, priority)
-    key = (*counts_key, id(tree), topology if tree is not None else None, count)
+    key = (*counts_key, id(tree), topology, count)
     old = session.plan.reach_memos.get(gang.unit)
     if old is None:
         state = session.state.queue.unit_state(gang.unit)
@@ -60,30 +84,68 @@ def reach_fits(
     else:
         cap, moved = _recount(session, cls, priority, old.cap, log)
         if not moved and old.key == key:
-            memo = replace(old, pos=end)
-            session.plan.reach_memos[gang.unit] = memo
-            return memo.fits
+            return replace(old, pos=end)
     if tree is None or topology is None:
-        memo = ReachMemo(key, end, cap, sum(cap.values()) >= count)
+        return ReachMemo(key, end, cap, sum(cap.values()) >= count)
+    tier = _tier(tree, topology)
+    if old is not None and moved is not None and old.key == key and old.sums is not None:
+        sums = _moved_sums(tree, tier, old.sums, moved)
     else:
-        tier = min(topology.highest_tier_allowed or tree.tiers + 1, tree.tiers + 1)
-        if old is not None and moved is not None and old.key == key and old.sums is not None:
-            sums = dict(old.sums)
-            for node, delta in moved.items():
-                if (d := _domain(tree, node, tier)) is not None:
-                    sums[d] = sums.get(d, 0) + delta
-        else:
-            sums = {}
-            for node, c in cap.items():
-                if (d := _domain(tree, node, tier)) is not None:
-                    sums[d] = sums.get(d, 0) + c
-        # a domain of the highest tier allowed must have room for all of them before place() is worth asking
-        fits = max(sums.values(), default=0) >= count and isinstance(
-            place_network(tree, cap, count, topology), TopologyPlacement
-        )
-        memo = ReachMemo(key, end, cap, fits, sums)
-    session.plan.reach_memos[gang.unit] = memo
-    return memo.fits
+        sums = _moved_sums(tree, tier, {}, cap)
+    return ReachMemo(key, end, cap, _placeable(tree, topology, cap, sums, count), sums)
+
+
+def _on_workspace(
+    session: CycleSession,
+    cls: SchedulingClass,
+    count: int,
+    priority: int,
+    memo: ReachMemo,
+    topology: NetworkTopology | None,
+) -> bool | None:
+    """The verdict with this cycle's workspace usage counted on the nodes it touches (holds, nominations,
+    placements: for a gang that can release none of them); None when it changes no count."""
+    store = session.store
+    pref = class_index(store, cls, spread=session.workspace.spread).pref
+    moved: dict[str, int] = {}
+    for node, extra in session.workspace.extra.items():
+        if extra and node in pref:
+            c = _node_reach(store, cls, priority, node, extra)
+            if c != memo.cap.get(node, 0):
+                moved[node] = c - memo.cap.get(node, 0)
+    if not moved:
+        return None
+    cap = {**memo.cap}
+    for node, delta in moved.items():
+        cap[node] = cap.get(node, 0) + delta
+    tree = store.topology
+    if tree is None or topology is None or memo.sums is None:
+        return sum(cap.values()) >= count
+    return _placeable(tree, topology, cap, _moved_sums(tree, _tier(tree, topology), memo.sums, moved), count)
+
+
+def _tier(tree: TopologyTree, topology: NetworkTopology) -> int:
+    """The highest tier a hard topology allows (tiers + 1: the whole cluster)."""
+    return min(topology.highest_tier_allowed or tree.tiers + 1, tree.tiers + 1)
+
+
+def _moved_sums(tree: TopologyTree, tier: int, sums: Mapping[int, int], moved: Mapping[str, int]) -> dict[int, int]:
+    """Domain sums at `tier` after the nodes' counts moved by `moved` (from `sums`)."""
+    out = dict(sums)
+    for node, delta in moved.items():
+        if (d := _domain(tree, node, tier)) is not None:
+            out[d] = out.get(d, 0) + delta
+    return out
+
+
+def _placeable(
+    tree: TopologyTree, topology: NetworkTopology, cap: Mapping[str, int], sums: Mapping[int, int], count: int
+) -> bool:
+    """A domain of the highest tier allowed has room for all of them (necessary: the placement stays inside one),
+    then place() itself."""
+    if max(sums.values(), default=0) < count:
+        return False
+    return isinstance(place_network(tree, cap, count, topology), TopologyPlacement)
 
 
 def _domain(tree: TopologyTree, node: str, tier: int) -> int | None:
@@ -122,7 +184,9 @@ def _recount(
     return (old, moved) if cap is None else (cap, moved)
 
 
-def _node_reach(store: StoreView, cls: SchedulingClass, priority: int, node: str) -> int:
+def _node_reach(
+    store: StoreView, cls: SchedulingClass, priority: int, node: str, extra: Mapping[str, int] | None = None
+) -> int:
     rec = store.nodes.get(node)
     if rec is None:
         return 0
@@ -135,5 +199,5 @@ def _node_reach(store: StoreView, cls: SchedulingClass, priority: int, node: str
             for pod in lower:
                 sub_into(net, pod.sclass.requests)
             used = net
-    c = fit_count(cls.requests, rec.allocatable, used)
+    c = fit_count(cls.requests, rec.allocatable, used, extra)
     return min(c, 1) if cls.host_ports else c
