@@ -94,7 +94,8 @@ def next_wakeup(session: CycleSession) -> float | None:
     queue = session.state.queue
     backing_off = session.plan.unit_backoffs
     for units, states in ((queue.queued_gang_units, queue.gang_backoffs), (queue.alone_units, queue.pod_backoffs)):
-        for key, state in states.items():
-            if key in units and state.key not in backing_off:
+        for key in units:  # (the queued units: fewer than those with a queue record)
+            state = states.get(key)
+            if state is not None and state.key not in backing_off:
                 times.append(state.backoff_until)
     return min((t for t in times if t > now), default=None)

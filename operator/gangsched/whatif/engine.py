@@ -116,6 +116,7 @@ class _Engine:
         self.jobs = {j.id: j for j in workload.jobs}
         self.results = {j.id: JobResult(j.id, j.members, j.gpus, j.submit) for j in workload.jobs}
         self.runs: dict[str, _Run] = {}  # active incarnations
+        self.partial: dict[str, _Run] = {}  # the active ones holding GPUs while not whole (the deadlock check's)
         self.wakeups: set[float] = set()
         self.alloc = [0, 0, 0, 0]  # gpus, useful gpus, cpu, useful cpu
         cpu_cap = sum(n.cpu_milli for n in workload.nodes)
@@ -174,6 +175,10 @@ class _Engine:
                 self._push(self.now + run.job.duration, COMPLETE, key)
             elif run.whole_since is None and run.running > 0:
                 run.result.started_partially = True
+            if run.whole_since is None and run.gpus > 0:
+                self.partial[key] = run
+            else:
+                self.partial.pop(key, None)
 
     def _outcome(self, out: CycleOutcome) -> list[JobSpec]:
         self.out.decision_seconds += out.decision_seconds
@@ -187,6 +192,7 @@ class _Engine:
         again = []
         for ended in out.ended:
             run = self.runs.pop(ended.job)
+            self.partial.pop(ended.job, None)
             lost = run.job.gpus * (self.now - run.whole_since) if run.whole_since is not None else 0.0
             if ended.reason == "evicted":
                 run.result.evictions += 1
@@ -208,6 +214,7 @@ class _Engine:
         elif kind == COMPLETE and ref in self.runs:
             self._apply(self.policy.finish(ref, self.now))
             self.runs.pop(ref).result.end = self.now
+            self.partial.pop(ref, None)
             self.done += 1
         elif kind == WAKEUP:
             self.wakeups.discard(self.now)
@@ -249,7 +256,7 @@ class _Engine:
             tl.append((self.now, g, ug, c, uc))
 
     def _detect_deadlock(self) -> None:
-        partial = [r for r in self.runs.values() if r.whole_since is None and r.gpus > 0]
+        partial = list(self.partial.values())
         available = self.out.gpu_capacity - self.alloc[0] + self.alloc[1]
         stuck = len(partial) >= 2 and all(_missing(r) > available for r in partial)
         if stuck and self.deadlock is None:
