@@ -31,7 +31,7 @@ attempt, `finish` at the end of the cycle):
   Unschedulable message ends with "holding capacity on N nodes for this gang since <RFC 3339>"; a hold given up
   while the gang still waits (another gang took its place) gets a Normal event CapacityHoldEnded.
 - `hold_wakeup(session)`: when the next gang becomes eligible (for the plan's next_wakeup).
-Bounds: choosing costs one pass over the backed-off gangs per cycle (nothing when disabled); the targets cost a sort
+Bounds: choosing costs one pass over the queued gangs per cycle (nothing when disabled); the targets cost a sort
 of the feasible nodes when a hold starts; `shadow` a pass over the pods on the held nodes that lack room, once per
 hold and cycle, only when a unit with a declared run time asks.
 """
@@ -356,11 +356,14 @@ def hold_wakeup(session: CycleSession) -> float | None:
     if after <= 0:
         return None
     queue = session.state.queue
-    held = queue.holds
+    held, backoffs = queue.holds, queue.gang_backoffs
     times = [
         st.waiting_since + after
-        for key, st in queue.gang_backoffs.items()
-        if st.waiting_since is not None and key not in held and st.waiting_since + after > session.now
+        for key in queue.queued_gang_units  # (only a queued gang can be held: _candidates)
+        if (st := backoffs.get(key)) is not None
+        and st.waiting_since is not None
+        and key not in held
+        and st.waiting_since + after > session.now
     ]
     return min(times, default=None)
 
