@@ -37,6 +37,16 @@ def cluster(*, priority: int = 0, mode: GangMode = GangMode.STRICT) -> Scheduler
     return c
 
 
+def two_domains() -> SchedulerState:
+    """Four 8-GPU nodes in two tier-1 domains (tor-a: n0, n1; tor-b: n2, n3) under one spine."""
+    c = SchedulerState()
+    add_nodes(c, 4, gpu=8)
+    tor = {"tor-a": ("n0", "n1"), "tor-b": ("n2", "n3")}
+    domains = [Domain(1, name, parents=("spine",), children=nodes) for name, nodes in tor.items()]
+    c.set_topology(TopologyTree.from_domains([*domains, Domain(2, "spine")]))
+    return c
+
+
 def test_capacity_freed_that_cannot_make_room_leaves_the_gang_backed_off() -> None:
     c = cluster()
     c.remove_pod("default/busy0")  # n0 free: one slot of 8 GPUs, the gang needs two
@@ -76,11 +86,7 @@ def test_a_nonstrict_gang_is_retried_when_one_member_fits() -> None:
 def test_a_gang_that_fits_no_domain_even_empty_waits_for_a_node_change_even_when_it_could_preempt() -> None:
     # 3 x 8 GPUs, hard within a tier-1 domain of two 8-GPU nodes: unresolvable by freeing or preempting pods
     # (kube-scheduler's UnschedulableAndUnresolvable: only a node event requeues it)
-    c = SchedulerState()
-    add_nodes(c, 4, gpu=8)
-    tor = {"tor-a": ("n0", "n1"), "tor-b": ("n2", "n3")}
-    domains = [Domain(1, name, parents=("spine",), children=nodes) for name, nodes in tor.items()]
-    c.set_topology(TopologyTree.from_domains([*domains, Domain(2, "spine")]))
+    c = two_domains()
     add_pod(c, "low", gpu=8, node="n0", phase="Running", ours=False)  # priority 0: a possible victim
     network = NetworkTopology(TopologyMode.HARD, 1)
     c.upsert_gang(GangSpec("default", "big", 3, network_topology=network), created=0.0)
@@ -132,11 +138,7 @@ def test_a_gang_that_could_preempt_is_not_retried_until_lower_priorities_gone_wo
 
 def test_free_slots_in_the_wrong_domains_do_not_retry_a_gang_with_a_hard_topology() -> None:
     # 2 x 8 GPUs, hard within one tier-1 domain of two nodes; every pod has priority 0 (nothing to preempt)
-    c = SchedulerState()
-    add_nodes(c, 4, gpu=8)
-    tor = {"tor-a": ("n0", "n1"), "tor-b": ("n2", "n3")}
-    domains = [Domain(1, name, parents=("spine",), children=nodes) for name, nodes in tor.items()]
-    c.set_topology(TopologyTree.from_domains([*domains, Domain(2, "spine")]))
+    c = two_domains()
     for i in range(3):
         add_pod(c, f"busy{i}", gpu=8, node=f"n{i}", phase="Running", ours=False)
     c.upsert_gang(GangSpec("default", "big", 2, network_topology=NetworkTopology(TopologyMode.HARD, 1)), created=0.0)

@@ -23,7 +23,7 @@ class, priority) or a trimmed log rebuilds it: O(feasible nodes + their pods), a
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from gangsched.core.capacity import class_index, fit_count
 from gangsched.core.gangs import GangState
@@ -34,6 +34,16 @@ from gangsched.core.resources import sub_into
 from gangsched.core.session import CycleSession
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.views import StoreView
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """What is asked: `count` members of `cls` at `priority`, with a hard `topology` (None: none, or not hard)."""
+
+    cls: SchedulingClass
+    count: int
+    priority: int
+    topology: NetworkTopology | None
 
 
 def reach_fits(
@@ -47,27 +57,21 @@ def reach_fits(
     workspace: bool = False,
 ) -> bool:
     """See the module docstring."""
-    store = session.store
-    tree = store.topology if topology is not None and topology.mode == TopologyMode.HARD else None
-    memo = _memo(session, gang, cls, count, priority, topology if tree is not None else None)
+    hard = topology is not None and topology.mode == TopologyMode.HARD and session.store.topology is not None
+    ask = _Ask(cls, count, priority, topology if hard else None)
+    memo = _memo(session, gang, ask)
     session.plan.reach_memos[gang.unit] = memo
     if workspace:
-        seen = _on_workspace(session, cls, count, priority, memo, topology if tree is not None else None)
+        seen = _on_workspace(session, ask, memo)
         if seen is not None:
             return seen
     return memo.fits
 
 
-def _memo(
-    session: CycleSession,
-    gang: GangState,
-    cls: SchedulingClass,
-    count: int,
-    priority: int,
-    topology: NetworkTopology | None,
-) -> ReachMemo:
+def _memo(session: CycleSession, gang: GangState, ask: _Ask) -> ReachMemo:
     """The gang's memo brought up to date (store level: the workspace not counted)."""
     store = session.store
+    cls, count, priority, topology = ask.cls, ask.count, ask.priority, ask.topology
     tree = store.topology if topology is not None else None
     counts_key = (store.static_gen, cls.id, priority)
     key = (*counts_key, id(tree), topology, count)
@@ -95,22 +99,15 @@ def _memo(
     return ReachMemo(key, end, cap, _placeable(tree, topology, cap, sums, count), sums)
 
 
-def _on_workspace(
-    session: CycleSession,
-    cls: SchedulingClass,
-    count: int,
-    priority: int,
-    memo: ReachMemo,
-    topology: NetworkTopology | None,
-) -> bool | None:
+def _on_workspace(session: CycleSession, ask: _Ask, memo: ReachMemo) -> bool | None:
     """The verdict with this cycle's workspace usage counted on the nodes it touches (holds, nominations,
     placements: for a gang that can release none of them); None when it changes no count."""
     store = session.store
-    pref = class_index(store, cls, spread=session.workspace.spread).pref
+    pref = class_index(store, ask.cls, spread=session.workspace.spread).pref
     moved: dict[str, int] = {}
     for node, extra in session.workspace.extra.items():
         if extra and node in pref:
-            c = _node_reach(store, cls, priority, node, extra)
+            c = _node_reach(store, ask.cls, ask.priority, node, extra)
             if c != memo.cap.get(node, 0):
                 moved[node] = c - memo.cap.get(node, 0)
     if not moved:
@@ -118,10 +115,10 @@ def _on_workspace(
     cap = {**memo.cap}
     for node, delta in moved.items():
         cap[node] = cap.get(node, 0) + delta
-    tree = store.topology
+    tree, topology = store.topology, ask.topology
     if tree is None or topology is None or memo.sums is None:
-        return sum(cap.values()) >= count
-    return _placeable(tree, topology, cap, _moved_sums(tree, _tier(tree, topology), memo.sums, moved), count)
+        return sum(cap.values()) >= ask.count
+    return _placeable(tree, topology, cap, _moved_sums(tree, _tier(tree, topology), memo.sums, moved), ask.count)
 
 
 def _tier(tree: TopologyTree, topology: NetworkTopology) -> int:
