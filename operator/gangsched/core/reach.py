@@ -1,13 +1,14 @@
 """The most a gang's members could reach: their fit on each node with every pod of lower priority gone.
 
-Contract: `reach_fits(session, gang, cls, count, priority, topology) -> bool`, asked by core/queue_hints.py:
-whether `count` members of scheduling class `cls` could be placed on the class's feasible nodes (its static
-constraints, core/capacity.py's class index) if every pod charged there with a priority lower than `priority` were
-gone (running, reserved or leaving, a victim candidate or not) and nothing else were held (nominations, starvation
-holds and this cycle's placements ignored); with a hard network `topology`, as one `place_network` over the
-topology tree (core/topology), otherwise by the summed counts. Host ports: one member per node. With
-`workspace=True` (for a gang that can release nothing another unit holds: no lower priority exists), the cycle's
-workspace usage on the nodes it touches counts as taken (the capacity the attempt's own view shows).
+Contract: `reach_fits(session, gang, cls, count, priority, topology, *, workspace=False) -> bool`, asked by
+core/queue_hints.py: whether `count` members of scheduling class `cls` could be placed on the class's feasible
+nodes (its static constraints, core/capacity.py's class index) if every pod charged there with a priority lower
+than `priority` were gone (running, reserved or leaving, a victim candidate or not) and nothing else were held
+(nominations, starvation holds and this cycle's placements ignored); with a hard network `topology`, as one
+`place_network` over the topology tree (core/topology), otherwise by the summed counts. Host ports: one member
+per node. With `workspace=True` (for a gang that can release nothing another unit holds: no lower priority
+exists), the cycle's workspace usage on the nodes it touches counts as taken (the capacity the attempt's own view
+shows).
 It is an upper bound of everything an attempt could use: free capacity, the reservations reclaim takes
 (core/reclaim.py) and the victims preemption chooses (core/preemption.py: its candidates are some of those
 pods), so False means no attempt can place them until the cluster changes. The pods removed are not chosen: it
