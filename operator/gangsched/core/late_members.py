@@ -40,15 +40,8 @@ def _gang_nodes(session: CycleSession, gang: GangState, tree: TopologyTree) -> l
     return out
 
 
-def _domain_at(tree: TopologyTree, node: int, tier: int) -> int:
-    index = node
-    for level in range(min(tier, tree.tiers)):
-        index = tree.parent_at[level][index]
-    return index if tier <= tree.tiers else 0
-
-
 def _nodes_of(tree: TopologyTree, tier: int, domain: int) -> set[str]:
-    return {name for i, name in enumerate(tree.node_names) if _domain_at(tree, i, tier) == domain}
+    return {name for i, name in enumerate(tree.node_names) if tree.domain_index(i, tier) == domain}
 
 
 def place_near_gang(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outcome:
@@ -58,19 +51,19 @@ def place_near_gang(session: CycleSession, gang: GangState, pods: list[PodRecord
     if tree is None or network is None or not nodes:
         return place_batches(session, _batches(pods), partial=True)
     top = tree.tiers + 1
-    first = next(t for t in range(1, top + 1) if len({_domain_at(tree, n, t) for n in nodes}) == 1)
+    first = next(t for t in range(1, top + 1) if len({tree.domain_index(n, t) for n in nodes}) == 1)
     hard = network.mode == TopologyMode.HARD
     last = max(first, min(network.highest_tier_allowed or top, top) if hard else top)
     placed: Placed = []
     left = pods
     for tier in range(first, last + 1):
-        only = None if tier == top and not hard else _nodes_of(tree, tier, _domain_at(tree, nodes[0], tier))
+        only = None if tier == top and not hard else _nodes_of(tree, tier, tree.domain_index(nodes[0], tier))
         got, _, _ = place_batches(session, _batches(left), partial=True, only=only)
         placed.extend(got)
         done = {pod.key for pod, _ in got}
         left = [pod for pod in left if pod.key not in done]
         if not left:
             return placed, [], None
-    domain = tree.level_names[last][_domain_at(tree, nodes[0], last)]
+    domain = tree.level_names[last][tree.domain_index(nodes[0], last)]
     why = f"topology: hard network topology: no room left in the gang's tier-{last} domain {domain}"
     return placed, [Shortfall(ms[0].sclass, len(ms), 0, why if hard else None) for ms in _batches(left)], None

@@ -131,7 +131,8 @@ def _moved_sums(tree: TopologyTree, tier: int, sums: Mapping[int, int], moved: M
     """Domain sums at `tier` after the nodes' counts moved by `moved` (from `sums`)."""
     out = dict(sums)
     for node, delta in moved.items():
-        if (d := _domain(tree, node, tier)) is not None:
+        if (index := tree.node_index.get(node)) is not None:
+            d = tree.domain_index(index, tier)
             out[d] = out.get(d, 0) + delta
     return out
 
@@ -144,16 +145,6 @@ def _placeable(
     if max(sums.values(), default=0) < count:
         return False
     return isinstance(place_network(tree, cap, count, topology), TopologyPlacement)
-
-
-def _domain(tree: TopologyTree, node: str, tier: int) -> int | None:
-    """The index of the node's domain at `tier` (tiers + 1: the whole cluster); None outside the tree."""
-    index = tree.node_index.get(node)
-    if index is None:
-        return None
-    for level in range(tier):
-        index = tree.parent_at[level][index]
-    return index
 
 
 def _recount(

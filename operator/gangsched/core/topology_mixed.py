@@ -86,19 +86,11 @@ def _candidates(session: CycleSession, tree: TopologyTree, classes: list[Schedul
     return out
 
 
-def _domain_of(tree: TopologyTree, node: str, tier: int) -> int:
-    """The index of the node's domain at `tier` (tiers + 1: the whole cluster, index 0)."""
-    i = tree.node_index[node]
-    for level in range(min(tier, tree.tiers)):
-        i = tree.parent_at[level][i]
-    return i if tier <= tree.tiers else 0
-
-
 def _domains(tree: TopologyTree, nodes: list[Candidate], tier: int, largest: SchedulingClass) -> list[list[Candidate]]:
     """The candidate nodes of each domain of a tier (tiers + 1: the whole cluster), tightest domain first."""
     by_domain: dict[int, list[Candidate]] = {}
     for cand in nodes:
-        by_domain.setdefault(_domain_of(tree, cand.name, tier), []).append(cand)
+        by_domain.setdefault(tree.domain_index(tree.node_index[cand.name], tier), []).append(cand)
 
     def room(members: list[Candidate]) -> int:
         return sum(_count(largest.requests, c.free) for c in members)
@@ -135,7 +127,7 @@ def _fit_groups(
     module docstring): the assignment, group after group, or None."""
     subs: dict[int, list[Candidate]] = {}
     for cand in members:
-        subs.setdefault(_domain_of(tree, cand.name, group_tier), []).append(cand)
+        subs.setdefault(tree.domain_index(tree.node_index[cand.name], group_tier), []).append(cand)
     names = tree.level_names[group_tier]
     largest = classes[0].requests
     out: list[tuple[str, int, int]] = []

@@ -14,7 +14,8 @@ Contract:
   stands in for itself at the missing tiers: a node's domain at tier t is its highest ancestor of layer <= t.
 - Levels (read-only, for placement): level 0 is the nodes, level t (1..tiers) the tier-t domains, level tiers+1
   the whole cluster (one domain); indexes at every level follow natural name order. `level_names[t][i]`,
-  `node_index[name]`, `parent_at[t][i]` (the index at level t+1), `children_at[t][i]` (indexes at level t-1).
+  `node_index[name]`, `parent_at[t][i]` (the index at level t+1), `children_at[t][i]` (indexes at level t-1);
+  `domain_index(node, tier)`: the index at `tier` of the domain holding the node of index `node`.
 - `natural_key(name)`: the sort key of natural order ("node2" < "node10"), defined once in core/naming.py.
 """
 
@@ -84,6 +85,14 @@ class TopologyTree:
             index = self.parent_at[level][index]
             path.append(self.level_names[level + 1][index])
         return tuple(path)
+
+    def domain_index(self, node: int, tier: int) -> int:
+        """The index at level `tier` of the domain holding the node of index `node` (tiers + 1 or above: the whole
+        cluster, index 0)."""
+        index = node
+        for level in range(min(tier, self.tiers)):
+            index = self.parent_at[level][index]
+        return index if tier <= self.tiers else 0
 
     def domains_at(self, tier: int) -> tuple[str, ...]:
         """Names of the domains that hold nodes at a tier (1..tiers), in natural order."""
