@@ -1,9 +1,10 @@
 """Property: the memos that follow the accounting log instead of recounting give what a recount gives.
 
 - core/lacking.py (the counts of a failure message, "N nodes fit; ... blocked by: insufficient <r> (k)"): equal to
-  one pass over every eligible node with the workspace's tentative usage, as kube-scheduler's NodeResourcesFit
-  reports each node's first insufficient resource (pkg/scheduler/framework/plugins/noderesources/fit.go
-  `fitsRequest`: "Insufficient <resource>"), after any sequence of pods charged, uncharged and workspace changes.
+  one pass over every eligible node with the workspace's tentative usage, after any sequence of pods charged,
+  uncharged and workspace changes. The reasons follow kube-scheduler's NodeResourcesFit
+  (pkg/scheduler/framework/plugins/noderesources/fit.go `fitsRequest`: "Insufficient <resource>" for each resource
+  a node lacks); a node is counted here once, under the first of them in name order.
 - core/reach.py (what a gang could reach with every lower-priority pod gone, kube-scheduler's
   defaultpreemption `SelectVictimsOnNode` check): the memo carried from cycle to cycle equals a fresh count.
 """
