@@ -76,7 +76,8 @@ async def test_a_status_update_keeps_the_qos_class_and_the_deletion(apiserver: A
     deleted (a finalizer holds it) the deletionTimestamp survives a status write, and a status write may remove
     finalizers but not add one (ValidateNoNewFinalizers)."""
     await _created(apiserver, "q", finalizers=["example.com/hold"])
-    status, answer = await call(apiserver, "PATCH", f"{PODS}/q/status", {"status": {"qosClass": "BestEffort"}}, content_type=MERGE)
+    qos = {"status": {"qosClass": "BestEffort"}}
+    status, answer = await call(apiserver, "PATCH", f"{PODS}/q/status", qos, content_type=MERGE)
     assert status == 200 and answer["status"]["qosClass"] == "BestEffort", answer
     status, answer = await call(apiserver, "DELETE", f"{PODS}/q")
     assert status == 200 and answer["metadata"]["deletionTimestamp"], answer
@@ -91,7 +92,8 @@ async def test_a_status_update_keeps_the_qos_class_and_the_deletion(apiserver: A
     more = {"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}}
     status, answer = await call(apiserver, "PATCH", f"{PODS}/q/status", more, content_type=MERGE)
     assert status == 422 and "no new finalizers" in answer["message"], answer
-    status, answer = await call(apiserver, "PATCH", f"{PODS}/q/status", {"metadata": {"finalizers": None}}, content_type=MERGE)
+    released = {"metadata": {"finalizers": None}}
+    status, answer = await call(apiserver, "PATCH", f"{PODS}/q/status", released, content_type=MERGE)
     assert status == 200, answer
     status, _ = await call(apiserver, "GET", f"{PODS}/q")
     assert status == 404  # the last finalizer went away through status: the pod is deleted (shouldDeleteDuringUpdate)

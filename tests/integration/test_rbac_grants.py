@@ -315,7 +315,9 @@ async def test_the_operators_token_cannot_change_a_pod_spec() -> None:
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns", "namespace": "kube-system"}}
         owner = await cluster.client.create("/api/v1/namespaces/kube-system/configmaps", cm)
         uid = owner["metadata"]["uid"]
-        victim["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "coredns", "uid": uid}]
+        victim["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "coredns", "uid": uid}
+        ]
         await create(cluster.client, victim)
         path = "/api/v1/namespaces/kube-system/pods/coredns"
         evil = {"spec": {"containers": [{"name": "main", "image": "evil.example/miner:1"}]}}

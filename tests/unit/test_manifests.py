@@ -62,7 +62,7 @@ def _grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
 
 # what the operator uses (tests/integration/test_rbac_grants.py checks use against grant with RBAC enforced)
 NEEDED_CLUSTER_WIDE = {
-    ("", "pods"): {"get", "list", "watch", "patch", "delete"},
+    ("", "pods"): {"get", "list", "watch", "delete"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch"},
     ("", "pods/eviction"): {"create"},
@@ -104,9 +104,10 @@ def test_rbac_grants_no_wildcards_and_no_secrets(kind: str) -> None:
 
 def test_cluster_role_writes_to_pods_are_only_what_scheduling_needs() -> None:
     grants = _grants(_rules("ClusterRole"))
-    # never create or update pods; delete only for preemption.pdb: prefer (a PDB-protected victim, as
-    # kube-scheduler's own system:kube-scheduler role may: pkg/scheduler/framework/preemption/preemption.go)
-    assert grants[("", "pods")] == {"get", "list", "watch", "patch", "delete"}
+    # never create, update or patch pods (the timeout annotation goes through pods/status, whose strategy keeps
+    # the spec: a leaked token cannot change a pod's image); delete only for preemption.pdb: prefer (a PDB-protected
+    # victim, as kube-scheduler's own system:kube-scheduler role may: pkg/scheduler/framework/preemption/preemption.go)
+    assert grants[("", "pods")] == {"get", "list", "watch", "delete"}
     assert ("coordination.k8s.io", "leases") not in grants  # leases only in the operator's namespace
     assert ("", "configmaps") not in grants  # the topology ConfigMap is watched by name, in the operator's namespace
 

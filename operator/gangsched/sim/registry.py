@@ -9,7 +9,8 @@ Contract:
   kube-apiserver's codes, reasons and messages.
 - Semantics: uid, creationTimestamp, generation (bumped when anything outside metadata, and outside status for
   kinds with a status subresource, changes), one global resourceVersion, optimistic concurrency (stale
-  metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation,
+  metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation
+  (pods/status may change metadata but not spec or ownerReferences: pod_status.py),
   finalizers and deletionTimestamp (deletion.py: graceful deletion of pods, finished by termination.py; no new
   finalizers on an object being deleted), ownerReference garbage collection (scheduled on the event loop right
   after the delete), pod admission (defaults, priority from PriorityClass), pod update validation
@@ -37,7 +38,7 @@ from typing import Any
 import orjson
 
 from gangsched.models.timestamps import format_time
-from gangsched.sim import deletion, namespace_lifecycle, strategic, validation
+from gangsched.sim import deletion, namespace_lifecycle, pod_status, strategic, validation
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
 from gangsched.sim.binding import bind_pod
@@ -609,7 +610,12 @@ class Registry:
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != cur_meta["resourceVersion"]:
             raise st.stale(rtype, name)
-        if subresource == "status":
+        if subresource == "status" and (rtype.group, rtype.kind) == ("", "Pod"):
+            result = pod_status.prepare_update(cur, new)  # metadata may change; spec and ownerReferences not
+            _keep_system_meta(rtype, cur_meta, result["metadata"])
+            result["apiVersion"], result["kind"] = rtype.group_version, rtype.kind
+            _check_no_new_finalizers(rtype, name, cur_meta, result["metadata"])
+        elif subresource == "status":
             result = current.copy()
             if "status" in new:
                 result["status"] = new["status"]
@@ -619,17 +625,7 @@ class Registry:
                 self._validate_custom(rtype, result, name, ctx)
         else:
             result = new
-            for key in _IMMUTABLE_META:
-                if key in cur_meta:
-                    meta[key] = cur_meta[key]
-                else:
-                    meta.pop(key, None)
-            meta["name"] = name
-            if rtype.namespaced:
-                meta["namespace"] = cur_meta["namespace"]
-            else:
-                meta.pop("namespace", None)
-            meta.pop("managedFields", None)
+            _keep_system_meta(rtype, cur_meta, meta)
             if "status" in rtype.subresources:
                 if "status" in cur:
                     result["status"] = cur["status"]
@@ -1000,6 +996,21 @@ def _validate_list_options(resource_version: str, match: str, continue_token: st
     if problems:
         text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         raise st.ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {text}')
+
+
+def _keep_system_meta(rtype: ResourceType, cur_meta: dict[str, Any], meta: dict[str, Any]) -> None:
+    """rest.BeforeUpdate (staging/src/k8s.io/apiserver/pkg/registry/rest/update.go): what no update changes."""
+    for key in _IMMUTABLE_META:
+        if key in cur_meta:
+            meta[key] = cur_meta[key]
+        else:
+            meta.pop(key, None)
+    meta["name"] = cur_meta["name"]
+    if rtype.namespaced:
+        meta["namespace"] = cur_meta["namespace"]
+    else:
+        meta.pop("namespace", None)
+    meta.pop("managedFields", None)
 
 
 def _should_delete_during_update(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> bool:
