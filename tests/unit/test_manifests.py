@@ -144,6 +144,19 @@ def test_deployment_runs_the_cli_contract() -> None:
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 
+def test_deployment_grace_period_covers_a_stop_during_an_api_stall() -> None:
+    """The kubelet SIGKILLs a container terminationGracePeriodSeconds after SIGTERM (30 s when unset;
+    pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer). The worst case of a stop (the comment in
+    deployment.yaml): the bounded Lease release, Kopf's 5 s for tasks still running after its cleanup and its 1 s
+    forced-cancel round (kopf/_core/reactor/running.py run_tasks), 2 s to close connections and exit."""
+    from gangsched.models.config import LeaderElectionConfig
+
+    (dep,) = [d for d in docs(MANIFESTS / "deployment.yaml") if d["kind"] == "Deployment"]
+    grace = dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    worst = LeaderElectionConfig().release_timeout_seconds + 5 + 1 + 2
+    assert worst <= grace < 30, (worst, grace)
+
+
 def test_namespace_manifest() -> None:
     (ns,) = docs(MANIFESTS / "namespace.yaml")
     assert (ns["kind"], ns["metadata"]["name"]) == ("Namespace", "gangsched-system")

@@ -23,7 +23,8 @@ Example (all defaults):
     maxUnitsPerCycle: 64
     topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
-                     renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
+                     renewDeadlineSeconds: 10, retryPeriodSeconds: 2,
+                     releaseTimeoutSeconds: 2}  # on stop: release the Lease within this, or let it expire
     apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
     metricsPort: 8080
     probesPort: 8081
@@ -86,6 +87,9 @@ class LeaderElectionConfig(_Section):
     lease_duration_seconds: PositiveFloat = Field(15.0, alias="leaseDurationSeconds")
     renew_deadline_seconds: PositiveFloat = Field(10.0, alias="renewDeadlineSeconds")
     retry_period_seconds: PositiveFloat = Field(2.0, alias="retryPeriodSeconds")
+    # on stop the Lease is released within this bound, or left to expire (an unresponsive API); the Deployment's
+    # terminationGracePeriodSeconds covers it (manifests/deployment.yaml)
+    release_timeout_seconds: PositiveFloat = Field(2.0, alias="releaseTimeoutSeconds")
 
     @model_validator(mode="after")
     def _ordered(self) -> LeaderElectionConfig:

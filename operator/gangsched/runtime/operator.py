@@ -97,6 +97,7 @@ class Operator:
                 lease_duration=le.lease_duration_seconds,
                 renew_deadline=le.renew_deadline_seconds,
                 retry_period=le.retry_period_seconds,
+                release_timeout=le.release_timeout_seconds,
                 clock=clock,
             )
             if le.enabled
