@@ -308,7 +308,7 @@ async def test_the_operators_token_cannot_change_a_pod_spec() -> None:
     podStatusStrategy.PrepareForUpdate keeps the old spec and ownerReferences, while the annotation (metadata)
     lands: the timeout annotation's way in."""
     async with running_cluster(nodes=1, node_resources=NODE) as cluster:
-        from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, ApiError, KubeClient
+        from gangsched.k8s.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
         from tests.integration.harness import service_account_kubeconfig
 
         victim = pod("coredns", namespace="kube-system", scheduler="default-scheduler")
@@ -323,19 +323,20 @@ async def test_the_operators_token_cannot_change_a_pod_spec() -> None:
         evil = {"spec": {"containers": [{"name": "main", "image": "evil.example/miner:1"}]}}
         sa = await service_account_kubeconfig(cluster.kubeconfig)
         async with await KubeClient.connect(sa) as client:
-            for write in (
-                lambda: client.patch(path, evil, content_type=STRATEGIC_MERGE_PATCH),
-                lambda: client.patch(path, {"metadata": {"labels": {"x": "y"}}}),
+            for body, content_type in (
+                (evil, STRATEGIC_MERGE_PATCH),
+                ({"metadata": {"labels": {"x": "y"}}}, MERGE_PATCH),
             ):
                 with pytest.raises(ApiError) as err:
-                    await write()
+                    await client.patch(path, body, content_type=content_type)
                 assert err.value.status == 403, err.value.message
             current = await client.get(path)
             with pytest.raises(ApiError) as err:
                 await client.replace(path, {**current, **evil})
             assert err.value.status == 403
-            through_status = {**evil, "metadata": {"annotations": {"gang.scheduling.koordinator.sh/timeout": "true"}}}
-            through_status["metadata"]["ownerReferences"] = None
+            meta: dict[str, Any] = {"annotations": {"gang.scheduling.koordinator.sh/timeout": "true"}}
+            meta["ownerReferences"] = None  # not allowed through pods/status: kept
+            through_status = {**evil, "metadata": meta}
             answer = await client.patch(f"{path}/status", through_status, content_type=STRATEGIC_MERGE_PATCH)
         stored = await cluster.client.get(path)
         assert answer["spec"] == stored["spec"]
