@@ -153,8 +153,30 @@ def test_deployment_grace_period_covers_a_stop_during_an_api_stall() -> None:
 
     (dep,) = [d for d in docs(MANIFESTS / "deployment.yaml") if d["kind"] == "Deployment"]
     grace = dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-    worst = LeaderElectionConfig().release_timeout_seconds + 5 + 1 + 2
+    worst = LeaderElectionConfig.model_validate({}).release_timeout_seconds + 5 + 1 + 2
     assert worst <= grace < 30, (worst, grace)
+
+
+def test_network_policy_admits_only_the_scraper_to_the_metrics_port() -> None:
+    """Ingress only (egress stays open: the API server's address is the cluster's); it selects the Deployment's
+    pods, admits one peer (a namespace AND pod selector, in one entry) on the container port named `metrics`, and
+    opens nothing else: kubelet probes come from the pod's node, which NetworkPolicy always admits
+    (kubernetes.io/docs/concepts/services-networking/network-policies/)."""
+    (policy,) = docs(MANIFESTS / "networkpolicy.yaml")
+    (dep,) = [d for d in docs(MANIFESTS / "deployment.yaml") if d["kind"] == "Deployment"]
+    assert (policy["kind"], policy["metadata"]["namespace"]) == ("NetworkPolicy", dep["metadata"]["namespace"])
+    spec = policy["spec"]
+    assert spec["policyTypes"] == ["Ingress"] and "egress" not in spec
+    assert spec["podSelector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    (rule,) = spec["ingress"]
+    (peer,) = rule["from"]
+    assert peer.keys() == {"namespaceSelector", "podSelector"} and all(peer[k]["matchLabels"] for k in peer)
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}] and "metrics" in named
+    # the probes port is not opened to the cluster; the Deployment keeps listening on every interface (the kubelet
+    # probes the pod's IP): no bind-address option in its args
+    assert not any(a.startswith(("--metrics-bind-address", "--probes-bind-address")) for a in container["args"])
 
 
 def test_namespace_manifest() -> None:

@@ -28,6 +28,8 @@ Example (all defaults):
     apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
     metricsPort: 8080
     probesPort: 8081
+    metricsBindAddress: 0.0.0.0       # every interface; 127.0.0.1: the pod's loopback only (a sidecar scraper)
+    probesBindAddress: 0.0.0.0        # the kubelet probes the pod's IP: keep it reachable there
     progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
     preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
@@ -42,11 +44,12 @@ Example (all defaults):
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gangsched.core.errors import InvalidField
 
@@ -57,6 +60,17 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MAX_WAIT_SECONDS = 2**31 - 1  # as models/annotations.py: what a PodGroup's scheduleTimeoutSeconds (int32) holds
 WaitSeconds = Annotated[float, Field(gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)]
 Port = Annotated[int, Field(strict=True, ge=1, le=65535)]
+
+
+def bind_address(value: str) -> str:
+    """An IP address to listen on (0.0.0.0 or :: for every interface, 127.0.0.1 for the node's loopback only)."""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address (e.g. 0.0.0.0, 127.0.0.1, ::)") from None
+
+
+BindAddress = Annotated[str, AfterValidator(bind_address)]
 
 
 class _Section(BaseModel):
@@ -155,6 +169,9 @@ class OperatorConfig(_Section):
     api_client: ApiClientConfig = Field(default_factory=lambda: ApiClientConfig.model_validate({}), alias="apiClient")
     metrics_port: Port = Field(8080, alias="metricsPort")
     probes_port: Port = Field(8081, alias="probesPort")
+    # the addresses /metrics and the probes listen on (gangsched run --metrics-bind-address / --probes-bind-address)
+    metrics_bind_address: BindAddress = Field("0.0.0.0", alias="metricsBindAddress")
+    probes_bind_address: BindAddress = Field("0.0.0.0", alias="probesBindAddress")
     # /livez fails when the leader owes a scheduling round (woken, or a round running) for longer than this
     progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")

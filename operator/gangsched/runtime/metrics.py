@@ -169,8 +169,8 @@ class Metrics:
         """Export a KubeClient's request counter (k8s/client.py `KubeClient.requests`)."""
         self.registry.register(_RequestCounts(counts))
 
-    def serve(self, port: int) -> None:
-        start_http_server(port, registry=self.registry)
+    def serve(self, port: int, host: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=host, registry=self.registry)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
