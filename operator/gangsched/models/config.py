@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 
 if TYPE_CHECKING:
-    from gangsched.core.config import SchedulerConfig
+    from gangsched.core.values.config import SchedulerConfig
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MAX_WAIT_SECONDS = 2**31 - 1  # as models/annotations.py: what a PodGroup's scheduleTimeoutSeconds (int32) holds
@@ -111,7 +111,7 @@ class PreemptionConfig(_Section):
 
 
 class StarvationConfig(_Section):
-    """Capacity held for a gang that has waited too long (core/starvation.py): `holdAfterSeconds` of being
+    """Capacity held for a gang that has waited too long (core/gang/starvation.py): `holdAfterSeconds` of being
     unschedulable before the hold starts (0: never hold), `maxHeldGangs` holding at once (one per priority)."""
 
     hold_after_seconds: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = Field(60.0, alias="holdAfterSeconds")
@@ -188,7 +188,7 @@ class OperatorConfig(_Section):
 
     def scheduler_config(self) -> SchedulerConfig:
         """The core's tunables taken from this configuration."""
-        from gangsched.core.config import SchedulerConfig
+        from gangsched.core.values.config import SchedulerConfig
 
         return SchedulerConfig(
             scheduler_name=self.scheduler_name,

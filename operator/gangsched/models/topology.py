@@ -30,8 +30,8 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
-from gangsched.core.errors import InvalidField
 from gangsched.core.topology import Domain, TopologyTree, natural_key
+from gangsched.core.values.errors import InvalidField
 
 TOPOLOGY_CONFIGMAP: Final = "gangsched-topology"
 TOPOLOGY_KEY: Final = "topology.json"

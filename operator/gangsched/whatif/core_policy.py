@@ -31,13 +31,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.plan import Plan
-from gangsched.core.records import NodeRecord, PodRecord, SchedulingClass, scheduling_class
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass, scheduling_class
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase, ResolvedDeadlock
 
@@ -53,7 +53,7 @@ class VariantOptions:
     mode: GangMode | None = None  # None: each job's own
     topology: bool = True
     preemption: bool = True
-    starvation_hold: bool = True  # core/starvation.py holds capacity for the longest-starving gang
+    starvation_hold: bool = True  # core/gang/starvation.py holds capacity for the longest-starving gang
 
 
 def variant_options(variants: Sequence[str]) -> VariantOptions:

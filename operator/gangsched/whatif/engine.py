@@ -13,7 +13,7 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None) -> Replay`.
 - Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
   useful (held by incarnations running whole), held by incomplete gangs (the difference). `timeline` records
   (t, gpus allocated, gpus useful, cpu allocated, cpu useful) at each instant the values changed.
-- Deadlocks the scheduler resolved itself (gangsched: core/deadlock.py) are recorded as reported (`resolved`: when
+- Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
   formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
   policy is held to): after each instant, a deadlock is
   a set of >= 2 incomplete GPU gangs holding GPUs such that none of them could complete even if every running job

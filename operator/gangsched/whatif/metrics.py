@@ -14,7 +14,7 @@ CLI uses the trace's arrival span, the same for every policy, so policies that f
   releases at the timeout); `deadlocks` {found, resolved, unresolved, mean_seconds_to_resolve, held_gpus_at_detection}
   (episodes detected by the engine, any policy) and `deadlocks.scheduler` {resolved, mean_seconds_to_resolve (from
   forming to release), held_gpu_hours_while_deadlocked, held_gpus_before, held_gpus_after} (those the scheduler
-  found and resolved itself: gangsched's core/deadlock.py); `tiers`: {tier: jobs} placement tier per gang (as the
+  found and resolved itself: gangsched's core/gang/deadlock.py); `tiers`: {tier: jobs} placement tier per gang (as the
   scheduler reported it).
 - `decision_ms`: {mean, p50, p99, max, n} wall time per scheduler call; `events`, `wall_seconds`, `events_per_s`.
 """
