@@ -40,6 +40,7 @@ class PodMove:
     cpu_milli: int
     old: PodPhase
     new: PodPhase
+    node: str = ""  # where the pod is (HELD or RUNNING); the engine's placement-aware speed reads it
 
 
 EndReason = Literal["evicted", "timeout", "failure"]  # failure: a node it had a pod on went down

@@ -25,7 +25,7 @@ from gangsched.whatif.engine import Replay
 
 JOB_COLUMNS = (
     "load", "job", "members", "gpus", "submit", "start", "end", "jct", "queue", "incarnations", "evictions",
-    "timeouts", "started_partially", "tier",
+    "timeouts", "started_partially", "tier", "span_tier", "slowdown",
 )  # fmt: skip
 TIMELINE_POINTS = 2000
 
@@ -57,7 +57,8 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
         jct = None if j.end is None else j.end - j.submit
         queue = None if j.start is None else j.start - j.submit
         values = (load, j.id, j.members, j.gpus, j.submit, j.start, j.end, jct, queue, j.incarnations, j.evictions)
-        rows.append([*(_cell(v) for v in values), str(j.timeouts), str(int(j.started_partially)), _cell(j.tier)])
+        flags = (str(j.timeouts), str(int(j.started_partially)), _cell(j.tier), _cell(j.span_tier))
+        rows.append([*(_cell(v) for v in values), *flags, f"{j.slowdown:.4f}"])
     return rows
 
 
