@@ -80,7 +80,7 @@ def test_declared_run_times_are_loose_upper_bounds_for_the_share_asked() -> None
     assert 150 < len(some) < 250
     assert all(j.declared_seconds == 2 * j.duration for j in some)
     assert all(j.declared_seconds is None for j in declare_run_times(jobs, 0.0, 2.0, seed=1))
-    with pytest.raises(ValueError, match="--declared-slack: 0.5 must be >= 1"):
+    with pytest.raises(ValueError, match=r"--declared-slack: 0\.5 must be >= 1"):
         declare_run_times(jobs, 0.5, 0.5, seed=1)
     with pytest.raises(ValueError, match=r"--declared-share: 1.5 must be a fraction in \[0, 1\]"):
         declare_run_times(jobs, 1.5, 2.0, seed=1)
