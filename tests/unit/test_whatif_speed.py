@@ -107,3 +107,16 @@ def test_a_job_packed_on_one_node_runs_at_its_trace_speed() -> None:
     workload = Workload((a,), nodes(2), topology(2))
     result = replay(workload, make_policy("gangsched", workload, 600.0)).jobs[0]
     assert (result.span_tier, result.slowdown, result.end) == (0, 1.0, 100)  # binpack: all 8 on one node
+
+
+def test_useful_work_counts_a_slowed_job_at_its_ideal_speed() -> None:
+    # the same placement as above, alone with the filler: `a` holds 8 GPUs for 100 x slowdown s, but its work is
+    # 8 x 100 GPU-seconds; nothing is held by an incomplete gang
+    filler = job("filler", 0, 200, 1, 4)
+    a = job("a", 1, 100, 8, 1, comm_share=0.2)
+    workload = Workload((filler, a), nodes(2), topology(2))
+    result = replay(workload, make_policy("gangsched", workload, 600.0))
+    factor = 1 / (0.8 + 0.2 / 9)
+    assert result.whole_gpu_seconds == pytest.approx(4 * 200 + 8 * 100 * factor)
+    assert result.useful_gpu_seconds == pytest.approx(4 * 200 + 8 * 100)
+    assert result.gpu_seconds == pytest.approx(result.whole_gpu_seconds)

@@ -13,8 +13,10 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None, speed=None) 
   whole-ness is only lost with the incarnation: an eviction or timeout ends it), and its pods are then removed
   (`finish`). A job holding pods while not whole does nothing.
 - Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
-  useful (held by incarnations running whole), held by incomplete gangs (the difference). `timeline` records
-  (t, gpus allocated, gpus useful, cpu allocated, cpu useful) at each instant the values changed.
+  held by incarnations running whole (`whole_gpu_seconds`), held by incomplete gangs (allocated - whole), and the
+  useful work: GPUs of whole incarnations divided by their slowdown (`useful_gpu_seconds`: GPU time at the jobs'
+  ideal speed; equal to whole with the placement-independent model). `timeline` records (t, gpus allocated, useful
+  work in GPUs, cpu allocated, cpu held whole) at each instant the values changed.
 - Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
   formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
   policy is held to): after each instant, a deadlock is
@@ -103,10 +105,11 @@ class Replay:
     gpu_capacity: int
     cpu_capacity: int
     gpu_seconds: float = 0.0  # allocated
-    useful_gpu_seconds: float = 0.0
+    useful_gpu_seconds: float = 0.0  # work done: GPU time of whole incarnations at their ideal speed
+    whole_gpu_seconds: float = 0.0  # GPU time held by whole incarnations (allocated - this: held by incomplete)
     cpu_seconds: float = 0.0
     useful_cpu_seconds: float = 0.0
-    timeline: list[tuple[float, int, int, int, int]] = field(default_factory=list)
+    timeline: list[tuple[float, int, float, int, int]] = field(default_factory=list)
     decision_seconds: list[float] = field(default_factory=list)
     deadlocks: list[Deadlock] = field(default_factory=list)
     resolved: list[SchedulerDeadlock] = field(default_factory=list)  # by the scheduler itself
@@ -126,7 +129,8 @@ class _Engine:
         self.runs: dict[str, _Run] = {}  # active incarnations
         self.partial: dict[str, _Run] = {}  # the active ones holding GPUs while not whole (the deadlock check's)
         self.wakeups: set[float] = set()
-        self.alloc = [0, 0, 0, 0]  # gpus, useful gpus, cpu, useful cpu
+        self.alloc = [0, 0, 0, 0]  # gpus, gpus of whole incarnations, cpu, cpu of whole incarnations
+        self.work = 0.0  # GPUs of whole incarnations, each divided by its slowdown
         cpu_cap = sum(n.cpu_milli for n in workload.nodes)
         self.out = Replay(policy.name, list(self.results.values()), 0.0, workload.gpu_capacity, cpu_cap)
         self.deadlock: Deadlock | None = None
@@ -147,7 +151,8 @@ class _Engine:
             g, ug, c, uc = self.alloc
             o = self.out
             o.gpu_seconds += g * dt
-            o.useful_gpu_seconds += ug * dt
+            o.whole_gpu_seconds += ug * dt
+            o.useful_gpu_seconds += self.work * dt
             o.cpu_seconds += c * dt
             o.useful_cpu_seconds += uc * dt
         self.now = t
@@ -174,6 +179,7 @@ class _Engine:
             if run.whole_since is not None:
                 self.alloc[1] += sign * move.gpus
                 self.alloc[3] += sign * move.cpu_milli
+                self.work += sign * move.gpus / run.result.slowdown
             run.running += (move.new == PodPhase.RUNNING) - (move.old == PodPhase.RUNNING)
             if move.new == PodPhase.RUNNING:
                 run.nodes[move.node] += 1
@@ -182,9 +188,11 @@ class _Engine:
         for key, run in touched.items():
             if run.whole_since is None and run.running >= run.job.min_member:
                 run.whole_since = run.result.start = self.now
+                factor = self._slowdown(run)
                 self.alloc[1] += run.gpus
                 self.alloc[3] += run.cpu
-                self._push(self.now + run.job.duration * self._slowdown(run), COMPLETE, key)
+                self.work += run.gpus / factor
+                self._push(self.now + run.job.duration * factor, COMPLETE, key)
             elif run.whole_since is None and run.running > 0:
                 run.result.started_partially = True
             if run.whole_since is None and run.gpus > 0:
@@ -270,10 +278,11 @@ class _Engine:
         return self.out
 
     def _sample(self) -> None:
-        g, ug, c, uc = self.alloc
+        g, _, c, uc = self.alloc
+        work = round(self.work, 6)  # (sums of fractions: no drift in the samples)
         tl = self.out.timeline
-        if not tl or tl[-1][1:] != (g, ug, c, uc):
-            tl.append((self.now, g, ug, c, uc))
+        if not tl or tl[-1][1:] != (g, work, c, uc):
+            tl.append((self.now, g, work, c, uc))
 
     def _detect_deadlock(self) -> None:
         partial = list(self.partial.values())

@@ -62,11 +62,13 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
     return rows
 
 
-def _thin(timeline: Sequence[tuple[float, int, int, int, int]], end: float) -> list[tuple[float, int, int, int, int]]:
+def _thin(
+    timeline: Sequence[tuple[float, int, float, int, int]], end: float
+) -> list[tuple[float, int, float, int, int]]:
     if len(timeline) <= TIMELINE_POINTS:
         return list(timeline)
     step = max(end, 1.0) / TIMELINE_POINTS
-    out: dict[int, tuple[float, int, int, int, int]] = {}
+    out: dict[int, tuple[float, int, float, int, int]] = {}
     for point in timeline:
         out[int(point[0] // step)] = point
     return list(out.values())
