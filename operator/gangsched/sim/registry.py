@@ -642,8 +642,7 @@ class Registry:
             self._validate_custom(rtype, result, name, ctx)
             if self._content(result, rtype) != self._content(cur, rtype):
                 meta["generation"] = int(cur_meta.get("generation", 1)) + 1
-        if not rtype.is_crd:
-            validation.validate_object(rtype, result, namespace=cur_meta.get("namespace") or "", create=False)
+        validation.validate_object(rtype, result, namespace=cur_meta.get("namespace") or "", create=False)
         result["metadata"]["resourceVersion"] = cur_meta["resourceVersion"]
         if result == cur:
             return current  # a no-op write does not bump the resourceVersion
