@@ -56,6 +56,11 @@ def test_a_key_given_twice_is_refused_with_both_lines(tmp_path: Path) -> None:
     ]
 
 
+def test_a_key_given_twice_inside_a_list_item_is_named_by_its_index() -> None:
+    _, problems = read_document("a:\n  - {x: 1}\n  - {x: 1, x: 2}\n", source="x")
+    assert [p.field for p in problems] == ["a[1].x"]
+
+
 def test_duplicates_and_bad_values_are_reported_together(tmp_path: Path) -> None:
     path = write(tmp_path, "both.yaml", "metricsPort: 1\nmetricsPort: 70000\nscoreStrategy: nope\n")
     with pytest.raises(InvalidConfig) as caught:

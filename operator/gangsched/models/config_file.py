@@ -2,10 +2,11 @@
 
 Contract:
 - `read_document(text, *, json_syntax) -> (data, problems)`. `json_syntax` parses strict JSON (the `.json`
-  files); otherwise YAML (a superset of JSON). `problems` lists, in file order, every key given twice in one
-  mapping (`InvalidField` whose field is the key's path, e.g. `leaderElection.enabled`, and whose `allowed` names
-  both lines): a repeated key is refused, never "last one wins" silently. YAML merge keys (`<<`) may still be
-  overridden, as YAML 1.1 specifies.
+  files); otherwise YAML (a superset of JSON). `problems` lists every key given twice in one mapping: a repeated
+  key is refused, never "last one wins" silently. In YAML the problem's field is the key's path (e.g.
+  `leaderElection.enabled`, `schedulerNames[0].x`) and `allowed` names both lines; JSON's decoder gives neither
+  path nor line, so there the field is the key itself. YAML merge keys (`<<`) may still be overridden, as YAML
+  1.1 specifies.
 - Nesting is bounded: a document deeper than MAX_DEPTH (collections inside collections) raises `InvalidField`
   for the whole file, without recursing that deep (no RecursionError, however deep the file).
 - Text that is not YAML (or JSON) raises `InvalidField` naming the parser's message (line and column).
@@ -72,14 +73,21 @@ class _StrictLoader(yaml.SafeLoader):
             except TypeError:
                 continue  # SafeConstructor reports an unhashable key itself
             path = f"{prefix}.{key}" if prefix else str(key)
-            if isinstance(value_node, yaml.MappingNode):
-                self.paths[id(value_node)] = path
+            self._name_children(value_node, path)
             line = key_node.start_mark.line + 1
             if key in seen:
                 allowed = f"must be given once (line {seen[key]} and line {line})"
                 self.duplicates.append(InvalidField(path, "given twice", allowed))
             else:
                 seen[key] = line
+
+    def _name_children(self, node: yaml.Node, path: str) -> None:
+        """Remember the key path of the mappings in `node` (itself, or the items of a list: `path[i]`)."""
+        if isinstance(node, yaml.MappingNode):
+            self.paths[id(node)] = path
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._name_children(item, f"{path}[{i}]")
 
 
 def _read_yaml(text: str, source: str) -> tuple[Any, list[InvalidField]]:
