@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.topology import MAX_TOPOLOGY_DOMAINS, parse_topology, tree_from_node_labels
 
 
