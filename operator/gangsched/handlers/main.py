@@ -9,7 +9,8 @@ Contract:
   Deployment, as kube-scheduler exits on a fatal error. Several replicas may run in one process (each has its
   own registry, memo and metrics).
 - `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
-- `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM;
+- `run_operator(...)` is the command: it loads the config file (a bad one: every problem printed, no traceback,
+  exit 2), sets up logging and runs until SIGINT/SIGTERM;
   it serves /livez, /readyz and /healthz on probesPort (handlers/probes.py) and /metrics on metricsPort.
   The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
   what).
@@ -21,6 +22,7 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 import uuid
 
 import kopf
@@ -28,7 +30,7 @@ import kopf
 from gangsched.handlers.kopf_app import build_registry, configure
 from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
-from gangsched.models.config import OperatorConfig, load_config
+from gangsched.models.config import InvalidConfig, OperatorConfig, load_config
 from gangsched.runtime.operator import Operator
 
 log = logging.getLogger(__name__)
@@ -101,7 +103,11 @@ async def operate(
 
 
 def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: str | None) -> int:
-    config = load_config(config_path)
+    try:
+        config = load_config(config_path)
+    except InvalidConfig as bad:  # every problem of the file, one a line; a traceback would only hide them
+        print(f"gangsched run: invalid --config {bad}", file=sys.stderr)
+        return 2
     if namespace:
         config = config.model_copy(update={"namespace": namespace})
     logging.basicConfig(
