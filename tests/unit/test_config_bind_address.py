@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping
 
 

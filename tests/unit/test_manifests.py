@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gangsched.core.resources import canonical
+from gangsched.core.values.resources import canonical
 from gangsched.models.gang import parse_pod_gang
 from gangsched.models.podgroup import podgroup_spec_from_api
 

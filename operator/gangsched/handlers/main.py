@@ -12,11 +12,12 @@ Contract:
   credentials are never sent to a plain-http server unless allowed (k8s/credentials.py
   `refuse_credentials_over_http`: InsecureTransportError before any request).
 - `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
-- `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM;
+- `run_operator(...)` is the command: it loads the config file (a bad one: every problem printed, no traceback,
+  exit 2), sets up logging and runs until SIGINT/SIGTERM;
   it serves /livez, /readyz and /healthz on probesBindAddress:probesPort (handlers/probes.py) and /metrics on
-  metricsBindAddress:metricsPort (both 0.0.0.0 by default). A configuration or credential problem found before
-  the operator starts (no such kubeconfig, credentials for a plain-http server) is one line on stderr and exit
-  code 2, without a traceback.
+  metricsBindAddress:metricsPort (both 0.0.0.0 by default). A credential problem found before the operator starts
+  (no such kubeconfig, credentials for a plain-http server) is one line on stderr and exit code 2, without a
+  traceback.
   The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
   what).
 """
@@ -36,7 +37,7 @@ from gangsched.handlers.kopf_app import build_registry, configure
 from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
 from gangsched.k8s.credentials import CredentialError, load_credentials, refuse_credentials_over_http
-from gangsched.models.config import OperatorConfig, bind_address, load_config
+from gangsched.models.config import InvalidConfig, OperatorConfig, bind_address, load_config
 from gangsched.runtime.operator import Operator
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,11 @@ def run_operator(
     probes_bind_address: str | None = None,
 ) -> int:
     """`gangsched run`; the options given on the command line win over the config file's."""
-    config = load_config(config_path)
+    try:
+        config = load_config(config_path)
+    except InvalidConfig as bad:  # every problem of the file, one a line; a traceback would only hide them
+        print(f"gangsched run: invalid --config {bad}", file=sys.stderr)
+        return 2
     update: dict[str, str] = {}
     if namespace:
         update["namespace"] = namespace
