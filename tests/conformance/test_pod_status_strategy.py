@@ -71,6 +71,17 @@ async def test_status_writes_change_metadata_but_never_the_spec(apiserver: ApiSe
         assert got["status"]["nominatedNodeName"] == "n1"
 
 
+async def test_metadata_written_through_status_is_validated(apiserver: ApiServer) -> None:
+    """podStatusStrategy.ValidateUpdate -> ValidatePodStatusUpdate -> ValidateObjectMetaUpdate: annotations sent
+    through pods/status obey apimachinery's TotalAnnotationSizeLimitB (256 KiB) as on the pod itself."""
+    await _created(apiserver, "big")
+    huge = {"metadata": {"annotations": {"example.com/blob": "x" * (256 * 1024)}}}
+    status, answer = await call(apiserver, "PATCH", f"{PODS}/big/status", huge, content_type=MERGE)
+    assert status == 422 and "annotations" in answer["message"], answer
+    _, stored = await call(apiserver, "GET", f"{PODS}/big")
+    assert "example.com/blob" not in stored["metadata"]["annotations"]
+
+
 async def test_a_status_update_keeps_the_qos_class_and_the_deletion(apiserver: ApiServer) -> None:
     """PUT pods/status without status.qosClass keeps the stored one (PrepareForUpdate's backfill); on a pod being
     deleted (a finalizer holds it) the deletionTimestamp survives a status write, and a status write may remove
