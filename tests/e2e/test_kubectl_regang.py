@@ -1,5 +1,18 @@
 """Issue 22 items 1, 6, 7 and 8 with the real kubectl against the emulator and the operator.
 
+- A re-ganged pod (item 1): a pod's gang is what its labels and annotations say now. kube-scheduler's cache and
+  Koordinator's gang cache (koordinator pkg/scheduler/plugins/coscheduling/core/gang_cache.go onPodUpdate: the pod
+  is deleted from the gang it was in and added to the one it names now) follow an update of them; a pod that
+  leaves a gang while it waits in Permit is unreserved from it (pkg/scheduler/framework/interface.go
+  ReservePlugin.Unreserve: the capacity it held goes back), and is then scheduled as a member of its new gang. A
+  bound pod is never moved by a scheduler: it stays where it runs, counted in the gang it names now, and the gang
+  it left reports its members below minMember (nothing evicted).
+
+- Stale status after a deletion (item 6): every pods/binding answered 5 s late (the emulator's latency fault, a
+  loaded apiserver) and no kubelet, so no later event comes; a member deleted while its binding is in flight. The
+  PodGroup status counts the members there are (scheduler-plugins pkg/controllers/podgroup_controller.go derives it
+  from the pods listed on every reconcile, a pod delete included): the status round after the deletion says so,
+  not the binding decision's "3 members bound or binding".
 - Volcano quorum (item 7): a Volcano Job's pods and PodGroup as Volcano's job controller builds them
   (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod: pods `<job>-<task>-<index>`, annotation
   `scheduling.k8s.io/group-name` naming the PodGroup and `volcano.sh/task-spec` (annotation and label) naming the
@@ -18,9 +31,10 @@ from typing import Any
 import pytest
 import yaml
 
+from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.kubectl_run import kubectl
-from tests.integration.harness import bound, eventually, get_podgroup, pods, replica
+from tests.integration.harness import bound, eventually, get_podgroup, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
@@ -34,6 +48,21 @@ async def two_nodes() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         yield cluster
+
+
+GPU_NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+K = "gang.scheduling.koordinator.sh/"
+
+
+@pytest.fixture
+async def four_gpu_nodes() -> AsyncIterator[Cluster]:
+    need_tool("kubectl")
+    async with running_cluster(nodes=4, node_resources=GPU_NODE) as cluster:
+        yield cluster
+
+
+async def status_of(cluster: Cluster, name: str) -> dict[str, Any]:
+    return ((await get_podgroup(cluster.client, name)) or {}).get("status") or {}
 
 
 def placed(objs: dict[str, dict[str, Any]], prefix: str) -> dict[str, str]:
@@ -120,3 +149,124 @@ async def test_volcano_job_quorum_is_any_min_available_pods_when_tasks_ask_more(
         found = await eventually(workers_bound, what="the 4 workers of a job of minAvailable 3 bound")
         assert sorted(found) == [f"tf-worker-{i}" for i in range(4)], found
         assert not placed(await pods(k), "st-"), "the enforced job bound partly"
+
+
+# --------------------------------------------------------------------------------------------- item 1: re-ganged
+async def test_pending_pod_moved_to_another_gang_leaves_its_reservation_and_schedules(
+    four_gpu_nodes: Cluster,
+) -> None:
+    """Item 1: two of four nodes taken by another scheduler's pods; gang e (3 x 8 GPU, min 3, NonStrict) holds two
+    reservations. `kubectl annotate pod e-0 --overwrite` into gang solo (min 1, Strict): e-0 leaves e at once (its
+    reservation released, e's counts say 2 pods) and binds as solo's member, long before e's waiting time ends."""
+    cluster, k = four_gpu_nodes, four_gpu_nodes.client
+    nodes = sorted((await k.get("/api/v1/nodes"))["items"], key=lambda n: n["metadata"]["name"])
+    others = []
+    for i, node in enumerate(nodes[:2]):
+        other = pod(f"other-{i}", gpu=8, scheduler="default-scheduler")
+        other["spec"]["nodeName"] = node["metadata"]["name"]
+        others.append(other)
+    koord = {f"{K}name": "e", f"{K}min-available": "3", f"{K}mode": "NonStrict", f"{K}waiting-time": "120s"}
+    gang = [pod(f"e-{i}", gpu=8, annotations=koord) for i in range(3)]
+    await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(others))
+    async with replica(cluster.kubeconfig):
+        await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(gang))
+
+        async def e_holds_two() -> dict[str, Any] | None:
+            status = await status_of(cluster, "e")
+            return status if status.get("phase") == "Scheduling" else None
+
+        await eventually(e_holds_two, what="gang e holding its two reservations")
+        await kubectl(
+            cluster, "annotate", "pod", "e-0", "--overwrite",
+            f"{K}name=solo", f"{K}min-available=1", f"{K}mode=Strict",
+        )  # fmt: skip
+
+        async def solo_bound() -> dict[str, str] | None:
+            found = placed(await pods(k), "e-0")
+            return found or None
+
+        found = await eventually(solo_bound, timeout=15, what="e-0 bound as the member of gang solo")
+        assert found["e-0"] not in {n["metadata"]["name"] for n in nodes[:2]}, found
+
+        async def e_counts_two() -> str | None:
+            message = str((await status_of(cluster, "e")).get("message") or "")
+            return message if "2 of minMember 3" in message else None
+
+        await eventually(e_counts_two, what="gang e's status counting the two pods it has left")
+        assert not placed(await pods(k), "e-1") and not placed(await pods(k), "e-2")
+
+        async def solo_running() -> dict[str, Any] | None:
+            status = await status_of(cluster, "solo")
+            return status if status.get("phase") == "Running" else None
+
+        await eventually(solo_running, what="gang solo Running")
+
+
+async def test_bound_pod_moved_to_another_gang_stays_and_counts_there(four_gpu_nodes: Cluster) -> None:
+    """Item 1: b-0, bound in gang b (min 2), is relabelled `scheduling.x-k8s.io/pod-group=single` (min 1): it stays
+    on its node (no eviction, no deletion), PodGroup single counts it (Running), and PodGroup b reports that it is
+    below minMember."""
+    cluster, k = four_gpu_nodes, four_gpu_nodes.client
+    objs = [podgroup("b", min_member=2), podgroup("single", min_member=1)]
+    objs += [pod(f"b-{i}", group="b", gpu=8) for i in range(2)]
+    async with replica(cluster.kubeconfig):
+        await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(objs))
+
+        async def b_running() -> dict[str, Any] | None:
+            status = await status_of(cluster, "b")
+            return status if status.get("phase") == "Running" else None
+
+        await eventually(b_running, what="gang b Running")
+        node = placed(await pods(k), "b-0")["b-0"]
+        await kubectl(cluster, "label", "pod", "b-0", "--overwrite", "scheduling.x-k8s.io/pod-group=single")
+
+        async def single_running() -> dict[str, Any] | None:
+            status = await status_of(cluster, "single")
+            return status if status.get("phase") == "Running" and status.get("running") == 1 else None
+
+        await eventually(single_running, what="PodGroup single counting the pod that joined it bound")
+
+        async def b_below() -> dict[str, Any] | None:
+            status = await status_of(cluster, "b")
+            return status if status.get("running") == 1 and status.get("phase") != "Running" else None
+
+        status = await eventually(b_below, what="PodGroup b reporting the member it lost")
+        assert "minMember 2" in str(status.get("message")), status
+        now = await pods(k)
+        assert now["b-0"]["spec"].get("nodeName") == node and not now["b-0"]["metadata"].get("deletionTimestamp")
+        assert now["b-1"]["spec"].get("nodeName") and not now["b-1"]["metadata"].get("deletionTimestamp")
+
+
+# ---------------------------------------------------------------------------------- item 6: stale after deletion
+@pytest.fixture
+async def slow_binds() -> AsyncIterator[Cluster]:
+    need_tool("kubectl")
+    rule = parse_rule_spec("kind=latency,verb=create,resource=pods/binding,delay=5")
+    async with running_cluster(nodes=4, node_resources=GPU_NODE, kubelet_start_delay=3600, faults=[rule]) as cluster:
+        yield cluster
+
+
+async def test_status_after_member_deleted_while_binding_counts_the_pods_left(slow_binds: Cluster) -> None:
+    """Item 6: gang g (3 x 8 GPU, min 3) decided and binding; g-2 force-deleted while its binding is in flight.
+    Within a few seconds of the binds' answers the PodGroup counts 2 members bound, not "3 members bound or
+    binding", with no unrelated event to help."""
+    cluster = slow_binds
+    objs = [podgroup("g", min_member=3), *(pod(f"g-{i}", group="g", gpu=8) for i in range(3))]
+    async with replica(cluster.kubeconfig):
+        await kubectl(cluster, "apply", "-f", "-", input=yaml.safe_dump_all(objs))
+
+        async def binding() -> str | None:
+            message = str((await status_of(cluster, "g")).get("message") or "")
+            return message if "3 members bound or binding" in message else None
+
+        await eventually(binding, what="gang g binding")
+        await kubectl(cluster, "delete", "pod", "g-2", "--grace-period=0", "--force", "--wait")
+
+        async def counted() -> dict[str, Any] | None:
+            status = await status_of(cluster, "g")
+            stale = "3 members" in str(status.get("message")) or "3 members" in str(status.get("conditions"))
+            return status if status.get("scheduled") == 2 and not stale else None
+
+        status = await eventually(counted, timeout=15, what="PodGroup g counting the 2 members left")
+        assert "minMember 3" in str(status.get("message")), status
+        assert len(placed(await pods(cluster.client), "g-")) == 2
