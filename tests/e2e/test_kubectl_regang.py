@@ -13,6 +13,14 @@
   PodGroup status counts the members there are (scheduler-plugins pkg/controllers/podgroup_controller.go derives it
   from the pods listed on every reconcile, a pod delete included): the status round after the deletion says so,
   not the binding decision's "3 members bound or binding".
+- JobSet exclusive placement with an inferred gang (item 8): the JobSet, its Jobs and pods as tests/workloads.py
+  builds them (jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject copies
+  `alpha.jobset.sigs.k8s.io/exclusive-topology` to every pod), and jobset's pod webhooks played as their sources act
+  (the emulator runs neither): pod_mutating_webhook.go gives a leader (completion index 0) the exclusive pod
+  affinity and anti-affinity (setExclusiveAffinities) and a follower its leader's domain as a nodeSelector
+  (setNodeSelector); pod_admission_webhook.go refuses a follower until its leader is scheduled
+  (spec.nodeName set), and the Job controller (kubernetes pkg/controller/job/job_controller.go manageJob) creates
+  it again on its next sync. The inferred quorum is the leaders; the followers join as late members.
 - Volcano quorum (item 7): a Volcano Job's pods and PodGroup as Volcano's job controller builds them
   (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod: pods `<job>-<task>-<index>`, annotation
   `scheduling.k8s.io/group-name` naming the PodGroup and `volcano.sh/task-spec` (annotation and label) naming the
@@ -26,6 +34,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,6 +42,7 @@ import yaml
 
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
+from tests import workloads as w
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, pod, podgroup, pods, replica
 from tests.tools import need_tool
@@ -41,6 +51,7 @@ pytestmark = pytest.mark.e2e
 
 NODE = {"cpu": "8", "memory": "32Gi", "pods": "110"}
 PAUSE = "registry.k8s.io/pause:3.9"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -270,3 +281,118 @@ async def test_status_after_member_deleted_while_binding_counts_the_pods_left(sl
         status = await eventually(counted, timeout=15, what="PodGroup g counting the 2 members left")
         assert "minMember 3" in str(status.get("message")), status
         assert len(placed(await pods(cluster.client), "g-")) == 2
+
+
+# ------------------------------------------------------------------------------ item 8: JobSet exclusive placement
+EXCLUSIVE = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+JOB_KEY = "jobset.sigs.k8s.io/job-key"
+PRIORITY = "jobset.sigs.k8s.io/priority"
+INDEX = "batch.kubernetes.io/job-completion-index"
+POOL = "example.com/pool"
+
+
+def _term(expressions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"labelSelector": {"matchExpressions": expressions}, "topologyKey": POOL, "namespaceSelector": {}}
+
+
+def mutated(member: dict[str, Any], pool_of_leader: str | None) -> dict[str, Any]:
+    """What jobset's mutating webhook makes of a pod (pod_mutating_webhook.go Default; the Priority admission
+    plugin, which runs before webhooks, set spec.priority 0, so the priority label is "0")."""
+    meta = member["metadata"]
+    meta["labels"][PRIORITY] = "0"
+    key = meta["labels"][JOB_KEY]
+    if meta["annotations"][INDEX] == "0":  # setExclusiveAffinities
+        member["spec"]["affinity"] = {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    _term([{"key": JOB_KEY, "operator": "In", "values": [key]}])
+                ]
+            },
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    _term(
+                        [
+                            {"key": JOB_KEY, "operator": "Exists"},
+                            {"key": JOB_KEY, "operator": "NotIn", "values": [key]},
+                            {"key": PRIORITY, "operator": "In", "values": ["0"]},
+                        ]
+                    )
+                ]
+            },
+        }
+    else:  # setNodeSelector
+        assert pool_of_leader is not None
+        member["spec"]["nodeSelector"] = {POOL: pool_of_leader}
+    return member
+
+
+async def test_jobset_exclusive_placement_inferred_quorum_is_the_leaders() -> None:
+    """Item 8: JobSet ex (exclusive-topology on a node-pool label; 2 Jobs x 4 pods x 2 cpu; two pools of two 4-cpu
+    nodes): the inferred gang's quorum is the 2 leaders, bound in different pools (the anti-affinity); each Job's
+    followers, admitted once their leader is scheduled, join it in its pool. Before: "2 of minMember 8 pods exist"
+    forever."""
+    need_tool("kubectl")
+    async with running_cluster(nodes=4, node_resources={"cpu": "4", "memory": "32Gi", "pods": "110"}) as cluster:
+        k = cluster.client
+        await kubectl(cluster, "apply", "-f", str(ROOT / "tests" / "data" / "workload-crds.yaml"))
+        await kubectl(cluster, "apply", "-f", str(ROOT / "manifests" / "rbac-infer-gangs.yaml"))
+        for i in range(4):
+            await kubectl(cluster, "label", "node", f"node-{i}", f"{POOL}={'ab'[i // 2]}")
+        js = w.jobset("ex", [("workers", 2, 4)])
+        js["metadata"]["annotations"] = {EXCLUSIVE: POOL}
+        created = await _create(cluster, js)
+        members = w.jobset_pods(created, cpu="2")
+        for member in members:
+            member["metadata"]["annotations"][EXCLUSIVE] = POOL  # jobset_controller.go labelAndAnnotateObject
+        await w.materialize(
+            lambda obj: _create(cluster, obj), members, created
+        )  # the Jobs the pods' ownerReferences name
+        leaders = [m for m in members if m["metadata"]["annotations"][INDEX] == "0"]
+        followers = [m for m in members if m["metadata"]["annotations"][INDEX] != "0"]
+        async with replica(cluster.kubeconfig, inferGangs={"enabled": True, "allNamespaces": True}):
+            leader_yaml = yaml.safe_dump_all([mutated(m, None) for m in leaders])
+            await kubectl(cluster, "apply", "-f", "-", input=leader_yaml)
+            admitted: set[str] = set()
+
+            async def job_controller_sync() -> bool:
+                """Each follower not created yet is created again; jobset's webhooks admit it once its leader is
+                scheduled (the leader of the same Job: same job-key)."""
+                now = await pods(k)
+                for follower in followers:
+                    name = follower["metadata"]["name"]
+                    if name in admitted:
+                        continue
+                    key = follower["metadata"]["labels"][JOB_KEY]
+                    (leader,) = [m for m in leaders if m["metadata"]["labels"][JOB_KEY] == key]
+                    node = now[leader["metadata"]["name"]]["spec"].get("nodeName")
+                    if not node:
+                        continue  # "leader pod not yet scheduled, not creating follower pod" (the webhook's 403)
+                    labels = (await k.get(f"/api/v1/nodes/{node}"))["metadata"]["labels"]
+                    pod_yaml = yaml.safe_dump(mutated(follower, labels[POOL]))
+                    await kubectl(cluster, "apply", "-f", "-", input=pod_yaml)
+                    admitted.add(name)
+                return len(admitted) == len(followers)
+
+            await eventually(job_controller_sync, timeout=30, what="every follower admitted after its leader")
+
+            async def all_bound() -> dict[str, str] | None:
+                found = placed(await pods(k), "ex-")
+                return found if len(found) == len(members) else None
+
+            found = await eventually(all_bound, timeout=30, what="the whole JobSet bound")
+            pool = {n: "ab"[int(node.rsplit("-", 1)[1]) // 2] for n, node in found.items()}
+            by_job = {
+                key: {pool[m["metadata"]["name"]] for m in members if m["metadata"]["labels"][JOB_KEY] == key}
+                for key in {m["metadata"]["labels"][JOB_KEY] for m in members}
+            }
+            assert sorted(by_job.values(), key=sorted) == [{"a"}, {"b"}], by_job  # one pool per Job, exclusively
+            pg = await get_podgroup(k, "ex")
+            assert pg is not None and pg["spec"]["minMember"] == 2, pg
+
+
+async def _create(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:
+    body = {**obj, "metadata": {k: v for k, v in obj["metadata"].items() if k != "uid"}}
+    created: dict[str, Any] = yaml.safe_load(
+        await kubectl(cluster, "create", "-f", "-", "-o", "yaml", input=yaml.safe_dump(body))
+    )
+    return created
