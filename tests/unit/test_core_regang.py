@@ -19,8 +19,10 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
+from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
 from tests.unit.test_core_support import add_gang, add_nodes, pod_obj
+from tests.unit.test_state import member, podgroup
 
 CFG = SchedulerConfig(max_units_per_cycle=4)
 
@@ -91,3 +93,20 @@ def test_status_ignores_a_decision_that_counted_members_now_gone() -> None:
     assert body is not None and body["scheduled"] == 2
     assert body["message"] == "2 of 2 members bound or binding, below minMember 3; 1 running"
     assert body["conditions"][0]["reason"] == "BelowMinMember"
+
+
+def test_cache_wakes_the_scheduler_when_a_bound_pod_changes_gang() -> None:
+    """`kubectl label pod b-0 --overwrite scheduling.x-k8s.io/pod-group=single`: the node and phase do not move, but
+    both gangs' quorum and status do, so the cache calls on_change (was: nothing until an unrelated event)."""
+    changes: list[str] = []
+    cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: changes.append("change"))
+    for name, size in (("b", 2), ("single", 1)):
+        cache.on_podgroup("ADDED", podgroup(name, min_member=size))
+    for i in range(2):
+        cache.on_pod_event("ADDED", member(f"b-{i}", group="b", node="n0", phase="Running"))
+    changes.clear()
+    cache.dirty_gangs.clear()
+    cache.on_pod_event("MODIFIED", member("b-0", group="single", node="n0", phase="Running"))
+    assert changes and {"default/b", "default/single"} <= cache.dirty_gangs
+    assert [p.key for p in cache.members("default/single")] == ["default/b-0"]
+    assert cache.cluster.gangs["default/single"].satisfied and not cache.cluster.gangs["default/b"].satisfied
