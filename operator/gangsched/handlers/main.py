@@ -16,8 +16,10 @@ Contract:
   exit 2), sets up logging and runs until SIGINT/SIGTERM;
   it serves /livez, /readyz and /healthz on probesBindAddress:probesPort (handlers/probes.py) and /metrics on
   metricsBindAddress:metricsPort (both 0.0.0.0 by default). A credential problem found before the operator starts
-  (no such kubeconfig, credentials for a plain-http server) is one line on stderr and exit code 2, without a
-  traceback.
+  (no such kubeconfig, credentials for a plain-http server) is exit code 2, without a traceback. It checks the API
+  server first (`check_first`: handlers/failures.py `preflight`); any other failure (a server that does not answer
+  or refuses the credentials or permissions, a port taken, the operator stopping on an error) is reported in one
+  or two lines with an exit code of gangsched/exits.py (handlers/failures.py `explain`).
   The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
   what).
 """
@@ -33,10 +35,12 @@ import uuid
 
 import kopf
 
+from gangsched.exits import report
+from gangsched.handlers.failures import explain, listening, preflight
 from gangsched.handlers.kopf_app import build_registry, configure
 from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
-from gangsched.k8s.credentials import CredentialError, load_credentials, refuse_credentials_over_http
+from gangsched.k8s.credentials import load_credentials, refuse_credentials_over_http
 from gangsched.models.config import InvalidConfig, OperatorConfig, bind_address, load_config
 from gangsched.runtime.operator import Operator
 
@@ -103,16 +107,21 @@ async def operate(
     serve_metrics: bool = False,
     serve_probes_port: int | None = None,
     allow_insecure_http: bool = False,
+    check_first: bool = False,
 ) -> None:
     identity = identity or default_identity()
     client = await connect(kubeconfig, config, identity, allow_insecure_http=allow_insecure_http)
-    operator = Operator(client=client, config=config, identity=identity)
-    if serve_metrics:
-        operator.metrics.serve(config.metrics_port, host=config.metrics_bind_address)
-    probes = (
-        await serve_probes(operator, serve_probes_port, host=config.probes_bind_address) if serve_probes_port else None
-    )
+    probes = None
     try:
+        if check_first:
+            await preflight(client)
+        operator = Operator(client=client, config=config, identity=identity)
+        if serve_metrics:
+            with listening("metricsPort", config.metrics_port):
+                operator.metrics.serve(config.metrics_port, host=config.metrics_bind_address)
+        if serve_probes_port:
+            with listening("probesPort", serve_probes_port):
+                probes = await serve_probes(operator, serve_probes_port, host=config.probes_bind_address)
         await run_kopf(operator, stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
     finally:
         if probes is not None:
@@ -157,13 +166,11 @@ def run_operator(
                 serve_metrics=True,
                 serve_probes_port=config.probe_port,
                 allow_insecure_http=allow_insecure_http,
+                check_first=True,
             )
         )
     except KeyboardInterrupt:
         pass
-    except CredentialError as exc:
-        print(f"gangsched run: {exc}", file=sys.stderr)
-        return 2
-    except Exception:
-        return 1  # logged by run_kopf
+    except Exception as exc:  # handlers/failures.py: one or two lines, an exit code of exits.py
+        return report("gangsched run", explain(exc))
     return 0
