@@ -70,6 +70,6 @@ def explain(exc: BaseException, server: str | None = None) -> CommandError:
         return api_problem(exc, server=server or "the kubeconfig's server", need=RBAC_FIX)
     return CommandError(
         ExitCode.FAILURE,
-        f"the operator stopped: {exc or type(exc).__name__}",
+        f"the operator stopped: {str(exc) or type(exc).__name__}",
         "see the log above; the Deployment restarts it (or run `gangsched run` again)",
     )
