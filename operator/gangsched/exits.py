@@ -11,13 +11,18 @@ Contract:
   and calls `report`.
 - `report(command, error) -> int` prints `<command>: <problem>` and, when there is a fix, `  fix: <fix>` to stderr
   (each on one line: whitespace, newlines included, collapsed), never a traceback, and returns the exit code.
+- `writable_file(path, option)`, `writable_dir(path, option)`: an output path is checked before long work starts
+  (CommandError USAGE naming the option, the path and why).
 This module imports nothing of the project: every layer may use it.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import TextIO
 
 MAX_LINE = 300  # characters of a problem or fix line: a YAML parser's message can be a page long
@@ -55,3 +60,35 @@ def report(command: str, error: CommandError, stream: TextIO | None = None) -> i
     if error.fix:
         print(f"  fix: {one_line(error.fix)}", file=out)
     return int(error.code)
+
+
+def writable_file(path: str, option: str) -> None:
+    """CommandError(USAGE) unless `path` can be written (an existing writable file, or a new file in a writable
+    directory); nothing is created. Commands call it before any long work."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise CommandError(ExitCode.USAGE, f"{option} {path}: is a directory", f"give {option} a file path")
+    if not parent.is_dir():
+        raise CommandError(
+            ExitCode.USAGE,
+            f"{option} {path}: directory {parent} does not exist",
+            f"create it, or give {option} a path in a directory that exists",
+        )
+    if not os.access(target if target.exists() else parent, os.W_OK):
+        raise CommandError(ExitCode.USAGE, f"{option} {path}: not writable", f"give {option} a path you may write")
+
+
+def writable_dir(path: str, option: str) -> None:
+    """CommandError(USAGE) unless directory `path` exists or can be created, and a file can be written in it (the
+    directory is created; the probe file is removed). Commands call it before any long work."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise CommandError(
+            ExitCode.USAGE,
+            f"{option} {path}: cannot write there ({exc.strerror or exc})",
+            f"give {option} a directory you may write (it is created if missing)",
+        ) from None

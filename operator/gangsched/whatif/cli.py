@@ -20,7 +20,8 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   run time and how loose it is (whatif/inputs/estimates.py). All drawn with `--seed`, written to summary.json.
 - `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
   same value as its Permit timeout, so both wait alike).
-Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed.
+Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed; so does
+an `--out` directory that cannot be created or written, checked before any replay runs (gangsched/exits.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from gangsched.exits import CommandError, ExitCode, report, writable_dir
 
 if TYPE_CHECKING:  # the rest is imported when a replay runs: `gangsched --help` stays fast
     from gangsched.whatif.model import Workload
@@ -264,6 +267,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
     try:
+        writable_dir(args.out, "--out")  # before any replay: the work is not lost at the end
+    except CommandError as exc:
+        return report("gangsched sim replay", exc)
+    try:
         scenario, workloads = _workloads(args, loads)
         workloads = with_node_events(args, workloads)
         speed = speed_model(args)
@@ -285,7 +292,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"plots skipped: {exc.name} is not installed (pip install 'gangsched[whatif]')", file=sys.stderr)
         else:
             result.plots = draw(out, result)
-    paths = write_outputs(out, result)
+    try:
+        paths = write_outputs(out, result)
+    except OSError as exc:  # the directory was writable at the start: it went away, or the disk is full
+        problem = f"--out {out}: writing the results failed ({exc.strerror or exc})"
+        return report(
+            "gangsched sim replay", CommandError(ExitCode.FAILURE, problem, "free space or fix the directory")
+        )
     print(table(result))
     print(f"\nwrote {len(paths) + len(result.plots)} files to {out}/ (summary.json, report.md, CSV per policy)")
     return 0
