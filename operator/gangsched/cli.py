@@ -13,6 +13,7 @@ import runpy
 import sys
 from pathlib import Path
 
+from gangsched import version
 from gangsched.exits import ExitCode
 
 DESCRIPTION = """\
@@ -31,19 +32,6 @@ def _bind_address(value: str) -> str:
         return bind_address(value)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def version() -> str:
-    """The installed package's version (its metadata), else the source tree's."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("gangsched")
-    except PackageNotFoundError:
-        from gangsched import __version__
-
-        return __version__
 
 
 def _add_serve(sim_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -20,8 +20,9 @@ Contract:
   server first (`check_first`: handlers/failures.py `preflight`); any other failure (a server that does not answer
   or refuses the credentials or permissions, a port taken, the operator stopping on an error) is reported in one
   or two lines with an exit code of gangsched/exits.py (handlers/failures.py `explain`).
-  The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
-  what).
+  Its first INFO line (`start_line`) names the version, the identity, the API server, leader election and where
+  metrics and probes listen. The API client's User-Agent is `gangsched/<identity>` (audit logs and the
+  emulator's request log show who sent what).
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ import uuid
 
 import kopf
 
+from gangsched import version
 from gangsched.exits import report
 from gangsched.handlers.failures import explain, listening, preflight
-from gangsched.handlers.kopf_app import build_registry, configure
+from gangsched.handlers.kopf_app import build_registry, configure, quiet_optional_kinds
 from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
 from gangsched.k8s.credentials import load_credentials, refuse_credentials_over_http
@@ -49,6 +51,16 @@ log = logging.getLogger(__name__)
 
 def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+def start_line(config: OperatorConfig, identity: str, server: str, metrics: bool, probes_port: int | None) -> str:
+    """The operator's first INFO line: version, identity, API server, leader election, where metrics and probes are."""
+    le = config.leader_election
+    election = f"leader election on Lease {config.namespace}/{le.lease_name}" if le.enabled else "leader election off"
+    metrics_at, probes_at = f"{config.metrics_bind_address}:{config.metrics_port}", f"{config.probes_bind_address}:"
+    served = [f"metrics on {metrics_at}/metrics" if metrics else "metrics not served"]
+    served.append(f"probes on {probes_at}{probes_port} (/livez, /readyz)" if probes_port else "probes not served")
+    return f"gangsched {version()} starting as {identity} against {server}: {election}; {', '.join(served)}"
 
 
 async def run_kopf(
@@ -63,6 +75,7 @@ async def run_kopf(
     Kopf cancels every task started while it ran, the operator's included, so the replica cannot go on."""
     settings = kopf.OperatorSettings()
     configure(settings)
+    quiet_optional_kinds()
     try:
         await kopf.operator(
             registry=build_registry(),
@@ -122,6 +135,7 @@ async def operate(
         if serve_probes_port:
             with listening("probesPort", serve_probes_port):
                 probes = await serve_probes(operator, serve_probes_port, host=config.probes_bind_address)
+        log.info("%s", start_line(config, identity, client.settings.server, serve_metrics, serve_probes_port))
         await run_kopf(operator, stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
     finally:
         if probes is not None:

@@ -28,6 +28,8 @@ Contract:
 - Supervision: the pod reflector, the writers, the loop and the elector run under runtime/supervisor.py
   (logged, restarted with backoff); a binding task that fails unexpectedly requeues its pods. Liveness
   (`liveness_problems`) and readiness (`readiness`) are served by handlers/probes.py.
+- The log (INFO): a line when the replica is ready (caches synced), one per gang scheduled, preempting or timed out
+  (runtime/activity.py, rate-limited), an optional kind whose CRD is absent named once.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
@@ -54,6 +56,7 @@ from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
+from gangsched.runtime.activity import ActivityLog
 from gangsched.runtime.inferred import InferenceSource
 from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter
@@ -83,6 +86,8 @@ class Operator:
         self.identity = identity
         self.sched_config = config.scheduler_config()
         self.metrics = Metrics()
+        self.activity = ActivityLog(log)  # one INFO line per gang scheduled, preempting, timed out (rate-limited)
+        self._optional_absent: set[str] = set()  # optional kinds already said to be absent (said once)
         self.metrics.export_requests(client.requests)
         self.supervisor = Supervisor()
         self.status_delay = 0.1  # status-only changes (pods seen bound / Running) wake the loop this much later, merged
@@ -204,6 +209,14 @@ class Operator:
         if self.elector is not None:
             self.supervisor.start("lease", self.elector.run)
         self.ready.set()
+        log.info(
+            "%s ready: caches synced (%d nodes, %d pods, %d gangs); %s",
+            self.identity,
+            len(self.cluster.nodes),
+            len(self.cluster.pods),
+            len(self.cluster.gangs),
+            "waiting for the lease to schedule" if self.elector is not None else "scheduling (no leader election)",
+        )
 
     async def _start_components(self) -> None:
         await self._seed()
@@ -292,9 +305,11 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for pg in await self._optional_list(self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)):
+        sigs = self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)
+        for pg in await self._optional_list(f"PodGroup {SIGS_PODGROUP_API_VERSION}", sigs):
             self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
-        for pg in await self._optional_list(self.api.list_podgroups(VOLCANO_API_VERSION)):
+        volcano = self.api.list_podgroups(VOLCANO_API_VERSION)
+        for pg in await self._optional_list(f"PodGroup {VOLCANO_API_VERSION}", volcano):
             self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
@@ -312,13 +327,19 @@ class Operator:
                 feed(None, obj)
         await self.topology.seed()
 
-    @staticmethod
-    async def _optional_list(listing: Coroutine[Any, Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """The items of a list of a kind whose CRD may not be installed (404: none, said once in the log)."""
+    async def _optional_list(
+        self, kind: str, listing: Coroutine[Any, Any, list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """The items of a list of a kind whose CRD may not be installed (404: none, said once per process at INFO,
+        naming the kind; another failure is a WARNING each time)."""
         try:
             return await listing
         except ApiError as exc:
-            (log.info if exc.status == 404 else log.warning)("optional kind not listed: %s", exc)
+            if exc.status != 404:
+                log.warning("optional kind %s not listed: %s", kind, exc)
+            elif kind not in self._optional_absent:
+                self._optional_absent.add(kind)
+                log.info("optional kind %s is not installed (no CRD): its objects are not read", kind)
             return []
 
     @property
@@ -448,6 +469,7 @@ class Operator:
     # ------------------------------------------------------------- carrying out
     def _carry_out(self, plan: Plan) -> None:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
+        self.activity.plan(plan)
         if plan.bindings:
             # the UIDs of the pods decided on, now: a pod re-created before its binding is sent is not bound
             self._spawn(self._bind_supervised(plan.bindings, {key: self._uid(key) for key, _node in plan.bindings}))
@@ -558,6 +580,7 @@ class Operator:
                 problem.message,
             )
         self.cache.problems.clear()
+        self.activity.flush()
         self.metrics.pending_gangs.set(sum(1 for g in self.cluster.gangs.values() if g.pending))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
