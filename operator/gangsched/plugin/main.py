@@ -68,7 +68,12 @@ class Output:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=COMMAND, description="Gangs as gangsched schedules them.")
+    parser = argparse.ArgumentParser(
+        prog=COMMAND,
+        description="Gangs as gangsched schedules them: trees, why a pod waits, the waiting gangs.",
+        epilog="exit codes: 0 ok, 1 failed, 2 bad usage, 3 API server unreachable or refusing access, 4 not found."
+        " Reference: docs/cli.md",
+    )
     parser.add_argument("command", nargs="?", default="tree", help="tree (default), why POD, top, or a gang name")
     parser.add_argument("names", nargs="*", help="gang names (tree) or the pod (why)")
     parser.add_argument("-n", "--namespace", help="the namespace (default: the kubeconfig context's, else default)")

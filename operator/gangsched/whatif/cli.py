@@ -58,15 +58,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES, help="policies to compare (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
     parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
-    parser.add_argument("--wait-seconds", type=float, default=600.0, help="default gang waiting time (s)")
     parser.add_argument(
-        "--warmup-hours", type=float, default=0.0, help="utilization averaged after this many hours of arrivals"
+        "--wait-seconds", type=float, default=600.0, help="default gang waiting time, s (default %(default)s)"
+    )
+    parser.add_argument(
+        "--warmup-hours",
+        type=float,
+        default=0.0,
+        help="utilization averaged after this many hours of arrivals (default %(default)s)",
     )
     parser.add_argument("--node-events", default=None, help="CSV time,node,event (down|up): nodes failing and back")
     parser.add_argument(
         "--node-failures", type=float, default=None, metavar="MTBF_HOURS", help="random node failures: mean up time"
     )
-    parser.add_argument("--repair-hours", type=float, default=1.0, help="with --node-failures: mean repair time")
+    parser.add_argument(
+        "--repair-hours",
+        type=float,
+        default=1.0,
+        help="with --node-failures: mean repair time, h (default %(default)s)",
+    )
     parser.add_argument(
         "--speed-model",
         choices=("tier", "none"),
