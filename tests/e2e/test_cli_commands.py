@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.exits import ExitCode
+from tests.e2e.processes import free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -97,3 +98,19 @@ def test_sim_serve_on_a_port_in_use(tmp_path: Path) -> None:
         port = taken.getsockname()[1]
         result = gangsched("sim", "serve", "--nodes", "1", "--port", str(port), "--kubeconfig", "k", cwd=tmp_path)
     assert_failed(result, ExitCode.LISTEN, "gangsched sim serve", f"--port {port} is already in use")
+
+
+def test_replay_from_a_live_cluster_that_cannot_be_reached(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    kubeconfig = tmp_path / "down.kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        f"clusters: [{{name: c, cluster: {{server: 'https://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+    )
+    args = ("sim", "replay", "--kubeconfig", str(kubeconfig), "--synthetic", "--out", str(tmp_path / "out"))
+    result = gangsched(*args)
+    lines = assert_failed(
+        result, ExitCode.API, "gangsched sim replay", "cannot reach the API server: connection refused"
+    )
+    assert lines[1].startswith("  fix: "), lines

@@ -4,10 +4,11 @@ Contract:
 - `credential_problem(exc)`: the kubeconfig (or in-cluster account) could not give credentials (bad input on the
   user's side): exit code USAGE, the loader's message on one line, and the fix (a readable kubeconfig through
   --kubeconfig or $KUBECONFIG, or running in a cluster).
-- `api_problem(exc, *, server, need)`: an ApiError of a call to `server`: no answer (status 0: connection refused,
-  DNS, TLS, timeout; the cause named in words, never a Python repr), 401 (credentials refused) and 403 (`need`
-  names the permission the command needs) are exit code API; anything else is FAILURE with the status and the
-  server's message.
+- `api_problem(exc, *, server, need)`: an ApiError of a call to `server` (None: not named): no answer (status 0:
+  connection refused, DNS, TLS, timeout; the cause named in words, never a Python repr), 401 (credentials
+  refused) and 403 (`need` names the permission the command needs) are exit code API; anything else is FAILURE
+  with the status and the server's message.
+- `api_failure(exc, *, server=None, need=READ_FIX)`: either of the above, for commands that catch both.
 - `cause_of(exc)`: the short words for why no answer came (the aiohttp exception under a status-0 ApiError).
 """
 
@@ -23,6 +24,7 @@ from gangsched.exits import CommandError, ExitCode
 from gangsched.k8s.credentials import CredentialError
 from gangsched.k8s.errors import ApiError
 
+READ_FIX = "use a kubeconfig whose user may read what the command reads (kubectl auth can-i list pods,nodes -A)"
 KUBECONFIG_FIX = (
     "pass --kubeconfig PATH (or set KUBECONFIG) to a kubeconfig that works with `kubectl cluster-info`,"
     " or run in a cluster with a service account"
@@ -60,19 +62,27 @@ def _os_reason(error: OSError) -> str:
     return str(error.strerror or error)
 
 
-def api_problem(exc: ApiError, *, server: str, need: str) -> CommandError:
+def api_problem(exc: ApiError, *, server: str | None, need: str = READ_FIX) -> CommandError:
+    at = f" at {server}" if server else ""
     if exc.status == 0:
         return CommandError(
             ExitCode.API,
-            f"cannot reach the API server at {server}: {cause_of(exc)}",
+            f"cannot reach the API server{at}: {cause_of(exc)}",
             "check that the cluster is up and that the kubeconfig's server is right (`kubectl cluster-info`)",
         )
     if exc.status == 401:
         return CommandError(
             ExitCode.API,
-            f"the API server at {server} refused the credentials (401 Unauthorized)",
+            f"the API server{at} refused the credentials (401 Unauthorized)",
             "renew the token or certificate, or choose another context (--context) or kubeconfig",
         )
     if exc.status == 403:
-        return CommandError(ExitCode.API, f"forbidden by the API server at {server}: {exc.message}", need)
-    return CommandError(ExitCode.FAILURE, f"the API server at {server} answered {exc}")
+        return CommandError(ExitCode.API, f"forbidden by the API server{at}: {exc.message}", need)
+    return CommandError(ExitCode.FAILURE, f"the API server{at} answered {exc}")
+
+
+def api_failure(exc: ApiError | CredentialError, *, server: str | None = None, need: str = READ_FIX) -> CommandError:
+    """Either kind of failure to talk to the API server, as a CommandError."""
+    if isinstance(exc, CredentialError):
+        return credential_problem(exc)
+    return api_problem(exc, server=server, need=need)

@@ -280,6 +280,10 @@ def run(args: argparse.Namespace) -> int:
         writable_dir(args.out, "--out")  # before any replay: the work is not lost at the end
     except CommandError as exc:
         return report("gangsched sim replay", exc)
+    from gangsched.k8s.credentials import CredentialError
+    from gangsched.k8s.diagnose import api_failure
+    from gangsched.k8s.errors import ApiError
+
     try:
         scenario, workloads = _workloads(args, loads)
         workloads = with_node_events(args, workloads)
@@ -289,6 +293,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
+    except (ApiError, CredentialError) as exc:  # --kubeconfig: the live cluster's nodes
+        return report("gangsched sim replay", api_failure(exc))
     header = {"scenario": scenario, "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
     header["warmup_seconds"] = warmup
     header["speed_model"] = speed.describe()
