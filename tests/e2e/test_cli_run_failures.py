@@ -22,6 +22,7 @@ import yaml
 from gangsched.exits import ExitCode
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.processes import free_port
+from tests.integration.harness import service_account_kubeconfig
 
 pytestmark = pytest.mark.e2e
 
@@ -111,3 +112,14 @@ async def test_a_metrics_port_already_taken(cluster: Cluster, tmp_path: Path) ->
     lines = assert_reported(result, ExitCode.LISTEN, f"metricsPort {port} is already in use")
     assert lines[1].startswith("  fix: stop what listens on port"), lines
     assert "Unclosed client session" not in result.stderr, result.stderr
+
+
+async def test_an_identity_without_rbac_is_told_which_manifest_grants_it(cluster: Cluster, tmp_path: Path) -> None:
+    await cluster.client.create(
+        "/api/v1/namespaces/default/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nobody"}},
+    )
+    kubeconfig = await service_account_kubeconfig(cluster.kubeconfig, namespace="default", name="nobody")
+    result = await asyncio.to_thread(gangsched_run, "--kubeconfig", kubeconfig, home=tmp_path)
+    lines = assert_reported(result, ExitCode.API, f"forbidden by the API server at {cluster.url}")
+    assert "nodes" in lines[0] and "manifests/rbac.yaml" in lines[1], lines

@@ -28,6 +28,7 @@ import yaml
 from gangsched.exits import ExitCode
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.processes import free_port
+from tests.integration.harness import service_account_kubeconfig
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
@@ -181,3 +182,15 @@ def test_a_server_that_cannot_be_reached(tmp_path: Path) -> None:
     assert_failed(result, ExitCode.API, f"cannot reach the API server at https://127.0.0.1:{port}: connection refused")
     missing = kubectl_gang(str(tmp_path / "absent.kubeconfig"), "top")
     assert missing.returncode == ExitCode.API and "Traceback" not in missing.stderr, missing.stderr
+
+
+async def test_an_identity_that_may_not_read_gangs(cluster: Cluster) -> None:
+    await cluster.client.create(
+        "/api/v1/namespaces/default/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "nobody"}},
+    )
+    kubeconfig = await service_account_kubeconfig(cluster.kubeconfig, namespace="default", name="nobody")
+    result = await asyncio.to_thread(kubectl_gang, kubeconfig, "top")
+    assert result.returncode == ExitCode.API, result.stderr
+    assert result.stderr.startswith(f"kubectl gang: forbidden by the API server at {cluster.url}: "), result.stderr
+    assert "kubectl auth can-i" in result.stderr and "Traceback" not in result.stderr, result.stderr
