@@ -2,16 +2,16 @@
 no traceback.
 
 Contract:
-- `await preflight(client)`: before anything starts, GET /version (the server answers, the credentials are accepted)
-  and list one node (the identity may read the cluster), under a short retry budget (PREFLIGHT: a few attempts
-  within ~10 s, so a server that is down fails the command in seconds, not in Kopf's endless retries). Raises
-  CommandError (exit code API) naming the server and the cause.
+- `await preflight(client)`: before anything starts, the API server answers, accepts the credentials and lets the
+  identity list nodes (k8s/diagnose.py `check_access`: a few attempts within ~10 s, so a server that is down
+  fails the command in seconds, not in Kopf's endless retries). Raises CommandError (exit code API) naming the
+  server, the cause and, for a 403, the RBAC manifest to apply.
 - `listening(setting, port)`: a context manager around binding a port to serve on; an OSError becomes
   CommandError(LISTEN) naming the config key (`metricsPort`, `probesPort`), the port and the fix.
 - `explain(exc) -> CommandError`: any exception that ended the command: a CommandError as it is, credentials for a
   plain-http server refused (InsecureTransportError: exit code USAGE, its one line names the fix), a CredentialError
-  (USAGE) or ApiError as k8s/diagnose.py words it, anything else "the operator stopped: ..." (FAILURE; the log above has
-  the details).
+  (USAGE) or ApiError as k8s/diagnose.py words it, anything else "the operator stopped: ..." (FAILURE; the log
+  above has the details).
 """
 
 from __future__ import annotations
@@ -23,11 +23,9 @@ from collections.abc import Iterator
 from gangsched.exits import CommandError, ExitCode
 from gangsched.k8s.client import KubeClient
 from gangsched.k8s.credentials import CredentialError, InsecureTransportError
-from gangsched.k8s.diagnose import api_problem, credential_problem
+from gangsched.k8s.diagnose import api_problem, check_access, credential_problem
 from gangsched.k8s.errors import ApiError
-from gangsched.k8s.retry import RetryPolicy
 
-PREFLIGHT = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, max_attempts=4, max_elapsed=10.0)
 RBAC_FIX = (
     "grant the operator's identity the ClusterRole of manifests/rbac.yaml (kubectl apply -f manifests/rbac.yaml)"
     " and run it as the gangsched ServiceAccount, or use a kubeconfig with those rights"
@@ -35,13 +33,8 @@ RBAC_FIX = (
 
 
 async def preflight(client: KubeClient) -> None:
-    """The API server answers and lets this identity read nodes (see the module docstring)."""
-    server = client.settings.server
-    try:
-        await client.get("/version", retry=PREFLIGHT)
-        await client.get("/api/v1/nodes", params={"limit": "1"}, retry=PREFLIGHT)
-    except ApiError as exc:
-        raise api_problem(exc, server=server, need=RBAC_FIX) from None
+    """The API server answers and lets this identity read nodes (k8s/diagnose.py `check_access`)."""
+    await check_access(client, need=RBAC_FIX)
 
 
 @contextlib.contextmanager

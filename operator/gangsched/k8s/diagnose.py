@@ -9,6 +9,9 @@ Contract:
   refused) and 403 (`need` names the permission the command needs) are exit code API; anything else is FAILURE
   with the status and the server's message.
 - `api_failure(exc, *, server=None, need=READ_FIX)`: either of the above, for commands that catch both.
+- `await check_access(client, *, need)`: GET /version (the server answers, the credentials are accepted), then list
+  one node (the identity may read the cluster), under CHECK_RETRY (a few attempts within ~10 s: a server that is
+  down fails a command in seconds); raises api_problem's CommandError.
 - `cause_of(exc)`: the short words for why no answer came (the aiohttp exception under a status-0 ApiError).
 """
 
@@ -21,8 +24,12 @@ import ssl
 import aiohttp
 
 from gangsched.exits import CommandError, ExitCode
+from gangsched.k8s.client import KubeClient
 from gangsched.k8s.credentials import CredentialError
 from gangsched.k8s.errors import ApiError
+from gangsched.k8s.retry import RetryPolicy
+
+CHECK_RETRY = RetryPolicy(initial_backoff=0.5, max_backoff=4.0, max_attempts=4, max_elapsed=10.0)
 
 READ_FIX = "use a kubeconfig whose user may read what the command reads (kubectl auth can-i list pods,nodes -A)"
 KUBECONFIG_FIX = (
@@ -86,3 +93,12 @@ def api_failure(exc: ApiError | CredentialError, *, server: str | None = None, n
     if isinstance(exc, CredentialError):
         return credential_problem(exc)
     return api_problem(exc, server=server, need=need)
+
+
+async def check_access(client: KubeClient, *, need: str) -> None:
+    """The API server answers and lets this identity list nodes (see the module docstring)."""
+    try:
+        await client.get("/version", retry=CHECK_RETRY)
+        await client.get("/api/v1/nodes", params={"limit": "1"}, retry=CHECK_RETRY)
+    except ApiError as exc:
+        raise api_problem(exc, server=client.settings.server, need=need) from None
