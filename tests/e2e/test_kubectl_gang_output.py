@@ -181,7 +181,7 @@ def test_a_server_that_cannot_be_reached(tmp_path: Path) -> None:
     result = kubectl_gang(str(kubeconfig), "top")
     assert_failed(result, ExitCode.API, f"cannot reach the API server at https://127.0.0.1:{port}: connection refused")
     missing = kubectl_gang(str(tmp_path / "absent.kubeconfig"), "top")
-    assert missing.returncode == ExitCode.API and "Traceback" not in missing.stderr, missing.stderr
+    assert missing.returncode == ExitCode.USAGE and "Traceback" not in missing.stderr, missing.stderr  # bad input
 
 
 async def test_an_identity_that_may_not_read_gangs(cluster: Cluster) -> None:

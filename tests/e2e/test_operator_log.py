@@ -69,9 +69,10 @@ async def test_start_ready_gang_lines_and_optional_kinds_named_once(cluster: Clu
         start = log.having(" starting as ")
         assert len(start) == 1 and " INFO " in start[0], log.lines
         assert f"gangsched {version('gangsched')} starting as " in start[0], start
+        # (the probe paths themselves never appear in the log: test_cli_run.py checks that requests are not logged)
         assert f"against {cluster.url}" in start[0] and "leader election on Lease default/gangsched" in start[0]
         assert f"metrics on 0.0.0.0:{metrics}/metrics" in start[0], start
-        assert f"probes on 0.0.0.0:{probes} (/livez, /readyz)" in start[0], start
+        assert f"probes on 0.0.0.0:{probes} (livez, readyz)" in start[0], start
 
         low = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": -100}
         await k.create(PRIORITY_CLASSES, {**low, "metadata": {"name": "low"}})

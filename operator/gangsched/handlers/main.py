@@ -59,7 +59,7 @@ def start_line(config: OperatorConfig, identity: str, server: str, metrics: bool
     election = f"leader election on Lease {config.namespace}/{le.lease_name}" if le.enabled else "leader election off"
     metrics_at, probes_at = f"{config.metrics_bind_address}:{config.metrics_port}", f"{config.probes_bind_address}:"
     served = [f"metrics on {metrics_at}/metrics" if metrics else "metrics not served"]
-    served.append(f"probes on {probes_at}{probes_port} (/livez, /readyz)" if probes_port else "probes not served")
+    served.append(f"probes on {probes_at}{probes_port} (livez, readyz)" if probes_port else "probes not served")
     return f"gangsched {version()} starting as {identity} against {server}: {election}; {', '.join(served)}"
 
 

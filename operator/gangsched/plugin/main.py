@@ -10,9 +10,10 @@ ConfigMap, default gangsched-system/gangsched-topology; units are shown when it 
 must exist), -o json|yaml|wide (wide: `top` without cutting BLOCKED BY).
 
 Failures are one or two lines on stderr (`kubectl gang: <problem>`, `  fix: <fix>`), no traceback, with the exit
-codes of gangsched/exits.py (docs/cli.md): 2 a bad option (`--topology` not NS/NAME, `why` without exactly one pod),
-3 the API server unreachable or refusing the credentials or permissions, 4 a gang, pod or explicitly named
-topology ConfigMap not found (the gangs found are still printed), 1 anything else (the PodGroup CRD missing).
+codes of gangsched/exits.py (docs/cli.md): 2 a bad option (`--topology` not NS/NAME, `why` without exactly one pod)
+or no usable kubeconfig, 3 the API server unreachable or refusing the credentials or permissions, 4 a gang, pod or
+explicitly named topology ConfigMap not found (the gangs found are still printed), 1 anything else (the PodGroup CRD
+missing).
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as exc:
         return report(COMMAND, exc)
     except OSError as exc:  # a certificate or key file of the kubeconfig that cannot be read or used
-        return report(COMMAND, CommandError(ExitCode.API, f"cannot use the kubeconfig: {exc}", KUBECONFIG_FIX))
+        return report(COMMAND, CommandError(ExitCode.USAGE, f"cannot use the kubeconfig: {exc}", KUBECONFIG_FIX))
     _print(out, args.output)
     return report(COMMAND, out.error) if out.error is not None else 0
 
