@@ -28,7 +28,7 @@ from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
 
 MAX_BACKOFF = 0.5
-SCALED = {
+SCALED: dict[str, Any] = {
     "bindBackoff": {"initialSeconds": 0.1, "maxSeconds": MAX_BACKOFF},
     "readiness": {"staleCacheSeconds": 1, "bindsFailingSeconds": 1},
 }

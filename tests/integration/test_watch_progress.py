@@ -12,11 +12,17 @@ replica starts, so they meet its watches (the simulated kubelet's watch is alrea
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import socket
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
+import aiohttp
 import pytest
 
+from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
 from gangsched.runtime.operator import Operator
 from gangsched.sim.faults import parse_rule_spec
@@ -43,7 +49,7 @@ async def test_a_watch_cut_after_every_few_events_still_sees_new_pods_at_once(cl
         for i in range(25):
             created = time.monotonic()
             await create(k, pod(f"p-{i}"))
-            await eventually(lambda i=i: _bound(k, f"p-{i}"), timeout=30, what=f"p-{i} bound")
+            await eventually(functools.partial(_bound, k, f"p-{i}"), timeout=30, what=f"p-{i} bound")
             latencies.append(time.monotonic() - created)
         cuts = cluster.server.faults.injected["watch-cut"]
         assert cuts >= 10, cuts  # the watch was cut again and again...
@@ -72,7 +78,13 @@ async def test_readyz_reports_a_stale_pod_cache_and_livez_stays_up(cluster: Clus
 
         body = await eventually(stale, what="/readyz says not ready")
         assert str(body["problem"]).startswith("the pod cache is stale"), body
-        assert on_replica(op, op.liveness_problems) == []
+        port = free_port()  # the probes over HTTP, as the kubelet asks them
+        on_replica(op, lambda: asyncio.ensure_future(serve_probes(op, port, "127.0.0.1")))
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as http:
+            answers = await eventually(lambda: _probes(http), what="the probes served")
+        assert answers["/readyz"][0] == 503 and answers["/readyz"][1]["cacheStaleSeconds"] > 1, answers
+        assert answers["/readyz/synced"] == (200, {"ok": True})  # the startup probe: caches listed
+        assert answers["/livez"] == (200, {"ok": True, "problems": []})  # a restart does not cure the API
         text = op.metrics.render().decode()
         assert "gangsched_ready 0.0" in text and "gangsched_cache_stale_seconds 0.0" not in text
 
@@ -80,6 +92,23 @@ async def test_readyz_reports_a_stale_pod_cache_and_livez_stays_up(cluster: Clus
         await eventually(lambda: _ready(op), timeout=30, what="ready once the watch is back")
         await create(k, pod("after"))
         await eventually(lambda: _bound(k, "after"), what="a pod created after the outage bound")
+
+
+async def _probes(http: aiohttp.ClientSession) -> dict[str, tuple[int, Any]] | None:
+    answers = {}
+    for path in ("/readyz", "/readyz/synced", "/livez"):
+        try:
+            async with http.get(path) as resp:
+                answers[path] = (resp.status, await resp.json())
+        except aiohttp.ClientError:
+            return None
+    return answers
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def _ready(op: Operator) -> bool:
