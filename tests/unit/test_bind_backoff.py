@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gangsched.core.units import UnitKey
 from gangsched.k8s.errors import ApiError
-from gangsched.k8s.forbidden import ForbiddenBook
+from gangsched.k8s.forbidden import ForbiddenBook, request_of
 from gangsched.runtime.bind_backoff import BindBackoff
 
 GANG = UnitKey.gang("default/g")
@@ -94,3 +94,13 @@ def test_a_forbidden_cause_not_seen_for_the_hold_is_over() -> None:
     clock.now += 61.0
     assert book.causes() == []
     assert book.note("create pods/binding", _forbidden("a"))  # logged again: it came back
+
+
+def test_requests_are_named_as_rbac_authorizes_them() -> None:
+    assert request_of("create", "/api/v1/namespaces/a/pods/p/binding") == "create pods/binding"
+    assert request_of("patch", "/api/v1/namespaces/a/pods/p/status") == "patch pods/status"
+    assert request_of("patch", "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/a/podgroups/g/status") == (
+        "patch podgroups/status"
+    )
+    assert request_of("create", "/api/v1/namespaces/a/events") == "create events"
+    assert request_of("get", "/api/v1/nodes/n") == "get nodes"

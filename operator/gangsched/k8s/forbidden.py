@@ -10,6 +10,8 @@ Contract:
   apiserver/pkg/endpoints/handlers/responsewriters/errors.go `ForbiddenStatusError`): one cause per
   permission missing, not per object.
 - `clear(request)`: a request of that kind succeeded: its causes go (the permission is back).
+- `request_of(verb, path)`: the request's name for a path ("patch pods/status"): the writers (k8s/writer.py) note
+  their 403s under it, the runtime its bindings' ("create pods/binding").
 - `causes(now=None)`: the causes seen within the last `hold` seconds and not cleared, oldest first;
   `total`: 403 answers noted so far (the metric `gangsched_forbidden_total`).
 Plain reads (`causes`, `total`) are safe from another thread (the metrics server).
@@ -25,6 +27,18 @@ from gangsched.k8s.errors import ApiError
 
 Clock = Callable[[], float]
 _OBJECT = re.compile(r'^[\w./-]+ "[^"]*" is forbidden: ')
+
+
+def request_of(verb: str, path: str) -> str:
+    """ "<verb> <resource>[/<subresource>]" of an API path, e.g. ("patch", "/api/v1/namespaces/a/pods/p/status")
+    -> "patch pods/status" (what RBAC authorizes)."""
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        rest = rest[2:] or ["namespaces"]
+    if not rest:
+        return f"{verb} {path}"
+    return f"{verb} {rest[0]}/{rest[2]}" if len(rest) > 2 else f"{verb} {rest[0]}"
 
 
 def cause_of(request: str, exc: ApiError) -> str:

@@ -159,10 +159,14 @@ class Operator:
         backoff = self.config.bind_backoff
         self.bind_backoff = BindBackoff(initial=backoff.initial_seconds, maximum=backoff.max_seconds)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
-        self.writer = PatchWriter(self.fence, defer_to=self.binder.idle)
+        self.writer = PatchWriter(self.fence, defer_to=self.binder.idle, forbidden=self.forbidden)
         self.writes = Writes(self.writer)
         self.events = EventRecorder(
-            self.fence, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle
+            self.fence,
+            component=self.config.scheduler_name,
+            instance=self.identity,
+            defer_to=self.binder.idle,
+            forbidden=self.forbidden,
         )
         self.podgroups = PodGroupReporter(
             api=self.api,
