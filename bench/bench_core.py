@@ -15,11 +15,11 @@ from collections import Counter
 from typing import Any
 
 from bench.common import figure, log, summary
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import run_until_quiet
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.simulate import run_until_quiet
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 
@@ -186,7 +186,7 @@ def bench_bound100k() -> None:
 
 def bench_recheck() -> None:
     """A cycle with nothing to decide while a NonStrict gang holds 1000 reservations: the cost of re-checking
-    every reservation against its node and usage (core/recheck.py), paid by every cycle."""
+    every reservation against its node and usage (core/cycle/recheck.py), paid by every cycle."""
     c = _cluster(1000)
     c.upsert_gang(GangSpec("bench", "wait", 1200, mode=GangMode.NON_STRICT))
     for r in range(1200):

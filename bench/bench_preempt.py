@@ -19,11 +19,11 @@ from __future__ import annotations
 import random
 
 from bench.common import figure, log, summary, timed_runs
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, NetworkTopology
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 

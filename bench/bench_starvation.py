@@ -1,4 +1,4 @@
-"""Benchmark of capacity held for a starving gang (core/starvation.py): the cost of a cycle while a hold is active.
+"""Benchmark of capacity held for a starving gang (core/gang/starvation.py): the cost of a cycle while a hold is active.
 
 Figure: core.held_cycle_ms: one cycle (64 units) on 5000 nodes of 8 GPUs with 7 busy (35,000 running 1-GPU pods
 with declared run times) while a 64-GPU gang holds 8 nodes and 1000 1-GPU gangs with declared run times wait:
@@ -14,11 +14,11 @@ import time
 from typing import Any
 
 from bench.common import figure, log, summary
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 

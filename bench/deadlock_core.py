@@ -1,5 +1,5 @@
 """The NonStrict deadlock figure of the core group (bench/bench_core.py calls it): core.deadlock_check_ms, the
-deadlock step of one cycle (core/deadlock.py) with 200 NonStrict gangs (8 x 8 GPUs, minMember 8) holding 4
+deadlock step of one cycle (core/gang/deadlock.py) with 200 NonStrict gangs (8 x 8 GPUs, minMember 8) holding 4
 reservations each on 1,000 nodes and 10k bound pods: every gang could use every other's capacity (the graph of
 suspects is complete, 200 x 199 edges), so the step reads the nodes and finds who is blocked; 200 nodes are free,
 so nobody is, and nothing is released. Context: `resolve_ms`, the same with 5 reservations each (the cluster full:
@@ -12,12 +12,12 @@ import time
 
 from bench.bench_core import _cluster, _pod
 from bench.common import figure, summary
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.deadlock import resolve_deadlocks
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.session import CycleSession
+from gangsched.core.gang.deadlock import resolve_deadlocks
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.pod import pod_from_api
 
 GANGS = 200

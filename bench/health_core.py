@@ -1,6 +1,6 @@
 """The runtime gang-health figure of the core group (bench/bench_core.py calls it): core.health_watched1000_ms, the
 extra time a cycle with nothing else to do spends when 1,000 running gangs of 8 (8,000 bound pods on 1,000 nodes)
-all set a stale grace period (core/health.py checks every watched gang each cycle); `unwatched_ms` is the same
+all set a stale grace period (core/gang/health.py checks every watched gang each cycle); `unwatched_ms` is the same
 cycle with no grace period set (the default: nothing is checked)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import time
 
 from bench.bench_core import _cluster, _pod
 from bench.common import figure
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from gangsched.models.pod import pod_from_api
 
 GANGS, SIZE = 1000, 8

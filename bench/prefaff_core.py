@@ -1,7 +1,7 @@
-"""Benchmark of preferred inter-pod affinity (core/pod_score.py, core/score_place.py): core.prefaffinity_gang256_ms,
-a 256-pod gang preferring the zone of a cache (preferred pod affinity on the zone, weight 50) and avoiding its own
-members per node (preferred anti-affinity on the hostname, weight 10), on 5,000 nodes running 100k pods of which
-the 25k in zone-1 are the cache."""
+"""Benchmark of preferred inter-pod affinity (core/fit/pod_score.py, core/placement/score_place.py):
+core.prefaffinity_gang256_ms, a 256-pod gang preferring the zone of a cache (preferred pod affinity on the zone, weight
+50) and avoiding its own members per node (preferred anti-affinity on the hostname, weight 10), on 5,000 nodes running
+100k pods of which the 25k in zone-1 are the cache."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections import Counter
 
 from bench.bench_core import _cluster, _pod
 from bench.common import figure, summary
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler import schedule
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from gangsched.models.pod import pod_from_api
 
 ZONE = "topology.kubernetes.io/zone"

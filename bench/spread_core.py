@@ -9,10 +9,10 @@ import time
 
 from bench.bench_core import _cluster, _pod
 from bench.common import figure, summary
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from gangsched.models.pod import pod_from_api
 
 ZONE = "topology.kubernetes.io/zone"

@@ -13,6 +13,15 @@ import sys
 from pathlib import Path
 
 
+def _bind_address(value: str) -> str:
+    from gangsched.models.config import bind_address
+
+    try:
+        return bind_address(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gangsched", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -21,6 +30,23 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG, then in-cluster)")
     run.add_argument("--namespace", default=None, help="the operator's namespace (topology ConfigMap, lease)")
     run.add_argument("--config", default=None, help="operator config file (YAML)")
+    run.add_argument(
+        "--allow-insecure-http",
+        action="store_true",
+        help="send the kubeconfig's credentials to a plain-http server (refused by default: kubectl never does)",
+    )
+    run.add_argument(
+        "--metrics-bind-address",
+        type=_bind_address,
+        default=None,
+        help="IP address /metrics listens on (default 0.0.0.0)",
+    )
+    run.add_argument(
+        "--probes-bind-address",
+        type=_bind_address,
+        default=None,
+        help="IP address the probes listen on (default 0.0.0.0)",
+    )
 
     sub.add_parser("demo", help="the whole product on the embedded emulator (what `make demo` runs)")
 
@@ -84,7 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         from gangsched.handlers.main import run_operator
 
-        return run_operator(kubeconfig=args.kubeconfig, namespace=args.namespace, config_path=args.config)
+        return run_operator(
+            kubeconfig=args.kubeconfig,
+            namespace=args.namespace,
+            config_path=args.config,
+            allow_insecure_http=args.allow_insecure_http,
+            metrics_bind_address=args.metrics_bind_address,
+            probes_bind_address=args.probes_bind_address,
+        )
     if args.command == "demo":
         from gangsched.demo import run_demo
 

@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gangsched.core.naming import natural_key
+from gangsched.core.values.naming import natural_key
 from gangsched.sim.serve import Cluster, running_cluster
 from tests import controllers as ctl
 from tests import workloads as w
@@ -170,7 +170,8 @@ async def running(run: Run) -> dict[str, Any]:
 def check_ranks_and_topology(op: Any, members: list[dict[str, Any]], placed: dict[str, str]) -> None:
     names = [m["metadata"]["name"] for m in members]
     ranks = on_replica(op, lambda: {p.name: p.rank for p in op.cluster.pods.values() if p.name in names})
-    # the replica's rank order (core/session.py: explicit ranks first, then natural name order) is the controller's
+    # the replica's rank order (core/transaction/session.py: explicit ranks first, then natural name order) is the
+    # controller's
     order = sorted(names, key=lambda n: (ranks[n] is None, ranks[n] or 0, natural_key(n)))
     assert order == names, ranks
     # groups of 2 consecutive ranks, each in one unit: never on n0 (alone in unit0), which placing members one

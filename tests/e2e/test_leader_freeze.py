@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.resources import parse_quantity
+from gangsched.core.values.resources import parse_quantity
 from gangsched.sim.requestlog import LoggedRequest
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.test_cli_run import free_port, get_text

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.k8s.api import MANAGED_BY, KubeApi, PodOwner
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.k8s.fence import FencedClient, NotLeader

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models import keys
 from gangsched.models.annotations import MAX_WAIT_SECONDS, gang_overrides
 from gangsched.models.config import config_from_mapping

@@ -10,7 +10,7 @@ is tried 6 times. RBAC's 403 message (apiserver/pkg/endpoints/handlers/responsew
 
 from __future__ import annotations
 
-from gangsched.core.units import UnitKey
+from gangsched.core.values.units import UnitKey
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.forbidden import ForbiddenBook, request_of
 from gangsched.runtime.bind_backoff import BindBackoff

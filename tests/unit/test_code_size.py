@@ -1,4 +1,4 @@
-"""Size limits of the scheduling core: no module in core/ over 400 lines, no function over 60 lines.
+"""Size limits of the scheduling core: no module in core/ over 500 lines, no function over 60 lines.
 
 Measured with ast: a module's length is its line count, a function's is `end_lineno - lineno + 1` of its
 definition (decorators excluded, nested functions counted in their own right as well)."""
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 CORE = Path(__file__).resolve().parents[2] / "operator" / "gangsched" / "core"
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 MODULES = sorted(CORE.rglob("*.py"))  # core/topology/ too

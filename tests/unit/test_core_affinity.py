@@ -1,4 +1,4 @@
-"""InterPodAffinity for our pods (core/affinity.py over core/pod_counts.py, through the scheduler).
+"""InterPodAffinity for our pods (core/fit/affinity.py over core/fit/pod_counts.py, through the scheduler).
 
 Oracles:
 - kube-scheduler pkg/scheduler/framework/plugins/interpodaffinity/filtering_test.go
@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.errors import InvalidField
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import add_gang, add_nodes, node_obj, pod_obj
@@ -377,7 +377,7 @@ def test_an_anti_affine_gang_never_evicts_in_vain() -> None:
 def test_a_class_first_seen_after_members_were_placed_sees_them_in_the_whole_domain() -> None:
     """A class whose counters are registered mid-cycle (its view made after the gang placed members) counts those
     members over their whole zone, not only on their nodes."""
-    from gangsched.core.capacity import Workspace
+    from gangsched.core.fit.capacity import Workspace
 
     c = SchedulerState()
     nodes = _zones(c, 2, zones=2)
@@ -415,8 +415,8 @@ def test_bad_terms_name_the_field(term: dict[str, Any], field: str) -> None:
 def test_topology_placement_never_breaks_zone_anti_affinity() -> None:
     """The topology path plans from per-node counts (1 per node here); two members in one zone would break the
     zone anti-affinity: the plan is refused and the gang waits naming InterPodAffinity, nothing is bound."""
-    from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
     from gangsched.core.topology import Domain, TopologyTree
+    from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 
     c = SchedulerState()
     _zones(c, 2, zones=1)  # z0-n0, z0-n1: one zone
@@ -433,7 +433,7 @@ def test_topology_placement_never_breaks_zone_anti_affinity() -> None:
 
 def test_an_unchanged_pod_stays_equal_once_classes_carry_labels() -> None:
     """The store keeps our pods with projected classes; the same API object read again is not a change (a change
-    forgets a victim's refused eviction: core/victims.py victim_changed)."""
+    forgets a victim's refused eviction: core/memory/victims.py victim_changed)."""
     c = SchedulerState()
     (node,) = add_nodes(c, 1)
     _add(c, "guard", {"app": "x"}, ANTI_HOST, ours=False, node=node, phase="Running")  # registers label keys

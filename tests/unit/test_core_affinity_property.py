@@ -1,9 +1,9 @@
-"""Property tests of the incremental InterPodAffinity limits (core/capacity.py over core/pod_counts.py): after any
-sequence of pods coming, moving, leaving and nodes relabelled, the store's class indexes equal a rebuild from
+"""Property tests of the incremental InterPodAffinity limits (core/fit/capacity.py over core/fit/pod_counts.py): after
+any sequence of pods coming, moving, leaving and nodes relabelled, the store's class indexes equal a rebuild from
 scratch; a cycle's workspace views, after any placements and rollbacks, equal the limits computed afresh.
 
 Oracle: the definition of the filter (kube-scheduler interpodaffinity/filtering.go, evaluated per node from the
-full pod list by core/affinity.py `check`), against which the incremental bookkeeping must never drift.
+full pod list by core/fit/affinity.py `check`), against which the incremental bookkeeping must never drift.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.capacity import ClassIndex, Workspace, class_index, fit_count
-from gangsched.core.filters import limit
-from gangsched.core.records import SchedulingClass
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.fit.capacity import ClassIndex, Workspace, class_index, fit_count
+from gangsched.core.fit.filters import limit
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.records import SchedulingClass
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import node_obj, pod_obj

@@ -11,9 +11,9 @@ binding left the gang pending with no backoff: the next cycle bound it again at 
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=4)

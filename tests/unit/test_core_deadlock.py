@@ -10,14 +10,14 @@ analogue for pods waiting in Permit is Unreserve of the rejected pod (pkg/schedu
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.plan import Plan, UnitBackoff
-from gangsched.core.podstate import RESERVED
-from gangsched.core.queue import SchedulingQueue
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
-from gangsched.core.units import UnitKey
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.podstate import RESERVED
+from gangsched.core.memory.queue import SchedulingQueue
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan, UnitBackoff
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
+from gangsched.core.values.units import UnitKey
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=8)
@@ -208,6 +208,6 @@ def test_a_victims_release_wakes_no_backed_off_unit() -> None:
     unit = UnitKey.gang("ns/waiting")
     queue.record_backoff(unit, UnitBackoff(attempts=3, until=60.0, failed_at=10.0), freed_gen=5)
     assert queue.ready(unit, 20.0, freed_gen=6)  # capacity freed since: the backoff ends early
-    queue.rebase_freed(6)  # a victim's release (core/scheduler_state.py when the plan has deadlocks)
+    queue.rebase_freed(6)  # a victim's release (core/memory/scheduler_state.py when the plan has deadlocks)
     assert not queue.ready(unit, 20.0, freed_gen=6)
     assert queue.ready(unit, 20.0, freed_gen=7) and queue.ready(unit, 60.0, freed_gen=6)

@@ -13,8 +13,7 @@ import random
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.deadlock import (
+from gangsched.core.gang.deadlock import (
     _add_coming,
     _blocked,
     _cycles,
@@ -25,10 +24,11 @@ from gangsched.core.deadlock import (
     _waiters,
     resolve_deadlocks,
 )
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.session import CycleSession
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=8)

@@ -1,4 +1,4 @@
-"""Node filters (core/filters.py), scheduling gates and unsupported constraints (core/readiness.py).
+"""Node filters (core/fit/filters.py), scheduling gates and unsupported constraints (core/gang/readiness.py).
 
 Oracles:
 - kube-scheduler pkg/scheduler/framework/plugins/nodeports/node_ports_test.go `TestNodePorts` (the table below
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.errors import InvalidField
-from gangsched.core.filters import PortCounts, port_conflict
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.records import HostPort
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.fit.filters import PortCounts, port_conflict
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangMode, GangSpec
+from gangsched.core.values.records import HostPort
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, pod_obj
 

@@ -4,10 +4,10 @@ PodGroup and pods scheduled alone, are deleted, and every structure returns to i
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=100)

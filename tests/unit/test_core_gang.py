@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import run_until_quiet, step
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.simulate import run_until_quiet, step
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
-from gangsched.core.units import UnitKey
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.units import UnitKey
 from gangsched.models.node import node_from_api
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
 

@@ -11,10 +11,10 @@ reach its minimum, then the whole group is allowed); core/core_test.go `TestPreF
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=10, default_wait_seconds=10.0)

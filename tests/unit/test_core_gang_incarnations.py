@@ -15,12 +15,12 @@ import dataclasses
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangs import GangTransition
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import run_until_quiet, step
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.simulate import run_until_quiet, step
+from gangsched.core.memory.gangs import GangTransition
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=10)

@@ -1,4 +1,4 @@
-"""Runtime gang health (issue 14 item 5, core/health.py): a gang that ran and has fewer than minMember members
+"""Runtime gang health (issue 14 item 5, core/gang/health.py): a gang that ran and has fewer than minMember members
 running, bound or finished for longer than its grace period is reported Degraded; with policy Evict its remaining
 members are evicted; the report clears when minMember members run again.
 
@@ -13,11 +13,11 @@ Time is virtual: every cycle gets an explicit `now`.
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, StalePolicy
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, StalePolicy
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=10)

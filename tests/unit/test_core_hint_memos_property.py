@@ -1,11 +1,12 @@
 """Property: the memos that follow the accounting log instead of recounting give what a recount gives.
 
-- core/lacking.py (the counts of a failure message, "N nodes fit; ... blocked by: insufficient <r> (k)"): equal to
+- core/transaction/lacking.py (the counts of a failure message, "N nodes fit; ... blocked by: insufficient <r> (k)"):
+equal to
   one pass over every eligible node with the workspace's tentative usage, after any sequence of pods charged,
   uncharged and workspace changes. The reasons follow kube-scheduler's NodeResourcesFit
   (pkg/scheduler/framework/plugins/noderesources/fit.go `fitsRequest`: "Insufficient <resource>" for each resource
   a node lacks); a node is counted here once, under the first of them in name order.
-- core/reach.py (what a gang could reach with every lower-priority pod gone, kube-scheduler's
+- core/hints/reach.py (what a gang could reach with every lower-priority pod gone, kube-scheduler's
   defaultpreemption `SelectVictimsOnNode` check): the memo carried from cycle to cycle equals a fresh count.
 """
 
@@ -16,15 +17,15 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.capacity import class_index, fit_count
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.lacking import lacking, reason
-from gangsched.core.reach import reach_fits
-from gangsched.core.resources import sub_into
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.session import CycleSession
+from gangsched.core.fit.capacity import class_index, fit_count
+from gangsched.core.hints.reach import reach_fits
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyPlacement, TopologyTree, place_network
+from gangsched.core.transaction.lacking import lacking, reason
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.resources import sub_into
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig()

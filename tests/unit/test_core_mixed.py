@@ -1,5 +1,5 @@
 """Mixed-size and role gangs (issue 13, item 3): placement finds a quorum whenever one exists on the free
-capacity (exactly within core/quorum.py's bound), meets every role's minimum, and names what is short.
+capacity (exactly within core/placement/quorum.py's bound), meets every role's minimum, and names what is short.
 
 Oracles: Koordinator's coscheduling counts a gang's quorum over all its members whatever their size
 (pkg/scheduler/plugins/coscheduling/core/gang.go: `MinRequiredNumber` against every child pod of the gang);
@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.quorum import Candidate, Group, search
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.placement.quorum import Candidate, Group, search
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=1)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=10)

@@ -1,13 +1,13 @@
-"""core/pod_counts.py: counts of matching pods per node and per topology domain, incrementally, with a cycle's
+"""core/fit/pod_counts.py: counts of matching pods per node and per topology domain, incrementally, with a cycle's
 overlay. Oracle: kube-scheduler interpodaffinity/filtering.go (topologyToMatchedTermCount: a pod counts in the
 domain of its node's label, once per matching term; nodes without the label count nowhere) and
 podtopologyspread/common.go countPodsMatchSelector (terminating pods skipped: `leaving=False`)."""
 
 from __future__ import annotations
 
-from gangsched.core.matching import LabelSelector
-from gangsched.core.pod_counts import Overlay, PodCounts, PodInfo, PodSelector, PodTerm
-from gangsched.core.records import NodeRecord
+from gangsched.core.fit.matching import LabelSelector
+from gangsched.core.fit.pod_counts import Overlay, PodCounts, PodInfo, PodSelector, PodTerm
+from gangsched.core.values.records import NodeRecord
 
 APP_WEB = LabelSelector((("app", "web"),), ())
 

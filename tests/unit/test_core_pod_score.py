@@ -1,4 +1,4 @@
-"""Preferred pod affinity and anti-affinity for our pods (core/pod_score.py, through the scheduler): which node is
+"""Preferred pod affinity and anti-affinity for our pods (core/fit/pod_score.py, through the scheduler): which node is
 chosen.
 
 Oracles:
@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.errors import InvalidField
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import add_gang, node_obj, pod_obj
@@ -273,7 +273,7 @@ def test_a_weight_out_of_range_names_the_field(weight: object) -> None:
 def test_the_ranking_follows_pods_that_come_and_go_between_cycles() -> None:
     """The class index is kept across cycles: matching pods bound in a region later move the next pod of the same
     class to that region, to its node that holds none of them (re-ranked through the counts' change log,
-    core/pod_counts.py, not the node's own usage), and their deletion moves the ranking back."""
+    core/fit/pod_counts.py, not the node's own usage), and their deletion moves the ranking back."""
     c = SchedulerState()
     for node, labels in (("china", CHINA), ("india", INDIA), ("india-2", INDIA)):
         c.upsert_node(node_from_api(node_obj(node, labels=labels)))

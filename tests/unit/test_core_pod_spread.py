@@ -1,4 +1,5 @@
-"""PodTopologySpread (DoNotSchedule) for our pods: core/pod_spread.py, core/spread_place.py, models/pod_spread.py.
+"""PodTopologySpread (DoNotSchedule) for our pods: core/fit/pod_spread.py, core/placement/spread_place.py,
+models/pod_spread.py.
 
 Oracles:
 - kube-scheduler pkg/scheduler/framework/plugins/podtopologyspread/filtering_test.go: `TestSingleConstraint` and
@@ -23,12 +24,12 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import add_nodes, node_obj, pod_obj
@@ -398,8 +399,8 @@ def test_nodes_without_the_key_are_no_candidates() -> None:
 
 
 def test_two_classes_are_each_placed_keeping_the_skew() -> None:
-    """A gang of two scheduling classes (core/quorum_placement.py) whose classes share the selector: each class
-    is placed pod by pod counting the other's members, the final spread keeps maxSkew 1."""
+    """A gang of two scheduling classes (core/placement/quorum_placement.py) whose classes share the selector: each
+    class is placed pod by pod counting the other's members, the final spread keeps maxSkew 1."""
     c = SchedulerState()
     _zones(c)
     c.upsert_gang(GangSpec("default", "g", 4))
@@ -413,7 +414,7 @@ def test_two_classes_are_each_placed_keeping_the_skew() -> None:
 
 def test_network_topology_placement_that_breaks_the_skew_is_not_made() -> None:
     """Hard tier 1 puts the whole gang under one ToR, which is one zone: the placement is checked against the
-    zone spread constraint and refused (core/placement.py), the gang waits naming PodTopologySpread."""
+    zone spread constraint and refused (core/placement/placement.py), the gang waits naming PodTopologySpread."""
     c = SchedulerState()
     names = ["za-0", "za-1", "zb-0", "zb-1"]
     for name in names:
@@ -500,8 +501,8 @@ def test_duplicate_pair_is_refused() -> None:
 
 
 def _constraint(**kw: Any) -> Any:
-    from gangsched.core.matching import LabelSelector
-    from gangsched.core.pod_spread import SpreadConstraint
+    from gangsched.core.fit.matching import LabelSelector
+    from gangsched.core.fit.pod_spread import SpreadConstraint
 
     return SpreadConstraint(
         **{
@@ -517,7 +518,7 @@ def _constraint(**kw: Any) -> Any:
 
 def test_domains_minimum_rises_when_the_last_lowest_domain_gains_a_pod() -> None:
     """criticalPaths in filtering.go: the minimum over the domains, kept as pods are added (here a histogram)."""
-    from gangsched.core.pod_spread import Domains
+    from gangsched.core.fit.pod_spread import Domains
 
     d = Domains(_constraint(), {"a": "za", "b": "zb", "c": "zc"}, [("a", 1)])
     assert (d.floor(), d.allows("za"), d.allows("zb")) == (0, False, True)
@@ -528,7 +529,7 @@ def test_domains_minimum_rises_when_the_last_lowest_domain_gains_a_pod() -> None
 
 
 def test_domains_min_domains_floor_and_no_self_match() -> None:
-    from gangsched.core.pod_spread import Domains
+    from gangsched.core.fit.pod_spread import Domains
 
     d = Domains(_constraint(min_domains=3, max_skew=2), {"a": "za", "b": "zb"}, [("a", 1), ("b", 1)])
     assert d.floor() == 0 and d.skew("za") == 2 and d.allows("za")
@@ -555,7 +556,7 @@ def test_zone_and_hostname_constraints_together() -> None:
 
 
 def test_spread_with_required_anti_affinity() -> None:
-    """A zone spread constraint and required anti-affinity on the hostname (core/affinity.py): both hold."""
+    """A zone spread constraint and required anti-affinity on the hostname (core/fit/affinity.py): both hold."""
     c = SchedulerState()
     _zones(c)
     term = {"labelSelector": APP, "topologyKey": "kubernetes.io/hostname"}
@@ -567,7 +568,7 @@ def test_spread_with_required_anti_affinity() -> None:
 
 
 def test_replacement_of_a_satisfied_gang_goes_where_the_skew_allows() -> None:
-    """A satisfied gang's replacement member is placed alone (core/late_members.py) and still keeps the skew:
+    """A satisfied gang's replacement member is placed alone (core/placement/late_members.py) and still keeps the skew:
     with 2/2/2 bound and one member gone, only the zone it left takes the new one."""
     c = SchedulerState()
     _zones(c)
@@ -585,7 +586,7 @@ def test_replacement_of_a_satisfied_gang_goes_where_the_skew_allows() -> None:
 
 def test_a_gang_short_of_room_is_not_blamed_on_the_spread() -> None:
     """maxSkew 10 never binds here; the gang is short of room (six 1-CPU nodes for seven members), and the message
-    says so (core/messages.py's generic "no more nodes"), not PodTopologySpread."""
+    says so (core/transaction/messages.py's generic "no more nodes"), not PodTopologySpread."""
     c = SchedulerState()
     for name, labels in ZONE_NODES:
         c.upsert_node(node_from_api(node_obj(name, cpu="1", labels=labels)))
@@ -656,8 +657,8 @@ def test_schedule_anyway_next_to_do_not_schedule_never_refuses() -> None:
 def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
     """minDomains 4 over three zones: at most one member per zone, whatever is evicted; the low-priority pods
     filling every node must not be evicted in vain: the victim search counts resources, not the skew, so a gang
-    with a DoNotSchedule constraint does not preempt (core/preempting.py, as with host ports). Control: the same
-    gang without the constraint preempts."""
+    with a DoNotSchedule constraint does not preempt (core/preemption/preempting.py, as with host ports). Control: the
+    same gang without the constraint preempts."""
     c = SchedulerState()
     _zones(c)
     for i, (name, _) in enumerate(ZONE_NODES):

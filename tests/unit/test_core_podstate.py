@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.podstate import (
+from gangsched.core.memory.podstate import (
     CHARGING,
     TABLE,
     IllegalTransition,
@@ -16,7 +16,7 @@ from gangsched.core.podstate import (
     legal_from,
     pending,
 )
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.memory.scheduler_state import SchedulerState
 from tests.unit.test_core_support import add_nodes, add_pod
 
 S = PodState

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, NetworkTopology
-from gangsched.core.podstate import NOMINATED
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.podstate import NOMINATED
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=8)

@@ -11,10 +11,10 @@ victims' grace periods end, and no longer.
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=4)

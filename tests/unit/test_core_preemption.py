@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, NetworkTopology
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
@@ -303,7 +303,7 @@ from itertools import product  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from gangsched.core.preemption import find_victims  # noqa: E402
+from gangsched.core.preemption.preemption import find_victims  # noqa: E402
 
 
 @st.composite

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from tests.unit.test_core_preemption import evict, nodes, pending_gang, running_gang
 from tests.unit.test_core_support import add_nodes, add_pod
 

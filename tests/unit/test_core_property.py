@@ -8,11 +8,11 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.resources import add_into
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
+from gangsched.core.values.resources import add_into
 from tests.unit.test_core_support import add_nodes, add_pod
 
 gangs = st.lists(

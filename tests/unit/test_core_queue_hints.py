@@ -1,4 +1,4 @@
-"""Queueing hints (core/queue_hints.py): a backed-off gang is retried early only when the capacity freed since
+"""Queueing hints (core/hints/queue_hints.py): a backed-off gang is retried early only when the capacity freed since
 could let it progress.
 
 Oracle: kube-scheduler's queueing hints (pkg/scheduler/framework/interface.go `QueueingHintFn`, KEP-4247): a
@@ -10,13 +10,13 @@ necessary condition is the gang's: minMember free slots of its members' classes.
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.podstate import NOMINATED
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.podstate import NOMINATED
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
-from gangsched.core.units import UnitKey
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.units import UnitKey
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig()  # backoff 1 s after the first failure
@@ -101,7 +101,7 @@ def test_a_gang_that_fits_no_domain_even_empty_waits_for_a_node_change_even_when
     assert BIG in plan.empty_fits and plan.hint_skips
 
 
-# ----- what a gang could reach with every lower-priority pod gone (core/reach.py) -----
+# ----- what a gang could reach with every lower-priority pod gone (core/hints/reach.py) -----
 # Oracle: kube-scheduler's preemption, pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go
 # `SelectVictimsOnNode`: "If the new pod does not fit after removing all the lower priority pods, we are almost done
 # and this node is not suitable for preemption"; the bound here is that check, for the gang's members together.

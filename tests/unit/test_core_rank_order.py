@@ -1,16 +1,16 @@
 """Members without a rank label are placed in natural name order (w-1, w-2, ..., w-10), through the one
-natural-order function (core/naming.py) that models/rank.py uses too."""
+natural-order function (core/values/naming.py) that models/rank.py uses too."""
 
 from __future__ import annotations
 
 import random
 
-from gangsched.core import naming
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.session import CycleSession
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values import naming
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from gangsched.models import rank
 from gangsched.models.rank import MemberMeta, rank_order
 from tests.unit.test_core_support import add_nodes, add_pod

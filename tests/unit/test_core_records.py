@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.matching import preference, static_block
+from gangsched.core.fit.matching import preference, static_block
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import node_obj, pod_obj

@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.plan import Plan
-from gangsched.core.podstate import BOUND, NOMINATED, RESERVED
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import run_until_quiet, step
+from gangsched.core.cycle.simulate import run_until_quiet, step
+from gangsched.core.memory.podstate import BOUND, NOMINATED, RESERVED
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.resources import canonical, format_resources, parse_quantity
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.resources import canonical, format_resources, parse_quantity
 from gangsched.models.pod import pod_requests
 
 

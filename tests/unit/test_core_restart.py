@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.state.cache import ClusterCache
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj

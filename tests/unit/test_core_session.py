@@ -3,12 +3,12 @@ cycle's view, the workspace's capacity), commit() keeps them, and outside a chec
 
 from __future__ import annotations
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.session import CycleSession
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec
 from tests.unit.test_core_support import add_gang, add_nodes, add_pod
 
 

@@ -20,13 +20,13 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler import schedule
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.session import CycleSession
-from gangsched.core.starvation import hold_capacity, rfc3339, shadow
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.gang.starvation import hold_capacity, rfc3339, shadow
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.pod import pod_from_api
 from tests.unit.test_core_support import add_nodes, pod_obj
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.gangspec import GangMode, GangSpec
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 

@@ -1,5 +1,5 @@
 """Data-parallel groups and ranks for gangs of several scheduling classes (issue 13 item 4: "gangs of several
-scheduling classes use the same tier ladder and rank layout as single-class gangs"), core/topology_mixed.py.
+scheduling classes use the same tier ladder and rank layout as single-class gangs"), core/placement/topology_mixed.py.
 
 Oracle: the network-topology-aware PodGroup design of seed 004 (a DP group is `groupSize` consecutive ranks, kept
 within the lowest tier that can hold it: strategies (1,1), (2,1), (2,2), ...), as core/topology applies it to
@@ -15,11 +15,11 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.gangspec import GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.scheduler_state import SchedulerState
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 from tests.unit.test_core_support import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=1)

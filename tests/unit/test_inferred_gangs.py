@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangSpec
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangSpec
 from gangsched.models.inferred import OwnerRef, infer_member, workload_info
 from gangsched.models.rank import MemberMeta, member_ranks
 from gangsched.state.cache import ClusterCache

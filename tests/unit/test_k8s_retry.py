@@ -178,7 +178,7 @@ def test_token_bucket_rejects_nonsense() -> None:
 def test_rate_limit_is_configured_from_the_operator_config() -> None:
     """`apiClient: {qps, burst}` (like kube-scheduler's clientConnection.qps/burst); defaults sized not to cap a
     1,600-pod binding burst (see `make bench BENCH=e2e`, e2e.bind_ratio)."""
-    from gangsched.core.errors import InvalidField
+    from gangsched.core.values.errors import InvalidField
     from gangsched.models.config import config_from_mapping
 
     default = config_from_mapping({}).api_client

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import OperatorConfig, config_from_mapping, load_config
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, merge_gang_specs, parse_pod_gang
 
@@ -486,7 +486,7 @@ def test_stale_gang_annotations_on_pods_override_the_podgroup() -> None:
     """Issue 14 item 5: the grace period and policy may be written on the pods (as KAI Scheduler's
     `kai.scheduler/staleness-grace-period` pod annotation is), winning over the PodGroup's spec; alone they never
     declare a gang (the PodGroup still supplies the quorum)."""
-    from gangsched.core.gangspec import StalePolicy
+    from gangsched.core.values.gangspec import StalePolicy
 
     decl = parse_pod_gang(_member({keys.STALE_GRACE_PERIOD: "45s", keys.STALE_POLICY: "Evict"}))
     assert decl is not None and decl.spec is None

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.podgroup import (
     PodGroup,
     PodGroupCondition,
@@ -300,7 +300,7 @@ def _pg(spec: dict[str, Any], annotations: dict[str, str] | None = None) -> dict
 def test_runtime_health_is_off_by_default_and_set_by_spec_or_annotations() -> None:
     """Issue 14 item 5: spec.staleGracePeriodSeconds / spec.stalePolicy, and their annotations (which win); the
     grace period in KAI Scheduler's form (a Go duration, like its `kai.scheduler/staleness-grace-period`)."""
-    from gangsched.core.gangspec import StalePolicy
+    from gangsched.core.values.gangspec import StalePolicy
 
     off = podgroup_spec_from_api(_pg({"minMember": 2}))
     assert off.stale_grace_seconds is None and off.stale_policy is StalePolicy.REPORT

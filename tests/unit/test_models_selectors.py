@@ -1,5 +1,5 @@
 """Label selectors and node selector terms parsed by models/selectors.py and matched by the one matcher,
-core/matching.py. Semantics: staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/helpers.go LabelSelectorAsSelector
+core/fit/matching.py. Semantics: staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/helpers.go LabelSelectorAsSelector
 (In, NotIn, Exists, DoesNotExist; an empty selector matches everything) and
 staging/src/k8s.io/component-helpers/scheduling/corev1/nodeaffinity (Gt/Lt compare integers; matchFields only on
 metadata.name)."""
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.matching import requirement_matches
+from gangsched.core.fit.matching import requirement_matches
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.selectors import LABEL_OPERATORS, NODE_OPERATORS, label_selector, node_selector_term, requirement
 
 LABELS = {"app": "web", "tier": "3"}

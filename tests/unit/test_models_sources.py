@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, NetworkTopology, TopologyMode
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangMode, NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.gang import parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import Notice, gang_notices, parse_network_topology_spec

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping, load_config
 from gangsched.models.pod import pod_from_api, pod_with_status
 from gangsched.state.cache import ClusterCache

@@ -13,7 +13,7 @@ import datetime as dt
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.timestamps import format_micro_time, format_time, parse_time
 
 

@@ -1,6 +1,6 @@
-"""Victims' protection from PodDisruptionBudget status, as the Eviction API decides (core/preempt_pdb.py, read from
-the API by models/pdb.py) and as the cache keeps it current from watch events (state/cache.py): no API call, pods
-matched incrementally.
+"""Victims' protection from PodDisruptionBudget status, as the Eviction API decides (core/preemption/preempt_pdb.py,
+read from the API by models/pdb.py) and as the cache keeps it current from watch events (state/cache.py): no API call,
+pods matched incrementally.
 
 The rules mirror kubernetes/kubernetes pkg/registry/core/pod/storage/eviction.go: checkAndDecrement (429 while
 status.observedGeneration < metadata.generation, 429 when status.disruptionsAllowed is 0), the 500 for a pod
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.preempt_pdb import PdbBudget, pdb_protects
+from gangsched.core.preemption.preempt_pdb import PdbBudget, pdb_protects
 from gangsched.models.pdb import pdb_budget
 from gangsched.models.selectors import label_selector
 from gangsched.state.cache import ClusterCache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.rank import (
     JOB_COMPLETION_INDEX,
     JOBSET_JOB_GLOBAL_INDEX,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping
 from gangsched.models.gang import referenced_gang
 from gangsched.state.cache import ClusterCache

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.sim.cluster import (
     node_manifest,
     node_names_from_topology,

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.plan import GangStatus
-from gangsched.core.records import PodRecord
 from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import PodRecord
 from gangsched.models.config import config_from_mapping
 from gangsched.models.keys import KOORD_TIMEOUT
 from gangsched.models.pod import pod_from_api

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.core.health_book import DegradedCondition
+from gangsched.core.memory.health_book import DegradedCondition
 from gangsched.models.pod import pod_from_api
 from gangsched.state.status import GangStatusBook
 from tests.unit.test_core_support import pod_obj

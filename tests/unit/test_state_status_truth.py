@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.plan import GangStatus
-from gangsched.core.records import PodRecord
-from gangsched.core.scheduler import schedule
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook, MemberCounts, podgroup_phase

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gangsched.core.errors import InvalidField
 from gangsched.core.topology import TopologyPlacement, place
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.topology import (
     MAX_TOPOLOGY_BYTES,
     domains_from_node_labels,

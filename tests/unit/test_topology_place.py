@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gangsched.core.errors import InvalidField
 from gangsched.core.topology import Domain, TopologyMiss, TopologyPlacement, TopologyTree, place
+from gangsched.core.values.errors import InvalidField
 
 # ------------------------------------------------------------------------------------------------ helpers
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gangsched.core.errors import InvalidField
 from gangsched.core.topology import Domain, TopologyTree, natural_key
+from gangsched.core.values.errors import InvalidField
 
 D = Domain
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.config import SchedulerConfig
-from gangsched.core.matching import term_matches
-from gangsched.core.records import NodeRecord, Requirement, Term
-from gangsched.core.simulate import step
+from gangsched.core.cycle.simulate import step
+from gangsched.core.fit.matching import term_matches
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.records import NodeRecord, Requirement, Term
 from gangsched.models.volumes import (
     BIND_COMPLETED,
     MAX_TERMS,

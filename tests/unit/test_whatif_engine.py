@@ -78,7 +78,7 @@ def test_pod_by_pod_starts_partial_jobs_and_deadlocks_while_gangsched_starts_non
 
 def test_gangsched_resolves_a_nonstrict_deadlock_in_the_instant_it_forms_and_the_replay_reports_it() -> None:
     # the same knot with NonStrict gangs: C reserves n0's halves as they free (t=10, 20), B n1 at t=30; then B
-    # waits for 8 GPUs C holds, C for 4 B holds. core/deadlock.py's rule: the victim is the lowest priority, then
+    # waits for 8 GPUs C holds, C for 4 B holds. core/gang/deadlock.py's rule: the victim is the lowest priority, then
     # the newest (C); its reservations go at once and B starts whole in the same instant.
     jobs = [replace(j, mode="NonStrict") if j.id in ("b", "c") else j for j in deadlock_jobs(None)]
     result, by_id = run("gangsched", jobs)

@@ -8,9 +8,16 @@ Contract:
   raised: the replica ends (its Lease released) and the process exits non-zero, to be restarted by its
   Deployment, as kube-scheduler exits on a fatal error. Several replicas may run in one process (each has its
   own registry, memo and metrics).
+- `connect(kubeconfig, config, identity, *, allow_insecure_http=False) -> KubeClient`: the replica's client; its
+  credentials are never sent to a plain-http server unless allowed (k8s/credentials.py
+  `refuse_credentials_over_http`: InsecureTransportError before any request).
 - `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
-- `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM;
-  it serves /livez, /readyz and /healthz on probesPort (handlers/probes.py) and /metrics on metricsPort.
+- `run_operator(...)` is the command: it loads the config file (a bad one: every problem printed, no traceback,
+  exit 2), sets up logging and runs until SIGINT/SIGTERM;
+  it serves /livez, /readyz and /healthz on probesBindAddress:probesPort (handlers/probes.py) and /metrics on
+  metricsBindAddress:metricsPort (both 0.0.0.0 by default). A credential problem found before the operator starts
+  (no such kubeconfig, credentials for a plain-http server) is one line on stderr and exit code 2, without a
+  traceback.
   The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
   what).
 """
@@ -21,6 +28,7 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 import uuid
 
 import kopf
@@ -28,7 +36,8 @@ import kopf
 from gangsched.handlers.kopf_app import build_registry, configure
 from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
-from gangsched.models.config import OperatorConfig, load_config
+from gangsched.k8s.credentials import CredentialError, load_credentials, refuse_credentials_over_http
+from gangsched.models.config import InvalidConfig, OperatorConfig, bind_address, load_config
 from gangsched.runtime.operator import Operator
 
 log = logging.getLogger(__name__)
@@ -69,6 +78,20 @@ async def run_kopf(
         await operator.stop()  # idempotent; normally done already by the cleanup handler
 
 
+async def connect(
+    kubeconfig: str | None, config: OperatorConfig, identity: str, *, allow_insecure_http: bool = False
+) -> KubeClient:
+    credentials = await load_credentials(kubeconfig)
+    refuse_credentials_over_http(credentials, allow=allow_insecure_http)
+    return KubeClient(
+        credentials,
+        user_agent=f"gangsched/{identity}",
+        fence_hooks=True,
+        qps=config.api_client.qps,
+        burst=config.api_client.burst,
+    )
+
+
 async def operate(
     *,
     kubeconfig: str | None,
@@ -79,19 +102,16 @@ async def operate(
     liveness_endpoint: str | None = None,
     serve_metrics: bool = False,
     serve_probes_port: int | None = None,
+    allow_insecure_http: bool = False,
 ) -> None:
     identity = identity or default_identity()
-    client = await KubeClient.connect(
-        kubeconfig,
-        user_agent=f"gangsched/{identity}",
-        fence_hooks=True,
-        qps=config.api_client.qps,
-        burst=config.api_client.burst,
-    )
+    client = await connect(kubeconfig, config, identity, allow_insecure_http=allow_insecure_http)
     operator = Operator(client=client, config=config, identity=identity)
     if serve_metrics:
-        operator.metrics.serve(config.metrics_port)
-    probes = await serve_probes(operator, serve_probes_port) if serve_probes_port else None
+        operator.metrics.serve(config.metrics_port, host=config.metrics_bind_address)
+    probes = (
+        await serve_probes(operator, serve_probes_port, host=config.probes_bind_address) if serve_probes_port else None
+    )
     try:
         await run_kopf(operator, stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
     finally:
@@ -100,10 +120,30 @@ async def operate(
         await client.close()
 
 
-def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: str | None) -> int:
-    config = load_config(config_path)
+def run_operator(
+    *,
+    kubeconfig: str | None,
+    namespace: str | None,
+    config_path: str | None,
+    allow_insecure_http: bool = False,
+    metrics_bind_address: str | None = None,
+    probes_bind_address: str | None = None,
+) -> int:
+    """`gangsched run`; the options given on the command line win over the config file's."""
+    try:
+        config = load_config(config_path)
+    except InvalidConfig as bad:  # every problem of the file, one a line; a traceback would only hide them
+        print(f"gangsched run: invalid --config {bad}", file=sys.stderr)
+        return 2
+    update: dict[str, str] = {}
     if namespace:
-        config = config.model_copy(update={"namespace": namespace})
+        update["namespace"] = namespace
+    if metrics_bind_address:
+        update["metrics_bind_address"] = bind_address(metrics_bind_address)  # ValueError: not an IP address
+    if probes_bind_address:
+        update["probes_bind_address"] = bind_address(probes_bind_address)
+    if update:
+        config = config.model_copy(update=update)
     logging.basicConfig(
         level=os.environ.get("GANGSCHED_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -111,10 +151,19 @@ def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: 
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # probes are not logged
     try:
         asyncio.run(
-            operate(kubeconfig=kubeconfig, config=config, serve_metrics=True, serve_probes_port=config.probe_port)
+            operate(
+                kubeconfig=kubeconfig,
+                config=config,
+                serve_metrics=True,
+                serve_probes_port=config.probe_port,
+                allow_insecure_http=allow_insecure_http,
+            )
         )
     except KeyboardInterrupt:
         pass
+    except CredentialError as exc:
+        print(f"gangsched run: {exc}", file=sys.stderr)
+        return 2
     except Exception:
         return 1  # logged by run_kopf
     return 0

@@ -1,5 +1,5 @@
-"""Runtime gang health settings (core/health.py) from a PodGroup: spec.staleGracePeriodSeconds / spec.stalePolicy and
-their annotation forms (keys.STALE_GRACE_PERIOD, a Go duration; keys.STALE_POLICY, Report | Evict), which win.
+"""Runtime gang health settings (core/gang/health.py) from a PodGroup: spec.staleGracePeriodSeconds / spec.stalePolicy
+and their annotation forms (keys.STALE_GRACE_PERIOD, a Go duration; keys.STALE_POLICY, Report | Evict), which win.
 
 Contract: `annotation_overrides(annotations)` returns the (GangSpec field, value) pairs the annotations set (a pod's
 annotations override its PodGroup's spec as Koordinator's do: models/gang.py), () when they set none;
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import StalePolicy
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import StalePolicy
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import INT32_MAX, shown

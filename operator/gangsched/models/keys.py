@@ -46,7 +46,7 @@ ROLE: Final = "scheduling.gangsched.io/role"  # the member's role, matched again
 # how long the pod runs at most, a Go duration ("10m"): lets it backfill capacity held for a starving gang
 EXPECTED_DURATION: Final = "scheduling.gangsched.io/expected-duration"
 
-# gangsched: runtime gang health (core/health.py), the annotation form of PodGroup spec.staleGracePeriodSeconds and
+# gangsched: runtime gang health (core/gang/health.py), the annotation form of PodGroup spec.staleGracePeriodSeconds and
 # spec.stalePolicy (they win over the spec)
 STALE_GRACE_PERIOD: Final = "scheduling.gangsched.io/stale-grace-period"  # a Go duration, e.g. "30s"
 STALE_POLICY: Final = "scheduling.gangsched.io/stale-policy"  # Report | Evict

@@ -22,8 +22,8 @@ together in one domain; the first rule that sets it). `NodeTopologyLayer` (all o
 not map: reported, not honoured.
 
 match-policy (Koordinator pkg/scheduler/plugins/coscheduling/core/gang.go isGangValidForPermit): `waiting-and-running`
-(waiting + bound members reach minMember) is gangsched's own rule (core/gangs.py: members bound or finished hold the
-quorum): honoured, nothing said. `once-satisfied` (Koordinator's default: once the gang was satisfied, later members
+(waiting + bound members reach minMember) is gangsched's own rule (core/memory/gangs.py: members bound or finished hold
+the quorum): honoured, nothing said. `once-satisfied` (Koordinator's default: once the gang was satisfied, later members
 schedule alone for good) is approximated by that rule: later members schedule alone while minMember members stay
 bound or finished, and when fewer remain (every pod re-created) the pending ones are gang-scheduled again.
 `only-waiting` (only members waiting for their binding count) is approximated the same way: here bound members count
@@ -40,8 +40,8 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import NetworkTopology, TopologyMode
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.fields import INT32_MAX, shown
 

@@ -1,4 +1,4 @@
-"""PodGroup spec.minResources -> canonical (name, amount) pairs, through core/resources.py's quantity parser.
+"""PodGroup spec.minResources -> canonical (name, amount) pairs, through core/values/resources.py's quantity parser.
 
 Contract: `parse_min_resources(raw, *, field) -> tuple[tuple[str, int], ...] | None`: None when not declared;
 sorted pairs in canonical units (cpu millicores, memory bytes, others counts) otherwise; InvalidField names
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.resources import resource_list
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.resources import resource_list
 from gangsched.models.fields import shown
 
 MAX_QUANTITY_CHARS: Final = 64

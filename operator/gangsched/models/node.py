@@ -1,7 +1,7 @@
-"""Nodes read from the API into the core's `NodeRecord` (core/records.py).
+"""Nodes read from the API into the core's `NodeRecord` (core/values/records.py).
 
 Contract: `node_from_api(obj) -> NodeRecord`: metadata.name, allocatable (status.allocatable, else
-status.capacity; canonical units, see core/resources.py), labels, spec.taints (effect NoSchedule,
+status.capacity; canonical units, see core/values/resources.py), labels, spec.taints (effect NoSchedule,
 PreferNoSchedule or NoExecute) and spec.unschedulable. Identical allocatable maps are shared between records.
 Bad input raises InvalidField naming the field path (e.g. `spec.taints[0].effect`).
 """
@@ -12,9 +12,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.records import NodeRecord, Taint
-from gangsched.core.resources import resource_list
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import NodeRecord, Taint
+from gangsched.core.values.resources import resource_list
 from gangsched.models.fields import as_list, as_object, shared_map, str_map
 
 TAINT_EFFECTS: Final = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})

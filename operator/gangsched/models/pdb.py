@@ -1,4 +1,4 @@
-"""policy/v1 PodDisruptionBudgets read from the API into the core's `PdbBudget` (core/preempt_pdb.py).
+"""policy/v1 PodDisruptionBudgets read from the API into the core's `PdbBudget` (core/preemption/preempt_pdb.py).
 
 Contract:
 - `pdb_selector(obj) -> LabelSelector | None`: the PDB's `spec.selector` (matchLabels, matchExpressions with In,
@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.matching import LabelSelector
-from gangsched.core.preempt_pdb import PdbBudget
+from gangsched.core.fit.matching import LabelSelector
+from gangsched.core.preemption.preempt_pdb import PdbBudget
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.selectors import label_selector
 
 

@@ -1,4 +1,4 @@
-"""Pods read from the API into the core's `PodRecord` (core/records.py): the per-pod hot path (plain dicts as
+"""Pods read from the API into the core's `PodRecord` (core/values/records.py): the per-pod hot path (plain dicts as
 orjson returns them; no pydantic here).
 
 Contract:
@@ -10,7 +10,7 @@ Contract:
   constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
   them, pod affinity/anti-affinity terms, required and preferred, models/pod_affinity.py, the topology spread
-  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records.py `scheduling_class`);
+  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/values/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
   evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims). Volumes are not
   read here: the cache applies a pod's claims (state/volumes.py, models/volumes.py). No raw API dict is kept.
@@ -34,10 +34,10 @@ from typing import Any
 
 import orjson
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.pod_spread import SpreadConstraint
-from gangsched.core.records import HostPort, PodRecord, Term, Toleration, scheduling_class
-from gangsched.core.resources import Resources, add, add_into, maximum, resource_list
+from gangsched.core.fit.pod_spread import SpreadConstraint
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import HostPort, PodRecord, Term, Toleration, scheduling_class
+from gangsched.core.values.resources import Resources, add, add_into, maximum, resource_list
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import EXPECTED_DURATION, KOORD_TIMEOUT

@@ -1,5 +1,5 @@
 """Pod affinity and anti-affinity terms (required and preferred) of a pod spec, parsed into the core's `PodTerm`s
-(core/pod_counts.py), as kube-scheduler reads them (pkg/scheduler/framework/types.go newAffinityTerm).
+(core/fit/pod_counts.py), as kube-scheduler reads them (pkg/scheduler/framework/types.go newAffinityTerm).
 
 Contract:
 - `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti, preferred)`: the required terms
@@ -12,7 +12,7 @@ Contract:
   (value)` / `key NotIn (value)`, a key the pod lacks is skipped, nothing with a nil selector), as the
   apiserver does on creation (KEP-3633, pkg/registry/core/pod/strategy.go applyMatchLabelKeysAndMismatchLabelKeys;
   merging again is harmless). The label keys the selectors read are registered
-  (core/records.py `register_label_keys`).
+  (core/values/records.py `register_label_keys`).
 Bad input raises InvalidField naming the field path (e.g.
 `spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey`).
 """
@@ -23,10 +23,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.matching import LabelSelector
-from gangsched.core.pod_counts import PodSelector, PodTerm
-from gangsched.core.records import Requirement, register_label_keys
+from gangsched.core.fit.matching import LabelSelector
+from gangsched.core.fit.pod_counts import PodSelector, PodTerm
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import Requirement, register_label_keys
 from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import label_selector
 

@@ -1,14 +1,14 @@
-"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/pod_spread.py).
+"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/fit/pod_spread.py).
 
 Contract:
 - `spread_constraints(spec, *, namespace, labels) -> constraints`: the constraints as records, DoNotSchedule
   ones first (kept in the pod's SchedulingClass: kube-scheduler's PodTopologySpread filter; ScheduleAnyway ones,
-  `hard` False, its score: they order the candidate nodes, core/spread_place.py). As kube-scheduler's
+  `hard` False, its score: they order the candidate nodes, core/placement/spread_place.py). As kube-scheduler's
   `filterTopologySpreadConstraints` reads them: a nil labelSelector selects no pod (labels.Nothing()); minDomains
   unset is 1; nodeAffinityPolicy unset is Honor, nodeTaintsPolicy unset is Ignore; each matchLabelKeys key the pod
   has is merged into the selector with the pod's value (keys it lacks are left out); selfMatch is whether the
   selector matches the pod's own labels. The label keys a selector reads are registered
-  (core/records.py `register_label_keys`) so the cycle's placements are matched by their class.
+  (core/values/records.py `register_label_keys`) so the cycle's placements are matched by their class.
 - Validation as the apiserver's (pkg/apis/core/validation `validateTopologySpreadConstraints`): maxSkew an integer
   from 1 to 2147483647, topologyKey a non-empty string, whenUnsatisfiable DoNotSchedule or ScheduleAnyway, minDomains
   from 1 to 2147483647 and only with DoNotSchedule, the policies Honor or Ignore, no two constraints with the same
@@ -22,10 +22,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.matching import LabelSelector
-from gangsched.core.pod_spread import SpreadConstraint
-from gangsched.core.records import register_label_keys
+from gangsched.core.fit.matching import LabelSelector
+from gangsched.core.fit.pod_spread import SpreadConstraint
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import register_label_keys
 from gangsched.models.fields import INT32_MAX, as_list, as_object
 from gangsched.models.selectors import label_selector
 

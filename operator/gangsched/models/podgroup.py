@@ -26,8 +26,8 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
 from gangsched.models.annotations import apply_overrides, gang_overrides, normalize_group
 from gangsched.models.fields import INT32_MAX, shown
 from gangsched.models.health import health_fields
@@ -66,7 +66,7 @@ class ConditionType(StrEnum):
     SCHEDULED = "Scheduled"  # True once the gang (group) reached its quorum and was bound
     TIMEOUT = "Timeout"  # True when the waiting time ended
     INVALID = "Invalid"  # True when the PodGroup or its pods declare something invalid (message names the field)
-    DEGRADED = "Degraded"  # True while a gang that ran has fewer than minMember members up (core/health.py)
+    DEGRADED = "Degraded"  # True while a gang that ran has fewer than minMember members up (core/gang/health.py)
 
 
 class _Model(BaseModel):

@@ -8,7 +8,7 @@ Contract:
 - `node_selector_term(raw, *, field) -> Term`: matchExpressions and matchFields of a nodeSelectorTerm.
 - `label_selector(raw, *, field) -> LabelSelector`: matchLabels and matchExpressions of a metav1.LabelSelector.
 Bad input raises InvalidField naming the field path (e.g. `spec.selector.matchExpressions[0].operator`). Matching
-is core/matching.py's, one matcher for all of them.
+is core/fit/matching.py's, one matcher for all of them.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.matching import LabelSelector
-from gangsched.core.records import Requirement, Term
+from gangsched.core.fit.matching import LabelSelector
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import Requirement, Term
 from gangsched.models.fields import as_list, as_object
 
 LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")

@@ -19,7 +19,7 @@ Contract:
   label of the volume matches the node's beta label, else its GA one; a value may list several zones joined by
   `__`). An invalid nodeAffinity raises InvalidField naming the field.
 - `and_terms(a, b)`: two OR-lists of terms ANDed (None: no constraint): the cross product of their terms, each pair
-  merged into one term; a term without requirements matches nothing and is dropped (core/matching.py). More than
+  merged into one term; a term without requirements matches nothing and is dropped (core/fit/matching.py). More than
   MAX_TERMS terms raises TooManyTerms.
 """
 
@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.records import Requirement, Term
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import Requirement, Term
 from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import node_selector_term
 

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.naming import natural_key
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.naming import natural_key
 from gangsched.models import keys
 from gangsched.models.gang import referenced_gang
 from gangsched.models.inferred import JOBSET_REPLICATED_JOB, KUBEFLOW_REPLICA_TYPE, RAY_NODE_TYPE, infer_member

@@ -33,7 +33,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gangsched.core.plan import Deadlock
+from gangsched.core.transaction.plan import Deadlock
 
 if TYPE_CHECKING:
     from gangsched.runtime.operator import Operator
@@ -133,7 +133,7 @@ class Metrics:
         )
         self.deadlocks = Counter(
             "gangsched_deadlocks_resolved_total",
-            "NonStrict deadlocks (wait-for cycles among gangs holding reservations) resolved (core/deadlock.py)",
+            "NonStrict deadlocks (wait-for cycles among gangs holding reservations) resolved (core/gang/deadlock.py)",
             registry=self.registry,
         )
         self.deadlock_releases = Counter(
@@ -202,7 +202,7 @@ class Metrics:
         self.registry.register(_Live(read))
 
     def record_deadlocks(self, deadlocks: Sequence[Deadlock]) -> None:
-        """Count the NonStrict deadlocks a plan resolved (core/deadlock.py)."""
+        """Count the NonStrict deadlocks a plan resolved (core/gang/deadlock.py)."""
         if deadlocks:
             self.deadlocks.inc(len(deadlocks))
             self.deadlock_releases.inc(sum(d.released for d in deadlocks))
@@ -211,8 +211,8 @@ class Metrics:
         """Export a KubeClient's request counter (k8s/client.py `KubeClient.requests`)."""
         self.registry.register(_RequestCounts(counts))
 
-    def serve(self, port: int) -> None:
-        start_http_server(port, registry=self.registry)
+    def serve(self, port: int, host: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=host, registry=self.registry)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -40,9 +40,9 @@ import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from gangsched.core.plan import Plan
-from gangsched.core.scheduler import schedule
-from gangsched.core.units import UnitKey
+from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.units import UnitKey
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.client import KubeClient
@@ -107,6 +107,7 @@ class Operator:
                 lease_duration=le.lease_duration_seconds,
                 renew_deadline=le.renew_deadline_seconds,
                 retry_period=le.retry_period_seconds,
+                release_timeout=le.release_timeout_seconds,
                 clock=clock,
             )
             if le.enabled
@@ -474,7 +475,7 @@ class Operator:
     def _restore(self) -> None:
         """Becoming leader (start, or a follower taking over): what the previous leader held in memory comes back
         from the API: the waiting-time start of gangs that were Scheduling (status.scheduleStartTime), then the
-        preemptors' nominations and their terminating victims (core/restore.py); nominations shown in a pod's
+        preemptors' nominations and their terminating victims (core/memory/restore.py); nominations shown in a pod's
         status that are no longer usable are cleared."""
         for key in list(self.cluster.gangs):
             pg = self.cache.podgroup(key)
@@ -525,7 +526,7 @@ class Operator:
                 self._ref(event.kind, event.namespace, event.name), event.type, event.reason, event.message
             )
         self.cache.dirty_gangs.update(plan.gang_status)
-        self.cache.dirty_gangs.update(plan.health)  # the Degraded condition (core/health.py)
+        self.cache.dirty_gangs.update(plan.health)  # the Degraded condition (core/gang/health.py)
 
     def _ref(self, kind: str, namespace: str, name: str) -> ObjectRef:
         key = f"{namespace}/{name}"

@@ -35,7 +35,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from gangsched.core.plan import Plan
+from gangsched.core.transaction.plan import Plan
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY

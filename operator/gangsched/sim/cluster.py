@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.resources import parse_quantity
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.resources import parse_quantity
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.timestamps import format_time
 

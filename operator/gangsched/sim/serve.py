@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from gangsched.core.errors import InvalidField
+from gangsched.core.values.errors import InvalidField
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels
 from gangsched.sim.faults import FaultRule, FaultSpecError, load_rules

@@ -9,8 +9,8 @@ selects, matched incrementally (the pods' labels are kept here).
 - `pod_upserted(key, namespace, labels)` and `pod_removed(key)`: a pod's memberships follow its labels, its victim
   unit (its gang, or itself; none while unbound or finished) its binding.
 A pod is marked protected in the SchedulerState (`set_protected`) when the Eviction API would refuse it now
-(core/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that allows
-the pod's eviction again also forgets an earlier refusal of it.
+(core/preemption/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
+allows the pod's eviction again also forgets an earlier refusal of it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.preempt_pdb import PdbBudget, pdb_protects
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.preemption.preempt_pdb import PdbBudget, pdb_protects
+from gangsched.core.values.errors import InvalidField
 from gangsched.models.pdb import pdb_budget, pdb_selector
 
 

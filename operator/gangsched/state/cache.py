@@ -49,7 +49,7 @@ Contract:
   kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
   waiting time nor rewrites that field.
 - Restart safety: every pod version sets or clears the SchedulerState's `leaving` mark from metadata.deletionTimestamp,
-  and a version showing one of the SchedulerState's assumed pods bound confirms it (see core/store.py).
+  and a version showing one of the SchedulerState's assumed pods bound confirms it (see core/memory/store.py).
 - Scheduler names: a pod is ours when its spec.schedulerName (default `default-scheduler`) is one of
   `scheduler_names` (every name this replica serves, config `schedulerNames`); a pod of another scheduler that names
   a gang is counted in `foreign` (state/foreign.py), so the PodGroup can say so.
@@ -71,11 +71,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.gangspec import GangSpec
-from gangsched.core.records import PodRecord
-from gangsched.core.scheduler_state import SchedulerState
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.gangspec import GangSpec
+from gangsched.core.values.records import PodRecord
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import gang_notices
@@ -687,7 +687,7 @@ class ClusterCache:
             api_version = sources.podgroup.api_version
             self.problems.append(Problem("PodGroup", api_version, namespace, name, uid, "InvalidSpec", error))
         if phase in SATISFIED_PHASES:
-            self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/scheduler_state.py)
+            self.cluster.mark_satisfied(key)  # believed only when its pods show it (core/memory/scheduler_state.py)
         self._refresh_gang(key)
         self._tell(key, meta.get("annotations"))
         if old is None and sources.group_error is not None:  # reported on a member before: now on its PodGroup too

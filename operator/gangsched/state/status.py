@@ -12,7 +12,7 @@ clears it). In the phases with Scheduled=True the message is the Scheduled condi
 running now; never the binding decision's "bound or binding"). `GangStatusBook(compatibility=...)` ("gangsched" or
 "scheduler-plugins", config statusCompatibility) names the phase of a gang whose minMember members succeeded:
 Succeeded, or scheduler-plugins' Finished.
-`degraded` (core/health.py) adds the Degraded condition (`degraded_condition`).
+`degraded` (core/gang/health.py) adds the Degraded condition (`degraded_condition`).
 `wrote(gang)` tells whether a body was returned for the gang's current PodGroup object; `overwritten(gang, phase,
 message)` whether the object shows a status none of the last bodies returned had (another writer's: a replica
 serving another schedulerName, or a hand edit), and `rewrite(gang)` makes the next `status_of` return the full body
@@ -30,7 +30,7 @@ gang's current members):
 - Succeeded: succeeded >= minMember;
 - Failed: some member failed, running + succeeded < minMember, and the gang is satisfied or had its quorum
   (running + succeeded + failed >= minMember: scheduler-plugins' PodGroup controller; a gang's satisfaction
-  ends when members fail, core/gangs.py);
+  ends when members fail, core/memory/gangs.py);
 - Running: running + succeeded >= minMember;
 - Scheduled: bound >= minMember: members bound through the API (spec.nodeName) or whose binding the binder saw
   succeed; never members whose bindings are only decided or in flight, and never the core's satisfied mark alone
@@ -41,7 +41,7 @@ gang's current members):
   or bindings are in flight;
 - Pending: otherwise.
 `scheduled` counts members bound to a node or being bound (`in_flight`); `bound` only the former; `running`,
-`succeeded`, `failed` count phases. The core's decision (`decided`, a core/plan.py GangStatus) gives the
+`succeeded`, `failed` count phases. The core's decision (`decided`, a core/transaction/plan.py GangStatus) gives the
 reservations, the reason, the message and the tier. Without a decision the message is "N members present
 (minMember M); not scheduled yet". An invalid gang (`invalid`: why, e.g. its spec or its gang group) shows that
 reason as its message; not scheduled, condition Scheduled=False with reason Invalid, and Invalid=True; its
@@ -55,9 +55,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangsched.core.health_book import DegradedCondition
-from gangsched.core.plan import GangStatus
-from gangsched.core.records import PodRecord
+from gangsched.core.memory.health_book import DegradedCondition
+from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.values.records import PodRecord
 from gangsched.models.podgroup import ConditionType, PodGroupPhase
 from gangsched.state.placed_tiers import PlacedTiers
 
@@ -300,7 +300,7 @@ def _body(
 
 
 def degraded_condition(context: _Context, degraded: DegradedCondition) -> dict[str, Any]:
-    """The Degraded condition (runtime gang health, core/health.py): True while the gang that ran has fewer than
+    """The Degraded condition (runtime gang health, core/gang/health.py): True while the gang that ran has fewer than
     minMember members up (reason BelowMinMember, or StaleGangEvicted once its remaining members were evicted),
     False once it recovered (reason Recovered); absent for a gang never degraded."""
     status = "True" if degraded.status else "False"

@@ -16,7 +16,7 @@ Contract (`VolumeBook`, owned by state/cache.py, which calls it; no I/O):
   does not exist, is not bound (gangsched binds no claim: WaitForFirstConsumer is not supported, an Immediate
   claim waits for the PersistentVolume controller), is Lost, being deleted, bound to a volume not found, an
   ephemeral claim not owned by the pod, or terms beyond models/volumes.py MAX_TERMS: the pod is held (`holds`)
-  with a sentence naming the claim in `hold_reasons` (core/readiness.py reports it). A ReadWriteOncePod claim is
+  with a sentence naming the claim in `hold_reasons` (core/gang/readiness.py reports it). A ReadWriteOncePod claim is
   placed without that check and reported in `unsupported`.
 """
 
@@ -27,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.records import PodRecord, SchedulingClass, with_required
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.records import PodRecord, SchedulingClass, with_required
 from gangsched.models.volumes import (
     MAX_TERMS,
     ClaimInfo,

@@ -1,5 +1,5 @@
 """The what-if simulator (`gangsched sim replay`): a discrete-event replay of a cluster's workload through the real
-scheduling core (core/scheduler.py `schedule()` and the pod state machine, never a copy) and through baseline
+scheduling core (core/cycle/scheduler.py `schedule()` and the pod state machine, never a copy) and through baseline
 policies, with virtual time: no HTTP, no Kopf, no clock.
 
 Layout: `model.py` is the vocabulary every part shares (nodes, jobs, the workload); inputs, the engine, the policies,

@@ -15,7 +15,7 @@ Contract:
 Variants of gangsched (suffixes, combinable with "+"): `spread` (score strategy spread instead of binpack), `strict` /
 `nonstrict` (override every job's gang mode), `notopo` (no topology tree, no network-topology constraint),
 `nopreempt` (pods never preempt: preemptionPolicy Never), `nohold` (no capacity held for a starving gang:
-core/starvation.py off). E.g. `gangsched+nonstrict+notopo`.
+core/gang/starvation.py off). E.g. `gangsched+nonstrict+notopo`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class PodMove:
     cpu_milli: int
     old: PodPhase
     new: PodPhase
+    node: str = ""  # where the pod is (HELD or RUNNING); the engine's placement-aware speed reads it
 
 
 EndReason = Literal["evicted", "timeout", "failure"]  # failure: a node it had a pod on went down
@@ -55,7 +56,7 @@ class Ended:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedDeadlock:
-    """A deadlock the scheduler found and resolved itself (core/deadlock.py, `Plan.deadlocks`)."""
+    """A deadlock the scheduler found and resolved itself (core/gang/deadlock.py, `Plan.deadlocks`)."""
 
     formed: float  # when it existed since, at the latest (the last gang of the cycle started holding)
     gangs: int  # gangs in the wait-for cycle

@@ -24,9 +24,9 @@ Cost: O(nodes + domains * tiers^2) to aggregate capacity per domain, never nodes
 
 from __future__ import annotations
 
-from gangsched.core.naming import natural_key
 from gangsched.core.topology.placement import TopologyMiss, TopologyPlacement, place, place_network
 from gangsched.core.topology.tree import Domain, TopologyTree
+from gangsched.core.values.naming import natural_key
 
 __all__ = [
     "Domain",

@@ -3,9 +3,9 @@ described in the package docstring, core/topology/__init__.py).
 
 Contract: `place(tree, capacity, *, count, group_size, highest_tier_allowed, hard) -> TopologyPlacement |
 TopologyMiss`; `place_network(tree, capacity, count, network)` the same with a gang's networkTopology
-(core/gangspec.py `NetworkTopology`: its group size, highest tier allowed, hard or soft). Capacities are aggregated
-per level once (O(nodes + domains * tiers^2)); the choice walks the (whole tier, group tier) pairs in order; the
-layout then descends from the chosen domain to the nodes.
+(core/values/gangspec.py `NetworkTopology`: its group size, highest tier allowed, hard or soft). Capacities are
+aggregated per level once (O(nodes + domains * tiers^2)); the choice walks the (whole tier, group tier) pairs in order;
+the layout then descends from the chosen domain to the nodes.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from gangsched.core.errors import InvalidField
 from gangsched.core.topology.spread import NEVER_FITS, spread
 from gangsched.core.topology.tree import TopologyTree
+from gangsched.core.values.errors import InvalidField
 
 GroupSlots = tuple[list[list[int]], list[list[bool]]]
 
@@ -58,7 +58,7 @@ def place(
 
 
 class Network(Protocol):
-    """What placement reads of a gang's networkTopology (core/gangspec.py `NetworkTopology`)."""
+    """What placement reads of a gang's networkTopology (core/values/gangspec.py `NetworkTopology`)."""
 
     @property
     def mode(self) -> str: ...

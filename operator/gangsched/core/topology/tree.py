@@ -16,7 +16,7 @@ Contract:
   the whole cluster (one domain); indexes at every level follow natural name order. `level_names[t][i]`,
   `node_index[name]`, `parent_at[t][i]` (the index at level t+1), `children_at[t][i]` (indexes at level t-1);
   `domain_index(node, tier)`: the index at `tier` of the domain holding the node of index `node`.
-- `natural_key(name)`: the sort key of natural order ("node2" < "node10"), defined once in core/naming.py.
+- `natural_key(name)`: the sort key of natural order ("node2" < "node10"), defined once in core/values/naming.py.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.naming import natural_key
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.naming import natural_key
 
 CLUSTER = "(cluster)"
 

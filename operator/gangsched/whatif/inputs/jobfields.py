@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from gangsched.core.errors import InvalidField
-from gangsched.core.resources import canonical
+from gangsched.core.values.errors import InvalidField
+from gangsched.core.values.resources import canonical
 from gangsched.whatif.inputs.files import InputError, number
 from gangsched.whatif.model import GangMode, JobSpec, RoleSpec, TopologyMode
 

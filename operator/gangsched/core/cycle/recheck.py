@@ -1,0 +1,209 @@
+"""Reservations and nominations re-checked at the start of every cycle, before anything is bound.
+
+A reservation is capacity this scheduler decided on and holds in memory (core/memory/podstate.py RESERVED); meanwhile
+the cluster moves: nodes are cordoned, tainted or deleted, other schedulers bind pods (charged by the store as soon as
+they are seen), a PodGroup is deleted. kube-scheduler's answer for a pod waiting in Permit is Unreserve
+(pkg/scheduler/framework/interface.go `ReservePlugin`); the kubelet's admission (pkg/kubelet/lifecycle/predicate.go
+`generalFilter`) rejects a binding that over-commits a node or breaks its filters. Here no reservation reaches a
+binding without passing the same checks in the cycle that binds it.
+
+Contract: `recheck(session) -> set[UnitKey]`, run first in every cycle (core/cycle/scheduler.py), over the store as it
+is now; every change goes through the session (releases, cleared nominations, waiting-time clears, events):
+- A reservation of a gang without a spec (its PodGroup deleted, or invalid, and no annotations declaring it) is
+  released at once and the gang's waiting time is cleared: it never times out for it (scheduler-plugins'
+  coscheduling Permit rejects a pod whose PodGroup is not found at once). Its pods wait for a PodGroup
+  (core/cycle/scheduler.py, WaitingForPodGroup). Event `ReservationsReleased` on the gang.
+- A reservation on a node that is gone, cordoned (and the pod does not tolerate it), has a NoSchedule or
+  NoExecute taint the pod does not tolerate, or no longer matches the pod's node selector or required node
+  affinity, is released; so is one whose host ports are now in use there by another pod. Where the node's
+  charged requests exceed its allocatable (pods bound by others since), reservations on it are released, lowest
+  priority and last rank first, until it fits again or none is left. Event `ReservationsReleased` on the gang
+  ("reservation on n0 released: node cordoned").
+- A nomination on a node that is gone, cordoned or tainted for the pod (or no longer matched) is given up with
+  every nomination of its gang (they were chosen together): the capacity held for them is released in the
+  workspace and event `NominationLost` says why; the preemptor chooses again.
+- Returns the units that lost something for a node reason: the cycle attempts them now, backoff or not
+  (core/cycle/scheduler.py), so a gang whose reservations moved is placed again in the same cycle when it can be,
+  all of it or its Strict nothing (core/gang/gang_rules.py). Bound pods are never touched (a NoExecute taint is the
+  kubelet's business). Cost: O(reservations + nominations) per cycle, nothing per node or per bound pod.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+
+from gangsched.core.fit.filters import PortCounts, add_ports, port_conflict
+from gangsched.core.fit.matching import UNSCHEDULABLE_TAINT, static_block
+from gangsched.core.memory.podstate import RESERVED
+from gangsched.core.transaction.messages import conditions, event
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass
+from gangsched.core.values.units import UnitKey
+
+_NO_RANK = 1 << 62
+
+
+def recheck(session: CycleSession) -> set[UnitKey]:
+    """See the module docstring."""
+    retry: set[UnitKey] = set()
+    _release_reservations(session, retry)
+    _release_nominations(session, retry)
+    _clear_specless_waits(session)
+    return retry
+
+
+def podgroup_missing(gang_key: str) -> str:
+    """Why a gang without a spec waits (its pods' PodScheduled condition)."""
+    return f"PodGroup {gang_key} does not exist yet"
+
+
+def node_refuses(cls: SchedulingClass, node: NodeRecord | None) -> str | None:
+    """Why the node no longer takes a pod of the class (None: it does), in words for an event."""
+    if node is None:
+        return "node deleted"
+    if static_block(cls, node) is None:
+        return None
+    if node.unschedulable and not any(t.tolerates(UNSCHEDULABLE_TAINT) for t in cls.tolerations):
+        return "node cordoned"
+    for taint in node.taints:
+        if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in cls.tolerations):
+            shown = f"{taint.key}={taint.value}" if taint.value else taint.key
+            return f"node tainted {shown}:{taint.effect}"
+    return f"{static_block(cls, node)} no longer matches"
+
+
+def _port_taken(session: CycleSession, pod: PodRecord, node: str) -> str | None:
+    """A host port of the pod now used on its node by another pod (its own ports are counted in the store)."""
+    ports = pod.sclass.host_ports
+    in_use = session.store.host_ports.get(node)
+    if not ports or not in_use:
+        return None
+    others: PortCounts = dict(in_use)
+    add_ports(others, ports, -1)
+    taken = port_conflict(ports, others)
+    return None if taken is None else f"host port {taken.port}/{taken.protocol} in use"
+
+
+def _release_reservations(session: CycleSession, retry: set[UnitKey]) -> None:
+    store = session.store
+    reserved = list(store.pods_in(RESERVED))
+    if not reserved:
+        return
+    released: dict[UnitKey, Counter[tuple[str, str]]] = defaultdict(Counter)  # unit -> (node, why) -> count
+    kept: dict[str, list[PodRecord]] = defaultdict(list)  # node -> reservations that passed the node checks
+    specless: dict[str, list[PodRecord]] = defaultdict(list)  # gang -> its released members
+    for key in reserved:
+        held = store.reservation_of(key)
+        pod = store.pods.get(key)
+        if held is None or pod is None:
+            continue
+        node = held[0]
+        gang = store.gangs.get(pod.gang) if pod.gang is not None else None
+        if gang is not None and gang.spec is None:
+            session.release(key, node)
+            specless[gang.key].append(pod)
+            continue
+        why = node_refuses(pod.sclass, store.nodes.get(node)) or _port_taken(session, pod, node)
+        if why is None:
+            kept[node].append(pod)
+            continue
+        session.release(key, node)
+        released[_unit(pod)][(node, why)] += 1
+    for node, pods in kept.items():
+        for pod, why in _over_committed(session, node, pods):
+            session.release(pod.key, node)
+            released[_unit(pod)][(node, why)] += 1
+    _report(session, released, specless, retry)
+
+
+def _unit(pod: PodRecord) -> UnitKey:
+    return UnitKey.gang(pod.gang) if pod.gang is not None else UnitKey.pod(pod.key)
+
+
+def _over_committed(session: CycleSession, node: str, pods: list[PodRecord]) -> list[tuple[PodRecord, str]]:
+    """The reservations to give up on the node so that its charged requests fit its allocatable again."""
+    store = session.store
+    alloc = store.nodes[node].allocatable
+    charged = store.used.get(node, {})
+    over = {r for r, q in charged.items() if q > alloc.get(r, 0)}
+    if not over:
+        return []
+    used = dict(charged)
+    out: list[tuple[PodRecord, str]] = []
+    for pod in sorted(pods, key=lambda p: _keep_order(session, p), reverse=True):
+        short = sorted(r for r in over if pod.requests.get(r, 0) > 0)
+        if not short:
+            continue
+        out.append((pod, f"insufficient {short[0]} (pods bound since)"))
+        for r, q in pod.requests.items():
+            used[r] = used.get(r, 0) - q
+        over = {r for r in over if used.get(r, 0) > alloc.get(r, 0)}
+        if not over:
+            break
+    return out
+
+
+def _keep_order(session: CycleSession, pod: PodRecord) -> tuple[int, int, tuple[tuple[int, int | str], ...]]:
+    """Higher priority, then lower rank, then natural name order: kept first (so released last)."""
+    return (-pod.priority, pod.rank if pod.rank is not None else _NO_RANK, session.store.name_key(pod.key))
+
+
+def _report(
+    session: CycleSession,
+    released: Mapping[UnitKey, Counter[tuple[str, str]]],
+    specless: Mapping[str, list[PodRecord]],
+    retry: set[UnitKey],
+) -> None:
+    for gang_key, pods in sorted(specless.items()):
+        what = "reservation" if len(pods) == 1 else f"{len(pods)} reservations"
+        message = f"{what} released: PodGroup {gang_key} no longer exists (or is invalid)"
+        event(session, "PodGroup", gang_key, "Normal", "ReservationsReleased", message)
+        conditions(session, pods, "WaitingForPodGroup", podgroup_missing(gang_key))  # (the others: scheduler.py)
+    for unit, moves in sorted(released.items()):
+        parts = []
+        for (node, why), count in sorted(moves.items()):
+            what = "reservation" if count == 1 else f"{count} reservations"
+            parts.append(f"{what} on {node} released: {why}")
+        kind = "Pod" if unit.is_pod else "PodGroup"
+        event(session, kind, unit.key, "Warning", "ReservationsReleased", "; ".join(parts))
+        retry.add(unit)
+
+
+def _release_nominations(session: CycleSession, retry: set[UnitKey]) -> None:
+    store = session.store
+    lost: dict[UnitKey, tuple[str, str]] = {}  # unit (gang, or pod alone) -> (node, why), the first found
+    for pod_key, node in list(session.state.nominations()):
+        pod = store.pods.get(pod_key)
+        if pod is None or _unit(pod) in lost:
+            continue
+        why = node_refuses(pod.sclass, store.nodes.get(node))
+        if why is not None:
+            lost[_unit(pod)] = (node, why)
+    for unit, (node, why) in sorted(lost.items()):
+        if unit.is_pod:
+            session.workspace.release(node, store.pods[unit.key].sclass.requests)
+            keys = [unit.key]
+        else:
+            keys = _drop_holds(session, session.take_holds(unit.key))
+        session.clear_nominations(keys)
+        message = f"nomination on {node} released: {why}; it will choose again"
+        event(session, "Pod" if unit.is_pod else "PodGroup", unit.key, "Warning", "NominationLost", message)
+        retry.add(unit)
+
+
+def _drop_holds(session: CycleSession, holds: Iterable[tuple[str, str, Mapping[str, int]]]) -> list[str]:
+    keys = []
+    for pod_key, node, requests in holds:
+        session.workspace.release(node, requests)
+        keys.append(pod_key)
+    return keys
+
+
+def _clear_specless_waits(session: CycleSession) -> None:
+    """A gang without a spec holds nothing and its waiting time does not run (it never times out for it)."""
+    gangs = session.store.gangs
+    for gang_key in list(session.store.reserving()):
+        gang = gangs.get(gang_key)
+        if gang is not None and gang.spec is None:
+            session.set_wait_start(gang_key, None)

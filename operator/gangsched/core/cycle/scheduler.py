@@ -1,0 +1,163 @@
+"""One scheduling cycle as a pure function: `schedule(state, now, config) -> Plan`.
+
+Contract:
+- Sees the state through read-only views (core/memory/views.py) and never changes it (it only refreshes the store's
+  capacity memos); the runtime calls `state.apply(plan)` to record the decisions, then carries the Plan out
+  against the API.
+- The cycle is a session (core/transaction/session.py): every decision is a recorded operation, and a unit's attempt
+  that fails is rolled back to its checkpoint.
+- Order of work: (0) every reservation and nomination is re-checked against the node and its usage now
+  (core/cycle/recheck.py): those that no longer fit are released, and their units are attempted this cycle even if
+  backed off; (1) gangs whose waiting time has ended time out (core/cycle/timers.py); (1b) NonStrict deadlocks (a
+  wait-for cycle among gangs holding reservations) release the victim's reservations (core/gang/deadlock.py): the
+  others of the cycle are attempted this cycle, the victim is not; (2) the queue: units (gangs,
+  and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
+  then creation time (a failed unit uses its last failure time), then gangs before pods, then key (a backed-off
+  gang that capacity freed since cannot help stays backed off: core/hints/queue_hints.py); a gang
+  whose PodGroup is not known yet waits (WaitingForPodGroup; InvalidPodGroup, with the reason, when its PodGroup
+  exists but is invalid) and loses its nominations; (3) up to
+  config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
+  earlier units' placements: a gang by the gang rules (core/gang/gang_rules.py, placement in
+  core/placement/placement.py, group preemption in core/preemption/preempting.py), a pod without a gang or a member of a
+  satisfied gang alone; (4) Warnings for the constraints bound pods were placed without (core/gang/readiness.py); (5)
+  runtime gang health (core/gang/health.py: degraded gangs reported, stale ones evicted by policy); (6) the next wakeup.
+- Group preemption: a Strict gang whose pending members do not fit looks for lower-priority victims; the plan
+  then carries the evictions, the members' nominations and events. While its victims still exist the gang
+  waits (reason Preempting); pods already leaving are never victims; its own nominated capacity is available
+  to it on every attempt, so it binds in the first cycle after the victims are gone. Held capacity is never
+  given to a gang of lower or equal priority; a higher-priority gang may use it, and the preemptor then
+  loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the
+  gang times out, loses its PodGroup, or finds nothing to preempt any more.
+- Starvation (core/gang/starvation.py): before the queue, capacity is held for the gang that has been unschedulable
+  longest (at most one per priority level, config.max_held_gangs in all, after config.hold_after_seconds), and
+  that gang is attempted first among the units of its priority; each
+  unit's attempt sees held capacity only when it is that gang, has a higher priority, or declares a run time that
+  ends before that gang could start (bounded backfill).
+- Messages (core/transaction/messages.py): events and pod conditions of a unit are only emitted when its
+  message changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+
+from gangsched.core.cycle.recheck import podgroup_missing, recheck
+from gangsched.core.cycle.timers import expire_waiting_times, next_wakeup
+from gangsched.core.gang.deadlock import resolve_deadlocks
+from gangsched.core.gang.gang_rules import attempt_gang, schedule_alone
+from gangsched.core.gang.health import check_health, health_wakeup
+from gangsched.core.gang.readiness import report_unsupported
+from gangsched.core.gang.starvation import finish, first_in_level, hold_capacity, hold_wakeup, lifted
+from gangsched.core.hints.queue_hints import cannot_progress
+from gangsched.core.memory.views import StateView
+from gangsched.core.transaction.messages import wait
+from gangsched.core.transaction.plan import Plan
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.config import SchedulerConfig
+from gangsched.core.values.units import UnitKey
+
+
+def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
+    """One cycle; see the module docstring."""
+    session = CycleSession(state, now, config)
+    retry = recheck(session)  # reservations and nominations that no longer fit are released (core/cycle/recheck.py)
+    expire_waiting_times(session)
+    retry, victims = resolve_deadlocks(session, retry)  # NonStrict wait-for cycles (core/gang/deadlock.py)
+    holds = hold_capacity(session)
+    budget = config.max_units_per_cycle
+    hintable: set[UnitKey] = set()  # backed off, but capacity was freed since: attempted unless the hint says no
+    for unit in first_in_level(session, holds, queue_order(session, retry, hintable)):
+        if budget <= 0:
+            break
+        if unit in victims:  # its reservations were just released for a deadlock: not attempted this cycle
+            continue
+        if holds.active:
+            with lifted(session, holds, unit):  # (the hint sees the capacity the unit may use: held or not)
+                attempted = _attempt(session, unit, hintable)
+        else:
+            attempted = _attempt(session, unit, hintable)
+        if attempted:
+            budget -= 1
+    finish(session, holds)
+    report_unsupported(session)
+    health = state.health
+    if len(health):  # (only gangs with a grace period are watched: nothing to do by default)
+        check_health(session, health)
+    wake = (next_wakeup(session), hold_wakeup(session), health_wakeup(session, health) if len(health) else None)
+    wakeups = [t for t in wake if t is not None]
+    session.plan.next_wakeup = min(wakeups, default=None)
+    return session.plan
+
+
+def queue_order(
+    session: CycleSession, retry: AbstractSet[UnitKey] = frozenset(), hintable: set[UnitKey] | None = None
+) -> list[UnitKey]:
+    """The units to attempt this cycle, in order (see the module docstring); units in `retry` (their reservations
+    or nominations were just released) are attempted even if backed off or without a pending member yet. Gangs
+    backed off whose backoff ends early only because capacity was freed since are added to `hintable`."""
+    store = session.store
+    queue = session.state.queue
+    now = session.now
+    freed_gen = store.freed_gen
+    gangs = store.gangs
+    items: list[tuple[int, float, int, str, UnitKey]] = []  # (ties: gangs before pods, then by key)
+    backoffs = queue.gang_backoffs
+    timed_out_now = session.timed_out_now
+    for gang_key, unit in queue.queued_gang_units.items():
+        gang = gangs[gang_key]
+        if gang.timed_out or gang_key in timed_out_now:
+            continue
+        if gang.spec is None and not gang.satisfied:
+            invalid = session.state.no_spec_reason(gang_key)  # its PodGroup exists but is invalid: say why
+            if invalid:
+                wait(session, gang, "InvalidPodGroup", f"PodGroup {gang_key} is invalid: {invalid}")
+            else:
+                wait(session, gang, "WaitingForPodGroup", podgroup_missing(gang_key))
+            session.clear_nominations(gang.pending)
+            continue
+        backoff = backoffs.get(gang_key)
+        if backoff is None:
+            created = gang.created if gang.created is not None else gang.member_created
+        elif backoff.backoff_until > now and backoff.freed_gen >= freed_gen and unit not in retry:
+            continue
+        elif backoff.failed_at is not None:
+            created = backoff.failed_at
+            if hintable is not None and backoff.backoff_until > now and unit not in retry:
+                hintable.add(unit)
+        else:
+            created = gang.created if gang.created is not None else gang.member_created
+        items.append((-gang.priority, created, 0, gang_key, unit))
+    for unit in retry:  # every member was reserved: not queued (yet, for the store)
+        moved = gangs.get(unit.key) if not unit.is_pod and unit.key not in queue.queued_gang_units else None
+        if moved is not None and moved.spec is not None and not session.is_timed_out(moved):
+            created = moved.created if moved.created is not None else moved.member_created
+            items.append((-moved.priority, created, 0, unit.key, moved.unit))
+    backoffs = queue.pod_backoffs
+    for pod_key, unit in queue.alone_units.items():
+        backoff = backoffs.get(pod_key)
+        if backoff is not None and backoff.backoff_until > now and backoff.freed_gen >= freed_gen and unit not in retry:
+            continue
+        pod = store.pods[pod_key]
+        created = backoff.failed_at if backoff is not None and backoff.failed_at is not None else pod.created
+        items.append((-pod.priority, created, 1, pod_key, unit))
+    items.sort()
+    return [item[4] for item in items]
+
+
+def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey] = frozenset()) -> bool:
+    """Attempt one unit; False when it only waited, or the queueing hint skipped it (core/hints/queue_hints.py: the
+    capacity freed since it backed off cannot help it); such units do not count against the cycle's budget."""
+    if unit in hintable and cannot_progress(session, session.store.gangs[unit.key]):
+        session.plan.hint_skips[unit] = session.store.freed_gen
+        return False
+    if unit.is_pod:
+        schedule_alone(session, unit, [session.store.pods[unit.key]], gang=None)
+        return True
+    gang = session.store.gangs[unit.key]
+    if gang.satisfied:
+        members = session.members(gang)
+        if not members.pending and not members.held:
+            return False
+        schedule_alone(session, unit, members.pending + members.held, gang=gang)
+        return True
+    return attempt_gang(session, gang)

@@ -1,0 +1,403 @@
+"""Per-class node capacity: how many more pods of a scheduling class each node can take, kept incrementally.
+
+Contract (used by the scheduling cycle's modules):
+- `ClassIndex` is a memo kept inside the store (core/memory/store.py), one per (class, score strategy). It holds the
+  statically feasible nodes of the class (see core/fit/matching.py) with their preference, each node's fit count (how
+  many more pods of the class fit in its free resources), and buckets of nodes by score key. It is brought up to date
+  from the store's change log: only nodes whose usage changed are recomputed; a change of any node's static properties
+  rebuilds it. The fit count is also capped by the node filters that apply to the class (core/fit/filters.py, e.g. host
+  ports: at most one pod per node); classes no filter applies to pay nothing. For a class with a domain filter
+  (`NodeFilter.domains`, e.g. InterPodAffinity, core/fit/affinity.py) a node's limit depends on the pods of its whole
+  topology domain: the index also follows the pod counts' change log (core/fit/pod_counts.py) and recomputes the nodes
+  the filters' `touched` names (every node when one says None; a rebuild when the counts' generation or the set of
+  existing anti-affinity terms moved). Nodes with a fit count of 0 are in no bucket, so placement never looks at full
+  nodes, and never loops pods x nodes.
+- `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during the cycle, and
+  copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give each unit a transaction. The
+  store and its indexes are never changed by a Workspace. `place(..., cls=)` also counts the pods in the cycle's
+  `overlay` of the pod counts, so pod selectors see the gang's own members; views of classes with domain filters then
+  recompute the nodes those filters name (a view created later recomputes what every change of the cycle names). A
+  view's `slots()` is the class's free slots in all (its fit counts summed).
+Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread (-preference, -count):
+emptiest first. Preference: core/fit/matching.py `preference`, plus core/fit/pod_score.py's score for a class with
+preferred pod affinity terms, kept up to date by the index like a domain filter's limit (over the store's pods: the
+views do not move it; core/placement/score_place.py adds the cycle's placements per domain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from gangsched.core.fit import affinity, pod_score
+from gangsched.core.fit.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
+from gangsched.core.fit.matching import preference, static_block
+from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
+from gangsched.core.memory.views import StoreView
+from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
+from gangsched.core.values.resources import Resources
+
+_CAP = 1 << 30
+_MAX_INDEXES = 256
+
+Key = tuple[int, int]
+
+
+def fit_count(
+    requests: Mapping[str, int],
+    alloc: Mapping[str, int],
+    used: Mapping[str, int] | None,
+    extra: Mapping[str, int] | None = None,
+) -> int:
+    """How many pods with `requests` fit in alloc - used - extra (missing resources count as 0)."""
+    n = _CAP
+    for r, q in requests.items():
+        if q <= 0:
+            continue
+        free = alloc.get(r, 0)
+        if used is not None:
+            free -= used.get(r, 0)
+        if extra is not None:
+            free -= extra.get(r, 0)
+        room = free // q
+        if room < n:
+            if room <= 0:
+                return 0
+            n = room
+    return n
+
+
+def _key(spread: bool, pref: int, count: int) -> Key:
+    return (-pref, -count if spread else count)
+
+
+def _drop(buckets: dict[Key, dict[str, None]], k: Key, node: str) -> None:
+    b = buckets[k]
+    del b[node]
+    if not b:
+        del buckets[k]
+
+
+def _pref(cls: SchedulingClass, node: NodeRecord, usage: Usage) -> int:
+    """The node's preference for the class: preferred node affinity and taints, plus the pod affinity score."""
+    pref = preference(cls, node) if (cls.preferred or node.taints) else 0
+    return pref + pod_score.score(cls, node.labels, usage) if cls.pod_preferred else pref
+
+
+def touched_by(
+    filters: tuple[NodeFilter, ...], cls: SchedulingClass, counts: PodCounts, changes: list[Change]
+) -> set[str] | None:
+    """The nodes whose limits the pod-count changes may move, for these (domain) filters; None: every node."""
+    out: set[str] = set()
+    for f in filters:
+        nodes = f.touched(cls, counts, changes)
+        if nodes is None:
+            return None
+        out |= nodes
+    return out
+
+
+def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
+    return Usage(cluster.host_ports, nodes=cluster.nodes, counts=cluster.pod_counts, overlay=overlay)
+
+
+class ClassIndex:
+    __slots__ = ("aff", "blocked", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread",
+                 "watch")  # fmt: skip
+
+    def __init__(self, cls: SchedulingClass, spread: bool) -> None:
+        self.cls = cls
+        self.filters = filters_for(cls)
+        self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
+        scored = pod_score.SCORER.applies(cls)  # and its preference (core/fit/pod_score.py): the index follows it
+        self.watch = (*self.aff, pod_score.SCORER) if scored else self.aff
+        self.spread = spread
+        self.gen = -1
+        self.pos = 0
+        self.counts_at = (-1, -1, 0)  # pod_counts (gen, owners_gen, log position) when last brought up to date
+        self.pref: dict[str, int] = {}
+        self.count: dict[str, int] = {}
+        self.buckets: dict[Key, dict[str, None]] = {}
+        self.blocked: dict[str, int] | None = (
+            None  # statically blocked nodes by reason (core/transaction/messages.py fills it)
+        )
+
+    def _rebuild(self, cluster: StoreView) -> None:
+        cls = self.cls
+        self.pref = {}
+        self.count = {}
+        self.buckets = {}
+        self.blocked = None
+        req = cls.requests
+        used = cluster.used
+        simple = not cls.constrained and not cls.tolerations and not cls.preferred and not cls.pod_preferred
+        filters = self.filters
+        usage = _usage(cluster)
+        counts = cluster.pod_counts
+        self.counts_at = (counts.gen, counts.owners_gen, counts.log_end())
+        for name, node in cluster.nodes.items():
+            if simple and not node.taints and not node.unschedulable:
+                pref = 0
+            else:
+                if static_block(cls, node) is not None:
+                    continue
+                pref = _pref(cls, node, usage)
+            self.pref[name] = pref
+            c = fit_count(req, node.allocatable, used.get(name))
+            if filters and c:
+                c = min(c, limit(filters, cls, name, usage))
+            self.count[name] = c
+            if c:
+                k = _key(self.spread, pref, c)
+                b = self.buckets.get(k)
+                if b is None:
+                    b = self.buckets[k] = {}
+                b[name] = None
+        self.gen = cluster.static_gen
+        self.pos = cluster.log_end()
+
+    def _domain_changes(self, cluster: StoreView) -> set[str] | None:
+        """Nodes whose affinity limit may have moved since the last sync (None: rebuild)."""
+        counts = cluster.pod_counts
+        gen, owners_gen, pos = self.counts_at
+        if gen != counts.gen or owners_gen != counts.owners_gen:
+            return None
+        log = counts.changes_since(pos)
+        if log is None:
+            return None
+        self.counts_at = (gen, owners_gen, counts.log_end())
+        return touched_by(self.watch, self.cls, counts, log) if log else set()
+
+    def sync(self, cluster: StoreView) -> None:
+        end = cluster.log_end()
+        if self.gen == cluster.static_gen and self.pos == end and not self.watch:
+            return
+        log = cluster.changes_since(self.pos) if self.gen == cluster.static_gen else None
+        more = self._domain_changes(cluster) if self.watch and log is not None else set()
+        if log is None or more is None:
+            self._rebuild(cluster)
+            return
+        # in log order, not set order: a bucket's order breaks ties between equal nodes, so it must not depend on
+        # the process's string hash seed (the same cluster history gives the same choices in every process)
+        changed = dict.fromkeys(log)
+        changed.update(dict.fromkeys(sorted(more)))
+        self.pos = end
+        cls = self.cls
+        filters = self.filters
+        usage = _usage(cluster)
+        for name in changed:
+            pref = self.pref.get(name)
+            if pref is None:
+                continue
+            node = cluster.nodes[name]
+            c = fit_count(cls.requests, node.allocatable, cluster.used.get(name))
+            if filters and c:
+                c = min(c, limit(filters, cls, name, usage))
+            old = self.count[name]
+            new = _pref(cls, node, usage) if cls.pod_preferred else pref
+            if c == old and new == pref:
+                continue
+            self.count[name], self.pref[name] = c, new
+            if old:
+                _drop(self.buckets, _key(self.spread, pref, old), name)
+            if c:
+                self.buckets.setdefault(_key(self.spread, new, c), {})[name] = None
+
+
+def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
+    caches = cluster.class_caches
+    key = (cls.id, spread)
+    idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
+    if idx is None:
+        idx = ClassIndex(cls, spread)
+        while len(caches) >= _MAX_INDEXES:
+            del caches[next(iter(caches))]
+    caches[key] = idx
+    assert isinstance(idx, ClassIndex)
+    idx.sync(cluster)
+    return idx
+
+
+class ClassView:
+    """A copy-on-write view of a ClassIndex reflecting the workspace's tentative usage."""
+
+    __slots__ = ("_owned", "buckets", "count", "idx")
+
+    def __init__(self, idx: ClassIndex) -> None:
+        self.idx = idx
+        self.count: dict[str, int] = {}  # overrides of idx.count
+        self.buckets: dict[Key, dict[str, None]] = dict(idx.buckets)
+        self._owned: set[Key] = set()
+
+    def count_of(self, node: str) -> int:
+        c = self.count.get(node)
+        return self.idx.count.get(node, 0) if c is None else c
+
+    def _bucket(self, k: Key) -> dict[str, None]:
+        b = self.buckets.get(k)
+        if k not in self._owned:
+            b = dict(b) if b is not None else {}
+            self.buckets[k] = b
+            self._owned.add(k)
+        elif b is None:
+            b = self.buckets[k] = {}
+        return b
+
+    def set_count(self, node: str, c: int) -> None:
+        pref = self.idx.pref.get(node)
+        if pref is None:
+            return
+        old = self.count_of(node)
+        if old == c:
+            return
+        self.count[node] = c
+        spread = self.idx.spread
+        if old:
+            k = _key(spread, pref, old)
+            b = self._bucket(k)
+            b.pop(node, None)
+            if not b:
+                del self.buckets[k]
+                self._owned.discard(k)
+        if c:
+            self._bucket(_key(spread, pref, c))[node] = None
+
+    def ordered(self) -> Iterator[tuple[str, int]]:
+        """(node, count) by ascending score key, skipping nodes that are full. Do not mutate while iterating."""
+        for k in sorted(self.buckets):
+            for node in self.buckets[k]:
+                yield node, abs(k[1])
+
+    def capacity(self) -> dict[str, int]:
+        return {n: c for k, b in self.buckets.items() for n in b for c in (abs(k[1]),)}
+
+    def slots(self) -> int:
+        return sum(abs(k[1]) * len(b) for k, b in self.buckets.items())
+
+
+@dataclass(slots=True)
+class _Undo:
+    node: str
+    delta: Mapping[str, int]
+    sign: int
+    ports: tuple[HostPort, ...]
+    cls: SchedulingClass | None
+    times: int
+
+
+class Workspace:
+    def __init__(self, cluster: StoreView, *, spread: bool) -> None:
+        self.cluster = cluster
+        self.spread = spread
+        self.extra: dict[str, Resources] = {}
+        self.views: dict[int, ClassView] = {}
+        self.overlay = Overlay(cluster.pod_counts)  # pods placed this cycle, for pod selectors (core/fit/pod_counts.py)
+        self.usage = _usage(cluster, self.overlay)  # what node filters see (what was placed this cycle included)
+        self._undo: list[_Undo] = []
+        self._changes: list[Change] = []  # every change the cycle's placements made to the pod counts
+        self._violations: list[SchedulingClass] = []
+
+    def view(self, cls: SchedulingClass) -> ClassView:
+        v = self.views.get(cls.id)
+        if v is None:
+            v = self.views[cls.id] = ClassView(class_index(self.cluster, cls, spread=self.spread))
+            touched: set[str] | None = set()
+            if v.idx.aff and self._changes:  # the cycle's placements seen by pod selectors
+                self._changes += self.overlay.catch_up()  # counters the new index registered count them first
+                touched = touched_by(v.idx.aff, cls, self.cluster.pod_counts, self._changes)
+            for node in v.idx.pref if touched is None else (*self.extra, *touched):
+                self._refresh(v, node)
+        return v
+
+    def _refresh(self, v: ClassView, node: str) -> None:
+        rec: NodeRecord | None = self.cluster.nodes.get(node)
+        if rec is None or node not in v.idx.pref:
+            return
+        idx = v.idx
+        c = fit_count(idx.cls.requests, rec.allocatable, self.cluster.used.get(node), self.extra.get(node))
+        if idx.filters and c:
+            c = min(c, limit(idx.filters, idx.cls, node, self.usage))
+        v.set_count(node, c)
+
+    def _change(self, u: _Undo, sign: int) -> None:
+        node = u.node
+        e = self.extra.get(node)
+        if e is None:
+            e = self.extra[node] = {}
+        for r, q in u.delta.items():
+            e[r] = e.get(r, 0) + sign * q
+        if u.ports:
+            counts: PortCounts = self.usage.extra_ports.setdefault(node, {})
+            add_ports(counts, u.ports, sign)
+        touched = self._count(u.cls, node, sign, u.times) if u.cls is not None else []
+        self._changes += touched
+        for v in self.views.values():
+            if v.idx.aff and touched:
+                nodes = touched_by(v.idx.aff, v.idx.cls, self.cluster.pod_counts, touched)
+                for name in v.idx.pref if nodes is None else nodes:
+                    self._refresh(v, name)
+            self._refresh(v, node)
+
+    def _count(self, cls: SchedulingClass, node: str, sign: int, times: int) -> list[Change]:
+        """Count the class's pods in the overlay (pod selectors see them); the changes made."""
+        if not cls.namespace and not cls.anti_affinity:
+            return []  # no pod selector reads pods
+        info = PodInfo(cls.namespace, cls.labels, cls.anti_affinity)
+        out: list[Change] = []
+        for _ in range(times):
+            out.extend(self.overlay.add(node, info, sign))
+        return out
+
+    def place(
+        self,
+        node: str,
+        requests: Mapping[str, int],
+        times: int = 1,
+        ports: tuple[HostPort, ...] = (),
+        *,
+        cls: SchedulingClass | None = None,
+    ) -> None:
+        """Take `times` pods' requests (and host ports: a class with ports is placed once per node); with `cls`,
+        the pods are seen by pod selectors (pod affinity) too."""
+        view = self.views.get(cls.id) if cls is not None and affinity.coupled(cls) else None
+        if cls is not None and view is not None and view.count_of(node) < times:
+            self._violations.append(cls)  # a plan made from counts an earlier placement lowered
+        if times != 1:
+            requests, ports = {r: q * times for r, q in requests.items()}, ports * times
+        u = _Undo(node, requests, 1, ports, cls, times)
+        self._change(u, 1)
+        self._undo.append(u)
+
+    def release(
+        self,
+        node: str,
+        requests: Mapping[str, int],
+        ports: tuple[HostPort, ...] = (),
+        *,
+        cls: SchedulingClass | None = None,
+    ) -> None:
+        u = _Undo(node, requests, -1, ports, cls, 1)
+        self._change(u, -1)
+        self._undo.append(u)
+
+    def take_violations(self) -> list[SchedulingClass]:
+        """Classes placed on a node whose count was lower than the placement (cleared by the call)."""
+        out, self._violations = self._violations, []
+        return out
+
+    def begin(self) -> int:
+        return len(self._undo)
+
+    def rollback(self, mark: int) -> None:
+        while len(self._undo) > mark:
+            u = self._undo.pop()
+            self._change(u, -u.sign)
+
+    def free(self, node: str) -> Resources:
+        rec = self.cluster.nodes[node]
+        out = dict(rec.allocatable)
+        for src in (self.cluster.used.get(node), self.extra.get(node)):
+            if src:
+                for r, q in src.items():
+                    out[r] = out.get(r, 0) - q
+        return out

@@ -1,0 +1,173 @@
+"""Node filters that depend on what else runs on a node (kube-scheduler's filter plugins beyond resources and
+labels), consulted per node by the capacity indexes (core/fit/capacity.py) and so by every placement path.
+
+Contract:
+- `NodeFilter` is the interface: `applies(cls)` (decided once per scheduling class; a class no filter applies
+  to pays nothing), `limit(cls, node, usage) -> int` (how many more pods of the class the node takes, 0:
+  blocked) and `reason(cls, node, usage) -> str | None` (a short reason for "blocked by" messages).
+  `filters_for(cls)` lists the filters that apply to a class (memoized by class id); `limit` / `block_reason`
+  combine them. A filter with `domains` True reads pod counts over topology domains (core/fit/pod_counts.py):
+  `touched(cls, counts, changes)` names the nodes whose limit the counts' changes may move (None: every node),
+  which the capacity indexes recompute. `Usage` is what they see of a node: the store's usage (bound, assumed
+  and reserved pods) and the cycle's tentative placements (the workspace), so the gang's own members placed in
+  the same cycle count.
+- `NodePorts` (kube-scheduler pkg/scheduler/framework/plugins/nodeports): a pod asking for host ports fits a
+  node only when none of them conflicts with a port in use there: same protocol and port, and the same hostIP
+  or either side 0.0.0.0 (framework HostPortInfo.CheckConflict). Two pods of the same class always conflict,
+  so such a class fits at most once per node.
+- `PortTable`: host ports in use per node (`by_node[node]`: counts keyed by `HostPort` and by
+  (protocol, port) for the 0.0.0.0 check); `charge(pod_key, node | None, ports)` moves a pod's ports (the
+  store charges them exactly while it charges the pod's resources). `add_ports(counts, ports, sign)` is the
+  same bookkeeping for the workspace.
+- `InterPodAffinity` (core/fit/affinity.py): required pod affinity and anti-affinity, and existing pods'
+  anti-affinity, over the pod counts (`Usage.counts`, the store's; `Usage.overlay`, the cycle's placements).
+  Its limit on a node depends on the pods of the node's whole topology domain: core/fit/capacity.py refreshes the
+  nodes of the domains a change touches (core/fit/affinity.py `relevant`).
+- `PodTopologySpread` (core/fit/pod_spread.py): a node without one of the class's topology keys takes none of its
+  pods; the skew across domains is evaluated while placing (core/placement/spread_place.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gangsched.core.fit.affinity import InterPodAffinity
+from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts
+from gangsched.core.fit.pod_spread import PodTopologySpread
+from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
+
+WILDCARD = "0.0.0.0"
+PortKey = HostPort | tuple[str, int]
+PortCounts = dict[PortKey, int]
+_UNLIMITED = 1 << 30
+
+
+def add_ports(counts: PortCounts, ports: Iterable[HostPort], sign: int) -> None:
+    """Count `ports` in (sign 1) or out of (sign -1) a node's counts; zero counts are dropped. The workspace's
+    counts may go below zero: a released reservation frees ports the store still counts."""
+    for port in ports:
+        for key in (port, (port.protocol, port.port)):
+            n = counts.get(key, 0) + sign
+            if n:
+                counts[key] = n
+            else:
+                del counts[key]
+
+
+def _count(key: PortKey, tables: list[Mapping[PortKey, int]]) -> int:
+    return sum(t.get(key, 0) for t in tables)
+
+
+def port_conflict(wanted: Iterable[HostPort], *in_use: Mapping[PortKey, int] | None) -> HostPort | None:
+    """The first of `wanted` that conflicts with a port in use by the sum of the `in_use` counts, else None."""
+    tables = [t for t in in_use if t]
+    if not tables:
+        return None
+    for port in wanted:
+        if port.ip == WILDCARD:
+            if _count((port.protocol, port.port), tables) > 0:
+                return port
+        elif _count(port, tables) > 0 or _count(HostPort(WILDCARD, port.protocol, port.port), tables) > 0:
+            return port
+    return None
+
+
+class PortTable:
+    """Host ports in use per node, by charged pod."""
+
+    def __init__(self) -> None:
+        self.by_node: dict[str, PortCounts] = {}
+        self._charges: dict[str, tuple[str, tuple[HostPort, ...]]] = {}  # pod -> (node, ports)
+
+    def charge(self, pod_key: str, node: str | None, ports: tuple[HostPort, ...]) -> None:
+        """The pod's ports are in use on `node` (None or no ports: nowhere)."""
+        old = self._charges.pop(pod_key, None)
+        if old is not None:
+            counts = self.by_node[old[0]]
+            add_ports(counts, old[1], -1)
+            if not counts:
+                del self.by_node[old[0]]
+        if node is not None and ports:
+            add_ports(self.by_node.setdefault(node, {}), ports, 1)
+            self._charges[pod_key] = (node, ports)
+
+    def charged(self, pod_key: str) -> bool:
+        return pod_key in self._charges
+
+    def __len__(self) -> int:
+        return len(self._charges)
+
+
+@dataclass(slots=True)
+class Usage:
+    """What filters see of the nodes: the store's usage and the cycle's tentative placements."""
+
+    ports: Mapping[str, Mapping[PortKey, int]]  # the store's (core/memory/store.py PortTable.by_node)
+    extra_ports: dict[str, PortCounts] = field(default_factory=dict)  # placed this cycle (core/fit/capacity.py)
+    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the store's nodes (their labels)
+    counts: PodCounts | None = None  # the store's pod counts (core/fit/pod_counts.py)
+    overlay: Overlay | None = None  # the pods placed this cycle, on top of `counts`
+
+
+class NodeFilter(Protocol):
+    name: str
+    domains: bool  # the limit on a node depends on pod counts over its topology domains (see `touched`)
+
+    def applies(self, cls: SchedulingClass) -> bool: ...
+
+    def limit(self, cls: SchedulingClass, node: str, usage: Usage) -> int: ...
+
+    def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None: ...
+
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None: ...
+
+
+class NodePorts:
+    name = "NodePorts"
+    domains = False
+
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None:
+        return set()
+
+    def applies(self, cls: SchedulingClass) -> bool:
+        return bool(cls.host_ports)
+
+    def _conflict(self, cls: SchedulingClass, node: str, usage: Usage) -> HostPort | None:
+        return port_conflict(cls.host_ports, usage.ports.get(node), usage.extra_ports.get(node))
+
+    def limit(self, cls: SchedulingClass, node: str, usage: Usage) -> int:
+        return 0 if self._conflict(cls, node, usage) is not None else 1
+
+    def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None:
+        port = self._conflict(cls, node, usage)
+        return None if port is None else f"host port {port.port}/{port.protocol} in use"
+
+
+FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity(), PodTopologySpread())
+_by_class: dict[int, tuple[NodeFilter, ...]] = {}
+
+
+def filters_for(cls: SchedulingClass) -> tuple[NodeFilter, ...]:
+    """The filters that apply to the class (empty for most classes)."""
+    found = _by_class.get(cls.id)
+    if found is None:
+        found = _by_class[cls.id] = tuple(f for f in FILTERS if f.applies(cls))
+    return found
+
+
+def limit(filters: tuple[NodeFilter, ...], cls: SchedulingClass, node: str, usage: Usage) -> int:
+    """How many more pods of the class the node takes by the filters (unlimited without any)."""
+    n = _UNLIMITED
+    for f in filters:
+        n = min(n, f.limit(cls, node, usage))
+    return n
+
+
+def block_reason(cls: SchedulingClass, node: str, usage: Usage) -> str | None:
+    for f in filters_for(cls):
+        why = f.reason(cls, node, usage)
+        if why is not None:
+            return why
+    return None

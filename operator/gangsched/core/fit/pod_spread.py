@@ -1,0 +1,186 @@
+"""kube-scheduler's PodTopologySpread filter for DoNotSchedule constraints (pkg/scheduler/framework/plugins/
+podtopologyspread/filtering.go and common.go), as records and domain counts (pure). Not the network topology of
+core/topology/.
+
+Contract:
+- `SpreadConstraint`: one constraint of a pod as the plugin reads it (models/pod_spread.py builds
+  it): maxSkew, topologyKey, the pod's namespace, the selector (None: a nil labelSelector, which selects no pod;
+  matchLabelKeys already merged in), selfMatch (the selector matches the pod's own labels), minDomains, and the
+  node inclusion policies (nodeAffinityPolicy Honor: only nodes the pod's nodeSelector and required node
+  affinity accept count; nodeTaintsPolicy Honor: only nodes whose NoSchedule/NoExecute taints the pod tolerates
+  count). A class keeps its constraints in `SchedulingClass.spread` (core/values/records.py).
+- ScheduleAnyway constraints (`hard` False) are kept too: they never refuse a node, they order the candidates
+  (core/placement/spread_place.py), as kube-scheduler's PodTopologySpread Score prefers the domains with the fewest
+  matching pods. `hard(cls)`: the class has a DoNotSchedule constraint.
+- `eligible(cls, node, c)`: the node counts for constraint c: it has every topologyKey of the class's
+  constraints of c's kind (nodeLabelsMatchSpreadConstraints) and passes the inclusion policies.
+- `Domains(c, of, counts)`: one constraint's domains for a cycle: `of` maps each eligible node to its domain,
+  `counts` gives matching pods per node. `floor()` is the global minimum (0 while fewer domains than
+  minDomains), `allows(domain)`: count + selfMatch - floor <= maxSkew, `add(domain)` counts one more matching
+  pod there and says whether the minimum rose. Maintained in O(1) per pod (a histogram of counts).
+- `domain_map(store, cls)`: per constraint, eligible node -> domain, memoized in the store's capacity memo by
+  (class, static generation): a node change rebuilds it, pods never do.
+- `PodTopologySpread` (a core/fit/filters.py NodeFilter): a node without one of the class's topology keys takes no
+  pod of the class (UnschedulableAndUnresolvable upstream). The skew itself depends on every domain at once, so
+  it is not a per-node count: core/placement/spread_place.py evaluates it while placing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gangsched.core.fit.matching import LabelSelector, term_matches
+from gangsched.core.values.records import NodeRecord, SchedulingClass, Taint
+
+if TYPE_CHECKING:
+    from gangsched.core.fit.filters import Usage
+    from gangsched.core.fit.pod_counts import Change, PodCounts
+
+NAME = "PodTopologySpread"
+_UNLIMITED = 1 << 30
+_UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+class SpreadConstraint(NamedTuple):
+    max_skew: int
+    topology_key: str
+    namespace: str
+    selector: LabelSelector | None  # None: a nil labelSelector (matches no pod)
+    self_match: bool
+    min_domains: int = 1
+    honor_affinity: bool = True  # nodeAffinityPolicy (default Honor)
+    honor_taints: bool = False  # nodeTaintsPolicy (default Ignore)
+    hard: bool = True  # DoNotSchedule (a filter); False: ScheduleAnyway (a preference, never a refusal)
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """A pod with these namespace and labels counts for the constraint (countPodsMatchSelector)."""
+        return self.selector is not None and namespace == self.namespace and self.selector.matches(labels)
+
+
+def _affinity_ok(cls: SchedulingClass, node: NodeRecord) -> bool:
+    labels = node.labels
+    if any(labels.get(k) != v for k, v in cls.node_selector):
+        return False
+    return cls.required is None or any(term_matches(t, node) for t in cls.required)
+
+
+def _taints_ok(cls: SchedulingClass, node: NodeRecord) -> bool:
+    taints: Iterable[Taint] = node.taints
+    if node.unschedulable:
+        taints = (*node.taints, _UNSCHEDULABLE)
+    for taint in taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in cls.tolerations):
+            return False
+    return True
+
+
+def hard(cls: SchedulingClass) -> bool:
+    """The class has a DoNotSchedule constraint (a filter)."""
+    return any(c.hard for c in cls.spread)
+
+
+def missing_key(cls: SchedulingClass, node: NodeRecord, *, of_hard: bool = True) -> str | None:
+    """The first topology key of the class's DoNotSchedule (of_hard) or ScheduleAnyway constraints the node lacks,
+    else None."""
+    labels = node.labels
+    return next((c.topology_key for c in cls.spread if c.hard is of_hard and c.topology_key not in labels), None)
+
+
+def eligible(cls: SchedulingClass, node: NodeRecord, c: SpreadConstraint) -> bool:
+    if missing_key(cls, node, of_hard=c.hard) is not None:
+        return False
+    if c.honor_affinity and not _affinity_ok(cls, node):
+        return False
+    return not (c.honor_taints and not _taints_ok(cls, node))
+
+
+def domain_map(store: Any, cls: SchedulingClass) -> tuple[dict[str, str], ...]:
+    """Per constraint of the class: eligible node -> its domain (memoized by class and static generation)."""
+    caches: dict[Any, Any] = store.class_caches
+    key = (NAME, cls.id)
+    memo = caches.get(key)
+    if memo is not None and memo[0] == store.static_gen:
+        return memo[1]  # type: ignore[no-any-return]
+    maps: list[dict[str, str]] = []
+    nodes: Mapping[str, NodeRecord] = store.nodes
+    for c in cls.spread:
+        k = c.topology_key
+        maps.append({name: node.labels[k] for name, node in nodes.items() if eligible(cls, node, c)})
+    out = tuple(maps)
+    caches[key] = (store.static_gen, out)
+    return out
+
+
+class Domains:
+    """One constraint's domains during a cycle (see the module docstring)."""
+
+    __slots__ = ("c", "count", "hist", "low", "of")
+
+    def __init__(self, c: SpreadConstraint, of: Mapping[str, str], counts: Iterable[tuple[str, int]]) -> None:
+        self.c = c
+        self.of = of
+        count: dict[str, int] = dict.fromkeys(of.values(), 0)
+        for node, n in counts:
+            d = of.get(node)
+            if d is not None and n:
+                count[d] += n
+        self.count = count
+        self.hist: Counter[int] = Counter(count.values())
+        self.low = min(count.values()) if count else 0
+
+    def floor(self) -> int:
+        return 0 if len(self.count) < self.c.min_domains else self.low
+
+    def skew(self, domain: str) -> int:
+        """The skew a pod of the class would make in `domain` (matchNum + selfMatchNum - minMatchNum)."""
+        return self.count.get(domain, 0) + int(self.c.self_match) - self.floor()
+
+    def allows(self, domain: str) -> bool:
+        return not self.c.hard or self.skew(domain) <= self.c.max_skew
+
+    def add(self, node: str) -> bool:
+        """One more pod matching the selector on `node` (if it counts): True when the global minimum rose."""
+        d = self.of.get(node)
+        if d is None:
+            return False
+        old = self.count[d]
+        self.count[d] = old + 1
+        hist = self.hist
+        hist[old] -= 1
+        hist[old + 1] += 1
+        if old == self.low and not hist[old]:
+            del hist[old]
+            self.low += 1
+            return True
+        return False
+
+    def describe(self) -> str:
+        c = self.c
+        shown = f"{len(self.count)} domains" if self.count else "no eligible domain"
+        if len(self.count) < c.min_domains:
+            shown += f", fewer than minDomains {c.min_domains}"
+        return f"{NAME}: maxSkew {c.max_skew} on {c.topology_key} ({shown}) would be exceeded"
+
+
+class PodTopologySpread:
+    """The per-node part of the filter: nodes without a topology key take no pod of the class."""
+
+    name = NAME
+    domains = False  # the per-node part is static; the skew is evaluated while placing
+
+    def applies(self, cls: SchedulingClass) -> bool:
+        return hard(cls)
+
+    def touched(self, cls: SchedulingClass, counts: PodCounts, changes: list[Change]) -> set[str] | None:
+        return set()
+
+    def limit(self, cls: SchedulingClass, node: str, usage: Usage) -> int:
+        rec = usage.nodes.get(node)
+        return 0 if rec is None or missing_key(cls, rec) is not None else _UNLIMITED
+
+    def reason(self, cls: SchedulingClass, node: str, usage: Usage) -> str | None:
+        rec = usage.nodes.get(node)
+        key = None if rec is None else missing_key(cls, rec)
+        return None if key is None else f"{NAME}: no label {key}"

@@ -1,0 +1,1 @@
+"""Gang rules: quorum, Strict/NonStrict, gang groups, readiness, partial gangs, deadlocks, starvation, health."""

@@ -1,0 +1,395 @@
+"""The gang rules of one attempt: quorum, roles, minResources, Strict/NonStrict, gang groups, and pods that
+schedule alone.
+
+Contract (over a CycleSession):
+- `attempt_gang(session, gang) -> bool` (False: the gang only waited, it does not count against the cycle's
+  budget). A partially bound Strict gang (core/gang/partial_gangs.py) waits while members evicted for it terminate,
+  and otherwise keeps a waiting time through its Strict failures. A gang with fewer live members than minMember
+  (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
+  of the group exists with at least its minMember pods (Koordinator's basic requirements check; the message
+  names the gang missing or short; reservations the gang held are released and its waiting time cleared); a
+  gang with gated or held members waits (core/gang/readiness.py). minResources above the cluster's free capacity
+  fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
+  Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
+  placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
+  whole or not at all, a replacement of a running gang needs only itself to fit.
+  Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
+  the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
+  Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
+  room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempting.py), else releases
+  everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
+  A unit that still has pending members after its attempt backs off.
+- `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
+  members, replacements): placed as ordinary pods, without the gang rules (a gang's topology still applies:
+  core/placement/late_members.py); a pod without a gang that does not fit preempts lower-priority pods
+  (core/preemption/preempt_alone.py, kube-scheduler's DefaultPreemption).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from gangsched.core.fit.affinity import coupled
+from gangsched.core.fit.pod_spread import hard as spread_hard
+from gangsched.core.gang.partial_gangs import partial_gate, partial_note
+from gangsched.core.gang.readiness import gang_blocked, held_alone
+from gangsched.core.memory.gangs import GangState
+from gangsched.core.placement.late_members import place_near_gang
+from gangsched.core.placement.placement import nominated_fit, place
+from gangsched.core.preemption.preempt_alone import preempt_alone
+from gangsched.core.preemption.preempting import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.preemption.reclaim import reclaim
+from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.transaction.messages import (
+    Shortfall,
+    backoff,
+    changed,
+    conditions,
+    event,
+    explain,
+    fail,
+    report_status,
+    success,
+    wait,
+)
+from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.transaction.session import Checkpoint, CycleSession, Members
+from gangsched.core.values.gangspec import GangMode, GangSpec
+from gangsched.core.values.records import PodRecord
+from gangsched.core.values.resources import format_resources
+from gangsched.core.values.units import UnitKey
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """The placement tried for a gang's pending members, inside a checkpoint."""
+
+    mark: Checkpoint
+    lower: list[str]  # lower-priority preemptors whose holds were released for it
+    placed: list[tuple[PodRecord, str]]
+    short: list[Shortfall]
+    tier: int | None
+    have: int  # bound + reserved + placed
+    quorum: bool
+    role_short: str | None  # "role ps: 0 of minimum 1 placeable" when a role's minimum is not met
+
+
+def _why(session: CycleSession, spec: GangSpec, attempt: _Attempt) -> str:
+    """What is short: the role, then the size classes, else the count."""
+    parts = [attempt.role_short] if attempt.role_short is not None else []
+    if attempt.short:
+        parts.append(explain(session, attempt.short))
+    return "; ".join(parts) or f"{attempt.have} of minMember {spec.min_member} placed"
+
+
+def roles_short(spec: GangSpec, counts: Counter[str | None], *, placeable: bool = False) -> str | None:
+    for role, minimum in spec.roles:
+        if counts.get(role, 0) < minimum:
+            if placeable:
+                return f"role {role}: {counts.get(role, 0)} of minimum {minimum} placeable"
+            return f"role {role}: {counts.get(role, 0)} of {minimum}"
+    return None
+
+
+def attempt_gang(session: CycleSession, gang: GangState) -> bool:
+    spec = gang.spec
+    assert spec is not None
+    if partial_gate(session, gang):  # a bind burst cut short (core/gang/partial_gangs.py)
+        return False
+    members = session.members(gang)
+    if gang_blocked(session, gang, members):  # gated or held members (core/gang/readiness.py)
+        return False
+    alive = len(members.bound) + len(members.reserved) + len(members.pending)
+    if not _enough_pods(session, gang, spec, members, alive):
+        return False
+    if spec.group and not _group_has_pods(session, gang, spec, members):
+        return False
+    pending = members.pending
+    if spec.total_member is not None:
+        room = spec.total_member - len(members.bound) - len(members.reserved)
+        pending = pending[: max(room, 0)]
+    if not pending:
+        return False
+    if spec.min_resources and _min_resources_short(session, gang, spec, members):
+        return True
+    attempt = _try_place(session, gang, spec, members, pending)
+    if not attempt.quorum and spec.mode == GangMode.STRICT:
+        session.rollback(attempt.mark)
+        taken = _reclaim(session, gang, spec, members, pending)
+        if taken is None:
+            if not members.reserved and preempt(session, gang, members, pending):
+                return True
+            _strict_failure(session, gang, spec, members, attempt, pending, alive)
+            return True
+        attempt = taken
+    session.commit(attempt.mark)
+    _keep(session, gang, attempt)
+    if not attempt.quorum:  # NonStrict: keep what fits
+        _nonstrict_progress(session, gang, spec, members, attempt, pending, alive)
+        return True
+    _quorum_reached(session, gang, spec, members, attempt, alive)
+    unplaced = [p for p in pending if not session.is_placed(p.key)]
+    if unplaced or attempt.short:
+        backoff(session, gang.unit)
+    else:
+        success(session, gang.unit)
+    return True
+
+
+def _enough_pods(session: CycleSession, gang: GangState, spec: GangSpec, members: Members, alive: int) -> bool:
+    if alive < spec.min_member:
+        wait(session, gang, "WaitingForPods", f"{alive} of minMember {spec.min_member} pods exist")
+        return False
+    short = roles_short(spec, members.roles(session.store.pods, members.pending))
+    if short is not None:
+        wait(session, gang, "WaitingForPods", f"{short} pods exist")
+        return False
+    return True
+
+
+def group_short(session: CycleSession, gang: GangState, spec: GangSpec) -> str | None:
+    """The first gang of the group (other than `gang`) missing or with fewer than minMember pods, described;
+    None when every one exists with its pods or is satisfied."""
+    for other_key in spec.group:
+        if other_key == gang.key:
+            continue
+        other = session.store.gangs.get(other_key)
+        if other is None or other.spec is None:
+            return f"{other_key} does not exist"
+        if session.is_satisfied(other):
+            continue
+        m = session.members(other)
+        alive = len(m.bound) + len(m.reserved) + len(m.pending)
+        if alive < other.spec.min_member:
+            return f"{other_key} has {alive} of minMember {other.spec.min_member} pods"
+    return None
+
+
+def _group_has_pods(session: CycleSession, gang: GangState, spec: GangSpec, members: Members) -> bool:
+    """Koordinator's basic requirements check: until it passes the gang holds nothing and its waiting time
+    does not run."""
+    short = group_short(session, gang, spec)
+    if short is None:
+        return True
+    for pod_key, node in members.reserved:
+        session.release(pod_key, node)
+    if gang.first_reserved is not None:
+        session.set_wait_start(gang.key, None)
+    wait(session, gang, "WaitingForGangGroup", f"waiting for gang group: {short}")
+    return False
+
+
+def _try_place(
+    session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
+) -> _Attempt:
+    mark = session.checkpoint()
+    release_nominations(session, pending)  # a preemptor's held capacity is its own to use
+    lower = release_lower_holds(session, gang, pending)  # and lower-priority preemptors' holds do not bind it
+    outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
+    if outcome is None:
+        held = members.roles(session.store.pods)
+        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, held=held)
+    placed, short, tier = outcome
+    have = len(members.bound) + len(members.reserved) + len(placed)
+    new = [pod for pod, _ in placed]
+    role_short = roles_short(spec, members.roles(session.store.pods, new), placeable=True)
+    quorum = have >= spec.min_member and role_short is None
+    return _Attempt(mark, lower, placed, short, tier, have, quorum, role_short)
+
+
+def _reclaim(
+    session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
+) -> _Attempt | None:
+    """Reservations of lower-priority waiting gangs go before any running pod (core/preemption/reclaim.py); the attempt
+    that reached the quorum with them, or None."""
+    if members.reserved or session.state.victims_of(gang.key):
+        return None
+    got = reclaim(session, gang, pending, lambda: _try_place(session, gang, spec, members, pending))
+    if got is None:
+        return None
+    mark, attempt, released = got
+    session.commit(mark)  # (the attempt's own checkpoint, opened inside, is committed by the caller)
+    report_reclaimed(session, gang, released)
+    return attempt
+
+
+def _strict_failure(
+    session: CycleSession,
+    gang: GangState,
+    spec: GangSpec,
+    members: Members,
+    attempt: _Attempt,
+    pending: list[PodRecord],
+    alive: int,
+) -> None:
+    for pod_key, node in members.reserved:
+        session.release(pod_key, node)
+    note = partial_note(session, gang, members)  # partially bound: its waiting time runs on
+    if gang.first_reserved is not None and not note:
+        session.set_wait_start(gang.key, None)
+    why = _why(session, spec, attempt) + note
+    message = (
+        f"Strict gang cannot reach its quorum ({len(members.bound)} bound + {len(attempt.placed)} fit of "
+        f"minMember {spec.min_member}): {why}"
+    )
+    bound = len(members.bound)
+    fail(session, gang, message, pending, scheduled=bound, reserved=0, pending=alive - bound)
+
+
+def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
+    """The placements stay (this cycle): the gang's own holds became placements."""
+    session.take_holds(gang.key)
+    if attempt.lower:
+        settle_holds(session, gang, attempt.lower, attempt.placed)
+    session.place([(pod.key, node) for pod, node in attempt.placed])
+    if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
+        session.set_wait_start(gang.key, session.now)
+
+
+def _nonstrict_progress(
+    session: CycleSession,
+    gang: GangState,
+    spec: GangSpec,
+    members: Members,
+    attempt: _Attempt,
+    pending: list[PodRecord],
+    alive: int,
+) -> None:
+    session.reserve([(pod.key, node) for pod, node in attempt.placed])
+    why = _why(session, spec, attempt)
+    message = f"holding {attempt.have} of minMember {spec.min_member}: {why}"
+    fail(
+        session,
+        gang,
+        message,
+        [p for p in pending if not session.is_placed(p.key)],
+        scheduled=len(members.bound),
+        reserved=len(members.reserved) + len(attempt.placed),
+        pending=alive - attempt.have,
+    )
+
+
+def _quorum_reached(
+    session: CycleSession, gang: GangState, spec: GangSpec, members: Members, attempt: _Attempt, alive: int
+) -> None:
+    group = _group_ready(session, gang, spec)
+    if group is not None:
+        for member_gang in group:
+            _bind_gang(session, member_gang, attempt.tier if member_gang is gang else None)
+        return
+    session.reserve([(pod.key, node) for pod, node in attempt.placed])
+    message = f"quorum reached ({attempt.have} of {spec.min_member}); waiting for gang group {list(spec.group)}"
+    reserved = len(members.reserved) + len(attempt.placed)
+    status = GangStatus(
+        len(members.bound),
+        reserved,
+        alive - attempt.have,
+        "WaitingForGangGroup",
+        message,
+        attempt.tier,
+    )
+    report_status(session, gang, status)
+    if changed(session, gang.unit, message):
+        event(session, "PodGroup", gang.key, "Normal", "WaitingForGangGroup", message)
+
+
+def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None:
+    members = session.members(gang)
+    session.bind(members.reserved)
+    session.satisfy(gang.key)
+    count = len(members.bound) + len(members.reserved)
+    message = f"{count} members bound or binding (minMember {gang.spec.min_member if gang.spec else '?'})"
+    # (the Scheduled event and phase come once the binds succeeded: runtime/podgroups.py)
+    report_status(session, gang, GangStatus(count, 0, len(members.pending), "Binding", message, tier))
+    if gang.spec is not None and gang.spec.network_topology is not None and session.store.topology is None:
+        # hard never gets here (core/placement/placement.py)
+        why = "soft networkTopology not applied: no topology is known"
+        event(session, "PodGroup", gang.key, "Warning", "TopologyUnknown", why)
+
+
+def _group_ready(session: CycleSession, gang: GangState, spec: GangSpec) -> list[GangState] | None:
+    """Every gang of the gang's group at quorum or satisfied: the gangs to bind; else None."""
+    out = [gang]
+    for other_key in spec.group:
+        if other_key == gang.key:
+            continue
+        other = session.store.gangs.get(other_key)
+        if other is None:
+            return None
+        if session.is_satisfied(other):
+            continue
+        if other.spec is None or session.is_timed_out(other):
+            return None
+        m = session.members(other)
+        if len(m.bound) + len(m.reserved) < other.spec.min_member:
+            return None
+        if roles_short(other.spec, m.roles(session.store.pods)):
+            return None
+        out.append(other)
+    return out
+
+
+def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec, members: Members) -> bool:
+    assert spec.min_resources is not None
+    free: dict[str, int] = {}
+    for name, node in session.store.nodes.items():
+        if node.unschedulable:
+            continue
+        for resource, quantity in session.workspace.free(name).items():
+            if quantity > 0:
+                free[resource] = free.get(resource, 0) + quantity
+    pods = session.store.pods
+    for pod_key in [k for k, _ in members.reserved] + members.bound:
+        for resource, quantity in pods[pod_key].requests.items():
+            free[resource] = free.get(resource, 0) + quantity
+    missing = {r: q for r, q in spec.min_resources if free.get(r, 0) < q}
+    if not missing:
+        return False
+    message = (
+        f"minResources {format_resources(dict(spec.min_resources))} exceed the cluster's free "
+        f"capacity {format_resources({r: free.get(r, 0) for r in missing})}"
+    )
+    bound, reserved, pending = len(members.bound), len(members.reserved), len(members.pending)
+    fail(session, gang, message, members.pending, scheduled=bound, reserved=reserved, pending=pending)
+    return True
+
+
+def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
+    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. A pod without a gang
+    that does not fit preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
+    pods = held_alone(session, unit, pods)
+    if not pods:
+        return
+    mark = session.checkpoint()
+    if gang is None:
+        release_nominations(session, pods)  # a preemptor's held node is its own to use
+    placed, short, _ = (
+        place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
+    )
+    cls = pods[0].sclass  # the victim search frees no ports, no domain and keeps no skew
+    frees = not cls.host_ports and not coupled(cls) and not spread_hard(cls)
+    if gang is None and short and not placed and frees:
+        session.rollback(mark)
+        if preempt_alone(session, unit, pods[0]):
+            return
+        placed, short, _ = place(session, None, pods, partial=True)
+    else:
+        session.commit(mark)
+    session.bind([(pod.key, node) for pod, node in placed])
+    if not short:
+        success(session, unit)
+        if gang is not None:
+            m = session.members(gang)
+            message = "quorum reached; later members schedule alone"
+            status = GangStatus(len(m.bound), len(m.reserved), len(m.pending), "Scheduled", message)
+            report_status(session, gang, status)
+        return
+    done = {pod.key for pod, _ in placed}
+    failed = [pod for pod in pods if pod.key not in done]
+    message = explain(session, short)
+    backoff(session, unit)
+    if changed(session, unit, message):
+        conditions(session, failed, "Unschedulable", message)
+        for pod in failed[:1] if gang is not None else failed:
+            event(session, "Pod", pod.key, "Warning", "FailedScheduling", message)

@@ -1,0 +1,101 @@
+"""Members that are not ready to be placed: scheduling gates (KEP-3521) and constraints gangsched does not
+evaluate yet.
+
+Contract (over a CycleSession):
+- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (DRA resource claims: gangsched
+  does not evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
+  "unsupported: <fields> (gangsched does not evaluate it yet)" (Warning events on the PodGroup and the held
+  pods, PodScheduled=False reason Unsupported); else a gang with a gated member waits with "N of M members
+  gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;
+  its other members get the condition, gated pods keep the apiserver's SchedulingGated condition
+  (core/transaction/messages.py `conditions`). The status, event and conditions are written when the message changes,
+  not per cycle; once the gates (or the held pods) are gone, the gang is placed as a whole by the gang rules.
+- `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
+  out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
+- A pod's volume claims that are not usable (`PodRecord.hold_reasons`: not found, not bound, Lost...,
+  state/volumes.py) hold it the same way; the message then carries those sentences after the unsupported fields
+  (at most MAX_REASONS of them, then "and N more").
+- `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
+  affinity/anti-affinity, ReadWriteOncePod claims, inline disk volumes) get a Warning
+  event on each pod the cycle binds without evaluating them, and one on its PodGroup: once, when the pod is
+  bound (a bound pod's PodScheduled condition is the binding's True; held pods get the condition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gangsched.core.memory.gangs import GangState
+from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
+from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.transaction.session import CycleSession, Members
+from gangsched.core.values.records import PodRecord
+from gangsched.core.values.units import UnitKey
+
+UNSUPPORTED = "Unsupported"
+GATED = "SchedulingGated"
+MAX_REASONS = 3  # hold reasons shown in one message
+
+
+def unsupported_message(pods: Iterable[PodRecord]) -> str:
+    """The unsupported fields, then the other reasons the pods are held (`hold_reasons`, the first MAX_REASONS
+    of them: a gang of many members with a claim each stays readable), joined by "; "."""
+    pods = list(pods)
+    fields = sorted({f for pod in pods for f in pod.unsupported})
+    reasons = sorted({r for pod in pods for r in pod.hold_reasons})
+    if len(reasons) > MAX_REASONS:
+        reasons = [*reasons[:MAX_REASONS], f"and {len(reasons) - MAX_REASONS} more"]
+    parts = [f"unsupported: {', '.join(fields)} (gangsched does not evaluate it yet)"] if fields else []
+    return "; ".join(parts + reasons)
+
+
+def gang_blocked(session: CycleSession, gang: GangState, members: Members) -> bool:
+    """Gated or held members: the gang waits (see the module docstring)."""
+    if not members.gated and not members.held:
+        return False
+    total = len(members.bound) + len(members.reserved) + len(members.pending) + len(members.gated) + len(members.held)
+    if members.held:
+        reason, type_, message = UNSUPPORTED, "Warning", unsupported_message(members.held)
+    else:
+        reason, type_, message = GATED, "Normal", f"{len(members.gated)} of {total} members gated"
+    if changed(session, gang.unit, message):
+        conditions(session, [*members.pending, *members.held], reason, message)
+        waiting = total - len(members.bound) - len(members.reserved)
+        report_status(session, gang, GangStatus(len(members.bound), len(members.reserved), waiting, reason, message))
+        event(session, "PodGroup", gang.key, type_, reason, message)
+        for pod in members.held:
+            event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
+    return True
+
+
+def held_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord]) -> list[PodRecord]:
+    """The pods to place alone: held pods are kept out, with a message when it changes."""
+    held = [pod for pod in pods if pod.holds]
+    if not held:
+        return pods
+    message = unsupported_message(held)
+    if changed(session, unit, message):
+        conditions(session, held, UNSUPPORTED, message)
+        for pod in held:
+            event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
+    rest = [pod for pod in pods if not pod.holds]
+    if not rest:  # retried after a backoff, as an unschedulable pod is: it never takes every cycle's budget
+        backoff(session, unit)
+    return rest
+
+
+def report_unsupported(session: CycleSession) -> None:
+    """Warnings for the constraints the cycle's bindings were placed without (see the module docstring)."""
+    pods = session.store.pods
+    by_gang: dict[str, list[PodRecord]] = {}
+    for pod_key, _node in session.plan.bindings:
+        pod = pods.get(pod_key)
+        if pod is None or not pod.unsupported or pod.holds:
+            continue
+        event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
+        if pod.gang is not None:
+            by_gang.setdefault(pod.gang, []).append(pod)
+    for gang_key, members in by_gang.items():
+        gang = session.store.gangs.get(gang_key)
+        if gang is not None and gang.spec is not None:
+            event(session, "PodGroup", gang_key, "Warning", UNSUPPORTED, unsupported_message(members))

@@ -1,0 +1,1 @@
+"""Queueing hints: whether a backed-off unit could progress now, without attempting it."""

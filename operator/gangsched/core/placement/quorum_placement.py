@@ -1,0 +1,162 @@
+"""Placement of a gang whose pending pods have several scheduling classes or roles with minimums: a quorum
+whenever one exists on the free capacity (within core/placement/quorum.py's bound), every role's minimum met.
+
+Contract: `place_quorum(session, spec, pods, held) -> (placed, shortfalls, None)` takes capacity in the
+session's workspace for every pod placed (like core/placement/placement.py's `place`); `held` counts the roles of the
+gang's bound and reserved members (their total counts towards minMember).
+1. Greedy pass, quorum-first: the pods each role still needs (rank order), then the others, larger classes
+   first (extended resources such as GPUs, then cpu, then memory), each class on core/placement/pickers.py's nodes, no
+   stop at a class short. Kept when every pod fits, when the pods placed make a valid quorum (count >=
+   minMember, every role's minimum), or beyond the bound (more than 8 classes or 64 candidate nodes).
+2. Otherwise the workspace is rolled back to before step 1 and core/placement/quorum.py searches exactly (within its
+   step budget) how many pods of each (class, role) to take and where; the quorum found is placed on those
+   nodes, then the other pods fill what is left. The exact step favours feasibility over the scoring strategy.
+   No quorum (or the budget ran out): the greedy pass again. Shortfalls are per class, against all its pods.
+   The exact search counts resources only: a gang with host ports (core/fit/filters.py) keeps the greedy pass, whose
+   nodes come from the class views that apply the filters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gangsched.core.fit.affinity import coupled
+from gangsched.core.placement.pickers import Outcome, Placed, place_batches
+from gangsched.core.placement.quorum import MAX_CLASSES, MAX_NODES, Candidate, Group, Quorum, search
+from gangsched.core.transaction.messages import Shortfall
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.gangspec import GangSpec
+from gangsched.core.values.records import PodRecord, SchedulingClass
+from gangsched.core.values.resources import PODS
+
+_SMALL = ("cpu", "memory", "ephemeral-storage", PODS)
+
+
+def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], held: Counter[str | None]) -> Outcome:
+    demands = {role: m - held.get(role, 0) for role, m in spec.roles if m > held.get(role, 0)}
+    classes = class_order(pods)
+    order = _runs(_quorum_first(pods, demands, classes))
+    mark = session.workspace.begin()
+    placed, _, _ = place_batches(session, order, partial=True)
+    short = _shortfalls(pods, placed)
+    if not short or quorum_met(spec, held, placed) or _beyond_bound(session, classes, placed):
+        return placed, short, None
+    if any(cls.host_ports or coupled(cls) for cls in classes):  # the exact search plans from per-node counts
+        return placed, short, None
+    session.workspace.rollback(mark)
+    need = max(spec.min_member - sum(held.values()), sum(demands.values()))
+    index = {cls.id: i for i, cls in enumerate(classes)}
+    grouped: dict[tuple[int, str | None], list[PodRecord]] = {}
+    for pod in pods:
+        role = pod.role if pod.role in demands else None
+        grouped.setdefault((index[pod.sclass.id], role), []).append(pod)
+    keys = sorted(grouped, key=lambda k: (k[1] is None, k[0]))
+    groups = [Group(c, role, len(grouped[(c, role)])) for c, role in keys]
+    quorum = search([cls.requests for cls in classes], groups, demands, need, _candidates(session, classes)).quorum
+    if quorum is None:  # none exists (or the search ran out of steps): the greedy placement again
+        placed, _, _ = place_batches(session, order, partial=True)
+        return placed, _shortfalls(pods, placed), None
+    chosen = [pod for g, k in enumerate(quorum.taken) for pod in grouped[keys[g]][:k]]
+    return _apply(session, pods, classes, chosen, quorum)
+
+
+def _beyond_bound(session: CycleSession, classes: list[SchedulingClass], placed: Placed) -> bool:
+    """More than MAX_CLASSES classes, or more than MAX_NODES candidate nodes before the greedy pass (the nodes it
+    used and those where some class still fits)."""
+    if len(classes) > MAX_CLASSES:
+        return True
+    nodes = {node for _, node in placed}
+    for cls in classes:
+        for node, _ in session.workspace.view(cls).ordered():
+            nodes.add(node)
+            if len(nodes) > MAX_NODES:
+                return True
+    return len(nodes) > MAX_NODES
+
+
+def quorum_met(spec: GangSpec, held: Counter[str | None], placed: Placed) -> bool:
+    """Held plus placed members make minMember and every role's minimum."""
+    counts = Counter(held)
+    counts.update(pod.role for pod, _ in placed)
+    return counts.total() >= spec.min_member and all(counts.get(role, 0) >= m for role, m in spec.roles)
+
+
+def class_order(pods: list[PodRecord]) -> list[SchedulingClass]:
+    """The pods' scheduling classes, larger first."""
+    return sorted({pod.sclass.id: pod.sclass for pod in pods}.values(), key=_size, reverse=True)
+
+
+def _size(cls: SchedulingClass) -> tuple[int, int, int]:
+    """Larger classes first: extended resources (GPUs...), then cpu, then memory."""
+    req = cls.requests
+    return sum(q for r, q in req.items() if r not in _SMALL), req.get("cpu", 0), req.get("memory", 0)
+
+
+def _batches(pods: list[PodRecord]) -> list[list[PodRecord]]:
+    """Runs of consecutive pods of one class, classes merged in the order they first appear."""
+    by_class: dict[int, list[PodRecord]] = {}
+    for pod in pods:
+        by_class.setdefault(pod.sclass.id, []).append(pod)
+    return list(by_class.values())
+
+
+def _runs(pods: list[PodRecord]) -> list[list[PodRecord]]:
+    out: list[list[PodRecord]] = []
+    for pod in pods:
+        if out and out[-1][0].sclass.id == pod.sclass.id:
+            out[-1].append(pod)
+        else:
+            out.append([pod])
+    return out
+
+
+def _candidates(session: CycleSession, classes: list[SchedulingClass]) -> list[Candidate]:
+    """Nodes where at least one class fits (fullest first for the first class)."""
+    allowed: dict[str, set[int]] = {}
+    for i, cls in enumerate(classes):
+        for node, _ in session.workspace.view(cls).ordered():
+            allowed.setdefault(node, set()).add(i)
+    resources = {r for cls in classes for r in cls.requests}
+    out = []
+    for node, which in allowed.items():
+        free = session.workspace.free(node)
+        out.append(Candidate(node, {r: free.get(r, 0) for r in resources}, frozenset(which)))
+    return out
+
+
+def _shortfalls(pods: list[PodRecord], placed: Placed) -> list[Shortfall]:
+    total: dict[int, list[PodRecord]] = {}
+    for pod in pods:
+        total.setdefault(pod.sclass.id, []).append(pod)
+    done = Counter(pod.sclass.id for pod, _ in placed)
+    return [Shortfall(ms[0].sclass, len(ms), done[cid]) for cid, ms in total.items() if done[cid] < len(ms)]
+
+
+def _apply(
+    session: CycleSession, pods: list[PodRecord], classes: list[SchedulingClass], chosen: list[PodRecord], q: Quorum
+) -> Outcome:
+    by_class: dict[int, list[PodRecord]] = {}
+    for pod in chosen:
+        by_class.setdefault(pod.sclass.id, []).append(pod)
+    placed: Placed = []
+    for node, c, count in q.assignment:
+        cls = classes[c]
+        take, by_class[cls.id] = by_class[cls.id][:count], by_class[cls.id][count:]
+        session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
+        placed.extend((pod, node) for pod in take)
+    taken = {pod.key for pod in chosen}
+    rest = [pod for pod in pods if pod.key not in taken]
+    if rest:
+        more, _, _ = place_batches(session, _batches(rest), partial=True)
+        placed.extend(more)
+    return placed, _shortfalls(pods, placed), None
+
+
+def _quorum_first(pods: list[PodRecord], demands: dict[str, int], classes: list[SchedulingClass]) -> list[PodRecord]:
+    """The pods each role still needs (rank order), then the others, larger classes first (rank order within)."""
+    first: list[PodRecord] = []
+    for role, n in demands.items():
+        first.extend([pod for pod in pods if pod.role == role][:n])
+    taken = {pod.key for pod in first}
+    order = {cls.id: i for i, cls in enumerate(classes)}
+    return first + sorted((pod for pod in pods if pod.key not in taken), key=lambda p: order[p.sclass.id])

@@ -1,0 +1,272 @@
+"""Group preemption: which lower-priority pods a gang that does not fit should evict, and where it then goes.
+
+Contract (pure: no I/O, no clock; the scheduler calls it, see core/cycle/scheduler.py):
+`find_victims(cluster, *, requests, count, priority, feasible, extra, topology, tree, excluded, protected)
+-> PreemptionChoice | None` for `count` members of one scheduling class (`requests`) of a gang of priority
+`priority`. `feasible` is the set of nodes the class may use at all (static constraints); `extra` is the
+workspace's tentative usage on top of `cluster.used` (the preemptor's own nominations already released).
+
+- Candidates: bound, non-terminal pods of priority strictly lower than `priority`, ours or other schedulers',
+  not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim).
+- Victim units: a gang is taken whole (every bound member at once; only when all of them have a lower
+  priority); of a gang with B bound members and quorum M, up to B - M members may instead be taken singly,
+  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang
+  is a unit of its own.
+- Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
+  pair, as core/topology.place orders them), computed on the capacity each node would have with every
+  candidate removed; (2) the lowest highest-victim-priority; (3) the fewest victim pods; (4) place()'s
+  best-fit / natural order. Units containing a `protected` pod (selected by a PodDisruptionBudget, or whose
+  eviction was refused) are used only when no choice without them exists.
+- Method (never pods x nodes): per-node capacity with and without candidates; one place() call fixes the tier;
+  every domain of that tier that could hold the gang gets a greedy choice of units (lowest priority first,
+  then most capacity gained per victim pod; once with small units first, once with large ones first), checked
+  incrementally with place()'s own slot rule; each choice is pruned (a unit whose removal keeps the placement
+  feasible is dropped) and the cheapest wins. Greedy: the victim pod count is not guaranteed minimal.
+- Without a topology (no tree or no networkTopology), the whole cluster is one domain and a choice is
+  feasible when the summed per-node fit reaches `count`.
+The result lists the victim pods, the victim units (gang keys, or pod keys of pods without a gang), the node
+of every member in rank order (to nominate), and the tier reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from gangsched.core.fit.capacity import fit_count
+from gangsched.core.memory.views import StoreView
+from gangsched.core.preemption.victim_tracker import Tracker, Unit, victim_units
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
+from gangsched.core.values.gangspec import NetworkTopology
+from gangsched.core.values.naming import natural_key
+
+__all__ = ["PreemptionChoice", "find_victims", "tier_label"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionChoice:
+    victims: tuple[str, ...]  # pod keys, sorted
+    victim_units: tuple[str, ...]  # gang keys (or pod keys of pods without a gang), sorted
+    nodes: tuple[str, ...]  # node of each of the `count` members, rank order
+    whole_tier: int | None  # None: no topology
+    group_tier: int | None
+    max_priority: int  # highest priority among the victims
+    protected: bool  # some victim is protected (no other choice existed)
+
+
+def tier_label(whole_tier: int | None, tiers: int | None) -> str:
+    """How a placement tier reads in messages: 'tier-2', 'whole-cluster', or 'gang' without topology."""
+    if whole_tier is None:
+        return "gang"
+    if tiers is not None and whole_tier > tiers:
+        return "whole-cluster"
+    return f"tier-{whole_tier}"
+
+
+class _Search:
+    """One preemption search over fixed candidates (see the module docstring)."""
+
+    def __init__(
+        self,
+        cluster: StoreView,
+        *,
+        requests: Mapping[str, int],
+        count: int,
+        feasible: Collection[str],
+        extra: Mapping[str, Mapping[str, int]],
+        topology: NetworkTopology | None,
+        tree: TopologyTree | None,
+        units: list[Unit],
+        spare: Mapping[str, int],
+    ) -> None:
+        self.cluster = cluster
+        self.req = requests
+        self.count = count
+        self.topology = topology
+        self.tree = tree if topology is not None else None
+        self.units = units
+        self.spare = spare
+        self.base: dict[str, dict[str, int]] = {}  # node -> used + extra
+        self.cap0: dict[str, int] = {}
+        for name in feasible:
+            rec = cluster.nodes.get(name)
+            if rec is None:
+                continue
+            used = dict(cluster.used.get(name) or {})
+            for r, q in (extra.get(name) or {}).items():
+                used[r] = used.get(r, 0) + q
+            self.base[name] = used
+            self.cap0[name] = fit_count(requests, rec.allocatable, used)
+        self.node_units: dict[str, list[int]] = {}
+        for i, u in enumerate(units):
+            for _, n, _ in u.pods:
+                if n in self.base:
+                    lst = self.node_units.setdefault(n, [])
+                    if not lst or lst[-1] != i:
+                        lst.append(i)
+
+    def fit(self, node: str, freed: Mapping[str, int] | None) -> int:
+        rec = self.cluster.nodes[node]
+        if not freed:
+            return self.cap0[node]
+        used = self.base[node]
+        net = {r: used.get(r, 0) - freed.get(r, 0) for r in self.req}
+        return fit_count(self.req, rec.allocatable, net)
+
+    def _freed_all(self) -> dict[str, dict[str, int]]:
+        freed: dict[str, dict[str, int]] = {}
+        seen: set[str] = set()
+        for u in self.units:
+            for k, n, r in u.pods:
+                if k in seen or n not in self.base:
+                    continue
+                seen.add(k)
+                f = freed.setdefault(n, {})
+                for res, q in r.items():
+                    f[res] = f.get(res, 0) + q
+        return freed
+
+    def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
+        network, tree = self.topology, self.tree
+        assert network is not None and tree is not None
+        got = place_network(tree, cap, self.count, network)
+        return got if isinstance(got, TopologyPlacement) else None
+
+    def run(self) -> PreemptionChoice | None:
+        freed = self._freed_all()
+        potential = {n: self.fit(n, freed.get(n)) for n in self.base}
+        if sum(potential.values()) < self.count:
+            return None
+        target: tuple[int, int] | None = None
+        domains: list[list[str]]
+        if self.tree is not None:
+            best = self._place(potential)
+            if best is None:
+                return None
+            target = (best.whole_tier, best.group_tier)
+            domains = self._domains(best.whole_tier, potential)
+        else:
+            domains = [sorted(self.base, key=natural_key)]
+        scored: list[tuple[tuple[int, int, int], int, list[int]]] = []
+        for order, nodes in enumerate(domains):
+            cheapest: list[int] | None = None
+            for small_first in (True, False):  # two greedy orders; pruning each, the cheaper result stays
+                tracker = Tracker(self, nodes, target, potential)
+                chosen = tracker.greedy(small_first=small_first)
+                if chosen is None:
+                    break
+                chosen = tracker.prune(chosen)
+                if cheapest is None or self._cost(chosen) < self._cost(cheapest):
+                    cheapest = chosen
+            if cheapest is not None:
+                scored.append(((*self._cost(cheapest), order), order, cheapest))
+        if not scored:
+            return None
+        scored.sort(key=lambda x: x[0])
+        _, order, chosen = scored[0]
+        return self._result(domains[order], chosen)
+
+    def _domains(self, tier: int, potential: Mapping[str, int]) -> list[list[str]]:
+        """Node lists of the tier-`tier` domains whose potential capacity can hold the gang, best fit first."""
+        tree = self.tree
+        assert tree is not None
+        by: dict[str, list[str]] = {}
+        for n in self.base:
+            path = tree.node_path(n)
+            if path is None:
+                continue
+            dom = "(cluster)" if tier > tree.tiers else path[tier - 1]
+            by.setdefault(dom, []).append(n)
+        out = []
+        for dom, nodes in by.items():
+            total = sum(potential[n] for n in nodes)
+            if total >= self.count:
+                out.append((total, natural_key(dom), sorted(nodes, key=natural_key)))
+        out.sort(key=lambda x: (x[0], x[1]))
+        return [nodes for _, _, nodes in out]
+
+    def _cost(self, chosen: list[int]) -> tuple[int, int]:
+        pods = {k for i in chosen for k, _, _ in self.units[i].pods}
+        top = max((self.units[i].priority for i in chosen), default=-(1 << 62))
+        return (top, len(pods))
+
+    def _state(self, nodes: list[str], chosen: list[int]) -> dict[str, int]:
+        freed: dict[str, dict[str, int]] = {}
+        seen: set[str] = set()
+        for i in chosen:
+            for k, n, r in self.units[i].pods:
+                if k in seen:
+                    continue
+                seen.add(k)
+                f = freed.setdefault(n, {})
+                for res, q in r.items():
+                    f[res] = f.get(res, 0) + q
+        return {n: self.fit(n, freed.get(n)) for n in nodes}
+
+    def _result(self, nodes: list[str], chosen: list[int]) -> PreemptionChoice:
+        cap = self._state(nodes, chosen)
+        whole_tier: int | None = None
+        group_tier: int | None = None
+        if self.tree is not None:
+            got = self._place(cap)
+            assert got is not None
+            layout = got.nodes
+            whole_tier, group_tier = got.whole_tier, got.group_tier
+        else:
+            layout = []
+            # members go first to the nodes freed by victims, then to nodes with free room, fullest first
+            freed_nodes = {n for i in chosen for _, n, _ in self.units[i].pods}
+            for n in sorted(cap, key=lambda n: (n not in freed_nodes, cap[n], natural_key(n))):
+                take = min(cap[n], self.count - len(layout))
+                layout.extend([n] * take)
+                if len(layout) == self.count:
+                    break
+        victims = sorted({k for i in chosen for k, _, _ in self.units[i].pods})
+        unit_keys = sorted({self.units[i].gang or self.units[i].key for i in chosen})
+        return PreemptionChoice(
+            victims=tuple(victims),
+            victim_units=tuple(unit_keys),
+            nodes=tuple(layout),
+            whole_tier=whole_tier,
+            group_tier=group_tier,
+            max_priority=max(self.units[i].priority for i in chosen) if chosen else 0,
+            protected=any(self.units[i].protected for i in chosen),
+        )
+
+
+def find_victims(
+    cluster: StoreView,
+    *,
+    requests: Mapping[str, int],
+    count: int,
+    priority: int,
+    feasible: Collection[str],
+    extra: Mapping[str, Mapping[str, int]],
+    topology: NetworkTopology | None,
+    tree: TopologyTree | None,
+    excluded: Collection[str] = (),
+    protected: Collection[str] = (),
+) -> PreemptionChoice | None:
+    """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
+    units, spare = victim_units(cluster, priority, excluded, protected, feasible)
+    if not units:
+        return None
+    free_units = [u for u in units if not u.protected]
+    passes: Sequence[list[Unit]] = (free_units, units) if len(free_units) < len(units) else (units,)
+    for pool in passes:
+        if not pool:
+            continue
+        choice = _Search(
+            cluster,
+            requests=requests,
+            count=count,
+            feasible=feasible,
+            extra=extra,
+            topology=topology,
+            tree=tree,
+            units=pool,
+            spare=spare,
+        ).run()
+        if choice is not None and choice.victims:
+            return choice
+    return None

@@ -1,0 +1,107 @@
+"""Reservations are preemptable: a Strict gang that does not fit takes the reservations of lower-priority gangs
+that are still waiting (NonStrict gangs holding part of their quorum, gangs waiting for their gang group) before
+any bound pod is evicted.
+
+kube-scheduler's preemption treats a pod waiting in Permit (the waiting-pods map) as a victim like any other,
+but rejects it in memory instead of deleting it (pkg/scheduler/framework/preemption/preemption.go
+`prepareCandidate`: `fh.GetWaitingPod(victim.UID)` ... `waitingPod.Reject(pluginName, "preempted")`); a
+reservation here is such a waiting pod.
+
+Contract (over a CycleSession; pure):
+- `lower_reservations(session, gang, pending)`: the other gangs, not satisfied, of priority strictly lower than
+  the pending members' (preemptionPolicy Never: none), with reservations from earlier cycles (bindings in
+  flight are not taken), lowest priority first, then the most recently started waiting time first (the one
+  that waited least loses first), then key; at most `MAX_GANGS`.
+- `reclaim(session, gang, pending, try_place) -> (Checkpoint, Attempt, released) | None`: inside a checkpoint,
+  releases those gangs' reservations one gang at a time (a gang loses all of them: its partial quorum is
+  worthless without them, and it reserves again later) and calls `try_place()` after each, until it reaches
+  the quorum. On success the caller keeps the attempt and commits the returned checkpoint, then calls
+  `report(session, gang, released)`: each losing gang (its waiting time runs on) gets a Warning
+  `ReservationsReleased` "reservations released for higher-priority gang X"; the preemptor gets a Normal
+  `Preempting` event. None (everything rolled back): releasing them all does not make room, and bound victims
+  are searched as before (core/preemption/preempting.py) with the reservations left in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from gangsched.core.memory.gangs import GangState
+from gangsched.core.transaction.messages import event, report_status
+from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.transaction.session import Checkpoint, CycleSession
+from gangsched.core.values.records import PodRecord
+
+MAX_GANGS = 32  # lower-priority reserving gangs considered per attempt (each costs one placement)
+
+
+class Attempt(Protocol):
+    @property
+    def mark(self) -> Checkpoint: ...
+    @property
+    def quorum(self) -> bool: ...
+
+
+A = TypeVar("A", bound=Attempt)
+Released = list[tuple[GangState, list[tuple[str, str]]]]
+
+
+def lower_reservations(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> Released:
+    if not pending or any(p.preemption_policy == "Never" for p in pending):
+        return []
+    priority = min(p.priority for p in pending)
+    store = session.store
+    lowest = store.lowest_priority()
+    if lowest is None or lowest >= priority:
+        return []  # (the common case, all priorities equal, costs nothing)
+    found: list[tuple[tuple[int, float, str], GangState, list[tuple[str, str]]]] = []
+    for key in store.reserving():
+        other = store.gangs.get(key)
+        if other is None or key == gang.key or other.priority >= priority or session.is_satisfied(other):
+            continue
+        if session.is_timed_out(other):
+            continue
+        held = []
+        for pod_key, node in session.members(other).reserved:
+            reservation = store.reservation_of(pod_key)
+            if reservation is not None and not reservation[1] and not session.is_placed(pod_key):
+                held.append((pod_key, node))
+        if held:
+            started = other.first_reserved if other.first_reserved is not None else 0.0
+            found.append(((other.priority, -started, key), other, held))
+    found.sort(key=lambda x: x[0])
+    return [(other, held) for _, other, held in found[:MAX_GANGS]]
+
+
+def reclaim(
+    session: CycleSession, gang: GangState, pending: list[PodRecord], try_place: Callable[[], A]
+) -> tuple[Checkpoint, A, Released] | None:
+    candidates = lower_reservations(session, gang, pending)
+    if not candidates:
+        return None
+    mark = session.checkpoint()
+    released: Released = []
+    for other, held in candidates:
+        for pod_key, node in held:
+            session.release(pod_key, node)
+        released.append((other, held))
+        attempt = try_place()
+        if attempt.quorum:
+            return mark, attempt, released
+        session.rollback(attempt.mark)
+    session.rollback(mark)
+    return None
+
+
+def report(session: CycleSession, gang: GangState, released: Released) -> None:
+    for other, held in released:
+        message = f"reservations released for higher-priority gang {gang.key} ({len(held)} member(s))"
+        event(session, "PodGroup", other.key, "Warning", "ReservationsReleased", message)
+        m = session.members(other)
+        status = GangStatus(len(m.bound), 0, len(m.pending), "ReservationsReleased", message)
+        report_status(session, other, status)
+    names = ", ".join(other.key for other, _ in released)
+    count = sum(len(held) for _, held in released)
+    message = f"took {count} reservation(s) of lower-priority gang(s) {names}; no running pod was evicted"
+    event(session, "PodGroup", gang.key, "Normal", "Preempting", message)

@@ -1,0 +1,107 @@
+"""Which eligible nodes lack room for one more pod of a class, and the first resource each lacks: the counts a
+failure message shows (core/transaction/messages.py `explain`), kept up to date from the accounting log instead of
+recounted.
+
+Contract: `lacking(session, idx) -> (fit, reasons)`: of the nodes the class is statically eligible for (its
+capacity index `idx.pref`, core/fit/capacity.py), how many have room for one more pod of the class in the cycle's
+workspace (the store's used resources plus the workspace's tentative usage), and the others counted by
+"insufficient <resource>" (the first resource, in name order, the node lacks). Exactly what a pass over every
+eligible node would count; the cost is the nodes changed since the last call plus the nodes the workspace
+touched this cycle.
+Memo: per class in the store's `class_caches` (key ("lacking", class id)): the store-level reason of every node
+that lacks room (used resources only) and their counts, with the accounting log position and static generation
+it is up to date with; the nodes the log names since are checked again; a node change (static generation) or a
+trimmed log rebuilds it (one pass). Only for classes without per-node filters (host ports, pod affinity, spread:
+their reasons follow the workspace's pods and are counted by the caller).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+from gangsched.core.fit.capacity import ClassIndex
+from gangsched.core.memory.views import StoreView
+from gangsched.core.transaction.session import CycleSession
+
+_NONE: Mapping[str, int] = {}
+
+
+class _Memo:
+    __slots__ = ("counts", "gen", "pos", "why")
+
+    def __init__(self, gen: int, pos: int) -> None:
+        self.gen = gen
+        self.pos = pos
+        self.why: dict[str, str] = {}  # node -> "insufficient <resource>" (store level); fitting nodes absent
+        self.counts: Counter[str] = Counter()
+
+
+def reason(
+    requests: list[tuple[str, int]], alloc: Mapping[str, int], used: Mapping[str, int], extra: Mapping[str, int] = _NONE
+) -> str | None:
+    """ "insufficient <r>" for the first (resource, quantity) in `requests` the node lacks room for; None: it fits."""
+    for r, q in requests:
+        if alloc.get(r, 0) - used.get(r, 0) - extra.get(r, 0) < q:
+            return f"insufficient {r}"
+    return None
+
+
+def lacking(session: CycleSession, idx: ClassIndex) -> tuple[int, Counter[str]]:
+    """See the module docstring."""
+    store = session.store
+    requests = sorted((r, q) for r, q in idx.cls.requests.items() if q > 0)
+    memo = _synced(store, idx, requests)
+    fit = len(idx.pref) - len(memo.why)
+    reasons = Counter(memo.counts)
+    nodes, used = store.nodes, store.used
+    for name, extra in session.workspace.extra.items():
+        if name not in idx.pref or not extra:
+            continue
+        before = memo.why.get(name)
+        now = reason(requests, nodes[name].allocatable, used.get(name) or _NONE, extra)
+        if now == before:
+            continue
+        if before is None:
+            fit -= 1
+        else:
+            reasons[before] -= 1
+        if now is None:
+            fit += 1
+        else:
+            reasons[now] += 1
+    return fit, +reasons
+
+
+def _synced(store: StoreView, idx: ClassIndex, requests: list[tuple[str, int]]) -> _Memo:
+    caches = store.class_caches
+    key = ("lacking", idx.cls.id)
+    memo = caches.get(key)
+    log = store.changes_since(memo.pos) if isinstance(memo, _Memo) and memo.gen == store.static_gen else None
+    if not isinstance(memo, _Memo) or log is None:
+        memo = _Memo(store.static_gen, store.log_end())
+        _check(store, idx, requests, memo, idx.pref)
+        caches[key] = memo
+        return memo
+    memo.pos = store.log_end()
+    _check(store, idx, requests, memo, (n for n in dict.fromkeys(log) if n in idx.pref))
+    return memo
+
+
+def _check(
+    store: StoreView, idx: ClassIndex, requests: list[tuple[str, int]], memo: _Memo, names: Iterable[str]
+) -> None:
+    nodes, used = store.nodes, store.used
+    why, counts = memo.why, memo.counts
+    for name in names:
+        now = reason(requests, nodes[name].allocatable, used.get(name) or _NONE)
+        before = why.get(name)
+        if now == before:
+            continue
+        if before is not None:
+            counts[before] -= 1
+        if now is None:
+            del why[name]
+        else:
+            why[name] = now
+            counts[now] += 1

@@ -1,0 +1,67 @@
+"""The normalized gang declaration: what every source (PodGroup CRD, Koordinator annotations, the older
+scheduler-plugins label/annotations) is parsed into before the core sees it.
+
+Contract: immutable values, already validated (parsers in models/ raise core.errors.InvalidField instead of
+building an invalid GangSpec). Keys of gangs are "namespace/name". Resources are in canonical integer units
+(see core/values/resources.py: cpu in millicores, memory and storage in bytes, everything else in counts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class GangMode(StrEnum):
+    STRICT = "Strict"  # a member that cannot be placed releases the whole gang's reservations
+    NON_STRICT = "NonStrict"  # placed members keep their reservations until the waiting time ends
+
+
+class StalePolicy(StrEnum):
+    REPORT = "Report"  # a degraded gang is only reported (condition Degraded, event GangDegraded)
+    EVICT = "Evict"  # ... and its remaining members are evicted (core/gang/health.py)
+
+
+class TopologyMode(StrEnum):
+    HARD = "hard"  # never place beyond highest_tier_allowed
+    SOFT = "soft"  # best effort: prefer the lowest tier, accept any
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkTopology:
+    mode: TopologyMode = TopologyMode.SOFT
+    highest_tier_allowed: int | None = None  # None: no limit
+    group_size: int = 1  # ranks placed together in one topology domain (a data-parallel group); 1: no grouping
+
+
+DEFAULT_WAIT_SECONDS = 600.0
+
+
+def gang_key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class GangSpec:
+    namespace: str
+    name: str
+    min_member: int
+    total_member: int | None = None
+    mode: GangMode = GangMode.STRICT
+    wait_seconds: float | None = None  # None: the scheduler's default (DEFAULT_WAIT_SECONDS)
+    # keys of every gang that must be satisfied before any binds, this one included; () when alone
+    group: tuple[str, ...] = ()
+    # minimum number of members per role, e.g. (("ps", 1), ("worker", 4))
+    roles: tuple[tuple[str, int], ...] = ()
+    # PodGroup.spec.minResources in canonical units; None when not declared
+    min_resources: tuple[tuple[str, int], ...] | None = None
+    network_topology: NetworkTopology | None = None
+    # runtime gang health (core/gang/health.py): seconds below minMember before it is reported; None: not watched
+    stale_grace_seconds: float | None = None
+    stale_policy: StalePolicy = StalePolicy.REPORT
+    # where the declaration came from: "podgroup", "annotations" (Koordinator / legacy), or "podgroup+annotations"
+    source: str = "podgroup"
+
+    @property
+    def key(self) -> str:
+        return gang_key(self.namespace, self.name)

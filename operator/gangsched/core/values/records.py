@@ -1,0 +1,243 @@
+"""Compact, immutable-by-convention records of nodes and pods: what the core knows of them (built from API objects
+by models/node.py and models/pod.py).
+
+Contract:
+- `NodeRecord`: name, allocatable (canonical units, see core/values/resources.py), labels, taints, unschedulable.
+- `PodRecord`: identity, priority, preemption policy, creation time (epoch seconds), spec.nodeName, status.phase,
+  status.nominatedNodeName, gang/role/rank, whether it is ours, the timeout mark, its termination grace period
+  (seconds), its declared run time and start time (core/gang/starvation.py), its labels (sorted pairs: pod selectors
+  match them, core/fit/pod_counts.py) and its `SchedulingClass`.
+- `scheduling_class(requests, *, node_selector, required, preferred, tolerations, host_ports, affinity,
+  anti_affinity, spread, pod_preferred)`: the constraints and requests of a pod interned into a `SchedulingClass`
+  (same constraints -> the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility
+  is computed once per class, and records share the class's dicts instead of holding their own. Required pod
+  affinity and anti-affinity terms (`PodTerm`, core/fit/pod_counts.py) are part of the class; `spread`: the topology
+  spread constraints (core/fit/pod_spread.py; with the pod's namespace and selfMatch); `pod_preferred`: the preferred
+  pod affinity terms as (weight, term), anti-affinity ones with a negative weight (core/fit/pod_score.py).
+- `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
+  pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
+  (`projected(pod)`; the store applies it to our pods, core/memory/store.py), so pod selectors can match a class.
+- `Taint`, `Toleration` (with `tolerates`), `Requirement` and `Term` (node selector terms; matched by
+  core/fit/matching.py), `HostPort` (a container's hostIP/protocol/hostPort, checked by core/fit/filters.py).
+- `PodRecord.gated`: spec.schedulingGates is not empty (KEP-3521: never placed); `PodRecord.unsupported`: the
+  pod's constraints gangsched does not evaluate (field paths), `PodRecord.holds`: whether one of them is a
+  required constraint (the pod is then held, never placed); `PodRecord.hold_reasons`: other reasons it is held,
+  as sentences (its volume claims, state/volumes.py).
+- `with_required(cls, required)`: the interned class of `cls` with another required node affinity.
+Records are slots dataclasses; do not mutate them in place: build a new one (`dataclasses.replace`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from gangsched.core.values.resources import PODS
+
+if TYPE_CHECKING:
+    from gangsched.core.fit.pod_counts import PodTerm
+    from gangsched.core.fit.pod_spread import SpreadConstraint
+
+Labels = tuple[tuple[str, str], ...]  # a pod's labels, sorted pairs
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class Taint(NamedTuple):
+    key: str
+    value: str
+    effect: str
+
+
+class Toleration(NamedTuple):
+    key: str  # "" with operator Exists tolerates every taint
+    operator: str  # "Equal" | "Exists"
+    value: str
+    effect: str  # "" matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == taint.value
+
+
+class HostPort(NamedTuple):
+    """One host port a pod asks for, sanitized as kube-scheduler's HostPortInfo does (hostIP "" is 0.0.0.0,
+    protocol "" is TCP)."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+class Requirement(NamedTuple):
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+
+class Term(NamedTuple):
+    """A nodeSelectorTerm: every expression and every field requirement must match."""
+
+    expressions: tuple[Requirement, ...]
+    fields: tuple[Requirement, ...]  # matchFields: only key metadata.name is defined
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SchedulingClass:
+    """The interned requests + constraints shared by every pod that has them (an equivalence class)."""
+
+    id: int
+    requests: Mapping[str, int]  # canonical units, includes pods: 1
+    node_selector: tuple[tuple[str, str], ...]
+    required: tuple[Term, ...] | None  # None: no required node affinity
+    preferred: tuple[tuple[int, Term], ...]
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...] = ()
+    affinity: tuple[PodTerm, ...] = ()  # required pod affinity terms (core/fit/affinity.py)
+    anti_affinity: tuple[PodTerm, ...] = ()  # required pod anti-affinity terms
+    spread: tuple[SpreadConstraint, ...] = ()  # topology spread constraints (core/fit/pod_spread.py)
+    pod_preferred: tuple[tuple[int, PodTerm], ...] = ()  # preferred pod (anti-)affinity, anti negative (pod_score)
+    namespace: str = ""  # the pods' namespace, once some selector reads pods (see `with_labels`)
+    labels: Labels = ()  # the pods' labels that some selector reads
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.node_selector or self.required is not None)
+
+
+_classes: dict[tuple[Any, ...], SchedulingClass] = {}
+_keys: list[tuple[Any, ...]] = []  # class id -> its interning key
+
+
+def scheduling_class(
+    requests: Mapping[str, int],
+    *,
+    node_selector: tuple[tuple[str, str], ...] = (),
+    required: tuple[Term, ...] | None = None,
+    preferred: tuple[tuple[int, Term], ...] = (),
+    tolerations: tuple[Toleration, ...] = (),
+    host_ports: tuple[HostPort, ...] = (),
+    affinity: tuple[PodTerm, ...] = (),
+    anti_affinity: tuple[PodTerm, ...] = (),
+    spread: tuple[SpreadConstraint, ...] = (),
+    pod_preferred: tuple[tuple[int, PodTerm], ...] = (),
+) -> SchedulingClass:
+    """The interned class of these requests and constraints (process-wide table; ids are never reused)."""
+    req = dict(requests)
+    req.setdefault(PODS, 1)
+    key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations, host_ports)
+    return _intern((*key, affinity, anti_affinity, spread, pod_preferred, "", ()), req)
+
+
+def _intern(key: tuple[Any, ...], req: Mapping[str, int]) -> SchedulingClass:
+    cls = _classes.get(key)
+    if cls is None:
+        cls = SchedulingClass(len(_classes), req, *key[1:])
+        _classes[key] = cls
+        _keys.append(key)
+    return cls
+
+
+def with_required(cls: SchedulingClass, required: tuple[Term, ...] | None) -> SchedulingClass:
+    """The interned class equal to `cls` but for its required node affinity (a pod's volumes add theirs)."""
+    key = list(_keys[cls.id])
+    key[2] = required  # (the interning key: requests, node_selector, required, ...)
+    return _intern(tuple(key), cls.requests)
+
+
+# Label keys some pod selector reads (pod affinity terms, spread constraints), process-wide and only growing:
+# a class carries its pods' namespace and their labels of these keys, so a filter can match a class (the
+# workspace places classes, not pods) as it would match one of its pods.
+_label_keys: dict[str, None] = {}
+_label_gen = [0]
+
+
+def register_label_keys(keys: Iterable[str]) -> None:
+    """Some selector reads these label keys (called by the parsers; the first call also turns namespaces on)."""
+    for key in keys:
+        if key not in _label_keys:
+            _label_keys[key] = None
+            _label_gen[0] += 1
+    if not _label_gen[0]:
+        _label_gen[0] = 1
+
+
+def label_keys_gen() -> int:
+    """Moves whenever a label key is registered (0: no selector reads pods yet)."""
+    return _label_gen[0]
+
+
+def with_labels(cls: SchedulingClass, namespace: str, labels: Labels) -> SchedulingClass:
+    """The class of a pod of `cls` in `namespace` with `labels`, projected on the registered label keys (the
+    namespace and labels only once some selector reads pods). Shares the class's dicts."""
+    if not _label_gen[0]:
+        return cls
+    keys = _label_keys
+    shown = tuple(kv for kv in labels if kv[0] in keys)
+    if shown == cls.labels and namespace == cls.namespace:
+        return cls
+    base = _keys[cls.id]
+    return _intern((*base[:-2], namespace, shown), cls.requests)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    allocatable: Mapping[str, int]
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PodRecord:
+    namespace: str
+    name: str
+    uid: str
+    sclass: SchedulingClass
+    priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    created: float = 0.0
+    node_name: str | None = None
+    phase: str = "Pending"
+    nominated_node: str | None = None
+    gang: str | None = None  # "namespace/name" of the gang, None for a pod scheduled alone
+    role: str | None = None
+    rank: int | None = None
+    ours: bool = True  # spec.schedulerName is ours (others' pods only consume capacity)
+    timed_out: bool = False
+    gated: bool = False  # spec.schedulingGates not empty
+    unsupported: tuple[str, ...] = ()  # constraints not evaluated (field paths), see models/pod.py
+    holds: bool = False  # one of them is required: the pod is held (never placed) until it goes
+    hold_reasons: tuple[str, ...] = ()  # why else it is held, as sentences (a claim not bound: state/volumes.py)
+    grace: float = 30.0  # spec.terminationGracePeriodSeconds (the API's default 30): how long its eviction may take
+    run_seconds: float | None = None  # declared run time (activeDeadlineSeconds, expected-duration): backfill
+    started: float | None = None  # status.startTime (epoch seconds)
+    labels: Labels = ()  # metadata.labels, sorted pairs (pod selectors match them: core/fit/pod_counts.py)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def requests(self) -> Mapping[str, int]:
+        return self.sclass.requests
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+
+def projected(pod: PodRecord) -> PodRecord:
+    """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
+    if not pod.ours or not _label_gen[0]:
+        return pod
+    sclass = with_labels(pod.sclass, pod.namespace, pod.labels)
+    return pod if sclass is pod.sclass else dataclasses.replace(pod, sclass=sclass)
