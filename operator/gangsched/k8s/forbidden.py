@@ -9,7 +9,8 @@ Contract:
   `pods "x" is forbidden: User "u" cannot create resource "pods/binding" ... in the namespace "ns"`, built by
   apiserver/pkg/endpoints/handlers/responsewriters/errors.go `ForbiddenStatusError`): one cause per
   permission missing, not per object.
-- `clear(request)`: a request of that kind succeeded: its causes go (the permission is back).
+- `clear(request)`: a request of that kind succeeded: its causes go (the permission is back); `active`: any cause
+  recorded (callers skip naming their request while there is none).
 - `request_of(verb, path)`: the request's name for a path ("patch pods/status"): the writers (k8s/writer.py) note
   their 403s under it, the runtime its bindings' ("create pods/binding").
 - `causes(now=None)`: the causes seen within the last `hold` seconds and not cleared, oldest first;
@@ -61,6 +62,11 @@ class ForbiddenBook:
         known = self._seen.get(cause)
         self._seen[cause] = (request, now)
         return known is None or now - known[1] > self._hold
+
+    @property
+    def active(self) -> bool:
+        """Whether any cause is recorded (a writer names its request only then: the hot path stays cheap)."""
+        return bool(self._seen)
 
     def clear(self, request: str) -> None:
         """A request of this kind succeeded: its causes are over."""

@@ -239,7 +239,7 @@ class PatchWriter:
             return
         self.writes += 1
         self._attempts.pop(key, None)
-        if self._forbidden is not None:
+        if self._forbidden is not None and self._forbidden.active:
             self._forbidden.clear(request_of("patch", path))
         if self._epochs.get(key, 0) != epoch:
             return  # forgotten while in flight: it went to the object that was there before (not remembered)
