@@ -11,7 +11,9 @@ Contract:
   `core.scheduler.schedule` until a plan is empty, applying each plan to the SchedulerState before carrying it out.
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
-  SchedulerState through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
+  SchedulerState through `bind_failed` and is requeued, its gang backed off by runtime/bind_backoff.py, config
+  bindBackoff: kube-scheduler's 1 s doubling to 10 s; one FailedBinding event per pod, its count raised; a 403
+  logged once per cause, k8s/forbidden.py); PodGroup status, pod conditions and the timeout annotation
   go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
   other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
@@ -27,7 +29,9 @@ Contract:
   binder, writers, all relisted); kube-scheduler exits there instead. Plans decided before are never sent.
 - Supervision: the pod reflector, the writers, the loop and the elector run under runtime/supervisor.py
   (logged, restarted with backoff); a binding task that fails unexpectedly requeues its pods. Liveness
-  (`liveness_problems`) and readiness (`readiness`) are served by handlers/probes.py.
+  (`liveness_problems`) and readiness (`readiness`: synced caches, leader election's problem, `api_problems`:
+  forbidden answers, a stale pod cache, bindings failing past config readiness's bounds) are served by
+  handlers/probes.py; API-side problems never fail liveness.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
