@@ -140,7 +140,8 @@ def test_deployment_runs_the_cli_contract() -> None:
     # liveness sees a stalled loop, readiness synced caches (a follower too): two endpoints (handlers/probes.py)
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["startupProbe"]["httpGet"]["path"] == "/readyz"
+    # startup: the caches alone (/readyz also fails for the API's problems, which a restart does not cure)
+    assert container["startupProbe"]["httpGet"]["path"] == "/readyz/synced"
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 

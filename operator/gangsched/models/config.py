@@ -23,6 +23,8 @@ Example (all defaults):
     backoff: {initialSeconds: 1, maxSeconds: 60}
     scoreStrategy: binpack            # or spread
     bindConcurrency: 64
+    bindBackoff: {initialSeconds: 1, maxSeconds: 10}  # a gang whose binding failed waits, doubling (kube-scheduler's)
+    readiness: {staleCacheSeconds: 30, bindsFailingSeconds: 60}  # API-side problems /readyz reports
     maxUnitsPerCycle: 64
     topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
@@ -89,6 +91,22 @@ class BackoffConfig(_Section):
         if self.max_seconds < self.initial_seconds:
             raise ValueError(f"maxSeconds must be >= initialSeconds ({self.initial_seconds})")
         return self
+
+
+class BindBackoffConfig(BackoffConfig):
+    """The backoff of a gang (or lone pod) whose binding failed (runtime/bind_backoff.py): kube-scheduler's
+    podInitialBackoffSeconds 1 and podMaxBackoffSeconds 10 by default."""
+
+    max_seconds: PositiveFloat = Field(10.0, alias="maxSeconds")
+
+
+class ReadinessConfig(_Section):
+    """API-side problems /readyz reports (503, `problem` names it): no pod watch running for longer than
+    `staleCacheSeconds`, bindings failing (none succeeding) for longer than `bindsFailingSeconds`; a forbidden
+    answer at once. /livez never fails for them (a restart does not cure the API)."""
+
+    stale_cache_seconds: PositiveFloat = Field(30.0, alias="staleCacheSeconds")
+    binds_failing_seconds: PositiveFloat = Field(60.0, alias="bindsFailingSeconds")
 
 
 class TopologyConfig(_Section):
@@ -163,6 +181,10 @@ class OperatorConfig(_Section):
     backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig.model_validate({}))
     score_strategy: Literal["binpack", "spread"] = Field("binpack", alias="scoreStrategy")
     bind_concurrency: Annotated[int, Field(strict=True, ge=1, le=10_000)] = Field(64, alias="bindConcurrency")
+    bind_backoff: BindBackoffConfig = Field(
+        default_factory=lambda: BindBackoffConfig.model_validate({}), alias="bindBackoff"
+    )
+    readiness: ReadinessConfig = Field(default_factory=lambda: ReadinessConfig.model_validate({}))
     # gangs (or lone pods) decided per scheduling cycle; each is still its own transaction
     max_units_per_cycle: Annotated[int, Field(strict=True, ge=1, le=100_000)] = Field(64, alias="maxUnitsPerCycle")
     topology: TopologyConfig = Field(default_factory=lambda: TopologyConfig.model_validate({}))
