@@ -26,7 +26,8 @@ Example (all defaults):
     bindBackoff: {initialSeconds: 1, maxSeconds: 10}  # a gang whose binding failed waits, doubling (kube-scheduler's)
     readiness: {staleCacheSeconds: 30, bindsFailingSeconds: 60}  # API-side problems /readyz reports
     maxUnitsPerCycle: 64
-    topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
+    topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: [],
+               packGangs: true}       # a gang without networkTopology goes into the lowest domain holding it
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
                      renewDeadlineSeconds: 10, retryPeriodSeconds: 2,
                      releaseTimeoutSeconds: 2}  # on stop: release the Lease within this, or let it expire
@@ -114,6 +115,8 @@ class TopologyConfig(_Section):
     key: Annotated[str, Field(min_length=1)] = "topology.json"
     # node label key per tier, lowest tier first (tier 1 = unit/ToR); empty: the ConfigMap is the only source
     node_label_tiers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, alias="nodeLabelTiers")
+    # a gang that declares no networkTopology is packed into the lowest domain that holds it (core/placement/packing.py)
+    pack_gangs: bool = Field(True, alias="packGangs")
 
 
 class LeaderElectionConfig(_Section):
@@ -245,6 +248,7 @@ class OperatorConfig(_Section):
             max_units_per_cycle=self.max_units_per_cycle,
             hold_after_seconds=self.starvation.hold_after_seconds,
             max_held_gangs=self.starvation.max_held_gangs,
+            pack_gangs=self.topology.pack_gangs,
         )
 
 

@@ -54,6 +54,7 @@ class VariantOptions:
     topology: bool = True
     preemption: bool = True
     starvation_hold: bool = True  # core/gang/starvation.py holds capacity for the longest-starving gang
+    pack: bool = True  # core/placement/packing.py packs gangs without a network topology into one domain
 
 
 def variant_options(variants: Sequence[str]) -> VariantOptions:
@@ -69,6 +70,8 @@ def variant_options(variants: Sequence[str]) -> VariantOptions:
             opts = dataclasses.replace(opts, preemption=False)
         elif v == "nohold":
             opts = dataclasses.replace(opts, starvation_hold=False)
+        elif v == "nopack":
+            opts = dataclasses.replace(opts, pack=False)
         else:
             raise ValueError(f"unknown gangsched variant {v!r}")
     return opts
@@ -100,6 +103,7 @@ class CorePolicy:
             score_strategy=options.score_strategy,
             default_wait_seconds=wait_seconds,
             hold_after_seconds=SchedulerConfig().hold_after_seconds if options.starvation_hold else 0.0,
+            pack_gangs=options.pack,
         )
         self.state = SchedulerState()
         self.nodes = {node.name: node for node in workload.nodes}

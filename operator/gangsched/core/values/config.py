@@ -26,6 +26,9 @@ class SchedulerConfig:
     # starvation (core/gang/starvation.py): a gang unschedulable this long gets capacity held for it; 0 disables
     hold_after_seconds: float = 60.0
     max_held_gangs: int = 1  # gangs holding capacity at once (at most one per priority level)
+    # a gang without a networkTopology is packed into the lowest topology domain that holds it
+    # (core/placement/packing.py); off: placed by the score strategy alone
+    pack_gangs: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
