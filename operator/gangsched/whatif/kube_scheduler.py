@@ -25,7 +25,6 @@ from collections.abc import Iterable
 
 from gangsched.whatif.kube.cluster import KPod
 from gangsched.whatif.kube.framework import KubeFramework
-from gangsched.whatif.kube.preemption import preempt
 from gangsched.whatif.model import NodeSpec
 from gangsched.whatif.policies import CycleOutcome
 
@@ -37,11 +36,10 @@ class KubeScheduler(KubeFramework):
         super().__init__(NAME, nodes, seed)
 
     def schedule_one(self, pod: KPod, now: float, out: CycleOutcome) -> None:
-        feasible, short = self.cluster.find_feasible(pod)
-        if feasible:
-            self.bind(pod, self.cluster.select_host(pod, feasible), now, out)
+        node, cand = self.place(pod)
+        if node is not None:
+            self.bind(pod, node, now, out)
             return
-        cand = preempt(self.cluster, pod, short, self.rng)
         if cand is not None:
             self.preempted(pod, cand, now, out)
         else:

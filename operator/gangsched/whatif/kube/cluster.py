@@ -16,7 +16,8 @@ Contract:
   - `find_feasible(pod)`: schedule_one.go `findNodesThatFitPod`: the nominated node first when the pod still fits
     there (`evaluateNominatedNode`); else the nodes from the rotating `next_start` index on, stopping after
     `num_feasible_nodes_to_find(len(nodes))` feasible ones, then advancing the index by the nodes processed.
-    Returns (feasible, the nodes that failed only for resources).
+    Returns (feasible, the nodes that failed only for resources). `placement`: only these nodes are considered (a
+    pod group cycle's placement: the snapshot restricted to one topology domain).
   - `select_host(pod, feasible)`: the default scores that tell these nodes apart, NodeResourcesFit LeastAllocated
     (least_allocated.go, cpu and memory weight 1) plus NodeResourcesBalancedAllocation (balanced_allocation.go, cpu
     and memory), each weight 1 (the other default score plugins give every node of the replay the same score); ties
@@ -25,6 +26,9 @@ Contract:
   - `assume(pod, node)` / `forget(pod)`: the cache's AssumePod / ForgetPod (and removal of a bound pod);
     `charge(pod, node)`: assume without touching the nomination (a tentative placement, undone by `forget`).
   - `nominate(pod, node)` / `clear_nomination(pod)`: the nominator (nominatedNodeName).
+  - `set_up(name, up)`, `free_total()` (free resources summed over the nodes up), `version` (bumped whenever a pod is
+    placed or removed, a nomination cleared or a node comes back: a pod that found no node and no preemption candidate
+    at one version finds none until it changes).
 Units: CPU millicores, memory MiB, GPUs whole devices.
 """
 
@@ -120,6 +124,27 @@ class Cluster:
         self.percentage = percentage
         self.rng = random.Random(seed)
         self.nominated: dict[str, dict[str, KPod]] = {}  # node -> pods nominated there
+        self.version = 0  # bumped whenever a pod is placed or removed, a nomination cleared, a node up or down
+        self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
+        self.capacity = [0, 0, 0, 0]  # of the nodes that are up
+        for node in self.nodes:
+            self._count(node, 1)
+
+    def _count(self, node: Node, sign: int) -> None:
+        for i, value in enumerate((node.gpus, node.cpu_milli, node.memory_mib, PODS_PER_NODE)):
+            self.capacity[i] += sign * value
+
+    def set_up(self, name: str, up: bool) -> None:
+        """A node goes down (it must hold no pod any more) or comes back."""
+        node = self.by_name[name]
+        if node.up != up:
+            node.up = up
+            self._count(node, 1 if up else -1)
+            self.version += 1
+
+    def free_total(self) -> list[int]:
+        """GPUs, CPU, memory and pods left on the nodes that are up, summed."""
+        return [c - u for c, u in zip(self.capacity, self.used, strict=True)]
 
     def fit(self, pod: KPod, node: Node, removed: Collection[KPod] = ()) -> Fit:
         if not node.up or (pod.model is not None and node.model != pod.model):
@@ -140,18 +165,19 @@ class Cluster:
             return Fit.UNSCHEDULABLE
         return Fit.FIT
 
-    def find_feasible(self, pod: KPod) -> tuple[list[Node], list[Node]]:
-        if pod.nominated is not None:  # evaluateNominatedNode
+    def find_feasible(self, pod: KPod, placement: Collection[str] | None = None) -> tuple[list[Node], list[Node]]:
+        nodes = self.nodes if placement is None else [n for n in self.nodes if n.name in placement]
+        if pod.nominated is not None and (placement is None or pod.nominated in placement):  # evaluateNominatedNode
             node = self.by_name.get(pod.nominated)
             if node is not None and self.fit(pod, node) == Fit.FIT:
                 return [node], []
-        total = len(self.nodes)
+        total = len(nodes)
         wanted = num_feasible_nodes_to_find(total, self.percentage)
         feasible: list[Node] = []
         short: list[Node] = []
         processed = 0
         for i in range(total):
-            node = self.nodes[(self.next_start + i) % total]
+            node = nodes[(self.next_start + i) % total]
             processed += 1
             status = self.fit(pod, node)
             if status == Fit.FIT:
@@ -192,7 +218,13 @@ class Cluster:
         node.req[0] += pod.gpus
         node.req[1] += pod.cpu_milli
         node.req[2] += pod.memory_mib
+        self._use(pod, 1)
         pod.node = node.name
+        self.version += 1  # (a lower-priority pod placed may give a preemption candidate)
+
+    def _use(self, pod: KPod, sign: int) -> None:
+        for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
+            self.used[i] += sign * value
 
     def forget(self, pod: KPod) -> None:
         if pod.node is None:
@@ -202,7 +234,9 @@ class Cluster:
         node.req[0] -= pod.gpus
         node.req[1] -= pod.cpu_milli
         node.req[2] -= pod.memory_mib
+        self._use(pod, -1)
         pod.node = None
+        self.version += 1
 
     def nominate(self, pod: KPod, node: str) -> None:
         self.clear_nomination(pod)
@@ -213,3 +247,4 @@ class Cluster:
         if pod.nominated is not None:
             self.nominated.get(pod.nominated, {}).pop(pod.key, None)
             pod.nominated = None
+            self.version += 1

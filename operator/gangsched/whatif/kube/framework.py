@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gangsched.whatif.kube.cluster import Cluster, KPod, Node
-from gangsched.whatif.kube.preemption import Candidate
+from gangsched.whatif.kube.preemption import Candidate, preempt
 from gangsched.whatif.kube.queue import SchedulingQueue
 from gangsched.whatif.model import JobSpec, NodeSpec
 from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase
@@ -43,6 +43,7 @@ class KubeFramework:
         self.jobs: dict[str, list[KPod]] = {}  # incarnation -> its pods
         self.specs: dict[str, JobSpec] = {}
         self.created: dict[str, float] = {}  # incarnation -> creation (its PodGroup's)
+        self.hopeless: dict[tuple[object, ...], int] = {}  # pod shape -> cluster version it found no place at
 
     # -- hooks ------------------------------------------------------------------------------------------------
     def sort_key(self, pod: str, timestamp: float) -> tuple[Any, ...]:
@@ -102,12 +103,27 @@ class KubeFramework:
         node = self.cluster.by_name[name]
         for key in sorted({p.job for p in node.pods.values()}):
             self.end(key, "failure", now, out)
-        node.up = False
+        self.cluster.set_up(name, False)
         return out
 
     def node_up(self, name: str, now: float) -> None:
-        self.cluster.by_name[name].up = True
+        self.cluster.set_up(name, True)
         self.queue.move_all(now)
+
+    def place(self, pod: KPod) -> tuple[Node | None, Candidate | None]:
+        """Filter and score (the node), else DefaultPreemption (the candidate), else (None, None). A pod without a
+        nomination whose shape found neither since the cluster last made room is not searched again (the same
+        answer, computed once: nothing was placed, removed or un-nominated since)."""
+        shape = (pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model, pod.priority, pod.preempt)
+        if pod.nominated is None and self.hopeless.get(shape) == self.cluster.version:
+            return None, None
+        feasible, short = self.cluster.find_feasible(pod)
+        if feasible:
+            return self.cluster.select_host(pod, feasible), None
+        cand = preempt(self.cluster, pod, short, self.rng)
+        if cand is None and pod.nominated is None:
+            self.hopeless[shape] = self.cluster.version
+        return None, cand
 
     # -- actions ----------------------------------------------------------------------------------------------
     def bind(self, pod: KPod, node: Node, now: float, out: CycleOutcome) -> None:

@@ -8,8 +8,10 @@ Contract: `SchedulingQueue(sort_key)` holds pod keys in three places, as upstrea
   pod's last failure (`getBackoffTime`);
 - unschedulablePods, pods that failed while no cluster event happened during their attempt.
 `add(pod, now)`: a new pod goes to activeQ. `pop(now)`: the head of activeQ; when activeQ is empty, the backoffQ pod
-whose backoff ends first (SchedulerPopFromBackoffQ, beta and on by default since 1.33), except pods already tried at
-this instant (an attempt takes time: the replay's instants do not loop). Popping counts an attempt.
+whose backoff ends first (SchedulerPopFromBackoffQ, beta and on by default since 1.33). A pod is tried at most once
+per virtual instant (an attempt takes time; without this, sibling activation and rejection would loop within one
+instant): a pod activated again after its attempt waits in activeQ and is tried `RETRY_SECONDS` (1 s) later.
+Popping counts an attempt; `take(pod, now)` pops one given pod (PopSpecificPod).
 `failed(pod, now)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event moved pods during
 the attempt (`move_all` called since the pop: moveRequestCycle) the pod goes to backoffQ (activeQ when its backoff
 is already over), else to unschedulablePods. `move_all(now)`: MoveAllToActiveOrBackoffQueue (a pod deleted, a node
@@ -31,6 +33,7 @@ INITIAL_BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 10.0
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0  # podMaxInUnschedulablePodsDuration
 FLUSH_PERIOD_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
+RETRY_SECONDS = 1.0  # a pod activated again in the instant it was tried is tried again this much later
 
 SortKey = Callable[[str, float], tuple[Any, ...]]
 
@@ -57,6 +60,7 @@ class SchedulingQueue:
         self.last_attempt: dict[str, float] = {}
         self.moves = 0  # move requests so far
         self.popped_at: dict[str, int] = {}  # pod -> `moves` when it was popped
+        self.now = 0.0  # the instant of the last pop
 
     def __len__(self) -> int:
         return len(self.where)
@@ -76,14 +80,33 @@ class SchedulingQueue:
         return self.timestamp[pod] + backoff_duration(self.attempts[pod])
 
     def pop(self, now: float) -> str | None:
+        self.now = now
+        deferred = []
+        found = None
         while self.active:
-            _, seq, pod = heapq.heappop(self.active)
-            if self.where.get(pod) == "active" and self.entry.get(pod) == seq:
-                return self._popped(pod, now)
+            item = heapq.heappop(self.active)
+            pod = item[2]
+            if self.where.get(pod) != "active" or self.entry.get(pod) != item[1]:
+                continue  # a stale entry
+            if self.last_attempt.get(pod) == now:
+                deferred.append(item)  # tried at this instant already: at the next retry
+                continue
+            found = pod
+            break
+        for item in deferred:
+            heapq.heappush(self.active, item)
+        if found is not None:
+            return self._popped(found, now)
         waiting = [p for p, w in self.where.items() if w == "backoff" and self.last_attempt.get(p) != now]
         if not waiting:
             return None
         return self._popped(min(waiting, key=lambda p: (self.backoff_until(p), p)), now)
+
+    def take(self, pod: str, now: float) -> None:
+        """PopSpecificPod: the pod leaves the queue from wherever it waits (a pod group cycle takes its siblings),
+        counting an attempt."""
+        if pod in self.where:
+            self._popped(pod, now)
 
     def _popped(self, pod: str, now: float) -> str:
         del self.where[pod]
@@ -126,7 +149,9 @@ class SchedulingQueue:
     def next_wakeup(self) -> float | None:
         times = []
         for pod, where in self.where.items():
-            if where == "backoff":
+            if where == "active":  # deferred: tried at this instant already
+                times.append(self.now + RETRY_SECONDS)
+            elif where == "backoff":
                 times.append(self.backoff_until(pod))
             elif where == "unschedulable":  # the first 30 s tick after the 5 min
                 due = self.timestamp[pod] + MAX_IN_UNSCHEDULABLE_SECONDS
