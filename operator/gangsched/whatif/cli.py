@@ -15,8 +15,11 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   going down ends every job with a pod on it (restarted from zero), whatif/inputs/node_events.py.
 - `--warmup-hours`: utilization is averaged over the arrivals after the warm-up (the cluster starts empty; Philly run
   times are long), up to the last arrival; the offered load is the whole trace's.
-- `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
-  same value as its Permit timeout, so both wait alike).
+- `--wait-seconds`: gangsched's gang waiting time for jobs that declare none (default 600 s, Koordinator's). The
+  baselines keep their own upstream defaults (coscheduling: permitWaitingTimeSeconds 60 s; permit-wait-600s: 600 s);
+  a job's own waiting time (its PodGroup's scheduleTimeoutSeconds) applies to every policy.
+- `--policies`: default gangsched, gangsched+nohold and the three faithful baselines (kube-scheduler, coscheduling,
+  kube-scheduler-gang: whatif/policies.py).
 Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed.
 """
 
@@ -33,7 +36,7 @@ if TYPE_CHECKING:  # the rest is imported when a replay runs: `gangsched --help`
     from gangsched.whatif.model import Workload
     from gangsched.whatif.report import LoadRun
 
-DEFAULT_POLICIES = "gangsched,gangsched+nohold,pod-by-pod,permit-wait"
+DEFAULT_POLICIES = "gangsched,gangsched+nohold,kube-scheduler,coscheduling,kube-scheduler-gang"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES, help="policies to compare (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
     parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
-    parser.add_argument("--wait-seconds", type=float, default=600.0, help="default gang waiting time (s)")
+    parser.add_argument("--wait-seconds", type=float, default=600.0, help="gangsched's default gang waiting time (s); baselines keep their upstream defaults")
     parser.add_argument(
         "--warmup-hours", type=float, default=0.0, help="utilization averaged after this many hours of arrivals"
     )
