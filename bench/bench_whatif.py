@@ -53,7 +53,7 @@ def main() -> None:
     workload = demo_workload(0.95, 1)
     window = (workload.jobs[0].submit, workload.jobs[-1].submit)
     ours = summarize(replay(workload, make_policy("gangsched", workload, WAIT)), window)
-    bases = {name: summarize(replay(workload, make_policy(name, workload, WAIT)), window) for name in FAITHFUL_BASELINES}
+    bases = {n: summarize(replay(workload, make_policy(n, workload, WAIT)), window) for n in FAITHFUL_BASELINES}
     util_best = max(bases, key=lambda name: bases[name]["useful_util"])
     jct_best = min(bases, key=lambda name: bases[name]["jct"]["mean"])
     context = {"scenario": "demo", "load": 0.95, "jobs": len(workload.jobs)}

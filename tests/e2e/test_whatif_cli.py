@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
+from gangsched.whatif.policies import FAITHFUL_BASELINES
+
 pytestmark = pytest.mark.e2e
 
 
@@ -43,11 +45,11 @@ def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) ->
     summary = orjson.loads((tmp_path / "a" / "summary.json").read_bytes())
     assert [r["load"] for r in summary["results"]] == [0.6, 0.95]
     for result in summary["results"]:
-        assert set(result["policies"]) == {"gangsched", "gangsched+nohold", "kube-scheduler", "coscheduling", "kube-scheduler-gang"}
+        assert set(result["policies"]) == {"gangsched", "gangsched+nohold", *FAITHFUL_BASELINES}
         ours = result["policies"]["gangsched"]
         assert ours["started_partially"] == 0 and ours["deadlocks"]["unresolved"] == 0
         assert ours["completed"] + ours["unfinished"] == ours["jobs"] > 0
-    for policy in ("gangsched", "gangsched+nohold", "kube-scheduler", "coscheduling", "kube-scheduler-gang"):
+    for policy in ("gangsched", "gangsched+nohold", *FAITHFUL_BASELINES):
         with (tmp_path / "a" / f"jobs-{policy}.csv").open() as fh:
             rows = list(csv.DictReader(fh))
         assert {r["load"] for r in rows} == {"0.6", "0.95"}

@@ -158,7 +158,8 @@ def test_a_node_going_down_kills_the_jobs_on_it_which_restart_from_zero_when_the
     events = (NodeEvent(30, "n1", False), NodeEvent(50, "n1", True))
     expected: dict[str, tuple[tuple[float | None, float | None], bool]] = {
         "gangsched": ((35, 45), False), "pod-by-pod-fifo": ((150, 160), True), "permit-wait-600s": ((150, 160), False),
-        "kube-scheduler": ((150, 160), True), "kube-scheduler-gang": ((35, 45), False), "coscheduling": ((35, 45), False),
+        "kube-scheduler": ((150, 160), True), "kube-scheduler-gang": ((35, 45), False),
+        "coscheduling": ((35, 45), False),
     }  # fmt: skip
     for policy, (b_run, partial) in expected.items():
         result, by_id = run(policy, jobs, events=events)

@@ -54,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES, help="policies to compare (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
     parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
-    parser.add_argument("--wait-seconds", type=float, default=600.0, help="gangsched's default gang waiting time (s); baselines keep their upstream defaults")
+    parser.add_argument(
+        "--wait-seconds", type=float, default=600.0, help="gangsched's gang waiting time (s); baselines keep theirs"
+    )
     parser.add_argument(
         "--warmup-hours", type=float, default=0.0, help="utilization averaged after this many hours of arrivals"
     )
