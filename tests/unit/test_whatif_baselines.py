@@ -38,7 +38,7 @@ def test_kube_scheduler_preempts_nominates_and_binds_after_the_backoff() -> None
     the victim's deletion during its attempt sends it to backoffQ (scheduling_queue.go moveRequestCycle), 1 s
     (podInitialBackoffSeconds), and the nominated node is tried first (evaluateNominatedNode). The victim's new pod
     cannot take the node meanwhile: the nomination counts for pods of lower priority."""
-    result, by_id = run("kube-scheduler", [job("low", 0, 1000, 1, 8), job("high", 5, 10, 1, 8, priority=100)], n=1)
+    _result, by_id = run("kube-scheduler", [job("low", 0, 1000, 1, 8), job("high", 5, 10, 1, 8, priority=100)], n=1)
     low, high = by_id["low"], by_id["high"]
     assert (low.evictions, low.incarnations, low.evicted_gpu_seconds) == (1, 2, 8 * 5)
     assert (high.start, high.end) == (6, 16)
@@ -63,7 +63,7 @@ def test_kube_scheduler_gang_preempts_only_for_a_group_that_then_fits() -> None:
     _, by_id = run("kube-scheduler", jobs)
     assert by_id["low"].evictions == 1 and by_id["gang"].started_partially
     jobs = [job("low0", 0, 1000, 1, 8), job("low1", 0, 1000, 1, 8), job("gang", 5, 10, 2, 8, priority=100)]
-    result, by_id = run("kube-scheduler-gang", jobs)
+    _result, by_id = run("kube-scheduler-gang", jobs)
     assert (by_id["low0"].evictions, by_id["low1"].evictions) == (1, 1)
     assert (by_id["gang"].start, by_id["gang"].end) == (6, 16) and not by_id["gang"].started_partially
 
@@ -86,13 +86,14 @@ def test_kube_scheduler_gang_topology_constraint_keeps_the_group_in_one_domain()
         Domain(1, "u1", ("leaf",), ("n2", "n3")),
         Domain(2, "leaf", (), ("u0", "u1")),
     )
-    busy = [job("b0", 0, 100, 1, 8), job("b2", 0, 200, 1, 8)]  # land on n0 and n2 (LeastAllocated spreads ties)
-    hard = busy + [job("g", 1, 10, 2, 8, topology="hard", highest_tier=1)]
-    _, by_id = run("kube-scheduler-gang", hard, n=4, domains=domains)
-    assert by_id["g"].start == 100  # a whole unit frees only when b0 ends
-    soft = busy + [job("g", 1, 10, 2, 8, topology="soft")]
-    _, by_id = run("kube-scheduler-gang", soft, n=4, domains=domains)
-    assert by_id["g"].start == 1
+    inventory = tuple(NodeSpec(f"n{i}", 64_000, 512 * 1024, 8, "m" if i % 2 == 0 else "o") for i in range(4))
+    busy = [job("b0", 0, 100, 1, 8, gpu_model="m"), job("b2", 0, 200, 1, 8, gpu_model="m")]  # on n0 and n2
+    for topology, highest, start in (("hard", 1, 100), ("soft", None, 1)):
+        gang = job("g", 1, 10, 2, 8, topology=topology, highest_tier=highest)
+        workload = Workload((*busy, gang), inventory, domains)
+        by_id = {j.id: j for j in replay(workload, make_policy("kube-scheduler-gang", workload, 600.0)).jobs}
+        assert (by_id["b0"].start, by_id["b2"].start) == (0, 0)
+        assert by_id["g"].start == start, topology  # hard: a whole unit frees only when b0 ends
 
 
 def test_coscheduling_queue_sort_by_priority_then_group_creation_then_last_failure() -> None:
