@@ -150,6 +150,15 @@ class Cluster:
         if not node.up or (pod.model is not None and node.model != pod.model):
             return Fit.UNRESOLVABLE
         gpus, cpu, mem = node.req
+        if not removed and node.name not in self.nominated:  # the common case, without the bookkeeping below
+            if (
+                gpus + pod.gpus > node.gpus
+                or cpu + pod.cpu_milli > node.cpu_milli
+                or mem + pod.memory_mib > node.memory_mib
+                or len(node.pods) >= PODS_PER_NODE
+            ):
+                return Fit.UNSCHEDULABLE
+            return Fit.FIT
         count = len(node.pods)
         for other in removed:
             gpus, cpu, mem, count = gpus - other.gpus, cpu - other.cpu_milli, mem - other.memory_mib, count - 1
@@ -245,6 +254,9 @@ class Cluster:
 
     def clear_nomination(self, pod: KPod) -> None:
         if pod.nominated is not None:
-            self.nominated.get(pod.nominated, {}).pop(pod.key, None)
+            there = self.nominated.get(pod.nominated, {})
+            there.pop(pod.key, None)
+            if not there:
+                self.nominated.pop(pod.nominated, None)
             pod.nominated = None
             self.version += 1
