@@ -13,6 +13,7 @@ from __future__ import annotations
 from gangsched.core.topology import Domain
 from gangsched.whatif.coscheduling import Coscheduling
 from gangsched.whatif.engine import JobResult, Replay, replay
+from gangsched.whatif.metrics import queue_delay
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import make_policy
 
@@ -43,6 +44,7 @@ def test_kube_scheduler_preempts_nominates_and_binds_after_the_backoff() -> None
     assert (low.evictions, low.incarnations, low.evicted_gpu_seconds) == (1, 2, 8 * 5)
     assert (high.start, high.end) == (6, 16)
     assert (low.start, low.end) == (16, 1016)  # restarted from zero after the high job
+    assert low.lost_run_seconds == 5 and queue_delay(low) == 16 - 5  # its 5 s of lost run time are not waiting
 
 
 def test_kube_scheduler_starts_jobs_partially_pod_by_pod() -> None:

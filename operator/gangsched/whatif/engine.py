@@ -56,6 +56,8 @@ class JobResult:
     evicted_gpu_seconds: float = 0.0  # GPU-seconds of work lost to evictions
     failures: int = 0  # incarnations ended by a node going down
     failed_gpu_seconds: float = 0.0  # GPU-seconds of work lost to node failures
+    priority: int = 0
+    lost_run_seconds: float = 0.0  # time earlier incarnations ran whole before an eviction or failure ended them
 
 
 @dataclass(slots=True)
@@ -114,7 +116,7 @@ class _Engine:
         self.heap: list[tuple[float, int, int, str]] = []
         self.seq = 0
         self.jobs = {j.id: j for j in workload.jobs}
-        self.results = {j.id: JobResult(j.id, j.members, j.gpus, j.submit) for j in workload.jobs}
+        self.results = {j.id: JobResult(j.id, j.members, j.gpus, j.submit, priority=j.priority) for j in workload.jobs}
         self.runs: dict[str, _Run] = {}  # active incarnations
         self.partial: dict[str, _Run] = {}  # the active ones holding GPUs while not whole (the deadlock check's)
         self.wakeups: set[float] = set()
@@ -193,7 +195,9 @@ class _Engine:
         for ended in out.ended:
             run = self.runs.pop(ended.job)
             self.partial.pop(ended.job, None)
-            lost = run.job.gpus * (self.now - run.whole_since) if run.whole_since is not None else 0.0
+            ran = self.now - run.whole_since if run.whole_since is not None else 0.0
+            lost = run.job.gpus * ran
+            run.result.lost_run_seconds += ran
             if ended.reason == "evicted":
                 run.result.evictions += 1
                 run.result.evicted_gpu_seconds += lost
