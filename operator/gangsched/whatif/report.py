@@ -4,7 +4,7 @@ Contract: `write_outputs(out_dir, run) -> list[Path]` writes (and returns the pa
 - `summary.json` (orjson, indented): `run.header` (scenario, seed, policies, loads, units) and, per load, each
   policy's metrics (whatif/metrics.py `summarize`).
 - `jobs-<policy>.csv` per policy: one compact row per job and load (`JOB_COLUMNS`; empty cells: never started /
-  unfinished / no tier).
+  unfinished / no tier; `queue` without the run time lost by ended incarnations, `lost_run_seconds`).
 - `timeline-<policy>.csv` per policy: (load, t, gpus allocated, gpus useful, cpu allocated, cpu useful), at most
   `TIMELINE_POINTS` points per load (the last value of each bucket).
 - `report.md`: the comparison table per load and, when plots were drawn (whatif/plots.py), the images.
@@ -25,7 +25,7 @@ from gangsched.whatif.engine import Replay
 
 JOB_COLUMNS = (
     "load", "job", "members", "gpus", "submit", "start", "end", "jct", "queue", "incarnations", "evictions",
-    "timeouts", "started_partially", "tier",
+    "timeouts", "started_partially", "tier", "priority", "lost_run_seconds",
 )  # fmt: skip
 TIMELINE_POINTS = 2000
 
@@ -55,9 +55,10 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
     rows = []
     for j in replay.jobs:
         jct = None if j.end is None else j.end - j.submit
-        queue = None if j.start is None else j.start - j.submit
+        queue = None if j.start is None else j.start - j.submit - j.lost_run_seconds  # (as metrics.py `queue_delay`)
         values = (load, j.id, j.members, j.gpus, j.submit, j.start, j.end, jct, queue, j.incarnations, j.evictions)
-        rows.append([*(_cell(v) for v in values), str(j.timeouts), str(int(j.started_partially)), _cell(j.tier)])
+        tail = [str(j.timeouts), str(int(j.started_partially)), _cell(j.tier), str(j.priority)]
+        rows.append([*(_cell(v) for v in values), *tail, _cell(j.lost_run_seconds)])
     return rows
 
 
