@@ -175,3 +175,20 @@ def test_preemption_tries_candidate_nodes_and_honours_preemption_policy_never() 
     assert chosen is not None and chosen.node.name == "n1"  # equal victims: the later start is preferred
     preemptor.preempt = False
     assert preempt(c, preemptor, short, random.Random(0)) is None
+
+
+def test_pods_whose_eviction_would_violate_a_pdb_are_reprieved_first() -> None:
+    """default_preemption.go SelectVictimsOnNode: the lower-priority pods are split by filterPodsWithPDBViolation and
+    the violating ones are reprieved first, so a non-violating pod is evicted in their place when only one of them
+    can stay; a violating victim is counted (NumPDBViolations)."""
+    c = cluster(1)
+    node = c.nodes[0]
+    protected, plain = pod("protected", 4, 0, start=5), pod("plain", 4, 0, start=1)
+    c.assume(plain, node)
+    c.assume(protected, node)
+    cand = select_victims_on_node(c, pod("preemptor", 4, 100), node, violates=lambda p: p.key == "protected")
+    assert cand is not None and [v.key for v in cand.victims] == ["plain"] and cand.pdb_violations == 0
+    cand = select_victims_on_node(c, pod("preemptor", 4, 100), node)  # no PDB: the earlier start is reprieved
+    assert cand is not None and [v.key for v in cand.victims] == ["protected"]
+    cand = select_victims_on_node(c, pod("preemptor", 8, 100), node, violates=lambda p: p.key == "protected")
+    assert cand is not None and {v.key for v in cand.victims} == {"plain", "protected"} and cand.pdb_violations == 1
