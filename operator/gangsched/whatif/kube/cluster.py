@@ -185,9 +185,13 @@ class Cluster:
         feasible: list[Node] = []
         short: list[Node] = []
         processed = 0
+        gpus, model = pod.gpus, pod.model
         for i in range(total):
             node = nodes[(self.next_start + i) % total]
             processed += 1
+            if node.up and node.req[0] + gpus > node.gpus and (model is None or node.model == model):
+                short.append(node)  # GPUs short (what `fit` says, without the call: the common case)
+                continue
             status = self.fit(pod, node)
             if status == Fit.FIT:
                 feasible.append(node)
