@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gangsched.whatif.engine import Deadlock, JobResult, Replay, SchedulerDeadlock
 from gangsched.whatif.freecap import FreeIndex
-from gangsched.whatif.metrics import percentile, stats, summarize, window_mean
+from gangsched.whatif.metrics import jain_index, percentile, stats, summarize, window_mean
 from gangsched.whatif.model import NodeSpec
 
 
@@ -108,3 +108,16 @@ def test_queueing_per_priority_with_percentiles_and_maximum_wait() -> None:
     assert (low["p50"], low["p95"], low["p99"], low["max"], low["n"]) == (50, 100, 100, 100, 10)
     assert (high["mean"], high["max"], high["n"]) == (2, 2, 1)
     assert s["queue"]["max"] == 100 and s["by_priority"]["0"]["jct"]["max"] == 101
+
+
+def test_slowdown_and_jains_fairness_index() -> None:
+    """Slowdown = JCT / duration; Jain's index (Jain, Chiu, Hawe, DEC-TR-301, 1984) = (sum x)^2 / (n sum x^2): 1 when
+    all are equal, 1/n when one job takes everything."""
+    assert jain_index([2.0, 2.0, 2.0]) == 1.0 and jain_index([1.0, 0.0, 0.0, 0.0]) == 0.25 and jain_index([]) == 1.0
+    jobs = [
+        JobResult("a", 1, 1, submit=0, start=0, end=100, duration=100),  # slowdown 1
+        JobResult("b", 1, 1, submit=0, start=300, end=400, duration=100),  # slowdown 4
+    ]
+    s = summarize(Replay("p", jobs, 400, 8, 1000), (0, 0))
+    assert (s["slowdown"]["mean"], s["slowdown"]["max"]) == (2.5, 4.0)
+    assert s["fairness"] == round(25 / (2 * 17), 4)

@@ -57,6 +57,7 @@ class JobResult:
     failures: int = 0  # incarnations ended by a node going down
     failed_gpu_seconds: float = 0.0  # GPU-seconds of work lost to node failures
     priority: int = 0
+    duration: float = 0.0  # the run time it needs (its JCT when it starts at once and is never ended)
     lost_run_seconds: float = 0.0  # time earlier incarnations ran whole before an eviction or failure ended them
 
 
@@ -116,7 +117,10 @@ class _Engine:
         self.heap: list[tuple[float, int, int, str]] = []
         self.seq = 0
         self.jobs = {j.id: j for j in workload.jobs}
-        self.results = {j.id: JobResult(j.id, j.members, j.gpus, j.submit, priority=j.priority) for j in workload.jobs}
+        self.results = {
+            j.id: JobResult(j.id, j.members, j.gpus, j.submit, priority=j.priority, duration=j.duration)
+            for j in workload.jobs
+        }
         self.runs: dict[str, _Run] = {}  # active incarnations
         self.partial: dict[str, _Run] = {}  # the active ones holding GPUs while not whole (the deadlock check's)
         self.wakeups: set[float] = set()

@@ -13,6 +13,9 @@ arrived in [t0, t1] (arrivals only: a job is judged by its whole life, however l
   whole before an eviction or a node failure ended them: lost run time is not waiting, it is reported apart as
   `lost_gpu_hours`, evicted plus failed); `by_size`: the same per gang-size bucket (members: `SIZE_BUCKETS`),
   `by_priority`: per job priority. Percentiles are nearest-rank; `max` is the longest wait (or JCT).
+- `slowdown`: {mean, p50, p95, p99, max, n} of JCT / the job's duration (1: it ran at once, never ended), and
+  `fairness`: Jain's index of those slowdowns, (sum x)^2 / (n sum x^2), 1 when every job is slowed alike, 1/n at worst
+  (R. Jain, D. Chiu, W. Hawe, "A Quantitative Measure of Fairness and Discrimination", DEC-TR-301, 1984).
 - Over the window's arrivals: `started_partially`, jobs of which some member ran while fewer than minMember did;
   `evictions`, `evicted_gpu_hours` (work lost by victims); `failures`, `failed_gpu_hours` (incarnations a node going
   down ended, and their lost work); `timeouts` (incarnations ended at their waiting time). Over the whole replay
@@ -114,6 +117,12 @@ def _job_stats(jobs: Sequence[JobResult]) -> dict[str, Any]:
     }
 
 
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index of non-negative values; 1.0 when empty or all zero."""
+    square_sum = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * square_sum) if square_sum > 0 else 1.0
+
+
 def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
     t0, t1 = window
     arrived = [j for j in replay.jobs if t0 <= j.submit <= t1]
@@ -125,6 +134,7 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
     gpu_cap, cpu_cap = max(replay.gpu_capacity, 1), max(replay.cpu_capacity, 1)
     decisions = [s * 1000 for s in replay.decision_seconds]
     alloc, useful = window_mean(replay.timeline, 1, t0, t1), window_mean(replay.timeline, 2, t0, t1)
+    slowdowns = [(j.end - j.submit) / j.duration for j in done if j.end is not None and j.duration > 0]
     evicted = sum(j.evicted_gpu_seconds for j in arrived) / 3600
     failed = sum(j.failed_gpu_seconds for j in arrived) / 3600
     return {
@@ -143,6 +153,8 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
         **_job_stats(done),
         "by_size": by_size,
         "by_priority": by_priority,
+        "slowdown": stats(slowdowns),
+        "fairness": round(jain_index(slowdowns), 4),
         "started_partially": sum(j.started_partially for j in arrived),
         "evictions": sum(j.evictions for j in arrived),
         "evicted_gpu_hours": round(evicted, 2),
