@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from gangsched.whatif.engine import Deadlock, JobResult, Replay, SchedulerDeadlock
 from gangsched.whatif.freecap import FreeIndex
-from gangsched.whatif.metrics import jain_index, percentile, stats, summarize, window_mean
+from gangsched.whatif.metrics import jain_index, percentile, queue_delay, stats, summarize, window_mean
 from gangsched.whatif.model import NodeSpec
+from gangsched.whatif.report import JOB_COLUMNS, _jobs_rows
 
 
 def test_nearest_rank_percentiles() -> None:
@@ -121,3 +122,14 @@ def test_slowdown_and_jains_fairness_index() -> None:
     s = summarize(Replay("p", jobs, 400, 8, 1000), (0, 0))
     assert (s["slowdown"]["mean"], s["slowdown"]["max"]) == (2.5, 4.0)
     assert s["fairness"] == round(25 / (2 * 17), 4)
+
+
+def test_the_jobs_csv_rows_carry_priority_mode_topology_and_the_same_queue_as_the_summary() -> None:
+    """issue 24 item 3: the jobs CSV has priority, mode and topology columns; its queue is the summary's
+    (`queue_delay`: without lost run time)."""
+    job = JobResult("a", 2, 16, submit=10, start=900, end=1000, priority=100, mode="NonStrict", topology="soft",
+                    lost_run_seconds=500)  # fmt: skip
+    (row,) = _jobs_rows(0.8, Replay("p", [job], 1000, 16, 1000))
+    cells = dict(zip(JOB_COLUMNS, row, strict=True))
+    assert (cells["priority"], cells["mode"], cells["topology"]) == ("100", "NonStrict", "soft")
+    assert cells["queue"] == "390" == f"{queue_delay(job):g}" and cells["lost_run_seconds"] == "500"

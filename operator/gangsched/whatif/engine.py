@@ -58,6 +58,8 @@ class JobResult:
     failed_gpu_seconds: float = 0.0  # GPU-seconds of work lost to node failures
     priority: int = 0
     duration: float = 0.0  # the run time it needs (its JCT when it starts at once and is never ended)
+    mode: str = "Strict"  # the job's gang mode
+    topology: str = "none"  # its network topology ask (none | soft | hard)
     lost_run_seconds: float = 0.0  # time earlier incarnations ran whole before an eviction or failure ended them
 
 
@@ -118,7 +120,16 @@ class _Engine:
         self.seq = 0
         self.jobs = {j.id: j for j in workload.jobs}
         self.results = {
-            j.id: JobResult(j.id, j.members, j.gpus, j.submit, priority=j.priority, duration=j.duration)
+            j.id: JobResult(
+                j.id,
+                j.members,
+                j.gpus,
+                j.submit,
+                priority=j.priority,
+                duration=j.duration,
+                mode=j.mode,
+                topology=j.topology,
+            )
             for j in workload.jobs
         }
         self.runs: dict[str, _Run] = {}  # active incarnations

@@ -25,7 +25,7 @@ from gangsched.whatif.engine import Replay
 
 JOB_COLUMNS = (
     "load", "job", "members", "gpus", "submit", "start", "end", "jct", "queue", "incarnations", "evictions",
-    "timeouts", "started_partially", "tier", "priority", "lost_run_seconds",
+    "timeouts", "started_partially", "tier", "priority", "lost_run_seconds", "mode", "topology",
 )  # fmt: skip
 TIMELINE_POINTS = 2000
 
@@ -58,7 +58,7 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
         queue = None if j.start is None else j.start - j.submit - j.lost_run_seconds  # (as metrics.py `queue_delay`)
         values = (load, j.id, j.members, j.gpus, j.submit, j.start, j.end, jct, queue, j.incarnations, j.evictions)
         tail = [str(j.timeouts), str(int(j.started_partially)), _cell(j.tier), str(j.priority)]
-        rows.append([*(_cell(v) for v in values), *tail, _cell(j.lost_run_seconds)])
+        rows.append([*(_cell(v) for v in values), *tail, _cell(j.lost_run_seconds), j.mode, j.topology])
     return rows
 
 
