@@ -16,7 +16,8 @@ Deviations (and why): victims terminate at once (the replay's evictions are inst
 pod's eviction ends its whole job (the replay's workload model: a distributed job dies with any member); the binding
 cycle is instant and never fails; no PDBs (the replayed workloads declare none); plugins that score every node of the
 replay alike (TaintToleration, NodeAffinity, PodTopologySpread with no spread constraint, InterPodAffinity,
-ImageLocality) are left out; a pod is tried at most once per backoffQ pass within one virtual instant.
+ImageLocality) are left out; a pod is tried at most once per virtual instant (activated again, it waits 1 s:
+whatif/kube/queue.py), where upstream would retry within milliseconds.
 """
 
 from __future__ import annotations
