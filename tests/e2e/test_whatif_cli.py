@@ -17,6 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
+from gangsched.whatif.policies import FAITHFUL_BASELINES
+
 pytestmark = pytest.mark.e2e
 
 
@@ -43,11 +45,11 @@ def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) ->
     summary = orjson.loads((tmp_path / "a" / "summary.json").read_bytes())
     assert [r["load"] for r in summary["results"]] == [0.6, 0.95]
     for result in summary["results"]:
-        assert set(result["policies"]) == {"gangsched", "gangsched+nohold", "pod-by-pod", "permit-wait"}
+        assert set(result["policies"]) == {"gangsched", "gangsched+nohold", *FAITHFUL_BASELINES}
         ours = result["policies"]["gangsched"]
         assert ours["started_partially"] == 0 and ours["deadlocks"]["unresolved"] == 0
         assert ours["completed"] + ours["unfinished"] == ours["jobs"] > 0
-    for policy in ("gangsched", "gangsched+nohold", "pod-by-pod", "permit-wait"):
+    for policy in ("gangsched", "gangsched+nohold", *FAITHFUL_BASELINES):
         with (tmp_path / "a" / f"jobs-{policy}.csv").open() as fh:
             rows = list(csv.DictReader(fh))
         assert {r["load"] for r in rows} == {"0.6", "0.95"}
@@ -63,7 +65,7 @@ def test_bad_options_exit_2_naming_the_option(tmp_path: Path) -> None:
     proc = replay(tmp_path, "--load", "0.6,3")
     assert proc.returncode == 2 and "--load" in proc.stderr and "(0, 2]" in proc.stderr
     proc = replay(tmp_path, "--policies", "gangsched,fifo")
-    assert proc.returncode == 2 and "'fifo'" in proc.stderr and "pod-by-pod" in proc.stderr
+    assert proc.returncode == 2 and "'fifo'" in proc.stderr and "kube-scheduler" in proc.stderr
     for bad in ("-1", "inf", "nan"):
         proc = replay(tmp_path, "--warmup-hours", bad)
         assert proc.returncode == 2 and "--warmup-hours" in proc.stderr and ">= 0" in proc.stderr, bad
@@ -112,8 +114,9 @@ def test_an_inventory_file_and_a_trace_replay_as_given(tmp_path: Path) -> None:
     (tmp_path / "trace.csv").write_text(TRACE_CSV)
     cmd = [sys.executable, "-m", "gangsched", "sim", "replay", "--nodes", str(tmp_path / "nodes.csv")]
     cmd += ["--trace", str(tmp_path / "trace.csv"), "--no-plots", "--out", str(tmp_path / "out")]
+    cmd += ["--speed-model", "none"]  # the trace's run times as they are (whatif/speed.py is tested on its own)
     proc = subprocess.run(
-        [*cmd, "--policies", "gangsched,pod-by-pod"], capture_output=True, text=True, timeout=60, check=False
+        [*cmd, "--policies", "gangsched,kube-scheduler"], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
     assert "--load does not apply to a trace" in proc.stderr

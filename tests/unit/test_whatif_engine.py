@@ -1,5 +1,5 @@
 """The what-if engine (operator/gangsched/whatif/engine.py) with tiny contrived workloads, through the real core
-(gangsched) and the two baselines.
+(gangsched) and the two simplified baselines (pod-by-pod-fifo, permit-wait-600s).
 
 Oracles: the workload model of issue 15 (a job progresses only while its minMember pods run); kube-scheduler
 without gangs binds each pod on its own as it fits (pkg/scheduler/schedule_one.go: one pod per cycle, no group);
@@ -15,7 +15,7 @@ from dataclasses import replace
 from gangsched.core.topology import Domain
 from gangsched.whatif.engine import JobResult, Replay, replay
 from gangsched.whatif.model import JobSpec, NodeEvent, NodeSpec, RoleSpec, Workload
-from gangsched.whatif.policies import make_policy
+from gangsched.whatif.policies import BASELINES, make_policy
 
 GIB = 1024
 
@@ -40,7 +40,7 @@ def run(
 def test_a_job_progresses_only_while_whole() -> None:
     # A holds one of the two nodes until t=100; B (2 x 8 GPUs, 50 s of work) arrives at t=1.
     jobs = [job("a", 0, 100, 1, 8), job("b", 1, 50, 2, 8)]
-    partial, by_id = run("pod-by-pod", jobs)
+    partial, by_id = run("pod-by-pod-fifo", jobs)
     b = by_id["b"]
     assert b.started_partially  # pod-by-pod started one member at t=1 ...
     assert (b.start, b.end) == (100, 150)  # ... which did nothing: B's 50 s of work begin when it is whole
@@ -65,7 +65,7 @@ def deadlock_jobs(wait: float | None) -> list[JobSpec]:
 
 
 def test_pod_by_pod_starts_partial_jobs_and_deadlocks_while_gangsched_starts_none() -> None:
-    result, by_id = run("pod-by-pod", deadlock_jobs(None))
+    result, by_id = run("pod-by-pod-fifo", deadlock_jobs(None))
     assert by_id["b"].started_partially and by_id["c"].started_partially
     assert by_id["b"].end is None and by_id["c"].end is None  # a deadlock for good: no timeout, no preemption
     assert [(d.start, d.end, d.held_gpus) for d in result.deadlocks] == [(30, None, 16)]
@@ -91,7 +91,7 @@ def test_gangsched_resolves_a_nonstrict_deadlock_in_the_instant_it_forms_and_the
 
 
 def test_permit_wait_releases_every_reservation_at_the_timeout() -> None:
-    result, by_id = run("permit-wait", deadlock_jobs(100.0))
+    result, by_id = run("permit-wait-600s", deadlock_jobs(100.0))
     assert not any(j.started_partially for j in result.jobs)  # reserved at Permit, never running partially
     # C reserved first at t=10, so its Permit wait ends at t=110: its reservations go, B gets n0 and starts whole
     assert result.permit_timeouts == 1
@@ -115,10 +115,14 @@ def test_gangsched_preempts_and_restarts_the_victim_from_zero() -> None:
 
 def test_every_policy_completes_a_feasible_workload_and_conserves_resources() -> None:
     jobs = [job(f"j{i}", i * 7.0, 30 + i, 1 + i % 3, 4 if i % 2 else 8) for i in range(20)]
-    for policy in ("gangsched", "gangsched+spread+notopo", "gangsched+nonstrict", "pod-by-pod", "permit-wait"):
+    for policy in ("gangsched", "gangsched+spread+notopo", "gangsched+nonstrict", *BASELINES):
         result, _ = run(policy, jobs, n=3)
+        assert all(0 <= p[2] <= p[1] <= result.gpu_capacity for p in result.timeline), policy
+        if policy == "kube-scheduler":  # no gangs and LeastAllocated spreading: two partial jobs deadlock for good
+            assert [(d.held_gpus, d.end) for d in result.deadlocks] == [(24, None)]
+            continue
         assert all(j.end is not None for j in result.jobs), policy
-        assert result.timeline[-1][1:] == (0, 0, 0, 0), policy  # everything given back at the end
+        assert result.timeline[-1][1:] == (0, 0, 0, 0, 0), policy  # everything given back at the end
         assert all(0 <= p[2] <= p[1] <= result.gpu_capacity for p in result.timeline), policy
 
 
@@ -147,11 +151,15 @@ def test_a_node_going_down_kills_the_jobs_on_it_which_restart_from_zero_when_the
     # a (2 x 8 GPUs, 100 s) runs on n0 and n1 from t=0; n1 goes down at t=30 and is back at t=50: a dies with its
     # member (no checkpoint) and its new incarnation starts whole at t=50, ending at t=150. b (1 x 8 GPUs, 10 s)
     # arrives at t=35: gangsched leaves n0 free (a cannot be whole before t=50) and b runs from 35 to 45; pod-by-pod
-    # starts a's new incarnation partially on n0 at t=30, permit-wait holds n0 for it at Permit: b waits until 150
+    # starts a's new incarnation partially on n0 at t=30, permit-wait holds n0 for it at Permit: b waits until 150;
+    # kube-scheduler binds a's first member on n0 as pod-by-pod does; kube-scheduler-gang holds nothing between pod
+    # group cycles and coscheduling's PostFilter rejects the waiting member (half of minMember is missing), so b runs
     jobs = [job("a", 0, 100, 2, 8), job("b", 35, 10, 1, 8)]
     events = (NodeEvent(30, "n1", False), NodeEvent(50, "n1", True))
     expected: dict[str, tuple[tuple[float | None, float | None], bool]] = {
-        "gangsched": ((35, 45), False), "pod-by-pod": ((150, 160), True), "permit-wait": ((150, 160), False),
+        "gangsched": ((35, 45), False), "pod-by-pod-fifo": ((150, 160), True), "permit-wait-600s": ((150, 160), False),
+        "kube-scheduler": ((150, 160), True), "kube-scheduler-gang": ((35, 45), False),
+        "coscheduling": ((35, 45), False),
     }  # fmt: skip
     for policy, (b_run, partial) in expected.items():
         result, by_id = run(policy, jobs, events=events)
@@ -159,4 +167,4 @@ def test_a_node_going_down_kills_the_jobs_on_it_which_restart_from_zero_when_the
         assert (a.failures, a.incarnations, a.failed_gpu_seconds) == (1, 2, 16 * 30), policy
         assert (a.start, a.end) == (50, 150) and (b.start, b.end) == b_run, policy
         assert a.started_partially == partial, policy
-        assert result.timeline[-1][1:] == (0, 0, 0, 0), policy
+        assert result.timeline[-1][1:] == (0, 0, 0, 0, 0), policy

@@ -106,7 +106,7 @@ def test_a_job_packed_on_one_node_runs_at_its_trace_speed() -> None:
     a = job("a", 0, 100, 8, 1, comm_share=0.3)
     workload = Workload((a,), nodes(2), topology(2))
     result = replay(workload, make_policy("gangsched", workload, 600.0)).jobs[0]
-    assert (result.span_tier, result.slowdown, result.end) == (0, 1.0, 100)  # binpack: all 8 on one node
+    assert (result.span_tier, result.placement_slowdown, result.end) == (0, 1.0, 100)  # binpack: all 8 on one node
 
 
 def test_useful_work_counts_a_slowed_job_at_its_ideal_speed() -> None:

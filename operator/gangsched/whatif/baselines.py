@@ -57,7 +57,7 @@ def _pods(job: JobSpec, key: str) -> list[_Pod]:
 
 class PodByPod:
     def __init__(self, nodes: Iterable[NodeSpec]) -> None:
-        self.name = "pod-by-pod"
+        self.name = "pod-by-pod-fifo"
         self.free = FreeIndex(nodes)
         self.pending: dict[int, _Pod] = {}  # arrival order
         self.placed: dict[str, list[_Pod]] = {}
@@ -146,7 +146,7 @@ class _Gang:
 
 class PermitWait:
     def __init__(self, nodes: Iterable[NodeSpec], wait_seconds: float) -> None:
-        self.name = "permit-wait"
+        self.name = "permit-wait-600s"
         self.free = FreeIndex(nodes)
         self.default_wait = wait_seconds
         self.gangs: dict[str, _Gang] = {}

@@ -18,8 +18,11 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
 - `--speed-model tier|none` (with `--spine-oversubscription`): whatif/speed.py, jobs run slower spanning a higher
   network tier, or placement does not matter; `--declared-share` / `--declared-slack`: which jobs' pods declare a
   run time and how loose it is (whatif/inputs/estimates.py). All drawn with `--seed`, written to summary.json.
-- `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
-  same value as its Permit timeout, so both wait alike).
+- `--wait-seconds`: gangsched's gang waiting time for jobs that declare none (default 600 s, Koordinator's). The
+  baselines keep their own upstream defaults (coscheduling: permitWaitingTimeSeconds 60 s; permit-wait-600s: 600 s);
+  a job's own waiting time (its PodGroup's scheduleTimeoutSeconds) applies to every policy.
+- `--policies`: default gangsched, gangsched+nohold and the three faithful baselines (kube-scheduler, coscheduling,
+  kube-scheduler-gang: whatif/policies.py).
 Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed; so does
 an `--out` directory that cannot be created or written, checked before any replay runs (gangsched/exits.py).
 """
@@ -40,7 +43,7 @@ if TYPE_CHECKING:  # the rest is imported when a replay runs: `gangsched --help`
     from gangsched.whatif.report import LoadRun
     from gangsched.whatif.speed import SpeedModel
 
-DEFAULT_POLICIES = "gangsched,gangsched+nohold,pod-by-pod,permit-wait"
+DEFAULT_POLICIES = "gangsched,gangsched+nohold,kube-scheduler,coscheduling,kube-scheduler-gang"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
     parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
     parser.add_argument(
-        "--wait-seconds", type=float, default=600.0, help="default gang waiting time, s (default %(default)s)"
+        "--wait-seconds", type=float, default=600.0, help="gangsched's gang waiting time (s); baselines keep theirs"
     )
     parser.add_argument(
         "--warmup-hours",

@@ -16,7 +16,7 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None, speed=None) 
   held by incarnations running whole (`whole_gpu_seconds`), held by incomplete gangs (allocated - whole), and the
   useful work: GPUs of whole incarnations divided by their slowdown (`useful_gpu_seconds`: GPU time at the jobs'
   ideal speed; equal to whole with the placement-independent model). `timeline` records (t, gpus allocated, useful
-  work in GPUs, cpu allocated, cpu held whole) at each instant the values changed.
+  work in GPUs, cpu allocated, cpu held whole, gpus held whole) at each instant the values changed.
 - Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
   formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
   policy is held to): after each instant, a deadlock is
@@ -63,7 +63,12 @@ class JobResult:
     failures: int = 0  # incarnations ended by a node going down
     failed_gpu_seconds: float = 0.0  # GPU-seconds of work lost to node failures
     span_tier: int | None = None  # network tier its running members spanned when it became whole (whatif/speed.py)
-    slowdown: float = 1.0  # its run time's factor from that placement (1: as fast as at its ideal tier)
+    placement_slowdown: float = 1.0  # its run time's factor from that placement (1: as fast as at its ideal tier)
+    priority: int = 0
+    duration: float = 0.0  # the run time it needs (its JCT when it starts at once and is never ended)
+    mode: str = "Strict"  # the job's gang mode
+    topology: str = "none"  # its network topology ask (none | soft | hard)
+    lost_run_seconds: float = 0.0  # time earlier incarnations ran whole before an eviction or failure ended them
 
 
 @dataclass(slots=True)
@@ -109,7 +114,7 @@ class Replay:
     whole_gpu_seconds: float = 0.0  # GPU time held by whole incarnations (allocated - this: held by incomplete)
     cpu_seconds: float = 0.0
     useful_cpu_seconds: float = 0.0
-    timeline: list[tuple[float, int, float, int, int]] = field(default_factory=list)
+    timeline: list[tuple[float, int, float, int, int, int]] = field(default_factory=list)
     decision_seconds: list[float] = field(default_factory=list)
     deadlocks: list[Deadlock] = field(default_factory=list)
     resolved: list[SchedulerDeadlock] = field(default_factory=list)  # by the scheduler itself
@@ -125,7 +130,19 @@ class _Engine:
         self.heap: list[tuple[float, int, int, str]] = []
         self.seq = 0
         self.jobs = {j.id: j for j in workload.jobs}
-        self.results = {j.id: JobResult(j.id, j.members, j.gpus, j.submit) for j in workload.jobs}
+        self.results = {
+            j.id: JobResult(
+                j.id,
+                j.members,
+                j.gpus,
+                j.submit,
+                priority=j.priority,
+                duration=j.duration,
+                mode=j.mode,
+                topology=j.topology,
+            )
+            for j in workload.jobs
+        }
         self.runs: dict[str, _Run] = {}  # active incarnations
         self.partial: dict[str, _Run] = {}  # the active ones holding GPUs while not whole (the deadlock check's)
         self.wakeups: set[float] = set()
@@ -179,11 +196,13 @@ class _Engine:
             if run.whole_since is not None:
                 self.alloc[1] += sign * move.gpus
                 self.alloc[3] += sign * move.cpu_milli
-                self.work += sign * move.gpus / run.result.slowdown
+                self.work += sign * move.gpus / run.result.placement_slowdown
             run.running += (move.new == PodPhase.RUNNING) - (move.old == PodPhase.RUNNING)
             if move.new == PodPhase.RUNNING:
+                if not move.node:
+                    raise ValueError(f"policy {self.policy.name}: a pod of {move.job} runs on no node (PodMove.node)")
                 run.nodes[move.node] += 1
-            elif move.old == PodPhase.RUNNING:
+            elif move.old == PodPhase.RUNNING and move.node:  # (a removal may not say where: the run ends)
                 run.nodes[move.node] -= 1
         for key, run in touched.items():
             if run.whole_since is None and run.running >= run.job.min_member:
@@ -205,8 +224,8 @@ class _Engine:
         job, tiers = run.job, self.tier_map
         span = tiers.span(node for node, count in run.nodes.items() if count > 0)
         run.result.span_tier = span
-        run.result.slowdown = slowdown(self.speed, job, span, tiers.ideal(job.gpus))
-        return run.result.slowdown
+        run.result.placement_slowdown = slowdown(self.speed, job, span, tiers.ideal(job.gpus))
+        return run.result.placement_slowdown
 
     def _outcome(self, out: CycleOutcome) -> list[JobSpec]:
         self.out.decision_seconds += out.decision_seconds
@@ -221,7 +240,9 @@ class _Engine:
         for ended in out.ended:
             run = self.runs.pop(ended.job)
             self.partial.pop(ended.job, None)
-            lost = run.job.gpus * (self.now - run.whole_since) if run.whole_since is not None else 0.0
+            ran = self.now - run.whole_since if run.whole_since is not None else 0.0
+            lost = run.job.gpus * ran
+            run.result.lost_run_seconds += ran
             if ended.reason == "evicted":
                 run.result.evictions += 1
                 run.result.evicted_gpu_seconds += lost
@@ -278,11 +299,11 @@ class _Engine:
         return self.out
 
     def _sample(self) -> None:
-        g, _, c, uc = self.alloc
+        g, whole, c, uc = self.alloc
         work = round(self.work, 6)  # (sums of fractions: no drift in the samples)
         tl = self.out.timeline
-        if not tl or tl[-1][1:] != (g, work, c, uc):
-            tl.append((self.now, g, work, c, uc))
+        if not tl or tl[-1][1:] != (g, work, c, uc, whole):
+            tl.append((self.now, g, work, c, uc, whole))
 
     def _detect_deadlock(self) -> None:
         partial = list(self.partial.values())

@@ -1,18 +1,28 @@
 """Metrics of one replay (whatif/engine.py `Replay`), as a plain JSON-ready dict.
 
-Contract: `summarize(replay, window) -> dict`. `window` (t0, t1) is the interval utilization is averaged over (the
-CLI uses the trace's arrival span, the same for every policy, so policies that finish later are not favoured).
+Contract: `summarize(replay, window) -> dict`. One window (t0, t1) for every metric, stated in `window`: the CLI
+passes the arrival span after the warm-up (the same for every policy, so policies that finish later are not
+favoured). Time-based figures are averaged or integrated over [t0, t1]; job-based figures count the jobs that
+arrived in [t0, t1] (arrivals only: a job is judged by its whole life, however long after t1 it ends).
+- `jobs`: jobs that arrived in the window (`jobs_replayed`: all); `completed`, `unfinished` among them.
 - `gpu_alloc_mean`, `cpu_alloc_mean`: mean fraction of capacity allocated (HELD or RUNNING) over the window;
   `useful_util`: the work done, GPU time of gangs running whole at their ideal speed (whatif/speed.py: a job slowed
-  by its placement counts its GPUs divided by its slowdown); `useful_cpu_util`: CPU held by gangs running whole.
-- `held_idle_gpu_hours`: GPU-hours held by incomplete gangs over the whole replay (allocated - held whole).
-- `jct`, `queue`: {mean, p50, p95, p99, n} in seconds over completed jobs (JCT: completion - first submit; queueing
-  delay: start of the completing incarnation - first submit); `by_size`: the same per gang-size bucket (members:
-  `SIZE_BUCKETS`). Percentiles are nearest-rank. `unfinished`: jobs not completed when the replay ended.
-- `started_partially`: jobs of which some member ran while fewer than minMember did; `evictions`, `evicted_gpu_hours`
-  (work lost by victims); `failures`, `failed_gpu_hours` (incarnations a node going down ended, and their lost work);
-  `timeouts` (incarnations ended at their waiting time), `permit_timeouts` (baseline
-  releases at the timeout); `deadlocks` {found, resolved, unresolved, mean_seconds_to_resolve, held_gpus_at_detection}
+  by its placement counts its GPUs divided by its placement slowdown); `useful_cpu_util`: CPU held by gangs running
+  whole.
+- `held_idle_gpu_hours`: GPU-hours held by incomplete gangs over the window (allocated - held by whole gangs).
+- `jct`, `queue`: {mean, p50, p95, p99, max, n} in seconds over the window's completed jobs (JCT: completion - first
+  submit; queueing delay: start of the completing incarnation - first submit - the time earlier incarnations ran
+  whole before an eviction or a node failure ended them: lost run time is not waiting, it is reported apart as
+  `lost_gpu_hours`, evicted plus failed); `by_size`: the same per gang-size bucket (members: `SIZE_BUCKETS`),
+  `by_priority`: per job priority. Percentiles are nearest-rank; `max` is the longest wait (or JCT).
+- `slowdown`: {mean, p50, p95, p99, max, n} of JCT / the job's duration (1: it ran at once, never ended), and
+  `fairness`: Jain's index of those slowdowns, (sum x)^2 / (n sum x^2), 1 when every job is slowed alike, 1/n at worst
+  (R. Jain, D. Chiu, W. Hawe, "A Quantitative Measure of Fairness and Discrimination", DEC-TR-301, 1984).
+- Over the window's arrivals: `started_partially`, jobs of which some member ran while fewer than minMember did;
+  `evictions`, `evicted_gpu_hours` (work lost by victims); `failures`, `failed_gpu_hours` (incarnations a node going
+  down ended, and their lost work); `timeouts` (incarnations ended at their waiting time). Over the whole replay
+  (events of the scheduler, not of a job): `permit_timeouts` (baseline releases at the timeout); `deadlocks`
+  {found, resolved, unresolved, mean_seconds_to_resolve, held_gpus_at_detection}
   (episodes detected by the engine, any policy) and `deadlocks.scheduler` {resolved, mean_seconds_to_resolve (from
   forming to release), held_gpu_hours_while_deadlocked, held_gpus_before, held_gpus_after} (those the scheduler
   found and resolved itself: gangsched's core/gang/deadlock.py); `tiers`: {tier: jobs} placement tier per gang (as the
@@ -27,7 +37,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from gangsched.whatif.engine import Replay
+from gangsched.whatif.engine import JobResult, Replay
 
 SIZE_BUCKETS = ((1, 1, "1"), (2, 4, "2-4"), (5, 8, "5-8"), (9, 10**9, "9+"))
 
@@ -48,11 +58,14 @@ def stats(values: Sequence[float]) -> dict[str, float]:
         "p50": round(percentile(ordered, 50), 3),
         "p95": round(percentile(ordered, 95), 3),
         "p99": round(percentile(ordered, 99), 3),
+        "max": round(ordered[-1], 3) if n else 0.0,
         "n": n,
     }
 
 
-def window_mean(timeline: Sequence[tuple[float, int, float, int, int]], column: int, t0: float, t1: float) -> float:
+def window_mean(
+    timeline: Sequence[tuple[float, int, float, int, int, int]], column: int, t0: float, t1: float
+) -> float:
     """Time-weighted mean of `timeline[i][column]` over [t0, t1] (the value holds until the next point; 0 before
     the first)."""
     if t1 <= t0:
@@ -95,39 +108,65 @@ def _resolved(replay: Replay) -> dict[str, Any]:
     }
 
 
+def queue_delay(job: JobResult) -> float:
+    """Start of the completing incarnation - first submit - run time lost by earlier incarnations."""
+    assert job.start is not None
+    return job.start - job.submit - job.lost_run_seconds
+
+
+def _job_stats(jobs: Sequence[JobResult]) -> dict[str, Any]:
+    return {
+        "jct": stats([j.end - j.submit for j in jobs if j.end is not None]),
+        "queue": stats([queue_delay(j) for j in jobs if j.start is not None]),
+    }
+
+
+def jain_index(values: Sequence[float]) -> float:
+    """Jain's fairness index of non-negative values; 1.0 when empty or all zero."""
+    square_sum = sum(v * v for v in values)
+    return sum(values) ** 2 / (len(values) * square_sum) if square_sum > 0 else 1.0
+
+
 def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
     t0, t1 = window
-    done = [j for j in replay.jobs if j.end is not None]
-    by_size: dict[str, dict[str, Any]] = {}
-    for _, _, name in SIZE_BUCKETS:
-        jobs = [j for j in done if _bucket(j.members) == name]
-        if jobs:
-            by_size[name] = {
-                "jct": stats([j.end - j.submit for j in jobs if j.end is not None]),
-                "queue": stats([j.start - j.submit for j in jobs if j.start is not None]),
-            }
+    arrived = [j for j in replay.jobs if t0 <= j.submit <= t1]
+    done = [j for j in arrived if j.end is not None]
+    by_size = {
+        name: _job_stats(js) for _, _, name in SIZE_BUCKETS if (js := [j for j in done if _bucket(j.members) == name])
+    }
+    by_priority = {str(p): _job_stats([j for j in done if j.priority == p]) for p in sorted({j.priority for j in done})}
     gpu_cap, cpu_cap = max(replay.gpu_capacity, 1), max(replay.cpu_capacity, 1)
     decisions = [s * 1000 for s in replay.decision_seconds]
+    alloc, useful = window_mean(replay.timeline, 1, t0, t1), window_mean(replay.timeline, 2, t0, t1)
+    whole = window_mean(replay.timeline, 5, t0, t1)
+    slowdowns = [(j.end - j.submit) / j.duration for j in done if j.end is not None and j.duration > 0]
+    evicted = sum(j.evicted_gpu_seconds for j in arrived) / 3600
+    failed = sum(j.failed_gpu_seconds for j in arrived) / 3600
     return {
         "policy": replay.policy,
-        "jobs": len(replay.jobs),
+        "window": {"start": t0, "end": t1, "jobs": "arrivals in [start, end]; time figures over [start, end]"},
+        "jobs": len(arrived),
+        "jobs_replayed": len(replay.jobs),
         "completed": len(done),
-        "unfinished": len(replay.jobs) - len(done),
+        "unfinished": len(arrived) - len(done),
         "end_time": round(replay.end_time, 1),
-        "gpu_alloc_mean": round(window_mean(replay.timeline, 1, t0, t1) / gpu_cap, 4),
-        "useful_util": round(window_mean(replay.timeline, 2, t0, t1) / gpu_cap, 4),
+        "gpu_alloc_mean": round(alloc / gpu_cap, 4),
+        "useful_util": round(useful / gpu_cap, 4),
         "cpu_alloc_mean": round(window_mean(replay.timeline, 3, t0, t1) / cpu_cap, 4),
         "useful_cpu_util": round(window_mean(replay.timeline, 4, t0, t1) / cpu_cap, 4),
-        "held_idle_gpu_hours": round((replay.gpu_seconds - replay.whole_gpu_seconds) / 3600, 2),
-        "jct": stats([j.end - j.submit for j in done if j.end is not None]),
-        "queue": stats([j.start - j.submit for j in done if j.start is not None]),
+        "held_idle_gpu_hours": round((alloc - whole) * max(t1 - t0, 0.0) / 3600, 2),
+        **_job_stats(done),
         "by_size": by_size,
-        "started_partially": sum(j.started_partially for j in replay.jobs),
-        "evictions": sum(j.evictions for j in replay.jobs),
-        "evicted_gpu_hours": round(sum(j.evicted_gpu_seconds for j in replay.jobs) / 3600, 2),
-        "failures": sum(j.failures for j in replay.jobs),
-        "failed_gpu_hours": round(sum(j.failed_gpu_seconds for j in replay.jobs) / 3600, 2),
-        "timeouts": sum(j.timeouts for j in replay.jobs),
+        "by_priority": by_priority,
+        "slowdown": stats(slowdowns),
+        "fairness": round(jain_index(slowdowns), 4),
+        "started_partially": sum(j.started_partially for j in arrived),
+        "evictions": sum(j.evictions for j in arrived),
+        "evicted_gpu_hours": round(evicted, 2),
+        "failures": sum(j.failures for j in arrived),
+        "failed_gpu_hours": round(failed, 2),
+        "lost_gpu_hours": round(evicted + failed, 2),
+        "timeouts": sum(j.timeouts for j in arrived),
         "permit_timeouts": replay.permit_timeouts,
         "deadlocks": _deadlocks(replay),
         "tiers": {str(k): v for k, v in sorted(Counter(j.tier for j in done if j.tier is not None).items())},

@@ -10,8 +10,12 @@ Contract:
   decision took (the only wall-clock figure of a replay).
 - A pod HELD keeps its resources without running (a reservation, a Permit wait); RUNNING is bound and started.
 - `make_policy(name, workload, wait_seconds)` builds a policy by name: `gangsched` and its variants (the real core:
-  whatif/core_policy.py), `pod-by-pod` and `permit-wait` (baselines implemented in the simulator:
-  whatif/baselines.py). `POLICY_NAMES` lists them.
+  whatif/core_policy.py); the faithful models of what users run instead (issue 24), each in its own module:
+  `kube-scheduler` (whatif/kube_scheduler.py), `coscheduling` (scheduler-plugins' Coscheduling plugin:
+  whatif/coscheduling.py), `kube-scheduler-gang` (Kubernetes 1.37's GangScheduling: whatif/kube_gang.py); and two
+  simplified baselines named for what they are (whatif/baselines.py, not in the default set): `pod-by-pod-fifo`
+  (arrival order, best fit, no preemption) and `permit-wait-600s` (coscheduling's Permit with a 600 s wait and no
+  PostFilter rejection). `POLICY_NAMES` lists them; `DEFAULT_BASELINES` are the faithful ones.
 Variants of gangsched (suffixes, combinable with "+"): `spread` (score strategy spread instead of binpack), `strict` /
 `nonstrict` (override every job's gang mode), `notopo` (no topology tree, no network-topology constraint),
 `nopreempt` (pods never preempt: preemptionPolicy Never), `nohold` (no capacity held for a starving gang:
@@ -41,7 +45,7 @@ class PodMove:
     cpu_milli: int
     old: PodPhase
     new: PodPhase
-    node: str = ""  # where the pod is (HELD or RUNNING); the engine's placement-aware speed reads it
+    node: str = ""  # where the pod goes (to HELD or RUNNING: required, the engine's placement-aware speed reads it)
 
 
 EndReason = Literal["evicted", "timeout", "failure"]  # failure: a node it had a pod on went down
@@ -96,7 +100,9 @@ class Policy(Protocol):
         """The node is back, empty."""
 
 
-BASELINES = ("pod-by-pod", "permit-wait")
+FAITHFUL_BASELINES = ("kube-scheduler", "coscheduling", "kube-scheduler-gang")
+BASELINES = (*FAITHFUL_BASELINES, "pod-by-pod-fifo", "permit-wait-600s")
+PERMIT_WAIT_SECONDS = 600.0  # permit-wait-600s's Permit timeout (a job's own waiting time overrides it)
 GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt", "nohold", "nopack")
 POLICY_NAMES = ("gangsched", *(f"gangsched+{v}" for v in GANGSCHED_VARIANTS), *BASELINES)
 
@@ -120,14 +126,26 @@ def parse_policies(text: str) -> list[str]:
 
 def make_policy(name: str, workload: Workload, wait_seconds: float) -> Policy:
     """A fresh policy (no state shared between replays)."""
-    if name == "pod-by-pod":
-        from gangsched.whatif.baselines import PodByPod
-
-        return PodByPod(workload.nodes)
-    if name == "permit-wait":
-        from gangsched.whatif.baselines import PermitWait
-
-        return PermitWait(workload.nodes, wait_seconds)
+    if name in BASELINES:
+        return _baseline(name, workload)
     from gangsched.whatif.core_policy import CorePolicy, variant_options
 
     return CorePolicy(name, workload, variant_options(name.split("+")[1:]), wait_seconds)
+
+
+def _baseline(name: str, workload: Workload) -> Policy:
+    if name == "kube-scheduler":
+        from gangsched.whatif.kube_scheduler import KubeScheduler
+
+        return KubeScheduler(workload.nodes)
+    if name == "coscheduling":
+        from gangsched.whatif.coscheduling import Coscheduling
+
+        return Coscheduling(workload.nodes)
+    if name == "kube-scheduler-gang":
+        from gangsched.whatif.kube_gang import KubeSchedulerGang
+
+        return KubeSchedulerGang(workload.nodes, workload.domains)
+    from gangsched.whatif.baselines import PermitWait, PodByPod
+
+    return PodByPod(workload.nodes) if name == "pod-by-pod-fifo" else PermitWait(workload.nodes, PERMIT_WAIT_SECONDS)

@@ -4,9 +4,9 @@ Contract: `write_outputs(out_dir, run) -> list[Path]` writes (and returns the pa
 - `summary.json` (orjson, indented): `run.header` (scenario, seed, policies, loads, units) and, per load, each
   policy's metrics (whatif/metrics.py `summarize`).
 - `jobs-<policy>.csv` per policy: one compact row per job and load (`JOB_COLUMNS`; empty cells: never started /
-  unfinished / no tier).
-- `timeline-<policy>.csv` per policy: (load, t, gpus allocated, gpus useful, cpu allocated, cpu useful), at most
-  `TIMELINE_POINTS` points per load (the last value of each bucket).
+  unfinished / no tier; `queue` without the run time lost by ended incarnations, `lost_run_seconds`).
+- `timeline-<policy>.csv` per policy: (load, t, gpus allocated, gpus useful, cpu allocated, cpu useful, gpus whole),
+  at most `TIMELINE_POINTS` points per load (the last value of each bucket).
 - `report.md`: the comparison table per load and, when plots were drawn (whatif/plots.py), the images.
 `table(run) -> str`: the comparison table printed by the CLI (one row per load and policy).
 """
@@ -25,7 +25,8 @@ from gangsched.whatif.engine import Replay
 
 JOB_COLUMNS = (
     "load", "job", "members", "gpus", "submit", "start", "end", "jct", "queue", "incarnations", "evictions",
-    "timeouts", "started_partially", "tier", "span_tier", "slowdown",
+    "timeouts", "started_partially", "tier", "priority", "lost_run_seconds", "mode", "topology", "span_tier",
+    "placement_slowdown",
 )  # fmt: skip
 TIMELINE_POINTS = 2000
 
@@ -55,20 +56,21 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
     rows = []
     for j in replay.jobs:
         jct = None if j.end is None else j.end - j.submit
-        queue = None if j.start is None else j.start - j.submit
+        queue = None if j.start is None else j.start - j.submit - j.lost_run_seconds  # (as metrics.py `queue_delay`)
         values = (load, j.id, j.members, j.gpus, j.submit, j.start, j.end, jct, queue, j.incarnations, j.evictions)
-        flags = (str(j.timeouts), str(int(j.started_partially)), _cell(j.tier), _cell(j.span_tier))
-        rows.append([*(_cell(v) for v in values), *flags, f"{j.slowdown:.4f}"])
+        tail = [str(j.timeouts), str(int(j.started_partially)), _cell(j.tier), str(j.priority)]
+        placement = [_cell(j.span_tier), f"{j.placement_slowdown:.4f}"]
+        rows.append([*(_cell(v) for v in values), *tail, _cell(j.lost_run_seconds), j.mode, j.topology, *placement])
     return rows
 
 
 def _thin(
-    timeline: Sequence[tuple[float, int, float, int, int]], end: float
-) -> list[tuple[float, int, float, int, int]]:
+    timeline: Sequence[tuple[float, int, float, int, int, int]], end: float
+) -> list[tuple[float, int, float, int, int, int]]:
     if len(timeline) <= TIMELINE_POINTS:
         return list(timeline)
     step = max(end, 1.0) / TIMELINE_POINTS
-    out: dict[int, tuple[float, int, float, int, int]] = {}
+    out: dict[int, tuple[float, int, float, int, int, int]] = {}
     for point in timeline:
         out[int(point[0] // step)] = point
     return list(out.values())
@@ -103,7 +105,7 @@ def write_outputs(out_dir: Path, run: RunResult) -> list[Path]:
         path = out_dir / f"timeline-{name}.csv"
         with path.open("w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow(("load", "t", "gpus", "useful_gpus", "cpu_milli", "useful_cpu_milli"))
+            writer.writerow(("load", "t", "gpus", "useful_gpus", "cpu_milli", "useful_cpu_milli", "whole_gpus"))
             for lr in run.loads:
                 replay = lr.replays[name]
                 writer.writerows((lr.load, *p) for p in _thin(replay.timeline, replay.end_time))

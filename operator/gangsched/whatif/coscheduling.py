@@ -1,0 +1,158 @@
+"""The `coscheduling` baseline: kube-scheduler with scheduler-plugins' Coscheduling plugin, as of the release tag
+v0.34.7 (kubernetes-sigs/scheduler-plugins pkg/coscheduling/coscheduling.go, pkg/coscheduling/core/core.go,
+apis/config/v1/defaults.go), configured as its manifests/coscheduling/scheduler-config.yaml does (Coscheduling
+enabled at every extension point on top of the default profile, so DefaultPreemption runs before its PostFilter).
+
+Reproduces (kube-scheduler's machinery as in whatif/kube_scheduler.py; each job is a PodGroup of minMember):
+- QueueSort `Less`: priority desc, then the PodGroup's creation time, replaced by its last scheduling failure while
+  it has one (`GetCreationTimestamp`, `MarkPodGroupScheduleFailure`: no head-of-line blocking), then the pod's
+  namespace/name;
+- PreFilter: the group backed off (podGroupBackoffSeconds, default 0: never), fewer than minMember pods (never in a
+  replay: a job's pods are created together), or its minResources do not fit the cluster's free resources, the
+  group's own pods excluded (`CheckClusterResource`; a pass is cached for permitWaitingTimeSeconds, `permittedPG`).
+  A PreFilter rejection is UnschedulableAndUnresolvable: no preemption, straight to the PostFilter;
+- Permit: a pod waits (HELD: assumed, resources taken) until minMember pods of its group are assumed or bound, then
+  all bind together; the wait is the PodGroup's scheduleTimeoutSeconds (the job's `wait_seconds`) or
+  permitWaitingTimeSeconds (default 60 s); the first waiting pod activates its siblings (`ActivateSiblings`); a
+  pod's wait ending rejects every waiting pod of the group (`Unreserve`) and marks the group failed;
+- PostFilter, after DefaultPreemption found no candidate: if fewer than minMember pods are assigned and more than
+  podGroupRejectPercentage (10%) of minMember are missing, every waiting pod of the group is rejected ("optimistic
+  rejection in PostFilter"), the group is marked failed and its minResources pass forgotten;
+- a waiting pod chosen as a preemption victim is rejected (preemption.go `prepareCandidate`), which rejects its
+  waiting siblings through Unreserve.
+minResources: set to the requests of minMember members, as Kubeflow training-operator fills them
+(pkg/controller.v1/common `CalcPGMinResources`); `min_resources=False` leaves them unset.
+Deviations: those of whatif/kube_scheduler.py; the group's failure time is virtual time (upstream: wall clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from gangsched.whatif.kube.cluster import KPod, Node
+from gangsched.whatif.kube.framework import KubeFramework
+from gangsched.whatif.model import NodeSpec
+from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase
+
+NAME = "coscheduling"
+RELEASE = "v0.34.7"
+PERMIT_WAITING_TIME_SECONDS = 60.0  # apis/config/v1/defaults.go defaultPermitWaitingTimeSeconds
+POD_GROUP_BACKOFF_SECONDS = 0.0  # defaultPodGroupBackoffSeconds
+POD_GROUP_REJECT_PERCENTAGE = 10  # defaultPodGroupRejectPercentage
+
+
+class Coscheduling(KubeFramework):
+    def __init__(
+        self,
+        nodes: Iterable[NodeSpec],
+        seed: int = 0,
+        *,
+        permit_wait: float = PERMIT_WAITING_TIME_SECONDS,
+        backoff: float = POD_GROUP_BACKOFF_SECONDS,
+        reject_percentage: int = POD_GROUP_REJECT_PERCENTAGE,
+        min_resources: bool = True,
+    ) -> None:
+        super().__init__(NAME, nodes, seed)
+        self.permit_wait, self.backoff, self.min_resources = permit_wait, backoff, min_resources
+        self.reject_threshold = reject_percentage / 100
+        self.last_failed: dict[str, float] = {}  # group -> its last scheduling failure
+        self.permitted: dict[str, float] = {}  # group -> until when its minResources pass is cached
+        self.backed_off: dict[str, float] = {}  # group -> until when PreFilter rejects it
+        self.waiting: dict[str, dict[str, float]] = {}  # group -> waiting pod -> when its wait ends
+
+    def sort_key(self, pod: str, timestamp: float) -> tuple[Any, ...]:
+        p = self.pods[pod]
+        return (-p.priority, self.last_failed.get(p.job, self.created[p.job]), pod)
+
+    def schedule_one(self, pod: KPod, now: float, out: CycleOutcome) -> None:
+        if not self.prefilter(pod, now):
+            self.postfilter(pod, now, out)
+            self.queue.failed(pod.key, now)
+            return
+        node, cand = self.place(pod)
+        if node is not None:
+            self.permit(pod, node, now, out)
+            return
+        if cand is not None:
+            self.preempted(pod, cand, now, out)
+        else:
+            self.cluster.clear_nomination(pod)
+            self.postfilter(pod, now, out)
+        self.queue.failed(pod.key, now)
+
+    def assigned(self, group: str) -> int:
+        return sum(p.phase != PodPhase.NONE for p in self.jobs[group])
+
+    def prefilter(self, pod: KPod, now: float) -> bool:
+        group = pod.job
+        if self.backed_off.get(group, now) > now:
+            return False
+        if not self.min_resources or self.permitted.get(group, now) > now:
+            return True
+        spec = self.specs[group]
+        members = sorted(self.jobs[group], key=lambda p: -p.priority)[: spec.min_member]
+        need = [sum(p.gpus for p in members), sum(p.cpu_milli for p in members)]
+        need += [sum(p.memory_mib for p in members), len(members)]
+        free = self.cluster.free_total()  # (nodes that are down hold no pod)
+        for p in self.jobs[group]:
+            if p.node is not None:
+                free = [free[0] + p.gpus, free[1] + p.cpu_milli, free[2] + p.memory_mib, free[3] + 1]
+        if any(n > f for n, f in zip(need, free, strict=True)):
+            return False
+        self.permitted[group] = now + self.permit_wait
+        return True
+
+    def permit(self, pod: KPod, node: Node, now: float, out: CycleOutcome) -> None:
+        group = pod.job
+        spec = self.specs[group]
+        assigned = self.assigned(group) + 1
+        if assigned >= spec.min_member:
+            self.last_failed.pop(group, None)  # ClearPodGroupScheduleFailure
+            for other in self.jobs[group]:
+                if other.phase == PodPhase.HELD:
+                    self.bind(other, self.cluster.by_name[other.node or node.name], now, out)
+            self.waiting.pop(group, None)
+            self.bind(pod, node, now, out)
+            return
+        self.hold(pod, node, out)
+        wait = spec.wait_seconds if spec.wait_seconds else self.permit_wait
+        self.waiting.setdefault(group, {})[pod.key] = now + wait
+        if assigned == 1:
+            self.queue.activate((p.key for p in self.jobs[group] if p.phase == PodPhase.NONE and p is not pod), now)
+
+    def postfilter(self, pod: KPod, now: float, out: CycleOutcome) -> None:
+        group = pod.job
+        spec = self.specs[group]
+        assigned = self.assigned(group)
+        if assigned >= spec.min_member or (spec.min_member - assigned) / spec.min_member <= self.reject_threshold:
+            return
+        if self.backoff > 0:
+            self.backed_off[group] = now + self.backoff
+        self.reject_group(group, now, out)
+
+    def reject_group(self, group: str, now: float, out: CycleOutcome) -> None:
+        """Every waiting pod of the group is rejected; the group is marked failed (sorted by this failure) and its
+        minResources pass forgotten (`DeletePermittedPodGroup`, `MarkPodGroupScheduleFailure`)."""
+        self.last_failed[group] = now
+        self.permitted.pop(group, None)
+        self.waiting.pop(group, None)
+        held = [p for p in self.jobs[group] if p.phase == PodPhase.HELD]
+        if held:
+            self.release(held, now, out)
+
+    def reject_waiting(self, pod: KPod, now: float, out: CycleOutcome) -> None:
+        self.reject_group(pod.job, now, out)
+
+    def expire(self, now: float, out: CycleOutcome) -> None:
+        for group in [g for g, w in self.waiting.items() if min(w.values()) <= now]:
+            self.reject_group(group, now, out)
+            out.timeouts += 1
+
+    def wakeup(self) -> float | None:
+        return min((t for w in self.waiting.values() for t in w.values()), default=None)
+
+    def _remove(self, key: str) -> list[PodMove]:
+        for table in (self.last_failed, self.permitted, self.backed_off, self.waiting):
+            table.pop(key, None)
+        return super()._remove(key)

@@ -1,0 +1,266 @@
+"""kube-scheduler's view of the nodes for the faithful baselines: NodeResourcesFit filtering, the default scores,
+the sampled node search (percentageOfNodesToScore) and the nominator. No queue, no preemption (queue.py,
+preemption.py).
+
+Contract:
+- `KPod`: one pod of a replayed job (requests, priority, its incarnation, the node it is assumed or bound on, its
+  nominated node, when it was bound: the start time preemption orders victims by).
+- `Cluster(nodes, seed)`: per node its allocatable (GPUs, CPU, memory, 110 pods), what its assumed and bound pods
+  request, whether it is up.
+  - `fit(pod, node, removed)`: NodeResourcesFit's Filter (pkg/scheduler/framework/plugins/noderesources/fit.go):
+    every request (pods, CPU, memory, GPUs) fits what is left; the pods nominated to the node with priority >= the
+    pod's (other than the pod itself) count as placed, as kube-scheduler's `addNominatedPods` makes them
+    (schedule_one.go `findNodesThatPassFilters` -> RunFilterPluginsWithNominatedPods). `UNRESOLVABLE` when the node is
+    down or has another GPU model (the nodeSelector of the job's GPU model: NodeAffinity), `UNSCHEDULABLE` when only
+    resources are short (preemption may help), `FIT` otherwise. `removed`: pods taken out (preemption's dry run).
+  - `find_feasible(pod)`: schedule_one.go `findNodesThatFitPod`: the nominated node first when the pod still fits
+    there (`evaluateNominatedNode`); else the nodes from the rotating `next_start` index on, stopping after
+    `num_feasible_nodes_to_find(len(nodes))` feasible ones, then advancing the index by the nodes processed.
+    Returns (feasible, the nodes that failed only for resources). `placement`: only these nodes are considered (a
+    pod group cycle's placement: the snapshot restricted to one topology domain).
+  - `select_host(pod, feasible)`: the default scores that tell these nodes apart, NodeResourcesFit LeastAllocated
+    (least_allocated.go, cpu and memory weight 1) plus NodeResourcesBalancedAllocation (balanced_allocation.go, cpu
+    and memory), each weight 1 (the other default score plugins give every node of the replay the same score); ties
+    are broken at random by reservoir sampling as `selectHost` does, from a seeded generator (replays stay
+    deterministic).
+  - `assume(pod, node)` / `forget(pod)`: the cache's AssumePod / ForgetPod (and removal of a bound pod);
+    `charge(pod, node)`: assume without touching the nomination (a tentative placement, undone by `forget`).
+  - `nominate(pod, node)` / `clear_nomination(pod)`: the nominator (nominatedNodeName).
+  - `set_up(name, up)`, `free_total()` (free resources summed over the nodes up), `version` (bumped whenever a pod is
+    placed or removed, a nomination cleared or a node comes back: a pod that found no node and no preemption candidate
+    at one version finds none until it changes).
+Units: CPU millicores, memory MiB, GPUs whole devices.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from gangsched.whatif.model import NodeSpec
+from gangsched.whatif.policies import PodPhase
+
+MAX_NODE_SCORE = 100
+MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
+PODS_PER_NODE = 110  # the kubelet's default maxPods: the node's allocatable "pods"
+
+
+class Fit(IntEnum):
+    FIT = 0
+    UNSCHEDULABLE = 1  # resources short: preemption may help
+    UNRESOLVABLE = 2  # node down or wrong GPU model: preemption cannot help
+
+
+@dataclass(slots=True, eq=False)
+class KPod:
+    key: str
+    job: str  # the incarnation key
+    priority: int
+    gpus: int
+    cpu_milli: int
+    memory_mib: int
+    model: str | None
+    created: float
+    preempt: bool = True  # preemptionPolicy PreemptLowerPriority (False: Never)
+    node: str | None = None  # assumed (HELD) or bound (RUNNING) there
+    phase: PodPhase = PodPhase.NONE
+    start: float = 0.0  # when it was bound (victims are ordered by it)
+    nominated: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Node:
+    name: str
+    gpus: int
+    cpu_milli: int
+    memory_mib: int
+    model: str | None
+    up: bool = True
+    pods: dict[str, KPod] = field(default_factory=dict)  # assumed or bound here
+    req: list[int] = field(default_factory=lambda: [0, 0, 0])  # gpus, cpu, memory requested by `pods`
+
+
+def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
+    """schedule_one.go `numFeasibleNodesToFind`: every node below 100; else `percentage` (0: adaptive, 50 - nodes /
+    125, at least 5) percent of them, at least 100."""
+    if num_all < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all
+    if percentage == 0:
+        percentage = max(50 - num_all // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    return max(num_all * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def least_allocated(requested: tuple[int, ...], allocatable: tuple[int, ...]) -> int:
+    """least_allocated.go `leastResourceScorer` with weight 1 per resource: the mean of (free after the pod) x 100 /
+    allocatable, integer arithmetic, 0 for a resource requested beyond allocatable."""
+    total = 0
+    for req, cap in zip(requested, allocatable, strict=True):
+        total += 0 if cap == 0 or req > cap else (cap - req) * MAX_NODE_SCORE // cap
+    return total // len(requested)
+
+
+def balanced_allocation(requested: tuple[int, ...], allocatable: tuple[int, ...]) -> int:
+    """balanced_allocation.go `balancedResourceScorer`: (1 - standard deviation of the requested fractions) x 100,
+    the fractions capped at 1; for two resources the deviation is |f1 - f2| / 2."""
+    fractions = [min(req / cap, 1.0) for req, cap in zip(requested, allocatable, strict=True) if cap > 0]
+    if len(fractions) == 2:
+        std = abs(fractions[0] - fractions[1]) / 2
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = (sum((f - mean) ** 2 for f in fractions) / len(fractions)) ** 0.5
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+class Cluster:
+    def __init__(self, nodes: Iterable[NodeSpec], seed: int = 0, percentage: int = 0) -> None:
+        self.nodes = [Node(n.name, n.gpus, n.cpu_milli, n.memory_mib, n.gpu_model) for n in nodes]
+        self.by_name = {n.name: n for n in self.nodes}
+        self.next_start = 0
+        self.percentage = percentage
+        self.rng = random.Random(seed)
+        self.nominated: dict[str, dict[str, KPod]] = {}  # node -> pods nominated there
+        self.version = 0  # bumped whenever a pod is placed or removed, a nomination cleared, a node up or down
+        self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
+        self.capacity = [0, 0, 0, 0]  # of the nodes that are up
+        for node in self.nodes:
+            self._count(node, 1)
+
+    def _count(self, node: Node, sign: int) -> None:
+        for i, value in enumerate((node.gpus, node.cpu_milli, node.memory_mib, PODS_PER_NODE)):
+            self.capacity[i] += sign * value
+
+    def set_up(self, name: str, up: bool) -> None:
+        """A node goes down (it must hold no pod any more) or comes back."""
+        node = self.by_name[name]
+        if node.up != up:
+            node.up = up
+            self._count(node, 1 if up else -1)
+            self.version += 1
+
+    def free_total(self) -> list[int]:
+        """GPUs, CPU, memory and pods left on the nodes that are up, summed."""
+        return [c - u for c, u in zip(self.capacity, self.used, strict=True)]
+
+    def fit(self, pod: KPod, node: Node, removed: Collection[KPod] = ()) -> Fit:
+        if not node.up or (pod.model is not None and node.model != pod.model):
+            return Fit.UNRESOLVABLE
+        gpus, cpu, mem = node.req
+        if not removed and node.name not in self.nominated:  # the common case, without the bookkeeping below
+            if (
+                gpus + pod.gpus > node.gpus
+                or cpu + pod.cpu_milli > node.cpu_milli
+                or mem + pod.memory_mib > node.memory_mib
+                or len(node.pods) >= PODS_PER_NODE
+            ):
+                return Fit.UNSCHEDULABLE
+            return Fit.FIT
+        count = len(node.pods)
+        for other in removed:
+            gpus, cpu, mem, count = gpus - other.gpus, cpu - other.cpu_milli, mem - other.memory_mib, count - 1
+        for other in self.nominated.get(node.name, {}).values():
+            if other is not pod and other.node is None and other.priority >= pod.priority:
+                gpus, cpu, mem, count = gpus + other.gpus, cpu + other.cpu_milli, mem + other.memory_mib, count + 1
+        if (
+            count + 1 > PODS_PER_NODE
+            or gpus + pod.gpus > node.gpus
+            or cpu + pod.cpu_milli > node.cpu_milli
+            or mem + pod.memory_mib > node.memory_mib
+        ):
+            return Fit.UNSCHEDULABLE
+        return Fit.FIT
+
+    def find_feasible(self, pod: KPod, placement: Collection[str] | None = None) -> tuple[list[Node], list[Node]]:
+        nodes = self.nodes if placement is None else [n for n in self.nodes if n.name in placement]
+        if pod.nominated is not None and (placement is None or pod.nominated in placement):  # evaluateNominatedNode
+            node = self.by_name.get(pod.nominated)
+            if node is not None and self.fit(pod, node) == Fit.FIT:
+                return [node], []
+        total = len(nodes)
+        wanted = num_feasible_nodes_to_find(total, self.percentage)
+        feasible: list[Node] = []
+        short: list[Node] = []
+        processed = 0
+        gpus, model = pod.gpus, pod.model
+        for i in range(total):
+            node = nodes[(self.next_start + i) % total]
+            processed += 1
+            if node.up and node.req[0] + gpus > node.gpus and (model is None or node.model == model):
+                short.append(node)  # GPUs short (what `fit` says, without the call: the common case)
+                continue
+            status = self.fit(pod, node)
+            if status == Fit.FIT:
+                feasible.append(node)
+                if len(feasible) >= wanted:
+                    break
+            elif status == Fit.UNSCHEDULABLE:
+                short.append(node)
+        if total:
+            self.next_start = (self.next_start + processed) % total
+        return feasible, short
+
+    def score(self, pod: KPod, node: Node) -> int:
+        requested = (node.req[1] + pod.cpu_milli, node.req[2] + pod.memory_mib)
+        allocatable = (node.cpu_milli, node.memory_mib)
+        return least_allocated(requested, allocatable) + balanced_allocation(requested, allocatable)
+
+    def select_host(self, pod: KPod, feasible: list[Node]) -> Node:
+        """schedule_one.go `selectHost`: the highest total score, ties broken uniformly by reservoir sampling."""
+        best, best_score, ties = feasible[0], self.score(pod, feasible[0]), 1
+        for node in feasible[1:]:
+            score = self.score(pod, node)
+            if score > best_score:
+                best, best_score, ties = node, score, 1
+            elif score == best_score:
+                ties += 1
+                if self.rng.randrange(ties) == 0:
+                    best = node
+        return best
+
+    def assume(self, pod: KPod, node: Node) -> None:
+        self.clear_nomination(pod)
+        self.charge(pod, node)
+
+    def charge(self, pod: KPod, node: Node) -> None:
+        """The pod counts on the node (its nomination untouched: a pod group cycle's tentative placement)."""
+        node.pods[pod.key] = pod
+        node.req[0] += pod.gpus
+        node.req[1] += pod.cpu_milli
+        node.req[2] += pod.memory_mib
+        self._use(pod, 1)
+        pod.node = node.name
+        self.version += 1  # (a lower-priority pod placed may give a preemption candidate)
+
+    def _use(self, pod: KPod, sign: int) -> None:
+        for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
+            self.used[i] += sign * value
+
+    def forget(self, pod: KPod) -> None:
+        if pod.node is None:
+            return
+        node = self.by_name[pod.node]
+        del node.pods[pod.key]
+        node.req[0] -= pod.gpus
+        node.req[1] -= pod.cpu_milli
+        node.req[2] -= pod.memory_mib
+        self._use(pod, -1)
+        pod.node = None
+        self.version += 1
+
+    def nominate(self, pod: KPod, node: str) -> None:
+        self.clear_nomination(pod)
+        pod.nominated = node
+        self.nominated.setdefault(node, {})[pod.key] = pod
+
+    def clear_nomination(self, pod: KPod) -> None:
+        if pod.nominated is not None:
+            there = self.nominated.get(pod.nominated, {})
+            there.pop(pod.key, None)
+            if not there:
+                self.nominated.pop(pod.nominated, None)
+            pod.nominated = None
+            self.version += 1

@@ -1,0 +1,187 @@
+"""The pod bookkeeping every faithful baseline shares (implements whatif/policies.py `Policy`): pods of job
+incarnations in a `Cluster` (cluster.py) and a `SchedulingQueue` (queue.py), and what happens to them when jobs
+complete, nodes fail and pods are preempted. The scheduling cycle itself is the subclass's `schedule_one`.
+
+Contract (`KubeFramework(name, nodes, seed)`):
+- `submit`: one pod per member (`KPod`: the role's requests, the job's priority and GPU model, created now), each
+  added to the queue (`admit` may hold it back: PreEnqueue).
+- `cycle(now)`: `expire(now)` (the subclass's timers: Permit waits), the queue's flush, then `schedule_one` for every
+  pod popped until the queue has nothing to give at `now` (timed as one decision); `next_wakeup` is the queue's or a
+  subclass timer's (`wakeup()`), whichever is first.
+- `bind` (Permit passed: the pod is bound and RUNNING), `hold` (assumed and waiting at Permit: HELD), `release` (a
+  waiting pod rejected: unreserved, back to the queue as a failure; a cluster event for the others: the binding
+  cycle's MoveAllToActiveOrBackoffQueue on AssignedPodDelete).
+- `evict(victim)`: a bound victim's deletion ends its whole incarnation (`Ended("evicted")`: the replay's model, a
+  distributed job dies with any member, every pod of it removed); a waiting victim is rejected at Permit
+  (`reject_waiting`, preemption.go `prepareCandidate`: `waitingPod.Reject`) and stays pending.
+  Victims terminate at once (deviation: upstream honours their terminationGracePeriodSeconds, 30 s by default).
+- Pod deletions (completion, eviction, a node failing) and a node coming back are cluster events: `move_all`.
+- `finish`, `node_down`, `node_up` as the protocol says.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from gangsched.whatif.kube.cluster import Cluster, KPod, Node
+from gangsched.whatif.kube.preemption import Candidate, preempt
+from gangsched.whatif.kube.queue import SchedulingQueue
+from gangsched.whatif.model import JobSpec, NodeSpec
+from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase
+
+
+class KubeFramework:
+    def __init__(self, name: str, nodes: Iterable[NodeSpec], seed: int = 0) -> None:
+        self.name = name
+        self.cluster = Cluster(nodes, seed)
+        self.queue = SchedulingQueue(self.sort_key)
+        self.rng = random.Random(seed + 1)  # preemption's random offset
+        self.pods: dict[str, KPod] = {}
+        self.jobs: dict[str, list[KPod]] = {}  # incarnation -> its pods
+        self.specs: dict[str, JobSpec] = {}
+        self.created: dict[str, float] = {}  # incarnation -> creation (its PodGroup's)
+        self.hopeless: dict[tuple[object, ...], int] = {}  # pod shape -> cluster version it found no place at
+
+    # -- hooks ------------------------------------------------------------------------------------------------
+    def sort_key(self, pod: str, timestamp: float) -> tuple[Any, ...]:
+        """PrioritySort (queuesort/priority_sort.go `Less`): priority desc, then the queue timestamp."""
+        return (-self.pods[pod].priority, timestamp, pod)
+
+    def schedule_one(self, pod: KPod, now: float, out: CycleOutcome) -> None:
+        raise NotImplementedError
+
+    def expire(self, now: float, out: CycleOutcome) -> None:
+        """Timers due at `now` (none here)."""
+
+    def wakeup(self) -> float | None:
+        return None
+
+    def reject_waiting(self, pod: KPod, now: float, out: CycleOutcome) -> None:
+        self.release([pod], now, out)
+
+    # -- protocol ---------------------------------------------------------------------------------------------
+    def submit(self, job: JobSpec, key: str, now: float) -> None:
+        pods = []
+        rank = 0
+        for role in job.roles:
+            for _ in range(role.count):
+                pod = KPod(
+                    f"{key}-{rank}", key, job.priority, role.gpus, role.cpu_milli, role.memory_mib, job.gpu_model,
+                    now,
+                )  # fmt: skip
+                self.pods[pod.key] = pod
+                pods.append(pod)
+                rank += 1
+        self.jobs[key] = pods
+        self.specs[key] = job
+        self.created[key] = now
+        for pod in pods:
+            self.queue.add(pod.key, now)
+
+    def cycle(self, now: float) -> CycleOutcome:
+        out = CycleOutcome()
+        self.expire(now, out)
+        self.queue.flush(now)
+        t0 = time.perf_counter()
+        while (key := self.queue.pop(now)) is not None:
+            self.schedule_one(self.pods[key], now, out)
+        out.decision_seconds.append(time.perf_counter() - t0)
+        wakeups = [t for t in (self.queue.next_wakeup(), self.wakeup()) if t is not None]
+        out.next_wakeup = min(wakeups, default=None)
+        return out
+
+    def finish(self, key: str, now: float) -> list[PodMove]:
+        moves = self._remove(key)
+        self.queue.move_all(now)
+        return moves
+
+    def node_down(self, name: str, now: float) -> CycleOutcome:
+        out = CycleOutcome()
+        node = self.cluster.by_name[name]
+        for key in sorted({p.job for p in node.pods.values()}):
+            self.end(key, "failure", now, out)
+        self.cluster.set_up(name, False)
+        return out
+
+    def node_up(self, name: str, now: float) -> None:
+        self.cluster.set_up(name, True)
+        self.queue.move_all(now)
+
+    def place(self, pod: KPod) -> tuple[Node | None, Candidate | None]:
+        """Filter and score (the node), else DefaultPreemption (the candidate), else (None, None). A pod without a
+        nomination whose shape found neither since the cluster last made room is not searched again (the same
+        answer, computed once: nothing was placed, removed or un-nominated since)."""
+        shape = (pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model, pod.priority, pod.preempt)
+        if pod.nominated is None and self.hopeless.get(shape) == self.cluster.version:
+            return None, None
+        feasible, short = self.cluster.find_feasible(pod)
+        if feasible:
+            return self.cluster.select_host(pod, feasible), None
+        cand = preempt(self.cluster, pod, short, self.rng)
+        if cand is None and pod.nominated is None:
+            self.hopeless[shape] = self.cluster.version
+        return None, cand
+
+    # -- actions ----------------------------------------------------------------------------------------------
+    def bind(self, pod: KPod, node: Node, now: float, out: CycleOutcome) -> None:
+        if pod.node is None:
+            self.cluster.assume(pod, node)
+        self.cluster.clear_nomination(pod)
+        out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.RUNNING, pod.node or node.name))
+        pod.phase = PodPhase.RUNNING
+        pod.start = now
+        self.queue.remove(pod.key)
+
+    def hold(self, pod: KPod, node: Node, out: CycleOutcome) -> None:
+        self.cluster.assume(pod, node)
+        out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.HELD, node.name))
+        pod.phase = PodPhase.HELD
+
+    def release(self, pods: Iterable[KPod], now: float, out: CycleOutcome) -> None:
+        for pod in pods:
+            self.cluster.forget(pod)
+            out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE))
+            pod.phase = PodPhase.NONE
+            self.queue.failed(pod.key, now)
+        self.queue.move_all(now)
+
+    def end(self, key: str, reason: EndReason, now: float, out: CycleOutcome) -> None:
+        out.moves += self._remove(key)
+        out.ended.append(Ended(key, reason))
+        self.queue.move_all(now)
+
+    def evict(self, victims: Iterable[KPod], now: float, out: CycleOutcome) -> None:
+        for victim in victims:
+            if victim.key not in self.pods:
+                continue  # gone with an earlier victim of its incarnation
+            if victim.phase == PodPhase.RUNNING:
+                self.end(victim.job, "evicted", now, out)
+            elif victim.phase == PodPhase.HELD:
+                self.reject_waiting(victim, now, out)
+
+    def preempted(self, pod: KPod, cand: Candidate, now: float, out: CycleOutcome) -> None:
+        """PostFilter succeeded: the victims go, lower-priority pods nominated there lose their nomination (and are
+        activated), the preemptor is nominated to the node."""
+        self.evict(cand.victims, now, out)
+        lower = [p for p in self.cluster.nominated.get(cand.node.name, {}).values() if p.priority < pod.priority]
+        for other in lower:
+            self.cluster.clear_nomination(other)
+        self.queue.activate((p.key for p in lower), now)
+        self.cluster.nominate(pod, cand.node.name)
+
+    def _remove(self, key: str) -> list[PodMove]:
+        moves = []
+        for pod in self.jobs.pop(key, []):
+            self.cluster.forget(pod)
+            self.cluster.clear_nomination(pod)
+            if pod.phase != PodPhase.NONE:
+                moves.append(PodMove(key, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE))
+            pod.phase = PodPhase.NONE
+            self.queue.remove(pod.key)
+            del self.pods[pod.key]
+        self.specs.pop(key, None)
+        self.created.pop(key, None)
+        return moves

@@ -1,0 +1,163 @@
+"""kube-scheduler's scheduling queue (pkg/scheduler/backend/queue/scheduling_queue.go `PriorityQueue`), in virtual
+time, for the faithful baselines.
+
+Contract: `SchedulingQueue(sort_key)` holds pod keys in three places, as upstream:
+- activeQ, ordered by `sort_key(pod, timestamp)` (the QueueSort plugin's order, computed when the pod is pushed);
+- backoffQ, pods that failed and wait out their backoff: `backoff_duration(attempts)`, 1 s doubled per attempt up
+  to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds defaults; `calculateBackoffDuration`), counted from the
+  pod's last failure (`getBackoffTime`);
+- unschedulablePods, pods that failed while no cluster event happened during their attempt.
+`add(pod, now)`: a new pod goes to activeQ. `pop(now)`: the head of activeQ; when activeQ is empty, the backoffQ pod
+whose backoff ends first (SchedulerPopFromBackoffQ, beta and on by default since 1.33). A pod is tried at most once
+per virtual instant (an attempt takes time; without this, sibling activation and rejection would loop within one
+instant): a pod activated again after its attempt waits in activeQ and is tried `RETRY_SECONDS` (1 s) later.
+Popping counts an attempt; `take(pod, now)` pops one given pod (PopSpecificPod).
+`failed(pod, now)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event moved pods during
+the attempt (`move_all` called since the pop: moveRequestCycle) the pod goes to backoffQ (activeQ when its backoff
+is already over), else to unschedulablePods. `move_all(now)`: MoveAllToActiveOrBackoffQueue (a pod deleted, a node
+added: QueueingHints of NodeResourcesFit return Queue for both): every unschedulable pod goes to backoffQ or, backoff
+over, activeQ. `activate(pods, now)`: the PodsToActivate mechanism (to activeQ from wherever they wait).
+`flush(now)`: flushBackoffQCompleted and flushUnschedulablePodsLeftover (every 30 s, pods unschedulable for longer
+than podMaxInUnschedulablePodsDuration, 5 min, are moved). `next_wakeup()`: when the next of those is due.
+`remove(pod)`: the pod left the queue for good (bound, or deleted).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+INITIAL_BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 10.0
+MAX_IN_UNSCHEDULABLE_SECONDS = 300.0  # podMaxInUnschedulablePodsDuration
+FLUSH_PERIOD_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
+RETRY_SECONDS = 1.0  # a pod activated again in the instant it was tried is tried again this much later
+
+SortKey = Callable[[str, float], tuple[Any, ...]]
+
+
+def backoff_duration(attempts: int) -> float:
+    """scheduling_queue.go `calculateBackoffDuration`: initial, doubled for every attempt after the first, capped."""
+    duration = INITIAL_BACKOFF_SECONDS
+    for _ in range(1, attempts):
+        if duration > MAX_BACKOFF_SECONDS - duration:
+            return MAX_BACKOFF_SECONDS
+        duration += duration
+    return duration
+
+
+class SchedulingQueue:
+    def __init__(self, sort_key: SortKey) -> None:
+        self.sort_key = sort_key
+        self.active: list[tuple[tuple[Any, ...], int, str]] = []
+        self.seq = 0
+        self.where: dict[str, str] = {}  # pod -> "active" | "backoff" | "unschedulable" (absent: in flight)
+        self.entry: dict[str, int] = {}  # pod -> seq of its live activeQ entry
+        self.timestamp: dict[str, float] = {}
+        self.attempts: dict[str, int] = {}
+        self.last_attempt: dict[str, float] = {}
+        self.moves = 0  # move requests so far
+        self.popped_at: dict[str, int] = {}  # pod -> `moves` when it was popped
+        self.now = 0.0  # the instant of the last pop
+
+    def __len__(self) -> int:
+        return len(self.where)
+
+    def _push_active(self, pod: str) -> None:
+        self.seq += 1
+        self.where[pod] = "active"
+        self.entry[pod] = self.seq
+        heapq.heappush(self.active, (self.sort_key(pod, self.timestamp[pod]), self.seq, pod))
+
+    def add(self, pod: str, now: float) -> None:
+        self.timestamp[pod] = now
+        self.attempts[pod] = 0
+        self._push_active(pod)
+
+    def backoff_until(self, pod: str) -> float:
+        return self.timestamp[pod] + backoff_duration(self.attempts[pod])
+
+    def pop(self, now: float) -> str | None:
+        self.now = now
+        deferred = []
+        found = None
+        while self.active:
+            item = heapq.heappop(self.active)
+            pod = item[2]
+            if self.where.get(pod) != "active" or self.entry.get(pod) != item[1]:
+                continue  # a stale entry
+            if self.last_attempt.get(pod) == now:
+                deferred.append(item)  # tried at this instant already: at the next retry
+                continue
+            found = pod
+            break
+        for item in deferred:
+            heapq.heappush(self.active, item)
+        if found is not None:
+            return self._popped(found, now)
+        waiting = [p for p, w in self.where.items() if w == "backoff" and self.last_attempt.get(p) != now]
+        if not waiting:
+            return None
+        return self._popped(min(waiting, key=lambda p: (self.backoff_until(p), p)), now)
+
+    def take(self, pod: str, now: float) -> None:
+        """PopSpecificPod: the pod leaves the queue from wherever it waits (a pod group cycle takes its siblings),
+        counting an attempt."""
+        if pod in self.where:
+            self._popped(pod, now)
+
+    def _popped(self, pod: str, now: float) -> str:
+        del self.where[pod]
+        self.entry.pop(pod, None)
+        self.attempts[pod] += 1
+        self.last_attempt[pod] = now
+        self.popped_at[pod] = self.moves
+        return pod
+
+    def failed(self, pod: str, now: float) -> None:
+        self.timestamp[pod] = now
+        if self.moves > self.popped_at.get(pod, self.moves):
+            self._to_backoff_or_active(pod, now)
+        else:
+            self.where[pod] = "unschedulable"
+
+    def _to_backoff_or_active(self, pod: str, now: float) -> None:
+        if self.backoff_until(pod) > now:
+            self.where[pod] = "backoff"
+        else:
+            self._push_active(pod)
+
+    def move_all(self, now: float) -> None:
+        self.moves += 1
+        for pod in [p for p, w in self.where.items() if w == "unschedulable"]:
+            self._to_backoff_or_active(pod, now)
+
+    def activate(self, pods: Iterable[str], now: float) -> None:
+        for pod in pods:
+            if self.where.get(pod) in ("backoff", "unschedulable"):
+                self._push_active(pod)
+
+    def flush(self, now: float) -> None:
+        for pod, where in list(self.where.items()):
+            if where == "backoff" and self.backoff_until(pod) <= now:
+                self._push_active(pod)
+            elif where == "unschedulable" and now - self.timestamp[pod] > MAX_IN_UNSCHEDULABLE_SECONDS:
+                self._to_backoff_or_active(pod, now)
+
+    def next_wakeup(self) -> float | None:
+        times = []
+        for pod, where in self.where.items():
+            if where == "active":  # deferred: tried at this instant already
+                times.append(self.now + RETRY_SECONDS)
+            elif where == "backoff":
+                times.append(self.backoff_until(pod))
+            elif where == "unschedulable":  # the first 30 s tick after the 5 min
+                due = self.timestamp[pod] + MAX_IN_UNSCHEDULABLE_SECONDS
+                times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
+        return min(times, default=None)
+
+    def remove(self, pod: str) -> None:
+        for table in (self.where, self.entry, self.timestamp, self.attempts, self.last_attempt, self.popped_at):
+            table.pop(pod, None)
