@@ -181,11 +181,7 @@ def _release_nominations(session: CycleSession, retry: set[UnitKey]) -> None:
         if why is not None:
             lost[_unit(pod)] = (node, why)
     for unit, (node, why) in sorted(lost.items()):
-        if unit.is_pod:
-            session.workspace.release(node, store.pods[unit.key].sclass.requests)
-            keys = [unit.key]
-        else:
-            keys = _drop_holds(session, session.take_holds(unit.key))
+        keys = _drop_holds(session, session.take_holds(unit.key))  # (a pod alone holds under its own key)
         session.clear_nominations(keys)
         message = f"nomination on {node} released: {why}; it will choose again"
         event(session, "Pod" if unit.is_pod else "PodGroup", unit.key, "Warning", "NominationLost", message)

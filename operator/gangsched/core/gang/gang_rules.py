@@ -185,7 +185,7 @@ def _try_place(
 ) -> _Attempt:
     mark = session.checkpoint()
     release_nominations(session, pending)  # a preemptor's held capacity is its own to use
-    lower = release_lower_holds(session, gang, pending)  # and lower-priority preemptors' holds do not bind it
+    lower = release_lower_holds(session, gang.key, pending)  # and lower-priority preemptors' holds do not bind it
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
         held = members.roles(session.store.pods)
@@ -205,12 +205,12 @@ def _reclaim(
     that reached the quorum with them, or None."""
     if members.reserved or session.state.victims_of(gang.key):
         return None
-    got = reclaim(session, gang, pending, lambda: _try_place(session, gang, spec, members, pending))
+    got = reclaim(session, gang.key, pending, lambda: _try_place(session, gang, spec, members, pending))
     if got is None:
         return None
     mark, attempt, released = got
     session.commit(mark)  # (the attempt's own checkpoint, opened inside, is committed by the caller)
-    report_reclaimed(session, gang, released)
+    report_reclaimed(session, "PodGroup", gang.key, released)
     return attempt
 
 
@@ -241,7 +241,7 @@ def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
     """The placements stay (this cycle): the gang's own holds became placements."""
     session.take_holds(gang.key)
     if attempt.lower:
-        settle_holds(session, gang, attempt.lower, attempt.placed)
+        settle_holds(session, f"gang {gang.key}", attempt.lower, attempt.placed)
     session.place([(pod.key, node) for pod, node in attempt.placed])
     if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)
@@ -356,26 +356,30 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
-    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. A pod without a gang
-    that does not fit preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
+    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. When none of them fits,
+    each preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
     pods = held_alone(session, unit, pods)
     if not pods:
         return
     mark = session.checkpoint()
-    if gang is None:
-        release_nominations(session, pods)  # a preemptor's held node is its own to use
+    release_nominations(session, pods)  # a preemptor's held node is its own to use
+    lower = release_lower_holds(session, unit.key, pods)  # and lower-priority preemptors' holds do not bind it
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
-    cls = pods[0].sclass  # the victim search frees no ports, no domain and keeps no skew
-    frees = not cls.host_ports and not coupled(cls) and not spread_hard(cls)
-    if gang is None and short and not placed and frees:
+    frees = [p for p in pods if not p.sclass.host_ports and not coupled(p.sclass) and not spread_hard(p.sclass)]
+    if short and not placed and frees:  # the victim search frees no ports, no domain and keeps no skew
         session.rollback(mark)
-        if preempt_alone(session, unit, pods[0]):
+        if _preempt_each(session, unit, frees, gang, whole=len(frees) == len(pods)):
             return
-        placed, short, _ = place(session, None, pods, partial=True)
-    else:
-        session.commit(mark)
+        mark = session.checkpoint()
+        release_nominations(session, pods)
+        lower = release_lower_holds(session, unit.key, pods)
+        placed, short, _ = place_near_gang(session, gang, pods) if gang else place(session, None, pods, partial=True)
+    session.commit(mark)
+    session.take_holds(unit.key, {pod.key for pod in pods})
+    if lower:
+        settle_holds(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)
@@ -393,3 +397,18 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
         conditions(session, failed, "Unschedulable", message)
         for pod in failed[:1] if gang is not None else failed:
             event(session, "Pod", pod.key, "Warning", "FailedScheduling", message)
+
+
+def _preempt_each(
+    session: CycleSession, unit: UnitKey, pods: list[PodRecord], gang: GangState | None, *, whole: bool
+) -> bool:
+    """Each pod that fits nowhere takes lower-priority reservations or preempts (core/preemption/preempt_alone.py);
+    True when at least one did (the unit backs off unless these are all its pods and every one is bound)."""
+    outcomes = [preempt_alone(session, unit, pod, gang) for pod in pods]
+    if not any(outcomes):
+        return False
+    if whole and all(outcome == "bound" for outcome in outcomes):
+        success(session, unit)
+    else:
+        backoff(session, unit)
+    return True

@@ -42,15 +42,25 @@ def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:
             session.workspace.release(node, pod.sclass.requests)
 
 
-def release_lower_holds(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> list[str]:
-    """Release (in the open transaction) the holds of preemptors of lower priority than these members."""
+def _holder(session: CycleSession, key: str) -> tuple[str, int] | None:
+    """The kind ("PodGroup" or "Pod") and priority of the preemptor whose holds are under `key` (None: gone)."""
+    other = session.store.gangs.get(key)
+    if other is not None:
+        return "PodGroup", other.priority
+    pod = session.store.pods.get(key)
+    return ("Pod", pod.priority) if pod is not None else None
+
+
+def release_lower_holds(session: CycleSession, own: str, pending: list[PodRecord]) -> list[str]:
+    """Release (in the open transaction) the holds of preemptors (gangs, or pods alone) of lower priority than these
+    pods; `own`: the key of their own holds (a gang key, or a pod key)."""
     if not session.holds or not pending:
         return []
     priority = min(p.priority for p in pending)
     out = []
     for other_key, holds in session.holds.items():
-        other = session.store.gangs.get(other_key)
-        if other_key == gang.key or other is None or other.priority >= priority:
+        holder = _holder(session, other_key)
+        if other_key == own or holder is None or holder[1] >= priority:
             continue
         for _, node, requests in holds:
             session.workspace.release(node, requests)
@@ -58,16 +68,19 @@ def release_lower_holds(session: CycleSession, gang: GangState, pending: list[Po
     return out
 
 
-def settle_holds(session: CycleSession, gang: GangState, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
-    """After a kept placement: lower-priority preemptors lose the held nodes it used; other holds come back."""
+def settle_holds(session: CycleSession, who: str, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
+    """After a kept placement: lower-priority preemptors lose the held nodes it used; other holds come back.
+    `who`: the preemptor that used them, as messages name it ("gang ns/g", "pod ns/p")."""
     used = {node for _, node in placed}
     for other_key in lower:
         holds = session.holds[other_key]
         if any(node in used for _, node, _ in holds):
             session.clear_nominations(key for key, _, _ in holds)
             session.take_holds(other_key)
-            message = f"its held nodes went to higher-priority gang {gang.key}; it will choose again"
-            event(session, "PodGroup", other_key, "Warning", "NominationLost", message)
+            message = f"its held nodes went to higher-priority {who}; it will choose again"
+            holder = _holder(session, other_key)
+            kind = holder[0] if holder is not None else "PodGroup"
+            event(session, kind, other_key, "Warning", "NominationLost", message)
         else:
             for _, node, requests in holds:
                 session.workspace.place(node, requests)
