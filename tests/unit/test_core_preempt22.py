@@ -131,3 +131,46 @@ def test_item5_a_late_member_with_a_hard_topology_preempts_only_inside_the_gangs
     plan = step(c, CFG, 0.0)
     assert plan.evictions == [inside]
     assert plan.nominations == [(late, "node1")]
+
+
+def test_item4_a_nonstrict_gang_preempts_whole_victim_gangs_and_binds_once_they_are_gone() -> None:
+    c = SchedulerState()
+    add_nodes(c, 3, prefix="node", gpu=8)
+    cheap = [add_pod(c, f"cheap-{i}", node=f"node{i}", phase="Running", gpu=8, priority=i) for i in range(3)]
+    ns = gang(c, "ns", 2, 2, priority=1000, nonstrict=True)
+    plan = step(c, CFG, 0.0)
+    assert sorted(plan.evictions) == cheap[:2]  # the two lowest priorities
+    assert sorted(k for k, _ in plan.nominations) == ns
+    assert any(e.reason == "Preempting" and e.name == "ns" for e in plan.events)
+    plan = step(c, CFG, 1.0)  # still terminating: it waits, reserving nothing and evicting nobody else
+    assert not plan.evictions and not plan.bindings and not plan.reservations
+    for key in cheap[:2]:
+        c.remove_pod(key)
+    plan = step(c, CFG, 2.0)
+    assert sorted(k for k, _ in plan.bindings) == ns
+
+
+def test_item4_a_nonstrict_gang_holding_reservations_preempts_for_the_rest() -> None:
+    """ns (3, minMember 3) holds node2's reservation from an earlier cycle; the rest preempt, its reservation kept."""
+    c = SchedulerState()
+    add_nodes(c, 3, prefix="node", gpu=8)
+    ns = gang(c, "ns", 3, 3, priority=1000, nonstrict=True)
+    cheap = [add_pod(c, f"cheap-{i}", node=f"node{i}", phase="Running", gpu=8, priority=1000) for i in range(2)]
+    plan = step(c, CFG, 0.0)  # equal priority: nothing to preempt, it keeps what fits
+    assert len(plan.reservations) == 1 and not plan.evictions
+    for key in cheap:  # now they are of lower priority (a PriorityClass cannot change; re-created pods can)
+        c.remove_pod(key)
+    cheap = [add_pod(c, f"low-{i}", node=f"node{i}", phase="Running", gpu=8, priority=0) for i in range(2)]
+    plan = step(c, CFG, 30.0)
+    assert sorted(plan.evictions) == cheap
+    assert sorted(k for k, _ in plan.nominations) == ns[1:]
+    assert c.store.reservation_of(ns[0]) == ("node2", False) and not plan.releases
+
+
+def test_item4_a_nonstrict_gang_without_anything_lower_keeps_what_fits() -> None:
+    c = SchedulerState()
+    add_nodes(c, 3, prefix="node", gpu=8)
+    add_pod(c, "peer", node="node0", phase="Running", gpu=8, priority=1000)
+    gang(c, "ns", 3, 3, priority=1000, nonstrict=True)
+    plan = step(c, CFG, 0.0)
+    assert len(plan.reservations) == 2 and not plan.evictions and not plan.nominations

@@ -17,7 +17,10 @@ Contract (over a CycleSession):
   the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
   room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempting.py), else releases
-  everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
+  everything the gang holds and backs off. NonStrict does the same as a gang (Koordinator's job preemption takes a
+  gang's pending pods together whatever its mode: pkg/scheduler/plugins/coscheduling/core/preemption.go) when
+  something of lower priority exists, its reservations kept; when there is nothing to take it keeps its
+  placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
   members, replacements): placed as ordinary pods, without the gang rules (a gang's topology still applies:
@@ -114,14 +117,17 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     if spec.min_resources and _min_resources_short(session, gang, spec, members):
         return True
     attempt = _try_place(session, gang, spec, members, pending)
-    if not attempt.quorum and spec.mode == GangMode.STRICT:
+    strict = spec.mode == GangMode.STRICT
+    if not attempt.quorum and (strict or _could_preempt(session, gang, pending)):
         session.rollback(attempt.mark)
         taken = _reclaim(session, gang, spec, members, pending)
         if taken is None:
-            if not members.reserved and preempt(session, gang, members, pending):
+            if (not strict or not members.reserved) and preempt(session, gang, members, pending):
                 return True
-            _strict_failure(session, gang, spec, members, attempt, pending, alive)
-            return True
+            if strict:
+                _strict_failure(session, gang, spec, members, attempt, pending, alive)
+                return True
+            taken = _try_place(session, gang, spec, members, pending)  # NonStrict: nothing to take, keep what fits
         attempt = taken
     session.commit(attempt.mark)
     _keep(session, gang, attempt)
@@ -198,12 +204,23 @@ def _try_place(
     return _Attempt(mark, lower, placed, short, tier, have, quorum, role_short)
 
 
+def _could_preempt(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> bool:
+    """Whether a NonStrict gang short of its quorum could take anything: its victims are still terminating, or
+    there is a pod of lower priority and none of its members says preemptionPolicy Never."""
+    if session.state.victims_of(gang.key):
+        return True
+    if any(p.preemption_policy == "Never" for p in pending):
+        return False
+    lowest = session.store.lowest_priority()
+    return lowest is not None and lowest < min(p.priority for p in pending)
+
+
 def _reclaim(
     session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
 ) -> _Attempt | None:
     """Reservations of lower-priority waiting gangs go before any running pod (core/preemption/reclaim.py); the attempt
     that reached the quorum with them, or None."""
-    if members.reserved or session.state.victims_of(gang.key):
+    if (members.reserved and spec.mode == GangMode.STRICT) or session.state.victims_of(gang.key):
         return None
     got = reclaim(session, gang.key, pending, lambda: _try_place(session, gang, spec, members, pending))
     if got is None:

@@ -1,5 +1,6 @@
-"""The preemption step of a cycle: a Strict gang that does not fit evicts lower-priority victims, and the
-capacity held for preemptors while their victims terminate.
+"""The preemption step of a cycle: a gang that does not reach its quorum (Strict or NonStrict:
+core/gang/gang_rules.py) evicts lower-priority victims, and the capacity held for preemptors while their victims
+terminate.
 
 Contract (over a CycleSession; the victim search itself is core/preemption/preemption.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
@@ -87,7 +88,7 @@ def settle_holds(session: CycleSession, who: str, lower: list[str], placed: list
 
 
 def preempt(session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord]) -> bool:
-    """Group preemption for a Strict gang that does not fit (see the module docstring)."""
+    """Group preemption for a gang that does not reach its quorum (see the module docstring)."""
     if not pending or any(p.preemption_policy == "Never" for p in pending):
         return False
     mixed = len({p.sclass.id for p in pending}) > 1
