@@ -3,7 +3,12 @@
 Contract:
 - `Preemptions(api=..., cache=..., writes=..., events=..., wake=...)`; `carry_out(plan)` never blocks:
   - every `plan.evictions` pod is evicted through the Eviction API (k8s/api.py `evict`: a policy/v1
-    Eviction), all at once in the background. 201 or 404 (already gone): done, the pod's deletion arrives
+    Eviction), all at once in the background, except, under `pdb="respect"`, the members of a victim gang some
+    PodDisruptionBudget selects (state/budgets.py `selected`), whatever its status said when the core chose them
+    (status can race): those are evicted first, one after the other, each answer awaited; only once they are all
+    gone are the gang's other members evicted. If one is refused (below), no other member of that gang is asked:
+    each is given up (`SchedulerState.victim_spared`) and the loop is woken, so the preemptor looks again and the
+    gang is never left running below its quorum by a budget. 201 or 404 (already gone): done, the pod's deletion arrives
     through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
     error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
     core still waits for that victim (`SchedulerState.evicting`: its preemptor holds nodes for it, or its gang is
@@ -109,10 +114,47 @@ class Preemptions:
         for key, node in plan.nominations:
             self._nominated.add(key)
             self._writes.nominate(*_split(key), node)
-        for key in plan.evictions:
-            task = asyncio.create_task(self._evict(key), name=f"gangsched-evict-{key}")
+        for first, rest in self._order(plan.evictions):
+            work = self._evict_in_order(first, rest) if first else self._evict(rest[0])
+            task = asyncio.create_task(work, name=f"gangsched-evict-{(first or rest)[0]}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _order(self, victims: list[str]) -> list[tuple[list[str], list[str]]]:
+        """(evicted first, one by one; then the rest at once) per task: under `respect`, a victim gang's members some
+        PDB selects go first; every other victim is a task of its own."""
+        pods = self._cache.cluster.pods
+        by_gang: dict[str, list[str]] = {}
+        out: list[tuple[list[str], list[str]]] = []
+        for key in victims:
+            pod = pods.get(key)
+            if self.pdb == "respect" and pod is not None and pod.gang is not None:
+                by_gang.setdefault(pod.gang, []).append(key)
+            else:
+                out.append(([], [key]))
+        budgets = self._cache.budgets
+        for members in by_gang.values():
+            first = [key for key in members if budgets.selected(key)]
+            rest = [key for key in members if key not in first]
+            if first and rest:
+                out.append((first, rest))
+            else:
+                out.extend(([], [key]) for key in members)
+        return out
+
+    async def _evict_in_order(self, first: list[str], rest: list[str]) -> None:
+        """A victim gang's PDB-selected members one by one, each answer awaited, then the others at once; after a
+        refusal nobody else of the gang is asked (the module docstring)."""
+        for i, key in enumerate(first):
+            if not await self._evict(key):
+                spared = [k for k in (*first[i + 1 :], *rest) if self._waiting(k)]
+                for other in spared:
+                    self._cache.cluster.victim_spared(other)
+                if spared:
+                    log.info("not evicting %s: the eviction of %s, of the same gang, was refused", spared, key)
+                    self._wake()
+                return
+        await asyncio.gather(*(self._evict(key) for key in rest))
 
     def clear_nominations(self, pod_keys: list[str]) -> None:
         for key in pod_keys:
@@ -128,22 +170,23 @@ class Preemptions:
     def _jitter(self, delay: float) -> float:
         return delay * (1.0 + self._rng.uniform(-self.jitter, self.jitter))
 
-    async def _evict(self, key: str) -> None:
+    async def _evict(self, key: str) -> bool:
         """Evict one victim: a 429 (a PDB refusing now, or still being processed) and transient errors are retried
         with exponential backoff and jitter, waiting at least the server's Retry-After, while the preemptor still
         waits, for at most `attempts` requests within `retry_window` seconds; only then is it refused. A pod
         refused before is not asked again before its cool-down ends (exponential per pod): re-choosing a
-        protected victim cannot turn into a storm of requests."""
+        protected victim cannot turn into a storm of requests. True: the pod is gone or going (evicted, deleted,
+        404); False: refused, or nobody waits for it any more."""
         ns, name = _split(key)
         loop = asyncio.get_running_loop()
         refusals, until = self._cooldown.get(key, (0, 0.0))
         if until > loop.time():
             await asyncio.sleep(until - loop.time())
             if not self._waiting(key):
-                return
+                return False
         if self.pdb == "prefer" and key in self._cache.cluster.protected:
             await self._delete(key)
-            return
+            return True
         deadline = loop.time() + self.retry_window
         backoff = self.initial_backoff
         message = ""
@@ -156,11 +199,11 @@ class Preemptions:
                 await self._api.evict(ns, name, retry=NO_RETRY)  # this loop decides: backoff, Retry-After, cool-down
                 self.evicted += 1
                 self._cooldown.pop(key, None)
-                return
+                return True
             except ApiError as exc:
                 if exc.status == 404:
                     self.already_gone += 1
-                    return
+                    return True
                 message = exc.message
                 if not exc.transient:
                     break
@@ -168,7 +211,7 @@ class Preemptions:
                     self.throttled += 1
                     if self.pdb == "prefer" and "disruption budget" in exc.message and self._waiting(key):
                         await self._delete(key)
-                        return
+                        return True
                 retry_after = exc.retry_after
             except asyncio.CancelledError:
                 raise
@@ -180,9 +223,9 @@ class Preemptions:
                 break
             await asyncio.sleep(delay)
             if not self._waiting(key):
-                return  # nobody waits for it any more (the pod is gone, or the core gave it up)
+                return False  # nobody waits for it any more (the pod is gone, or the core gave it up)
         if not self._waiting(key):
-            return
+            return False
         self.refused += 1
         refusals += 1
         cooldown = min(self.cooldown_base * 2 ** (refusals - 1), self.cooldown_max)
@@ -200,6 +243,7 @@ class Preemptions:
             f"preemption could not evict it: {message}; the scheduler chooses again",
         )
         self._wake()
+        return False
 
     async def _delete(self, key: str) -> None:
         """Delete a victim past its PodDisruptionBudget (pdb: prefer); gone already or re-created: nothing to do."""

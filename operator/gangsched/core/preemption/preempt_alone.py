@@ -89,8 +89,10 @@ def preempt_alone(session: CycleSession, unit: UnitKey, pod: PodRecord, gang: Ga
         extra=session.workspace.extra,
         topology=None,
         tree=None,
-        excluded=session.excluded_victims() | session.state.refused_for(pod.key),
+        excluded=session.excluded_victims(),
+        refused=session.state.refused_for(pod.key),
         protected=session.state.protected,
+        respect_pdb=session.config.preemption_pdb == "respect",
     )
     if choice is None:
         session.rollback(mark)

@@ -118,6 +118,8 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         choice = _choose(session, gang, pending, refused)
     if choice is None:
         session.clear_nominations(p.key for p in pending)
+        if not mixed:
+            _report_budgets(session, gang, pending, refused)
         if refused:
             message = (
                 f"the eviction of {len(refused)} victim(s) was refused (PodDisruptionBudget): they are not asked "
@@ -149,7 +151,7 @@ def _choose_mixed(
     search."""
     mark = session.checkpoint()
     release_nominations(session, pending)
-    got = choose_classes(session, pending, min(p.priority for p in pending), session.excluded_victims() | refused)
+    got = choose_classes(session, pending, min(p.priority for p in pending), session.excluded_victims(), refused)
     if got is None:
         session.rollback(mark)
     else:
@@ -157,10 +159,37 @@ def _choose_mixed(
     return got
 
 
-def _choose(
+def _report_budgets(
     session: CycleSession, gang: GangState, pending: list[PodRecord], refused: AbstractSet[str]
+) -> None:
+    """Under `preemption.pdb: respect`, when only victim gangs some PodDisruptionBudget would cut short make room,
+    Warning `PreemptionRefused` names them (nothing is evicted)."""
+    protected = session.state.protected
+    if session.config.preemption_pdb != "respect" or not protected:
+        return
+    choice = _choose(session, gang, pending, refused, respect_pdb=False, keep=False)
+    pods = session.store.pods
+    gangs = sorted({g for v in choice.victims if v in protected and (g := pods[v].gang)} if choice else set())
+    if gangs:
+        message = (
+            f"preemption would leave victim gang(s) {', '.join(gangs)} below their quorum: a PodDisruptionBudget's "
+            "status says the eviction of some of their members would be refused (preemption.pdb: respect); "
+            "nothing is evicted until the budget allows it"
+        )
+        event(session, "PodGroup", gang.key, "Warning", "PreemptionRefused", message)
+
+
+def _choose(
+    session: CycleSession,
+    gang: GangState,
+    pending: list[PodRecord],
+    refused: AbstractSet[str],
+    *,
+    respect_pdb: bool | None = None,
+    keep: bool = True,
 ) -> PreemptionChoice | None:
-    """The victims and nodes; the members' own nominations are released for the search (kept on success)."""
+    """The victims and nodes; the members' own nominations are released for the search (kept on success, unless
+    `keep` is False: a search only to explain). `respect_pdb`: None for the configured policy."""
     spec = gang.spec
     assert spec is not None
     store = session.store
@@ -178,10 +207,12 @@ def _choose(
         extra=session.workspace.extra,
         topology=spec.network_topology if tree is not None else None,
         tree=tree,
-        excluded=session.excluded_victims() | refused,
+        excluded=session.excluded_victims(),
+        refused=refused,
         protected=session.state.protected,
+        respect_pdb=session.config.preemption_pdb == "respect" if respect_pdb is None else respect_pdb,
     )
-    if choice is None:
+    if choice is None or not keep:
         session.rollback(mark)
     else:
         session.commit(mark)
