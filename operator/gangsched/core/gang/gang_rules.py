@@ -57,7 +57,7 @@ from gangsched.core.transaction.messages import (
     wait,
 )
 from gangsched.core.transaction.plan import GangStatus
-from gangsched.core.transaction.session import Checkpoint, CycleSession, Members
+from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import PodRecord
 from gangsched.core.values.resources import format_resources
@@ -380,7 +380,7 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
         return
     mark = session.checkpoint()
     release_nominations(session, pods)  # a preemptor's held node is its own to use
-    lower = release_lower_holds(session, unit.key, pods)  # and lower-priority preemptors' holds do not bind it
+    lower = release_lower_holds(session, holds_key(unit), pods)  # and lower-priority preemptors' holds do not bind it
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
@@ -391,10 +391,10 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
             return
         mark = session.checkpoint()
         release_nominations(session, pods)
-        lower = release_lower_holds(session, unit.key, pods)
+        lower = release_lower_holds(session, holds_key(unit), pods)
         placed, short, _ = place_near_gang(session, gang, pods) if gang else place(session, None, pods, partial=True)
     session.commit(mark)
-    session.take_holds(unit.key, {pod.key for pod in pods})
+    session.take_holds(holds_key(unit), {pod.key for pod in pods})
     if lower:
         settle_holds(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
     session.bind([(pod.key, node) for pod, node in placed])

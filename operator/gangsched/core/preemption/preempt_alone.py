@@ -15,12 +15,14 @@ kube-scheduler does not know about. A late member of a satisfied gang with a har
 inside the gang's domain (core/placement/late_members.py `hard_domain`), where it may be placed at all.
 
 Contract (over a CycleSession): `preempt_alone(session, unit, pod, gang=None) -> str` for a pending pod that did
-not fit (`gang`: its satisfied gang, for a late member; the pod's holds are under `unit.key`). "bound": lower-priority
-reservations were taken and the pod is bound (events `ReservationsReleased` on the losers, `Preempting` on the pod).
-"preempting": victims chosen (evictions, with the pod as their preemptor; the pod nominated on the node they free,
-events `Preempted` on the victims, condition and event `Preempting` on the pod), or its victims are still
-terminating and it waits. "": nothing to take (preemptionPolicy Never, no lower priority, no choice); its
-nomination is cleared. The caller backs the unit off unless it is done.
+not fit (`gang`: its satisfied gang, for a late member; the pod's holds are under `holds_key(unit)`).
+- "bound": lower-priority reservations were taken and the pod is bound (events `ReservationsReleased` on the
+  losers, `Preempting` on the pod).
+- "preempting": victims chosen (evictions, with the pod as their preemptor; the pod nominated on the node they
+  free, events `Preempted` on the victims, condition and event `Preempting` on the pod), or its victims are still
+  terminating and it waits.
+- "": nothing to take (preemptionPolicy Never, no lower priority, no choice); its nomination is cleared.
+The caller backs the unit off unless it is done.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from gangsched.core.preemption.preemption import find_victims
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
 from gangsched.core.transaction.messages import changed, conditions, event
-from gangsched.core.transaction.session import Checkpoint, CycleSession
+from gangsched.core.transaction.session import Checkpoint, CycleSession, holds_key
 from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
@@ -103,7 +105,7 @@ def preempt_alone(session: CycleSession, unit: UnitKey, pod: PodRecord, gang: Ga
     grace = max((pods[v].grace for v in choice.victims if v in pods), default=0.0)
     session.evict(pod.key, choice.victims, session.now + grace)
     node = choice.nodes[0]
-    session.nominate(unit.key, [pod], [node])
+    session.nominate(holds_key(unit), [pod], [node])
     message = (
         f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)}; "
         f"nominated on {node}"
@@ -128,7 +130,7 @@ def _reclaim(session: CycleSession, unit: UnitKey, pod: PodRecord, gang: GangSta
     mark, attempt, released = got
     session.commit(attempt.mark)
     session.commit(mark)
-    session.take_holds(unit.key, {pod.key})
+    session.take_holds(holds_key(unit), {pod.key})
     session.bind([(p.key, node) for p, node in attempt.placed])
     report_reclaimed(session, "Pod", pod.key, released)
     return True

@@ -30,7 +30,7 @@ from gangsched.core.preemption.preempt_classes import choose_classes
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.transaction.plan import GangStatus
-from gangsched.core.transaction.session import CycleSession, Members
+from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
 from gangsched.core.values.records import PodRecord
 
 
@@ -43,25 +43,26 @@ def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:
             session.workspace.release(node, pod.sclass.requests)
 
 
-def _holder(session: CycleSession, key: str) -> tuple[str, int] | None:
-    """The kind ("PodGroup" or "Pod") and priority of the preemptor whose holds are under `key` (None: gone)."""
+def _holder(session: CycleSession, key: str) -> tuple[str, str, int] | None:
+    """The kind ("PodGroup" or "Pod"), key and priority of the preemptor whose holds are under `key` (None:
+    gone)."""
+    if key.startswith(POD_HOLDS):
+        pod = session.store.pods.get(key[len(POD_HOLDS) :])
+        return ("Pod", pod.key, pod.priority) if pod is not None else None
     other = session.store.gangs.get(key)
-    if other is not None:
-        return "PodGroup", other.priority
-    pod = session.store.pods.get(key)
-    return ("Pod", pod.priority) if pod is not None else None
+    return ("PodGroup", key, other.priority) if other is not None else None
 
 
 def release_lower_holds(session: CycleSession, own: str, pending: list[PodRecord]) -> list[str]:
     """Release (in the open transaction) the holds of preemptors (gangs, or pods alone) of lower priority than these
-    pods; `own`: the key of their own holds (a gang key, or a pod key)."""
+    pods; `own`: the key of their own holds (session.py `holds_key`)."""
     if not session.holds or not pending:
         return []
     priority = min(p.priority for p in pending)
     out = []
     for other_key, holds in session.holds.items():
         holder = _holder(session, other_key)
-        if other_key == own or holder is None or holder[1] >= priority:
+        if other_key == own or holder is None or holder[2] >= priority:
             continue
         for _, node, requests in holds:
             session.workspace.release(node, requests)
@@ -80,8 +81,8 @@ def settle_holds(session: CycleSession, who: str, lower: list[str], placed: list
             session.take_holds(other_key)
             message = f"its held nodes went to higher-priority {who}; it will choose again"
             holder = _holder(session, other_key)
-            kind = holder[0] if holder is not None else "PodGroup"
-            event(session, kind, other_key, "Warning", "NominationLost", message)
+            if holder is not None:
+                event(session, holder[0], holder[1], "Warning", "NominationLost", message)
         else:
             for _, node, requests in holds:
                 session.workspace.place(node, requests)

@@ -16,8 +16,9 @@ Contract:
   the mark, in reverse order, so a unit's attempt that fails leaves nothing behind; `commit(mark)` keeps them.
   Undo is recorded only while a checkpoint is open (the common path allocates nothing for it).
 - Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang, or by pod
-  for a pod without a gang); `nominate(holder, pods, nodes)` replaces the holds of those pods under `holder` and
-  keeps its others (a late member of a satisfied gang is nominated alone, under its gang's key).
+  for a pod without a gang, under `holds_key(unit)`: "pod/<namespace>/<name>", never a gang's key);
+  `nominate(holder, pods, nodes)` replaces the holds of those pods under `holder` and keeps its others (a late
+  member of a satisfied gang is nominated alone, under its gang's key).
 """
 
 from __future__ import annotations
@@ -36,10 +37,17 @@ from gangsched.core.memory.views import StateView
 from gangsched.core.transaction.plan import GangTimeout, Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.records import PodRecord
+from gangsched.core.values.units import UnitKey
 
+POD_HOLDS = "pod/"  # prefix of the holds key of a pod alone (a gang key has no second "/")
 Hold = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) held for a preemptor member
 _NO_RANK = 1 << 62
 V = TypeVar("V")
+
+
+def holds_key(unit: UnitKey) -> str:
+    """Where a unit's holds are kept in `CycleSession.holds`: its gang key, or "pod/" + its pod key."""
+    return POD_HOLDS + unit.key if unit.is_pod else unit.key
 
 
 @dataclass(slots=True)
@@ -88,7 +96,7 @@ class CycleSession:
             pod = state.pods.get(pod_key)
             if pod is not None:
                 self.workspace.place(node, pod.sclass.requests)
-                holder = pod.gang if pod.gang is not None else pod_key
+                holder = pod.gang if pod.gang is not None else POD_HOLDS + pod_key
                 self.holds.setdefault(holder, []).append((pod_key, node, pod.sclass.requests))
 
     # ----- transactions -----
