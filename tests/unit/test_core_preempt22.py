@@ -169,6 +169,8 @@ def test_item4_a_nonstrict_gang_holding_reservations_preempts_for_the_rest() -> 
     assert sorted(plan.evictions) == cheap
     assert sorted(k for k, _ in plan.nominations) == ns[1:]
     assert c.store.reservation_of(ns[0]) == ("node2", False) and not plan.releases
+    status = plan.gang_status["default/ns"]
+    assert (status.reason, status.reserved, status.pending) == ("Preempting", 1, 2)
 
 
 def test_item4_a_nonstrict_gang_without_anything_lower_keeps_what_fits() -> None:

@@ -140,7 +140,7 @@ def _wait_for_victims(
     unit = gang.unit
     backoff(session, unit)
     tier = gang.last_status.tier if gang.last_status is not None else None
-    status = GangStatus(len(members.bound), 0, len(pending), "Preempting", message, tier)
+    status = GangStatus(len(members.bound), len(members.reserved), len(pending), "Preempting", message, tier)
     report_status(session, gang, status)
     changed(session, unit, message)
 
@@ -235,7 +235,9 @@ def _record_choice(
         f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)} "
         f"for {label} placement; {len(pending)} member(s) nominated"
     )
-    status = GangStatus(len(members.bound), 0, len(pending), "Preempting", message, choice.whole_tier)
+    status = GangStatus(
+        len(members.bound), len(members.reserved), len(pending), "Preempting", message, choice.whole_tier
+    )
     report_status(session, gang, status)
     changed(session, gang.unit, message)
     event(session, "PodGroup", gang.key, "Normal", "Preempting", message)
