@@ -228,3 +228,18 @@ def test_item2_a_refused_member_keeps_its_gang_from_being_taken_without_it() -> 
         cfg = SchedulerConfig(max_units_per_cycle=8, preemption_pdb="prefer" if prefer else "respect")
         plan = step(c, cfg, 100.0 + prefer)
         assert not plan.evictions, prefer
+
+
+def test_item5_each_late_member_preempts_for_itself() -> None:
+    c = SchedulerState()
+    add_nodes(c, 4, prefix="node", gpu=8)
+    first = satisfied(c, ["node0", "node1"])
+    second = add_pod(c, "sat-10", gang="default/sat", rank=10, gpu=8, priority=100)
+    cheap = [add_pod(c, f"cheap-{i}", node=f"node{i + 2}", phase="Running", gpu=8, priority=i) for i in range(2)]
+    plan = step(c, CFG, 0.0)
+    assert sorted(plan.evictions) == cheap
+    assert sorted(plan.nominations) == sorted([(first, "node2"), (second, "node3")])  # rank order, cheapest first
+    assert plan.preemptions == {first: (cheap[0],), second: (cheap[1],)}
+    for key in cheap:
+        c.remove_pod(key)
+    assert sorted(step(c, CFG, 1.0).bindings) == sorted([(first, "node2"), (second, "node3")])

@@ -63,6 +63,8 @@ from gangsched.core.values.records import PodRecord
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
 
+MAX_PREEMPTING_ALONE = 16  # pods of one unit scheduled alone (late members) that look for victims per attempt
+
 
 @dataclass(slots=True)
 class _Attempt:
@@ -419,9 +421,11 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
 def _preempt_each(
     session: CycleSession, unit: UnitKey, pods: list[PodRecord], gang: GangState | None, *, whole: bool
 ) -> bool:
-    """Each pod that fits nowhere takes lower-priority reservations or preempts (core/preemption/preempt_alone.py);
-    True when at least one did (the unit backs off unless these are all its pods and every one is bound)."""
-    outcomes = [preempt_alone(session, unit, pod, gang) for pod in pods]
+    """Each pod that fits nowhere takes lower-priority reservations or preempts (core/preemption/preempt_alone.py),
+    at most MAX_PREEMPTING_ALONE of them per attempt (the others on the next one); True when at least one did (the
+    unit backs off unless these are all its pods and every one is bound)."""
+    outcomes = [preempt_alone(session, unit, pod, gang) for pod in pods[:MAX_PREEMPTING_ALONE]]
+    whole = whole and len(pods) <= MAX_PREEMPTING_ALONE
     if not any(outcomes):
         return False
     if whole and all(outcome == "bound" for outcome in outcomes):
