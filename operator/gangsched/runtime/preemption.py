@@ -8,7 +8,8 @@ Contract:
     (status can race): those are evicted first, one after the other, each answer awaited; only once they are all
     gone are the gang's other members evicted. If one is refused (below), no other member of that gang is asked:
     each is given up (`SchedulerState.victim_spared`) and the loop is woken, so the preemptor looks again and the
-    gang is never left running below its quorum by a budget. 201 or 404 (already gone): done, the pod's deletion arrives
+    gang is never left running below its quorum by a budget. (Members a gang evicts of itself, its preemptor being
+    itself, go at once.) 201 or 404 (already gone): done, the pod's deletion arrives
     through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
     error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
     core still waits for that victim (`SchedulerState.evicting`: its preemptor holds nodes for it, or its gang is
@@ -37,10 +38,11 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.records import PodRecord
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY
@@ -54,6 +56,11 @@ log = logging.getLogger(__name__)
 def _split(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
+
+
+def _gang_of(pods: Mapping[str, PodRecord], key: str) -> str | None:
+    pod = pods.get(key)
+    return pod.gang if pod is not None else None
 
 
 class Preemptions:
@@ -114,21 +121,23 @@ class Preemptions:
         for key, node in plan.nominations:
             self._nominated.add(key)
             self._writes.nominate(*_split(key), node)
-        for first, rest in self._order(plan.evictions):
+        own = {v for preemptor, victims in plan.preemptions.items() for v in victims if _gang_of(pods, v) == preemptor}
+        for first, rest in self._order(plan.evictions, own):
             work = self._evict_in_order(first, rest) if first else self._evict(rest[0])
             task = asyncio.create_task(work, name=f"gangsched-evict-{(first or rest)[0]}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def _order(self, victims: list[str]) -> list[tuple[list[str], list[str]]]:
+    def _order(self, victims: list[str], own: set[str]) -> list[tuple[list[str], list[str]]]:
         """(evicted first, one by one; then the rest at once) per task: under `respect`, a victim gang's members some
-        PDB selects go first; every other victim is a task of its own."""
+        PDB selects go first; every other victim is a task of its own, and so are the members a gang evicts of
+        itself (core/gang/partial_gangs.py, core/gang/health.py: no other gang waits for them)."""
         pods = self._cache.cluster.pods
         by_gang: dict[str, list[str]] = {}
         out: list[tuple[list[str], list[str]]] = []
         for key in victims:
             pod = pods.get(key)
-            if self.pdb == "respect" and pod is not None and pod.gang is not None:
+            if self.pdb == "respect" and pod is not None and pod.gang is not None and key not in own:
                 by_gang.setdefault(pod.gang, []).append(key)
             else:
                 out.append(([], [key]))
