@@ -10,11 +10,14 @@ Contract (over a CycleSession; the victim search itself is core/preemption/preem
   and does not keep the skew: such a gang waits).
   True: handled (victims chosen: evictions, nominations, events Preempting /
   Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
-  preempt; the gang's nominations are cleared and the caller reports the failure.
+  preempt; the gang's nominations are cleared and the caller reports the failure (Warning `PreemptionRefused`
+  says so when victims were refused to it, or, under `preemption.pdb: respect`, when only victim gangs a
+  PodDisruptionBudget would cut short make room: core/preemption/preemption.py).
 - `release_nominations(session, pods)`: a preemptor's held capacity is its own to use (in the open
-  transaction). `release_lower_holds(session, gang, pending)`: the holds of lower-priority preemptors do not
-  bind these members; `settle_holds` afterwards: a lower-priority preemptor whose held nodes were used loses
-  its nominations (event NominationLost; it chooses again later), the others' holds are put back.
+  transaction). `release_lower_holds(session, own, pending)`: the holds of lower-priority preemptors (gangs, or
+  pods alone) do not bind these members (`own`: their own holds' key); `settle_holds` afterwards: a
+  lower-priority preemptor whose held nodes were used loses its nominations (event NominationLost; it chooses
+  again later), the others' holds are put back.
 """
 
 from __future__ import annotations
