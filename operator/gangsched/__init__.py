@@ -6,3 +6,15 @@ scheduling cycle and the data path.
 """
 
 __version__ = "0.1.0"
+
+
+def version() -> str:
+    """The installed distribution's version (its package metadata: what `gangsched --version` and the operator's
+    start line say), else `__version__` (a source tree that is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gangsched")
+    except PackageNotFoundError:
+        return __version__

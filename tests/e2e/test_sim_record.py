@@ -117,5 +117,7 @@ async def test_record_reports_an_unreachable_cluster(tmp_path: Path) -> None:
     )
     gangsched = str(Path(sys.executable).with_name("gangsched"))
     result = await run(gangsched, "sim", "record", "--kubeconfig", str(kubeconfig), "--out", str(tmp_path / "t.csv"))
-    assert result.returncode == 2 and "cannot read the cluster" in result.stderr
+    assert result.returncode == 3, result.stderr  # docs/cli.md: the API server cannot be reached
+    assert result.stderr.startswith("gangsched sim record: cannot reach the API server: connection refused"), result
+    assert "Traceback" not in result.stderr and "Error(" not in result.stderr, result.stderr
     assert not (tmp_path / "t.csv").exists()

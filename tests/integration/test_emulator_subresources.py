@@ -96,9 +96,10 @@ async def test_pod_status_is_separate_from_the_object(kube: KubeClient) -> None:
     created = await kube.create(PODS, pod("p"))
     ignored = await kube.patch(f"{PODS}/p", {"status": {"phase": "Running"}, "metadata": {"labels": {"x": "1"}}})
     assert ignored["status"]["phase"] == "Pending" and ignored["metadata"]["labels"] == {"x": "1"}
+    # pkg/registry/core/pod/strategy.go podStatusStrategy.PrepareForUpdate keeps the spec, not the labels
     status = await kube.patch(f"{PODS}/p/status", {"status": {"phase": "Running"}, "metadata": {"labels": {"y": "2"}}})
     assert status["status"]["phase"] == "Running"
-    assert status["metadata"]["labels"] == {"x": "1"}
+    assert status["metadata"]["labels"] == {"x": "1", "y": "2"}
     assert status["metadata"]["generation"] == created["metadata"]["generation"]
     replaced = await kube.replace(f"{PODS}/p/status", dict(status, status={"phase": "Succeeded"}))
     assert replaced["status"] == {"phase": "Succeeded"}

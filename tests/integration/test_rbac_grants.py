@@ -297,3 +297,49 @@ async def test_a_missing_permission_fails_the_operator_visibly(profile: str) -> 
         assert err.value.message == (
             f'pods is forbidden: User "{USER}" cannot list resource "pods" in API group "" at the cluster scope'
         )
+
+
+async def test_the_operators_token_cannot_change_a_pod_spec() -> None:
+    """A leaked operator token must not be able to replace the image of any pod (kube-scheduler's ClusterRole,
+    plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go "system:kube-scheduler", grants pods/status
+    patch/update and pods/binding create, but no pods patch or update). With manifests/rbac.yaml's ServiceAccount
+    token: a patch or update of a kube-system pod is 403 (rbac.go's RBACAuthorizer); a patch of pods/status that
+    carries a new image and an annotation is accepted, but pkg/registry/core/pod/strategy.go's
+    podStatusStrategy.PrepareForUpdate keeps the old spec and ownerReferences, while the annotation (metadata)
+    lands: the timeout annotation's way in."""
+    async with running_cluster(nodes=1, node_resources=NODE) as cluster:
+        from gangsched.k8s.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, ApiError, KubeClient
+        from tests.integration.harness import service_account_kubeconfig
+
+        victim = pod("coredns", namespace="kube-system", scheduler="default-scheduler")
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns", "namespace": "kube-system"}}
+        owner = await cluster.client.create("/api/v1/namespaces/kube-system/configmaps", cm)
+        uid = owner["metadata"]["uid"]
+        victim["metadata"]["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "coredns", "uid": uid}
+        ]
+        await create(cluster.client, victim)
+        path = "/api/v1/namespaces/kube-system/pods/coredns"
+        evil = {"spec": {"containers": [{"name": "main", "image": "evil.example/miner:1"}]}}
+        sa = await service_account_kubeconfig(cluster.kubeconfig)
+        async with await KubeClient.connect(sa) as client:
+            for body, content_type in (
+                (evil, STRATEGIC_MERGE_PATCH),
+                ({"metadata": {"labels": {"x": "y"}}}, MERGE_PATCH),
+            ):
+                with pytest.raises(ApiError) as err:
+                    await client.patch(path, body, content_type=content_type)
+                assert err.value.status == 403, err.value.message
+            current = await client.get(path)
+            with pytest.raises(ApiError) as err:
+                await client.replace(path, {**current, **evil})
+            assert err.value.status == 403
+            meta: dict[str, Any] = {"annotations": {"gang.scheduling.koordinator.sh/timeout": "true"}}
+            meta["ownerReferences"] = None  # not allowed through pods/status: kept
+            through_status = {**evil, "metadata": meta}
+            answer = await client.patch(f"{path}/status", through_status, content_type=STRATEGIC_MERGE_PATCH)
+        stored = await cluster.client.get(path)
+        assert answer["spec"] == stored["spec"]
+        assert [c["image"] for c in stored["spec"]["containers"]] == ["registry.k8s.io/pause:3.9"]
+        assert stored["metadata"]["annotations"]["gang.scheduling.koordinator.sh/timeout"] == "true"
+        assert [o["uid"] for o in stored["metadata"]["ownerReferences"]] == [uid]

@@ -2,8 +2,8 @@
 
 - The CRD: volcano-sh/volcano config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml (group
   scheduling.volcano.sh, version v1beta1, plural podgroups, short names pg and podgroup-v1beta1, status subresource),
-  its spec trimmed to the fields the tests use with their types (minMember int32, minResources quantities, queue,
-  priorityClassName); the status is kept as written.
+  its spec trimmed to the fields the tests use with their types (minMember int32, minTaskMember a map of int32,
+  minResources quantities, queue, priorityClassName); the status is kept as written.
 - The PodGroup LeaderWorkerSet's Volcano provider creates per group (kubernetes-sigs/lws
   pkg/schedulerprovider/volcano_provider.go CreatePodGroupIfNotExists): named after the pods'
   `scheduling.k8s.io/group-name`, minMember = size, or 1 under the LeaderReady startup policy, owned by the leader.
@@ -46,6 +46,10 @@ CRD: dict[str, Any] = {
                                 "type": "object",
                                 "properties": {
                                     "minMember": {"type": "integer", "format": "int32"},
+                                    "minTaskMember": {
+                                        "type": "object",
+                                        "additionalProperties": {"type": "integer", "format": "int32"},
+                                    },
                                     "minResources": {
                                         "type": "object",
                                         "additionalProperties": {

@@ -286,3 +286,28 @@ def test_the_config_option_is_off_by_default_and_strict() -> None:
     assert (on.enabled, on.all_namespaces, on.namespace_label) == (True, True, "scheduling.gangsched.io/infer-gangs")
     with pytest.raises(InvalidField, match=r"inferGangs\.namespaceLabels"):
         config_from_mapping({"inferGangs": {"namespaceLabels": "x"}})  # a typo is refused, never a silent default
+
+
+def test_jobset_exclusive_placement_quorum_is_each_jobs_leader() -> None:
+    """jobset's pod webhooks (pkg/webhooks/pod_admission_webhook.go ValidateCreate: a follower, completion index != 0,
+    of a JobSet with `alpha.jobset.sigs.k8s.io/exclusive-topology` is refused until its leader is scheduled, unless
+    the node-selector strategy is used; pod_mutating_webhook.go then pins it to the leader's domain). The exclusive
+    key on the JobSet or on a replicated job's template (jobset_controller.go labelAndAnnotateObject)."""
+
+    def info(obj: dict[str, Any]) -> tuple[int, int, tuple[tuple[str, int], ...]]:
+        member = infer_member(w.jobset_pods(obj)[0])
+        assert member is not None
+        found = workload_info(member.workload, obj)
+        assert found is not None
+        return found.size, found.total, found.roles
+
+    js = w.jobset("ex", [("driver", 1, 1), ("workers", 2, 4)])
+    js["metadata"]["annotations"] = {"alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}
+    assert info(js) == (3, 9, (("driver", 1), ("workers", 2)))  # one leader per Job
+    js["metadata"]["annotations"]["alpha.jobset.sigs.k8s.io/node-selector"] = "true"
+    assert info(js) == (9, 9, (("driver", 1), ("workers", 8)))  # nodes labelled beforehand: every pod at once
+    js["metadata"]["annotations"] = {}
+    js["spec"]["replicatedJobs"][1]["template"]["metadata"] = {
+        "annotations": {"alpha.jobset.sigs.k8s.io/exclusive-topology": "rack"}
+    }
+    assert info(js) == (3, 9, (("driver", 1), ("workers", 2)))

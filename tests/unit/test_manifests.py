@@ -62,7 +62,7 @@ def _grants(rules: list[dict[str, Any]]) -> dict[tuple[str, str], set[str]]:
 
 # what the operator uses (tests/integration/test_rbac_grants.py checks use against grant with RBAC enforced)
 NEEDED_CLUSTER_WIDE = {
-    ("", "pods"): {"get", "list", "watch", "patch", "delete"},
+    ("", "pods"): {"get", "list", "watch", "delete"},
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch"},
     ("", "pods/eviction"): {"create"},
@@ -104,9 +104,10 @@ def test_rbac_grants_no_wildcards_and_no_secrets(kind: str) -> None:
 
 def test_cluster_role_writes_to_pods_are_only_what_scheduling_needs() -> None:
     grants = _grants(_rules("ClusterRole"))
-    # never create or update pods; delete only for preemption.pdb: prefer (a PDB-protected victim, as
-    # kube-scheduler's own system:kube-scheduler role may: pkg/scheduler/framework/preemption/preemption.go)
-    assert grants[("", "pods")] == {"get", "list", "watch", "patch", "delete"}
+    # never create, update or patch pods (the timeout annotation goes through pods/status, whose strategy keeps
+    # the spec: a leaked token cannot change a pod's image); delete only for preemption.pdb: prefer (a PDB-protected
+    # victim, as kube-scheduler's own system:kube-scheduler role may: pkg/scheduler/framework/preemption/preemption.go)
+    assert grants[("", "pods")] == {"get", "list", "watch", "delete"}
     assert ("coordination.k8s.io", "leases") not in grants  # leases only in the operator's namespace
     assert ("", "configmaps") not in grants  # the topology ConfigMap is watched by name, in the operator's namespace
 
@@ -139,8 +140,44 @@ def test_deployment_runs_the_cli_contract() -> None:
     # liveness sees a stalled loop, readiness synced caches (a follower too): two endpoints (handlers/probes.py)
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["startupProbe"]["httpGet"]["path"] == "/readyz"
+    # startup: the caches alone (/readyz also fails for the API's problems, which a restart does not cure)
+    assert container["startupProbe"]["httpGet"]["path"] == "/readyz/synced"
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_deployment_grace_period_covers_a_stop_during_an_api_stall() -> None:
+    """The kubelet SIGKILLs a container terminationGracePeriodSeconds after SIGTERM (30 s when unset;
+    pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer). The worst case of a stop (the comment in
+    deployment.yaml): the bounded Lease release, Kopf's 5 s for tasks still running after its cleanup and its 1 s
+    forced-cancel round (kopf/_core/reactor/running.py run_tasks), 2 s to close connections and exit."""
+    from gangsched.models.config import LeaderElectionConfig
+
+    (dep,) = [d for d in docs(MANIFESTS / "deployment.yaml") if d["kind"] == "Deployment"]
+    grace = dep["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    worst = LeaderElectionConfig.model_validate({}).release_timeout_seconds + 5 + 1 + 2
+    assert worst <= grace < 30, (worst, grace)
+
+
+def test_network_policy_admits_only_the_scraper_to_the_metrics_port() -> None:
+    """Ingress only (egress stays open: the API server's address is the cluster's); it selects the Deployment's
+    pods, admits one peer (a namespace AND pod selector, in one entry) on the container port named `metrics`, and
+    opens nothing else: kubelet probes come from the pod's node, which NetworkPolicy always admits
+    (kubernetes.io/docs/concepts/services-networking/network-policies/)."""
+    (policy,) = docs(MANIFESTS / "networkpolicy.yaml")
+    (dep,) = [d for d in docs(MANIFESTS / "deployment.yaml") if d["kind"] == "Deployment"]
+    assert (policy["kind"], policy["metadata"]["namespace"]) == ("NetworkPolicy", dep["metadata"]["namespace"])
+    spec = policy["spec"]
+    assert spec["policyTypes"] == ["Ingress"] and "egress" not in spec
+    assert spec["podSelector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    (rule,) = spec["ingress"]
+    (peer,) = rule["from"]
+    assert peer.keys() == {"namespaceSelector", "podSelector"} and all(peer[k]["matchLabels"] for k in peer)
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}] and "metrics" in named
+    # the probes port is not opened to the cluster; the Deployment keeps listening on every interface (the kubelet
+    # probes the pod's IP): no bind-address option in its args
+    assert not any(a.startswith(("--metrics-bind-address", "--probes-bind-address")) for a in container["args"])
 
 
 def test_namespace_manifest() -> None:

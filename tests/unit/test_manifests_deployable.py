@@ -168,7 +168,7 @@ def test_deployment_is_highly_available_with_probes_resources_and_its_own_priori
     assert dep["spec"]["replicas"] >= 2
     pod_spec = dep["spec"]["template"]["spec"]
     (container,) = pod_spec["containers"]
-    assert container["startupProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["startupProbe"]["httpGet"]["path"] == "/readyz/synced"  # caches only: API problems restart nothing
     assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     for kind in ("requests", "limits"):

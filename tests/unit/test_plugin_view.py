@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.plugin.view import explain_pod, gangs_of, render_top, render_tree
+from gangsched.plugin.view import explain_pod, gangs_of, render_top, render_tree, unmatched
 
 KOORD = "gang.scheduling.koordinator.sh/"
 
@@ -92,3 +92,19 @@ def test_why_names_gates_condition_and_recent_warnings() -> None:
     assert (
         explain_pod(pod("b", node="n0"), None, []) == "pod ns/b is bound to n0 (Running).\ngang: none (scheduled alone)"
     )
+
+
+def test_top_cuts_blocked_by_to_the_width_unless_told_not_to() -> None:
+    long = "needs 16 nvidia.com/gpu in one unit; " * 10
+    gangs = gangs_of([podgroup("old", "Scheduling", "2026-01-01T00:00:00Z", long)], [])
+    now = 1767229200.0
+    cut = render_top(gangs, now).splitlines()
+    assert all(len(line) <= 120 for line in cut) and cut[1].endswith("...") and long[:30] in cut[1], cut
+    assert render_top(gangs, now, None).splitlines()[1].endswith(long), "no width: the whole message"
+    narrow = render_top(gangs, now, 40).splitlines()[1]
+    assert narrow.endswith(" needs 16 nvidia.c..."), narrow  # MIN_BLOCKER (20) characters kept, however narrow
+
+
+def test_unmatched_names_are_the_ones_no_gang_has() -> None:
+    gangs = gangs_of([podgroup("a", "Pending", "2026-01-01T00:00:00Z", "")], [])
+    assert unmatched(gangs, ["a", "ns/a", "b", "other/a"]) == ["b", "other/a"]

@@ -93,3 +93,59 @@ def test_other_gangs_ignore_volcano_podgroups() -> None:
     cache.on_pod_event("ADDED", labelled)
     cache.on_volcano_podgroup("ADDED", volcano_pg(1))
     assert quorum(cache) == 3
+
+
+def volcano_job_member(name: str, task: str) -> dict[str, Any]:
+    """A Volcano job's pod (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod)."""
+    obj = member(name)
+    obj["metadata"]["labels"] = {"volcano.sh/task-spec": task, "volcano.sh/job-name": "tf"}
+    obj["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": GROUP, "volcano.sh/task-spec": task}
+    return obj
+
+
+def job_pg(min_member: int, min_task_member: Any) -> dict[str, Any]:
+    pg = volcano_pg(min_member)
+    pg["spec"]["minTaskMember"] = min_task_member
+    return pg
+
+
+@pytest.mark.parametrize(
+    ("min_member", "roles"),
+    [
+        (3, ()),  # below the tasks' sum (5): Volcano skips the per-task check (job_info.go CheckTaskReady)
+        (5, (("ps", 1), ("worker", 4))),  # at the sum: every task's minimum is enforced
+        (6, (("ps", 1), ("worker", 4))),
+    ],
+)
+def test_volcano_min_task_member_are_roles_exactly_when_volcano_enforces_them(
+    min_member: int, roles: tuple[tuple[str, int], ...]
+) -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_volcano_podgroup("ADDED", job_pg(min_member, {"ps": 1, "worker": 4, "chief": 0}))
+    cache.on_pod_event("ADDED", volcano_job_member("tf-ps-0", "ps"))
+    for i in range(4):
+        cache.on_pod_event("ADDED", volcano_job_member(f"tf-worker-{i}", "worker"))
+    gang = cache.cluster.gangs[f"default/{GROUP}"]
+    assert gang.spec is not None
+    assert (gang.spec.min_member, gang.spec.roles) == (min_member, roles)
+    assert gang.spec.total_member is None  # a Volcano PodGroup bounds no total: the quorum is chosen among all
+    assert cache.cluster.pods["default/tf-ps-0"].role == "ps"  # volcano.sh/task-spec
+
+
+def test_invalid_min_task_member_is_reported_and_gives_no_roles() -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_pod_event("ADDED", volcano_job_member("tf-ps-0", "ps"))
+    cache.on_volcano_podgroup("ADDED", job_pg(5, {"ps": "1"}))
+    (problem,) = [p for p in cache.problems if p.reason == "InvalidSpec"]
+    assert "spec.minTaskMember" in problem.message
+    gang = cache.cluster.gangs[f"default/{GROUP}"]
+    assert gang.spec is not None and (gang.spec.min_member, gang.spec.roles) == (5, ())
+
+
+def test_lws_size_stays_the_total_under_a_volcano_podgroup() -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_volcano_podgroup("ADDED", volcano_pg(1))
+    for worker in range(4):
+        cache.on_pod_event("ADDED", lws_member(worker))
+    gang = cache.cluster.gangs[f"default/{GROUP}"]
+    assert gang.spec is not None and (gang.spec.min_member, gang.spec.total_member) == (1, 4)

@@ -35,7 +35,7 @@ def test_summary_figures_from_a_known_replay() -> None:
         JobResult("b", 4, 32, submit=10, start=40, end=240, incarnations=2, evictions=1, evicted_gpu_seconds=3600),
         JobResult("c", 2, 16, submit=20, started_partially=True, incarnations=1),
     ]
-    replay = Replay("p", jobs, 300, 64, 1000, gpu_seconds=7200 + 3600, useful_gpu_seconds=7200)
+    replay = Replay("p", jobs, 300, 64, 1000, gpu_seconds=7200 + 3600, useful_gpu_seconds=7200, whole_gpu_seconds=7200)
     replay.timeline = [(0.0, 32, 16, 0, 0), (100.0, 64, 32, 0, 0)]
     replay.deadlocks = [Deadlock(50, 24, 2, end=80), Deadlock(200, 16, 2)]
     replay.resolved = [SchedulerDeadlock(10, 10, 2, 16, 8), SchedulerDeadlock(20, 110, 3, 40, 8)]

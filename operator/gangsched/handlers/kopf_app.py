@@ -25,12 +25,15 @@ Contract:
 - Every handler that touches the operator is `async def`: Kopf runs sync handlers in executor threads, and the
   cache, the SchedulerState and the loop's timers are not thread-safe (a sync handler raced the scheduling cycle and
   could not schedule a wake-up: "no running event loop").
-- `configure(settings)` sets what makes Kopf cheap and silent for this use.
+- `configure(settings)` sets what makes Kopf cheap and silent for this use; `quiet_optional_kinds()` drops Kopf's
+  "Unresolved resources" WARNING when it is only about the optional PodGroup kinds (Volcano's, Koordinator's):
+  users without them are not warned, the operator says once at INFO which kind is absent.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, cast
 
 import kopf
@@ -53,6 +56,29 @@ def configure(settings: kopf.OperatorSettings) -> None:
     settings.persistence.finalizer = "gangsched.io/kopf-finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="kopf.gangsched.io")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="kopf.gangsched.io")
+
+
+OPTIONAL_GROUPS = frozenset({"scheduling.volcano.sh", "scheduling.sigs.k8s.io"})  # PodGroup kinds read if installed
+UNRESOLVED = "Unresolved resources cannot be served"
+KOPF_OBSERVATION = "kopf._core.reactor.observation"
+
+
+class OptionalKindsFilter(logging.Filter):
+    """Drops Kopf's WARNING about unresolved resources when they are only the optional PodGroup kinds: the operator
+    names a missing optional kind once at INFO itself (runtime/operator.py); any other kind still warns."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(UNRESOLVED):
+            return True
+        groups = re.findall(r"group='([^']*)'", record.getMessage())
+        return not groups or not OPTIONAL_GROUPS.issuperset(groups)
+
+
+def quiet_optional_kinds() -> None:
+    """Install OptionalKindsFilter on Kopf's observation logger (once per process)."""
+    logger = logging.getLogger(KOPF_OBSERVATION)
+    if not any(isinstance(f, OptionalKindsFilter) for f in logger.filters):
+        logger.addFilter(OptionalKindsFilter())
 
 
 def _operator(memo: Any) -> Operator:

@@ -8,11 +8,21 @@ Contract:
   raised: the replica ends (its Lease released) and the process exits non-zero, to be restarted by its
   Deployment, as kube-scheduler exits on a fatal error. Several replicas may run in one process (each has its
   own registry, memo and metrics).
+- `connect(kubeconfig, config, identity, *, allow_insecure_http=False) -> KubeClient`: the replica's client; its
+  credentials are never sent to a plain-http server unless allowed (k8s/credentials.py
+  `refuse_credentials_over_http`: InsecureTransportError before any request).
 - `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
-- `run_operator(...)` is the command: it loads the config file, sets up logging and runs until SIGINT/SIGTERM;
-  it serves /livez, /readyz and /healthz on probesPort (handlers/probes.py) and /metrics on metricsPort.
-  The API client's User-Agent is `gangsched/<identity>` (audit logs and the emulator's request log show who sent
-  what).
+- `run_operator(...)` is the command: it loads the config file (a bad one: every problem printed, no traceback,
+  exit 2), sets up logging and runs until SIGINT/SIGTERM;
+  it serves /livez, /readyz and /healthz on probesBindAddress:probesPort (handlers/probes.py) and /metrics on
+  metricsBindAddress:metricsPort (both 0.0.0.0 by default). A credential problem found before the operator starts
+  (no such kubeconfig, credentials for a plain-http server) is exit code 2, without a traceback. It checks the API
+  server first (`check_first`: handlers/failures.py `preflight`); any other failure (a server that does not answer
+  or refuses the credentials or permissions, a port taken, the operator stopping on an error) is reported in one
+  or two lines with an exit code of gangsched/exits.py (handlers/failures.py `explain`).
+  Its first INFO line (`start_line`) names the version, the identity, the API server, leader election and where
+  metrics and probes listen. The API client's User-Agent is `gangsched/<identity>` (audit logs and the
+  emulator's request log show who sent what).
 """
 
 from __future__ import annotations
@@ -21,14 +31,19 @@ import asyncio
 import logging
 import os
 import socket
+import sys
 import uuid
 
 import kopf
 
-from gangsched.handlers.kopf_app import build_registry, configure
+from gangsched import version
+from gangsched.exits import report
+from gangsched.handlers.failures import explain, listening, preflight
+from gangsched.handlers.kopf_app import build_registry, configure, quiet_optional_kinds
 from gangsched.handlers.probes import serve_probes
 from gangsched.k8s.client import KubeClient
-from gangsched.models.config import OperatorConfig, load_config
+from gangsched.k8s.credentials import load_credentials, refuse_credentials_over_http
+from gangsched.models.config import InvalidConfig, OperatorConfig, bind_address, load_config
 from gangsched.runtime.operator import Operator
 
 log = logging.getLogger(__name__)
@@ -36,6 +51,16 @@ log = logging.getLogger(__name__)
 
 def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{uuid.uuid4().hex[:6]}"
+
+
+def start_line(config: OperatorConfig, identity: str, server: str, metrics: bool, probes_port: int | None) -> str:
+    """The operator's first INFO line: version, identity, API server, leader election, where metrics and probes are."""
+    le = config.leader_election
+    election = f"leader election on Lease {config.namespace}/{le.lease_name}" if le.enabled else "leader election off"
+    metrics_at, probes_at = f"{config.metrics_bind_address}:{config.metrics_port}", f"{config.probes_bind_address}:"
+    served = [f"metrics on {metrics_at}/metrics" if metrics else "metrics not served"]
+    served.append(f"probes on {probes_at}{probes_port} (livez, readyz)" if probes_port else "probes not served")
+    return f"gangsched {version()} starting as {identity} against {server}: {election}; {', '.join(served)}"
 
 
 async def run_kopf(
@@ -50,6 +75,7 @@ async def run_kopf(
     Kopf cancels every task started while it ran, the operator's included, so the replica cannot go on."""
     settings = kopf.OperatorSettings()
     configure(settings)
+    quiet_optional_kinds()
     try:
         await kopf.operator(
             registry=build_registry(),
@@ -69,6 +95,20 @@ async def run_kopf(
         await operator.stop()  # idempotent; normally done already by the cleanup handler
 
 
+async def connect(
+    kubeconfig: str | None, config: OperatorConfig, identity: str, *, allow_insecure_http: bool = False
+) -> KubeClient:
+    credentials = await load_credentials(kubeconfig)
+    refuse_credentials_over_http(credentials, allow=allow_insecure_http)
+    return KubeClient(
+        credentials,
+        user_agent=f"gangsched/{identity}",
+        fence_hooks=True,
+        qps=config.api_client.qps,
+        burst=config.api_client.burst,
+    )
+
+
 async def operate(
     *,
     kubeconfig: str | None,
@@ -79,20 +119,23 @@ async def operate(
     liveness_endpoint: str | None = None,
     serve_metrics: bool = False,
     serve_probes_port: int | None = None,
+    allow_insecure_http: bool = False,
+    check_first: bool = False,
 ) -> None:
     identity = identity or default_identity()
-    client = await KubeClient.connect(
-        kubeconfig,
-        user_agent=f"gangsched/{identity}",
-        fence_hooks=True,
-        qps=config.api_client.qps,
-        burst=config.api_client.burst,
-    )
-    operator = Operator(client=client, config=config, identity=identity)
-    if serve_metrics:
-        operator.metrics.serve(config.metrics_port)
-    probes = await serve_probes(operator, serve_probes_port) if serve_probes_port else None
+    client = await connect(kubeconfig, config, identity, allow_insecure_http=allow_insecure_http)
+    probes = None
     try:
+        if check_first:
+            await preflight(client)
+        operator = Operator(client=client, config=config, identity=identity)
+        if serve_metrics:
+            with listening("metricsPort", config.metrics_port):
+                operator.metrics.serve(config.metrics_port, host=config.metrics_bind_address)
+        if serve_probes_port:
+            with listening("probesPort", serve_probes_port):
+                probes = await serve_probes(operator, serve_probes_port, host=config.probes_bind_address)
+        log.info("%s", start_line(config, identity, client.settings.server, serve_metrics, serve_probes_port))
         await run_kopf(operator, stop_flag=stop_flag, ready_flag=ready_flag, liveness_endpoint=liveness_endpoint)
     finally:
         if probes is not None:
@@ -100,10 +143,30 @@ async def operate(
         await client.close()
 
 
-def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: str | None) -> int:
-    config = load_config(config_path)
+def run_operator(
+    *,
+    kubeconfig: str | None,
+    namespace: str | None,
+    config_path: str | None,
+    allow_insecure_http: bool = False,
+    metrics_bind_address: str | None = None,
+    probes_bind_address: str | None = None,
+) -> int:
+    """`gangsched run`; the options given on the command line win over the config file's."""
+    try:
+        config = load_config(config_path)
+    except InvalidConfig as bad:  # every problem of the file, one a line; a traceback would only hide them
+        print(f"gangsched run: invalid --config {bad}", file=sys.stderr)
+        return 2
+    update: dict[str, str] = {}
     if namespace:
-        config = config.model_copy(update={"namespace": namespace})
+        update["namespace"] = namespace
+    if metrics_bind_address:
+        update["metrics_bind_address"] = bind_address(metrics_bind_address)  # ValueError: not an IP address
+    if probes_bind_address:
+        update["probes_bind_address"] = bind_address(probes_bind_address)
+    if update:
+        config = config.model_copy(update=update)
     logging.basicConfig(
         level=os.environ.get("GANGSCHED_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -111,10 +174,17 @@ def run_operator(*, kubeconfig: str | None, namespace: str | None, config_path: 
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)  # probes are not logged
     try:
         asyncio.run(
-            operate(kubeconfig=kubeconfig, config=config, serve_metrics=True, serve_probes_port=config.probe_port)
+            operate(
+                kubeconfig=kubeconfig,
+                config=config,
+                serve_metrics=True,
+                serve_probes_port=config.probe_port,
+                allow_insecure_http=allow_insecure_http,
+                check_first=True,
+            )
         )
     except KeyboardInterrupt:
         pass
-    except Exception:
-        return 1  # logged by run_kopf
+    except Exception as exc:  # handlers/failures.py: one or two lines, an exit code of exits.py
+        return report("gangsched run", explain(exc))
     return 0

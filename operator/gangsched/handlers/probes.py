@@ -7,9 +7,17 @@ Contract:
   vital supervised task is down or the leader has owed a scheduling round for longer than
   progressDeadlineSeconds (Operator.liveness_problems). A follower, or a gang that never fits, is alive.
 - GET /readyz: 200 when the caches are synced (a follower is ready too: rolling updates and the PDB need it),
-  503 otherwise, and 503 while leader election has a problem only the user can fix (`problem` names it and the
-  fix: a missing namespace, a forbidden Lease); the JSON body has `ready`, `problem`, `leader` (the same answer as
-  the gangsched_leader metric), `identity`, `term` and `holder`.
+  503 otherwise, and 503 while leader election has a problem only the user can fix (a missing namespace, a
+  forbidden Lease) or the API has one (Operator.api_problems: a request answered 403 Forbidden, the pod cache
+  stale: no pod watch open for longer than readiness.staleCacheSeconds, bindings failing with none succeeding for
+  longer than readiness.bindsFailingSeconds). The JSON body has `ready`, `problem` (the first problem, naming the
+  fix where there is one, or null), `problems` (all), `leader` (the same answer as the gangsched_leader metric),
+  `identity`, `term`, `holder`, `cacheStaleSeconds`, `bindsFailingSeconds` and `forbidden` (the causes); the
+  metrics carry the same (runtime/metrics.py). API-side problems never fail /livez: a restart does not cure the
+  API, as kube-apiserver keeps such checks (etcd reachability) out of its own /livez.
+- GET /readyz/synced: 200 once the caches are synced, whatever else /readyz says (one check alone, as
+  kube-apiserver serves `/readyz/<check>`): the Deployment's startupProbe, which must not restart a replica for
+  the API's problems.
 - GET /healthz: both bodies; 200 only if live (kept for configurations that still probe /healthz).
 """
 
@@ -34,6 +42,10 @@ def probes_app(operator: Operator) -> web.Application:
         body = operator.readiness()
         return _json(body, 200 if body["ready"] else 503)
 
+    async def synced(_: web.Request) -> web.Response:
+        ok = operator.ready.is_set() and operator.synced
+        return _json({"ok": ok}, 200 if ok else 503)
+
     async def healthz(_: web.Request) -> web.Response:
         problems = operator.liveness_problems()
         body = {"ok": not problems, "problems": problems, "scheduler": operator.health(), **operator.readiness()}
@@ -42,6 +54,7 @@ def probes_app(operator: Operator) -> web.Application:
     app = web.Application()
     app.router.add_get("/livez", livez)
     app.router.add_get("/readyz", readyz)
+    app.router.add_get("/readyz/synced", synced)
     app.router.add_get("/healthz", healthz)
     return app
 

@@ -19,8 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from gangsched.handlers.main import run_kopf
-from gangsched.k8s.client import KubeClient
+from gangsched.handlers.main import connect, run_kopf
 from gangsched.models.config import OperatorConfig
 from gangsched.runtime.operator import Operator
 
@@ -84,13 +83,7 @@ class OperatorThread:
             self._ready.set()
 
     async def _body(self) -> None:
-        client = await KubeClient.connect(
-            self.kubeconfig,
-            user_agent=f"gangsched/{self.identity}",
-            fence_hooks=True,
-            qps=self.config.api_client.qps,
-            burst=self.config.api_client.burst,
-        )
+        client = await connect(self.kubeconfig, self.config, self.identity)
         try:
             self._operator = Operator(client=client, config=self.config, identity=self.identity)
             self._loop = asyncio.get_running_loop()

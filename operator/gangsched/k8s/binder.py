@@ -17,8 +17,10 @@ never bound on a decision taken for the old one. Outcomes:
 A 409 is reconciled by reading the pod (its current state decides the outcome), never retried blindly; a 409
 whose pod turns out bindable after all (e.g. its gates were just removed) is tried again within the attempts.
 Transient errors are retried under the operator's one retry policy (k8s/retry.py: full-jitter backoff, never sooner
-than the server's Retry-After), `BIND_RETRY` by default; the client itself does not retry a binding (each attempt is
-`retry=NO_RETRY`), so the two never multiply.
+than the server's Retry-After), `BIND_RETRY` by default, or the policy given to `bind_all(..., retry=)` (the
+runtime passes NO_RETRY for a gang whose binding failed before: its backoff is the scheduler's,
+runtime/bind_backoff.py); `BindResult.status` is the HTTP status behind a failure (403: forbidden). The client
+itself does not retry a binding (each attempt is `retry=NO_RETRY`), so the two never multiply.
 `errors` counts the bindings that ended in "conflict" or "failed"; `in_flight` counts bindings under way; `idle` (an
 asyncio.Event) is set whenever none is, so that lower-priority writers (events, status patches) can stay out of the
 bindings' way (see k8s/writer.py, `defer_to`).
@@ -47,6 +49,7 @@ class BindResult:
     node: str
     outcome: str  # bound | already-bound | conflict | gated | gone | failed
     message: str = ""
+    status: int = 0  # the HTTP status of the last answer that decided a failure (403: forbidden), 0 otherwise
 
     @property
     def ok(self) -> bool:
@@ -69,21 +72,26 @@ class Binder:
         self.idle = asyncio.Event()
         self.idle.set()
 
-    async def bind_all(self, bindings: Sequence[tuple[str, ...]]) -> list[BindResult]:
-        """(namespace, name, node) or (namespace, name, node, uid) per pod; one result each, in order."""
-        return list(await asyncio.gather(*(self.bind(*binding) for binding in bindings)))
+    async def bind_all(
+        self, bindings: Sequence[tuple[str, ...]], *, retry: RetryPolicy | None = None
+    ) -> list[BindResult]:
+        """(namespace, name, node) or (namespace, name, node, uid) per pod; one result each, in order. `retry`
+        replaces the binder's policy for these (NO_RETRY: one POST each)."""
+        return list(await asyncio.gather(*(self.bind(*binding, retry=retry) for binding in bindings)))
 
-    async def bind(self, namespace: str, name: str, node: str, uid: str = "") -> BindResult:
+    async def bind(
+        self, namespace: str, name: str, node: str, uid: str = "", *, retry: RetryPolicy | None = None
+    ) -> BindResult:
         self.in_flight += 1
         self.idle.clear()
         try:
-            return await self._bind(namespace, name, node, uid)
+            return await self._bind(namespace, name, node, uid, retry or self._retry)
         finally:
             self.in_flight -= 1
             if not self.in_flight:
                 self.idle.set()
 
-    async def _bind(self, namespace: str, name: str, node: str, uid: str) -> BindResult:
+    async def _bind(self, namespace: str, name: str, node: str, uid: str, retry: RetryPolicy) -> BindResult:
         meta: dict[str, str] = {"name": name, "namespace": namespace}
         if uid:
             meta["uid"] = uid
@@ -97,7 +105,8 @@ class Binder:
             group="", version="v1", plural="pods", namespace=namespace, name=name, subresource="binding"
         )
         last = ""
-        attempts = self._retry.max_attempts or 5
+        attempts = retry.max_attempts or 5
+        status = 0
         for attempt in range(attempts):
             error: ApiError | None = None
             try:
@@ -106,7 +115,7 @@ class Binder:
                 return BindResult(namespace, name, node, "bound")
             except ApiError as exc:
                 error = exc
-                last = str(exc)
+                last, status = str(exc), exc.status
                 if exc.status == 404:
                     return BindResult(namespace, name, node, "gone", exc.message)
                 if exc.status == 403 and "because it is being terminated" in exc.message:
@@ -117,11 +126,11 @@ class Binder:
                         return result
                 elif not exc.transient:
                     self.errors += 1
-                    return BindResult(namespace, name, node, "conflict", exc.message)
+                    return BindResult(namespace, name, node, "conflict", exc.message, exc.status)
             if attempt + 1 < attempts:
-                await asyncio.sleep(self._retry.delay(attempt, error, random.random))
+                await asyncio.sleep(retry.delay(attempt, error, random.random))
         self.errors += 1
-        return BindResult(namespace, name, node, "failed", last)
+        return BindResult(namespace, name, node, "failed", last, status)
 
     async def _reconcile_conflict(
         self, namespace: str, name: str, node: str, uid: str, exc: ApiError

@@ -20,7 +20,8 @@ Contract:
   of its own: a renewal queued behind a burst of bindings would lose the lease. Without `qps`, no limit.
 - `requests` counts requests by (verb, HTTP code) ("error" when no answer came; watches as verb WATCH);
   runtime/metrics.py exports it.
-- `watch()` yields (type, object) pairs from one watch request; it ends when the server closes the stream. A watch
+- `watch()` yields (type, object) pairs from one watch request (`on_open` is called when the server accepted
+  it); it ends when the server closes the stream. A watch
   ERROR event is raised as ApiError (410 Gone included), so callers relist; so is a line that is not JSON.
 """
 
@@ -373,8 +374,10 @@ class KubeClient:
         resource_version: str,
         params: Mapping[str, str] | None = None,
         timeout_seconds: int = 300,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-        """Events of one watch request, as (type, object); BOOKMARK events are yielded too."""
+        """Events of one watch request, as (type, object); BOOKMARK events are yielded too. `on_open()` is called
+        once the server accepted the watch (its answer's status is 200), before any event."""
         query = dict(params or {})
         query.update(
             watch="true",
@@ -404,6 +407,8 @@ class KubeClient:
                             auth = await self._authorization()
                             continue
                         raise error
+                    if on_open is not None:
+                        on_open()
                     async for item in self._events(path, response):
                         yield item
                     return

@@ -24,6 +24,11 @@ Contract:
   `await credentials.refresh(sent)` is called after a 401 for a request sent with `sent`: it drops the cached token
   and obtains a new one (once, however many requests failed together) and says whether the header changed, i.e.
   whether repeating the request can help.
+- `refuse_credentials_over_http(credentials, allow=False)` raises InsecureTransportError (a CredentialError) when
+  the server is plain http:// and credentials would be sent to it (a token, a token file, an exec or OIDC plugin,
+  username/password), unless `allow`. client-go never sends them over http (tools/clientcmd/client_config.go,
+  `DirectClientConfig.ClientConfig`: auth is read only when the transport is TLS); the operator refuses instead of
+  running without its identity. No credentials (an emulator with authentication off) over http is fine.
 - `await credentials.kopf_login()` gives the keyword arguments of `kopf.ConnectionInfo` built from the same source,
   with an `expiration`, so Kopf asks again (its login handler) before the token goes stale.
 """
@@ -94,6 +99,10 @@ class AuthSource(Protocol):
 class StaticAuth:
     def __init__(self, value: str | None) -> None:
         self._value = value
+
+    @property
+    def empty(self) -> bool:
+        return self._value is None
 
     async def header(self) -> str | None:
         return self._value
@@ -404,6 +413,29 @@ class Credentials:
         return info
 
 
+class InsecureTransportError(CredentialError):
+    """Credentials would go to a plain-http server (see the module docstring)."""
+
+
+def sends_credentials(credentials: Credentials) -> bool:
+    """Whether requests carry an Authorization header (a client certificate is never sent over http)."""
+    auth = credentials.auth
+    return not (isinstance(auth, StaticAuth) and auth.empty)
+
+
+def refuse_credentials_over_http(credentials: Credentials, *, allow: bool = False) -> None:
+    server = credentials.settings.server
+    if not server.lower().startswith("http://") or not sends_credentials(credentials):
+        return
+    if allow:
+        log.warning("sending credentials to %s over plain http (--allow-insecure-http)", server)
+        return
+    raise InsecureTransportError(
+        f"refusing to send the kubeconfig's credentials to {server} over plain http (kubectl never sends them "
+        f"there either): use an https:// server, or pass --allow-insecure-http to send them anyway"
+    )
+
+
 # ------------------------------------------------------------------------------------------------ kubeconfig
 def _named(section: Any, what: str, path: str) -> list[tuple[str, dict[str, Any]]]:
     out = []
@@ -640,6 +672,7 @@ __all__ = [
     "Credentials",
     "ExecTokenSource",
     "FileTokenSource",
+    "InsecureTransportError",
     "OidcTokenSource",
     "StaticAuth",
     "credentials_from_kubeconfig",
@@ -647,4 +680,6 @@ __all__ = [
     "jwt_expiry",
     "load_credentials",
     "merge_kubeconfigs",
+    "refuse_credentials_over_http",
+    "sends_credentials",
 ]

@@ -98,8 +98,9 @@ class FencedClient(KubeClient):
         resource_version: str,
         params: Mapping[str, str] | None = None,
         timeout_seconds: int = 300,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         async for item in self._inner.watch(
-            path, resource_version=resource_version, params=params, timeout_seconds=timeout_seconds
+            path, resource_version=resource_version, params=params, timeout_seconds=timeout_seconds, on_open=on_open
         ):
             yield item

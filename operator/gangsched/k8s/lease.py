@@ -18,7 +18,10 @@ Contract:
 - renewTime/acquireTime are MicroTime (`2026-01-01T00:00:00.123456Z`); acquireTime and leaseTransitions+1 are
   written on takeover, kept on renewal.
 - `leading` (asyncio.Event) is set while leader; `term` counts leaderships won (a fence token for callers).
-- `release()` on shutdown empties holderIdentity so a follower need not wait for expiry.
+- `release()` on shutdown empties holderIdentity so a follower need not wait for expiry. It is bounded by
+  `release_timeout` seconds in all (its read and its write): a leader that cannot release in time (an API stall)
+  gives up and lets the Lease expire, which a follower waits for anyway, so stopping never outlasts the pod's
+  termination grace period (client-go's release, leaderelection.go, has only its client's timeout).
 - A problem only the user can fix -- the namespace does not exist (404 on create), or the ServiceAccount may not
   read or write the Lease (401/403) -- is logged once as an ERROR naming the fix and kept in `problem` (None once a
   renewal succeeds again; /readyz shows it); other failures are WARNINGs.
@@ -91,6 +94,7 @@ class LeaderElector:
         lease_duration: float = 15.0,
         renew_deadline: float = 10.0,
         retry_period: float = 2.0,
+        release_timeout: float = 2.0,
         clock: Clock | None = None,
     ) -> None:
         if not retry_period < renew_deadline < lease_duration:
@@ -105,6 +109,7 @@ class LeaderElector:
         self.lease_duration = lease_duration
         self.renew_deadline = renew_deadline
         self.retry_period = retry_period
+        self.release_timeout = release_timeout
         self.clock: Clock = clock or SystemClock()
         self._renewed_at: float | None = None  # monotonic start of the last successful renewal while leading
         self._observed: _Observed | None = None
@@ -227,16 +232,28 @@ class LeaderElector:
         self.leading.clear()
         self.changed.set()
         try:
-            lease = await self._client.get(self._path, retry=NO_RETRY)
-            spec = lease.get("spec") or {}
-            if spec.get("holderIdentity") == self.identity:
-                spec["holderIdentity"] = None
-                spec["leaseDurationSeconds"] = 1
-                spec["renewTime"] = format_micro(self.clock.now())
-                lease["spec"] = spec
-                await self._client.replace(self._path, lease, retry=NO_RETRY)
+            async with asyncio.timeout(self.release_timeout):
+                await self._give_up()
+        except TimeoutError:
+            log.warning(
+                "lease %s/%s not released within %.1fs (API unresponsive): it expires after its duration",
+                self.namespace,
+                self.name,
+                self.release_timeout,
+            )
         except ApiError as exc:
             log.info("releasing lease %s/%s: %s", self.namespace, self.name, exc)
+
+    async def _give_up(self) -> None:
+        timeout = self.release_timeout
+        lease = await self._client.get(self._path, retry=NO_RETRY, timeout=timeout)
+        spec = lease.get("spec") or {}
+        if spec.get("holderIdentity") == self.identity:
+            spec["holderIdentity"] = None
+            spec["leaseDurationSeconds"] = 1
+            spec["renewTime"] = format_micro(self.clock.now())
+            lease["spec"] = spec
+            await self._client.replace(self._path, lease, retry=NO_RETRY, timeout=timeout)
 
     def _lease_seconds(self) -> int:
         return max(1, math.ceil(self.lease_duration))

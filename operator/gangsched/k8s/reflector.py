@@ -5,9 +5,22 @@ Contract:
   objects missing from the list were deleted while nobody watched), then watches from the list's
   resourceVersion and hands each ADDED/MODIFIED/DELETED event to `on_event(type, obj)`.
 - A watch that ends is resumed from the last seen resourceVersion (BOOKMARKs advance it). 410 Gone leads to a
-  fresh list at once; a transient error (no answer, 429, 5xx) resumes the watch after a capped exponential
-  backoff; any other error leads to a fresh list after that backoff. `synced` is set after the first list;
-  `relists`, `watch_restarts` and `sink_errors` count what happened (runtime/metrics.py).
+  fresh list at once; a transient error (no answer, 429, 5xx) resumes the watch after a backoff; any other error
+  leads to a fresh list after that backoff. `synced` is set after the first list; `relists`, `watch_restarts`
+  and `sink_errors` count what happened (runtime/metrics.py).
+- The backoff (`WatchBackoff`): after the n-th consecutive failure without progress the reflector waits
+  `initial * 2**(n-1)` seconds (0.05 s doubling), at most `max_backoff` (10 s). Progress resets n before the
+  failure is counted: a watch that delivered an event (a BOOKMARK too) or stayed open `reset_after` seconds (120)
+  before it failed; a watch the server ended normally resumes at once. So a watch cut again and again while
+  delivering events retries after 0.05 s each time, never after 10 s (it climbed to 10 s before, and new pods went
+  unseen that long). A successful list is no progress (a list answered while every watch fails must not make a
+  relist storm). The rule is client-go's reflector's (k8s.io/client-go/tools/cache/reflector.go:
+  `wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0, clock)`, which resets to its initial delay after
+  2 minutes without a backoff) with progress counted per watch, and a smaller start and cap. `retry_delay` is the
+  last delay slept (0 after progress).
+- `down_since`: monotonic time since which no watch has been open (the server accepted it; None while one is):
+  /readyz reports a stale cache past a bound (runtime/operator.py). A watch counts as open from its 200 answer
+  (`KubeClient.watch(on_open=)`) until it ends.
 - No per-object workers, no models: raw dicts parsed by orjson; a sink that raises on one object does not stop
   the stream (the error is logged and counted).
 This exists because Kopf's per-object machinery costs about 1 ms per event, which would cap pod ingest near
@@ -18,7 +31,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gangsched.k8s.client import ApiError, KubeClient
@@ -27,6 +42,26 @@ log = logging.getLogger(__name__)
 
 OnList = Callable[[list[dict[str, Any]]], None]
 OnEvent = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(slots=True)
+class WatchBackoff:
+    """The delay before the next list or watch after a failure (see the module docstring)."""
+
+    initial: float = 0.05
+    maximum: float = 10.0
+    reset_after: float = 120.0
+    failures: int = 0
+
+    def after_failure(self, *, delivered: int, open_for: float) -> float:
+        """The delay after a failed list or watch that delivered `delivered` events while open `open_for` s."""
+        if delivered or open_for >= self.reset_after:
+            self.failures = 0
+        self.failures += 1
+        return float(min(self.maximum, self.initial * 2.0 ** min(self.failures - 1, 62)))
+
+    def reset(self) -> None:
+        self.failures = 0
 
 
 class Reflector:
@@ -40,6 +75,7 @@ class Reflector:
         params: Mapping[str, str] | None = None,
         watch_timeout_seconds: int = 300,
         max_backoff: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
         self._path = path
@@ -47,59 +83,96 @@ class Reflector:
         self._on_event = on_event
         self._params = dict(params or {})
         self._watch_timeout = watch_timeout_seconds
-        self._max_backoff = max_backoff
+        self._clock = clock
+        self.backoff = WatchBackoff(maximum=max_backoff)
         self.synced = asyncio.Event()
         self.sink_errors = 0
         self.relists = 0  # lists after the first (watch expired or failed)
         self.watch_restarts = 0  # watch requests after the first one of a list
+        self.retry_delay = 0.0
+        self.down_since: float | None = clock()
+        self._opened_at: float | None = None
+        self._rv = ""  # the last resourceVersion seen ("": list first)
+        self._delivered = 0
+
+    def _opened(self) -> None:
+        self._opened_at = self._clock()
+        self.down_since = None
+
+    def _closed(self) -> float:
+        """The watch (if one was open) ended: how long it was open."""
+        now = self._clock()
+        open_for = 0.0 if self._opened_at is None else now - self._opened_at
+        self._opened_at = None
+        if self.down_since is None:
+            self.down_since = now
+        return open_for
 
     async def run(self) -> None:
-        backoff = 0.05
-        resource_version = ""
+        self._rv = ""
         watched = False
         while True:
+            self._delivered = 0
             try:
-                if not resource_version:
-                    if self.synced.is_set():
-                        self.relists += 1
-                    items, resource_version = await self._client.list_all(self._path, params=self._params)
-                    self._on_list(items)
-                    self.synced.set()
+                if not self._rv:
+                    self._rv = await self._list()
                     watched = False
                 if watched:
                     self.watch_restarts += 1
                 watched = True
-                async for kind, obj in self._client.watch(
-                    self._path,
-                    resource_version=resource_version,
-                    params=self._params,
-                    timeout_seconds=self._watch_timeout,
-                ):
-                    rv = (obj.get("metadata") or {}).get("resourceVersion")
-                    if rv:
-                        resource_version = rv
-                    if kind == "BOOKMARK":
-                        continue
-                    try:
-                        self._on_event(kind, obj)
-                    except Exception:  # one bad object never stops the stream
-                        self.sink_errors += 1
-                        log.exception("cache rejected a %s event from %s", kind, self._path)
-                backoff = 0.05
+                await self._watch()
+                self._closed()
+                self.backoff.reset()
+                self.retry_delay = 0.0
             except asyncio.CancelledError:
+                self._closed()
                 raise
             except ApiError as exc:
+                open_for = self._closed()
                 if exc.status == 410:
                     log.info("watch of %s expired (410 Gone); relisting", self._path)
-                    resource_version = ""
+                    self._rv = ""
                     continue
-                log.warning("watch of %s failed: %s; retrying in %.2fs", self._path, exc, backoff)
+                delay = self._delay(open_for)
+                log.warning("watch of %s failed: %s; retrying in %.2fs", self._path, exc, delay)
                 if exc.status not in (0, 429, 500, 502, 503, 504):
-                    resource_version = ""
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                    self._rv = ""
+                await asyncio.sleep(delay)
             except Exception:
-                log.exception("listing %s failed; relisting in %.2fs", self._path, backoff)
-                resource_version = ""
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self._max_backoff)
+                delay = self._delay(self._closed())
+                log.exception("listing %s failed; relisting in %.2fs", self._path, delay)
+                self._rv = ""
+                await asyncio.sleep(delay)
+
+    def _delay(self, open_for: float) -> float:
+        self.retry_delay = self.backoff.after_failure(delivered=self._delivered, open_for=open_for)
+        return self.retry_delay
+
+    async def _list(self) -> str:
+        if self.synced.is_set():
+            self.relists += 1
+        items, resource_version = await self._client.list_all(self._path, params=self._params)
+        self._on_list(items)
+        self.synced.set()
+        return resource_version
+
+    async def _watch(self) -> None:
+        """One watch request from the last resourceVersion seen, which each event advances."""
+        async for kind, obj in self._client.watch(
+            self._path,
+            resource_version=self._rv,
+            params=self._params,
+            timeout_seconds=self._watch_timeout,
+            on_open=self._opened,
+        ):
+            self._delivered += 1
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self._rv = rv
+            if kind == "BOOKMARK":
+                continue
+            try:
+                self._on_event(kind, obj)
+            except Exception:  # one bad object never stops the stream
+                self.sink_errors += 1
+                log.exception("cache rejected a %s event from %s", kind, self._path)

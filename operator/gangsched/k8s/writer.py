@@ -36,6 +36,8 @@ Contract:
   batch they wait until the event is set, for at most max_defer, so a burst of bindings is not slowed down by the
   events and status patches it causes (they follow right after it, coalesced further). `deferrals` counts the
   batches that had to wait (counted when the wait begins).
+- Both take `forbidden` (k8s/forbidden.py): a 403 is noted there and logged only the first time its cause is seen
+  (then at DEBUG), and a successful write clears its kind's causes.
 - Clock, sleep and randomness are injectable (tests); the writers' own requests are sent without the client's
   retry loop (`retry.NO_RETRY`): the writers retry themselves, so that newer content merges in meanwhile.
 """
@@ -55,6 +57,7 @@ from typing import Any
 from cachetools import TTLCache
 
 from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
+from gangsched.k8s.forbidden import ForbiddenBook, request_of
 from gangsched.k8s.retry import NO_RETRY, PERSISTENT, RetryPolicy
 from gangsched.models.timestamps import now_time
 
@@ -97,6 +100,13 @@ async def _wait_any(event: asyncio.Event, timeout: float | None) -> None:
             await asyncio.wait_for(event.wait(), timeout)
 
 
+def _level(forbidden: ForbiddenBook | None, request: str, exc: ApiError) -> int:
+    """The level to log a failed write at: a 403 whose cause was logged before (k8s/forbidden.py) at DEBUG."""
+    if exc.status == 403 and forbidden is not None and not forbidden.note(request, exc):
+        return logging.DEBUG
+    return logging.WARNING if exc.transient else logging.ERROR
+
+
 class PatchWriter:
     def __init__(
         self,
@@ -110,8 +120,10 @@ class PatchWriter:
         policy: RetryPolicy = PERSISTENT,
         clock: Clock = time.monotonic,
         rand: Callable[[], float] = random.random,
+        forbidden: ForbiddenBook | None = None,
     ) -> None:
         self._client = client
+        self._forbidden = forbidden
         self._defer_to = defer_to
         self._max_defer = max_defer
         self._min_gap = min_gap
@@ -218,7 +230,7 @@ class PatchWriter:
             attempts = self._attempts.get(key, 0) + 1
             self._attempts[key] = attempts
             delay = self._policy.delay(attempts - 1, exc, self._rand)
-            level = logging.WARNING if exc.transient else logging.ERROR
+            level = _level(self._forbidden, request_of("patch", path), exc)
             log.log(level, "patching %s failed (attempt %d: %s); retrying in %.2fs", path, attempts, exc, delay)
             newer = self._pending.get(key)  # keep newer pending content: re-merge the failed body under it
             self._pending[key] = _deep_merge(body, newer) if newer else body
@@ -227,6 +239,8 @@ class PatchWriter:
             return
         self.writes += 1
         self._attempts.pop(key, None)
+        if self._forbidden is not None and self._forbidden.active:
+            self._forbidden.clear(request_of("patch", path))
         if self._epochs.get(key, 0) != epoch:
             return  # forgotten while in flight: it went to the object that was there before (not remembered)
         self._written[key] = body
@@ -261,6 +275,7 @@ MAX_SIMILAR = 10  # events_cache.go defaultAggregateMaxEvents
 SIMILAR_WINDOW = 600.0  # events_cache.go defaultAggregateIntervalInSeconds
 MAX_TRIES = 12  # event.go maxTriesPerEvent
 COMBINED = "(combined from similar events): "
+EVENT_WRITES = "create events"  # (creates and count patches: one grant in the ClusterRole)
 
 
 class EventAggregator:
@@ -311,8 +326,10 @@ class EventRecorder:
         clock: Clock = time.monotonic,
         rand: Callable[[], float] = random.random,
         policy: RetryPolicy = PERSISTENT,
+        forbidden: ForbiddenBook | None = None,
     ) -> None:
         self._client = client
+        self._forbidden = forbidden
         self._defer_to = defer_to
         self._max_defer = max_defer
         self._component = component
@@ -444,13 +461,16 @@ class EventRecorder:
                 if exc.status != 409:  # 409: a retry of a create whose answer was lost: it is there
                     raise
             self.creates += 1
+            if self._forbidden is not None:
+                self._forbidden.clear(EVENT_WRITES)
             self._seen[dedup] = (name, namespace, item.count)
         except ApiError as exc:
             self.errors += 1
             item.tries += 1
             if item.tries >= MAX_TRIES or (not exc.transient and exc.status != 401):
                 self.dropped += 1
-                log.warning(
+                log.log(
+                    min(logging.WARNING, _level(self._forbidden, EVENT_WRITES, exc)),
                     "could not record event %s on %s/%s (%d tries): %s",
                     item.reason,
                     namespace,

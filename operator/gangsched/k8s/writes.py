@@ -3,7 +3,9 @@ the PatchWriter (k8s/writer.py), which merges what is asked for one object until
 is written or the object is gone. The paths and bodies are built here; the runtime names objects and values.
 
 Contract (every call never blocks and never raises):
-- `annotate_pod(namespace, name, annotations)`: a merge patch of the pod's metadata.annotations.
+- `annotate_pod(namespace, name, annotations)`: a merge patch of the pod's metadata.annotations, sent to pods/status
+  (kube-apiserver's pod status strategy lets metadata change there, never the spec: the ClusterRole needs no patch
+  on pods, which would let its token change any pod's image; kube-scheduler's role is shaped the same way).
 - `set_pod_condition(namespace, name, type_=, status=, reason=, message=)`: a strategic merge patch of pods/status
   with that one condition (merged by type) and lastTransitionTime now.
 - `discard_pod_conditions(namespace, name)`: condition patches of the pod not sent yet are dropped (a pod being
@@ -34,7 +36,7 @@ class Writes:
 
     # ------------------------------------------------------------------ pods
     def annotate_pod(self, namespace: str, name: str, annotations: Mapping[str, str]) -> None:
-        self.writer.patch(pod_path(namespace, name), {"metadata": {"annotations": dict(annotations)}})
+        self.writer.patch(pod_path(namespace, name, "status"), {"metadata": {"annotations": dict(annotations)}})
 
     def set_pod_condition(
         self, namespace: str, name: str, *, type_: str, status: str, reason: str, message: str

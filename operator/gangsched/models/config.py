@@ -5,8 +5,11 @@ Contract:
   default, so an empty file or no file gives a working configuration. Unknown keys are rejected (a typo must
   not silently fall back to a default).
 - `load_config(path | None) -> OperatorConfig`; `config_from_mapping(data) -> OperatorConfig`. Bad input raises
-  core.errors.InvalidField naming the field path (e.g. `leaderElection.leaseDurationSeconds`), the value and
-  what is allowed; a missing or unreadable file raises InvalidField for `--config`.
+  InvalidConfig (an InvalidField naming the first problem) listing EVERY problem of the file at once, each naming
+  the key path (e.g. `leaderElection.leaseDurationSeconds`), the value and what is allowed; a missing or
+  unreadable file, text that is not YAML, nesting deeper than models/config_file.MAX_DEPTH are problems of
+  `--config`; a key given twice in one mapping is refused (models/config_file.py; YAML and JSON alike).
+  `gangsched run` prints the list (no traceback) and exits 2.
 - `OperatorConfig.scheduler_config()` builds the core's SchedulerConfig from the scheduling fields.
 - Seconds are finite numbers > 0; `defaultWaitSeconds` at most MAX_WAIT_SECONDS (2147483647: the waiting time's
   documented maximum, what a PodGroup's scheduleTimeoutSeconds holds).
@@ -20,13 +23,19 @@ Example (all defaults):
     backoff: {initialSeconds: 1, maxSeconds: 60}
     scoreStrategy: binpack            # or spread
     bindConcurrency: 64
+    bindBackoff: {initialSeconds: 1, maxSeconds: 10}  # a gang whose binding failed waits, doubling (kube-scheduler's)
+    readiness: {staleCacheSeconds: 30, bindsFailingSeconds: 60}  # API-side problems /readyz reports
     maxUnitsPerCycle: 64
-    topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: []}
+    topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: [],
+               packGangs: true}       # a gang without networkTopology goes into the lowest domain holding it
     leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
-                     renewDeadlineSeconds: 10, retryPeriodSeconds: 2}
+                     renewDeadlineSeconds: 10, retryPeriodSeconds: 2,
+                     releaseTimeoutSeconds: 2}  # on stop: release the Lease within this, or let it expire
     apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
     metricsPort: 8080
     probesPort: 8081
+    metricsBindAddress: 0.0.0.0       # every interface; 127.0.0.1: the pod's loopback only (a sidecar scraper)
+    probesBindAddress: 0.0.0.0        # the kubelet probes the pod's IP: keep it reachable there
     progressDeadlineSeconds: 120
     createPodGroupsForAnnotationGangs: true
     preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
@@ -41,13 +50,14 @@ Example (all defaults):
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gangsched.core.values.errors import InvalidField
+from gangsched.models.config_file import read_document
 
 if TYPE_CHECKING:
     from gangsched.core.values.config import SchedulerConfig
@@ -56,6 +66,17 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MAX_WAIT_SECONDS = 2**31 - 1  # as models/annotations.py: what a PodGroup's scheduleTimeoutSeconds (int32) holds
 WaitSeconds = Annotated[float, Field(gt=0, le=MAX_WAIT_SECONDS, allow_inf_nan=False)]
 Port = Annotated[int, Field(strict=True, ge=1, le=65535)]
+
+
+def bind_address(value: str) -> str:
+    """An IP address to listen on (0.0.0.0 or :: for every interface, 127.0.0.1 for the node's loopback only)."""
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IP address (e.g. 0.0.0.0, 127.0.0.1, ::)") from None
+
+
+BindAddress = Annotated[str, AfterValidator(bind_address)]
 
 
 class _Section(BaseModel):
@@ -73,11 +94,29 @@ class BackoffConfig(_Section):
         return self
 
 
+class BindBackoffConfig(BackoffConfig):
+    """The backoff of a gang (or lone pod) whose binding failed (runtime/bind_backoff.py): kube-scheduler's
+    podInitialBackoffSeconds 1 and podMaxBackoffSeconds 10 by default."""
+
+    max_seconds: PositiveFloat = Field(10.0, alias="maxSeconds")
+
+
+class ReadinessConfig(_Section):
+    """API-side problems /readyz reports (503, `problem` names it): no pod watch running for longer than
+    `staleCacheSeconds`, bindings failing (none succeeding) for longer than `bindsFailingSeconds`; a forbidden
+    answer at once. /livez never fails for them (a restart does not cure the API)."""
+
+    stale_cache_seconds: PositiveFloat = Field(30.0, alias="staleCacheSeconds")
+    binds_failing_seconds: PositiveFloat = Field(60.0, alias="bindsFailingSeconds")
+
+
 class TopologyConfig(_Section):
     config_map_name: Annotated[str, Field(min_length=1)] = Field("gangsched-topology", alias="configMapName")
     key: Annotated[str, Field(min_length=1)] = "topology.json"
     # node label key per tier, lowest tier first (tier 1 = unit/ToR); empty: the ConfigMap is the only source
     node_label_tiers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, alias="nodeLabelTiers")
+    # a gang that declares no networkTopology is packed into the lowest domain that holds it (core/placement/packing.py)
+    pack_gangs: bool = Field(True, alias="packGangs")
 
 
 class LeaderElectionConfig(_Section):
@@ -86,6 +125,9 @@ class LeaderElectionConfig(_Section):
     lease_duration_seconds: PositiveFloat = Field(15.0, alias="leaseDurationSeconds")
     renew_deadline_seconds: PositiveFloat = Field(10.0, alias="renewDeadlineSeconds")
     retry_period_seconds: PositiveFloat = Field(2.0, alias="retryPeriodSeconds")
+    # on stop the Lease is released within this bound, or left to expire (an unresponsive API); the Deployment's
+    # terminationGracePeriodSeconds covers it (manifests/deployment.yaml)
+    release_timeout_seconds: PositiveFloat = Field(2.0, alias="releaseTimeoutSeconds")
 
     @model_validator(mode="after")
     def _ordered(self) -> LeaderElectionConfig:
@@ -142,6 +184,10 @@ class OperatorConfig(_Section):
     backoff: BackoffConfig = Field(default_factory=lambda: BackoffConfig.model_validate({}))
     score_strategy: Literal["binpack", "spread"] = Field("binpack", alias="scoreStrategy")
     bind_concurrency: Annotated[int, Field(strict=True, ge=1, le=10_000)] = Field(64, alias="bindConcurrency")
+    bind_backoff: BindBackoffConfig = Field(
+        default_factory=lambda: BindBackoffConfig.model_validate({}), alias="bindBackoff"
+    )
+    readiness: ReadinessConfig = Field(default_factory=lambda: ReadinessConfig.model_validate({}))
     # gangs (or lone pods) decided per scheduling cycle; each is still its own transaction
     max_units_per_cycle: Annotated[int, Field(strict=True, ge=1, le=100_000)] = Field(64, alias="maxUnitsPerCycle")
     topology: TopologyConfig = Field(default_factory=lambda: TopologyConfig.model_validate({}))
@@ -151,6 +197,9 @@ class OperatorConfig(_Section):
     api_client: ApiClientConfig = Field(default_factory=lambda: ApiClientConfig.model_validate({}), alias="apiClient")
     metrics_port: Port = Field(8080, alias="metricsPort")
     probes_port: Port = Field(8081, alias="probesPort")
+    # the addresses /metrics and the probes listen on (gangsched run --metrics-bind-address / --probes-bind-address)
+    metrics_bind_address: BindAddress = Field("0.0.0.0", alias="metricsBindAddress")
+    probes_bind_address: BindAddress = Field("0.0.0.0", alias="probesBindAddress")
     # /livez fails when the leader owes a scheduling round (woken, or a round running) for longer than this
     progress_deadline_seconds: PositiveFloat = Field(120.0, alias="progressDeadlineSeconds")
     create_pod_groups_for_annotation_gangs: bool = Field(True, alias="createPodGroupsForAnnotationGangs")
@@ -200,6 +249,7 @@ class OperatorConfig(_Section):
             hold_after_seconds=self.starvation.hold_after_seconds,
             max_held_gangs=self.starvation.max_held_gangs,
             preemption_pdb=self.preemption.pdb,
+            pack_gangs=self.topology.pack_gangs,
         )
 
 
@@ -225,7 +275,7 @@ _ALLOWED = {
 def _allowed(error: Any) -> str:
     kind, ctx = error["type"], error.get("ctx") or {}
     if kind == "greater_than":
-        return f"must be a number > {ctx['gt']}"
+        return f"must be a number > {ctx['gt']:g}"
     if kind == "less_than_equal" and isinstance(ctx.get("le"), float):  # (a float setting: seconds)
         return f"must be a number > 0 and <= {int(ctx['le'])}"
     if kind == "greater_than_equal" and isinstance(ctx.get("ge"), float):  # (seconds, 0 allowed)
@@ -239,33 +289,66 @@ def _allowed(error: Any) -> str:
     return _ALLOWED.get(kind, str(error["msg"]))
 
 
-def config_from_mapping(data: Any) -> OperatorConfig:
-    """Validate a parsed config document; InvalidField names the first bad field."""
+class InvalidConfig(InvalidField):
+    """Every problem of one configuration at once. As an InvalidField it names the first one (field, value,
+    allowed); `problems` lists them all and the message shows one per line, under the file's name."""
+
+    def __init__(self, source: str, problems: list[InvalidField]) -> None:
+        first = problems[0]
+        super().__init__(first.field, first.value, first.allowed)
+        self.source = source
+        self.problems = problems
+        count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
+        lines = "".join(f"\n  {problem}" for problem in problems)
+        self.args = (f"{source}: {count}:{lines}",)
+
+
+def _problem(error: Any) -> InvalidField:
+    named = (error.get("ctx") or {}).get("error")
+    if isinstance(named, InvalidField):  # a check across fields names its own field
+        return InvalidField(named.field, named.value, named.allowed)
+    path = ".".join(str(part) for part in error["loc"]) or "config"
+    return InvalidField(path, error.get("input"), _allowed(error))
+
+
+def _validate(data: Any) -> tuple[OperatorConfig | None, list[InvalidField]]:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise InvalidField("config", data, "must be a YAML mapping of settings")
+        return None, [InvalidField("config", data, "must be a YAML mapping of settings")]
     try:
-        return OperatorConfig.model_validate(data)
+        return OperatorConfig.model_validate(data), []
     except ValidationError as err:
-        first = err.errors()[0]
-        named = (first.get("ctx") or {}).get("error")
-        if isinstance(named, InvalidField):  # a check across fields names its own field
-            raise InvalidField(named.field, named.value, named.allowed) from None
-        path = ".".join(str(part) for part in first["loc"]) or "config"
-        raise InvalidField(path, first.get("input"), _allowed(first)) from None
+        return None, [_problem(error) for error in err.errors()]
+
+
+def config_from_mapping(data: Any, *, source: str = "config") -> OperatorConfig:
+    """Validate a parsed config document; InvalidConfig lists every bad field (and names the first)."""
+    config, problems = _validate(data)
+    if problems or config is None:
+        raise InvalidConfig(source, problems) from None
+    return config
 
 
 def load_config(path: str | Path | None) -> OperatorConfig:
-    """The configuration from a YAML file, or the defaults when `path` is None."""
+    """The configuration from a YAML (or, named *.json, JSON) file, or the defaults when `path` is None.
+    InvalidConfig lists every problem of the file: its text (keys given twice, nesting, syntax) and its
+    settings, each with the key path, the value and what is allowed."""
     if path is None:
         return OperatorConfig.model_validate({})
+    source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise InvalidField("--config", str(path), f"must be a readable YAML file ({err.strerror})") from None
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        problem = InvalidField("--config", source, f"must be a readable YAML file ({reason})")
+        raise InvalidConfig(source, [problem]) from None
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise InvalidField("--config", str(path), f"must be valid YAML ({err})") from None
-    return config_from_mapping(data)
+        data, problems = read_document(text, source="--config", json_syntax=source.endswith(".json"))
+    except InvalidField as err:
+        raise InvalidConfig(source, [err]) from None
+    config, invalid = _validate(data)
+    problems += invalid
+    if problems or config is None:
+        raise InvalidConfig(source, problems)
+    return config

@@ -24,7 +24,9 @@ group), one named by the Volcano-style annotation from LeaderWorkerSet's `leader
 the Koordinator/legacy min-available annotations say otherwise (they win); without that key the name alone
 references a PodGroup, as for the other sources.
 The gang is always in the pod's namespace. The role comes from label `scheduling.gangsched.io/role`, else
-the annotation of the same key; it is matched against PodGroup `spec.roles[].name`.
+the annotation of the same key, else, for a gang named by `scheduling.k8s.io/group-name`, Volcano's task
+`volcano.sh/task-spec` (annotation, then label: volcano pkg/scheduler/api/job_info.go getTaskRole); it is matched
+against PodGroup `spec.roles[].name` (or a Volcano PodGroup's `minTaskMember`, state/volcano.py).
 The runtime gang-health annotations (`scheduling.gangsched.io/stale-grace-period`, `.../stale-policy`,
 models/health.py) are overrides like the gang annotations (they win over the PodGroup's spec) but never declare a
 gang by themselves.
@@ -148,7 +150,7 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
         raise InvalidField(declared_by, shown(raw_name), ALLOWED_NAME)
     name = _check_name(raw_name, declared_by)
     namespace = meta.get("namespace") or "default"
-    role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or None
+    role = labels.get(keys.ROLE) or annotations.get(keys.ROLE) or _volcano_task(declared_by, labels, annotations)
     raw = with_implied_count(raw_gang_annotations(annotations, labels), declared_by, labels, annotations)
     health = annotation_overrides(annotations) if _HEALTH_KEYS & annotations.keys() else ()
     if raw is None:
@@ -170,6 +172,14 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
         declared_by=declared_by,
         quorum_key=quorum_key,
     )
+
+
+def _volcano_task(declared_by: str, labels: Mapping[str, Any], annotations: Mapping[str, Any]) -> str | None:
+    """A Volcano-style member's task (volcano.sh/task-spec, annotation then label, as Volcano's getTaskRole)."""
+    if declared_by != keys.VOLCANO_GROUP_NAME:
+        return None
+    task = annotations.get(keys.VOLCANO_TASK_SPEC) or labels.get(keys.VOLCANO_TASK_SPEC)
+    return task if isinstance(task, str) and task else None
 
 
 def with_implied_count(

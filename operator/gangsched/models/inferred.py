@@ -19,7 +19,9 @@ Keys, first match wins (the controller source that sets them is cited in tests/w
   that size (spec.startupPolicy LeaderReady: the leader is the quorum, its workers are created once it is ready).
 - JobSet (jobset.x-k8s.io/v1alpha2): label `jobset.sigs.k8s.io/jobset-name` (role: label
   `jobset.sigs.k8s.io/replicatedjob-name`); size = sum over spec.replicatedJobs of replicas x min(parallelism,
-  completions), the quorum only over those started at once (not `dependsOn`; InOrder: the first). A TrainJob
+  completions), the quorum only over those started at once (not `dependsOn`; InOrder: the first; with exclusive
+  placement `alpha.jobset.sigs.k8s.io/exclusive-topology`, unless by node selectors, only each Job's leader: its
+  followers are created once it is scheduled and join as late members). A TrainJob
   (trainer.kubeflow.org) runs as a JobSet of the same name that it owns: the same gang,
   the PodGroup owned by the TrainJob.
 - Kubeflow training-operator / mpi-operator: label `training.kubeflow.org/job-name` with the pod's controller a
@@ -48,6 +50,8 @@ LWS_GROUP_INDEX: Final = "leaderworkerset.sigs.k8s.io/group-index"
 LWS_SIZE: Final = "leaderworkerset.sigs.k8s.io/size"
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_REPLICATED_JOB: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+JOBSET_EXCLUSIVE: Final = "alpha.jobset.sigs.k8s.io/exclusive-topology"  # jobset api ExclusiveKey
+JOBSET_NODE_SELECTOR_STRATEGY: Final = "alpha.jobset.sigs.k8s.io/node-selector"  # jobset api NodeSelectorStrategyKey
 KUBEFLOW_JOB_NAME: Final = "training.kubeflow.org/job-name"
 KUBEFLOW_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
 KUBEFLOW_JOB_ROLE: Final = "training.kubeflow.org/job-role"  # mpi-operator v2 `defaultLabels`: launcher / worker
@@ -211,11 +215,23 @@ def _job_pods(job_spec: Mapping[str, Any], field: str) -> int:
     return parallelism if completions is None else min(parallelism, _count(completions, f"{field}.completions", 1))
 
 
-def _jobset(spec: Mapping[str, Any]) -> tuple[int, int, Roles]:
-    """(gang quorum, all pods, roles). The quorum counts only the replicated jobs the JobSet controller starts at
-    once: with `startupPolicy.startupPolicyOrder: InOrder` the first one, and never one that `dependsOn` another
+def _leader_first(annotations: Mapping[str, Any]) -> bool | None:
+    """Whether these (JobSet or replicated job template) annotations ask for exclusive placement with its pod
+    webhooks (True), for none (None), or for it by node selectors, all pods at once (False)."""
+    if JOBSET_EXCLUSIVE not in annotations:
+        return None
+    return JOBSET_NODE_SELECTOR_STRATEGY not in annotations
+
+
+def _jobset(spec: Mapping[str, Any], annotations: Mapping[str, Any]) -> tuple[int, int, Roles]:
+    """(gang quorum, all pods, roles). The quorum counts only the pods the JobSet controller starts at once: with
+    `startupPolicy.startupPolicyOrder: InOrder` the first replicated job, and never one that `dependsOn` another
     (jobset pkg/controllers/startup_policy.go, depends_on.go: those Jobs are created later; a gang waiting for them
-    would never start: trainer's initializers)."""
+    would never start: trainer's initializers). With exclusive placement (`alpha.jobset.sigs.k8s.io/
+    exclusive-topology` on the JobSet or the replicated job's template, without the node-selector strategy) only each
+    Job's leader (completion index 0): jobset's pod webhooks (pkg/webhooks/pod_admission_webhook.go,
+    pod_mutating_webhook.go) refuse its followers until the leader is scheduled, then pin them to its domain; they
+    join as late members."""
     in_order = _mapping(spec.get("startupPolicy"), "spec.startupPolicy").get("startupPolicyOrder") == "InOrder"
     first: list[tuple[str, int]] = []
     total = 0
@@ -223,11 +239,16 @@ def _jobset(spec: Mapping[str, Any]) -> tuple[int, int, Roles]:
         rj = _mapping(raw, f"spec.replicatedJobs[{i}]")
         field = f"spec.replicatedJobs[{i}]"
         replicas = _count(rj.get("replicas"), f"{field}.replicas", 1)
-        job_spec = _mapping(_mapping(rj.get("template"), f"{field}.template").get("spec"), f"{field}.template.spec")
-        pods = replicas * _job_pods(job_spec, f"{field}.template.spec")
+        template = _mapping(rj.get("template"), f"{field}.template")
+        job_spec = _mapping(template.get("spec"), f"{field}.template.spec")
+        per_job = _job_pods(job_spec, f"{field}.template.spec")
+        pods = replicas * per_job
         total += pods
+        template_meta = _mapping(template.get("metadata"), f"{field}.template.metadata")
+        own = _mapping(template_meta.get("annotations"), f"{field}.template.metadata.annotations")
+        leaders = _leader_first(own) if JOBSET_EXCLUSIVE in own else _leader_first(annotations)
         if pods and not rj.get("dependsOn") and not (in_order and first):
-            first.append((str(rj.get("name") or f"job-{i}"), pods))
+            first.append((str(rj.get("name") or f"job-{i}"), replicas if leaders else pods))
     return sum(n for _, n in first), total, tuple(first)
 
 
@@ -291,7 +312,8 @@ def workload_info(ref: WorkloadRef, obj: Mapping[str, Any]) -> WorkloadInfo | No
             return None
         size = total = _job_pods(spec, "spec")
     elif ref.kind == "JobSet":
-        size, total, roles = _jobset(spec)
+        meta = _mapping(obj.get("metadata"), "metadata")
+        size, total, roles = _jobset(spec, _mapping(meta.get("annotations"), "metadata.annotations"))
     elif ref.kind == "PyTorchJob":
         size, total, roles = _replica_specs(spec, "pytorchReplicaSpecs")
     elif ref.kind == "MPIJob":

@@ -10,7 +10,8 @@ Contract: constants only, the single place these strings are spelled. Sources:
 - Volcano-style: annotation `scheduling.k8s.io/group-name` (volcano.sh/apis scheduling/v1beta1 labels.go
   KubeGroupNameAnnotationKey), with the member count from LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size`
   (sigs.k8s.io/lws api/leaderworkerset/v1 SizeAnnotationKey; its Volcano provider, pkg/schedulerprovider/
-  volcano_provider.go, writes the group-name annotation).
+  volcano_provider.go, writes the group-name annotation); a Volcano job pod's task `volcano.sh/task-spec`
+  (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod) is its role.
 - Kueue plain-pod groups: label `kueue.x-k8s.io/pod-group-name` and annotation `kueue.x-k8s.io/pod-group-total-count`
   (sigs.k8s.io/kueue pkg/controller/jobs/pod/constants GroupNameLabel, GroupTotalCountAnnotation).
 """
@@ -59,6 +60,8 @@ TOPOLOGY_GROUP_SIZE: Final = "scheduling.gangsched.io/group-size"  # ranks per d
 # Volcano-style gangs (the member count from LeaderWorkerSet when no other source sets it)
 VOLCANO_GROUP_NAME: Final = "scheduling.k8s.io/group-name"  # annotation naming the gang
 LWS_SIZE: Final = "leaderworkerset.sigs.k8s.io/size"  # annotation (or label): pods per LWS group
+# a Volcano job pod's task (volcano.sh/apis batch/v1alpha1 TaskSpecKey; annotation, else label): its role
+VOLCANO_TASK_SPEC: Final = "volcano.sh/task-spec"
 
 # Kueue plain-pod groups
 KUEUE_GROUP_NAME: Final = "kueue.x-k8s.io/pod-group-name"  # label naming the gang

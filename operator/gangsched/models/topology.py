@@ -12,6 +12,11 @@ Contract:
   a name (of a domain or of a node) at most MAX_NAME_CHARS characters (a Kubernetes object name's limit), so no
   number in a name reaches Python's 4,300-digit conversion limit when names are sorted naturally; any other error
   while reading the document becomes an InvalidField too (one bad ConfigMap never stops the operator).
+  Bounded in size: at most MAX_TOPOLOGY_DOMAINS (10,000) domains, checked before any domain is built (a
+  topology of 90,000 entries is refused instead of costing 100 MB). Its tiers have no gap: every layer from 1
+  to the top layer has at least one domain (a tree of layers 1 and 5 only is refused, naming the missing
+  layers); one domain whose parent skips a layer, beside others that have it, is an irregular tree and allowed
+  (core/topology/tree.py: it stands in for itself at the missing tier).
 - `unknown_nodes(tree, known) -> list[str]`: the tree's nodes (children of layer 1) that are not in `known` (the
   cluster's nodes), in natural order; `unknown_nodes_message(unknown)` is the Warning shown for them (placement
   never uses a node that does not exist, so they only make domains look bigger than they are).
@@ -38,6 +43,8 @@ TOPOLOGY_KEY: Final = "topology.json"
 MAX_TOPOLOGY_BYTES: Final = 5 * 1024 * 1024
 
 MAX_LAYER: Final = 64
+# twice Kubernetes' 5,000-node scalability threshold: a domain holds at least one node, so no real tree needs more
+MAX_TOPOLOGY_DOMAINS: Final = 10_000
 MAX_NAME_CHARS: Final = 253
 
 _KEYS: Final = ("layer", "name", "parents", "children")
@@ -53,13 +60,30 @@ def parse_topology(text: str | bytes, *, field: str = TOPOLOGY_KEY) -> TopologyT
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, and a number of more than 4,300 digits
         shown = raw[:40].decode(errors="replace") + ("..." if len(raw) > 40 else "")
         raise InvalidField(field, shown, f"must be JSON (a list of domains): {_short(str(exc))}") from None
+    if isinstance(doc, list) and len(doc) > MAX_TOPOLOGY_DOMAINS:
+        raise InvalidField(field, f"{len(doc)} domains", f"must list at most {MAX_TOPOLOGY_DOMAINS} domains")
     domains = domains_from_json(doc, field=field)
     try:
-        return TopologyTree.from_domains(domains, source=field)
+        tree = TopologyTree.from_domains(domains, source=field)
     except InvalidField:
         raise
     except Exception as exc:  # a bug in the tree's checks must not stop the operator: reported like bad input
         raise InvalidField(field, f"{len(domains)} domains", f"could not be read: {_short(repr(exc))}") from None
+    _check_no_tier_gap(domains, field)  # after the structure's checks, which name the entry at fault
+    return tree
+
+
+def _check_no_tier_gap(domains: Sequence[Domain], field: str) -> None:
+    """Every layer from 1 to the top one holds a domain (see the module docstring)."""
+    layers = {d.layer for d in domains}
+    missing = [layer for layer in range(1, max(layers) + 1) if layer not in layers]
+    if missing:
+        shown = ", ".join(str(layer) for layer in missing)
+        allowed = (
+            f"layers must have no gap: every layer from 1 to the top one ({max(layers)}) needs a domain;"
+            f" no domain has layer {shown} (renumber the layers 1, 2, 3, ... from the lowest)"
+        )
+        raise InvalidField(field, f"layers {sorted(layers)}", allowed)
 
 
 def domains_from_json(doc: Any, *, field: str = TOPOLOGY_KEY) -> list[Domain]:
@@ -155,7 +179,11 @@ def domains_from_node_labels(node_labels: Mapping[str, Mapping[str, str]], tier_
 
 
 def tree_from_node_labels(node_labels: Mapping[str, Mapping[str, str]], tier_keys: Sequence[str]) -> TopologyTree:
-    return TopologyTree.from_domains(domains_from_node_labels(node_labels, tier_keys), source="topology from labels")
+    domains = domains_from_node_labels(node_labels, tier_keys)
+    if len(domains) > MAX_TOPOLOGY_DOMAINS:
+        allowed = f"must make at most {MAX_TOPOLOGY_DOMAINS} domains"
+        raise InvalidField("topology.nodeLabelTiers", f"{len(domains)} domains", allowed)
+    return TopologyTree.from_domains(domains, source="topology from labels")
 
 
 def render_topology(tree: TopologyTree) -> str:

@@ -12,9 +12,12 @@ Contract:
 - `render_tree(gangs, names, units) -> str`: for each requested gang (all when `names` is empty) its gang group, then
   the gang (phase, members scheduled/minMember, placed tier, message), its roles and their pods (node, the node's
   tier-1 topology unit from `units` when known, phase, gated). A gang group is shown once, with all its gangs.
-- `render_top(gangs, now) -> str`: the gangs not yet scheduled (phase Pending, Scheduling, Timeout or none), longest
-  waiting first: how long they have waited (since status.scheduleStartTime, else creation) and what blocks them
-  (the Scheduled condition's message, else status.message).
+- `tree_keys(gangs, names)`: the keys of the gangs render_tree shows, in its order; `unmatched(gangs, names)`: the
+  names no gang has (`kubectl gang NAME` then says it is not found).
+- `render_top(gangs, now, width=120) -> str`: the gangs not yet scheduled (phase Pending, Scheduling, Timeout or
+  none), longest waiting first: how long they have waited (since status.scheduleStartTime, else creation) and what
+  blocks them (the Scheduled condition's message, else status.message), cut so a line fits `width` columns (None:
+  not cut). plugin/records.py gives the same facts as data (`-o json|yaml`).
 - `explain_pod(pod, gang, events) -> str`: why a pod is pending (or where it runs): its schedulerName, scheduling
   gates, its PodScheduled condition, its gang's status and the most recent Warning events of the pod and PodGroup.
 """
@@ -35,6 +38,8 @@ from gangsched.models.timestamps import parse_time
 
 Obj = Mapping[str, Any]
 WAITING_PHASES = frozenset({"", "Pending", "Scheduling", "Timeout"})
+TOP_WIDTH = 120  # columns `kubectl gang top` fits a line in (BLOCKED BY cut), unless -o wide
+MIN_BLOCKER = 20  # characters of BLOCKED BY kept however wide the other columns are
 CREATED_FOR = "gangsched.io/created-for"  # k8s/api.py podgroup_manifest: "inferred gang" for a workload's gang
 
 
@@ -151,17 +156,30 @@ def _role(pod: Obj) -> str:
     return str(role or "")
 
 
-def _pod_line(pod: Obj, units: Mapping[str, str]) -> str:
+def pod_facts(pod: Obj, units: Mapping[str, str]) -> dict[str, Any]:
+    """A member pod as the tree shows it: name, role, node and unit (None when unknown), phase, gated, terminating."""
     spec = pod.get("spec") or {}
-    node = spec.get("nodeName") or "-"
-    phase = (pod.get("status") or {}).get("phase") or "Pending"
-    parts = [str(_meta(pod).get("name")), f"node={node}"]
-    if node in units:
-        parts.append(f"unit={units[node]}")
-    parts.append(str(phase))
-    if spec.get("schedulingGates"):
+    node = spec.get("nodeName") or None
+    return {
+        "name": str(_meta(pod).get("name")),
+        "role": _role(pod),
+        "node": node,
+        "unit": units.get(node) if node else None,
+        "phase": str((pod.get("status") or {}).get("phase") or "Pending"),
+        "gated": bool(spec.get("schedulingGates")),
+        "terminating": bool(_meta(pod).get("deletionTimestamp")),
+    }
+
+
+def _pod_line(pod: Obj, units: Mapping[str, str]) -> str:
+    facts = pod_facts(pod, units)
+    parts = [facts["name"], f"node={facts['node'] or '-'}"]
+    if facts["unit"] is not None:
+        parts.append(f"unit={facts['unit']}")
+    parts.append(facts["phase"])
+    if facts["gated"]:
         parts.append("gated")
-    if _meta(pod).get("deletionTimestamp"):
+    if facts["terminating"]:
         parts.append("terminating")
     return "  ".join(parts)
 
@@ -194,25 +212,43 @@ def _gang_lines(gang: Gang, units: Mapping[str, str], indent: str) -> list[str]:
     return lines
 
 
-def render_tree(gangs: Mapping[str, Gang], names: Sequence[str], units: Mapping[str, str]) -> str:
+def tree_blocks(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[tuple[tuple[str, ...], bool]]:
+    """The tree's blocks in order: (the keys of a gang group, True) with every gang of the group (missing ones
+    too), or ((key,), False) for a gang alone; for the gangs `names` asks for (all when empty)."""
     wanted = [k for k in gangs if not names or k in names or k.split("/", 1)[1] in names]
-    lines: list[str] = []
+    blocks: list[tuple[tuple[str, ...], bool]] = []
     shown: set[str] = set()
     for key in sorted(wanted):
         if key in shown:
             continue
-        gang = gangs[key]
-        if gang.group:
-            lines.append(f"group [{', '.join(gang.group)}]")
-            for member in gang.group:
-                shown.add(member)
-                if member in gangs:
-                    lines.extend(_gang_lines(gangs[member], units, "  "))
-                else:
-                    lines.append(f"  gang {member}  (missing: no PodGroup and no pods)")
-        else:
-            shown.add(key)
-            lines.extend(_gang_lines(gang, units, ""))
+        group = gangs[key].group
+        shown.update(group or (key,))
+        blocks.append((group, True) if group else ((key,), False))
+    return blocks
+
+
+def tree_keys(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[str]:
+    """The keys of the gangs the tree shows, in its order (gangs of a group that do not exist left out)."""
+    return [k for members, _ in tree_blocks(gangs, names) for k in members if k in gangs]
+
+
+def unmatched(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[str]:
+    """The names (a gang's name or namespace/name) that no gang in sight has."""
+    return [n for n in names if not any(k == n or k.split("/", 1)[1] == n for k in gangs)]
+
+
+def render_tree(gangs: Mapping[str, Gang], names: Sequence[str], units: Mapping[str, str]) -> str:
+    lines: list[str] = []
+    for members, is_group in tree_blocks(gangs, names):
+        if not is_group:
+            lines.extend(_gang_lines(gangs[members[0]], units, ""))
+            continue
+        lines.append(f"group [{', '.join(members)}]")
+        for member in members:
+            if member in gangs:
+                lines.extend(_gang_lines(gangs[member], units, "  "))
+            else:
+                lines.append(f"  gang {member}  (missing: no PodGroup and no pods)")
     return "\n".join(lines) if lines else "No gangs found."
 
 
@@ -235,27 +271,54 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def render_top(gangs: Mapping[str, Gang], now: float) -> str:
+def bound_count(gang: Gang) -> int:
+    return sum(1 for p in gang.pods if (p.get("spec") or {}).get("nodeName"))
+
+
+def waiting_rows(gangs: Mapping[str, Gang], now: float) -> list[tuple[float, Gang]]:
+    """(seconds waited, gang) of the gangs not yet scheduled, longest waiting first."""
     rows = []
     for gang in gangs.values():
-        if gang.phase not in WAITING_PHASES:
-            continue
-        since = _since(gang)
-        waited = now - since if since is not None else 0.0
-        bound = sum(1 for p in gang.pods if (p.get("spec") or {}).get("nodeName"))
-        members = f"{bound}/{gang.min_member or '?'}"
-        rows.append((waited, gang.key, gang.phase or "-", members, _duration(waited), gang.blocker() or "-"))
+        if gang.phase in WAITING_PHASES:
+            since = _since(gang)
+            rows.append((now - since if since is not None else 0.0, gang))
+    rows.sort(key=lambda r: (-r[0], r[1].key))
+    return rows
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def render_top(gangs: Mapping[str, Gang], now: float, width: int | None = TOP_WIDTH) -> str:
+    """The waiting gangs as a table; BLOCKED BY is cut ("...") so that a line fits `width` columns (None: never
+    cut, `-o wide`), keeping at least MIN_BLOCKER characters of it."""
+    rows = [
+        (gang.key, gang.phase or "-", f"{bound_count(gang)}/{gang.min_member or '?'}", _duration(waited), blocker)
+        for waited, gang in waiting_rows(gangs, now)
+        for blocker in (gang.blocker() or "-",)
+    ]
     if not rows:
         return "No waiting gangs."
-    rows.sort(key=lambda r: (-r[0], r[1]))
-    table = [("GANG", "PHASE", "BOUND/MIN", "WAITING", "BLOCKED BY")] + [r[1:] for r in rows]
+    table = [("GANG", "PHASE", "BOUND/MIN", "WAITING", "BLOCKED BY"), *rows]
     widths = [max(len(row[i]) for row in table) for i in range(4)]
+    room = None if width is None else max(width - sum(widths) - 3 * 4, MIN_BLOCKER)
     return "\n".join(
-        "   ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True)) + "   " + row[4] for row in table
+        "   ".join(c.ljust(w) for c, w in zip(row[:4], widths, strict=True))
+        + "   "
+        + (row[4] if room is None else _clip(row[4], room))
+        for row in table
     )
 
 
-def _pod_condition(pod: Obj) -> Obj | None:
+def recent_warnings(events: Sequence[Obj], limit: int = 5) -> list[Obj]:
+    """The most recent Warning events, newest first."""
+    warnings = [e for e in events if e.get("type") == "Warning"]
+    warnings.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), reverse=True)
+    return warnings[:limit]
+
+
+def pod_condition(pod: Obj) -> Obj | None:
     for cond in (pod.get("status") or {}).get("conditions") or []:
         if isinstance(cond, Mapping) and cond.get("type") == "PodScheduled":
             return cond
@@ -274,16 +337,14 @@ def explain_pod(pod: Obj, gang: Gang | None, events: Sequence[Obj]) -> str:
     gates = [g.get("name") for g in spec.get("schedulingGates") or [] if isinstance(g, Mapping)]
     if gates:
         lines.append(f"scheduling gates: {', '.join(map(str, gates))} (never scheduled until they are removed)")
-    cond = _pod_condition(pod)
+    cond = pod_condition(pod)
     if cond is not None and cond.get("status") != "True":
         lines.append(f"PodScheduled=False {cond.get('reason') or ''}: {cond.get('message') or ''}".rstrip(": "))
     if gang is None:
         lines.append("gang: none (scheduled alone)")
     else:
         lines.append(f"gang {gang.key}: {gang.phase or '(no status)'}; {gang.blocker() or 'no message'}")
-    warnings = [e for e in events if e.get("type") == "Warning"]
-    warnings.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""), reverse=True)
-    for event in warnings[:5]:
+    for event in recent_warnings(events):
         obj = event.get("involvedObject") or {}
         lines.append(f"event {obj.get('kind')}/{obj.get('name')} {event.get('reason')}: {event.get('message')}")
     return "\n".join(lines)

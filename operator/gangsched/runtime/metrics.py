@@ -7,7 +7,10 @@ Contract:
   only plain reads, no side effects): `gangsched_leader` (the same answer as /readyz's `leader`),
   `gangsched_seconds_since_last_cycle`, `gangsched_watch_restarts_total`, `gangsched_relists_total`,
   `gangsched_dropped_events_total`, `gangsched_cache_errors_total`, `gangsched_task_restarts_total`,
-  `gangsched_fenced_writes_total`, `gangsched_rebuilds_total`, and the process collector's
+  `gangsched_fenced_writes_total`, `gangsched_rebuilds_total`; what /readyz says about the API
+  (`gangsched_ready`, `gangsched_cache_stale_seconds`, `gangsched_binds_failing_seconds`,
+  `gangsched_forbidden_causes`, `gangsched_forbidden_total`, `gangsched_watch_backoff_seconds`); the process
+  collector's
   `process_resident_memory_bytes` (and the other `process_*` series).
 - `serve(port)` runs prometheus-client's own tiny HTTP server in a daemon thread.
 """
@@ -65,6 +68,44 @@ class _Live(Collector):
                 yield CounterMetricFamily(name, help_, value=value)
             else:
                 yield GaugeMetricFamily(name, help_, value=value)
+
+
+def _api_health(op: Operator) -> list[tuple[str, str, str, float]]:  # (kind, name, help, value)
+    """What /readyz says about the API (Operator.api_problems), as series: alerts keep their data while the
+    replica is not ready (the metrics Service publishes not-ready addresses, manifests/metrics-service.yaml)."""
+    return [
+        ("gauge", "gangsched_ready", "1 while /readyz answers 200", float(bool(op.readiness()["ready"]))),
+        (
+            "gauge",
+            "gangsched_cache_stale_seconds",
+            "Seconds since a pod watch was last open (0 while one is)",
+            op.cache_stale_seconds(),
+        ),
+        (
+            "gauge",
+            "gangsched_binds_failing_seconds",
+            "Seconds since bindings began failing with none succeeding since (0 while they work)",
+            op.binds_failing_seconds(),
+        ),
+        (
+            "gauge",
+            "gangsched_forbidden_causes",
+            "Distinct causes of 403 Forbidden answers seen lately and not cleared (/readyz lists them)",
+            float(len(op.forbidden.causes())),
+        ),
+        (
+            "counter",
+            "gangsched_forbidden",
+            "403 Forbidden answers to the operator's requests",
+            float(op.forbidden.total),
+        ),
+        (
+            "gauge",
+            "gangsched_watch_backoff_seconds",
+            "The pod watch's last retry delay (0 after a watch that made progress)",
+            op.pod_reflector.retry_delay,
+        ),
+    ]
 
 
 class Metrics:
@@ -155,6 +196,7 @@ class Metrics:
                     float(op.fence.refused),
                 ),
                 ("counter", "gangsched_rebuilds", "State rebuilds after losing leadership", float(op.rebuilds)),
+                *_api_health(op),
             ]
 
         self.registry.register(_Live(read))
@@ -169,8 +211,8 @@ class Metrics:
         """Export a KubeClient's request counter (k8s/client.py `KubeClient.requests`)."""
         self.registry.register(_RequestCounts(counts))
 
-    def serve(self, port: int) -> None:
-        start_http_server(port, registry=self.registry)
+    def serve(self, port: int, host: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=host, registry=self.registry)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

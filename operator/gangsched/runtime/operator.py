@@ -11,7 +11,9 @@ Contract:
   `core.scheduler.schedule` until a plan is empty, applying each plan to the SchedulerState before carrying it out.
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
-  SchedulerState through `bind_failed` and is requeued); PodGroup status, pod conditions and the timeout annotation
+  SchedulerState through `bind_failed` and is requeued, its gang backed off by runtime/bind_backoff.py, config
+  bindBackoff: kube-scheduler's 1 s doubling to 10 s; one FailedBinding event per pod, its count raised; a 403
+  logged once per cause, k8s/forbidden.py); PodGroup status, pod conditions and the timeout annotation
   go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
   other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
   of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
@@ -27,7 +29,11 @@ Contract:
   binder, writers, all relisted); kube-scheduler exits there instead. Plans decided before are never sent.
 - Supervision: the pod reflector, the writers, the loop and the elector run under runtime/supervisor.py
   (logged, restarted with backoff); a binding task that fails unexpectedly requeues its pods. Liveness
-  (`liveness_problems`) and readiness (`readiness`) are served by handlers/probes.py.
+  (`liveness_problems`) and readiness (`readiness`: synced caches, leader election's problem, `api_problems`:
+  forbidden answers, a stale pod cache, bindings failing past config readiness's bounds) are served by
+  handlers/probes.py; API-side problems never fail liveness.
+- The log (INFO): a line when the replica is ready (caches synced), one per gang scheduled, preempting or timed out
+  (runtime/activity.py, rate-limited), an optional kind whose CRD is absent named once.
 - Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
 """
 
@@ -42,18 +48,23 @@ from typing import Any
 
 from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.units import UnitKey
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.client import KubeClient
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.fence import FencedClient
+from gangsched.k8s.forbidden import ForbiddenBook
 from gangsched.k8s.lease import Clock, LeaderElector
+from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
+from gangsched.runtime.activity import ActivityLog
+from gangsched.runtime.bind_backoff import BindBackoff
 from gangsched.runtime.inferred import InferenceSource
 from gangsched.runtime.metrics import Metrics
 from gangsched.runtime.podgroups import PodGroupReporter
@@ -65,6 +76,12 @@ from gangsched.state.cache import ClusterCache
 from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
 
 log = logging.getLogger(__name__)
+BIND_REQUEST = "create pods/binding"
+
+
+def _failed(result: BindResult) -> bool:
+    """A failed binding that backs its unit off: not a success, and neither gone nor waiting for its gates."""
+    return not result.ok and result.outcome not in ("gone", "gated")
 
 
 class Operator:
@@ -83,6 +100,8 @@ class Operator:
         self.identity = identity
         self.sched_config = config.scheduler_config()
         self.metrics = Metrics()
+        self.activity = ActivityLog(log)  # one INFO line per gang scheduled, preempting, timed out (rate-limited)
+        self._optional_absent: set[str] = set()  # optional kinds already said to be absent (said once)
         self.metrics.export_requests(client.requests)
         self.supervisor = Supervisor()
         self.status_delay = 0.1  # status-only changes (pods seen bound / Running) wake the loop this much later, merged
@@ -97,6 +116,7 @@ class Operator:
                 lease_duration=le.lease_duration_seconds,
                 renew_deadline=le.renew_deadline_seconds,
                 retry_period=le.retry_period_seconds,
+                release_timeout=le.release_timeout_seconds,
                 clock=clock,
             )
             if le.enabled
@@ -124,6 +144,7 @@ class Operator:
         self._stopped = False
         self._rebuilding: asyncio.Task[None] | None = None
         self._dropped_before = 0
+        self.forbidden = ForbiddenBook()  # 403 answers by cause: logged once each, listed by /readyz (k8s/forbidden.py)
         # one pod reflector for the replica's life: its sinks go to whatever cache is current
         self.pod_reflector = self.api.pod_reflector(on_list=self._on_pod_list, on_event=self._on_pod_event)
         # the topology ConfigMap, watched by name (not through Kopf, which would watch every ConfigMap)
@@ -145,11 +166,17 @@ class Operator:
             on_status=self.wake_for_status,
         )
         self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
+        backoff = self.config.bind_backoff
+        self.bind_backoff = BindBackoff(initial=backoff.initial_seconds, maximum=backoff.max_seconds)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
-        self.writer = PatchWriter(self.fence, defer_to=self.binder.idle)
+        self.writer = PatchWriter(self.fence, defer_to=self.binder.idle, forbidden=self.forbidden)
         self.writes = Writes(self.writer)
         self.events = EventRecorder(
-            self.fence, component=self.config.scheduler_name, instance=self.identity, defer_to=self.binder.idle
+            self.fence,
+            component=self.config.scheduler_name,
+            instance=self.identity,
+            defer_to=self.binder.idle,
+            forbidden=self.forbidden,
         )
         self.podgroups = PodGroupReporter(
             api=self.api,
@@ -203,6 +230,14 @@ class Operator:
         if self.elector is not None:
             self.supervisor.start("lease", self.elector.run)
         self.ready.set()
+        log.info(
+            "%s ready: caches synced (%d nodes, %d pods, %d gangs); %s",
+            self.identity,
+            len(self.cluster.nodes),
+            len(self.cluster.pods),
+            len(self.cluster.gangs),
+            "waiting for the lease to schedule" if self.elector is not None else "scheduling (no leader election)",
+        )
 
     async def _start_components(self) -> None:
         await self._seed()
@@ -291,9 +326,11 @@ class Operator:
             podgroups = []
         for pg in podgroups:
             self.cache.on_podgroup(None, pg)
-        for pg in await self._optional_list(self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)):
+        sigs = self.api.list_podgroups(SIGS_PODGROUP_API_VERSION)
+        for pg in await self._optional_list(f"PodGroup {SIGS_PODGROUP_API_VERSION}", sigs):
             self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
-        for pg in await self._optional_list(self.api.list_podgroups(VOLCANO_API_VERSION)):
+        volcano = self.api.list_podgroups(VOLCANO_API_VERSION)
+        for pg in await self._optional_list(f"PodGroup {VOLCANO_API_VERSION}", volcano):
             self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
@@ -311,13 +348,19 @@ class Operator:
                 feed(None, obj)
         await self.topology.seed()
 
-    @staticmethod
-    async def _optional_list(listing: Coroutine[Any, Any, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-        """The items of a list of a kind whose CRD may not be installed (404: none, said once in the log)."""
+    async def _optional_list(
+        self, kind: str, listing: Coroutine[Any, Any, list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """The items of a list of a kind whose CRD may not be installed (404: none, said once per process at INFO,
+        naming the kind; another failure is a WARNING each time)."""
         try:
             return await listing
         except ApiError as exc:
-            (log.info if exc.status == 404 else log.warning)("optional kind not listed: %s", exc)
+            if exc.status != 404:
+                log.warning("optional kind %s not listed: %s", kind, exc)
+            elif kind not in self._optional_absent:
+                self._optional_absent.add(kind)
+                log.info("optional kind %s is not installed (no CRD): its objects are not read", kind)
             return []
 
     @property
@@ -350,17 +393,56 @@ class Operator:
             problems.append(f"no scheduling round completed for {now - self._work_since:.0f}s while there is work")
         return problems
 
+    def api_problems(self, now: float | None = None) -> list[str]:
+        """API-side problems (config readiness): the pod cache stale (no pod watch open for longer than
+        staleCacheSeconds), bindings failing (none succeeding) for longer than bindsFailingSeconds, forbidden
+        answers (k8s/forbidden.py). /readyz reports them; /livez never does (a restart does not cure the API).
+        Plain reads: safe from the metrics thread."""
+        now = time.monotonic() if now is None else now
+        bounds = self.config.readiness
+        problems = [  # the most specific first: a forbidden request names its fix
+            f"forbidden: {cause} (is the ClusterRoleBinding gangsched in place? kubectl apply -f manifests/rbac.yaml)"
+            for cause in self.forbidden.causes(now)
+        ]
+        stale = self.cache_stale_seconds(now)
+        if stale > bounds.stale_cache_seconds:
+            problems.append(
+                f"the pod cache is stale: no pod watch open for {stale:.0f}s (is the API server reachable?)"
+            )
+        failing = self.binds_failing_seconds(now)
+        if failing > bounds.binds_failing_seconds:
+            problems.append(f"bindings have been failing for {failing:.0f}s, none succeeding")
+        return problems
+
+    def cache_stale_seconds(self, now: float | None = None) -> float:
+        """Seconds since a pod watch was last open (0 while one is, or before the first list)."""
+        down = self.pod_reflector.down_since
+        if down is None or not self.synced:
+            return 0.0
+        return max(0.0, (time.monotonic() if now is None else now) - down)
+
+    def binds_failing_seconds(self, now: float | None = None) -> float:
+        """Seconds since bindings began failing with none succeeding since (0 while they work)."""
+        since = self.bind_backoff.failing_since
+        return 0.0 if since is None else max(0.0, (time.monotonic() if now is None else now) - since)
+
     def readiness(self) -> dict[str, Any]:
         """/readyz's body: ready once the caches are synced, unless leader election has a problem only the user can
-        fix (missing namespace, forbidden Lease: `problem` names it and the fix)."""
-        problem = self.elector.problem if self.elector is not None else None
+        fix (missing namespace, forbidden Lease) or the API has one (`api_problems`): `problem` names the first,
+        `problems` lists them all."""
+        problems = [self.elector.problem] if self.elector is not None and self.elector.problem else []
+        problems += self.api_problems()
         return {
-            "ready": self.ready.is_set() and self.synced and problem is None,
-            "problem": problem,
+            "ready": self.ready.is_set() and self.synced and not problems,
+            "problem": problems[0] if problems else None,
+            "problems": problems,
             "leader": self.holds_lease(),
             "identity": self.identity,
             "term": self.elector.term if self.elector is not None else 0,
             "holder": self.elector.observed_holder if self.elector is not None else self.identity,
+            "cacheStaleSeconds": round(self.cache_stale_seconds(), 1),
+            "bindsFailingSeconds": round(self.binds_failing_seconds(), 1),
+            "forbidden": self.forbidden.causes(),
         }
 
     @property
@@ -447,6 +529,7 @@ class Operator:
     # ------------------------------------------------------------- carrying out
     def _carry_out(self, plan: Plan) -> None:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
+        self.activity.plan(plan)
         if plan.bindings:
             # the UIDs of the pods decided on, now: a pod re-created before its binding is sent is not bound
             self._spawn(self._bind_supervised(plan.bindings, {key: self._uid(key) for key, _node in plan.bindings}))
@@ -480,16 +563,37 @@ class Operator:
         return ObjectRef(kind, PG_API_VERSION, namespace, name, pg.uid if pg else "")
 
     async def _bind(self, bindings: Sequence[tuple[str, str]], uids: dict[str, str] | None = None) -> None:
+        """Bind, then back off every unit whose attempt failed (runtime/bind_backoff.py): a unit that failed before
+        gets one POST per pod (NO_RETRY), a fresh one the binder's own retries of transient errors."""
         for key, _node in bindings:  # a PodScheduled=False not yet sent would land after the binding's True
             self.writes.discard_pod_conditions(*_split(key))
         uids = uids if uids is not None else {key: self._uid(key) for key, _node in bindings}
-        results = await self.binder.bind_all([(*_split(key), node, uids.get(key, "")) for key, node in bindings])
-        failed = False
+        units = {key: self._unit_of(key) for key, _node in bindings}
+        fresh: list[tuple[str, ...]] = []
+        again: list[tuple[str, ...]] = []
+        for key, node in bindings:
+            (fresh if self.bind_backoff.retry_in_binder(units[key]) else again).append(
+                (*_split(key), node, uids.get(key, ""))
+            )
+        first, retried = await asyncio.gather(self.binder.bind_all(fresh), self.binder.bind_all(again, retry=NO_RETRY))
+        results = [*first, *retried]
+        retry_at = self._back_off(results, units)
         for result in results:
-            self._bound(result)
-            failed |= not result.ok and result.outcome != "gated"  # a gated pod waits for its gates to go
-        if failed:
+            self._bound(result, retry_at.get(units[f"{result.namespace}/{result.name}"]))
+        if any(not r.ok and r.outcome != "gated" for r in results):  # (a gated pod waits for its gates to go)
             self.wake()
+
+    def _back_off(self, results: Sequence[BindResult], units: dict[str, UnitKey]) -> dict[UnitKey, float]:
+        """The units whose binding attempt failed -> when they may be tried again (wall clock); the others reset."""
+        failed = {units[f"{r.namespace}/{r.name}"] for r in results if _failed(r)}
+        for unit in {units[f"{r.namespace}/{r.name}"] for r in results if r.ok} - failed:
+            self.bind_backoff.succeeded(unit)
+        now, wall = time.monotonic(), time.time()
+        return {unit: wall + self.bind_backoff.failed(unit, now) for unit in failed}
+
+    def _unit_of(self, pod_key: str) -> UnitKey:
+        pod = self.cluster.pods.get(pod_key)
+        return UnitKey.gang(pod.gang) if pod is not None and pod.gang is not None else UnitKey.pod(pod_key)
 
     def _uid(self, pod_key: str) -> str:
         """The pod's UID as the cache knows it: the Binding's precondition."""
@@ -513,11 +617,12 @@ class Operator:
                     self.cluster.bind_failed(key)
             self.wake()
 
-    def _bound(self, result: BindResult) -> None:
+    def _bound(self, result: BindResult, retry_at: float | None = None) -> None:
         key = f"{result.namespace}/{result.name}"
         if result.ok:
             self.bound += 1
             self.metrics.bound_pods.inc()
+            self.forbidden.clear(BIND_REQUEST)
             self.cluster.bind_succeeded(key)
             pod = self.cluster.pods.get(key)
             if pod is not None and pod.gang is not None:
@@ -534,13 +639,25 @@ class Operator:
                 )
             return
         self.metrics.bind_errors.inc()
-        self.cluster.bind_failed(key)
-        if result.outcome != "gone":
+        self.cluster.bind_failed(key, now=time.time(), retry_at=retry_at)
+        if result.status == 403:
+            self._forbidden(BIND_REQUEST, result)
+        if result.outcome != "gone":  # one event per pod, its count raised (k8s/writer.py): the message names no node
             self.events.record(
                 self._ref("Pod", result.namespace, result.name),
                 "Warning",
                 "FailedBinding",
-                f"binding to {result.node} failed: {result.message}",
+                f"Binding rejected: {result.message}",
+            )
+
+    def _forbidden(self, request: str, result: BindResult) -> None:
+        """A 403: logged once per cause (k8s/forbidden.py), listed by /readyz and counted by the metrics."""
+        if self.forbidden.note(request, ApiError(403, "Forbidden", result.message)):
+            log.error(
+                "%s is forbidden: %s; is the ClusterRoleBinding gangsched in place (kubectl apply -f "
+                "manifests/rbac.yaml)? Further 403s of this cause are not logged",
+                request,
+                result.message,
             )
 
     def _after_round(self) -> None:
@@ -557,6 +674,7 @@ class Operator:
                 problem.message,
             )
         self.cache.problems.clear()
+        self.activity.flush()
         self.metrics.pending_gangs.set(sum(1 for g in self.cluster.gangs.values() if g.pending))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:

@@ -23,7 +23,8 @@ Contract:
   resume from a resourceVersion, "" or "0" starts with ADDED for every object, BOOKMARKs when allowWatchBookmarks=true
   periodically and before a timeoutSeconds end, a 410 Expired ERROR event when the resourceVersion is older than
   the retained history or the watcher's queue overflowed), get, create, update, patch (merge, JSON, strategic,
-  apply), delete, deletecollection, request bodies as JSON, YAML or Kubernetes protobuf (protobuf.py), the status
+  apply), delete, deletecollection, request bodies as JSON, YAML or Kubernetes protobuf (protobuf.py) of at most
+  3 MiB (413 RequestEntityTooLarge beyond, as kube-apiserver; validation/limits.py), the status
   subresource, pods/binding, pods/eviction, Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`,
   through table.py) and dryRun=All.
 - Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
@@ -72,6 +73,7 @@ from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent
 from gangsched.sim.types import ResourceType
+from gangsched.sim.validation import limits
 
 JSON_TYPE = "application/json"
 VERSION_INFO = {
@@ -556,11 +558,25 @@ class ApiServer:
         return RequestContext(dry_run=bool(dry), field_validation=fv)
 
     @staticmethod
-    async def _body(request: web.Request, *, yaml_ok: bool = False) -> Any:
+    async def _read_limited(request: web.Request) -> bytes:
+        """The body of a resource write, at most MAX_REQUEST_BODY_BYTES (handlers/rest.go limitedReadBody: 413
+        RequestEntityTooLarge beyond); a declared Content-Length over the limit is refused without reading."""
+        if (request.content_length or 0) > limits.MAX_REQUEST_BODY_BYTES:
+            raise limits.body_too_large()
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise limits.body_too_large() from None
+        if len(raw) > limits.MAX_REQUEST_BODY_BYTES:
+            raise limits.body_too_large()
+        return raw
+
+    @classmethod
+    async def _body(cls, request: web.Request, *, yaml_ok: bool = False) -> Any:
         content_type = request.content_type
         if "cbor" in content_type or ("protobuf" in content_type and content_type != protobuf.MEDIA_TYPE):
             raise st.unsupported_media_type(content_type, [JSON_TYPE, "application/yaml", protobuf.MEDIA_TYPE])
-        raw = await request.read()
+        raw = await cls._read_limited(request)
         if not raw:
             raise st.bad_request("the request body is empty; a JSON object is required")
         if content_type == protobuf.MEDIA_TYPE:
@@ -584,7 +600,7 @@ class ApiServer:
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         options: dict[str, Any] = {}
         if request.can_read_body:
-            raw = await request.read()
+            raw = await self._read_limited(request)
             if raw.strip():
                 try:
                     parsed = orjson.loads(raw)

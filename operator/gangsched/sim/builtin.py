@@ -1,12 +1,13 @@
 """The built-in kinds the emulator serves, as ResourceType values.
 
 Contract: `BUILTIN_TYPES` lists every kind served from the start (core/v1, events.k8s.io/v1,
-scheduling.k8s.io/v1, coordination.k8s.io/v1, policy/v1, storage.k8s.io/v1, apps/v1 workloads (Deployment,
-ReplicaSet, StatefulSet; ReplicationController in core/v1: stored only, the disruption controller reads their
-scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, the create-only
-SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview, apiextensions.k8s.io/v1; the last entry is
-the CRD type). Their bodies are checked against the real v1.32 schemas by sim/validation/. `crd_types(crd)` turns a
-CustomResourceDefinition object into one ResourceType per served version. Nothing here does I/O.
+scheduling.k8s.io/v1, coordination.k8s.io/v1, node.k8s.io/v1 RuntimeClass, policy/v1, storage.k8s.io/v1, apps/v1
+workloads (Deployment, ReplicaSet, StatefulSet; ReplicationController in core/v1: stored only, the disruption
+controller reads their scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, the
+create-only SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview, apiextensions.k8s.io/v1; the
+last entry is the CRD type). Their bodies are checked against the real v1.32 schemas by sim/validation/.
+`crd_types(crd)` turns a CustomResourceDefinition object into one ResourceType per served version. Nothing here
+does I/O.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("events.k8s.io", "v1", "Event", "events", "event", True, ("ev",)),
     ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", "priorityclass", False, ("pc",)),
     ResourceType("coordination.k8s.io", "v1", "Lease", "leases", "lease", True),
+    # strategy and pod admission: sim/runtimeclass.py
+    ResourceType("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", "runtimeclass", False),
     ResourceType(
         "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", "poddisruptionbudget", True, ("pdb",), _STATUS
     ),

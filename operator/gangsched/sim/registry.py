@@ -9,10 +9,12 @@ Contract:
   kube-apiserver's codes, reasons and messages.
 - Semantics: uid, creationTimestamp, generation (bumped when anything outside metadata, and outside status for
   kinds with a status subresource, changes), one global resourceVersion, optimistic concurrency (stale
-  metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation,
+  metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation
+  (pods/status may change metadata but not spec or ownerReferences: pod_status.py),
   finalizers and deletionTimestamp (deletion.py: graceful deletion of pods, finished by termination.py; no new
   finalizers on an object being deleted), ownerReference garbage collection (scheduled on the event loop right
-  after the delete), pod admission (defaults, priority from PriorityClass), pod update validation
+  after the delete), pod admission (defaults, priority from PriorityClass, the RuntimeClass plugin:
+  runtimeclass.py), pod update validation
   (pod_update.py), namespace lifecycle (namespace_lifecycle.py: 403 for creates in a terminating namespace;
   namespace_controller.py empties and removes it), pods/binding (binding.py), pods/eviction decided from the
   PodDisruptionBudget's status as eviction.go does (the status is the disruption controller's,
@@ -37,7 +39,7 @@ from typing import Any
 import orjson
 
 from gangsched.models.timestamps import format_time
-from gangsched.sim import deletion, namespace_lifecycle, strategic, validation
+from gangsched.sim import deletion, namespace_lifecycle, pod_status, runtimeclass, strategic, validation
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
 from gangsched.sim.binding import bind_pod
@@ -313,6 +315,10 @@ class Registry:
                     },
                 ],
             }
+        elif kind == ("node.k8s.io", "RuntimeClass"):
+            rc_problems = runtimeclass.validate_runtime_class(obj)
+            if rc_problems:
+                raise st.invalid(rtype, name, rc_problems)
         elif kind == ("policy", "PodDisruptionBudget"):
             pdb_problems = validate_pdb_spec(obj.get("spec") or {})
             if pdb_problems:
@@ -363,6 +369,10 @@ class Registry:
             )
         spec["priority"] = value
         spec.setdefault("preemptionPolicy", (pc or {}).get("preemptionPolicy") or "PreemptLowerPriority")
+        try:  # the RuntimeClass admission plugin runs after Priority (kube-apiserver's AllOrderedPlugins)
+            runtimeclass.admit_pod(spec, self._runtime_class)
+        except runtimeclass.Rejected as rejected:
+            raise st.forbidden(rtype, name, rejected.why) from None
         given_status = obj.get("status")
         status: dict[str, Any] = given_status if isinstance(given_status, dict) else {}
         obj["status"] = {"phase": "Pending", **({"qosClass": status["qosClass"]} if "qosClass" in status else {})}
@@ -377,6 +387,10 @@ class Registry:
                     "lastTransitionTime": self._now(),
                 }
             ]
+
+    def _runtime_class(self, name: str) -> dict[str, Any] | None:
+        found = self.store.get(storage_key(self.types[("node.k8s.io", "v1", "runtimeclasses")]), "", name)
+        return found.obj if found is not None else None
 
     def _admit_priority_class(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
         value = obj.get("value")
@@ -609,7 +623,12 @@ class Registry:
         rv = meta.get("resourceVersion")
         if rv not in (None, "") and str(rv) != cur_meta["resourceVersion"]:
             raise st.stale(rtype, name)
-        if subresource == "status":
+        if subresource == "status" and (rtype.group, rtype.kind) == ("", "Pod"):
+            result = pod_status.prepare_update(cur, new)  # metadata may change; spec and ownerReferences not
+            _keep_system_meta(rtype, cur_meta, result["metadata"])
+            result["apiVersion"], result["kind"] = rtype.group_version, rtype.kind
+            _check_no_new_finalizers(rtype, name, cur_meta, result["metadata"])
+        elif subresource == "status":
             result = current.copy()
             if "status" in new:
                 result["status"] = new["status"]
@@ -619,17 +638,7 @@ class Registry:
                 self._validate_custom(rtype, result, name, ctx)
         else:
             result = new
-            for key in _IMMUTABLE_META:
-                if key in cur_meta:
-                    meta[key] = cur_meta[key]
-                else:
-                    meta.pop(key, None)
-            meta["name"] = name
-            if rtype.namespaced:
-                meta["namespace"] = cur_meta["namespace"]
-            else:
-                meta.pop("namespace", None)
-            meta.pop("managedFields", None)
+            _keep_system_meta(rtype, cur_meta, meta)
             if "status" in rtype.subresources:
                 if "status" in cur:
                     result["status"] = cur["status"]
@@ -642,8 +651,7 @@ class Registry:
             self._validate_custom(rtype, result, name, ctx)
             if self._content(result, rtype) != self._content(cur, rtype):
                 meta["generation"] = int(cur_meta.get("generation", 1)) + 1
-        if not rtype.is_crd:
-            validation.validate_object(rtype, result, namespace=cur_meta.get("namespace") or "", create=False)
+        validation.validate_object(rtype, result, namespace=cur_meta.get("namespace") or "", create=False)
         result["metadata"]["resourceVersion"] = cur_meta["resourceVersion"]
         if result == cur:
             return current  # a no-op write does not bump the resourceVersion
@@ -669,6 +677,10 @@ class Registry:
             problems = validate_crd(new)
             if problems:
                 raise st.invalid(rtype, name, problems)
+        elif (rtype.group, rtype.kind) == ("node.k8s.io", "RuntimeClass"):
+            rc_problems = runtimeclass.validate_runtime_class_update(cur, new)
+            if rc_problems:
+                raise st.invalid(rtype, name, rc_problems)
 
     # ------------------------------------------------------------------ delete
     def delete(
@@ -1000,6 +1012,21 @@ def _validate_list_options(resource_version: str, match: str, continue_token: st
     if problems:
         text = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         raise st.ApiError(422, "Invalid", f'ListOptions.meta.k8s.io "" is invalid: {text}')
+
+
+def _keep_system_meta(rtype: ResourceType, cur_meta: dict[str, Any], meta: dict[str, Any]) -> None:
+    """rest.BeforeUpdate (staging/src/k8s.io/apiserver/pkg/registry/rest/update.go): what no update changes."""
+    for key in _IMMUTABLE_META:
+        if key in cur_meta:
+            meta[key] = cur_meta[key]
+        else:
+            meta.pop(key, None)
+    meta["name"] = cur_meta["name"]
+    if rtype.namespaced:
+        meta["namespace"] = cur_meta["namespace"]
+    else:
+        meta.pop("namespace", None)
+    meta.pop("managedFields", None)
 
 
 def _should_delete_during_update(old_meta: dict[str, Any], new_meta: dict[str, Any]) -> bool:

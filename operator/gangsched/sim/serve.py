@@ -20,7 +20,8 @@ Contract:
   fault_seed=None, auth=True) -> int` is `gangsched sim serve`: the same cluster (auth on, manifests installed, with
   --topology the topology ConfigMap too, and the faults of `--fault` / `--faults`), serving until SIGINT or
   SIGTERM; prints the kubeconfig path and a kubectl hint.
-  Bad arguments print the error (naming the field, the value and what is allowed) and return 2.
+  Bad arguments print the error (naming the field, the value and what is allowed) and return 2; so does a
+  kubeconfig path that cannot be written (checked first); a --port already in use returns 5 (gangsched/exits.py).
 - `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -40,6 +42,7 @@ from typing import Any
 import yaml
 
 from gangsched.core.values.errors import InvalidField
+from gangsched.exits import CommandError, ExitCode, report, writable_file
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels
 from gangsched.sim.faults import FaultRule, FaultSpecError, load_rules
@@ -336,6 +339,7 @@ def serve_forever(
 ) -> int:
     """`gangsched sim serve` (see module docstring); returns the process exit code."""
     try:
+        writable_file(kubeconfig_path, "--kubeconfig")
         faults, file_seed = load_rules(fault_specs, faults_path)
         seed = fault_seed if fault_seed is not None else file_seed if file_seed is not None else 0
         asyncio.run(
@@ -353,6 +357,20 @@ def serve_forever(
     except (InvalidField, FaultSpecError) as exc:
         print(f"gangsched sim serve: {exc}", file=sys.stderr)
         return 2
+    except CommandError as exc:
+        return report("gangsched sim serve", exc)
+    except OSError as exc:  # binding --port, writing the kubeconfig
+        return report("gangsched sim serve", _os_problem(exc, port))
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def _os_problem(exc: OSError, port: int) -> CommandError:
+    if exc.errno == errno.EADDRINUSE:
+        return CommandError(
+            ExitCode.LISTEN,
+            f"--port {port} is already in use",
+            "stop what listens there, or leave --port out (0: a free port)",
+        )
+    return CommandError(ExitCode.FAILURE, f"the emulator stopped: {exc}")

@@ -25,8 +25,10 @@ class ApiError(Exception):
         causes: list[dict[str, str]] | None = None,
         retry_after: int | None = None,
         list_continue: str | None = None,
+        details_kind: str | None = None,
     ) -> None:
         super().__init__(message)
+        self.details_kind = details_kind  # details.kind when it is not the resource (422 Invalid names the Kind)
         self.list_continue = list_continue
         self.code = code
         self.reason = reason
@@ -51,7 +53,7 @@ class ApiError(Exception):
             details["name"] = self.name
         if self.rtype is not None:
             details["group"] = self.rtype.group
-            details["kind"] = self.rtype.plural
+            details["kind"] = self.details_kind or self.rtype.plural
         if self.causes:
             details["causes"] = self.causes
         if self.retry_after is not None:
@@ -106,6 +108,7 @@ def invalid(rtype: ResourceType, name: str, causes: list[tuple[str, str]] | list
         name=name,
         rtype=rtype,
         causes=[{"reason": r, "message": m, "field": f} for f, m, r in full],
+        details_kind=rtype.kind,  # apimachinery errors.NewInvalid(qualifiedKind, ...): Details.Kind is the Kind
     )
 
 

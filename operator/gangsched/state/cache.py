@@ -475,6 +475,7 @@ class ClusterCache:
             or record.node_name is None  # pending (or unbound again): the scheduler may decide
             or previous.terminal != record.terminal  # capacity freed (or taken back)
             or (previous.node_name != record.node_name and (previous.node_name is not None or not record.ours))
+            or previous.gang != record.gang  # moved to another gang: both gangs' quorum and status may change
         ):
             self.on_change()
         elif previous.node_name != record.node_name or previous.phase != record.phase:

@@ -42,8 +42,12 @@ gang's current members):
 - Pending: otherwise.
 `scheduled` counts members bound to a node or being bound (`in_flight`); `bound` only the former; `running`,
 `succeeded`, `failed` count phases. The core's decision (`decided`, a core/transaction/plan.py GangStatus) gives the
-reservations, the reason, the message and the tier. Without a decision the message is "N members present
-(minMember M); not scheduled yet". An invalid gang (`invalid`: why, e.g. its spec or its gang group) shows that
+reservations, the reason, the message and the tier. A decision that counted more members bound or binding than
+the gang has now is stale (members deleted or moved to another gang since; scheduler-plugins' PodGroup controller
+counts the pods it lists on every reconcile) and not used. Without a (current) decision the message is "N members
+present (minMember M); not scheduled yet", or, while some are bound or binding below minMember, "B of N members
+bound or binding, below minMember M" (reason BelowMinMember; nothing is evicted for it).
+An invalid gang (`invalid`: why, e.g. its spec or its gang group) shows that
 reason as its message; not scheduled, condition Scheduled=False with reason Invalid, and Invalid=True; its
 messages never name a minMember (the one used is a stand-in).
 """
@@ -212,6 +216,8 @@ class GangStatusBook:
             reserved = held
             if held == 0:
                 decided = None
+        if decided is not None and decided.scheduled > counts.scheduled:
+            decided = None  # it counted members bound or binding the gang no longer has (deleted, moved away): stale
         phase = podgroup_phase(
             counts, min_member=min_member, satisfied=satisfied, timed_out=timed_out, reserved=reserved
         )
@@ -225,7 +231,8 @@ class GangStatusBook:
         body.update(_placement(placed, decided, holding=reserved > 0 or counts.scheduled > counts.bound))
         if mem.occupied is not None:
             body["occupiedBy"] = mem.occupied
-        if phase in SCHEDULED_PHASES:  # the message says what the Scheduled condition says (not the binds decided)
+        if phase in SCHEDULED_PHASES or (decided is None and counts.scheduled):
+            # the message says what the Scheduled condition says (not the binds decided; the members still placed)
             body["message"] = conditions[0]["message"]
         if phase == Phase.SUCCEEDED and self.compatibility == SCHEDULER_PLUGINS:
             body["phase"] = Phase.FINISHED.value
@@ -259,6 +266,10 @@ class GangStatusBook:
             conditions = [_condition(context, ConditionType.SCHEDULED, "True", "Scheduled", message)]
         elif invalid:  # nothing is scheduled while invalid: say why, not what the scheduler last said
             conditions = [_condition(context, ConditionType.SCHEDULED, "False", "Invalid", invalid)]
+        elif decided is None and counts.scheduled:  # members left (deleted, moved to another gang) or failed to bind
+            message = f"{counts.scheduled} of {present} members bound or binding, below minMember {min_member}"
+            message += _progress(counts)
+            conditions = [_condition(context, ConditionType.SCHEDULED, "False", "BelowMinMember", message)]
         else:
             reason = decided.reason if decided is not None else "WaitingForPods"
             message = (

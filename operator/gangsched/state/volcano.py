@@ -1,16 +1,24 @@
-"""Volcano PodGroups (scheduling.volcano.sh/v1beta1), read only: the member count of Volcano-style gangs.
+"""Volcano PodGroups (scheduling.volcano.sh/v1beta1), read only: the quorum of Volcano-style gangs.
 
 Contract:
-- `VolcanoPodGroups.on_event(kind, obj) -> VolcanoChange`: keeps each Volcano PodGroup's `spec.minMember` by gang key
-  ("namespace/name"); `changed` says whether the count of that gang moved; `problem` is a message when minMember is
-  not an integer from 1 to 2147483647 (that PodGroup then gives no count: the message names the field and the value,
-  for a Warning on it; said once per object and value). Never writes anything: Volcano's controller owns those objects.
+- `VolcanoPodGroups.on_event(kind, obj) -> VolcanoChange`: keeps each Volcano PodGroup's `spec.minMember` and
+  `spec.minTaskMember` by gang key ("namespace/name"); `changed` says whether what that gang gets moved; `problem` is
+  a message when minMember is not an integer from 1 to 2147483647 (that PodGroup then gives no count), or when
+  minTaskMember is not a map of task names to integers from 0 to 2147483647 (it then gives no roles): the message
+  names the field and the value, for a Warning on it; said once per object and value. Never writes anything:
+  Volcano's controller owns those objects.
 - `adjust(key, decl, spec) -> GangSpec | None`: the spec of a gang named by the Volcano-style annotation
-  `scheduling.k8s.io/group-name` with the Volcano PodGroup's minMember as its quorum (total raised to it when below),
-  or a spec of that quorum when the pods give none. The pods' explicit `min-available` annotations still win
-  (Koordinator's rule: annotations win); LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size` does not (the Volcano
-  PodGroup LWS creates says what it means: minMember 1 under the LeaderReady startup policy, kubernetes-sigs/lws
-  pkg/schedulerprovider/volcano_provider.go CreatePodGroupIfNotExists). Other gangs are returned unchanged.
+  `scheduling.k8s.io/group-name` with the Volcano PodGroup's minMember as its quorum, or a spec of that quorum when
+  the pods give none. The quorum is chosen among all the gang's pods: a Volcano PodGroup bounds no total (a total
+  the pods give is raised to minMember when below). `minTaskMember` becomes the gang's roles' minimums (a pod's
+  role is its `volcano.sh/task-spec`, models/gang.py) exactly when Volcano enforces them: when minMember is at least
+  their sum; below it Volcano skips the per-task check (volcano-sh/volcano pkg/scheduler/api/job_info.go:
+  CheckTaskReady, CheckTaskValid, CheckTaskPipelined return true when MinAvailable < TaskMinAvailableTotal), so
+  the gang then has no roles. The pods' explicit `min-available` annotations still win (Koordinator's rule:
+  annotations win, the PodGroup is then not read); LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size` does not
+  (the Volcano PodGroup LWS creates says what it means: minMember 1 under the LeaderReady startup policy,
+  kubernetes-sigs/lws pkg/schedulerprovider/volcano_provider.go CreatePodGroupIfNotExists). Other gangs are
+  returned unchanged.
 The operator watches these only when their CRD is installed (Kopf serves the rest; see handlers/kopf_app.py).
 """
 
@@ -36,46 +44,79 @@ class VolcanoChange:
     problem: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class VolcanoQuorum:
+    """What a Volcano PodGroup says of its gang: minMember, and the roles' minimums Volcano enforces."""
+
+    min_member: int
+    roles: tuple[tuple[str, int], ...] = ()
+
+
+def _task_minimums(raw: Any) -> tuple[tuple[tuple[str, int], ...], str | None]:
+    """spec.minTaskMember as sorted (task, minimum) pairs, zeros dropped; a problem message when invalid."""
+    if raw is None:
+        return (), None
+    if isinstance(raw, dict) and all(
+        isinstance(task, str) and task and isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= INT32_MAX
+        for task, n in raw.items()
+    ):
+        return tuple(sorted((task, n) for task, n in raw.items() if n > 0)), None
+    return (), (
+        f"spec.minTaskMember: {raw!r} is not a map of task names to integers from 0 to {INT32_MAX}: this Volcano"
+        " PodGroup gives its gang no per-task minimums"
+    )
+
+
+def _read(spec: dict[str, Any]) -> tuple[VolcanoQuorum | None, str | None]:
+    raw = spec.get("minMember")
+    if not (isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= INT32_MAX):
+        return None, (
+            f"spec.minMember: {raw!r} is not an integer from 1 to {INT32_MAX}: this Volcano PodGroup gives"
+            " its gang no member count"
+        )
+    tasks, problem = _task_minimums(spec.get("minTaskMember"))
+    # Volcano checks each task's minimum only when the job's minAvailable is not below their sum (job_info.go)
+    enforced = tasks if raw >= sum(n for _, n in tasks) else ()
+    return VolcanoQuorum(raw, enforced), problem
+
+
 class VolcanoPodGroups:
     def __init__(self) -> None:
-        self.min_member: dict[str, int] = {}
+        self.quorum: dict[str, VolcanoQuorum] = {}
         self._reported: dict[str, str] = {}  # gang -> the problem last reported (each said once)
 
     def on_event(self, kind: str | None, obj: dict[str, Any]) -> VolcanoChange:
         meta = obj.get("metadata") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
-        before = self.min_member.get(key)
+        before = self.quorum.get(key)
         problem = None
         if kind == "DELETED":
-            self.min_member.pop(key, None)
+            self.quorum.pop(key, None)
             self._reported.pop(key, None)
         else:
-            raw = (obj.get("spec") or {}).get("minMember")
-            if isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= INT32_MAX:
-                self.min_member[key] = raw
+            found, problem = _read(obj.get("spec") or {})
+            if found is None:
+                self.quorum.pop(key, None)
             else:
-                self.min_member.pop(key, None)
-                problem = (
-                    f"spec.minMember: {raw!r} is not an integer from 1 to {INT32_MAX}: this Volcano PodGroup gives"
-                    " its gang no member count"
-                )
+                self.quorum[key] = found
         if problem is None:
             self._reported.pop(key, None)
         elif self._reported.get(key) == problem:
             problem = None
         else:
             self._reported[key] = problem
-        return VolcanoChange(key, self.min_member.get(key) != before, problem)
+        return VolcanoChange(key, self.quorum.get(key) != before, problem)
 
     def adjust(self, key: str, decl: PodGang | None, spec: GangSpec | None) -> GangSpec | None:
         if decl is None or decl.declared_by != keys.VOLCANO_GROUP_NAME or decl.quorum_key in _EXPLICIT:
             return spec
-        count = self.min_member.get(key)
-        if count is None:
+        found = self.quorum.get(key)
+        if found is None:
             return spec
+        count = found.min_member
         if spec is None:
             return GangSpec(
-                namespace=decl.namespace, name=decl.name, min_member=count, total_member=count, source="volcano"
+                namespace=decl.namespace, name=decl.name, min_member=count, roles=found.roles, source="volcano"
             )
-        total = spec.total_member if spec.total_member is not None and spec.total_member >= count else count
-        return dataclasses.replace(spec, min_member=count, total_member=total)
+        total = spec.total_member if spec.total_member is None or spec.total_member >= count else count
+        return dataclasses.replace(spec, min_member=count, total_member=total, roles=found.roles)

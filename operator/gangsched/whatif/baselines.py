@@ -97,7 +97,7 @@ class PodByPod:
             pod.node = node
             self.placed[pod.job].append(pod)
             started.append(seq)
-            out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, PodPhase.NONE, PodPhase.RUNNING))
+            out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, PodPhase.NONE, PodPhase.RUNNING, node))
         for seq in started:
             del self.pending[seq]
         out.decision_seconds.append(time.perf_counter() - t0)
@@ -198,13 +198,14 @@ class PermitWait:
             pod.node = node
             self._uncount(shape)
             gang.reserved.append(gang.pending.pop())
-            out.moves.append(PodMove(gang.key, pod.gpus, pod.cpu_milli, PodPhase.NONE, PodPhase.HELD))
+            out.moves.append(PodMove(gang.key, pod.gpus, pod.cpu_milli, PodPhase.NONE, PodPhase.HELD, node))
             if gang.first_reserved is None:
                 gang.first_reserved = now
                 self.reserving[gang.key] = gang
         if len(gang.reserved) + len(gang.running) >= gang.min_member and gang.reserved:
             for pod in gang.reserved:
-                out.moves.append(PodMove(gang.key, pod.gpus, pod.cpu_milli, PodPhase.HELD, PodPhase.RUNNING))
+                node = pod.node or ""
+                out.moves.append(PodMove(gang.key, pod.gpus, pod.cpu_milli, PodPhase.HELD, PodPhase.RUNNING, node))
             gang.running += gang.reserved
             gang.reserved = []
             gang.first_reserved = None

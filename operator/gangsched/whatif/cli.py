@@ -15,9 +15,13 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   going down ends every job with a pod on it (restarted from zero), whatif/inputs/node_events.py.
 - `--warmup-hours`: utilization is averaged over the arrivals after the warm-up (the cluster starts empty; Philly run
   times are long), up to the last arrival; the offered load is the whole trace's.
+- `--speed-model tier|none` (with `--spine-oversubscription`): whatif/speed.py, jobs run slower spanning a higher
+  network tier, or placement does not matter; `--declared-share` / `--declared-slack`: which jobs' pods declare a
+  run time and how loose it is (whatif/inputs/estimates.py). All drawn with `--seed`, written to summary.json.
 - `--wait-seconds`: the gang waiting time of jobs that declare none (gangsched's default 600 s; permit-wait uses the
   same value as its Permit timeout, so both wait alike).
-Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed.
+Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed; so does
+an `--out` directory that cannot be created or written, checked before any replay runs (gangsched/exits.py).
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gangsched.exits import CommandError, ExitCode, report, writable_dir
+
 if TYPE_CHECKING:  # the rest is imported when a replay runs: `gangsched --help` stays fast
     from gangsched.whatif.model import Workload
     from gangsched.whatif.report import LoadRun
+    from gangsched.whatif.speed import SpeedModel
 
 DEFAULT_POLICIES = "gangsched,gangsched+nohold,pod-by-pod,permit-wait"
 
@@ -51,15 +58,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policies", default=DEFAULT_POLICIES, help="policies to compare (default %(default)s)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
     parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
-    parser.add_argument("--wait-seconds", type=float, default=600.0, help="default gang waiting time (s)")
     parser.add_argument(
-        "--warmup-hours", type=float, default=0.0, help="utilization averaged after this many hours of arrivals"
+        "--wait-seconds", type=float, default=600.0, help="default gang waiting time, s (default %(default)s)"
+    )
+    parser.add_argument(
+        "--warmup-hours",
+        type=float,
+        default=0.0,
+        help="utilization averaged after this many hours of arrivals (default %(default)s)",
     )
     parser.add_argument("--node-events", default=None, help="CSV time,node,event (down|up): nodes failing and back")
     parser.add_argument(
         "--node-failures", type=float, default=None, metavar="MTBF_HOURS", help="random node failures: mean up time"
     )
-    parser.add_argument("--repair-hours", type=float, default=1.0, help="with --node-failures: mean repair time")
+    parser.add_argument(
+        "--repair-hours",
+        type=float,
+        default=1.0,
+        help="with --node-failures: mean repair time, h (default %(default)s)",
+    )
+    parser.add_argument(
+        "--speed-model",
+        choices=("tier", "none"),
+        default="tier",
+        help="tier: a job runs slower when its pods span a higher network tier (docs/whatif.md); none: placement"
+        " does not matter (default %(default)s)",
+    )
+    parser.add_argument(
+        "--spine-oversubscription",
+        type=float,
+        default=2.0,
+        help="tier model: communication cost above a leaf, relative to the rail network (default %(default)s)",
+    )
+    parser.add_argument(
+        "--declared-share",
+        type=float,
+        default=0.5,
+        help="share of jobs whose pods declare a run time (expected-duration) (default %(default)s)",
+    )
+    parser.add_argument(
+        "--declared-slack",
+        type=float,
+        default=2.0,
+        help="a declared run time is the real one times this (default %(default)s)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
 
 
@@ -93,8 +135,40 @@ def _bar(desc: str, total: int) -> tuple[Callable[[int, int], None], Callable[[]
     return update, bar.close
 
 
+def speed_model(args: argparse.Namespace) -> SpeedModel:
+    """The replay's speed model from the options; ValueError: what is wrong."""
+    from gangsched.whatif.speed import SpeedModel
+
+    if args.speed_model == "none":
+        return SpeedModel.off()
+    if not (math.isfinite(args.spine_oversubscription) and args.spine_oversubscription >= 1):
+        raise ValueError(f"--spine-oversubscription: {args.spine_oversubscription!r} must be a finite number >= 1")
+    return SpeedModel(spine_oversubscription=args.spine_oversubscription)
+
+
+def with_job_traits(
+    args: argparse.Namespace, workloads: dict[float, Workload], speed: SpeedModel
+) -> dict[float, Workload]:
+    """Each job's communication share (whatif/speed.py) and declared run time (whatif/inputs/estimates.py), drawn
+    with `--seed`; ValueError: a bad option."""
+    import dataclasses
+
+    from gangsched.whatif.inputs.estimates import declare_run_times
+    from gangsched.whatif.speed import assign_comm_shares
+
+    out = {}
+    for load, w in workloads.items():
+        jobs = declare_run_times(w.jobs, args.declared_share, args.declared_slack, args.seed)
+        out[load] = dataclasses.replace(w, jobs=assign_comm_shares(jobs, speed, args.seed))
+    return out
+
+
 def replay_all(
-    workloads: dict[float, Workload], policies: list[str], wait_seconds: float, warmup: float = 0.0
+    workloads: dict[float, Workload],
+    policies: list[str],
+    wait_seconds: float,
+    warmup: float = 0.0,
+    speed: SpeedModel | None = None,
 ) -> list[LoadRun]:
     from gangsched.whatif.engine import replay
     from gangsched.whatif.metrics import summarize
@@ -109,7 +183,7 @@ def replay_all(
         lr = LoadRun(load, workload.source, window, offered_load(workload, arrivals), {}, {})
         for name in policies:
             update, close = _bar(f"load {load:g} {name}", len(jobs))
-            result = replay(workload, make_policy(name, workload, wait_seconds), progress=update)
+            result = replay(workload, make_policy(name, workload, wait_seconds), progress=update, speed=speed)
             close()
             lr.replays[name] = result
             lr.summaries[name] = summarize(result, window)
@@ -203,15 +277,29 @@ def run(args: argparse.Namespace) -> int:
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
     try:
+        writable_dir(args.out, "--out")  # before any replay: the work is not lost at the end
+    except CommandError as exc:
+        return report("gangsched sim replay", exc)
+    from gangsched.k8s.credentials import CredentialError
+    from gangsched.k8s.diagnose import api_failure
+    from gangsched.k8s.errors import ApiError
+
+    try:
         scenario, workloads = _workloads(args, loads)
         workloads = with_node_events(args, workloads)
+        speed = speed_model(args)
+        workloads = with_job_traits(args, workloads, speed)
         warmup = check_warmup(args.warmup_hours, workloads)
     except ValueError as exc:  # (whatif/inputs' InputError is a ValueError)
         print(f"gangsched sim replay: {exc}", file=sys.stderr)
         return 2
+    except (ApiError, CredentialError) as exc:  # --kubeconfig: the live cluster's nodes
+        return report("gangsched sim replay", api_failure(exc))
     header = {"scenario": scenario, "seed": args.seed, "policies": policies, "loads": loads, "units": "seconds"}
     header["warmup_seconds"] = warmup
-    result = RunResult(header, replay_all(workloads, policies, args.wait_seconds, warmup))
+    header["speed_model"] = speed.describe()
+    header["declared_run_times"] = {"share": args.declared_share, "slack": args.declared_slack}
+    result = RunResult(header, replay_all(workloads, policies, args.wait_seconds, warmup, speed))
     out = Path(args.out)
     if not args.no_plots:
         try:
@@ -220,7 +308,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"plots skipped: {exc.name} is not installed (pip install 'gangsched[whatif]')", file=sys.stderr)
         else:
             result.plots = draw(out, result)
-    paths = write_outputs(out, result)
+    try:
+        paths = write_outputs(out, result)
+    except OSError as exc:  # the directory was writable at the start: it went away, or the disk is full
+        problem = f"--out {out}: writing the results failed ({exc.strerror or exc})"
+        return report(
+            "gangsched sim replay", CommandError(ExitCode.FAILURE, problem, "free space or fix the directory")
+        )
     print(table(result))
     print(f"\nwrote {len(paths) + len(result.plots)} files to {out}/ (summary.json, report.md, CSV per policy)")
     return 0

@@ -54,6 +54,7 @@ class VariantOptions:
     topology: bool = True
     preemption: bool = True
     starvation_hold: bool = True  # core/gang/starvation.py holds capacity for the longest-starving gang
+    pack: bool = True  # core/placement/packing.py packs gangs without a network topology into one domain
 
 
 def variant_options(variants: Sequence[str]) -> VariantOptions:
@@ -69,6 +70,8 @@ def variant_options(variants: Sequence[str]) -> VariantOptions:
             opts = dataclasses.replace(opts, preemption=False)
         elif v == "nohold":
             opts = dataclasses.replace(opts, starvation_hold=False)
+        elif v == "nopack":
+            opts = dataclasses.replace(opts, pack=False)
         else:
             raise ValueError(f"unknown gangsched variant {v!r}")
     return opts
@@ -100,6 +103,7 @@ class CorePolicy:
             score_strategy=options.score_strategy,
             default_wait_seconds=wait_seconds,
             hold_after_seconds=SchedulerConfig().hold_after_seconds if options.starvation_hold else 0.0,
+            pack_gangs=options.pack,
         )
         self.state = SchedulerState()
         self.nodes = {node.name: node for node in workload.nodes}
@@ -130,6 +134,7 @@ class CorePolicy:
                 pod = PodRecord(
                     NAMESPACE, f"{key}-{rank}", f"uid-{key}-{rank}", sclass, priority=job.priority,
                     preemption_policy=policy, created=now, gang=spec.key, role=role.name or None, rank=rank,
+                    run_seconds=job.declared_seconds,
                 )  # fmt: skip
                 self.state.upsert_pod(pod)
                 self.pods[pod.key] = (key, role.gpus, role.cpu_milli)
@@ -145,26 +150,26 @@ class CorePolicy:
             plan = schedule(self.state, now, self.config)
             self.state.apply(plan)
             out.decision_seconds.append(time.perf_counter() - t0)
-            self._carry_out(plan, out)
+            self._carry_out(plan, out, now)
             if plan.empty:
                 out.next_wakeup = plan.next_wakeup
                 return out
         raise RuntimeError(f"the core did not converge at t={now} within {MAX_CYCLES_PER_INSTANT} cycles")
 
-    def _carry_out(self, plan: Plan, out: CycleOutcome) -> None:
+    def _carry_out(self, plan: Plan, out: CycleOutcome, now: float) -> None:
         for deadlock in plan.deadlocks:  # (before the releases: what the cycle's gangs held when it was found)
             held = sum(self._held_gpus(gang.removeprefix(NAMESPACE + "/")) for gang in deadlock.cycle)
             released = deadlock.held.get(GPU, 0)
             out.resolved.append(ResolvedDeadlock(deadlock.formed, len(deadlock.cycle), held, released))
-        for pod_key, _node in plan.reservations:
-            self._move(pod_key, PodPhase.HELD, out.moves)
+        for pod_key, node in plan.reservations:
+            self._move(pod_key, PodPhase.HELD, out.moves, node)
         for pod_key in plan.releases:
             self._move(pod_key, PodPhase.NONE, out.moves)
         for pod_key, node in plan.bindings:
             self.state.bind_succeeded(pod_key)
             pod = self.state.pods[pod_key]
-            self.state.upsert_pod(dataclasses.replace(pod, node_name=node, phase="Running"))
-            self._move(pod_key, PodPhase.RUNNING, out.moves)
+            self.state.upsert_pod(dataclasses.replace(pod, node_name=node, phase="Running", started=now))
+            self._move(pod_key, PodPhase.RUNNING, out.moves, node)
         for gang_key, status in plan.gang_status.items():
             if status.tier is not None and status.scheduled:  # (the plan says Binding; Scheduled comes after)
                 out.tiers[gang_key.removeprefix(NAMESPACE + "/")] = status.tier
@@ -181,13 +186,13 @@ class CorePolicy:
     def _held_gpus(self, key: str) -> int:
         return sum(self.pods[k][1] for k in self.members.get(key, ()) if self.phase[k] == PodPhase.HELD)
 
-    def _move(self, pod_key: str, new: PodPhase, moves: list[PodMove]) -> None:
+    def _move(self, pod_key: str, new: PodPhase, moves: list[PodMove], node: str = "") -> None:
         old = self.phase.get(pod_key)
         if old is None or old == new:
             return
         self.phase[pod_key] = new
         key, gpus, cpu = self.pods[pod_key]
-        moves.append(PodMove(key, gpus, cpu, old, new))
+        moves.append(PodMove(key, gpus, cpu, old, new, node))
 
     def _remove(self, key: str, *, succeeded: bool) -> list[PodMove]:
         """Every pod of the incarnation goes (Succeeded first when it completed), then its gang."""

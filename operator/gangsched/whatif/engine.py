@@ -1,6 +1,6 @@
 """The what-if engine: a discrete-event replay of a `Workload` through one `Policy`, in virtual time.
 
-Contract: `replay(workload, policy, *, horizon=None, progress=None) -> Replay`.
+Contract: `replay(workload, policy, *, horizon=None, progress=None, speed=None) -> Replay`.
 - Events (a heap ordered by time, then sequence): job arrivals (the trace's submit times), completions, node events
   (`Workload.node_events`: a node going down ends every incarnation with a pod on it, `Ended("failure")`, submitted
   again at once as a new incarnation; the node takes no pod until it is up again), and the policy's wakeups
@@ -8,11 +8,15 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None) -> Replay`.
   one instant the policy schedules (`cycle`) until it has nothing left to decide; incarnations it ended are submitted
   again at once (a new incarnation: restarted from zero progress, no checkpoint is assumed) and it schedules again.
 - The workload model, fixed: a job progresses only while at least `min_member` of its members run (RUNNING); it
-  completes `duration` seconds after it became whole (whole-ness is only lost with the incarnation: an eviction or
-  timeout ends it), and its pods are then removed (`finish`). A job holding pods while not whole does nothing.
+  completes `duration` x its slowdown seconds after it became whole (whatif/speed.py: the slowdown of the network
+  tier its running members span when it became whole, against its ideal tier; 1 with `SpeedModel.off()`;
+  whole-ness is only lost with the incarnation: an eviction or timeout ends it), and its pods are then removed
+  (`finish`). A job holding pods while not whole does nothing.
 - Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
-  useful (held by incarnations running whole), held by incomplete gangs (the difference). `timeline` records
-  (t, gpus allocated, gpus useful, cpu allocated, cpu useful) at each instant the values changed.
+  held by incarnations running whole (`whole_gpu_seconds`), held by incomplete gangs (allocated - whole), and the
+  useful work: GPUs of whole incarnations divided by their slowdown (`useful_gpu_seconds`: GPU time at the jobs'
+  ideal speed; equal to whole with the placement-independent model). `timeline` records (t, gpus allocated, useful
+  work in GPUs, cpu allocated, cpu held whole) at each instant the values changed.
 - Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
   formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
   policy is held to): after each instant, a deadlock is
@@ -29,11 +33,13 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gangsched.whatif.model import JobSpec, Workload
 from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase, Policy
+from gangsched.whatif.speed import SpeedModel, TierMap, slowdown
 
 ARRIVAL, WAKEUP, COMPLETE, NODE_DOWN, NODE_UP = 0, 1, 2, 3, 4
 
@@ -56,6 +62,8 @@ class JobResult:
     evicted_gpu_seconds: float = 0.0  # GPU-seconds of work lost to evictions
     failures: int = 0  # incarnations ended by a node going down
     failed_gpu_seconds: float = 0.0  # GPU-seconds of work lost to node failures
+    span_tier: int | None = None  # network tier its running members spanned when it became whole (whatif/speed.py)
+    slowdown: float = 1.0  # its run time's factor from that placement (1: as fast as at its ideal tier)
 
 
 @dataclass(slots=True)
@@ -67,6 +75,7 @@ class _Run:
     gpus: int = 0
     cpu: int = 0
     whole_since: float | None = None
+    nodes: Counter[str] = field(default_factory=Counter)  # running members per node
 
 
 @dataclass(slots=True)
@@ -96,10 +105,11 @@ class Replay:
     gpu_capacity: int
     cpu_capacity: int
     gpu_seconds: float = 0.0  # allocated
-    useful_gpu_seconds: float = 0.0
+    useful_gpu_seconds: float = 0.0  # work done: GPU time of whole incarnations at their ideal speed
+    whole_gpu_seconds: float = 0.0  # GPU time held by whole incarnations (allocated - this: held by incomplete)
     cpu_seconds: float = 0.0
     useful_cpu_seconds: float = 0.0
-    timeline: list[tuple[float, int, int, int, int]] = field(default_factory=list)
+    timeline: list[tuple[float, int, float, int, int]] = field(default_factory=list)
     decision_seconds: list[float] = field(default_factory=list)
     deadlocks: list[Deadlock] = field(default_factory=list)
     resolved: list[SchedulerDeadlock] = field(default_factory=list)  # by the scheduler itself
@@ -109,8 +119,9 @@ class Replay:
 
 
 class _Engine:
-    def __init__(self, workload: Workload, policy: Policy, horizon: float) -> None:
+    def __init__(self, workload: Workload, policy: Policy, horizon: float, speed: SpeedModel) -> None:
         self.policy, self.horizon, self.now = policy, horizon, 0.0
+        self.speed, self.tier_map = speed, TierMap(workload.nodes, workload.domains)
         self.heap: list[tuple[float, int, int, str]] = []
         self.seq = 0
         self.jobs = {j.id: j for j in workload.jobs}
@@ -118,7 +129,8 @@ class _Engine:
         self.runs: dict[str, _Run] = {}  # active incarnations
         self.partial: dict[str, _Run] = {}  # the active ones holding GPUs while not whole (the deadlock check's)
         self.wakeups: set[float] = set()
-        self.alloc = [0, 0, 0, 0]  # gpus, useful gpus, cpu, useful cpu
+        self.alloc = [0, 0, 0, 0]  # gpus, gpus of whole incarnations, cpu, cpu of whole incarnations
+        self.work = 0.0  # GPUs of whole incarnations, each divided by its slowdown
         cpu_cap = sum(n.cpu_milli for n in workload.nodes)
         self.out = Replay(policy.name, list(self.results.values()), 0.0, workload.gpu_capacity, cpu_cap)
         self.deadlock: Deadlock | None = None
@@ -139,7 +151,8 @@ class _Engine:
             g, ug, c, uc = self.alloc
             o = self.out
             o.gpu_seconds += g * dt
-            o.useful_gpu_seconds += ug * dt
+            o.whole_gpu_seconds += ug * dt
+            o.useful_gpu_seconds += self.work * dt
             o.cpu_seconds += c * dt
             o.useful_cpu_seconds += uc * dt
         self.now = t
@@ -166,19 +179,34 @@ class _Engine:
             if run.whole_since is not None:
                 self.alloc[1] += sign * move.gpus
                 self.alloc[3] += sign * move.cpu_milli
+                self.work += sign * move.gpus / run.result.slowdown
             run.running += (move.new == PodPhase.RUNNING) - (move.old == PodPhase.RUNNING)
+            if move.new == PodPhase.RUNNING:
+                run.nodes[move.node] += 1
+            elif move.old == PodPhase.RUNNING:
+                run.nodes[move.node] -= 1
         for key, run in touched.items():
             if run.whole_since is None and run.running >= run.job.min_member:
                 run.whole_since = run.result.start = self.now
+                factor = self._slowdown(run)
                 self.alloc[1] += run.gpus
                 self.alloc[3] += run.cpu
-                self._push(self.now + run.job.duration, COMPLETE, key)
+                self.work += run.gpus / factor
+                self._push(self.now + run.job.duration * factor, COMPLETE, key)
             elif run.whole_since is None and run.running > 0:
                 run.result.started_partially = True
             if run.whole_since is None and run.gpus > 0:
                 self.partial[key] = run
             else:
                 self.partial.pop(key, None)
+
+    def _slowdown(self, run: _Run) -> float:
+        """The incarnation's run-time factor from where its running members are (recorded on its result)."""
+        job, tiers = run.job, self.tier_map
+        span = tiers.span(node for node, count in run.nodes.items() if count > 0)
+        run.result.span_tier = span
+        run.result.slowdown = slowdown(self.speed, job, span, tiers.ideal(job.gpus))
+        return run.result.slowdown
 
     def _outcome(self, out: CycleOutcome) -> list[JobSpec]:
         self.out.decision_seconds += out.decision_seconds
@@ -250,10 +278,11 @@ class _Engine:
         return self.out
 
     def _sample(self) -> None:
-        g, ug, c, uc = self.alloc
+        g, _, c, uc = self.alloc
+        work = round(self.work, 6)  # (sums of fractions: no drift in the samples)
         tl = self.out.timeline
-        if not tl or tl[-1][1:] != (g, ug, c, uc):
-            tl.append((self.now, g, ug, c, uc))
+        if not tl or tl[-1][1:] != (g, work, c, uc):
+            tl.append((self.now, g, work, c, uc))
 
     def _detect_deadlock(self) -> None:
         partial = list(self.partial.values())
@@ -288,7 +317,10 @@ def replay(
     *,
     horizon: float | None = None,
     progress: Callable[[int, int], None] | None = None,
+    speed: SpeedModel | None = None,
 ) -> Replay:
-    """Replay the workload through the policy; see the module docstring."""
-    engine = _Engine(workload, policy, default_horizon(workload) if horizon is None else horizon)
+    """Replay the workload through the policy (speed: whatif/speed.py, default the placement-aware model); see the
+    module docstring."""
+    model = SpeedModel() if speed is None else speed
+    engine = _Engine(workload, policy, default_horizon(workload) if horizon is None else horizon, model)
     return engine.run(progress)

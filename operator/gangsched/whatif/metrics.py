@@ -3,8 +3,9 @@
 Contract: `summarize(replay, window) -> dict`. `window` (t0, t1) is the interval utilization is averaged over (the
 CLI uses the trace's arrival span, the same for every policy, so policies that finish later are not favoured).
 - `gpu_alloc_mean`, `cpu_alloc_mean`: mean fraction of capacity allocated (HELD or RUNNING) over the window;
-  `useful_util`, `useful_cpu_util`: the same for resources held by gangs running whole.
-- `held_idle_gpu_hours`: GPU-hours held by incomplete gangs over the whole replay (allocated - useful).
+  `useful_util`: the work done, GPU time of gangs running whole at their ideal speed (whatif/speed.py: a job slowed
+  by its placement counts its GPUs divided by its slowdown); `useful_cpu_util`: CPU held by gangs running whole.
+- `held_idle_gpu_hours`: GPU-hours held by incomplete gangs over the whole replay (allocated - held whole).
 - `jct`, `queue`: {mean, p50, p95, p99, n} in seconds over completed jobs (JCT: completion - first submit; queueing
   delay: start of the completing incarnation - first submit); `by_size`: the same per gang-size bucket (members:
   `SIZE_BUCKETS`). Percentiles are nearest-rank. `unfinished`: jobs not completed when the replay ended.
@@ -51,7 +52,7 @@ def stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def window_mean(timeline: Sequence[tuple[float, int, int, int, int]], column: int, t0: float, t1: float) -> float:
+def window_mean(timeline: Sequence[tuple[float, int, float, int, int]], column: int, t0: float, t1: float) -> float:
     """Time-weighted mean of `timeline[i][column]` over [t0, t1] (the value holds until the next point; 0 before
     the first)."""
     if t1 <= t0:
@@ -117,7 +118,7 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
         "useful_util": round(window_mean(replay.timeline, 2, t0, t1) / gpu_cap, 4),
         "cpu_alloc_mean": round(window_mean(replay.timeline, 3, t0, t1) / cpu_cap, 4),
         "useful_cpu_util": round(window_mean(replay.timeline, 4, t0, t1) / cpu_cap, 4),
-        "held_idle_gpu_hours": round((replay.gpu_seconds - replay.useful_gpu_seconds) / 3600, 2),
+        "held_idle_gpu_hours": round((replay.gpu_seconds - replay.whole_gpu_seconds) / 3600, 2),
         "jct": stats([j.end - j.submit for j in done if j.end is not None]),
         "queue": stats([j.start - j.submit for j in done if j.start is not None]),
         "by_size": by_size,

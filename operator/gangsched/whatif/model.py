@@ -10,7 +10,9 @@ Contract:
   `duration` is the progress it needs, made only while at least `min_member` of its members run: a partially
   started job holds its resources and does nothing), priority, its roles, `min_member`, gang mode (`Strict` |
   `NonStrict`), network topology (`none` | `soft` | `hard`, with `highest_tier`), the GPU model it needs (None:
-  any), its waiting time (`wait_seconds`, None: the scheduler's default).
+  any), its waiting time (`wait_seconds`, None: the scheduler's default), its communication share at full network
+  bandwidth (`comm_share`, whatif/speed.py: how much slower it runs spanning a higher tier) and the run time its
+  pods declare (`declared_seconds`: `scheduling.gangsched.io/expected-duration`, None: none declared).
 - `NodeEvent`: a node going `down` (every pod on it dies: its job's incarnation ends and restarts from zero, as a
   job controller recreates it) or coming back `up` (empty), at a time in seconds.
 - `Workload`: the jobs sorted by submit time, the node inventory, the topology domains (core/topology/tree.py
@@ -64,6 +66,8 @@ class JobSpec:
     highest_tier: int | None = None
     gpu_model: str | None = None
     wait_seconds: float | None = None
+    comm_share: float = 0.0
+    declared_seconds: float | None = None
 
     @property
     def members(self) -> int:

@@ -15,7 +15,8 @@ Contract:
 Variants of gangsched (suffixes, combinable with "+"): `spread` (score strategy spread instead of binpack), `strict` /
 `nonstrict` (override every job's gang mode), `notopo` (no topology tree, no network-topology constraint),
 `nopreempt` (pods never preempt: preemptionPolicy Never), `nohold` (no capacity held for a starving gang:
-core/gang/starvation.py off). E.g. `gangsched+nonstrict+notopo`.
+core/gang/starvation.py off), `nopack` (gangs without a network topology are not packed into one domain:
+core/placement/packing.py off). E.g. `gangsched+nonstrict+notopo`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class PodMove:
     cpu_milli: int
     old: PodPhase
     new: PodPhase
+    node: str = ""  # where the pod is (HELD or RUNNING); the engine's placement-aware speed reads it
 
 
 EndReason = Literal["evicted", "timeout", "failure"]  # failure: a node it had a pod on went down
@@ -95,7 +97,7 @@ class Policy(Protocol):
 
 
 BASELINES = ("pod-by-pod", "permit-wait")
-GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt", "nohold")
+GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt", "nohold", "nopack")
 POLICY_NAMES = ("gangsched", *(f"gangsched+{v}" for v in GANGSCHED_VARIANTS), *BASELINES)
 
 

@@ -25,7 +25,7 @@ from gangsched.whatif.engine import Replay
 
 JOB_COLUMNS = (
     "load", "job", "members", "gpus", "submit", "start", "end", "jct", "queue", "incarnations", "evictions",
-    "timeouts", "started_partially", "tier",
+    "timeouts", "started_partially", "tier", "span_tier", "slowdown",
 )  # fmt: skip
 TIMELINE_POINTS = 2000
 
@@ -57,15 +57,18 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
         jct = None if j.end is None else j.end - j.submit
         queue = None if j.start is None else j.start - j.submit
         values = (load, j.id, j.members, j.gpus, j.submit, j.start, j.end, jct, queue, j.incarnations, j.evictions)
-        rows.append([*(_cell(v) for v in values), str(j.timeouts), str(int(j.started_partially)), _cell(j.tier)])
+        flags = (str(j.timeouts), str(int(j.started_partially)), _cell(j.tier), _cell(j.span_tier))
+        rows.append([*(_cell(v) for v in values), *flags, f"{j.slowdown:.4f}"])
     return rows
 
 
-def _thin(timeline: Sequence[tuple[float, int, int, int, int]], end: float) -> list[tuple[float, int, int, int, int]]:
+def _thin(
+    timeline: Sequence[tuple[float, int, float, int, int]], end: float
+) -> list[tuple[float, int, float, int, int]]:
     if len(timeline) <= TIMELINE_POINTS:
         return list(timeline)
     step = max(end, 1.0) / TIMELINE_POINTS
-    out: dict[int, tuple[float, int, int, int, int]] = {}
+    out: dict[int, tuple[float, int, float, int, int]] = {}
     for point in timeline:
         out[int(point[0] // step)] = point
     return list(out.values())

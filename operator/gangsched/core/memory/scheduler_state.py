@@ -53,11 +53,13 @@ from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victims import VictimBook
 from gangsched.core.topology import TopologyTree
-from gangsched.core.transaction.plan import Plan
+from gangsched.core.transaction.plan import Plan, UnitBackoff
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.records import NodeRecord, PodRecord, projected
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.units import UnitKey
+
+BIND_BACKOFF_GEN = 2**62  # a bind backoff's freed generation: freed capacity never ends it early
 
 
 class SchedulerState:
@@ -350,12 +352,20 @@ class SchedulerState:
         if state is BINDING:
             self.store.bind_succeeded(pod_key)
 
-    def bind_failed(self, pod_key: str) -> None:
+    def bind_failed(self, pod_key: str, *, now: float = 0.0, retry_at: float | None = None) -> None:
+        """The pod is pending again. `retry_at` (the runtime's bind backoff at `now`, runtime/bind_backoff.py): its
+        unit is not attempted before then, whatever capacity is freed meanwhile (kube-scheduler's backoffQ, where a pod
+        whose binding failed waits, is not flushed by cluster events)."""
         state = self.store.state_of(pod_key)
         if state is BINDING:
             self.store.bind_failed(pod_key)
         elif state is RESERVED:
             self.store.release(pod_key)
+        pod = self.store.pods.get(pod_key)
+        if retry_at is not None and pod is not None:
+            unit = UnitKey.gang(pod.gang) if pod.gang is not None else UnitKey.pod(pod_key)
+            attempts = st.attempts if (st := self.queue.unit_state(unit)) is not None else 0
+            self.queue.record_backoff(unit, UnitBackoff(attempts, retry_at, now), BIND_BACKOFF_GEN)
 
     def eviction_failed(self, pod_key: str) -> None:
         """The eviction of a victim was refused: its preemptor chooses again after its backoff, avoiding it. No

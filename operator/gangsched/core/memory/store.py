@@ -12,6 +12,9 @@ Contract (fed by core/memory/scheduler_state.py, read by the scheduler through i
   (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
 - Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`, `bind_succeeded`,
   `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
+- A pod whose gang changes (its labels or annotations name another gang, or none) leaves the old gang and joins the
+  new one; a reservation it held was the old gang's and is released (it is pending in the new gang); a pod bound,
+  binding or nominated keeps its state and counts in the new gang (a scheduler never moves a bound pod).
 - Gangs: core/memory/gangs.py. A pod is pending when it is ours, not timed out, PENDING or NOMINATED, and in a gang or
   not gated (a gang's gated members pend: it says it waits for them); changes go to the `PendingSink`; each member's
   transition tells its gang if it holds the quorum (satisfaction follows).
@@ -169,7 +172,9 @@ class ClusterStore(SlotReaders):
             self.priorities.count(pod.priority, 1)
             if old is not None:
                 self.priorities.count(old.priority, -1)
-        if old is not None and old.gang != pod.gang:
+        moved = old is not None and old.gang != pod.gang
+        if moved:
+            assert old is not None
             self._leave_gang(old)
         if pod.gang is not None:
             self.gang_table.join(pod)
@@ -179,6 +184,8 @@ class ClusterStore(SlotReaders):
             self._transition(key, self._observation(pod))
         else:
             self._recharge(key, slot)
+        if moved and slot.state is RESERVED:  # held for the gang it left: released (kube-scheduler's Unreserve)
+            self._transition(key, T.RELEASE)
         self._refresh_pending(key)
 
     def _observation(self, pod: PodRecord) -> Transition:

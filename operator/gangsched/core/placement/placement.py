@@ -10,6 +10,8 @@ roles of the gang's bound and reserved members.
 - A gang whose pods have several scheduling classes, or whose spec has roles: core/placement/quorum_placement.py, a
   quorum whenever one exists on the free capacity (exact search up to 8 classes x 64 candidate nodes and a step
   budget, greedy beyond: core/placement/quorum.py), every role's minimum met.
+- A gang that declares no topology, of one class without preferences of its own: packed into the lowest topology
+  domain that holds it (core/placement/packing.py, `config.pack_gangs`), then as below inside that domain.
 - Otherwise (one class, or pods without a gang), core/placement/pickers.py: binpack takes the fullest node that fits as
   many as it can; spread deals one pod per node round the emptiest nodes; preferred affinity and
   PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
@@ -33,6 +35,7 @@ from collections import Counter
 from gangsched.core.fit.affinity import NAME as AFFINITY
 from gangsched.core.fit.pod_spread import hard
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.placement.packing import pack
 from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.placement.quorum_placement import place_quorum
 from gangsched.core.placement.spread_place import check_spread
@@ -75,6 +78,9 @@ def place(
         return _checked(session, mark, place_mixed_topology(session, tree, spec, pods, held))
     if spec is not None and (len(by_class) > 1 or spec.roles):
         return _checked(session, mark, place_quorum(session, spec, pods, held))
+    packed = pack(session, spec, by_class, pods)
+    if packed is not None:
+        return packed
     placed, short, _ = place_batches(session, list(by_class.values()), partial=partial)
     return placed, short, None
 

@@ -30,6 +30,9 @@ class SchedulerConfig:
     # preemption.pdb: "respect" never chooses a victim gang a PodDisruptionBudget would cut short (a protected
     # member); "prefer" takes protected victims as a last resort (the runtime deletes them)
     preemption_pdb: str = "respect"
+    # a gang without a networkTopology is packed into the lowest topology domain that holds it
+    # (core/placement/packing.py); off: placed by the score strategy alone
+    pack_gangs: bool = True
 
     def __post_init__(self) -> None:
         self.validate()

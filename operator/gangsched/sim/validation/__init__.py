@@ -1,6 +1,6 @@
 """Validation of built-in kinds against the real Kubernetes v1.32 schemas and rules (admission-time checks).
 
-Contract (called by registry.py on every write of a built-in kind; CRD objects go through schema.py):
+Contract (called by registry.py on every write; a CRD object's body goes through schema.py, its metadata here):
 - `decode_body(rtype, obj, field_validation, warnings)`: what the real JSON decoder does with the body
   (decode.py): a type error -> ApiError 400 BadRequest `<Kind> in version "<v>" cannot be handled as a <Kind>:
   <decoder message>`; unknown fields -> 400 `... strict decoding error: unknown field "spec.foo"` under
@@ -10,7 +10,8 @@ Contract (called by registry.py on every write of a built-in kind; CRD objects g
 - `apply_defaults(rtype, obj)`: the defaulting of pkg/apis/core/v1/defaults.go the emulator models (SetDefaults_Secret:
   type Opaque).
 - `validate_object(rtype, obj, namespace, create)`: required properties of the definitions and the kind rules
-  of rules.py -> ApiError 422 Invalid with one cause per problem.
+  of rules.py, ConfigMap data at most 1 MiB, and (for every kind, custom ones too) annotations at most 256 KiB
+  (limits.py) -> ApiError 422 Invalid with one cause per problem.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from typing import Any
 
 from gangsched.sim import status as st
 from gangsched.sim.types import ResourceType
-from gangsched.sim.validation import decode, rules, schemas
+from gangsched.sim.validation import decode, limits, rules, schemas
 
-__all__ = ["apply_defaults", "decode", "decode_body", "rules", "schemas", "validate_object"]
+__all__ = ["apply_defaults", "decode", "decode_body", "limits", "rules", "schemas", "validate_object"]
 
 
 def _drop(obj: Any, path: str) -> None:
@@ -78,13 +79,16 @@ def apply_defaults(rtype: ResourceType, obj: dict[str, Any]) -> None:
 
 def validate_object(rtype: ResourceType, obj: dict[str, Any], *, namespace: str, create: bool) -> None:
     """See module docstring."""
-    if rtype.is_crd:
-        return
-    problems: list[tuple[str, str, str]] = [
-        (path, "Required value", "FieldValueRequired")
-        for path in decode.required(rtype.group, rtype.version, rtype.kind, obj)
-    ]
-    problems.extend(rules.validate(rtype.group, rtype.kind, obj, namespace=namespace, create=create))
+    problems: list[tuple[str, str, str]] = []
+    if not rtype.is_crd:
+        problems.extend(
+            (path, "Required value", "FieldValueRequired")
+            for path in decode.required(rtype.group, rtype.version, rtype.kind, obj)
+        )
+        problems.extend(rules.validate(rtype.group, rtype.kind, obj, namespace=namespace, create=create))
+        if (rtype.group, rtype.kind) == ("", "ConfigMap"):
+            problems.extend(limits.configmap_problems(obj))
+    problems.extend(limits.meta_problems(obj))
     if problems:
         name = str((obj.get("metadata") or {}).get("name") or "")
         raise st.invalid(rtype, name, problems)

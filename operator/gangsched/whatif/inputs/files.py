@@ -86,7 +86,7 @@ def csv_rows(
         raise InputError(
             path, 1, "", "", f"must start with a header naming the columns {', '.join(required)}"
         ) from None
-    allowed = (*required, *optional)
+    allowed = tuple(dict.fromkeys((*required, *optional)))  # each column named once, the required ones first
     for i, name in enumerate(header):
         if name not in allowed:
             raise InputError(path, 1, f"{i + 1}", name, f"must be one of the columns {', '.join(allowed)}")

@@ -4,7 +4,8 @@ cluster's PodGroups and pods.
 Contract:
 - `add_record_parser(sim_subparsers)` adds `record` (cli.py calls it); `run_record(args) -> int` runs it: writes
   the trace (CSV or JSONL by the extension of --out), prints `recorded N jobs to PATH` and one line per note on
-  stderr; exit code 0, or 2 when the cluster cannot be read.
+  stderr; exit code 0, 2 when --out cannot be written (checked first), 3 when the cluster cannot be read
+  (gangsched/exits.py; one or two lines naming the problem and the fix).
 - `jobs_from_objects(podgroups, pods) -> (jobs, notes)` (pure, what `record` does with the listed objects): a job
   per gang that has pods; a gang is what models/gang.py `parse_pod_gang` names (PodGroup label, Koordinator or
   legacy annotations), its spec the PodGroup's (models/podgroup.py) with the pods' annotations on top.
@@ -226,13 +227,19 @@ def run_record(args: argparse.Namespace) -> int:
     """`gangsched sim record` (see the module docstring)."""
     import asyncio
 
+    from gangsched.exits import CommandError, report, writable_file
+    from gangsched.k8s.credentials import CredentialError
+    from gangsched.k8s.diagnose import api_failure
+    from gangsched.k8s.errors import ApiError
     from gangsched.whatif.inputs.traces import write_trace
 
     try:
+        writable_file(args.out, "--out")
         podgroups, pods = asyncio.run(_list(args.kubeconfig))
-    except Exception as exc:
-        print(f"gangsched sim record: cannot read the cluster: {exc}", file=sys.stderr)
-        return 2
+    except CommandError as exc:
+        return report("gangsched sim record", exc)
+    except (ApiError, CredentialError) as exc:
+        return report("gangsched sim record", api_failure(exc))
     jobs, notes = jobs_from_objects(podgroups, pods)
     count = write_trace(args.out, jobs)
     print(f"recorded {count} jobs to {args.out}", file=sys.stderr)

@@ -1,0 +1,76 @@
+"""Packing: a gang that declares no network topology is placed inside the lowest topology domain that holds it.
+
+Members of one job talk to each other; spread over more nodes, units or leaves than they need they run slower
+(docs/whatif.md "Placement-aware speed"). kube-scheduler places pod by pod and cannot see the gang; gangsched can.
+
+Contract: `pack(session, spec, by_class, pods) -> Outcome | None`. It applies (else None: the caller places as it
+would have) when `config.pack_gangs` is on, a topology is known, the gang declares no `networkTopology` and no roles,
+its pending pods are more than one, of one scheduling class, with no preference of their own (preferred node or pod
+affinity, spread constraints, pod (anti-)affinity: those are kube-scheduler's scores and filters, kept as they are),
+and the score strategy is binpack. Then the domain is the one a soft network topology would choose
+(core/topology `place_network`: the lowest tier with a domain that fits, the best-fitting domain of that tier), and
+the pods are placed there by the ordinary binpack picker (core/placement/pickers.py) restricted to the domain's nodes,
+so node-level preferences (PreferNoSchedule taints, scores) still order them. A gang that fits only across the whole
+cluster, or that the picker cannot finish inside the domain, is placed as usual. The tier is not reported (the
+PodGroup declared none). Cost: one place_network call and a walk down the chosen domain.
+"""
+
+from __future__ import annotations
+
+from gangsched.core.placement.pickers import Outcome, place_batches
+from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
+from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.records import PodRecord, SchedulingClass
+
+__all__ = ["pack"]
+
+SOFT = NetworkTopology(TopologyMode.SOFT)
+
+
+def pack(
+    session: CycleSession, spec: GangSpec | None, by_class: dict[int, list[PodRecord]], pods: list[PodRecord]
+) -> Outcome | None:
+    """The gang's pods placed inside one domain, or None when packing does not apply (module docstring)."""
+    tree = session.store.topology
+    if tree is None or spec is None or not _applies(session, spec, by_class, pods):
+        return None
+    cls = pods[0].sclass
+    result = place_network(tree, session.workspace.view(cls).capacity(), len(pods), SOFT)
+    if not isinstance(result, TopologyPlacement) or result.whole_tier > tree.tiers:
+        return None
+    domain = _domain_nodes(tree, result.nodes[0], result.whole_tier)
+    mark = session.workspace.begin()
+    placed, short, _ = place_batches(session, [pods], partial=False, only=domain)
+    if short:
+        session.workspace.rollback(mark)
+        return None
+    return placed, [], None
+
+
+def _applies(
+    session: CycleSession, spec: GangSpec, by_class: dict[int, list[PodRecord]], pods: list[PodRecord]
+) -> bool:
+    return (
+        session.config.pack_gangs
+        and not session.workspace.spread
+        and spec.network_topology is None
+        and not spec.roles
+        and len(by_class) == 1
+        and len(pods) > 1
+        and not _has_preferences(pods[0].sclass)
+    )
+
+
+def _has_preferences(cls: SchedulingClass) -> bool:
+    return bool(cls.preferred or cls.pod_preferred or cls.spread or cls.affinity or cls.anti_affinity)
+
+
+def _domain_nodes(tree: TopologyTree, node: str, tier: int) -> frozenset[str]:
+    """The nodes of the domain at `tier` (1..tiers) that holds `node`, walking down from it."""
+    index = tree.domain_index(tree.node_index[node], tier)
+    level, indexes = tier, [index]
+    while level > 0:
+        indexes = [child for i in indexes for child in tree.children_at[level][i]]
+        level -= 1
+    return frozenset(tree.node_names[i] for i in indexes)

@@ -1,0 +1,63 @@
+"""Backoff of failed bindings per scheduling unit, and how long bindings have been failing.
+
+Contract:
+- `BindBackoff(initial=1.0, maximum=10.0, clock=time.monotonic)`. A binding attempt of a unit (a gang, or a pod
+  without one) fails when one of its pods' bindings failed (not "gone", not "gated"). After its n-th consecutive
+  failed attempt the unit waits `initial * 2**(n-1)` seconds, at most `maximum`, before it is scheduled again:
+  kube-scheduler's pod backoff (pkg/scheduler/backend/queue/scheduling_queue.go `calculateBackoffDuration`:
+  podInitialBackoffSeconds 1 doubling to podMaxBackoffSeconds 10; a pod whose binding failed goes to the backoffQ
+  through `handleSchedulingFailure`, and cluster events do not end that backoff early).
+  `failed(unit, now) -> delay`; `succeeded(unit)` resets the unit. A unit not failing for 10 minutes is forgotten.
+- `retry_in_binder(unit)`: whether the binder may retry transient errors itself (k8s/binder.py `BIND_RETRY`): only
+  while the unit has not failed yet, so a lone 500 costs ~100 ms, not a backoff; once it failed, each attempt is
+  one POST per pod (kube-scheduler's DefaultBinder never retries: the queue does), so while every binding
+  fails a pod is POSTed once per backoff (6 a minute at the 10 s maximum).
+- `failing_since`: when bindings began to fail without any succeeding since (None while they work, or none was
+  tried): /readyz reports it past a bound (runtime/operator.py `readiness`).
+The runtime calls it from its event loop only; `failing_since` is a plain read (safe from the metrics thread).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from cachetools import TTLCache
+
+from gangsched.core.values.units import UnitKey
+
+FORGET_AFTER = 600.0
+
+
+class BindBackoff:
+    def __init__(
+        self, *, initial: float = 1.0, maximum: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if not 0 < initial <= maximum:
+            raise ValueError(f"need 0 < initial <= maximum, got {initial}, {maximum}")
+        self.initial = initial
+        self.maximum = maximum
+        self._failures: TTLCache[UnitKey, int] = TTLCache(maxsize=1_000_000, ttl=FORGET_AFTER, timer=clock)
+        self.failing_since: float | None = None
+
+    def delay(self, failures: int) -> float:
+        """The wait after the `failures`-th consecutive failed attempt (1-based)."""
+        return float(min(self.maximum, self.initial * 2.0 ** min(max(failures - 1, 0), 62)))
+
+    def failed(self, unit: UnitKey, now: float) -> float:
+        """A binding attempt of `unit` failed at `now` (monotonic): the seconds it waits now."""
+        failures = self._failures.get(unit, 0) + 1
+        self._failures[unit] = failures
+        if self.failing_since is None:
+            self.failing_since = now
+        return self.delay(failures)
+
+    def succeeded(self, unit: UnitKey) -> None:
+        self._failures.pop(unit, None)
+        self.failing_since = None
+
+    def failures(self, unit: UnitKey) -> int:
+        return self._failures.get(unit, 0)
+
+    def retry_in_binder(self, unit: UnitKey) -> bool:
+        return unit not in self._failures
