@@ -36,8 +36,9 @@ async def four() -> AsyncIterator[Cluster]:
 
 
 def busy(name: str, node: str) -> dict[str, Any]:
-    """A pod bound by someone else (spec.nodeName at creation), with no declared run time."""
-    obj = pod(name, gpu=8, scheduler="default-scheduler")
+    """A pod bound by someone else (spec.nodeName at creation), with no declared run time, of the high gang's
+    priority (a NonStrict gang preempts lower-priority pods, issue 22 item 4: here only the deadlock may help)."""
+    obj = pod(name, gpu=8, scheduler="default-scheduler", priority_class="guarantee")
     obj["spec"]["nodeName"] = node
     return obj
 

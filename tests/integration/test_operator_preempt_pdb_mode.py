@@ -3,7 +3,9 @@
 Both modes prefer victims whose eviction violates no budget (kube-scheduler: pkg/scheduler/framework/preemption/
 preemption.go `pickOneNodeForPreemption`, fewest PDB violations first; `filterPodsWithPDBViolation`). `respect`
 (the default) sends every victim through the Eviction API, which refuses a protected one with 429
-(pkg/registry/core/pod/storage/eviction.go): the preemptor then does without it. `prefer` is kube-scheduler's own
+(pkg/registry/core/pod/storage/eviction.go): the preemptor then does without it; and it never chooses a victim
+gang with a member whose eviction the budget's status says would be refused (issue 22 item 2: the others would go
+and the gang would be left running below its quorum). `prefer` is kube-scheduler's own
 behaviour: a budget is only a preference and a victim it protects is deleted as a last resort
 (`prepareCandidate` deletes victims, it never evicts).
 """
@@ -19,7 +21,7 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.k8s.client import KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, eventually, on_replica, pod, podgroup, pods, replica
+from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -72,10 +74,12 @@ async def test_prefer_deletes_a_protected_victim_only_as_a_last_resort(three: Cl
 
 
 async def test_respect_never_deletes(three: Cluster) -> None:
+    """A protected pod without a gang is still a last resort under respect: evicted, refused, never deleted."""
     k = three.client
     async with replica(three.kubeconfig) as op:
         on_replica(op, lambda: setattr(op.preemptions, "retry_window", 1.0))
-        await create(k, *gang("a", 3, pc="best-effort", labels={"app": "a"}))
+        lone = [pod(f"a-{i}", gpu=8, priority_class="best-effort", labels={"app": "a"}) for i in range(3)]
+        await create(k, *lone)
         await eventually(lambda: placed(k, "a", 3), what="a bound")
         await create(k, {**PDB, "spec": {**PDB["spec"], "minAvailable": 3}})
         await eventually(
@@ -88,6 +92,26 @@ async def test_respect_never_deletes(three: Cluster) -> None:
         assert op.preemptions.deleted == 0
         assert len(await placed(k, "a", 3) or {}) == 3
         assert three.server.request_counts[("DELETE", "pods")] == 0
+
+
+async def test_respect_does_not_ask_a_victim_gang_a_budget_would_cut_short(three: Cluster) -> None:
+    """Issue 22 item 2: a (a gang of 3) has a member the budget protects: it is not chosen, nothing is asked."""
+    k = three.client
+    async with replica(three.kubeconfig) as op:
+        await create(k, *gang("a", 3, pc="best-effort", labels={"app": "a"}))
+        await eventually(lambda: placed(k, "a", 3), what="a bound")
+        await create(k, {**PDB, "spec": {**PDB["spec"], "minAvailable": 3}})
+        await eventually(
+            lambda: _async(on_replica(op, lambda: "default/a-0" in op.cluster.protected)), what="a protected"
+        )
+        await create(k, *gang("top", 1, pc="guarantee"))
+
+        async def said() -> bool:
+            return any(e["reason"] == "PreemptionRefused" for e in await events_for(k, "top"))
+
+        await eventually(said, what="top says a budget keeps a")
+        assert on_replica(op, lambda: (op.preemptions.requests, op.preemptions.deleted)) == (0, 0)
+        assert len(await placed(k, "a", 3) or {}) == 3
 
 
 def test_the_setting_is_validated() -> None:

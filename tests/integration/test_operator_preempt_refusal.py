@@ -65,14 +65,17 @@ async def test_refused_victims_are_not_asked_again_until_their_budget_changes(fo
     log.enabled = True
     async with replica(four.kubeconfig) as op:
         on_replica(op, lambda: _fast_runtime(op))
-        await create(k, *gang("a", 4, pc="best-effort"))
+        # pods without a gang: under `pdb: respect` a victim gang with a protected member is not even chosen (issue
+        # 22 item 2), while protected pods alone stay victims of last resort
+        lone = [pod(f"a-{i}", gpu=8, priority_class="best-effort", labels={"app": "a"}) for i in range(4)]
+        await create(k, *lone)
         await eventually(lambda: placed(k, "a", 4), what="a bound")
         await create(k, {**_budget("a"), "spec": {"selector": {"matchLabels": {"app": "a"}}, "minAvailable": 4}})
         await eventually(
             lambda: _async(on_replica(op, lambda: "default/a-0" in op.cluster.protected)), what="a protected"
         )
         start = time.monotonic()
-        await create(k, *gang("high", 2, pc="guarantee"))
+        await create(k, *gang("high", 4, pc="guarantee"))
         await asyncio.sleep(WINDOW)  # (the observation window itself: the bound is on what happens within it)
         sent = _evictions(log.entries, start, start + WINDOW)
         per_pod: dict[str, int] = {}
@@ -88,7 +91,7 @@ async def test_refused_victims_are_not_asked_again_until_their_budget_changes(fo
         assert len(await placed(k, "a", 4) or {}) == 4
         # the budget changes: the victims may go, and high gets its nodes
         await k.patch(f"{PDBS}/a", {"spec": {"minAvailable": 0}})
-        await eventually(lambda: placed(k, "high", 2), timeout=30, what="high bound after the budget was relaxed")
+        await eventually(lambda: placed(k, "high", 4), timeout=30, what="high bound after the budget was relaxed")
 
 
 def _budget(name: str) -> dict[str, Any]:

@@ -72,13 +72,23 @@ def test_a_refused_victim_is_not_chosen_again_for_that_preemptor() -> None:
     assert events and "refused (PodDisruptionBudget)" in events[0].message
 
 
-def test_another_preemptor_may_still_ask_as_a_last_resort() -> None:
+def test_another_preemptor_may_still_ask_as_a_last_resort_under_pdb_prefer() -> None:
+    prefer = dataclasses.replace(CFG, preemption_pdb="prefer")
     c, low, high = refused_setup()
-    step(c, CFG, LATER)  # high finds nothing to preempt: its nominations go
+    step(c, prefer, LATER)  # high finds nothing to preempt: its nominations go
     assert all(c.nomination_of(k) is None for k in high)
     pending(c, "other", 1, priority=2000)
-    plan = step(c, CFG, 2 * LATER)
+    plan = step(c, prefer, 2 * LATER)
     assert plan.preemptions.get("default/other") and set(plan.preemptions["default/other"]) <= set(low)
+
+
+def test_under_pdb_respect_no_preemptor_asks_a_victim_gang_with_a_refused_member() -> None:
+    """Issue 22 item 2: evicting the others would leave the gang below its quorum."""
+    c, _low, _high = refused_setup()
+    step(c, CFG, LATER)
+    pending(c, "other", 1, priority=2000)
+    plan = step(c, CFG, 2 * LATER)
+    assert not plan.evictions and "default/other" not in plan.preemptions
 
 
 def test_the_budget_allowing_it_again_lifts_the_refusal() -> None:

@@ -3,6 +3,7 @@ two preemptors, node reservation while victims terminate, refused evictions and 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -192,14 +193,16 @@ def test_fewest_victim_pods_at_equal_priority() -> None:
 
 
 @pytest.mark.parametrize(
-    ("protect", "expected"),
+    ("protect", "pdb", "expected"),
     [
-        pytest.param("small", "big", id="protected-victim-skipped-when-an-alternative-exists"),
-        pytest.param("both", "small", id="protected-victims-taken-when-nothing-else-fits"),
-        pytest.param("none", "small", id="no-pdb-fewest-pods"),
+        pytest.param("small", "respect", "big", id="protected-victim-skipped-when-an-alternative-exists"),
+        pytest.param("both", "prefer", "small", id="protected-victims-taken-when-nothing-else-fits-under-prefer"),
+        # issue 22 item 2: under respect a victim gang a budget would cut short is never chosen
+        pytest.param("both", "respect", None, id="protected-victim-gangs-never-taken-under-respect"),
+        pytest.param("none", "respect", "small", id="no-pdb-fewest-pods"),
     ],
 )
-def test_pdb_protected_victims_are_avoided(protect: str, expected: str) -> None:
+def test_pdb_protected_victims_are_avoided(protect: str, pdb: str, expected: str | None) -> None:
     c = SchedulerState()
     add_nodes(c, 6, prefix="node", gpu=8)
     gangs = {"big": running_gang(c, "big", nodes(4)), "small": running_gang(c, "small", nodes(2, 4))}
@@ -208,7 +211,8 @@ def test_pdb_protected_victims_are_avoided(protect: str, expected: str) -> None:
             for k in keys[:1]:
                 c.set_protected(k, True)
     pending_gang(c, "want", 2)
-    assert sorted(step(c, CFG, 0.0).evictions) == sorted(gangs[expected])
+    plan = step(c, dataclasses.replace(CFG, preemption_pdb=pdb), 0.0)
+    assert sorted(plan.evictions) == (sorted(gangs[expected]) if expected is not None else [])
 
 
 def test_two_preemptors_never_take_the_same_victims() -> None:

@@ -248,6 +248,7 @@ class OperatorConfig(_Section):
             max_units_per_cycle=self.max_units_per_cycle,
             hold_after_seconds=self.starvation.hold_after_seconds,
             max_held_gangs=self.starvation.max_held_gangs,
+            preemption_pdb=self.preemption.pdb,
             pack_gangs=self.topology.pack_gangs,
         )
 

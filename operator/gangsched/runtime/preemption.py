@@ -3,7 +3,13 @@
 Contract:
 - `Preemptions(api=..., cache=..., writes=..., events=..., wake=...)`; `carry_out(plan)` never blocks:
   - every `plan.evictions` pod is evicted through the Eviction API (k8s/api.py `evict`: a policy/v1
-    Eviction), all at once in the background. 201 or 404 (already gone): done, the pod's deletion arrives
+    Eviction), all at once in the background, except, under `pdb="respect"`, the members of a victim gang some
+    PodDisruptionBudget selects (state/budgets.py `selected`), whatever its status said when the core chose them
+    (status can race): those are evicted first, one after the other, each answer awaited; only once they are all
+    gone are the gang's other members evicted. If one is refused (below), no other member of that gang is asked:
+    each is given up (`SchedulerState.victim_spared`) and the loop is woken, so the preemptor looks again and the
+    gang is never left running below its quorum by a budget. (Members a gang evicts of itself, its preemptor being
+    itself, go at once.) 201 or 404 (already gone): done, the pod's deletion arrives
     through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
     error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
     core still waits for that victim (`SchedulerState.evicting`: its preemptor holds nodes for it, or its gang is
@@ -32,10 +38,11 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gangsched.core.transaction.plan import Plan
+from gangsched.core.values.records import PodRecord
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY
@@ -49,6 +56,11 @@ log = logging.getLogger(__name__)
 def _split(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
+
+
+def _gang_of(pods: Mapping[str, PodRecord], key: str) -> str | None:
+    pod = pods.get(key)
+    return pod.gang if pod is not None else None
 
 
 class Preemptions:
@@ -109,10 +121,49 @@ class Preemptions:
         for key, node in plan.nominations:
             self._nominated.add(key)
             self._writes.nominate(*_split(key), node)
-        for key in plan.evictions:
-            task = asyncio.create_task(self._evict(key), name=f"gangsched-evict-{key}")
+        own = {v for preemptor, victims in plan.preemptions.items() for v in victims if _gang_of(pods, v) == preemptor}
+        for first, rest in self._order(plan.evictions, own):
+            work = self._evict_in_order(first, rest) if first else self._evict(rest[0])
+            task = asyncio.create_task(work, name=f"gangsched-evict-{(first or rest)[0]}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _order(self, victims: list[str], own: set[str]) -> list[tuple[list[str], list[str]]]:
+        """(evicted first, one by one; then the rest at once) per task: under `respect`, a victim gang's members some
+        PDB selects go first; every other victim is a task of its own, and so are the members a gang evicts of
+        itself (core/gang/partial_gangs.py, core/gang/health.py: no other gang waits for them)."""
+        pods = self._cache.cluster.pods
+        by_gang: dict[str, list[str]] = {}
+        out: list[tuple[list[str], list[str]]] = []
+        for key in victims:
+            pod = pods.get(key)
+            if self.pdb == "respect" and pod is not None and pod.gang is not None and key not in own:
+                by_gang.setdefault(pod.gang, []).append(key)
+            else:
+                out.append(([], [key]))
+        budgets = self._cache.budgets
+        for members in by_gang.values():
+            first = [key for key in members if budgets.selected(key)]
+            rest = [key for key in members if key not in first]
+            if first and rest:
+                out.append((first, rest))
+            else:
+                out.extend(([], [key]) for key in members)
+        return out
+
+    async def _evict_in_order(self, first: list[str], rest: list[str]) -> None:
+        """A victim gang's PDB-selected members one by one, each answer awaited, then the others at once; after a
+        refusal nobody else of the gang is asked (the module docstring)."""
+        for i, key in enumerate(first):
+            if not await self._evict(key):
+                spared = [k for k in (*first[i + 1 :], *rest) if self._waiting(k)]
+                for other in spared:
+                    self._cache.cluster.victim_spared(other)
+                if spared:
+                    log.info("not evicting %s: the eviction of %s, of the same gang, was refused", spared, key)
+                    self._wake()
+                return
+        await asyncio.gather(*(self._evict(key) for key in rest))
 
     def clear_nominations(self, pod_keys: list[str]) -> None:
         for key in pod_keys:
@@ -128,22 +179,23 @@ class Preemptions:
     def _jitter(self, delay: float) -> float:
         return delay * (1.0 + self._rng.uniform(-self.jitter, self.jitter))
 
-    async def _evict(self, key: str) -> None:
+    async def _evict(self, key: str) -> bool:
         """Evict one victim: a 429 (a PDB refusing now, or still being processed) and transient errors are retried
         with exponential backoff and jitter, waiting at least the server's Retry-After, while the preemptor still
         waits, for at most `attempts` requests within `retry_window` seconds; only then is it refused. A pod
         refused before is not asked again before its cool-down ends (exponential per pod): re-choosing a
-        protected victim cannot turn into a storm of requests."""
+        protected victim cannot turn into a storm of requests. True: the pod is gone or going (evicted, deleted,
+        404); False: refused, or nobody waits for it any more."""
         ns, name = _split(key)
         loop = asyncio.get_running_loop()
         refusals, until = self._cooldown.get(key, (0, 0.0))
         if until > loop.time():
             await asyncio.sleep(until - loop.time())
             if not self._waiting(key):
-                return
+                return False
         if self.pdb == "prefer" and key in self._cache.cluster.protected:
             await self._delete(key)
-            return
+            return True
         deadline = loop.time() + self.retry_window
         backoff = self.initial_backoff
         message = ""
@@ -156,11 +208,11 @@ class Preemptions:
                 await self._api.evict(ns, name, retry=NO_RETRY)  # this loop decides: backoff, Retry-After, cool-down
                 self.evicted += 1
                 self._cooldown.pop(key, None)
-                return
+                return True
             except ApiError as exc:
                 if exc.status == 404:
                     self.already_gone += 1
-                    return
+                    return True
                 message = exc.message
                 if not exc.transient:
                     break
@@ -168,7 +220,7 @@ class Preemptions:
                     self.throttled += 1
                     if self.pdb == "prefer" and "disruption budget" in exc.message and self._waiting(key):
                         await self._delete(key)
-                        return
+                        return True
                 retry_after = exc.retry_after
             except asyncio.CancelledError:
                 raise
@@ -180,9 +232,9 @@ class Preemptions:
                 break
             await asyncio.sleep(delay)
             if not self._waiting(key):
-                return  # nobody waits for it any more (the pod is gone, or the core gave it up)
+                return False  # nobody waits for it any more (the pod is gone, or the core gave it up)
         if not self._waiting(key):
-            return
+            return False
         self.refused += 1
         refusals += 1
         cooldown = min(self.cooldown_base * 2 ** (refusals - 1), self.cooldown_max)
@@ -200,6 +252,7 @@ class Preemptions:
             f"preemption could not evict it: {message}; the scheduler chooses again",
         )
         self._wake()
+        return False
 
     async def _delete(self, key: str) -> None:
         """Delete a victim past its PodDisruptionBudget (pdb: prefer); gone already or re-created: nothing to do."""

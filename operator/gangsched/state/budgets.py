@@ -7,7 +7,7 @@ selects, matched incrementally (the pods' labels are kept here).
 - `on_pdb(kind, obj) -> (changed, error)`: a PDB event; `changed` when a pod's protection moved, `error` the
   message of an invalid selector (the PDB then selects nothing).
 - `pod_upserted(key, namespace, labels)` and `pod_removed(key)`: a pod's memberships follow its labels, its victim
-  unit (its gang, or itself; none while unbound or finished) its binding.
+  unit (its gang, or itself; none while unbound or finished) its binding. `selected(key)`: some PDB selects it.
 A pod is marked protected in the SchedulerState (`set_protected`) when the Eviction API would refuse it now
 (core/preemption/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
 allows the pod's eviction again also forgets an earlier refusal of it.
@@ -71,6 +71,11 @@ class DisruptionBudgets:
             elif key in budget.members:
                 affected |= budget.drop(key)
         self._refresh(affected, budget_changed=False)
+
+    def selected(self, key: str) -> bool:
+        """Whether some PodDisruptionBudget selects the pod, whatever its status says (runtime/preemption.py evicts
+        such members of a victim gang first)."""
+        return any(key in budget.members for budget in self._budgets.get(key.partition("/")[0], {}).values())
 
     def pod_removed(self, key: str) -> None:
         self._protected.discard(key)

@@ -37,7 +37,7 @@ from gangsched.core.fit.filters import PortCounts, add_ports, port_conflict
 from gangsched.core.fit.matching import UNSCHEDULABLE_TAINT, static_block
 from gangsched.core.memory.podstate import RESERVED
 from gangsched.core.transaction.messages import conditions, event
-from gangsched.core.transaction.session import CycleSession
+from gangsched.core.transaction.session import CycleSession, holds_key
 from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.values.units import UnitKey
 
@@ -181,11 +181,7 @@ def _release_nominations(session: CycleSession, retry: set[UnitKey]) -> None:
         if why is not None:
             lost[_unit(pod)] = (node, why)
     for unit, (node, why) in sorted(lost.items()):
-        if unit.is_pod:
-            session.workspace.release(node, store.pods[unit.key].sclass.requests)
-            keys = [unit.key]
-        else:
-            keys = _drop_holds(session, session.take_holds(unit.key))
+        keys = _drop_holds(session, session.take_holds(holds_key(unit)))
         session.clear_nominations(keys)
         message = f"nomination on {node} released: {why}; it will choose again"
         event(session, "Pod" if unit.is_pod else "PodGroup", unit.key, "Warning", "NominationLost", message)

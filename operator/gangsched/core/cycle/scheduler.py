@@ -21,11 +21,12 @@ Contract:
   core/placement/placement.py, group preemption in core/preemption/preempting.py), a pod without a gang or a member of a
   satisfied gang alone; (4) Warnings for the constraints bound pods were placed without (core/gang/readiness.py); (5)
   runtime gang health (core/gang/health.py: degraded gangs reported, stale ones evicted by policy); (6) the next wakeup.
-- Group preemption: a Strict gang whose pending members do not fit looks for lower-priority victims; the plan
-  then carries the evictions, the members' nominations and events. While its victims still exist the gang
-  waits (reason Preempting); pods already leaving are never victims; its own nominated capacity is available
-  to it on every attempt, so it binds in the first cycle after the victims are gone. Held capacity is never
-  given to a gang of lower or equal priority; a higher-priority gang may use it, and the preemptor then
+- Group preemption: a gang (Strict or NonStrict) whose pending members do not reach its quorum looks for
+  lower-priority victims (a pod alone, for itself); the plan then carries the evictions, the members'
+  nominations and events. While its victims still exist the gang waits (reason Preempting); pods already
+  leaving are never victims; its own nominated capacity is available to it on every attempt, so it binds in
+  the first cycle after the victims are gone. Held capacity is never given to a gang (or pod) of lower or equal
+  priority; a higher-priority gang or pod may use it, and the preemptor then
   loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the
   gang times out, loses its PodGroup, or finds nothing to preempt any more.
 - Starvation (core/gang/starvation.py): before the queue, capacity is held for the gang that has been unschedulable

@@ -17,7 +17,10 @@ Contract (over a CycleSession):
   the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
   room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempting.py), else releases
-  everything the gang holds and backs off; NonStrict keeps its placements as reservations and backs off.
+  everything the gang holds and backs off. NonStrict does the same as a gang (Koordinator's job preemption takes a
+  gang's pending pods together whatever its mode: pkg/scheduler/plugins/coscheduling/core/preemption.go) when
+  something of lower priority exists, its reservations kept; when there is nothing to take it keeps its
+  placements as reservations and backs off.
   A unit that still has pending members after its attempt backs off.
 - `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
   members, replacements): placed as ordinary pods, without the gang rules (a gang's topology still applies:
@@ -54,11 +57,13 @@ from gangsched.core.transaction.messages import (
     wait,
 )
 from gangsched.core.transaction.plan import GangStatus
-from gangsched.core.transaction.session import Checkpoint, CycleSession, Members
+from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import PodRecord
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
+
+MAX_PREEMPTING_ALONE = 16  # pods of one unit scheduled alone (late members) that look for victims per attempt
 
 
 @dataclass(slots=True)
@@ -114,14 +119,17 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     if spec.min_resources and _min_resources_short(session, gang, spec, members):
         return True
     attempt = _try_place(session, gang, spec, members, pending)
-    if not attempt.quorum and spec.mode == GangMode.STRICT:
+    strict = spec.mode == GangMode.STRICT
+    if not attempt.quorum and (strict or _could_preempt(session, gang, pending)):
         session.rollback(attempt.mark)
         taken = _reclaim(session, gang, spec, members, pending)
         if taken is None:
-            if not members.reserved and preempt(session, gang, members, pending):
+            if (not strict or not members.reserved) and preempt(session, gang, members, pending):
                 return True
-            _strict_failure(session, gang, spec, members, attempt, pending, alive)
-            return True
+            if strict:
+                _strict_failure(session, gang, spec, members, attempt, pending, alive)
+                return True
+            taken = _try_place(session, gang, spec, members, pending)  # NonStrict: nothing to take, keep what fits
         attempt = taken
     session.commit(attempt.mark)
     _keep(session, gang, attempt)
@@ -185,7 +193,7 @@ def _try_place(
 ) -> _Attempt:
     mark = session.checkpoint()
     release_nominations(session, pending)  # a preemptor's held capacity is its own to use
-    lower = release_lower_holds(session, gang, pending)  # and lower-priority preemptors' holds do not bind it
+    lower = release_lower_holds(session, gang.key, pending)  # and lower-priority preemptors' holds do not bind it
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
         held = members.roles(session.store.pods)
@@ -198,19 +206,30 @@ def _try_place(
     return _Attempt(mark, lower, placed, short, tier, have, quorum, role_short)
 
 
+def _could_preempt(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> bool:
+    """Whether a NonStrict gang short of its quorum could take anything: its victims are still terminating, or
+    there is a pod of lower priority and none of its members says preemptionPolicy Never."""
+    if session.state.victims_of(gang.key):
+        return True
+    if any(p.preemption_policy == "Never" for p in pending):
+        return False
+    lowest = session.store.lowest_priority()
+    return lowest is not None and lowest < min(p.priority for p in pending)
+
+
 def _reclaim(
     session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
 ) -> _Attempt | None:
     """Reservations of lower-priority waiting gangs go before any running pod (core/preemption/reclaim.py); the attempt
     that reached the quorum with them, or None."""
-    if members.reserved or session.state.victims_of(gang.key):
+    if (members.reserved and spec.mode == GangMode.STRICT) or session.state.victims_of(gang.key):
         return None
-    got = reclaim(session, gang, pending, lambda: _try_place(session, gang, spec, members, pending))
+    got = reclaim(session, gang.key, pending, lambda: _try_place(session, gang, spec, members, pending))
     if got is None:
         return None
     mark, attempt, released = got
     session.commit(mark)  # (the attempt's own checkpoint, opened inside, is committed by the caller)
-    report_reclaimed(session, gang, released)
+    report_reclaimed(session, "PodGroup", gang.key, released)
     return attempt
 
 
@@ -241,7 +260,7 @@ def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
     """The placements stay (this cycle): the gang's own holds became placements."""
     session.take_holds(gang.key)
     if attempt.lower:
-        settle_holds(session, gang, attempt.lower, attempt.placed)
+        settle_holds(session, f"gang {gang.key}", attempt.lower, attempt.placed)
     session.place([(pod.key, node) for pod, node in attempt.placed])
     if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)
@@ -356,26 +375,30 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 
 
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
-    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. A pod without a gang
-    that does not fit preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
+    """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. When none of them fits,
+    each preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
     pods = held_alone(session, unit, pods)
     if not pods:
         return
     mark = session.checkpoint()
-    if gang is None:
-        release_nominations(session, pods)  # a preemptor's held node is its own to use
+    release_nominations(session, pods)  # a preemptor's held node is its own to use
+    lower = release_lower_holds(session, holds_key(unit), pods)  # and lower-priority preemptors' holds do not bind it
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
-    cls = pods[0].sclass  # the victim search frees no ports, no domain and keeps no skew
-    frees = not cls.host_ports and not coupled(cls) and not spread_hard(cls)
-    if gang is None and short and not placed and frees:
+    frees = [p for p in pods if not p.sclass.host_ports and not coupled(p.sclass) and not spread_hard(p.sclass)]
+    if short and not placed and frees:  # the victim search frees no ports, no domain and keeps no skew
         session.rollback(mark)
-        if preempt_alone(session, unit, pods[0]):
+        if _preempt_each(session, unit, frees, gang, whole=len(frees) == len(pods)):
             return
-        placed, short, _ = place(session, None, pods, partial=True)
-    else:
-        session.commit(mark)
+        mark = session.checkpoint()
+        release_nominations(session, pods)
+        lower = release_lower_holds(session, holds_key(unit), pods)
+        placed, short, _ = place_near_gang(session, gang, pods) if gang else place(session, None, pods, partial=True)
+    session.commit(mark)
+    session.take_holds(holds_key(unit), {pod.key for pod in pods})
+    if lower:
+        settle_holds(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)
@@ -393,3 +416,20 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
         conditions(session, failed, "Unschedulable", message)
         for pod in failed[:1] if gang is not None else failed:
             event(session, "Pod", pod.key, "Warning", "FailedScheduling", message)
+
+
+def _preempt_each(
+    session: CycleSession, unit: UnitKey, pods: list[PodRecord], gang: GangState | None, *, whole: bool
+) -> bool:
+    """Each pod that fits nowhere takes lower-priority reservations or preempts (core/preemption/preempt_alone.py),
+    at most MAX_PREEMPTING_ALONE of them per attempt (the others on the next one); True when at least one did (the
+    unit backs off unless these are all its pods and every one is bound)."""
+    outcomes = [preempt_alone(session, unit, pod, gang) for pod in pods[:MAX_PREEMPTING_ALONE]]
+    whole = whole and len(pods) <= MAX_PREEMPTING_ALONE
+    if not any(outcomes):
+        return False
+    if whole and all(outcome == "bound" for outcome in outcomes):
+        success(session, unit)
+    else:
+        backoff(session, unit)
+    return True

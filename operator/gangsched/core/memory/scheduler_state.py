@@ -27,7 +27,8 @@ Contract (the state/ layer feeds it from watch events; the runtime applies plans
   scheduler holds that capacity for the gang in each cycle's workspace. `eviction_failed(pod_key)`: the
   Eviction API refused: the victim is protected from then on, and its preemptor chooses again after its backoff
   (a refusal frees nothing), never that pod again until its budget, the pod or the cluster's nodes change
-  (`refused_for(gang)`).
+  (`refused_for(gang)`); `victim_spared(pod_key)`: the runtime did not evict it (another member of its gang was
+  refused first): it is no victim any more, nothing else changes.
   `set_protected(pod_key, flag)`: the pod is selected by a PodDisruptionBudget.
 - `bind_succeeded(pod_key)`: the pod is ASSUMED bound to its node until a watch event shows it bound (any
   node), terminal, or deleted, or a pod of the same name with another uid appears; a stale event (nodeName
@@ -214,8 +215,9 @@ class SchedulerState:
 
     def set_protected(self, pod_key: str, flag: bool) -> None:
         """The pod's PodDisruptionBudget protects it (flag) or allows its eviction: a refusal of it is then
-        forgotten, and the preemptors it was refused to are attempted again at once."""
-        lifted = not flag and self.victims.is_refused(pod_key)
+        forgotten, and preemptors (those it was refused to, those its protection kept out) are attempted again at
+        once."""
+        lifted = not flag and (self.victims.is_refused(pod_key) or pod_key in self.victims.protected)
         self.victims.set_protected(pod_key, flag)
         if lifted:
             self.store.bump_freed()
@@ -372,3 +374,9 @@ class SchedulerState:
             self.victims.forget_victim(pod_key)
             return
         self.victims.refuse(pod_key, self.store.static_gen)
+
+    def victim_spared(self, pod_key: str) -> None:
+        """The runtime gave the eviction of this victim up before asking (a PodDisruptionBudget refused another
+        member of its gang: runtime/preemption.py): it stops being a victim; its preemptor chooses again after its
+        backoff (nothing was freed)."""
+        self.victims.forget_victim(pod_key)

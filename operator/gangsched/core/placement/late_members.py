@@ -6,6 +6,8 @@ workspace for every pod placed. The gang's domain is the lowest-tier domain hold
 members' nodes. The pods try that domain first, then its ancestors tier by tier: up to `highestTierAllowed` when
 hard (the shortfall then names the domain), up to the whole cluster when soft. A gang without topology, with no
 topology known or with no bound member placed in the tree: ordinary placement (core/placement/pickers.py) anywhere.
+`hard_domain(session, gang) -> set[str] | None`: the nodes of the gang's domain at `highestTierAllowed` (where its
+late members may go, and so where they may preempt) when its topology is hard; None when nothing limits them.
 """
 
 from __future__ import annotations
@@ -44,16 +46,34 @@ def _nodes_of(tree: TopologyTree, tier: int, domain: int) -> set[str]:
     return {name for i, name in enumerate(tree.node_names) if tree.domain_index(i, tier) == domain}
 
 
-def place_near_gang(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outcome:
+def _tiers(session: CycleSession, gang: GangState) -> tuple[TopologyTree, list[int], int, int, bool] | None:
+    """(tree, the gang's node indexes, its lowest common tier, the highest tier its late members may use, hard)."""
     tree = session.store.topology
     network = gang.spec.network_topology if gang.spec is not None else None
     nodes = _gang_nodes(session, gang, tree) if tree is not None and network is not None else []
     if tree is None or network is None or not nodes:
-        return place_batches(session, _batches(pods), partial=True)
+        return None
     top = tree.tiers + 1
     first = next(t for t in range(1, top + 1) if len({tree.domain_index(n, t) for n in nodes}) == 1)
     hard = network.mode == TopologyMode.HARD
     last = max(first, min(network.highest_tier_allowed or top, top) if hard else top)
+    return tree, nodes, first, last, hard
+
+
+def hard_domain(session: CycleSession, gang: GangState) -> set[str] | None:
+    tiers = _tiers(session, gang)
+    if tiers is None or not tiers[4] or tiers[3] > tiers[0].tiers:
+        return None
+    tree, nodes, _, last, _ = tiers
+    return _nodes_of(tree, last, tree.domain_index(nodes[0], last))
+
+
+def place_near_gang(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outcome:
+    tiers = _tiers(session, gang)
+    if tiers is None:
+        return place_batches(session, _batches(pods), partial=True)
+    tree, nodes, first, last, hard = tiers
+    top = tree.tiers + 1
     placed: Placed = []
     left = pods
     for tier in range(first, last + 1):

@@ -1,7 +1,8 @@
 """Group preemption for a gang whose pending members have different sizes (several scheduling classes).
 
-Contract (over a CycleSession; called by core/preemption/preempting.py for a Strict gang without topology):
-`choose_classes(session, pending, priority, excluded) -> (ordered_pending, PreemptionChoice) | None`. The classes
+Contract (over a CycleSession; called by core/preemption/preempting.py for a gang without topology):
+`choose_classes(session, pending, priority, excluded, refused=()) -> (ordered_pending, PreemptionChoice) | None`
+(`refused`: as find_victims takes it). The classes
 are taken largest request first (the hardest to fit), each on the capacity the previous ones left: a class that
 fits on the free capacity takes it without victims; otherwise `find_victims` (core/preemption/preemption.py, count = the
 class's members) chooses victims for it among the pods not yet chosen, and their capacity counts as freed for the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 
+from gangsched.core.fit.capacity import ClassView
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.records import PodRecord
@@ -23,8 +25,23 @@ def _size(pod: PodRecord) -> tuple[int, ...]:
     return tuple(sorted((q for r, q in pod.sclass.requests.items() if r != "pods"), reverse=True))
 
 
+def _on_free(view: ClassView, count: int) -> list[str] | None:
+    """The nodes of `count` pods on the free capacity of their class, or None when it is short."""
+    free = [(node, fits) for node, fits in view.ordered() if fits > 0]
+    if sum(fits for _, fits in free) < count:
+        return None
+    chosen: list[str] = []
+    for node, fits in free:
+        chosen.extend([node] * min(fits, count - len(chosen)))
+    return chosen
+
+
 def choose_classes(
-    session: CycleSession, pending: list[PodRecord], priority: int, excluded: AbstractSet[str]
+    session: CycleSession,
+    pending: list[PodRecord],
+    priority: int,
+    excluded: AbstractSet[str],
+    refused: AbstractSet[str] = frozenset(),
 ) -> tuple[list[PodRecord], PreemptionChoice] | None:
     by_class: dict[int, list[PodRecord]] = {}
     for pod in pending:
@@ -41,12 +58,8 @@ def choose_classes(
     for members in classes:
         cls = members[0].sclass
         view = workspace.view(cls)
-        free = [(node, fits) for node, fits in view.ordered() if fits > 0]
-        if sum(fits for _, fits in free) >= len(members):
-            chosen: list[str] = []
-            for node, fits in free:
-                chosen.extend([node] * min(fits, len(members) - len(chosen)))
-        else:
+        chosen = _on_free(view, len(members))
+        if chosen is None:
             choice = find_victims(
                 store,
                 requests=cls.requests,
@@ -57,7 +70,9 @@ def choose_classes(
                 topology=None,
                 tree=None,
                 excluded=excluded | victims,
+                refused=refused,
                 protected=session.state.protected,
+                respect_pdb=session.config.preemption_pdb == "respect",
             )
             if choice is None:
                 workspace.rollback(mark)

@@ -1,5 +1,6 @@
-"""The preemption step of a cycle: a Strict gang that does not fit evicts lower-priority victims, and the
-capacity held for preemptors while their victims terminate.
+"""The preemption step of a cycle: a gang that does not reach its quorum (Strict or NonStrict:
+core/gang/gang_rules.py) evicts lower-priority victims, and the capacity held for preemptors while their victims
+terminate.
 
 Contract (over a CycleSession; the victim search itself is core/preemption/preemption.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
@@ -9,11 +10,14 @@ Contract (over a CycleSession; the victim search itself is core/preemption/preem
   and does not keep the skew: such a gang waits).
   True: handled (victims chosen: evictions, nominations, events Preempting /
   Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
-  preempt; the gang's nominations are cleared and the caller reports the failure.
+  preempt; the gang's nominations are cleared and the caller reports the failure (Warning `PreemptionRefused`
+  says so when victims were refused to it, or, under `preemption.pdb: respect`, when only victim gangs a
+  PodDisruptionBudget would cut short make room: core/preemption/preemption.py).
 - `release_nominations(session, pods)`: a preemptor's held capacity is its own to use (in the open
-  transaction). `release_lower_holds(session, gang, pending)`: the holds of lower-priority preemptors do not
-  bind these members; `settle_holds` afterwards: a lower-priority preemptor whose held nodes were used loses
-  its nominations (event NominationLost; it chooses again later), the others' holds are put back.
+  transaction). `release_lower_holds(session, own, pending)`: the holds of lower-priority preemptors (gangs, or
+  pods alone) do not bind these members (`own`: their own holds' key); `settle_holds` afterwards: a
+  lower-priority preemptor whose held nodes were used loses its nominations (event NominationLost; it chooses
+  again later), the others' holds are put back.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from gangsched.core.preemption.preempt_classes import choose_classes
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.transaction.plan import GangStatus
-from gangsched.core.transaction.session import CycleSession, Members
+from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
 from gangsched.core.values.records import PodRecord
 
 
@@ -42,15 +46,26 @@ def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:
             session.workspace.release(node, pod.sclass.requests)
 
 
-def release_lower_holds(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> list[str]:
-    """Release (in the open transaction) the holds of preemptors of lower priority than these members."""
+def _holder(session: CycleSession, key: str) -> tuple[str, str, int] | None:
+    """The kind ("PodGroup" or "Pod"), key and priority of the preemptor whose holds are under `key` (None:
+    gone)."""
+    if key.startswith(POD_HOLDS):
+        pod = session.store.pods.get(key[len(POD_HOLDS) :])
+        return ("Pod", pod.key, pod.priority) if pod is not None else None
+    other = session.store.gangs.get(key)
+    return ("PodGroup", key, other.priority) if other is not None else None
+
+
+def release_lower_holds(session: CycleSession, own: str, pending: list[PodRecord]) -> list[str]:
+    """Release (in the open transaction) the holds of preemptors (gangs, or pods alone) of lower priority than these
+    pods; `own`: the key of their own holds (session.py `holds_key`)."""
     if not session.holds or not pending:
         return []
     priority = min(p.priority for p in pending)
     out = []
     for other_key, holds in session.holds.items():
-        other = session.store.gangs.get(other_key)
-        if other_key == gang.key or other is None or other.priority >= priority:
+        holder = _holder(session, other_key)
+        if other_key == own or holder is None or holder[2] >= priority:
             continue
         for _, node, requests in holds:
             session.workspace.release(node, requests)
@@ -58,23 +73,26 @@ def release_lower_holds(session: CycleSession, gang: GangState, pending: list[Po
     return out
 
 
-def settle_holds(session: CycleSession, gang: GangState, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
-    """After a kept placement: lower-priority preemptors lose the held nodes it used; other holds come back."""
+def settle_holds(session: CycleSession, who: str, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
+    """After a kept placement: lower-priority preemptors lose the held nodes it used; other holds come back.
+    `who`: the preemptor that used them, as messages name it ("gang ns/g", "pod ns/p")."""
     used = {node for _, node in placed}
     for other_key in lower:
         holds = session.holds[other_key]
         if any(node in used for _, node, _ in holds):
             session.clear_nominations(key for key, _, _ in holds)
             session.take_holds(other_key)
-            message = f"its held nodes went to higher-priority gang {gang.key}; it will choose again"
-            event(session, "PodGroup", other_key, "Warning", "NominationLost", message)
+            message = f"its held nodes went to higher-priority {who}; it will choose again"
+            holder = _holder(session, other_key)
+            if holder is not None:
+                event(session, holder[0], holder[1], "Warning", "NominationLost", message)
         else:
             for _, node, requests in holds:
                 session.workspace.place(node, requests)
 
 
 def preempt(session: CycleSession, gang: GangState, members: Members, pending: list[PodRecord]) -> bool:
-    """Group preemption for a Strict gang that does not fit (see the module docstring)."""
+    """Group preemption for a gang that does not reach its quorum (see the module docstring)."""
     if not pending or any(p.preemption_policy == "Never" for p in pending):
         return False
     mixed = len({p.sclass.id for p in pending}) > 1
@@ -104,6 +122,8 @@ def preempt(session: CycleSession, gang: GangState, members: Members, pending: l
         choice = _choose(session, gang, pending, refused)
     if choice is None:
         session.clear_nominations(p.key for p in pending)
+        if not mixed:
+            _report_budgets(session, gang, pending, refused)
         if refused:
             message = (
                 f"the eviction of {len(refused)} victim(s) was refused (PodDisruptionBudget): they are not asked "
@@ -123,7 +143,7 @@ def _wait_for_victims(
     unit = gang.unit
     backoff(session, unit)
     tier = gang.last_status.tier if gang.last_status is not None else None
-    status = GangStatus(len(members.bound), 0, len(pending), "Preempting", message, tier)
+    status = GangStatus(len(members.bound), len(members.reserved), len(pending), "Preempting", message, tier)
     report_status(session, gang, status)
     changed(session, unit, message)
 
@@ -135,7 +155,7 @@ def _choose_mixed(
     search."""
     mark = session.checkpoint()
     release_nominations(session, pending)
-    got = choose_classes(session, pending, min(p.priority for p in pending), session.excluded_victims() | refused)
+    got = choose_classes(session, pending, min(p.priority for p in pending), session.excluded_victims(), refused)
     if got is None:
         session.rollback(mark)
     else:
@@ -143,10 +163,37 @@ def _choose_mixed(
     return got
 
 
-def _choose(
+def _report_budgets(
     session: CycleSession, gang: GangState, pending: list[PodRecord], refused: AbstractSet[str]
+) -> None:
+    """Under `preemption.pdb: respect`, when only victim gangs some PodDisruptionBudget would cut short make room,
+    Warning `PreemptionRefused` names them (nothing is evicted)."""
+    protected = session.state.protected
+    if session.config.preemption_pdb != "respect" or not protected:
+        return
+    choice = _choose(session, gang, pending, refused, respect_pdb=False, keep=False)
+    pods = session.store.pods
+    gangs = sorted({g for v in choice.victims if v in protected and (g := pods[v].gang)} if choice else set())
+    if gangs:
+        message = (
+            f"preemption would leave victim gang(s) {', '.join(gangs)} below their quorum: a PodDisruptionBudget's "
+            "status says the eviction of some of their members would be refused (preemption.pdb: respect); "
+            "nothing is evicted until the budget allows it"
+        )
+        event(session, "PodGroup", gang.key, "Warning", "PreemptionRefused", message)
+
+
+def _choose(
+    session: CycleSession,
+    gang: GangState,
+    pending: list[PodRecord],
+    refused: AbstractSet[str],
+    *,
+    respect_pdb: bool | None = None,
+    keep: bool = True,
 ) -> PreemptionChoice | None:
-    """The victims and nodes; the members' own nominations are released for the search (kept on success)."""
+    """The victims and nodes; the members' own nominations are released for the search (kept on success, unless
+    `keep` is False: a search only to explain). `respect_pdb`: None for the configured policy."""
     spec = gang.spec
     assert spec is not None
     store = session.store
@@ -164,10 +211,12 @@ def _choose(
         extra=session.workspace.extra,
         topology=spec.network_topology if tree is not None else None,
         tree=tree,
-        excluded=session.excluded_victims() | refused,
+        excluded=session.excluded_victims(),
+        refused=refused,
         protected=session.state.protected,
+        respect_pdb=session.config.preemption_pdb == "respect" if respect_pdb is None else respect_pdb,
     )
-    if choice is None:
+    if choice is None or not keep:
         session.rollback(mark)
     else:
         session.commit(mark)
@@ -189,7 +238,9 @@ def _record_choice(
         f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)} "
         f"for {label} placement; {len(pending)} member(s) nominated"
     )
-    status = GangStatus(len(members.bound), 0, len(pending), "Preempting", message, choice.whole_tier)
+    status = GangStatus(
+        len(members.bound), len(members.reserved), len(pending), "Preempting", message, choice.whole_tier
+    )
     report_status(session, gang, status)
     changed(session, gang.unit, message)
     event(session, "PodGroup", gang.key, "Normal", "Preempting", message)

@@ -1,13 +1,15 @@
 """Group preemption: which lower-priority pods a gang that does not fit should evict, and where it then goes.
 
 Contract (pure: no I/O, no clock; the scheduler calls it, see core/cycle/scheduler.py):
-`find_victims(cluster, *, requests, count, priority, feasible, extra, topology, tree, excluded, protected)
--> PreemptionChoice | None` for `count` members of one scheduling class (`requests`) of a gang of priority
-`priority`. `feasible` is the set of nodes the class may use at all (static constraints); `extra` is the
-workspace's tentative usage on top of `cluster.used` (the preemptor's own nominations already released).
+`find_victims(cluster, *, requests, count, priority, feasible, extra, topology, tree, excluded, protected,
+respect_pdb, refused) -> PreemptionChoice | None` for `count` members of one scheduling class (`requests`) of a
+gang of priority `priority`. `feasible` is the set of nodes the class may use at all (static constraints); `extra`
+is the workspace's tentative usage on top of `cluster.used` (the preemptor's own nominations already released).
 
 - Candidates: bound, non-terminal pods of priority strictly lower than `priority`, ours or other schedulers',
-  not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim).
+  not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim)
+  nor in `refused` (their eviction was refused for this preemptor: never its victims, nor is their gang taken
+  whole without them).
 - Victim units: a gang is taken whole (every bound member at once; only when all of them have a lower
   priority); of a gang with B bound members and quorum M, up to B - M members may instead be taken singly,
   so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang
@@ -15,8 +17,10 @@ workspace's tentative usage on top of `cluster.used` (the preemptor's own nomina
 - Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
   pair, as core/topology.place orders them), computed on the capacity each node would have with every
   candidate removed; (2) the lowest highest-victim-priority; (3) the fewest victim pods; (4) place()'s
-  best-fit / natural order. Units containing a `protected` pod (selected by a PodDisruptionBudget, or whose
-  eviction was refused) are used only when no choice without them exists.
+  best-fit / natural order. Units containing a `protected` pod (one a PodDisruptionBudget's status says the
+  Eviction API would refuse now, or whose eviction was refused) are used only when no choice without them exists;
+  with `respect_pdb` (config `preemption.pdb: respect`) a whole victim gang with a protected member is never
+  used: its other members would be evicted and it would be left running below its quorum.
 - Method (never pods x nodes): per-node capacity with and without candidates; one place() call fixes the tier;
   every domain of that tier that could hold the gang gets a greedy choice of units (lowest priority first,
   then most capacity gained per victim pod; once with small units first, once with large ones first), checked
@@ -246,9 +250,13 @@ def find_victims(
     tree: TopologyTree | None,
     excluded: Collection[str] = (),
     protected: Collection[str] = (),
+    respect_pdb: bool = False,
+    refused: Collection[str] = (),
 ) -> PreemptionChoice | None:
     """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
-    units, spare = victim_units(cluster, priority, excluded, protected, feasible)
+    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused)
+    if respect_pdb:
+        units = [u for u in units if not (u.whole and u.protected)]
     if not units:
         return None
     free_units = [u for u in units if not u.protected]

@@ -1,25 +1,27 @@
-"""Reservations are preemptable: a Strict gang that does not fit takes the reservations of lower-priority gangs
-that are still waiting (NonStrict gangs holding part of their quorum, gangs waiting for their gang group) before
-any bound pod is evicted.
+"""Reservations are preemptable: a gang that does not reach its quorum, or a pod that does not fit (without a gang,
+or a late member of a satisfied gang), takes the reservations of lower-priority gangs that are still waiting
+(NonStrict gangs holding part of their quorum, gangs waiting for their gang group) before any bound pod is evicted.
 
 kube-scheduler's preemption treats a pod waiting in Permit (the waiting-pods map) as a victim like any other,
 but rejects it in memory instead of deleting it (pkg/scheduler/framework/preemption/preemption.go
-`prepareCandidate`: `fh.GetWaitingPod(victim.UID)` ... `waitingPod.Reject(pluginName, "preempted")`); a
-reservation here is such a waiting pod.
+`prepareCandidate`: `fh.GetWaitingPod(victim.UID)` ... `waitingPod.Reject(pluginName, "preempted")`), whatever
+the preemptor is; a reservation here is such a waiting pod.
 
 Contract (over a CycleSession; pure):
-- `lower_reservations(session, gang, pending)`: the other gangs, not satisfied, of priority strictly lower than
+- `lower_reservations(session, own, pending)`: the gangs other than `own` (the preemptor's gang key, or its pod
+  key), not satisfied, of priority strictly lower than
   the pending members' (preemptionPolicy Never: none), with reservations from earlier cycles (bindings in
   flight are not taken), lowest priority first, then the most recently started waiting time first (the one
   that waited least loses first), then key; at most `MAX_GANGS`.
-- `reclaim(session, gang, pending, try_place) -> (Checkpoint, Attempt, released) | None`: inside a checkpoint,
+- `reclaim(session, own, pending, try_place) -> (Checkpoint, Attempt, released) | None`: inside a checkpoint,
   releases those gangs' reservations one gang at a time (a gang loses all of them: its partial quorum is
   worthless without them, and it reserves again later) and calls `try_place()` after each, until it reaches
-  the quorum. On success the caller keeps the attempt and commits the returned checkpoint, then calls
-  `report(session, gang, released)`: each losing gang (its waiting time runs on) gets a Warning
-  `ReservationsReleased` "reservations released for higher-priority gang X"; the preemptor gets a Normal
-  `Preempting` event. None (everything rolled back): releasing them all does not make room, and bound victims
-  are searched as before (core/preemption/preempting.py) with the reservations left in place.
+  the quorum (for a pod: until it is placed). On success the caller keeps the attempt and commits the returned
+  checkpoint, then calls `report(session, kind, key, released)` (kind "PodGroup" or "Pod"): each losing gang (its
+  waiting time runs on) gets a Warning `ReservationsReleased` "reservations released for higher-priority gang X"
+  (or "pod X"); the preemptor gets a Normal `Preempting` event. None (everything rolled back): releasing them all
+  does not make room, and bound victims are searched as before (core/preemption/preempting.py,
+  core/preemption/preempt_alone.py) with the reservations left in place.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ A = TypeVar("A", bound=Attempt)
 Released = list[tuple[GangState, list[tuple[str, str]]]]
 
 
-def lower_reservations(session: CycleSession, gang: GangState, pending: list[PodRecord]) -> Released:
+def lower_reservations(session: CycleSession, own: str, pending: list[PodRecord]) -> Released:
     if not pending or any(p.preemption_policy == "Never" for p in pending):
         return []
     priority = min(p.priority for p in pending)
@@ -58,7 +60,7 @@ def lower_reservations(session: CycleSession, gang: GangState, pending: list[Pod
     found: list[tuple[tuple[int, float, str], GangState, list[tuple[str, str]]]] = []
     for key in store.reserving():
         other = store.gangs.get(key)
-        if other is None or key == gang.key or other.priority >= priority or session.is_satisfied(other):
+        if other is None or key == own or other.priority >= priority or session.is_satisfied(other):
             continue
         if session.is_timed_out(other):
             continue
@@ -75,9 +77,9 @@ def lower_reservations(session: CycleSession, gang: GangState, pending: list[Pod
 
 
 def reclaim(
-    session: CycleSession, gang: GangState, pending: list[PodRecord], try_place: Callable[[], A]
+    session: CycleSession, own: str, pending: list[PodRecord], try_place: Callable[[], A]
 ) -> tuple[Checkpoint, A, Released] | None:
-    candidates = lower_reservations(session, gang, pending)
+    candidates = lower_reservations(session, own, pending)
     if not candidates:
         return None
     mark = session.checkpoint()
@@ -94,9 +96,10 @@ def reclaim(
     return None
 
 
-def report(session: CycleSession, gang: GangState, released: Released) -> None:
+def report(session: CycleSession, kind: str, key: str, released: Released) -> None:
+    who = f"{'gang' if kind == 'PodGroup' else 'pod'} {key}"
     for other, held in released:
-        message = f"reservations released for higher-priority gang {gang.key} ({len(held)} member(s))"
+        message = f"reservations released for higher-priority {who} ({len(held)} member(s))"
         event(session, "PodGroup", other.key, "Warning", "ReservationsReleased", message)
         m = session.members(other)
         status = GangStatus(len(m.bound), 0, len(m.pending), "ReservationsReleased", message)
@@ -104,4 +107,4 @@ def report(session: CycleSession, gang: GangState, released: Released) -> None:
     names = ", ".join(other.key for other, _ in released)
     count = sum(len(held) for _, held in released)
     message = f"took {count} reservation(s) of lower-priority gang(s) {names}; no running pod was evicted"
-    event(session, "PodGroup", gang.key, "Normal", "Preempting", message)
+    event(session, kind, key, "Normal", "Preempting", message)

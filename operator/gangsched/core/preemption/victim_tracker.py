@@ -1,11 +1,14 @@
 """Victim units and the per-domain tracker of group preemption's search (core/preemption/preemption.py).
 
 Contract:
-- `victim_units(store, priority, excluded, protected, nodes=None) -> (units, spare)`: the candidate victim units:
-  a gang taken whole (only when every bound member has a lower priority), single members of a gang with more bound
-  members than its quorum (up to `spare[gang]` of them), and pods without a gang; pods in `excluded` count
-  as gone; a unit containing a `protected` pod is marked. With `nodes` (the preemptor's feasible nodes) only units
-  with a pod charged on one of them are built (found through `pods_on`, not by reading every pod), in the same order.
+- `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: the candidate
+  victim units: a gang taken whole (only when every bound member has a lower priority), single members of a gang
+  with more bound members than its quorum (up to `spare[gang]` of them), and pods without a gang; pods in
+  `excluded` (being evicted) count as gone; a pod in `refused` (its eviction was refused for this preemptor) stays:
+  it is never a unit itself and its gang is never taken whole (its other members would go, the gang would be left
+  below its quorum); a unit containing a `protected` pod is marked. With `nodes` (the preemptor's feasible nodes)
+  only units with a pod charged on one of them are built (found through `pods_on`, not by reading every pod), in
+  the same order.
 - `Tracker(search, nodes, target, potential)`: the capacity of one candidate domain as units are added or
   removed, with an O(1) feasibility test equal to core.topology.place's; `greedy` chooses units, `prune`
   drops the ones the placement does not need.
@@ -70,6 +73,7 @@ def victim_units(
     excluded: Collection[str],
     protected: Collection[str],
     nodes: Collection[str] | None = None,
+    refused: Collection[str] = (),
 ) -> tuple[list[Unit], dict[str, int]]:
     """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
     with a pod charged on one of them (the others free nothing there)."""
@@ -86,12 +90,12 @@ def victim_units(
         if key in excluded:  # already being evicted for some preemptor: as good as gone
             continue
         if pod.gang is not None:
-            if pod.priority >= priority:
+            if pod.priority >= priority or key in refused:
                 blocked.add(pod.gang)
                 continue
             gangs.setdefault(pod.gang, []).append((key, node, pod.sclass.requests, pod.priority))
             continue
-        if pod.priority >= priority:
+        if pod.priority >= priority or key in refused:
             continue
         units.append(Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected))
     spare: dict[str, int] = {}

@@ -15,7 +15,10 @@ Contract:
 - `checkpoint()` opens a transaction; `rollback(mark)` undoes every operation and every workspace change since
   the mark, in reverse order, so a unit's attempt that fails leaves nothing behind; `commit(mark)` keeps them.
   Undo is recorded only while a checkpoint is open (the common path allocates nothing for it).
-- Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang).
+- Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang, or by pod
+  for a pod without a gang, under `holds_key(unit)`: "pod/<namespace>/<name>", never a gang's key);
+  `nominate(holder, pods, nodes)` replaces the holds of those pods under `holder` and keeps its others (a late
+  member of a satisfied gang is nominated alone, under its gang's key).
 """
 
 from __future__ import annotations
@@ -34,10 +37,17 @@ from gangsched.core.memory.views import StateView
 from gangsched.core.transaction.plan import GangTimeout, Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.records import PodRecord
+from gangsched.core.values.units import UnitKey
 
+POD_HOLDS = "pod/"  # prefix of the holds key of a pod alone (a gang key has no second "/")
 Hold = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) held for a preemptor member
 _NO_RANK = 1 << 62
 V = TypeVar("V")
+
+
+def holds_key(unit: UnitKey) -> str:
+    """Where a unit's holds are kept in `CycleSession.holds`: its gang key, or "pod/" + its pod key."""
+    return POD_HOLDS + unit.key if unit.is_pod else unit.key
 
 
 @dataclass(slots=True)
@@ -81,13 +91,13 @@ class CycleSession:
         self._timed_out: set[str] = set()
         self._evicting: set[str] = set()
         self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer held
-        self.holds: dict[str, list[Hold]] = {}  # preemptor gang -> capacity held for its members
+        self.holds: dict[str, list[Hold]] = {}  # preemptor gang (or pod alone) -> capacity held for its members
         for pod_key, node in state.nominations():
             pod = state.pods.get(pod_key)
             if pod is not None:
                 self.workspace.place(node, pod.sclass.requests)
-                if pod.gang is not None:
-                    self.holds.setdefault(pod.gang, []).append((pod_key, node, pod.sclass.requests))
+                holder = pod.gang if pod.gang is not None else POD_HOLDS + pod_key
+                self.holds.setdefault(holder, []).append((pod_key, node, pod.sclass.requests))
 
     # ----- transactions -----
     def checkpoint(self) -> Checkpoint:
@@ -232,7 +242,8 @@ class CycleSession:
             self._record(undo)
 
     def nominate(self, gang_key: str, pods: list[PodRecord], nodes: list[str]) -> None:
-        """Nominate each member on its node; the workspace holds that capacity for the rest of the cycle."""
+        """Nominate each member on its node; the workspace holds that capacity for the rest of the cycle (under
+        `gang_key`: the gang, or the pod alone; the holder's holds of other pods stay)."""
         holds: list[Hold] = []
         for pod, node in zip(pods, nodes, strict=True):
             self.workspace.place(node, pod.sclass.requests)
@@ -240,6 +251,9 @@ class CycleSession:
             holds.append((pod.key, node, pod.sclass.requests))
         start = len(self.plan.nominations) - len(holds)
         previous = self.holds.get(gang_key)
+        if previous:
+            renominated = {pod.key for pod in pods}
+            holds = [hold for hold in previous if hold[0] not in renominated] + holds
         self.holds[gang_key] = holds
         if self._open:
 
@@ -321,12 +335,20 @@ class CycleSession:
 
             self._record(undo)
 
-    def take_holds(self, gang_key: str) -> list[Hold]:
-        """Forget a preemptor's holds for the rest of the cycle (their capacity is handled by the caller)."""
+    def take_holds(self, gang_key: str, pods: AbstractSet[str] | None = None) -> list[Hold]:
+        """Forget a preemptor's holds (only those of `pods` when given) for the rest of the cycle (their capacity
+        is handled by the caller)."""
         holds = self.holds.pop(gang_key, [])
-        if holds and self._open:
+        if pods is not None and holds:
+            kept = [hold for hold in holds if hold[0] not in pods]
+            if kept:
+                self.holds[gang_key] = kept
+            taken = [hold for hold in holds if hold[0] in pods]
+        else:
+            taken = holds
+        if taken and self._open:
             self._record(lambda: self._restore(self.holds, gang_key, holds))
-        return holds
+        return taken
 
     @staticmethod
     def _truncate(items: list[tuple[str, str]], length: int) -> None:

@@ -12,6 +12,7 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import DEFAULT_WAIT_SECONDS
 
 SCORE_STRATEGIES = ("binpack", "spread")
+PDB_POLICIES = ("respect", "prefer")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,6 +27,9 @@ class SchedulerConfig:
     # starvation (core/gang/starvation.py): a gang unschedulable this long gets capacity held for it; 0 disables
     hold_after_seconds: float = 60.0
     max_held_gangs: int = 1  # gangs holding capacity at once (at most one per priority level)
+    # preemption.pdb: "respect" never chooses a victim gang a PodDisruptionBudget would cut short (a protected
+    # member); "prefer" takes protected victims as a last resort (the runtime deletes them)
+    preemption_pdb: str = "respect"
     # a gang without a networkTopology is packed into the lowest topology domain that holds it
     # (core/placement/packing.py); off: placed by the score strategy alone
     pack_gangs: bool = True
@@ -46,6 +50,8 @@ class SchedulerConfig:
                 self.backoff_initial_seconds,
                 f"must be > 0 and <= backoffMaxSeconds ({self.backoff_max_seconds})",
             )
+        if self.preemption_pdb not in PDB_POLICIES:
+            raise InvalidField("preemption.pdb", self.preemption_pdb, f"must be one of {list(PDB_POLICIES)}")
         if self.max_units_per_cycle < 1:
             raise InvalidField("maxUnitsPerCycle", self.max_units_per_cycle, "must be an integer >= 1")
         if not 0 <= self.hold_after_seconds < float("inf"):
