@@ -73,17 +73,17 @@ from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent
 from gangsched.sim.types import ResourceType
-from gangsched.sim.validation import limits
+from gangsched.sim.validation import limits, schemas
 
 JSON_TYPE = "application/json"
 VERSION_INFO = {
     "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0-gangsched-sim",
+    "minor": schemas.K8S_MINOR,
+    "gitVersion": f"{schemas.K8S_VERSION}-gangsched-sim",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.23",
+    "goVersion": "go1.25",
     "compiler": "gc",
     "platform": "linux/amd64",
 }
