@@ -4,8 +4,9 @@ Contract:
 - `async with running_cluster(*, nodes, node_resources, topology=None, kubeconfig_path=None, port=0,
   kubelet_start_delay=0.0) as cluster:` starts ApiServer on 127.0.0.1:port, writes a kubeconfig (to a temporary
   file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory and then
-  of `crds/compat/` (the opt-in scheduling.sigs.k8s.io PodGroup: registered after gangsched's own, so a bare
-  `kubectl get podgroups` shows gangsched's here; a real API server would list that group first, see the CRD file),
+  of `crds/compat/` (the opt-in scheduling.sigs.k8s.io PodGroup, registered after gangsched's own; a real API
+  server would list that group first, see the CRD file; with the default API profile a bare `kubectl get podgroups`
+  is the built-in scheduling.k8s.io/v1beta1 PodGroup anyway: name the CRD `podgroups.scheduling.x-k8s.io`),
   creates the nodes and runs SimKubelet until exit. By default (`auth=True`) the server authenticates and enforces
   RBAC (https, the kubeconfig carries the admin's token, see apiserver.py) and `install_manifests=True` applies
   manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
