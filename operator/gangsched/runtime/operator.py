@@ -52,6 +52,7 @@ from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
+from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
 from gangsched.runtime.inferred import InferenceSource
@@ -296,6 +297,8 @@ class Operator:
             self.cache.on_podgroup(None, pg)  # Koordinator's PodGroups (crds/compat/), when their CRD is installed
         for pg in await self._optional_list(self.api.list_podgroups(VOLCANO_API_VERSION)):
             self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
+        for pg in await self._optional_list(self.api.list_podgroups(NATIVE_API_VERSION)):
+            self.cache.on_native_podgroup(None, pg)  # Kubernetes 1.37's own PodGroups, when served
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),
