@@ -156,7 +156,7 @@ async def test_get_nodes(kctl: AsyncKubectl, cluster_nodes: list[str]) -> None:
     assert result.stdout.splitlines()[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     rows = _table(result.stdout)
     assert [(r["NAME"], r["STATUS"], r["ROLES"], r["VERSION"]) for r in rows] == [
-        (name, "Ready", "<none>", "v1.32.0-sim") for name in cluster_nodes
+        (name, "Ready", "<none>", "v1.37.0-sim") for name in cluster_nodes
     ]
     capacity = await kctl("get", "node", "node-1", "-o", "jsonpath={.status.allocatable.cpu}", check=True)
     assert capacity.stdout == "8"

@@ -408,4 +408,9 @@ def openapi_v2_protobuf() -> bytes:
 
 def openapi_v2_json() -> dict[str, Any]:
     """The JSON form of the same (empty) document."""
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": schemas.K8S_VERSION}, "paths": {}, "definitions": {}}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": schemas.K8S_VERSION},
+        "paths": {},
+        "definitions": {},
+    }
