@@ -8,6 +8,8 @@ Oracle: kube-scheduler's GangScheduling plugin (pkg/scheduler/framework/plugins/
 PreEnqueue holds a pod until its PodGroup exists and minCount pods of it exist; Permit waits until minCount pods
 are assumed, so either the quorum is bound or nothing is). A `basic` PodGroup is no gang: its pods are scheduled
 one by one. A pod that names a gang both natively and by gangsched's label gets a conflict report, not a guess.
+On a cluster without the native API (the emulator's plain-1.37 profile: GenericWorkload off) the operator still
+schedules gangsched's own gangs (its watch of scheduling.k8s.io/v1beta1 podgroups is optional, like Volcano's).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from typing import Any
 import pytest
 import yaml
 
+from gangsched.sim.features import resolve
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.kubectl_run import kubectl
-from tests.integration.harness import bound, eventually, pod, pods, replica
+from tests.integration.harness import bound, eventually, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
@@ -141,3 +144,20 @@ async def test_pod_naming_a_gang_twice_is_reported(two_nodes: Cluster, tmp_path:
         message = await eventually(reported, what="the conflict reported on the pod")
         assert "spec.schedulingGroup.podGroupName" in message and "scheduling.x-k8s.io/pod-group" in message
         assert "both-0" not in bound(await pods(two_nodes.client))
+
+
+async def test_operator_works_without_the_native_api(tmp_path: Path) -> None:
+    """plain-1.37: scheduling.k8s.io/v1beta1 is not served; a CRD gang is bound whole all the same."""
+    need_tool("kubectl")
+    async with running_cluster(nodes=2, node_resources=NODE, gates=resolve("plain-1.37")) as cluster:
+        names = [f"crd-{i}" for i in range(2)]
+        members = [pod(n, group="crd", gpu=8) for n in names]
+        async with replica(cluster.kubeconfig):
+            await apply(cluster, tmp_path / "crd.yaml", podgroup("crd", min_member=2), *members)
+
+            async def all_bound() -> bool:
+                return set(names) <= set(bound(await pods(cluster.client)))
+
+            await eventually(all_bound, what="the CRD gang bound on a plain 1.37 cluster")
+            names_shown = await kubectl(cluster, "get", "podgroups", "-o", "name")
+            assert names_shown.split() == ["podgroup.scheduling.x-k8s.io/crd"]  # bare `podgroups`: the CRD here
