@@ -111,6 +111,21 @@ async def test_native_gang_short_of_quorum_binds_nothing(two_nodes: Cluster, tmp
         assert "cannot reach its quorum (0 bound + 2 fit of minMember 4)" in why, why
 
 
+async def test_members_wait_for_their_podgroup(two_nodes: Cluster, tmp_path: Path) -> None:
+    """PreEnqueue: pods naming a PodGroup that does not exist yet wait (told so), and bind once it appears."""
+    names = [f"late-{i}" for i in range(2)]
+    async with replica(two_nodes.kubeconfig):
+        await apply(two_nodes, tmp_path / "pods.yaml", *(member(n, "late") for n in names))
+        await eventually(lambda: unschedulable(two_nodes, names), what="the members told they wait")
+        assert not set(names) & set(bound(await pods(two_nodes.client)))
+        await apply(two_nodes, tmp_path / "pg.yaml", native_podgroup("late", {"gang": {"minCount": 2}}))
+
+        async def all_bound() -> bool:
+            return set(names) <= set(bound(await pods(two_nodes.client)))
+
+        await eventually(all_bound, what="the gang bound once its PodGroup exists")
+
+
 async def test_basic_native_podgroup_is_no_gang(two_nodes: Cluster, tmp_path: Path) -> None:
     """basic: the pods are scheduled one by one, so 2 of 4 8-GPU pods bind on two nodes."""
     names = [f"web-{i}" for i in range(4)]
