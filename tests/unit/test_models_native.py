@@ -69,3 +69,17 @@ def test_the_native_podgroup_gives_the_quorum() -> None:
     assert book.on_event("ADDED", native({}, name="odd")).problem is None  # said once
     assert book.on_event("DELETED", native({"gang": {"minCount": 5}})).changed
     assert book.adjust("ns/train", decl, None) is None
+
+
+def test_fields_not_honoured_yet_are_reported_once() -> None:
+    """DESIGN.md: a field of a gang declaration is never silently ignored (honoured, or reported as unsupported)."""
+    book = NativePodGroups()
+    plain = native({"gang": {"minCount": 2}})
+    plain["spec"]["disruptionMode"] = {"single": {}}  # the default: nothing to report
+    assert book.on_event("ADDED", plain).unsupported is None
+    rich = native({"gang": {"minCount": 2}})
+    rich["spec"].update(schedulingConstraints={"topology": [{"key": "rack"}]}, priority=5, disruptionMode={"all": {}})
+    notice = book.on_event("MODIFIED", rich).unsupported
+    assert notice is not None
+    assert notice.startswith("spec.schedulingConstraints, spec.priority, spec.disruptionMode: not honoured")
+    assert book.on_event("MODIFIED", rich).unsupported is None  # said once

@@ -9,6 +9,10 @@ Contract (pure, no I/O):
   from 1 to 2147483647); None for `basic: {}`, which means no gang (kube-scheduler schedules such pods one by one).
   Anything else raises InvalidField naming the field, the value and what is allowed (the API server validates
   these objects, so this is a guard against a foreign API server, not a normal path).
+- `unsupported_fields(obj) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on scheduling and
+  that gangsched does not honour yet (schedulingConstraints, resourceClaims, priorityClassName, priority,
+  preemptionPolicy, parentCompositePodGroupName, and disruptionMode other than the default `single`), as paths
+  (`spec.priority`): reported on the PodGroup, never silently ignored.
 Sources: staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSchedulingPolicy: exactly one of basic | gang,
 GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api/core/v1/types.go
 (PodSchedulingGroup.PodGroupName).
@@ -34,6 +38,28 @@ def scheduling_group_name(spec: Mapping[str, Any]) -> str | None:
         return None
     name = group.get("podGroupName")
     return name if isinstance(name, str) and name else None
+
+
+_UNSUPPORTED = (
+    "schedulingConstraints",
+    "resourceClaims",
+    "priorityClassName",
+    "priority",
+    "preemptionPolicy",
+    "parentCompositePodGroupName",
+)
+
+
+def unsupported_fields(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """See module docstring."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return ()
+    found = [f"spec.{key}" for key in _UNSUPPORTED if spec.get(key) not in (None, "", [], {})]
+    mode = spec.get("disruptionMode")
+    if isinstance(mode, Mapping) and mode.get("all") is not None:
+        found.append("spec.disruptionMode")
+    return tuple(found)
 
 
 def native_policy(obj: Mapping[str, Any]) -> int | None:

@@ -729,12 +729,11 @@ class ClusterCache:
         spec.schedulingGroup; basic: they are no gang); never raises."""
         try:
             change = self.native.on_event(kind, obj)
-            if change.problem is not None:
-                namespace, name = change.key.split("/", 1)
-                uid = str((obj.get("metadata") or {}).get("uid", ""))
-                self.problems.append(
-                    Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, "InvalidSpec", change.problem)
-                )
+            namespace, name = change.key.split("/", 1)
+            uid = str((obj.get("metadata") or {}).get("uid", ""))
+            for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
+                if message is not None:
+                    self.problems.append(Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, reason, message))
             if not change.changed:
                 return
             if self.native.basic(change.key):

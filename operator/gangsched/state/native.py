@@ -10,6 +10,8 @@ Contract:
   own gang annotations (min-available...) still win, as for every source. Other gangs are returned unchanged;
   without a native PodGroup the gang has no spec and its pods wait for one (kube-scheduler's GangScheduling
   PreEnqueue waits for the PodGroup too).
+- `NativeChange.unsupported`: the spec fields gangsched does not honour yet (models/native.py unsupported_fields),
+  as one message, when they change (a Warning `UnsupportedField` on the PodGroup: never silently ignored).
 - `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
   schedules them one by one).
 Status, conditions, events and the finalizer kube-scheduler writes on these objects are not written yet.
@@ -24,7 +26,7 @@ from typing import Any, Final
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.models.gang import PodGang
-from gangsched.models.native import SCHEDULING_GROUP, native_policy
+from gangsched.models.native import SCHEDULING_GROUP, native_policy, unsupported_fields
 
 BASIC: Final = 0  # the policy of a basic PodGroup (a gang's minCount is >= 1)
 
@@ -34,12 +36,14 @@ class NativeChange:
     key: str
     changed: bool
     problem: str | None = None
+    unsupported: str | None = None  # the fields set that gangsched does not honour yet (said once per object)
 
 
 class NativePodGroups:
     def __init__(self) -> None:
         self.policy: dict[str, int] = {}  # gang key -> minCount, or BASIC
         self._reported: dict[str, str] = {}
+        self._unsupported: dict[str, tuple[str, ...]] = {}  # gang key -> the unsupported fields last reported
 
     def on_event(self, kind: str | None, obj: dict[str, Any]) -> NativeChange:
         meta = obj.get("metadata") or {}
@@ -61,7 +65,20 @@ class NativePodGroups:
             problem = None  # said already
         else:
             self._reported[key] = problem
-        return NativeChange(key, self.policy.get(key) != before, problem)
+        return NativeChange(key, self.policy.get(key) != before, problem, self._unsupported_notice(kind, key, obj))
+
+    def _unsupported_notice(self, kind: str | None, key: str, obj: dict[str, Any]) -> str | None:
+        fields = () if kind == "DELETED" else unsupported_fields(obj)
+        if fields == self._unsupported.get(key, ()):
+            return None
+        if not fields:
+            self._unsupported.pop(key, None)
+            return None
+        self._unsupported[key] = fields
+        return (
+            f"{', '.join(fields)}: not honoured by gangsched yet (the gang is scheduled on "
+            "schedulingPolicy alone); use kube-scheduler for these, or leave them unset"
+        )
 
     def basic(self, key: str) -> bool:
         return self.policy.get(key) == BASIC
