@@ -161,6 +161,22 @@ async def test_pod_naming_a_gang_twice_is_reported(two_nodes: Cluster, tmp_path:
         assert "both-0" not in bound(await pods(two_nodes.client))
 
 
+async def test_unsupported_fields_are_reported_on_the_podgroup(two_nodes: Cluster, tmp_path: Path) -> None:
+    """DESIGN.md: a field of a gang declaration is never silently ignored; a topology constraint is not honoured yet."""
+    group = native_podgroup("topo", {"gang": {"minCount": 1}})
+    group["spec"]["schedulingConstraints"] = {"topology": [{"key": "topology.kubernetes.io/zone"}]}
+    async with replica(two_nodes.kubeconfig):
+        await apply(two_nodes, tmp_path / "topo.yaml", group)
+
+        async def reported() -> str | None:
+            events = json.loads(await kubectl(two_nodes, "get", "events", "-o", "json"))["items"]
+            found = [e for e in events if e.get("reason") == "UnsupportedField"]
+            return str(found[0]["involvedObject"]["apiVersion"]) + " " + found[0]["message"] if found else None
+
+        message = await eventually(reported, what="UnsupportedField on the PodGroup")
+        assert message.startswith("scheduling.k8s.io/v1beta1 spec.schedulingConstraints: not honoured")
+
+
 async def test_operator_works_without_the_native_api(tmp_path: Path) -> None:
     """plain-1.37: scheduling.k8s.io/v1beta1 is not served; a CRD gang is bound whole all the same."""
     need_tool("kubectl")
