@@ -15,6 +15,8 @@ Contract:
 - `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
   schedules them one by one).
 Status, conditions, events and the finalizer kube-scheduler writes on these objects are not written yet.
+Known limit: pods met while their PodGroup was basic are no gang until their next full parse (a change to their
+spec or metadata), even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
 """
 
 from __future__ import annotations
