@@ -79,6 +79,28 @@ def _add_serve(sim_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="plain http, no tokens, no RBAC (default: https, the kubeconfig holds an admin token, RBAC enforced)",
     )
 
+    serve.add_argument(
+        "--api-profile",
+        choices=("full", "plain-1.37"),
+        default="full",
+        help=(
+            "the Kubernetes 1.37 API served: full (default) turns on the feature gates of 1.37's gang API "
+            "(scheduling.k8s.io/v1beta1 Workload and PodGroup, v1alpha3 CompositePodGroup, pod "
+            "spec.schedulingGroup); plain-1.37 is a kube-apiserver 1.37 with default gates, without them "
+            "(docs/emulator.md)"
+        ),
+    )
+    serve.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATES",
+        help=(
+            "on top of the profile, as kube-apiserver takes them: GenericWorkload, CompositePodGroup, "
+            "TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims, PodGroupPreemptionPolicy "
+            "(e.g. CompositePodGroup=false)"
+        ),
+    )
+
 
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -203,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             faults_path=args.faults,
             fault_seed=args.fault_seed,
             auth=not args.no_auth,
+            api_profile=args.api_profile,
+            feature_gates=args.feature_gates,
         )
     if args.command == "bench":
         return _bench(args.names)

@@ -3,7 +3,8 @@
 Contract: starts the API emulator with 8 simulated nodes (cpu=32, memory=256Gi, nvidia.com/gpu=8 each) and its
 simulated kubelet, starts one operator replica (in a thread with its own event loop), applies `crds/`,
 `manifests/namespace.yaml`, `manifests/topology-configmap.yaml` and every file of `manifests/examples/` with kubectl,
-waits until each example gang has settled (or a deadline passes), and prints `kubectl get podgroups -A`,
+waits until each example gang has settled (or a deadline passes), and prints
+`kubectl get podgroups.scheduling.x-k8s.io -A`,
 `kubectl gang -A` and `kubectl get pods -A -o wide` plus the gangs' events. Then the preemption scenario
 (manifests/examples/preemption/): a scavenger gang runs, an urgent gang preempts it whole, and the
 Preempting/Preempted events show who preempted whom.
@@ -132,8 +133,8 @@ async def run_demo_async() -> int:
             await asyncio.sleep(0.5)  # polling what a user would watch; the operator does not depend on it
         if settled:
             settled, last = await preemption_step(kubeconfig, cluster.client)
-        say("\n$ kubectl get podgroups -A")
-        say((await kubectl(kubeconfig, "get", "podgroups", "-A")).rstrip())
+        say("\n$ kubectl get podgroups.scheduling.x-k8s.io -A")
+        say((await kubectl(kubeconfig, "get", "podgroups.scheduling.x-k8s.io", "-A")).rstrip())
         say("\n$ kubectl gang -A   # the kubectl plugin installed with the package (README: kubectl gang)")
         say((await kubectl_gang(kubeconfig, "-A")).rstrip())
         say("\n$ kubectl get pods -A -o wide")

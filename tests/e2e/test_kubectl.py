@@ -83,7 +83,7 @@ async def test_apply_get_patch_delete_podgroups(kctl: AsyncKubectl, kube: KubeCl
         "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/team-a/podgroups/job1/status",
         {"status": {"phase": "Running", "scheduled": 2, "running": 1}},
     )
-    listing = await kctl("get", "podgroups", "-n", "team-a", check=True)
+    listing = await kctl("get", "podgroups.scheduling.x-k8s.io", "-n", "team-a", check=True)
     header = listing.stdout.splitlines()[0].split()
     for column in ("NAME", "PHASE", "MINMEMBER", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "AGE"):
         assert column in header
@@ -108,7 +108,7 @@ async def test_apply_get_patch_delete_podgroups(kctl: AsyncKubectl, kube: KubeCl
     value = await kctl("get", "pgs", "job1", "-n", "team-a", "-o", "jsonpath={.spec.minMember}", check=True)
     assert value.stdout == "3"
 
-    deleted = await kctl("delete", "podgroup", "job1", "-n", "team-a", check=True)
+    deleted = await kctl("delete", "podgroups.scheduling.x-k8s.io", "job1", "-n", "team-a", check=True)
     assert 'podgroup.scheduling.x-k8s.io "job1" deleted' in deleted.stdout
     missing = await kctl("get", "pg", "job1", "-n", "team-a")
     assert missing.returncode != 0
@@ -156,7 +156,7 @@ async def test_get_nodes(kctl: AsyncKubectl, cluster_nodes: list[str]) -> None:
     assert result.stdout.splitlines()[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
     rows = _table(result.stdout)
     assert [(r["NAME"], r["STATUS"], r["ROLES"], r["VERSION"]) for r in rows] == [
-        (name, "Ready", "<none>", "v1.32.0-sim") for name in cluster_nodes
+        (name, "Ready", "<none>", "v1.37.0-sim") for name in cluster_nodes
     ]
     capacity = await kctl("get", "node", "node-1", "-o", "jsonpath={.status.allocatable.cpu}", check=True)
     assert capacity.stdout == "8"
@@ -250,6 +250,6 @@ async def test_bad_duration_keeps_the_pod_running(kube: KubeClient, sim_kubelet:
 
 async def test_explain_reads_the_crd_schema_from_openapi_v3(kctl: AsyncKubectl) -> None:
     await _install_crds(kctl)
-    result = await kctl("explain", "podgroups.spec", check=True)
+    result = await kctl("explain", "podgroups.spec", "--api-version=scheduling.x-k8s.io/v1alpha1", check=True)
     assert "KIND:       PodGroup" in result.stdout
     assert re.search(r"^\s+minMember\s+<integer>", result.stdout, re.MULTILINE)

@@ -72,7 +72,16 @@ async def test_a_partial_bind_burst_is_completed_when_the_rest_fits(four: Cluste
     for i in range(2):
         await bind_by_hand(four, f"g-{i}", four.node_names[i])
     status = {"status": {"phase": "Scheduling", "scheduleStartTime": "2024-01-01T00:00:00Z"}}  # the dead leader's
-    await kubectl(four, "patch", "podgroup", "g", "--subresource=status", "--type=merge", "-p", json.dumps(status))
+    await kubectl(
+        four,
+        "patch",
+        "podgroups.scheduling.x-k8s.io",
+        "g",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(status),
+    )
     async with replica(four.kubeconfig):
 
         async def whole() -> dict[str, str] | None:
@@ -83,7 +92,9 @@ async def test_a_partial_bind_burst_is_completed_when_the_rest_fits(four: Cluste
         assert (got["g-0"], got["g-1"]) == (four.node_names[0], four.node_names[1])
 
         async def scheduled() -> bool:
-            out = await kubectl(four, "get", "podgroup", "g", "-o", "jsonpath={.status.phase} {.status.scheduled}")
+            out = await kubectl(
+                four, "get", "podgroups.scheduling.x-k8s.io", "g", "-o", "jsonpath={.status.phase} {.status.scheduled}"
+            )
             return out == "Scheduled 4"
 
         await eventually(scheduled, what="PodGroup g Scheduled with 4 bound")
@@ -116,7 +127,7 @@ async def test_a_partial_bind_burst_without_room_is_evicted_after_the_waiting_ti
 
         await eventually(released, what="g-0 and g-1 gone")
         assert await placements(two) == {}
-        phase = await kubectl(two, "get", "podgroup", "g", "-o", "jsonpath={.status.phase}")
+        phase = await kubectl(two, "get", "podgroups.scheduling.x-k8s.io", "g", "-o", "jsonpath={.status.phase}")
         assert phase not in ("Scheduled", "Running")
 
 
@@ -137,10 +148,12 @@ async def test_messages_of_an_invalid_podgroup_describe_the_present(two: Cluster
         assert "is invalid" in message and "does not exist" not in message
 
         async def status() -> str | None:
-            out = await kubectl(two, "get", "podgroup", "bad", "-o", "jsonpath={.status.message}")
+            out = await kubectl(two, "get", "podgroups.scheduling.x-k8s.io", "bad", "-o", "jsonpath={.status.message}")
             return out or None
 
         assert "spec.scheduleTimeoutSeconds" in await eventually(status, what="the PodGroup's message")
-        conditions = await kubectl(two, "get", "podgroup", "bad", "-o", "jsonpath={.status.conditions[*].message}")
+        conditions = await kubectl(
+            two, "get", "podgroups.scheduling.x-k8s.io", "bad", "-o", "jsonpath={.status.conditions[*].message}"
+        )
         assert "2 of 1" not in conditions and "members present" not in conditions
         assert await placements(two) == {}

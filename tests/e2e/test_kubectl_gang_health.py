@@ -77,9 +77,14 @@ async def test_node_deleted_makes_the_gang_degraded_after_the_grace(four: Cluste
     async with replica(four.kubeconfig):
         nodes = await _running_gang(four, staleGracePeriodSeconds=1)
         await kubectl(four, "delete", "node", nodes["train-0"])
-        await kubectl(four, "wait", "--for=condition=Degraded", "podgroup/train", "--timeout=30s")
+        await kubectl(four, "wait", "--for=condition=Degraded", "podgroups.scheduling.x-k8s.io/train", "--timeout=30s")
         reason = await kubectl(
-            four, "get", "podgroup", "train", "-o", 'jsonpath={.status.conditions[?(@.type=="Degraded")].reason}'
+            four,
+            "get",
+            "podgroups.scheduling.x-k8s.io",
+            "train",
+            "-o",
+            'jsonpath={.status.conditions[?(@.type=="Degraded")].reason}',
         )
         assert reason == "BelowMinMember"
         event = await eventually(lambda: _event(four, "GangDegraded"), what="the GangDegraded event")
@@ -92,7 +97,7 @@ async def test_evict_policy_evicts_the_other_members(four: Cluster) -> None:
     async with replica(four.kubeconfig):
         nodes = await _running_gang(four, staleGracePeriodSeconds=1, stalePolicy="Evict")
         await kubectl(four, "delete", "node", nodes["train-0"])
-        await kubectl(four, "wait", "--for=condition=Degraded", "podgroup/train", "--timeout=30s")
+        await kubectl(four, "wait", "--for=condition=Degraded", "podgroups.scheduling.x-k8s.io/train", "--timeout=30s")
         event = await eventually(lambda: _event(four, "StaleGangEvicted"), what="the StaleGangEvicted event")
         assert "train-1" in event and "train-2" in event
 

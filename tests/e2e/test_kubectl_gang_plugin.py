@@ -134,7 +134,9 @@ async def test_kubectl_gang_shows_trees_explains_pending_pods_and_lists_waiting_
 
         why = await kubectl(cluster, "gang", "why", "huge-1")
         assert why.startswith("pod default/huge-1 is pending (schedulerName gangsched)."), why
-        blocker = json.loads(await kubectl(cluster, "get", "podgroup", "huge", "-o", "json"))["status"]
+        blocker = json.loads(await kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", "huge", "-o", "json"))[
+            "status"
+        ]
         scheduled = next(c for c in blocker["conditions"] if c["type"] == "Scheduled")
         assert f"gang default/huge: {blocker['phase']}; {scheduled['message']}" in why, why
 

@@ -42,7 +42,9 @@ async def apply(cluster: Cluster, path: Path, *objs: dict[str, Any]) -> None:
 
 
 async def message_of(cluster: Cluster, name: str, namespace: str = "default") -> str:
-    return await kubectl(cluster, "get", "podgroup", name, "-n", namespace, "-o", "jsonpath={.status.message}")
+    return await kubectl(
+        cluster, "get", "podgroups.scheduling.x-k8s.io", name, "-n", namespace, "-o", "jsonpath={.status.message}"
+    )
 
 
 async def test_restarted_job_starts_whole_or_not_at_all(four_nodes: Cluster, tmp_path: Path) -> None:
@@ -102,5 +104,5 @@ async def test_gang_group_partner_arriving_later_is_bound_whole(four_nodes: Clus
             return {"a-0", "a-1", "b-0", "b-1"} <= set(bound(await pods(k)))
 
         await eventually(group_bound, what="the whole group bound")
-        table = await kubectl(four_nodes, "get", "podgroups", "-A")
+        table = await kubectl(four_nodes, "get", "podgroups.scheduling.x-k8s.io", "-A")
         assert "Timeout" not in table

@@ -72,7 +72,7 @@ async def apply_pods(cluster: Cluster, workload: dict[str, Any], members: list[d
 
 
 async def podgroups(cluster: Cluster) -> dict[str, dict[str, Any]]:
-    items = json.loads(await kubectl(cluster, "get", "podgroups", "-o", "json"))["items"]
+    items = json.loads(await kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", "-o", "json"))["items"]
     return {pg["metadata"]["name"]: pg for pg in items}
 
 
@@ -121,7 +121,7 @@ async def test_job_jobset_lws_and_raycluster_are_gangs_when_opted_in(two_nodes: 
         assert (ranks["serve-0"], ranks["serve-0-1"]) == (0, 1)  # leaderworkerset.sigs.k8s.io/worker-index
         assert ranks["ray-head-x"] == 0  # ray.io/node-type: head first
         assert sorted(ranks[n] for n in fits if n.startswith("train-")) == [0, 1]  # job-completion-index
-        table = await kubectl(c, "get", "podgroups")
+        table = await kubectl(c, "get", "podgroups.scheduling.x-k8s.io")
         assert "train" in table and "Running" in table, table
         tree = await kubectl_gang(c, "ray")  # the plugin finds an inferred gang's pods through their workload
         assert "gang default/ray" in tree and "role head (1)" in tree and "role worker (1)" in tree, tree

@@ -77,7 +77,7 @@ async def test_strict_gang_of_two_sizes_is_scheduled(gpu_nodes: Cluster) -> None
         assert {"small-0", "small-1"} <= set(placed) and len({"big-0", "big-1"} & set(placed)) == 1
 
         async def scheduled() -> dict[str, Any] | None:
-            pg = json.loads(await kubectl(gpu_nodes, "get", "podgroup", "mix", "-o", "json"))
+            pg = json.loads(await kubectl(gpu_nodes, "get", "podgroups.scheduling.x-k8s.io", "mix", "-o", "json"))
             return pg if pg.get("status", {}).get("scheduled", 0) >= 3 else None
 
         await eventually(scheduled, what="PodGroup status.scheduled 3")
@@ -108,7 +108,9 @@ async def test_message_names_the_short_role(gpu_nodes: Cluster) -> None:
         await kubectl(gpu_nodes, "apply", "-f", "-", input=yaml.safe_dump_all(docs))
 
         async def message() -> str | None:
-            text = await kubectl(gpu_nodes, "get", "podgroup", "job", "-o", "jsonpath={.status.message}")
+            text = await kubectl(
+                gpu_nodes, "get", "podgroups.scheduling.x-k8s.io", "job", "-o", "jsonpath={.status.message}"
+            )
             return text if "role ps" in text else None
 
         assert "role ps: 0 of minimum 1 placeable" in await eventually(message, what="the role in the message")
@@ -140,7 +142,14 @@ async def test_launcher_and_workers_keep_hard_tier1_and_show_their_tier() -> Non
         assert set(placed.values()) <= {"n0", "n1", "n2"}, placed
 
         async def tier() -> str | None:
-            args = ("get", "podgroup", "mpi", "-o", "custom-columns=TIER:.status.placedTier", "--no-headers")
+            args = (
+                "get",
+                "podgroups.scheduling.x-k8s.io",
+                "mpi",
+                "-o",
+                "custom-columns=TIER:.status.placedTier",
+                "--no-headers",
+            )
             value = (await kubectl(cluster, *args)).strip()
             return value if value != "<none>" else None
 

@@ -65,7 +65,14 @@ async def test_launcher_and_workers_keep_each_dp_group_in_one_unit() -> None:
         assert unit["mpi-worker-1"] == unit["mpi-worker-2"] != unit["mpi-worker-0"], placed
 
         async def tier() -> str | None:
-            args = ("get", "podgroup", "mpi", "-o", "custom-columns=TIER:.status.placedTier", "--no-headers")
+            args = (
+                "get",
+                "podgroups.scheduling.x-k8s.io",
+                "mpi",
+                "-o",
+                "custom-columns=TIER:.status.placedTier",
+                "--no-headers",
+            )
             value = (await kubectl(cluster, *args)).strip()
             return value if value != "<none>" else None
 

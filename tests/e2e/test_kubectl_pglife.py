@@ -71,7 +71,12 @@ async def test_annotation_gangs_podgroup_goes_with_its_pods_and_stays_gone(two_n
 
         await eventually(running, what="koord Running")
         owners = await kubectl(
-            two_nodes, "get", "podgroup", "koord", "-o", "jsonpath={.metadata.ownerReferences[*].name}"
+            two_nodes,
+            "get",
+            "podgroups.scheduling.x-k8s.io",
+            "koord",
+            "-o",
+            "jsonpath={.metadata.ownerReferences[*].name}",
         )
         assert sorted(owners.split()) == ["koord-0", "koord-1"]
         await kubectl(two_nodes, "delete", "pods", "koord-0", "koord-1", "--wait=true")
@@ -91,7 +96,7 @@ async def test_annotation_gangs_podgroup_goes_with_its_pods_and_stays_gone(two_n
         # Another annotation-only gang's PodGroup appearing: the operator's decisions about koord are behind us.
         await kubectl(two_nodes, "apply", "-f", "-", input=gang_pods("after", 1, annotated=True))
         await eventually(lambda: get_podgroup(k, "after"), what="PodGroup after created")
-        table = await kubectl(two_nodes, "get", "podgroups", "-o", "name")
+        table = await kubectl(two_nodes, "get", "podgroups.scheduling.x-k8s.io", "-o", "name")
         assert "koord" not in table, table
 
 
@@ -105,10 +110,10 @@ async def test_podgroup_deleted_and_applied_again_shows_its_status(two_nodes: Cl
 
         await eventually(running, what="mine Running")
         for _ in range(5):  # quickly, within the second of the last status write: the same body (timestamps too)
-            await kubectl(two_nodes, "delete", "podgroup", "mine", "--wait=true")
+            await kubectl(two_nodes, "delete", "podgroups.scheduling.x-k8s.io", "mine", "--wait=true")
             await kubectl(two_nodes, "apply", "-f", "-", input=PODGROUP)
             await eventually(running, what="status on the PodGroup applied again")
-        table = await kubectl(two_nodes, "get", "podgroup", "mine")
+        table = await kubectl(two_nodes, "get", "podgroups.scheduling.x-k8s.io", "mine")
         assert "Running" in table, table
 
 
@@ -124,12 +129,19 @@ async def test_created_podgroup_deleted_by_hand_comes_back_owned_with_its_status
 
         await eventually(running, what="live Running")
         for _ in range(2):
-            uid = await kubectl(two_nodes, "get", "podgroup", "live", "-o", "jsonpath={.metadata.uid}")
-            await kubectl(two_nodes, "delete", "podgroup", "live", "--wait=true")
+            uid = await kubectl(
+                two_nodes, "get", "podgroups.scheduling.x-k8s.io", "live", "-o", "jsonpath={.metadata.uid}"
+            )
+            await kubectl(two_nodes, "delete", "podgroups.scheduling.x-k8s.io", "live", "--wait=true")
             await eventually(functools.partial(_another, k, "live", uid), what="PodGroup created again")
             await eventually(running, what="status on the PodGroup created again")
         owners = await kubectl(
-            two_nodes, "get", "podgroup", "live", "-o", "jsonpath={.metadata.ownerReferences[*].name}"
+            two_nodes,
+            "get",
+            "podgroups.scheduling.x-k8s.io",
+            "live",
+            "-o",
+            "jsonpath={.metadata.ownerReferences[*].name}",
         )
         assert sorted(owners.split()) == ["live-0", "live-1"]
 

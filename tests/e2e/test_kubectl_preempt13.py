@@ -78,7 +78,9 @@ async def test_a_preemptor_outlasts_its_waiting_time_while_its_victims_terminate
         assert "high" not in await events(three, "GangTimeout")
 
         async def scheduled() -> bool:  # (the PodGroup status is written apart, coalesced)
-            phase = await kubectl(three, "get", "podgroup", "high", "-o", "jsonpath={.status.phase}")
+            phase = await kubectl(
+                three, "get", "podgroups.scheduling.x-k8s.io", "high", "-o", "jsonpath={.status.phase}"
+            )
             return phase in ("Scheduled", "Running")
 
         await _eventually(scheduled, what="high Scheduled")
@@ -95,7 +97,7 @@ async def test_reservations_of_a_lower_priority_nonstrict_gang_are_taken_first(t
 
         async def holding() -> bool:
             return "holding 2 of minMember 4" in await kubectl(
-                three, "get", "podgroup", "slow", "-o", "jsonpath={.status.conditions[*].message}"
+                three, "get", "podgroups.scheduling.x-k8s.io", "slow", "-o", "jsonpath={.status.conditions[*].message}"
             )
 
         await _eventually(holding, what="slow holding two reservations")

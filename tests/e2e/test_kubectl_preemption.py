@@ -63,5 +63,5 @@ async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whol
         assert "Preempted by gang default/train-urgent for gang placement" in events
         pg_events = await kubectl(two_nodes, "get", "events", "--field-selector", "involvedObject.name=train-urgent")
         assert "Preempting" in pg_events and "default/batch-low" in pg_events
-        table = await kubectl(two_nodes, "get", "podgroups")
+        table = await kubectl(two_nodes, "get", "podgroups.scheduling.x-k8s.io")
         assert "train-urgent" in table and "Running" in table

@@ -82,7 +82,7 @@ async def g_holding_two(cluster: Cluster) -> None:
 
     async def holding() -> bool:
         return "holding 2 of minMember 3" in await kubectl(
-            cluster, "get", "podgroup", "g", "-o", "jsonpath={.status.conditions[*].message}"
+            cluster, "get", "podgroups.scheduling.x-k8s.io", "g", "-o", "jsonpath={.status.conditions[*].message}"
         )
 
     await eventually(holding, what="g holding node-0 and node-1")
@@ -140,7 +140,7 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
     the deletion, tells when that default waiting time is surely over (no sleep)."""
     async with replica(four.kubeconfig, defaultWaitSeconds=3):
         await g_holding_two(four)
-        await kubectl(four, "delete", "podgroup", "g")
+        await kubectl(four, "delete", "podgroups.scheduling.x-k8s.io", "g")
         await apply(four, podgroup("h", min_member=2), *[pod(f"h-{i}", group="h", gpu=8) for i in range(2)])
         placed = await eventually(lambda: gang_bound(four, "h-", 2), what="h bound on the room g held")
         assert sorted(placed.values()) == ["node-0", "node-1"]
@@ -151,7 +151,7 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
         await apply(four, podgroup("p", min_member=2, mode="NonStrict", scheduleTimeoutSeconds=3), *probe)
 
         async def probe_timed_out() -> bool:
-            phase = await kubectl(four, "get", "podgroup", "p", "-o", "jsonpath={.status.phase}")
+            phase = await kubectl(four, "get", "podgroups.scheduling.x-k8s.io", "p", "-o", "jsonpath={.status.phase}")
             return phase == "Timeout"
 
         await eventually(probe_timed_out, what="the probe gang timed out (3 s after the deletion at least)")

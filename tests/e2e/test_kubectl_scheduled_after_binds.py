@@ -51,7 +51,9 @@ async def test_podgroup_says_scheduled_only_once_every_bind_succeeded(slow_binds
     async with replica(slow_binds.kubeconfig):
 
         async def said_scheduled() -> str | None:
-            phase = await kubectl(slow_binds, "get", "podgroup", "g", "-o", "jsonpath={.status.phase}")
+            phase = await kubectl(
+                slow_binds, "get", "podgroups.scheduling.x-k8s.io", "g", "-o", "jsonpath={.status.phase}"
+            )
             events = await kubectl(
                 slow_binds,
                 "get",

@@ -91,7 +91,7 @@ async def test_kuberay_pods_are_gang_scheduled_by_a_replica_serving_their_name(t
         message = await eventually(toobig_waits, what="the RayCluster that cannot fit waits with a message")
         assert not [n for n in bound(await pods(k)) if n.startswith("toobig-")], "a partial RayCluster started"
         assert "reference this PodGroup" not in message, message
-        table = await kubectl(two_nodes, "get", "podgroup", "fits")
+        table = await kubectl(two_nodes, "get", "podgroups.scheduling.x-k8s.io", "fits")
         assert "Running" in table or "Scheduled" in table, table
 
 
@@ -102,14 +102,16 @@ async def test_podgroup_whose_pods_use_another_scheduler_says_so(two_nodes: Clus
         expected = "3 pods reference this PodGroup with schedulerName default-scheduler"
 
         async def said() -> str | None:
-            out = await kubectl(two_nodes, "get", "podgroup", "elsewhere", "-o", "jsonpath={.status.message}")
+            out = await kubectl(
+                two_nodes, "get", "podgroups.scheduling.x-k8s.io", "elsewhere", "-o", "jsonpath={.status.message}"
+            )
             return out if expected in out else None
 
         await eventually(said, what="the PodGroup's message naming the other scheduler")
         condition = await kubectl(
             two_nodes,
             "get",
-            "podgroup",
+            "podgroups.scheduling.x-k8s.io",
             "elsewhere",
             "-o",
             "jsonpath={.status.conditions[?(@.type=='Scheduled')].message}",

@@ -34,7 +34,7 @@ UNITS = [
 
 
 async def jsonpath(cluster: Cluster, name: str, path: str) -> str:
-    return await kubectl(cluster, "get", "podgroup", name, "-o", f"jsonpath={path}")
+    return await kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", name, "-o", f"jsonpath={path}")
 
 
 @pytest.fixture

@@ -124,7 +124,7 @@ async def test_story1_all_free_lands_in_one_unit_and_shows_its_tier(story_cluste
             return (pg or {}).get("status", {}).get("placedTier")
 
         assert await eventually(tier, what="placedTier") == 1
-        table = await kubectl(story_cluster, "get", "podgroups")
+        table = await kubectl(story_cluster, "get", "podgroups.scheduling.x-k8s.io")
         header, row = table.splitlines()[0].split(), table.splitlines()[1].split()
         assert row[header.index("TIER")] == "1"
 

@@ -102,7 +102,7 @@ async def warnings(cluster: Cluster, name: str) -> str:
 
 
 async def message_of(cluster: Cluster, name: str) -> str:
-    return await kubectl(cluster, "get", "podgroup", name, "-o", "jsonpath={.status.message}")
+    return await kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", name, "-o", "jsonpath={.status.message}")
 
 
 @pytest.fixture
@@ -170,7 +170,12 @@ async def test_topology_asked_when_none_is_known_is_said_and_hard_waits_for_one(
         assert set(placed.values()) in ({"node-0", "node-1"}, {"node-2", "node-3"}), placed
 
         async def tier1() -> bool:
-            return await kubectl(cluster, "get", "podgroup", "hard", "-o", "jsonpath={.status.placedTier}") == "1"
+            return (
+                await kubectl(
+                    cluster, "get", "podgroups.scheduling.x-k8s.io", "hard", "-o", "jsonpath={.status.placedTier}"
+                )
+                == "1"
+            )
 
         await eventually(tier1, what="hard's TIER 1")
 
@@ -182,9 +187,20 @@ async def test_a_running_status_is_no_proof_for_an_operator_that_starts_after_a_
         # are unbound, and another scheduler's pod takes a node (room for 2 of 3)
         await apply(cluster, podgroup("job", min_member=3), blocker("busy", "node-0"))
         status = '{"status": {"phase": "Running", "running": 3, "scheduled": 3}}'
-        await kubectl(cluster, "patch", "podgroup", "job", "--subresource=status", "--type=merge", "-p", status)
+        await kubectl(
+            cluster,
+            "patch",
+            "podgroups.scheduling.x-k8s.io",
+            "job",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            status,
+        )
         await apply(cluster, *(pod(f"job-{i}", group="job", gpu=8) for i in range(3)))
-        assert (await kubectl(cluster, "get", "podgroup", "job", "-o", "jsonpath={.status.phase}")) == "Running"
+        assert (
+            await kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", "job", "-o", "jsonpath={.status.phase}")
+        ) == "Running"
         async with replica(cluster.kubeconfig):
 
             async def waits() -> str | None:

@@ -72,7 +72,7 @@ def test_node_manifest() -> None:
     status = node["status"]
     assert status["capacity"] == status["allocatable"] == {"cpu": "32", "nvidia.com/gpu": "8", "pods": "110"}
     assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
-    assert status["nodeInfo"]["kubeletVersion"] == "v1.32.0-sim"
+    assert status["nodeInfo"]["kubeletVersion"] == "v1.37.0-sim"  # the emulator is a 1.37 cluster
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "n1" and node["metadata"]["labels"]["zone"] == "a"
     assert node["spec"]["taints"] == [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]
     assert {"type": "InternalIP", "address": "10.1.2.3"} in status["addresses"]

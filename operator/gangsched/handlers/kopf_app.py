@@ -9,7 +9,8 @@ Contract:
   - a Kopf probe (only if Kopf's own liveness endpoint is configured); the probes that matter are /livez and
     /readyz of handlers/probes.py;
   - `on.event` for PodGroups (scheduling.x-k8s.io, and Koordinator's scheduling.sigs.k8s.io when its CRD is
-    installed; Volcano's scheduling.volcano.sh/v1beta1 read only, when installed), nodes and namespaces (their
+    installed; Volcano's scheduling.volcano.sh/v1beta1 read only, when installed; Kubernetes 1.37's own
+    scheduling.k8s.io/v1beta1 when served), nodes and namespaces (their
     labels: pod affinity's namespaceSelector): the raw object is handed to
     the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
     victims the Eviction API would refuse as protected, from the PDB's status; no LIST), PersistentVolumeClaims and
@@ -131,6 +132,11 @@ def build_registry() -> kopf.OperatorRegistry:
     @kopf.on.event("scheduling.volcano.sh", "v1beta1", "podgroups", registry=registry)
     async def volcano_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_volcano_podgroup(event.get("type"), _raw(event))
+
+    # Kubernetes 1.37's own PodGroups (scheduling.k8s.io/v1beta1, feature gate GenericWorkload): optional like these
+    @kopf.on.event("scheduling.k8s.io", "v1beta1", "podgroups", registry=registry)
+    async def native_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_native_podgroup(event.get("type"), _raw(event))
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:

@@ -17,7 +17,9 @@ Where the gang's name comes from, first found wins: label `scheduling.x-k8s.io/p
 `kueue.x-k8s.io/pod-group-name` (Kueue plain-pod groups); annotation `gang.scheduling.koordinator.sh/name`;
 annotation `pod-group.scheduling.sigs.k8s.io/name`; annotation `pod-group.scheduling.sigs.k8s.io`; annotation
 `scheduling.k8s.io/group-name` (Volcano-style, e.g. LeaderWorkerSet's Volcano provider). A label and a Koordinator
-name annotation that disagree are an error.
+name annotation that disagree are an error. Kubernetes 1.37's own `spec.schedulingGroup.podGroupName` names a native
+PodGroup (models/native.py, state/native.py: its gang.minCount is the quorum); a pod naming a gang both that way and
+by a label or annotation is an error (a conflict report, not a guess).
 A gang named by Kueue's label takes its quorum from `kueue.x-k8s.io/pod-group-total-count` (every pod of the
 group), one named by the Volcano-style annotation from LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size`
 (annotation, else label): such a gang is annotation-only (a complete `spec`, a PodGroup is created for it) unless
@@ -56,6 +58,7 @@ from gangsched.models.annotations import (
 )
 from gangsched.models.fields import shown
 from gangsched.models.health import annotation_overrides
+from gangsched.models.native import SCHEDULING_GROUP, scheduling_group_name
 
 ALLOWED_NAME = "a lowercase RFC 1123 name (a-z, 0-9, '-', '.'; starting and ending alphanumeric; at most 253)"
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
@@ -121,6 +124,20 @@ def _gang_name(labels: Mapping[str, Any], annotations: Mapping[str, Any]) -> tup
     return None
 
 
+def _native_or(found: tuple[str, str] | None, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The pod's spec.schedulingGroup.podGroupName as its gang's name; a pod naming a gang both ways is an error."""
+    native = scheduling_group_name(spec) if isinstance(spec, Mapping) else None
+    if native is None:
+        return found
+    if found is not None:
+        raise InvalidField(
+            SCHEDULING_GROUP,
+            shown(native),
+            f"a pod declares its gang once: it also names gang {found[1]!r} by {found[0]}; keep one of the two",
+        )
+    return SCHEDULING_GROUP, native
+
+
 def referenced_gang(pod: Mapping[str, Any]) -> str | None:
     """The "namespace/name" of the gang the pod names (first source found wins), or None; never raises."""
     meta = pod.get("metadata") or _EMPTY
@@ -132,6 +149,9 @@ def referenced_gang(pod: Mapping[str, Any]) -> str | None:
         found = _gang_name(labels, annotations)
     except InvalidField:
         return None
+    if found is None:
+        native = scheduling_group_name(pod.get("spec") or _EMPTY)
+        found = (SCHEDULING_GROUP, native) if native is not None else None
     if found is None or not isinstance(found[1], str) or not _NAME.fullmatch(found[1]) or len(found[1]) > 253:
         return None
     return gang_key(meta.get("namespace") or "default", found[1])
@@ -142,7 +162,7 @@ def parse_pod_gang(pod: Mapping[str, Any]) -> PodGang | None:
     meta = pod.get("metadata") or _EMPTY
     labels = meta.get("labels") or _EMPTY
     annotations = meta.get("annotations") or _EMPTY
-    found = _gang_name(labels, annotations)
+    found = _native_or(_gang_name(labels, annotations), pod.get("spec") or _EMPTY)
     if found is None:
         return None
     declared_by, raw_name = found

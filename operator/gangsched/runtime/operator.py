@@ -61,6 +61,7 @@ from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.config import OperatorConfig
+from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
 from gangsched.runtime.activity import ActivityLog
@@ -332,6 +333,9 @@ class Operator:
         volcano = self.api.list_podgroups(VOLCANO_API_VERSION)
         for pg in await self._optional_list(f"PodGroup {VOLCANO_API_VERSION}", volcano):
             self.cache.on_volcano_podgroup(None, pg)  # read only: the count of Volcano-style gangs
+        native = self.api.list_podgroups(NATIVE_API_VERSION)
+        for pg in await self._optional_list(f"PodGroup {NATIVE_API_VERSION}", native):
+            self.cache.on_native_podgroup(None, pg)  # Kubernetes 1.37's own PodGroups, when served
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),

@@ -61,6 +61,8 @@ from gangsched.sim.auth import Authenticator
 from gangsched.sim.authapi import AuthEndpoints
 from gangsched.sim.disruption import DisruptionController
 from gangsched.sim.faults import Answer, FaultInjector, FaultSpecError, RequestInfo, rule_from_mapping
+from gangsched.sim.features import DEFAULT as DEFAULT_GATES
+from gangsched.sim.features import FeatureGates
 from gangsched.sim.kubeconfig import write_kubeconfig
 from gangsched.sim.registry import (
     APPLY_PATCH,
@@ -73,17 +75,17 @@ from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent
 from gangsched.sim.types import ResourceType
-from gangsched.sim.validation import limits
+from gangsched.sim.validation import limits, schemas
 
 JSON_TYPE = "application/json"
 VERSION_INFO = {
     "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0-gangsched-sim",
+    "minor": schemas.K8S_MINOR,
+    "gitVersion": f"{schemas.K8S_VERSION}-gangsched-sim",
     "gitCommit": "0000000000000000000000000000000000000000",
     "gitTreeState": "clean",
     "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.23",
+    "goVersion": "go1.25",
     "compiler": "gc",
     "platform": "linux/amd64",
 }
@@ -182,10 +184,11 @@ class ApiServer:
         default_watch_timeout: float = 1800.0,
         disruption_controller: bool = True,
         auth: bool = False,
+        gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
         self.store = Store(history_limit=history_limit, history_seconds=history_seconds)
         self.faults = FaultInjector()  # sim/faults.py; `faults.active` is the only thing the hot path reads
-        self.registry = Registry(self.store)
+        self.registry = Registry(self.store, gates=gates)  # gates: the API profile served (sim/features.py)
         # kube-controller-manager's disruption controller (PDB status), run in-process from start() to stop()
         self.disruption = DisruptionController(self.registry) if disruption_controller else None
         self.request_counts: Counter[tuple[str, str]] = Counter()  # (method, plural[/subresource]) -> requests

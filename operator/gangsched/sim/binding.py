@@ -1,4 +1,4 @@
-"""`pods/binding` as kube-apiserver v1.32 serves it (pkg/registry/core/pod/storage/storage.go, BindingREST).
+"""`pods/binding` as kube-apiserver v1.37 serves it (pkg/registry/core/pod/storage/storage.go, BindingREST).
 
 Contract: `bind_pod(store, rtype, namespace, name, body, *, now, dry_run) -> Status dict` binds the pod `name` to
 `body.target.name`, or raises status.ApiError exactly where, and as, the real registry does:
@@ -14,7 +14,8 @@ Contract: `bind_pod(store, rtype, namespace, name, body, *, now, dry_run) -> Sta
 On success the pod gets spec.nodeName, the Binding's metadata.annotations merged into its own (labels are not
 copied in 1.32: PodTopologyLabelsAdmission came in 1.33), and its PodScheduled condition set True as
 `podutil.UpdatePodCondition` does (replaced in place; lastTransitionTime kept if it was already True).
-status.nominatedNodeName is kept (ClearingNominatedNodeNameAfterBinding does not exist in 1.32).
+status.nominatedNodeName is cleared (setPodNodeAndMetadata under ClearingNominatedNodeNameAfterBinding: beta and on by
+default in kube-apiserver since 1.35, kubernetes#135103).
 The namespace lifecycle admission (a terminating namespace refuses creates, bindings included) is the caller's.
 """
 
@@ -124,6 +125,7 @@ def bind_pod(
     status = obj.get("status")
     if not isinstance(status, dict):
         status = obj["status"] = {}
+    status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding (1.37: on)
     _set_pod_scheduled(status, now)
     if not dry_run:
         store.put(skey, obj, previous=current)

@@ -5,7 +5,7 @@ scheduling.k8s.io/v1, coordination.k8s.io/v1, node.k8s.io/v1 RuntimeClass, polic
 workloads (Deployment, ReplicaSet, StatefulSet; ReplicationController in core/v1: stored only, the disruption
 controller reads their scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, the
 create-only SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview, apiextensions.k8s.io/v1; the
-last entry is the CRD type). Their bodies are checked against the real v1.32 schemas by sim/validation/.
+last entry is the CRD type). Their bodies are checked against the real v1.37 schemas by sim/validation/.
 `crd_types(crd)` turns a CustomResourceDefinition object into one ResourceType per served version. Nothing here
 does I/O.
 """

@@ -7,7 +7,8 @@ Contract:
 - `node_manifest(name, *, resources, labels={}, taints=(), address=None, now=None) -> dict`: a v1 Node as a
   kubelet registers it: capacity == allocatable == resources (plus `pods: "110"` when not given), conditions
   Ready=True and the pressure conditions False, addresses (InternalIP, Hostname), nodeInfo.kubeletVersion
-  "v1.32.0-sim", labels kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch plus `labels`.
+  "v1.37.0-sim" (a 1.37 cluster's kubelets), labels kubernetes.io/hostname, kubernetes.io/os,
+  kubernetes.io/arch plus `labels`.
 - `read_topology(path_or_list) -> list[dict]` reads the topology ConfigMap's format (a JSON list of
   {"layer": int, "name": str, "parents": [...], "children": [...]}), checking each entry;
   `node_names_from_topology(path_or_list)` lists the children of layer-1 entries (the nodes), in file order;
@@ -33,7 +34,7 @@ from gangsched.core.values.resources import parse_quantity
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.timestamps import format_time
 
-KUBELET_VERSION = "v1.32.0-sim"
+KUBELET_VERSION = "v1.37.0-sim"
 TOPOLOGY_LABEL_PREFIX = "topology.gangsched.io/tier-"
 DEFAULT_PODS = "110"
 _RESOURCE_ALLOWED = (

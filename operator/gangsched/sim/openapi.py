@@ -21,7 +21,7 @@ Contract (the REST layer, apiserver.py, serves these as JSON):
   each kind's schema (a CRD's openAPIV3Schema; a permissive object for built-ins) tagged with the list form of
   `x-kubernetes-group-version-kind` (what `kubectl explain` looks for).
 - `group_doc_hash(types, group, version)` -> the hash used in the root document.
-- Built-in kinds' `components.schemas` are the REAL Kubernetes v1.32.0 definitions (from the kubernetes-validate
+- Built-in kinds' `components.schemas` are the REAL Kubernetes v1.37.0 definitions (from the kubernetes-validate
   package, validation/schemas.py), with every definition they reference, converted to OpenAPI v3 (`$ref`s to
   `#/components/schemas/`, nullable type lists to one type); so `kubectl explain pod.spec` shows the real
   fields. Synthesized: the paths, operations and their parameters (above), the `info` block, and, without that
@@ -202,7 +202,7 @@ def _refs(node: Any, found: set[str]) -> None:
 
 
 def _builtin_definitions(rtype: ResourceType) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(the kind's schema, the definitions it references transitively), from the real v1.32 definitions.
+    """(the kind's schema, the definitions it references transitively), from the real v1.37 definitions.
     Cached per kind: callers must not mutate what they get."""
     if rtype.is_crd:
         return None
@@ -340,7 +340,7 @@ def openapi_v3_group_doc(types: Iterable[ResourceType], group: str, version: str
                 component_schemas.setdefault(ref, definition)
     return {
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0-gangsched-sim"},
+        "info": {"title": "Kubernetes", "version": f"{schemas.K8S_VERSION}-gangsched-sim"},
         "paths": paths,
         "components": {"schemas": component_schemas},
     }
@@ -402,10 +402,15 @@ def openapi_v2_protobuf() -> bytes:
     paramVerifyingSchema falls back to the v2 schema because no v3 document has a v1/List); with no definitions
     it validates nothing there and each item is validated by this server (fieldValidation=Strict). For patches
     kubectl then uses its compiled-in types, as with an older server."""
-    info = _pb_string(1, "Kubernetes") + _pb_string(2, "v1.32.0")
+    info = _pb_string(1, "Kubernetes") + _pb_string(2, schemas.K8S_VERSION)
     return _pb_string(1, "2.0") + bytes([2 << 3 | 2, len(info)]) + info
 
 
 def openapi_v2_json() -> dict[str, Any]:
     """The JSON form of the same (empty) document."""
-    return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": {}, "definitions": {}}
+    return {
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": schemas.K8S_VERSION},
+        "paths": {},
+        "definitions": {},
+    }

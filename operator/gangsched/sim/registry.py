@@ -39,7 +39,16 @@ from typing import Any
 import orjson
 
 from gangsched.models.timestamps import format_time
-from gangsched.sim import deletion, namespace_lifecycle, pod_status, runtimeclass, strategic, validation
+from gangsched.sim import (
+    deletion,
+    features,
+    namespace_lifecycle,
+    pod_status,
+    runtimeclass,
+    scheduling,
+    strategic,
+    validation,
+)
 from gangsched.sim import patch as patching
 from gangsched.sim import status as st
 from gangsched.sim.binding import bind_pod
@@ -47,6 +56,7 @@ from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, 
 from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.namespace_controller import NamespaceController
 from gangsched.sim.pod_update import check_pod_update
+from gangsched.sim.scheduling import pod as pod_scheduling
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
 from gangsched.sim.termination import PodTerminator
@@ -97,8 +107,10 @@ class Registry:
         *,
         clock: Callable[[], datetime.datetime] | None = None,
         rng: random.Random | None = None,
+        gates: features.FeatureGates = features.DEFAULT,
     ) -> None:
         self.store = store
+        self.gates = gates  # the API profile (sim/features.py): which 1.37 beta/alpha APIs and fields are served
         store.owners_changed = self._owners_changed
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.rng = rng or random.Random()
@@ -108,7 +120,7 @@ class Registry:
         self.listeners: list[Callable[[], None]] = []  # called when the set of served types changes
         self.terminator = PodTerminator(self)  # the kubelets' end of graceful pod deletion (termination.py)
         self.namespace_controller = NamespaceController(self)  # empties and removes terminating namespaces
-        for rtype in BUILTIN_TYPES:
+        for rtype in (*BUILTIN_TYPES, *scheduling.served_types(gates)):
             self._serve(rtype)
         ctx = RequestContext()
         ns_type = self.resolve("", "v1", "namespaces")
@@ -324,6 +336,11 @@ class Registry:
             if pdb_problems:
                 raise st.invalid(rtype, name, pdb_problems)
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+        elif (strategy := scheduling.strategy_for(*kind)) is not None:  # scheduling.k8s.io, 1.37 (sim/scheduling/)
+            strategy.prepare_create(obj, self.gates)
+            sched_problems = strategy.validate(obj, self.gates)
+            if sched_problems:
+                raise st.invalid(rtype, name, sched_problems)
 
     def _admit_pod(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
         spec = obj.get("spec")
@@ -338,6 +355,10 @@ class Registry:
                 problems.append((f"spec.containers[{i}].name", "Required value", "FieldValueRequired"))
             elif not c.get("image"):
                 problems.append((f"spec.containers[{i}].image", "Required value", "FieldValueRequired"))
+        if problems:
+            raise st.invalid(rtype, name, problems)
+        pod_scheduling.drop_disabled(spec, None, self.gates)
+        problems.extend(pod_scheduling.validate(spec))
         if problems:
             raise st.invalid(rtype, name, problems)
         spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
@@ -636,6 +657,10 @@ class Registry:
                 result.pop("status", None)
             if rtype.is_crd and rtype.schema is not None:
                 self._validate_custom(rtype, result, name, ctx)
+            strategy = scheduling.strategy_for(rtype.group, rtype.kind)
+            status_problems = strategy.validate_status_update(cur, result) if strategy is not None else []
+            if status_problems:
+                raise st.invalid(rtype, name, status_problems)
         else:
             result = new
             _keep_system_meta(rtype, cur_meta, meta)
@@ -665,7 +690,15 @@ class Registry:
         return entry
 
     def _admit_update(self, rtype: ResourceType, cur: dict[str, Any], new: dict[str, Any], name: str) -> None:
-        if (rtype.group, rtype.kind) == ("", "Pod"):
+        strategy = scheduling.strategy_for(rtype.group, rtype.kind)
+        if strategy is not None:
+            strategy.prepare_update(cur, new, self.gates)
+            sched_problems = strategy.validate_update(cur, new, self.gates)
+            if sched_problems:
+                raise st.invalid(rtype, name, sched_problems)
+        elif (rtype.group, rtype.kind) == ("", "Pod"):
+            if isinstance(new.get("spec"), dict):
+                pod_scheduling.drop_disabled(new["spec"], cur.get("spec"), self.gates)
             pod_problems = check_pod_update(cur, new)
             if pod_problems:
                 raise st.invalid(rtype, name, pod_problems)

@@ -4,8 +4,9 @@ Contract:
 - `async with running_cluster(*, nodes, node_resources, topology=None, kubeconfig_path=None, port=0,
   kubelet_start_delay=0.0) as cluster:` starts ApiServer on 127.0.0.1:port, writes a kubeconfig (to a temporary
   file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory and then
-  of `crds/compat/` (the opt-in scheduling.sigs.k8s.io PodGroup: registered after gangsched's own, so a bare
-  `kubectl get podgroups` shows gangsched's here; a real API server would list that group first, see the CRD file),
+  of `crds/compat/` (the opt-in scheduling.sigs.k8s.io PodGroup, registered after gangsched's own; a real API
+  server would list that group first, see the CRD file; with the default API profile a bare `kubectl get podgroups`
+  is the built-in scheduling.k8s.io/v1beta1 PodGroup anyway: name the CRD `podgroups.scheduling.x-k8s.io`),
   creates the nodes and runs SimKubelet until exit. By default (`auth=True`) the server authenticates and enforces
   RBAC (https, the kubeconfig carries the admin's token, see apiserver.py) and `install_manifests=True` applies
   manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
@@ -16,10 +17,13 @@ Contract:
   topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has
   `server`, `url`, `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py
   rules) are switched on once the cluster is set up (CRDs, manifests, nodes, kubelet synced), never during it.
+- `running_cluster(..., gates=FeatureGates)`: the API profile served (sim/features.py; default `full`: 1.37's
+  scheduling.k8s.io Workload, PodGroup, CompositePodGroup and pod spec.schedulingGroup on).
 - `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path, fault_specs=(), faults_path=None,
-  fault_seed=None, auth=True) -> int` is `gangsched sim serve`: the same cluster (auth on, manifests installed, with
-  --topology the topology ConfigMap too, and the faults of `--fault` / `--faults`), serving until SIGINT or
-  SIGTERM; prints the kubeconfig path and a kubectl hint.
+  fault_seed=None, auth=True, api_profile="full", feature_gates="") -> int` is `gangsched sim serve`
+  (`--api-profile full|plain-1.37`, `--feature-gates Name=bool,...` on top of it; docs/emulator.md): the same
+  cluster (auth on, manifests installed, with --topology the topology ConfigMap too, and the faults of `--fault`
+  / `--faults`), serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
   Bad arguments print the error (naming the field, the value and what is allowed) and return 2; so does a
   kubeconfig path that cannot be written (checked first); a --port already in use returns 5 (gangsched/exits.py).
 - `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
@@ -46,6 +50,10 @@ from gangsched.exits import CommandError, ExitCode, report, writable_file
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels
 from gangsched.sim.faults import FaultRule, FaultSpecError, load_rules
+from gangsched.sim.features import DEFAULT as DEFAULT_GATES
+from gangsched.sim.features import FULL as FULL_PROFILE
+from gangsched.sim.features import FeatureGates
+from gangsched.sim.features import resolve as resolve_gates
 from gangsched.sim.kubelet import SimKubelet
 
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -216,13 +224,14 @@ async def running_cluster(
     auth: bool = True,
     install_manifests: bool = True,
     topology_configmap_from: str | Path | None = None,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> AsyncIterator[Cluster]:
     """A simulated cluster for the duration of the block (see module docstring)."""
     from gangsched.sim.apiserver import ApiServer
 
     resources = parse_node_resources(node_resources) if isinstance(node_resources, str) else dict(node_resources)
     names, labels = _plan_nodes(nodes, topology)
-    server = ApiServer(auth=auth)
+    server = ApiServer(auth=auth, gates=gates)
     await server.start(host="127.0.0.1", port=port)
     temp_dir = None
     try:
@@ -281,6 +290,7 @@ async def _serve(
     faults: Sequence[FaultRule],
     fault_seed: int,
     auth: bool = True,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -297,6 +307,7 @@ async def _serve(
         auth=auth,
         faults=faults,
         fault_seed=fault_seed,
+        gates=gates,
     ) as cluster:
         print(
             f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes",
@@ -309,6 +320,7 @@ async def _serve(
                 flush=True,
             )
         print(f"kubeconfig written to {kubeconfig}", flush=True)
+        print(f"Kubernetes v1.37 API, feature gates {gates.describe()} (see docs/emulator.md)", flush=True)
         if auth:
             print(
                 "https, tokens and RBAC enforced; the kubeconfig's user is an admin (group system:masters)", flush=True
@@ -336,12 +348,20 @@ def serve_forever(
     faults_path: str | None = None,
     fault_seed: int | None = None,
     auth: bool = True,
+    api_profile: str = FULL_PROFILE,
+    feature_gates: str = "",
 ) -> int:
     """`gangsched sim serve` (see module docstring); returns the process exit code."""
     try:
         writable_file(kubeconfig_path, "--kubeconfig")
         faults, file_seed = load_rules(fault_specs, faults_path)
         seed = fault_seed if fault_seed is not None else file_seed if file_seed is not None else 0
+        try:
+            gates = resolve_gates(api_profile, feature_gates)
+        except ValueError as exc:
+            raise InvalidField(
+                "--feature-gates" if feature_gates else "--api-profile", feature_gates or api_profile, str(exc)
+            ) from None
         asyncio.run(
             _serve(
                 nodes=nodes,
@@ -352,6 +372,7 @@ def serve_forever(
                 faults=faults,
                 fault_seed=seed,
                 auth=auth,
+                gates=gates,
             )
         )
     except (InvalidField, FaultSpecError) as exc:

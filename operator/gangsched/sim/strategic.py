@@ -6,7 +6,7 @@ Contract:
 - `meta` tells, field by field, how lists and maps merge: a `SchemaPatchMeta` over an OpenAPI/JSON schema reads
   `x-kubernetes-patch-strategy` (`merge`, `replace`, `retainKeys`, `merge,retainKeys`) and
   `x-kubernetes-patch-merge-key`, following `$ref`s into the schema's definitions. `patch_meta_for(group,
-  version, kind)` gives the meta of a built-in kind from Kubernetes 1.32's own schemas (sim/validation/schemas.py,
+  version, kind)` gives the meta of a built-in kind from Kubernetes 1.37's own schemas (sim/validation/schemas.py,
   from the `kubernetes-validate` package); without that package, or for unknown kinds, a table of the common merge keys
   of core/v1 stands in (`NAME_TABLE_META`).
 - Semantics follow staging/src/k8s.io/apimachinery/pkg/util/strategicpatch/patch.go (StrategicMergeMapPatch with

@@ -37,6 +37,9 @@ Contract:
   other); `PodGroupInfo.api_version` says which, so status and events go to that object.
 - Volcano PodGroups (`on_volcano_podgroup`, read only, state/volcano.py) give the quorum of gangs named by the
   Volcano-style annotation `scheduling.k8s.io/group-name` (over LeaderWorkerSet's size; the pods' min-available wins).
+- Kubernetes 1.37's own PodGroups (`on_native_podgroup`, scheduling.k8s.io/v1beta1, state/native.py): a pod naming
+  one in `spec.schedulingGroup.podGroupName` is a member of the gang of that name, `gang.minCount` its quorum; a
+  `basic` one makes its pods no gang (members met earlier leave it); until the PodGroup exists the pods wait.
 - `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
   the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
   only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
@@ -79,6 +82,8 @@ from gangsched.core.values.records import PodRecord
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import gang_notices
+from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
+from gangsched.models.native import SCHEDULING_GROUP
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
 from gangsched.models.podgroup import SIGS_API_VERSION, occupied_by, podgroup_spec_from_api, podgroup_times
@@ -87,6 +92,7 @@ from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.foreign import ForeignMembers
 from gangsched.state.inferred import InferredGangs
+from gangsched.state.native import NativePodGroups
 from gangsched.state.notices import GangNotices
 from gangsched.state.podgroup_kinds import PodGroupKinds
 from gangsched.state.status import GangStatusBook
@@ -221,6 +227,7 @@ class ClusterCache:
         self.podgroup_kinds = PodGroupKinds()  # which PodGroup a gang uses when both API groups have one
         self.status_clears: list[tuple[str, str]] = []  # scheduling.sigs.k8s.io PodGroups set aside: status to remove
         self.volcano = VolcanoPodGroups()  # Volcano PodGroups' minMember (read only), for Volcano-style gangs
+        self.native = NativePodGroups()  # Kubernetes 1.37's own PodGroups (read), for pods' spec.schedulingGroup
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -291,6 +298,8 @@ class ClusterCache:
             self.dirty_gangs |= self.foreign.update(key, referenced_gang(obj), str(scheduler_name))
         try:
             decl = parse_pod_gang(obj) if ours else None
+            if decl is not None and decl.declared_by == SCHEDULING_GROUP and self.native.basic(decl.key):
+                decl = None  # a basic native PodGroup: no gang, its pods are scheduled one by one
             if self.inferred is not None:
                 decl = self._infer(key, obj, decl, ours=ours)
             record = pod_from_api(
@@ -716,6 +725,30 @@ class ClusterCache:
         except Exception:
             log.exception("Volcano PodGroup skipped: it could not be cached")
 
+    def on_native_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A scheduling.k8s.io/v1beta1 PodGroup event (its gang.minCount is the quorum of the pods naming it in
+        spec.schedulingGroup; basic: they are no gang); never raises."""
+        try:
+            change = self.native.on_event(kind, obj)
+            namespace, name = change.key.split("/", 1)
+            uid = str((obj.get("metadata") or {}).get("uid", ""))
+            for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
+                if message is not None:
+                    self.problems.append(Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, reason, message))
+            if not change.changed:
+                return
+            if self.native.basic(change.key):
+                for pod in list(self._gang_pods.get(change.key, ())):
+                    record = self.cluster.pods.get(pod)
+                    if record is not None:  # members by spec.schedulingGroup: no gang now
+                        self.cluster.upsert_pod(dataclasses.replace(record, gang=None, role=None, rank=None))
+                    self._join(pod, None)
+            if change.key in self._gangs:
+                self._refresh_gang(change.key)
+            self.on_change()
+        except Exception:
+            log.exception("native PodGroup skipped: it could not be cached")
+
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)
         return bool(gs is not None and gs.satisfied)
@@ -745,7 +778,7 @@ class ClusterCache:
             effective = None  # an invalid PodGroup stops its gang until fixed
         else:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
-            effective = self.volcano.adjust(key, decl, effective)
+            effective = self.native.adjust(key, decl, self.volcano.adjust(key, decl, effective))
         wanted = self.volcano.adjust(key, decl, decl.spec) if decl is not None else None
         if pg is None and wanted is not None and key not in self.podgroups_to_create:
             self.podgroups_to_create[key] = wanted

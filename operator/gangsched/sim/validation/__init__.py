@@ -1,4 +1,4 @@
-"""Validation of built-in kinds against the real Kubernetes v1.32 schemas and rules (admission-time checks).
+"""Validation of built-in kinds against the real Kubernetes v1.37 schemas and rules (admission-time checks).
 
 Contract (called by registry.py on every write; a CRD object's body goes through schema.py, its metadata here):
 - `decode_body(rtype, obj, field_validation, warnings)`: what the real JSON decoder does with the body

@@ -12,7 +12,7 @@ Contract:
 - `check(group, version, kind, obj) -> list[str]`: the unknown-field paths of `obj` (as sigs.k8s.io/json names
   them: `spec.containers[0].foo`); raises DecodeError(message) for the first type error, where message is the
   Go decoder's text (`json: cannot unmarshal ...`, a time parse error, a quantity or base64 error).
-  Checked from the v1.32 definitions (schemas.py): JSON types, int32/int64 ranges and integrality, Time
+  Checked from the v1.37 definitions (schemas.py): JSON types, int32/int64 ranges and integrality, Time
   (RFC 3339) and MicroTime (RFC3339Micro: exactly six fractional digits, as metav1.MicroTime.UnmarshalJSON
   parses with "2006-01-02T15:04:05.000000Z07:00"), IntOrString, Quantity syntax, base64 of []byte fields.
   `null` is accepted anywhere (the zero value), as in Go. apiVersion and kind at the root are left to the REST

@@ -1,14 +1,15 @@
-"""The real OpenAPI definitions of the built-in kinds (Kubernetes v1.32.0), as data from `kubernetes-validate`.
+"""The real OpenAPI definitions of the built-in kinds (Kubernetes v1.37.0), as data from `kubernetes-validate`.
 
 Contract:
-- `definitions() -> dict[str, dict]`: every definition (name -> JSON Schema) of Kubernetes v1.32.0, loaded once
-  from the `kubernetes-validate` package's `kubernetes-json-schema/v1.32.0-local/_definitions.json` (generated
+- `definitions() -> dict[str, dict]`: every definition (name -> JSON Schema) of Kubernetes v1.37.0, loaded once
+  from the `kubernetes-validate` package's `kubernetes-json-schema/v1.37.0-local/_definitions.json` (generated
   from the real apiserver's OpenAPI document; nullable fields are `type: [T, "null"]`, references are
   `#/$defs/NAME`). Empty when the package is not installed (the optional `sim` extra): then built-in kinds are
   not type-checked, as before.
 - `definition_name(group, version, kind) -> str | None`: the definition of a kind, found by its
   `x-kubernetes-group-version-kind` tag.
 - `available() -> bool`.
+- `K8S_VERSION` ("v1.37.0"), `K8S_MINOR` ("37"): the release the emulator serves (/version, /openapi info).
 Pure apart from reading the package data once.
 """
 
@@ -19,7 +20,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-K8S_VERSION = "v1.32.0"
+K8S_VERSION = "v1.37.0"
+K8S_MINOR = K8S_VERSION.split(".")[1]
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,77 @@
+"""Kubernetes 1.37's own gang declaration (scheduling.k8s.io/v1beta1 PodGroup, pods' spec.schedulingGroup), parsed.
+
+Contract (pure, no I/O):
+- `API_VERSION` ("scheduling.k8s.io/v1beta1"); `SCHEDULING_GROUP` ("spec.schedulingGroup.podGroupName"), the field a
+  pod names its native PodGroup with, used as the `declared_by` of such a member (models/gang.py).
+- `scheduling_group_name(spec) -> str | None`: the PodGroup a pod spec names, None when it names none (a missing,
+  null or empty schedulingGroup or podGroupName).
+- `native_policy(obj) -> int | None`: a native PodGroup's quorum: `spec.schedulingPolicy.gang.minCount` (an integer
+  from 1 to 2147483647); None for `basic: {}`, which means no gang (kube-scheduler schedules such pods one by one).
+  Anything else raises InvalidField naming the field, the value and what is allowed (the API server validates
+  these objects, so this is a guard against a foreign API server, not a normal path).
+- `unsupported_fields(obj) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on scheduling and
+  that gangsched does not honour yet (schedulingConstraints, resourceClaims, priorityClassName, priority,
+  preemptionPolicy, parentCompositePodGroupName, and disruptionMode other than the default `single`), as paths
+  (`spec.priority`): reported on the PodGroup, never silently ignored.
+Sources: staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSchedulingPolicy: exactly one of basic | gang,
+GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api/core/v1/types.go
+(PodSchedulingGroup.PodGroupName).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gangsched.core.values.errors import InvalidField
+from gangsched.models.fields import INT32_MAX, shown
+
+API_VERSION = "scheduling.k8s.io/v1beta1"
+SCHEDULING_GROUP = "spec.schedulingGroup.podGroupName"
+_POLICY = "spec.schedulingPolicy"
+
+
+def scheduling_group_name(spec: Mapping[str, Any]) -> str | None:
+    """See module docstring."""
+    group = spec.get("schedulingGroup")
+    if not isinstance(group, Mapping):
+        return None
+    name = group.get("podGroupName")
+    return name if isinstance(name, str) and name else None
+
+
+_UNSUPPORTED = (
+    "schedulingConstraints",
+    "resourceClaims",
+    "priorityClassName",
+    "priority",
+    "preemptionPolicy",
+    "parentCompositePodGroupName",
+)
+
+
+def unsupported_fields(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """See module docstring."""
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return ()
+    found = [f"spec.{key}" for key in _UNSUPPORTED if spec.get(key) not in (None, "", [], {})]
+    mode = spec.get("disruptionMode")
+    if isinstance(mode, Mapping) and mode.get("all") is not None:
+        found.append("spec.disruptionMode")
+    return tuple(found)
+
+
+def native_policy(obj: Mapping[str, Any]) -> int | None:
+    """See module docstring."""
+    spec = obj.get("spec")
+    policy = spec.get("schedulingPolicy") if isinstance(spec, Mapping) else None
+    if not isinstance(policy, Mapping) or (policy.get("gang") is None) == (policy.get("basic") is None):
+        raise InvalidField(_POLICY, shown(policy), "exactly one of `basic: {}` or `gang: {minCount: N}`")
+    gang = policy.get("gang")
+    if gang is None:
+        return None
+    count = gang.get("minCount") if isinstance(gang, Mapping) else None
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= INT32_MAX:
+        raise InvalidField(f"{_POLICY}.gang.minCount", shown(count), f"an integer from 1 to {INT32_MAX}")
+    return count
