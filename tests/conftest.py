@@ -6,12 +6,16 @@
 - `kube`: the project's `KubeClient` connected through that kubeconfig.
 - `kubectl(*args, input=None, check=False, timeout=60) -> CompletedProcess[str]`: the real kubectl binary with
   `--kubeconfig`; when kubectl is not installed it skips the test, or fails it in CI (tests/tools.py).
+- Every kubectl of the run caches its discovery in a directory of this run's own (KUBECACHEDIR): kubectl keys that
+  cache by host and port only, so another run's emulator on a reused port, serving other API groups (e.g. the
+  1.37 `scheduling.k8s.io` PodGroups, or not), would otherwise map `podgroups` to a group this one does not serve.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -22,6 +26,8 @@ from gangsched.sim.apiserver import ApiServer
 from tests.tools import need_tool
 
 KubectlRunner = Callable[..., "subprocess.CompletedProcess[str]"]
+
+os.environ["KUBECACHEDIR"] = tempfile.mkdtemp(prefix="gangsched-tests-kubecache-")
 
 
 @pytest.fixture
