@@ -191,7 +191,7 @@ async def preemption_step(kubeconfig: str, client: KubeClient) -> tuple[bool, di
     say(f"   batch-low={now.get('default/batch-low') or '-'}")
     if not ok:
         return False, now
-    say("== kubectl apply -f manifests/examples/preemption/20-train-urgent.yaml  (only 8 GPUs free: it must preempt)")
+    say("== kubectl apply -f manifests/examples/preemption/20-train-urgent.yaml  (it must preempt)")
     say((await kubectl(kubeconfig, "apply", "-f", str(PREEMPTION_DIR / "20-train-urgent.yaml"))).rstrip())
     ok, now = await wait_phases(client, PREEMPTION_EXPECTED, PREEMPTION_DEADLINE_S)
     say("   " + "  ".join(f"{k}={now.get(k) or '-'}" for k in sorted(PREEMPTION_EXPECTED)))
