@@ -135,7 +135,7 @@ async def run_demo_async() -> int:
             settled, last = await preemption_step(kubeconfig, cluster.client)
         say("\n$ kubectl get podgroups.scheduling.x-k8s.io -A")
         say((await kubectl(kubeconfig, "get", "podgroups.scheduling.x-k8s.io", "-A")).rstrip())
-        say("\n$ kubectl gang -A   # the kubectl plugin installed with the package (README: kubectl gang)")
+        say("\n$ kubectl gang -A   # the kubectl plugin installed with the package (docs/cli.md: kubectl gang)")
         say((await kubectl_gang(kubeconfig, "-A")).rstrip())
         say("\n$ kubectl get pods -A -o wide")
         say((await kubectl(kubeconfig, "get", "pods", "-A", "-o", "wide")).rstrip())

@@ -1,5 +1,5 @@
-"""Issue 13 "Why" bullets that had no end-to-end test with the real kubectl (docs/why13.md maps every bullet to its
-test): objects applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process against the
+"""Behaviours that had no end-to-end test with the real kubectl (the documented rules of docs/concepts.md and
+docs/annotations.md): objects applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process against the
 emulator.
 
 - Topology, late members: "a replacement of a hard tier-1 gang landed in another unit". The replacement of a
