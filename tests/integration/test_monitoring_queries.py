@@ -1,5 +1,6 @@
 """Every query of the Grafana dashboard and every alert of the PrometheusRule (deploy/components/monitoring/) reads
-series a running operator exports, and the "gangs waiting longer than N" gauge shows a gang that waits.
+series a running operator exports, the "gangs waiting longer than N" gauge shows a gang that waits, and docs/metrics.md
+lists exactly the series exported.
 
 Oracle: the operator's own /metrics exposition (`Operator.metrics.render()`, what its metrics server answers),
 parsed with prometheus-client's exposition parser, while a gang is bound and another waits (so every family has
@@ -23,7 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.integration.harness import bound, create, eventually, pod, podgroup, pods, replica
 
-MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "components" / "monitoring"
+ROOT = Path(__file__).resolve().parents[2]
+MONITORING = ROOT / "deploy" / "components" / "monitoring"
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 _KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
 _MODIFIERS = r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)"
@@ -65,6 +67,15 @@ def _queries() -> dict[str, str]:
     return out
 
 
+def _exported_series(text: str) -> set[str]:
+    """The gangsched_ series as a user queries them: a counter with `_total`, a histogram by its own name."""
+    out = set()
+    for family in text_string_to_metric_families(text):
+        if family.name.startswith("gangsched_") and not family.name.endswith("_created"):
+            out.add(f"{family.name}_total" if family.type == "counter" else family.name)
+    return out
+
+
 def _samples(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
@@ -97,6 +108,7 @@ async def test_every_query_reads_exported_series_and_a_waiting_gang_shows(cluste
             return samples if samples.get("gangsched_oldest_waiting_gang_seconds", 0.0) >= 1.0 else None
 
         samples = await eventually(waiting_shows, what="gangsched_oldest_waiting_gang_seconds of the huge gang")
+        exported = _exported_series(op.metrics.render().decode())
         assert samples["gangsched_oldest_waiting_gang_seconds"] < 120  # its age, not an epoch or a sentinel
         assert samples["gangsched_pending_gangs"] == 1.0
         assert samples["gangsched_leader"] == 1.0
@@ -106,3 +118,6 @@ async def test_every_query_reads_exported_series_and_a_waiting_gang_shows(cluste
     unknown = {where: sorted(metric_names(expr) - set(samples)) for where, expr in queries.items()}
     assert not {where: names for where, names in unknown.items() if names}, sorted(samples)
     assert all(metric_names(expr) for expr in queries.values())
+    # the reference page lists every series the operator exports, and nothing else
+    documented = set(re.findall(r"^\| `(gangsched_\w+)` \|", (ROOT / "docs" / "metrics.md").read_text(), re.M))
+    assert documented == exported, (sorted(documented - exported), sorted(exported - documented))
