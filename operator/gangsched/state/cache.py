@@ -735,6 +735,8 @@ class ClusterCache:
             for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
                 if message is not None:
                     self.problems.append(Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, reason, message))
+            if kind != "DELETED":
+                self.dirty_gangs.add(change.key)  # its PodGroupInitiallyScheduled condition (runtime/podgroups.py)
             if not change.changed:
                 return
             if self.native.basic(change.key):

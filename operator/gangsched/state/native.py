@@ -14,7 +14,9 @@ Contract:
   as one message, when they change (a Warning `UnsupportedField` on the PodGroup: never silently ignored).
 - `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
   schedules them one by one).
-Status, conditions, events and the finalizer kube-scheduler writes on these objects are not written yet.
+- `objects[key]` (`NativeObject`): the PodGroup's uid, generation and `status.conditions` as last seen (its own
+  event, or what the operator wrote since: `wrote(key, conditions)`), for the status the runtime writes
+  (runtime/podgroups.py, models/native_status.py); dropped when the PodGroup is deleted.
 Known limit: pods met while their PodGroup was basic are no gang until their next full parse (a change to their
 spec or metadata), even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
 """
@@ -41,9 +43,17 @@ class NativeChange:
     unsupported: str | None = None  # the fields set that gangsched does not honour yet (said once per object)
 
 
+@dataclass(slots=True)
+class NativeObject:
+    uid: str
+    generation: int
+    conditions: list[dict[str, Any]]
+
+
 class NativePodGroups:
     def __init__(self) -> None:
         self.policy: dict[str, int] = {}  # gang key -> minCount, or BASIC
+        self.objects: dict[str, NativeObject] = {}
         self._reported: dict[str, str] = {}
         self._unsupported: dict[str, tuple[str, ...]] = {}  # gang key -> the unsupported fields last reported
 
@@ -54,7 +64,9 @@ class NativePodGroups:
         problem = None
         if kind == "DELETED":
             self.policy.pop(key, None)
+            self.objects.pop(key, None)
         else:
+            self._remember(key, obj)
             try:
                 count = native_policy(obj)
                 self.policy[key] = BASIC if count is None else count
@@ -68,6 +80,23 @@ class NativePodGroups:
         else:
             self._reported[key] = problem
         return NativeChange(key, self.policy.get(key) != before, problem, self._unsupported_notice(kind, key, obj))
+
+    def _remember(self, key: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        conditions = status.get("conditions") if isinstance(status, dict) else None
+        generation = meta.get("generation")
+        self.objects[key] = NativeObject(
+            str(meta.get("uid") or ""),
+            generation if isinstance(generation, int) else 0,
+            [dict(c) for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else [],
+        )
+
+    def wrote(self, key: str, conditions: list[dict[str, Any]]) -> None:
+        """The operator patched these conditions onto the PodGroup (its echo may come later)."""
+        found = self.objects.get(key)
+        if found is not None:
+            found.conditions = conditions
 
     def _unsupported_notice(self, kind: str | None, key: str, obj: dict[str, Any]) -> str | None:
         fields = () if kind == "DELETED" else unsupported_fields(obj)
