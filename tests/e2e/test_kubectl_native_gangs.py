@@ -226,7 +226,8 @@ async def test_unsupported_fields_are_reported_on_the_podgroup(two_nodes: Cluste
             return str(found[0]["involvedObject"]["apiVersion"]) + " " + found[0]["message"] if found else None
 
         message = await eventually(reported, what="UnsupportedField on the PodGroup")
-        assert message.startswith("scheduling.k8s.io/v1beta1 spec.schedulingConstraints: not honoured")
+        assert message.startswith("scheduling.k8s.io/v1beta1 spec.schedulingConstraints: not honoured"), message
+        assert "'topology.kubernetes.io/zone'" in message and "nodeLabelTiers: none configured" in message, message
 
 
 async def test_operator_works_without_the_native_api(tmp_path: Path) -> None:

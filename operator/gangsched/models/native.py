@@ -9,10 +9,14 @@ Contract (pure, no I/O):
   from 1 to 2147483647); None for `basic: {}`, which means no gang (kube-scheduler schedules such pods one by one).
   Anything else raises InvalidField naming the field, the value and what is allowed (the API server validates
   these objects, so this is a guard against a foreign API server, not a normal path).
-- `unsupported_fields(obj) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on scheduling and
-  that gangsched does not honour yet (schedulingConstraints, resourceClaims, priorityClassName, priority,
-  preemptionPolicy, parentCompositePodGroupName, and disruptionMode other than the default `single`), as paths
-  (`spec.priority`): reported on the PodGroup, never silently ignored.
+- `topology_key(obj) -> str | None`: the node label key of `spec.schedulingConstraints.topology[0].key` (all the
+  group's pods in one domain of that label; the API allows at most one), None when there is none.
+- `unsupported_fields(obj, tier_keys=()) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on
+  scheduling and that gangsched does not honour yet (schedulingConstraints, resourceClaims, priorityClassName,
+  priority, preemptionPolicy, parentCompositePodGroupName, and disruptionMode other than the default `single`), as
+  paths (`spec.priority`): reported on the PodGroup, never silently ignored. A topology constraint whose key is one
+  of `tier_keys` (the node labels gangsched's topology tiers are built from, `topology.nodeLabelTiers`) is honoured
+  (state/native.py), so not listed; any other key is.
 Sources: staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSchedulingPolicy: exactly one of basic | gang,
 GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api/core/v1/types.go
 (PodSchedulingGroup.PodGroupName).
@@ -20,7 +24,7 @@ GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gangsched.core.values.errors import InvalidField
@@ -50,12 +54,25 @@ _UNSUPPORTED = (
 )
 
 
-def unsupported_fields(obj: Mapping[str, Any]) -> tuple[str, ...]:
+def topology_key(obj: Mapping[str, Any]) -> str | None:
+    """See module docstring."""
+    spec = obj.get("spec")
+    constraints = spec.get("schedulingConstraints") if isinstance(spec, Mapping) else None
+    topology = constraints.get("topology") if isinstance(constraints, Mapping) else None
+    first = topology[0] if isinstance(topology, list) and topology else None
+    key = first.get("key") if isinstance(first, Mapping) else None
+    return key if isinstance(key, str) and key else None
+
+
+def unsupported_fields(obj: Mapping[str, Any], tier_keys: Sequence[str] = ()) -> tuple[str, ...]:
     """See module docstring."""
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return ()
     found = [f"spec.{key}" for key in _UNSUPPORTED if spec.get(key) not in (None, "", [], {})]
+    constraints = spec.get("schedulingConstraints")
+    if isinstance(constraints, Mapping) and set(constraints) <= {"topology"} and topology_key(obj) in tier_keys:
+        found.remove("spec.schedulingConstraints")  # a tier's label: honoured (a hard constraint at that tier)
     mode = spec.get("disruptionMode")
     if isinstance(mode, Mapping) and mode.get("all") is not None:
         found.append("spec.disruptionMode")

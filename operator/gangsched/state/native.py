@@ -10,6 +10,11 @@ Contract:
   own gang annotations (min-available...) still win, as for every source. Other gangs are returned unchanged;
   without a native PodGroup the gang has no spec and its pods wait for one (kube-scheduler's GangScheduling
   PreEnqueue waits for the PodGroup too).
+- Topology: a PodGroup whose `schedulingConstraints.topology[0].key` is the node label of topology tier t
+  (`tier_keys`, set from the config's topology.nodeLabelTiers) gets `networkTopology` hard with highestTierAllowed t
+  (all its pods in one domain of that tier, or none placed) from `adjust`, unless the gang declares a networkTopology
+  of its own (a gangsched PodGroup of that name); any other key is reported as unsupported (a domain of an arbitrary
+  node label would need a second topology per gang in the core's placement).
 - `NativeChange.unsupported`: the spec fields gangsched does not honour yet (models/native.py unsupported_fields),
   as one message, when they change (a Warning `UnsupportedField` on the PodGroup: never silently ignored).
 - `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
@@ -28,9 +33,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangSpec
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.gang import PodGang
-from gangsched.models.native import SCHEDULING_GROUP, native_policy, unsupported_fields
+from gangsched.models.native import SCHEDULING_GROUP, native_policy, topology_key, unsupported_fields
 
 BASIC: Final = 0  # the policy of a basic PodGroup (a gang's minCount is >= 1)
 
@@ -54,6 +59,8 @@ class NativePodGroups:
     def __init__(self) -> None:
         self.policy: dict[str, int] = {}  # gang key -> minCount, or BASIC
         self.objects: dict[str, NativeObject] = {}
+        self.tier_keys: tuple[str, ...] = ()  # node label key per topology tier (config topology.nodeLabelTiers)
+        self.tier: dict[str, int] = {}  # gang key -> the tier its schedulingConstraints.topology key names
         self._reported: dict[str, str] = {}
         self._unsupported: dict[str, tuple[str, ...]] = {}  # gang key -> the unsupported fields last reported
 
@@ -65,8 +72,10 @@ class NativePodGroups:
         if kind == "DELETED":
             self.policy.pop(key, None)
             self.objects.pop(key, None)
+            self.tier.pop(key, None)
         else:
             self._remember(key, obj)
+            self._remember_tier(key, obj)
             try:
                 count = native_policy(obj)
                 self.policy[key] = BASIC if count is None else count
@@ -92,6 +101,13 @@ class NativePodGroups:
             [dict(c) for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else [],
         )
 
+    def _remember_tier(self, key: str, obj: dict[str, Any]) -> None:
+        label = topology_key(obj)
+        if label is not None and label in self.tier_keys:
+            self.tier[key] = self.tier_keys.index(label) + 1
+        else:
+            self.tier.pop(key, None)
+
     def wrote(self, key: str, conditions: list[dict[str, Any]]) -> None:
         """The operator patched these conditions onto the PodGroup (its echo may come later)."""
         found = self.objects.get(key)
@@ -99,17 +115,26 @@ class NativePodGroups:
             found.conditions = conditions
 
     def _unsupported_notice(self, kind: str | None, key: str, obj: dict[str, Any]) -> str | None:
-        fields = () if kind == "DELETED" else unsupported_fields(obj)
+        fields = () if kind == "DELETED" else unsupported_fields(obj, self.tier_keys)
         if fields == self._unsupported.get(key, ()):
             return None
         if not fields:
             self._unsupported.pop(key, None)
             return None
         self._unsupported[key] = fields
-        return (
-            f"{', '.join(fields)}: not honoured by gangsched yet (the gang is scheduled on "
-            "schedulingPolicy alone); use kube-scheduler for these, or leave them unset"
+        message = (
+            f"{', '.join(fields)}: not honoured by gangsched yet (the gang is scheduled without them); use "
+            "kube-scheduler for these, or leave them unset"
         )
+        label = topology_key(obj) if "spec.schedulingConstraints" in fields else None
+        if label is not None:
+            tiers = ", ".join(self.tier_keys) or "none configured"
+            message += (
+                f". spec.schedulingConstraints.topology[0].key {label!r}: gangsched honours a topology constraint only"
+                f" on the node label of one of its topology tiers (config topology.nodeLabelTiers: {tiers}), as a hard"
+                " constraint at that tier; a domain of any other node label is not honoured yet"
+            )
+        return message
 
     def basic(self, key: str) -> bool:
         return self.policy.get(key) == BASIC
@@ -121,8 +146,11 @@ class NativePodGroups:
         if not count:
             return spec
         if spec is None:
-            return GangSpec(namespace=decl.namespace, name=decl.name, min_member=count, source="native")
-        if decl.quorum_key is not None:
-            return spec  # the member's min-available annotation wins
-        total = spec.total_member if spec.total_member is not None and spec.total_member >= count else None
-        return dataclasses.replace(spec, min_member=count, total_member=total)
+            spec = GangSpec(namespace=decl.namespace, name=decl.name, min_member=count, source="native")
+        elif decl.quorum_key is None:  # (the member's min-available annotation wins)
+            total = spec.total_member if spec.total_member is not None and spec.total_member >= count else None
+            spec = dataclasses.replace(spec, min_member=count, total_member=total)
+        tier = self.tier.get(key)
+        if tier is None or spec.network_topology is not None:
+            return spec  # a networkTopology declared for the gang by gangsched's own means wins
+        return dataclasses.replace(spec, network_topology=NetworkTopology(TopologyMode.HARD, highest_tier_allowed=tier))
