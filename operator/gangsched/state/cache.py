@@ -300,6 +300,7 @@ class ClusterCache:
             decl = parse_pod_gang(obj) if ours else None
             if decl is not None and decl.declared_by == SCHEDULING_GROUP and self.native.basic(decl.key):
                 decl = None  # a basic native PodGroup: no gang, its pods are scheduled one by one
+            self.native.check_member(decl, spec)  # a member's priority must be its native PodGroup's
             if self.inferred is not None:
                 decl = self._infer(key, obj, decl, ours=ours)
             record = pod_from_api(
@@ -309,6 +310,7 @@ class ClusterCache:
                 rank=_rank(obj) if decl else None,
                 ours=ours,
             )
+            record = self.native.member_record(decl, record)
         except Exception as exc:  # InvalidField, or a parser's bug: reported either way, never raised
             if not isinstance(exc, InvalidField):
                 log.exception("pod %s: unexpected error while parsing it", key)

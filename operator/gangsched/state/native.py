@@ -15,6 +15,17 @@ Contract:
   (all its pods in one domain of that tier, or none placed) from `adjust`, unless the gang declares a networkTopology
   of its own (a gangsched PodGroup of that name); any other key is reported as unsupported (a domain of an arbitrary
   node label would need a second topology per gang in the core's placement).
+- Priority (kube-scheduler 1.37 gang-schedules a group at its PodGroup's priority: pkg/scheduler/framework/
+  preemption/podgrouppreemption.go getPodPriority "If the pod belongs to a pod group, it returns the priority of the
+  pod group", util.PodGroupPriority): when the PodGroup has `spec.priority`, `check_member(decl, pod_spec)` raises
+  InvalidField for a member whose own resolved `spec.priority` differs (the pod is reported and not scheduled, so a
+  gang needing it waits whole, as kube-scheduler 1.37 was observed to hold such a group); the members that are
+  scheduled therefore all carry the group's priority, in queue order and as victims. `member_record(decl, record)`
+  gives each member the PodGroup's `preemptionPolicy` when it sets one (Never: no member preempts). A PodGroup
+  without `spec.priority` leaves its members' own priorities as they are.
+- Disruption: `disruptionMode: {all: {}}` makes `adjust` mark the spec `disrupt_whole` (the gang is one victim unit,
+  core/preemption/victim_tracker.py); `single` (the default) keeps gangsched's rule: members above the quorum may be
+  evicted one by one, never leaving the gang below its quorum.
 - `NativeChange.unsupported`: the spec fields gangsched does not honour yet (models/native.py unsupported_fields),
   as one message, when they change (a Warning `UnsupportedField` on the PodGroup: never silently ignored).
 - `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
@@ -22,20 +33,30 @@ Contract:
 - `objects[key]` (`NativeObject`): the PodGroup's uid, generation and `status.conditions` as last seen (its own
   event, or what the operator wrote since: `wrote(key, conditions)`), for the status the runtime writes
   (runtime/podgroups.py, models/native_status.py); dropped when the PodGroup is deleted.
-Known limit: pods met while their PodGroup was basic are no gang until their next full parse (a change to their
-spec or metadata), even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
+Known limits: a member parsed before its PodGroup existed is checked against the group's priority only at its next
+full parse (a change to its spec or metadata). Pods met while their PodGroup was basic are no gang until their next
+full parse, even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
+from gangsched.core.values.records import PodRecord
 from gangsched.models.gang import PodGang
-from gangsched.models.native import SCHEDULING_GROUP, native_policy, topology_key, unsupported_fields
+from gangsched.models.native import (
+    SCHEDULING_GROUP,
+    GroupPriority,
+    group_priority,
+    native_policy,
+    topology_key,
+    unsupported_fields,
+)
 
 BASIC: Final = 0  # the policy of a basic PodGroup (a gang's minCount is >= 1)
 
@@ -61,6 +82,7 @@ class NativePodGroups:
         self.objects: dict[str, NativeObject] = {}
         self.tier_keys: tuple[str, ...] = ()  # node label key per topology tier (config topology.nodeLabelTiers)
         self.tier: dict[str, int] = {}  # gang key -> the tier its schedulingConstraints.topology key names
+        self.group: dict[str, GroupPriority] = {}  # gang key -> its priority, preemptionPolicy, disruptionMode
         self._reported: dict[str, str] = {}
         self._unsupported: dict[str, tuple[str, ...]] = {}  # gang key -> the unsupported fields last reported
 
@@ -73,9 +95,11 @@ class NativePodGroups:
             self.policy.pop(key, None)
             self.objects.pop(key, None)
             self.tier.pop(key, None)
+            self.group.pop(key, None)
         else:
             self._remember(key, obj)
             self._remember_tier(key, obj)
+            self.group[key] = group_priority(obj)
             try:
                 count = native_policy(obj)
                 self.policy[key] = BASIC if count is None else count
@@ -107,6 +131,34 @@ class NativePodGroups:
             self.tier[key] = self.tier_keys.index(label) + 1
         else:
             self.tier.pop(key, None)
+
+    def check_member(self, decl: PodGang | None, pod_spec: Mapping[str, Any]) -> None:
+        """Raises InvalidField for a member whose own priority is not its native PodGroup's `spec.priority`."""
+        if decl is None or decl.declared_by != SCHEDULING_GROUP:
+            return
+        group = self.group.get(decl.key)
+        if group is None or group.priority is None:
+            return
+        own = pod_spec.get("priority")
+        own = own if isinstance(own, int) and not isinstance(own, bool) else 0
+        if own != group.priority:
+            raise InvalidField(
+                "spec.priority",
+                own,
+                f"the priority of its PodGroup {decl.name} ({group.priority}): a group is scheduled at one priority,"
+                " its PodGroup's, and kube-scheduler 1.37 holds a group whose pods disagree; give the pod the"
+                " PodGroup's priorityClassName",
+            )
+
+    def member_record(self, decl: PodGang | None, record: PodRecord) -> PodRecord:
+        """The member with its native PodGroup's preemptionPolicy, when the PodGroup sets one."""
+        if decl is None or decl.declared_by != SCHEDULING_GROUP:
+            return record
+        group = self.group.get(decl.key)
+        policy = group.preemption_policy if group is not None else None
+        if policy is None or policy == record.preemption_policy:
+            return record
+        return dataclasses.replace(record, preemption_policy=policy)
 
     def wrote(self, key: str, conditions: list[dict[str, Any]]) -> None:
         """The operator patched these conditions onto the PodGroup (its echo may come later)."""
@@ -150,6 +202,9 @@ class NativePodGroups:
         elif decl.quorum_key is None:  # (the member's min-available annotation wins)
             total = spec.total_member if spec.total_member is not None and spec.total_member >= count else None
             spec = dataclasses.replace(spec, min_member=count, total_member=total)
+        group = self.group.get(key)
+        if group is not None and group.disrupt_whole and not spec.disrupt_whole:
+            spec = dataclasses.replace(spec, disrupt_whole=True)
         tier = self.tier.get(key)
         if tier is None or spec.network_topology is not None:
             return spec  # a networkTopology declared for the gang by gangsched's own means wins
