@@ -69,6 +69,12 @@ async def existing(cluster: Cluster) -> set[str]:
     return {p["metadata"]["name"] for p in out["items"] if not p["metadata"].get("deletionTimestamp")}
 
 
+async def waiting(cluster: Cluster, name: str) -> bool:
+    out = json.loads(await kubectl(cluster, "get", "pod", name, "-o", "json"))
+    conditions = out.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions)
+
+
 async def running_batch(cluster: Cluster, tmp_path: Path, mode: dict[str, Any]) -> None:
     """A low-priority native gang of two 8-GPU pods, quorum 1, filling both nodes."""
     await apply(
@@ -136,17 +142,21 @@ async def test_group_preemption_policy_never_preempts_nothing(two_nodes: Cluster
         assert "hot-0" not in bound(await pods(two_nodes.client))
 
 
-async def test_member_priority_disagreeing_with_its_group_is_reported(two_nodes: Cluster, tmp_path: Path) -> None:
-    """A member whose own priority is not its PodGroup's is reported and not scheduled; the gang waits whole."""
+@pytest.mark.parametrize("pods_first", [False, True], ids=["podgroup-first", "pods-first"])
+async def test_member_priority_disagreeing_with_its_group_is_reported(
+    two_nodes: Cluster, tmp_path: Path, pods_first: bool
+) -> None:
+    """A member whose own priority is not its PodGroup's is reported and not scheduled; the gang waits whole (also
+    when the pods were created before their PodGroup, which they wait for)."""
     async with replica(two_nodes.kubeconfig):
-        await apply(
-            two_nodes,
-            tmp_path / "mixed.yaml",
-            URGENT,
-            group("mixed", 2, priority=1000),
-            member("mixed-0", "mixed", "urgent"),
-            member("mixed-1", "mixed"),  # priority 0
-        )
+        members = [member("mixed-0", "mixed", "urgent"), member("mixed-1", "mixed")]  # mixed-1: priority 0
+        pg = group("mixed", 2, priority=1000)
+        if pods_first:
+            await apply(two_nodes, tmp_path / "pods.yaml", URGENT, *members)
+            await eventually(lambda: waiting(two_nodes, "mixed-1"), what="the members waiting for their PodGroup")
+            await apply(two_nodes, tmp_path / "pg.yaml", pg)
+        else:
+            await apply(two_nodes, tmp_path / "mixed.yaml", URGENT, pg, *members)
 
         async def reported() -> str | None:
             events = json.loads(await kubectl(two_nodes, "get", "events", "-o", "json"))["items"]

@@ -747,11 +747,33 @@ class ClusterCache:
                     if record is not None:  # members by spec.schedulingGroup: no gang now
                         self.cluster.upsert_pod(dataclasses.replace(record, gang=None, role=None, rank=None))
                     self._join(pod, None)
+            else:
+                self._native_members(change.key)
             if change.key in self._gangs:
                 self._refresh_gang(change.key)
             self.on_change()
         except Exception:
             log.exception("native PodGroup skipped: it could not be cached")
+
+    def _native_members(self, key: str) -> None:
+        """A native PodGroup seen (created): its pending members met before it get its preemptionPolicy, and those
+        whose priority is not its priority are reported and set aside until their next change, as at a parse."""
+        sources = self._gangs.get(key)
+        decl = sources.member_decl if sources is not None else None
+        if decl is None or decl.declared_by != SCHEDULING_GROUP:
+            return
+        for pod in list(self._gang_pods.get(key, ())):
+            record = self.cluster.pods.get(pod)
+            if record is None or record.node_name is not None:
+                continue  # bound (or not known): it stays as it runs
+            problem = self.native.priority_problem(key, record.priority)
+            if problem is None:
+                self.cluster.upsert_pod(self.native.member_record(decl, record))
+                continue
+            self._remove_pod(pod)  # (its fingerprint too: its next event parses it again)
+            self._bad_pods[pod] = str(problem)
+            reason = "InvalidGangDeclaration"
+            self.problems.append(Problem("Pod", "v1", record.namespace, record.name, record.uid, reason, str(problem)))
 
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)

@@ -33,8 +33,8 @@ Contract:
 - `objects[key]` (`NativeObject`): the PodGroup's uid, generation and `status.conditions` as last seen (its own
   event, or what the operator wrote since: `wrote(key, conditions)`), for the status the runtime writes
   (runtime/podgroups.py, models/native_status.py); dropped when the PodGroup is deleted.
-Known limits: a member parsed before its PodGroup existed is checked against the group's priority only at its next
-full parse (a change to its spec or metadata). Pods met while their PodGroup was basic are no gang until their next
+Members met before their PodGroup are checked when it arrives (ClusterCache.on_native_podgroup, from their records'
+priority). Known limit: pods met while their PodGroup was basic are no gang until their next
 full parse, even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
 """
 
@@ -136,19 +136,24 @@ class NativePodGroups:
         """Raises InvalidField for a member whose own priority is not its native PodGroup's `spec.priority`."""
         if decl is None or decl.declared_by != SCHEDULING_GROUP:
             return
-        group = self.group.get(decl.key)
-        if group is None or group.priority is None:
-            return
         own = pod_spec.get("priority")
         own = own if isinstance(own, int) and not isinstance(own, bool) else 0
-        if own != group.priority:
-            raise InvalidField(
-                "spec.priority",
-                own,
-                f"the priority of its PodGroup {decl.name} ({group.priority}): a group is scheduled at one priority,"
-                " its PodGroup's, and kube-scheduler 1.37 holds a group whose pods disagree; give the pod the"
-                " PodGroup's priorityClassName",
-            )
+        problem = self.priority_problem(decl.key, own)
+        if problem is not None:
+            raise problem
+
+    def priority_problem(self, key: str, own: int) -> InvalidField | None:
+        """The problem of a member of gang `key` whose resolved priority is `own`, None when it agrees."""
+        group = self.group.get(key)
+        if group is None or group.priority is None or own == group.priority:
+            return None
+        return InvalidField(
+            "spec.priority",
+            own,
+            f"the priority of its PodGroup {key.partition('/')[2]} ({group.priority}): a group is scheduled at one"
+            " priority, its PodGroup's, and kube-scheduler 1.37 holds a group whose pods disagree; give the pod the"
+            " PodGroup's priorityClassName",
+        )
 
     def member_record(self, decl: PodGang | None, record: PodRecord) -> PodRecord:
         """The member with its native PodGroup's preemptionPolicy, when the PodGroup sets one."""
