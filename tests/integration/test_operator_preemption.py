@@ -148,7 +148,7 @@ async def test_never_and_equal_priority_do_not_preempt(four: Cluster) -> None:
         async def both_unschedulable() -> bool:
             for name in ("same", "never"):
                 pg = await get_podgroup(k, name)
-                if "needs 2 x" not in (pg or {}).get("status", {}).get("message", ""):
+                if "needs 2 pods x" not in (pg or {}).get("status", {}).get("message", ""):
                     return False
             return True
 

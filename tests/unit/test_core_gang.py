@@ -65,9 +65,10 @@ def test_min_resources_larger_than_free_cluster_fails_fast() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert plan.unit_backoffs[UnitKey.gang("default/g")].until == 1.0
-    (event,) = plan.events
+    event, member = sorted(plan.events, key=lambda e: e.kind, reverse=True)  # the PodGroup's, and the pod's
     assert event.type == "Warning" and "minResources {nvidia.com/gpu: 32}" in event.message
     assert "nvidia.com/gpu: 16" in event.message
+    assert (member.kind, member.name, member.reason, member.message) == ("Pod", "g-0", "FailedScheduling", event.message)
 
 
 def test_quorum_counts_already_bound_members() -> None:
@@ -86,11 +87,13 @@ def test_quorum_counts_already_bound_members() -> None:
 @pytest.mark.parametrize(
     ("mode", "reserved", "why"),
     [
-        pytest.param(GangMode.STRICT, 0, "5 nodes fit; 5 more blocked by: no more nodes", id="strict-releases-all"),
+        pytest.param(
+            GangMode.STRICT, 0, "5 nodes fit; 5 more pods blocked by: no more nodes", id="strict-releases-all"
+        ),
         pytest.param(
             GangMode.NON_STRICT,
             5,
-            "0 nodes fit; 5 more blocked by: insufficient nvidia.com/gpu (5)",
+            "0 nodes fit; 5 more pods blocked by: insufficient nvidia.com/gpu (5 nodes)",
             id="nonstrict-keeps",
         ),
     ],
@@ -106,7 +109,7 @@ def test_member_six_of_ten_does_not_fit(mode: GangMode, reserved: int, why: str)
     assert plan.unit_backoffs[UnitKey.gang("default/g")].attempts == 1
     status = plan.gang_status["default/g"]
     assert (status.reserved, status.reason) == (reserved, "Unschedulable")
-    assert "needs 10 x {cpu: 1, nvidia.com/gpu: 8}" in status.message
+    assert "needs 10 pods x {cpu: 1, nvidia.com/gpu: 8}" in status.message
     assert why in status.message
     # backed off: nothing happens before the backoff ends, and the next failure doubles it
     assert schedule(c, 0.5, CFG).unit_backoffs == {}
@@ -226,11 +229,16 @@ def test_event_names_what_blocks_the_gang() -> None:
             )
         )
     add_gang(c, "g", 8, gpu=8, cpu=None)
-    (event,) = step(c, CFG, 0.0).events
+    (event, *members) = sorted(step(c, CFG, 0.0).events, key=lambda e: (e.kind != "PodGroup", e.name))
     assert event.message.endswith(
-        "needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit; 3 more blocked by: "
-        "insufficient nvidia.com/gpu (3), taint dedicated=infer (2)"
+        "needs 8 pods x {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: "
+        "insufficient nvidia.com/gpu (3 nodes), taint dedicated=infer (2 nodes)"
     )
+    # every member, not only the first, gets a FailedScheduling with the gang's message (kube-scheduler records one
+    # per pod and attempt: pkg/scheduler/schedule_one.go handleSchedulingFailure)
+    assert [(e.kind, e.reason) for e in members] == [("Pod", "FailedScheduling")] * 8
+    assert {e.name for e in members} == {f"g-{i}" for i in range(8)}
+    assert all(e.message is event.message for e in members)  # one message per attempt, shared
 
 
 def test_bind_failure_requeues_the_member_alone() -> None:

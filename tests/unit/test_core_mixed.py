@@ -94,7 +94,7 @@ def test_message_names_the_short_role() -> None:
     assert not plan.bindings
     message = plan.gang_status["default/job"].message
     assert "role ps: 0 of minimum 1 placeable" in message, message
-    assert "needs 1 x {cpu: 1, nvidia.com/gpu: 1}" in message, message
+    assert "needs 1 pod x {cpu: 1, nvidia.com/gpu: 1}" in message, message
 
 
 def test_message_names_the_short_size_class() -> None:
@@ -106,7 +106,7 @@ def test_message_names_the_short_size_class() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
     message = plan.gang_status["default/mix"].message
-    assert "needs 2 x {cpu: 1, nvidia.com/gpu: 6}" in message, message
+    assert "needs 2 pods x {cpu: 1, nvidia.com/gpu: 6}" in message, message
 
 
 def test_search_gives_up_beyond_its_bound() -> None:

@@ -52,6 +52,7 @@ from gangsched.core.transaction.messages import (
     event,
     explain,
     fail,
+    failed_scheduling,
     report_status,
     success,
     wait,
@@ -412,10 +413,9 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     failed = [pod for pod in pods if pod.key not in done]
     message = explain(session, short)
     backoff(session, unit)
+    failed_scheduling(session, failed, message)
     if changed(session, unit, message):
         conditions(session, failed, "Unschedulable", message)
-        for pod in failed[:1] if gang is not None else failed:
-            event(session, "Pod", pod.key, "Warning", "FailedScheduling", message)
 
 
 def _preempt_each(

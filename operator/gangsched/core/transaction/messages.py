@@ -4,12 +4,17 @@ Contract (functions over a CycleSession, writing to its plan):
 - `report_status(session, gang, status)`: the PodGroup status, only when it differs from the last reported.
 - `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
   reported one (events and pod conditions of a unit are only emitted when its message changes).
+- `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, every attempt
+  (the runtime's event recorder aggregates repeats: one Event per pod, its count rising).
 - `event`, `conditions` (never on a gated pod: its SchedulingGated condition is the apiserver's), `backoff`
   (exponential: config.backoff_seconds), `success` (the backoff resets).
 - `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
-- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, event, conditions.
-- `explain(session, shortfalls)`: why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
-  3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`.
+- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, the PodGroup's event and
+  the pods' conditions (when the message changed), FailedScheduling on each pod (every attempt).
+- `explain(session, shortfalls)`: why nodes are blocked; every count names what it counts (pods or nodes), as
+  kube-scheduler's FitError does ("0/3 nodes are available: 1 Insufficient cpu, ..."), e.g. `needs 8 pods x
+  {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: insufficient nvidia.com/gpu (3 nodes), taint
+  dedicated=infer (2 nodes)`. One message per unit and attempt, the same for every member.
 """
 
 from __future__ import annotations
@@ -63,6 +68,18 @@ def conditions(session: CycleSession, pods: Iterable[PodRecord], reason: str, me
             session.plan.conditions.append(PodCondition(pod.key, reason, message))
 
 
+def failed_scheduling(session: CycleSession, pods: Iterable[PodRecord], message: str) -> None:
+    """A Warning FailedScheduling event on each pod of a failed attempt, on every attempt, as kube-scheduler's
+    handleSchedulingFailure records one per pod and attempt (pkg/scheduler/schedule_one.go); the runtime's recorder
+    aggregates the repeats into one Event per pod whose count rises (client-go events_cache.go). Gated pods are
+    not attempted, so they get none. The message is the unit's, built once per attempt."""
+    events = session.plan.events
+    for pod in pods:
+        if not pod.gated:
+            namespace, name = _split(pod.key)
+            events.append(Event("Pod", namespace, name, "Warning", "FailedScheduling", message))
+
+
 def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
     """Record `message` as the unit's last reported reason; True when it differs from the last one."""
     state = session.state.queue.unit_state(unit)
@@ -107,6 +124,7 @@ def fail(
     unit = gang.unit
     backoff(session, unit)
     report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
+    failed_scheduling(session, pods, message)
     if changed(session, unit, message):
         event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
         conditions(session, pods, "Unschedulable", message)
@@ -149,17 +167,24 @@ def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[s
     return fit, reasons
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 node`, `3 nodes`: a count that says what it counts."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
     parts = []
     for short in shortfalls:
-        head = f"needs {short.need} x {format_resources(short.cls.requests)}"
+        head = f"needs {counted(short.need, 'pod')} x {format_resources(short.cls.requests)}"
         if short.reason is not None:
             parts.append(f"{head}; {short.reason}")
             continue
         fit, reasons = _blocked_by(session, short)
-        shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
+        ranked = sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
+        shown = ", ".join(f"{r} ({counted(n, 'node')})" for r, n in ranked)
         more = short.need - short.placed
         ports = "one pod per node (host ports)" if short.cls.host_ports else None
         shown = shown or ports or one_per_domain(short.cls) or "no more nodes"
-        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown}")
+        fits = f"{counted(fit, 'node')} {'fits' if fit == 1 else 'fit'}"
+        parts.append(f"{head}; {fits}; {counted(more, 'more pod')} blocked by: {shown}")
     return "; ".join(parts)
