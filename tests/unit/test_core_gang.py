@@ -15,7 +15,8 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.units import UnitKey
 from gangsched.models.node import node_from_api
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
+from gangsched.models.pod import pod_from_api
+from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj, pod_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 
@@ -68,7 +69,12 @@ def test_min_resources_larger_than_free_cluster_fails_fast() -> None:
     event, member = sorted(plan.events, key=lambda e: e.kind, reverse=True)  # the PodGroup's, and the pod's
     assert event.type == "Warning" and "minResources {nvidia.com/gpu: 32}" in event.message
     assert "nvidia.com/gpu: 16" in event.message
-    assert (member.kind, member.name, member.reason, member.message) == ("Pod", "g-0", "FailedScheduling", event.message)
+    assert (member.kind, member.name, member.reason, member.message) == (
+        "Pod",
+        "g-0",
+        "FailedScheduling",
+        event.message,
+    )
 
 
 def test_quorum_counts_already_bound_members() -> None:
@@ -334,3 +340,27 @@ def test_many_units_per_cycle_are_separate_transactions() -> None:
     plan: Plan = step(c, SchedulerConfig(max_units_per_cycle=10), 0.0)
     assert sorted(k for k, _ in plan.bindings) == a
     assert UnitKey.gang("default/b") in plan.unit_backoffs and _gpu_used(c) == 16
+
+
+def test_every_attempt_records_failed_scheduling_on_each_member_and_conditions_only_where_missing() -> None:
+    """kube-scheduler's handleSchedulingFailure (pkg/scheduler/schedule_one.go) records FailedScheduling on the pod
+    at every failed attempt (the event recorder aggregates the repeats) and, through updatePod, patches the
+    PodScheduled condition only when it differs from the pod's: so a member re-created while the message stays the
+    same gets the condition, the others are not written again."""
+    c = SchedulerState()
+    add_nodes(c, 2, gpu=8)
+    add_gang(c, "g", 3, gpu=16)
+    first = step(c, CFG, 0.0)
+    assert sorted(p.pod_key for p in first.conditions) == ["default/g-0", "default/g-1", "default/g-2"]
+    assert {p.reason for p in first.conditions} == {"Unschedulable"}
+    assert [e.kind for e in first.events].count("PodGroup") == 1
+    again = step(c, CFG, 1.0)  # the backoff (1 s) is over: a second attempt, the same message
+    assert not again.conditions and [e.kind for e in again.events].count("PodGroup") == 0
+    assert sorted(e.name for e in again.events if e.reason == "FailedScheduling") == ["g-0", "g-1", "g-2"]
+    assert again.events[0].message == first.conditions[0].message
+    c.remove_pod("default/g-1")  # its controller re-creates it: same name, another UID
+    obj = pod_obj("g-1", gpu=16)
+    obj["metadata"]["uid"] = "uid-g-1-again"
+    c.upsert_pod(pod_from_api(obj, gang="default/g", ours=True))
+    third = step(c, CFG, 3.0).conditions  # (the second backoff, 2 s, is over)
+    assert [p.pod_key for p in third] == ["default/g-1"]

@@ -48,13 +48,13 @@ from gangsched.core.transaction.messages import (
     Shortfall,
     backoff,
     changed,
-    conditions,
     event,
     explain,
     fail,
     failed_scheduling,
     report_status,
     success,
+    tell,
     wait,
 )
 from gangsched.core.transaction.plan import GangStatus
@@ -414,8 +414,7 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     message = explain(session, short)
     backoff(session, unit)
     failed_scheduling(session, failed, message)
-    if changed(session, unit, message):
-        conditions(session, failed, "Unschedulable", message)
+    tell(session, unit, failed, "Unschedulable", message)
 
 
 def _preempt_each(

@@ -2,6 +2,8 @@
 
 Contract (functions over a CycleSession, writing to its plan):
 - `report_status(session, gang, status)`: the PodGroup status, only when it differs from the last reported.
+- `tell(session, unit, pods, reason, message)`: PodScheduled=False on the pods that do not say this message yet
+  (all when it changed; else the members that joined since); True when it changed.
 - `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
   reported one (events and pod conditions of a unit are only emitted when its message changes).
 - `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, every attempt
@@ -89,6 +91,22 @@ def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
     return True
 
 
+def tell(session: CycleSession, unit: UnitKey, pods: Iterable[PodRecord], reason: str, message: str) -> bool:
+    """PodScheduled=False (reason, message) on the unit's waiting pods that do not say it yet: all of them when the
+    message changed, else only pods that joined since (a member created or re-created meanwhile: the unit remembers
+    the UIDs it told), as kube-scheduler's updatePod writes the condition only where it differs
+    (pkg/scheduler/schedule_one.go). True when the message changed (see `changed`)."""
+    fresh = changed(session, unit, message)
+    state = session.state.queue.unit_state(unit)
+    told = frozenset() if fresh or state is None else state.told
+    new = [pod for pod in pods if pod.uid not in told and not pod.gated]
+    if new:
+        conditions(session, new, reason, message)
+    if fresh or new:
+        session.plan.waiting_told[unit] = told.union(pod.uid for pod in new)
+    return fresh
+
+
 def backoff(session: CycleSession, unit: UnitKey) -> None:
     state = session.state.queue.unit_state(unit)
     attempts = (state.attempts if state is not None else 0) + 1
@@ -103,9 +121,8 @@ def success(session: CycleSession, unit: UnitKey) -> None:
 
 
 def wait(session: CycleSession, gang: GangState, reason: str, message: str) -> None:
-    if changed(session, gang.unit, message):
-        pods = session.store.pods
-        conditions(session, (pods[k] for k in gang.pending), reason, message)
+    pods = session.store.pods
+    if tell(session, gang.unit, [pods[k] for k in gang.pending], reason, message):
         m = session.members(gang)
         status = GangStatus(len(m.bound), len(m.reserved), len(m.pending), reason, message)
         report_status(session, gang, status)
@@ -125,9 +142,8 @@ def fail(
     backoff(session, unit)
     report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
     failed_scheduling(session, pods, message)
-    if changed(session, unit, message):
+    if tell(session, unit, pods, "Unschedulable", message):
         event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
-        conditions(session, pods, "Unschedulable", message)
 
 
 def _static_reasons(session: CycleSession, idx: ClassIndex) -> dict[str, int]:

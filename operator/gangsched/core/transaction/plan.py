@@ -140,6 +140,7 @@ class Plan:
     satisfied: list[str] = field(default_factory=list)  # gangs whose quorum this cycle binds (core/memory/gangs.py)
     first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
     waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
+    waiting_told: dict[UnitKey, frozenset[str]] = field(default_factory=dict)  # unit -> UIDs whose condition says it
     capacity_holds: dict[str, CapacityHold | None] = field(default_factory=dict)  # gang -> hold (None: ended)
     deadlocks: list[Deadlock] = field(default_factory=list)  # NonStrict deadlocks resolved (core/gang/deadlock.py)
     health: dict[str, GangHealth | None] = field(default_factory=dict)  # gang -> health record (None: dropped)
