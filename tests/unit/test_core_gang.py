@@ -66,15 +66,11 @@ def test_min_resources_larger_than_free_cluster_fails_fast() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert plan.unit_backoffs[UnitKey.gang("default/g")].until == 1.0
-    event, member = sorted(plan.events, key=lambda e: e.kind, reverse=True)  # the PodGroup's, and the pod's
+    (event,) = plan.events  # the PodGroup's; the pod's:
     assert event.type == "Warning" and "minResources {nvidia.com/gpu: 32}" in event.message
     assert "nvidia.com/gpu: 16" in event.message
-    assert (member.kind, member.name, member.reason, member.message) == (
-        "Pod",
-        "g-0",
-        "FailedScheduling",
-        event.message,
-    )
+    (member,) = plan.pod_events
+    assert (member.pod_keys, member.reason, member.message) == (("default/g-0",), "FailedScheduling", event.message)
 
 
 def test_quorum_counts_already_bound_members() -> None:
@@ -235,16 +231,17 @@ def test_event_names_what_blocks_the_gang() -> None:
             )
         )
     add_gang(c, "g", 8, gpu=8, cpu=None)
-    (event, *members) = sorted(step(c, CFG, 0.0).events, key=lambda e: (e.kind != "PodGroup", e.name))
+    plan = step(c, CFG, 0.0)
+    (event,) = plan.events
     assert event.message.endswith(
         "needs 8 pods x {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: "
         "insufficient nvidia.com/gpu (3 nodes), taint dedicated=infer (2 nodes)"
     )
     # every member, not only the first, gets a FailedScheduling with the gang's message (kube-scheduler records one
     # per pod and attempt: pkg/scheduler/schedule_one.go handleSchedulingFailure)
-    assert [(e.kind, e.reason) for e in members] == [("Pod", "FailedScheduling")] * 8
-    assert {e.name for e in members} == {f"g-{i}" for i in range(8)}
-    assert all(e.message is event.message for e in members)  # one message per attempt, shared
+    (members,) = plan.pod_events  # one entry for the attempt, its message built once, written to each member
+    assert (members.type, members.reason, members.message) == ("Warning", "FailedScheduling", event.message)
+    assert sorted(members.pod_keys) == [f"default/g-{i}" for i in range(8)]
 
 
 def test_bind_failure_requeues_the_member_alone() -> None:
@@ -353,11 +350,12 @@ def test_every_attempt_records_failed_scheduling_on_each_member_and_conditions_o
     first = step(c, CFG, 0.0)
     assert sorted(p.pod_key for p in first.conditions) == ["default/g-0", "default/g-1", "default/g-2"]
     assert {p.reason for p in first.conditions} == {"Unschedulable"}
-    assert [e.kind for e in first.events].count("PodGroup") == 1
+    assert [e.kind for e in first.events] == ["PodGroup"]
     again = step(c, CFG, 1.0)  # the backoff (1 s) is over: a second attempt, the same message
-    assert not again.conditions and [e.kind for e in again.events].count("PodGroup") == 0
-    assert sorted(e.name for e in again.events if e.reason == "FailedScheduling") == ["g-0", "g-1", "g-2"]
-    assert again.events[0].message == first.conditions[0].message
+    assert not again.conditions and not again.events  # the PodGroup's event: only when the message changes
+    (failed,) = again.pod_events
+    assert sorted(failed.pod_keys) == ["default/g-0", "default/g-1", "default/g-2"]
+    assert failed.reason == "FailedScheduling" and failed.message == first.conditions[0].message
     c.remove_pod("default/g-1")  # its controller re-creates it: same name, another UID
     obj = pod_obj("g-1", gpu=16)
     obj["metadata"]["uid"] = "uid-g-1-again"

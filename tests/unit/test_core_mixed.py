@@ -344,7 +344,7 @@ def test_replacement_of_a_hard_gang_stays_in_its_domain() -> None:
     add_pod(c, "g-late", gang="default/g", rank=2, gpu=4)
     plan = step(c, CFG, 1.0)
     assert not plan.bindings
-    assert any("no room left in the gang's tier-1 domain tor-b" in e.message for e in plan.events), plan.events
+    assert any("no room left in the gang's tier-1 domain tor-b" in e.message for e in plan.pod_events), plan.pod_events
 
 
 def test_replacement_of_a_soft_gang_goes_near_it() -> None:

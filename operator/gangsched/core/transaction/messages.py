@@ -31,7 +31,7 @@ from gangsched.core.fit.filters import block_reason, filters_for
 from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.transaction.lacking import lacking, reason
-from gangsched.core.transaction.plan import Event, GangStatus, PodCondition, UnitBackoff
+from gangsched.core.transaction.plan import Event, GangStatus, PodCondition, PodEvents, UnitBackoff
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.records import PodRecord, SchedulingClass
 from gangsched.core.values.resources import format_resources
@@ -75,11 +75,9 @@ def failed_scheduling(session: CycleSession, pods: Iterable[PodRecord], message:
     handleSchedulingFailure records one per pod and attempt (pkg/scheduler/schedule_one.go); the runtime's recorder
     aggregates the repeats into one Event per pod whose count rises (client-go events_cache.go). Gated pods are
     not attempted, so they get none. The message is the unit's, built once per attempt."""
-    events = session.plan.events
-    for pod in pods:
-        if not pod.gated:
-            namespace, name = _split(pod.key)
-            events.append(Event("Pod", namespace, name, "Warning", "FailedScheduling", message))
+    keys = tuple(pod.key for pod in pods if not pod.gated)
+    if keys:
+        session.plan.pod_events.append(PodEvents(keys, "Warning", "FailedScheduling", message))
 
 
 def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
