@@ -12,8 +12,8 @@ Oracles (kubernetes/kubernetes, read through the `search` tool):
 - staging/src/k8s.io/client-go/tools/record/events_cache.go EventLogger: a repeat of an event on the same object
   with the same message increments the Event's `count` instead of creating another Event.
 - staging/src/k8s.io/kubectl/pkg/describe/describe.go describePod prints a pod's conditions as "Type  Status" only
-  (the header "Conditions:", then "Type  Status" and one such line per condition): the condition's reason and message are read with
-  `kubectl get pod -o json`; `describe` shows PodScheduled False and the FailedScheduling event with the message.
+  (a header, then one such line per condition): the condition's reason and message are read with `kubectl get pod
+  -o json`; `describe` shows PodScheduled False and the FailedScheduling event with the message.
 - A CRD's additionalPrinterColumns with `priority: 1` are shown only by `kubectl get -o wide`
   (apiextensions.k8s.io/v1 CustomResourceColumnDefinition.priority).
 """
