@@ -5,14 +5,16 @@ Contract (functions over a CycleSession, writing to its plan):
 - `tell(session, unit, pods, reason, message)`: PodScheduled=False on the pods that do not say this message yet
   (all when it changed; else the members that joined since); True when it changed.
 - `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
-  reported one (events and pod conditions of a unit are only emitted when its message changes).
-- `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, every attempt
-  (the runtime's event recorder aggregates repeats: one Event per pod, its count rising).
+  reported one (the PodGroup's events and status, and the pods' conditions, follow a change of the message; the
+  pods' FailedScheduling events follow every attempt).
+- `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, every attempt, as
+  one plan entry (PodEvents: the keys and the message) the runtime writes to each pod; its event recorder
+  aggregates repeats (one Event per pod, its count rising) and rate-limits each object as client-go does.
 - `event`, `conditions` (never on a gated pod: its SchedulingGated condition is the apiserver's), `backoff`
   (exponential: config.backoff_seconds), `success` (the backoff resets).
 - `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
-- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, the PodGroup's event and
-  the pods' conditions (when the message changed), FailedScheduling on each pod (every attempt).
+- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, the PodGroup's event (when
+  the message changed), the pods' conditions (`tell`), FailedScheduling on each pod (every attempt).
 - `explain(session, shortfalls)`: why nodes are blocked; every count names what it counts (pods or nodes), as
   kube-scheduler's FitError does ("0/3 nodes are available: 1 Insufficient cpu, ..."), e.g. `needs 8 pods x
   {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: insufficient nvidia.com/gpu (3 nodes), taint
