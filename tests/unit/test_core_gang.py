@@ -362,3 +362,23 @@ def test_every_attempt_records_failed_scheduling_on_each_member_and_conditions_o
     c.upsert_pod(pod_from_api(obj, gang="default/g", ours=True))
     third = step(c, CFG, 3.0).conditions  # (the second backoff, 2 s, is over)
     assert [p.pod_key for p in third] == ["default/g-1"]
+
+
+def test_nonstrict_members_held_in_memory_say_they_wait_for_their_gang() -> None:
+    """Every waiting member says why: the members a NonStrict gang holds get the gang's message with reason
+    WaitingForGang (they found a node: no FailedScheduling for them), the one that found none Unschedulable."""
+    c = SchedulerState()
+    add_nodes(c, 3, gpu=8)
+    add_gang(c, "g", 4, gpu=8, mode=GangMode.NON_STRICT)
+    plan = step(c, CFG, 0.0)
+    assert len(plan.reservations) == 3 and not plan.bindings
+    reasons = {cond.pod_key: cond.reason for cond in plan.conditions}
+    (unplaced,) = [key for key, reason in reasons.items() if reason == "Unschedulable"]
+    assert sorted(reasons) == [f"default/g-{i}" for i in range(4)]
+    assert sorted(key for key, reason in reasons.items() if reason == "WaitingForGang") == sorted(
+        key for key, _node in plan.reservations
+    )
+    assert len({cond.message for cond in plan.conditions}) == 1  # one message, "holding 3 of minMember 4: ..."
+    assert plan.conditions[0].message.startswith("holding 3 of minMember 4")
+    (failed,) = plan.pod_events
+    assert failed.pod_keys == (unplaced,)

@@ -279,6 +279,7 @@ def _nonstrict_progress(
     session.reserve([(pod.key, node) for pod, node in attempt.placed])
     why = _why(session, spec, attempt)
     message = f"holding {attempt.have} of minMember {spec.min_member}: {why}"
+    pods = session.store.pods
     fail(
         session,
         gang,
@@ -287,6 +288,7 @@ def _nonstrict_progress(
         scheduled=len(members.bound),
         reserved=len(members.reserved) + len(attempt.placed),
         pending=alive - attempt.have,
+        holding=[*(pods[key] for key, _node in members.reserved), *(pod for pod, _node in attempt.placed)],
     )
 
 

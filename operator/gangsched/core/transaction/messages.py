@@ -13,8 +13,9 @@ Contract (functions over a CycleSession, writing to its plan):
 - `event`, `conditions` (never on a gated pod: its SchedulingGated condition is the apiserver's), `backoff`
   (exponential: config.backoff_seconds), `success` (the backoff resets).
 - `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
-- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, the PodGroup's event (when
-  the message changed), the pods' conditions (`tell`), FailedScheduling on each pod (every attempt).
+- `fail(session, gang, message, pods, ..., holding=())`: a gang attempt that failed: backoff, status, the PodGroup's
+  event (when the message changed), the pods' conditions (`tell`; the members it holds: WaitingForGang),
+  FailedScheduling on each pod that found no node (every attempt).
 - `explain(session, shortfalls)`: why nodes are blocked; every count names what it counts (pods or nodes), as
   kube-scheduler's FitError does ("0/3 nodes are available: 1 Insufficient cpu, ..."), e.g. `needs 8 pods x
   {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: insufficient nvidia.com/gpu (3 nodes), taint
@@ -48,6 +49,9 @@ class Shortfall:
     need: int
     placed: int
     reason: str | None = None  # already known (topology miss)
+
+
+WAITING_FOR_GANG = "WaitingForGang"  # a member placed in memory, waiting for the rest of its gang
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -91,19 +95,31 @@ def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
     return True
 
 
-def tell(session: CycleSession, unit: UnitKey, pods: Iterable[PodRecord], reason: str, message: str) -> bool:
+def tell(
+    session: CycleSession,
+    unit: UnitKey,
+    pods: Iterable[PodRecord],
+    reason: str,
+    message: str,
+    *,
+    holding: Iterable[PodRecord] = (),
+) -> bool:
     """PodScheduled=False (reason, message) on the unit's waiting pods that do not say it yet: all of them when the
     message changed, else only pods that joined since (a member created or re-created meanwhile: the unit remembers
     the UIDs it told), as kube-scheduler's updatePod writes the condition only where it differs
-    (pkg/scheduler/schedule_one.go). True when the message changed (see `changed`)."""
+    (pkg/scheduler/schedule_one.go). `holding`: members placed in memory that wait for the rest of their gang (a
+    NonStrict gang's reservations): the same message, reason WaitingForGang. True when the message changed."""
     fresh = changed(session, unit, message)
     state = session.state.queue.unit_state(unit)
     told = frozenset() if fresh or state is None else state.told
     new = [pod for pod in pods if pod.uid not in told and not pod.gated]
+    held = [pod for pod in holding if pod.uid not in told]
     if new:
         conditions(session, new, reason, message)
-    if fresh or new:
-        session.plan.waiting_told[unit] = told.union(pod.uid for pod in new)
+    if held:
+        conditions(session, held, WAITING_FOR_GANG, message)
+    if fresh or new or held:
+        session.plan.waiting_told[unit] = told.union(pod.uid for pod in [*new, *held])
     return fresh
 
 
@@ -137,12 +153,13 @@ def fail(
     scheduled: int,
     reserved: int,
     pending: int,
+    holding: Iterable[PodRecord] = (),
 ) -> None:
     unit = gang.unit
     backoff(session, unit)
     report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
     failed_scheduling(session, pods, message)
-    if tell(session, unit, pods, "Unschedulable", message):
+    if tell(session, unit, pods, "Unschedulable", message, holding=holding):
         event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
 
 
