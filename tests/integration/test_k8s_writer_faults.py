@@ -192,6 +192,32 @@ async def test_similar_events_are_aggregated(kube: KubeClient) -> None:
     assert combined[0]["message"] == COMBINED + "needs 13 more GPUs" and combined[0]["count"] == 5
 
 
+async def test_an_object_that_stays_unhealthy_is_rate_limited_and_its_skipped_events_still_counted(
+    kube: KubeClient,
+) -> None:
+    """events_cache.go EventSourceObjectSpamFilter (defaultSpamBurst 25, defaultSpamQPS 1/300): a source may record
+    25 events about one object at once, then one every 5 minutes; eventObserve counts the skipped ones, so the next
+    write carries them. A pod that waits for hours gets its FailedScheduling at every attempt without writing each."""
+    t = FakeTime()
+    recorder = EventRecorder(kube, clock=t.clock)
+    ref = ObjectRef("Pod", "v1", "default", "waits", "u")
+    for _ in range(30):
+        recorder.record(ref, "Warning", "FailedScheduling", "needs 4 pods")
+        await recorder.drain()
+    [event] = await _events(kube, "default")
+    assert event["count"] == 25 and recorder.creates + recorder.patches == 25 and recorder.spam.filtered == 5
+    other = ObjectRef("Pod", "v1", "default", "other", "u2")  # a bucket per object
+    recorder.record(other, "Warning", "FailedScheduling", "needs 4 pods")
+    await recorder.drain()
+    assert recorder.creates == 2
+    t.now += 300  # one token back
+    recorder.record(ref, "Warning", "FailedScheduling", "needs 4 pods")
+    recorder.record(ref, "Warning", "FailedScheduling", "needs 4 pods")  # no token left: merged into the write
+    await recorder.drain()
+    [event] = [e for e in await _events(kube, "default") if e["involvedObject"]["name"] == "waits"]
+    assert event["count"] == 32 and recorder.spam.filtered == 6 and recorder.creates + recorder.patches == 27
+
+
 def test_aggregation_window_is_ten_minutes() -> None:
     t = FakeTime()
     agg = EventAggregator(clock=t.clock)

@@ -73,7 +73,7 @@ async def test_strict_gang_that_does_not_fit_binds_nothing_then_binds_when_a_nod
         async def explained() -> Any:
             pg = await get_podgroup(k, "big")
             msg = (pg or {}).get("status", {}).get("message", "")
-            return msg if "needs 5 x" in msg else None
+            return msg if "needs 5 pods x" in msg else None
 
         message = await eventually(explained, what="a reason naming the missing resource")
         assert "nvidia.com/gpu: 8" in message and "4 nodes fit" in message

@@ -148,7 +148,7 @@ async def test_never_and_equal_priority_do_not_preempt(four: Cluster) -> None:
         async def both_unschedulable() -> bool:
             for name in ("same", "never"):
                 pg = await get_podgroup(k, name)
-                if "needs 2 x" not in (pg or {}).get("status", {}).get("message", ""):
+                if "needs 2 pods x" not in (pg or {}).get("status", {}).get("message", ""):
                     return False
             return True
 
@@ -221,6 +221,14 @@ async def test_two_preemptors_take_distinct_victims_and_no_gang_runs_below_quoru
         assert await gone(k, "y")  # one spare member, then the rest: y never ran below its quorum of 1
         assert len(await placed(k, "x", 2) or {}) == 2  # x (quorum 2, no spare) untouched
         preempted = {}
+
+        async def both_recorded() -> bool:  # (events are written asynchronously, after the bindings)
+            for i in range(2):
+                if not [e for e in await events_for(k, f"y-{i}") if e["reason"] == "Preempted"]:
+                    return False
+            return True
+
+        await eventually(both_recorded, what="a Preempted event on each victim")
         for i in range(2):
             msgs = [e for e in await events_for(k, f"y-{i}") if e["reason"] == "Preempted"]
             assert len(msgs) == 1 and msgs[0].get("count", 1) == 1, msgs  # each victim taken once

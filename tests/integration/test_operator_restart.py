@@ -110,7 +110,9 @@ async def test_new_leader_finishes_a_preemption_in_progress(two: Cluster, handov
             )
         await eventually(lambda: _is_leader(new), what="the new replica leads")
         await create(k, *gang("late", 1, pc="best-effort"))  # lower priority, arriving while nodes are held
-        await eventually(lambda: _mentions(k, "late", "needs 1 x"), what="the new leader reports late unschedulable")
+        await eventually(
+            lambda: _mentions(k, "late", "needs 1 pod x"), what="the new leader reports late unschedulable"
+        )
         assert await _nominations(k, "high") == nominated  # held, not cleared, not moved
         assert new.preemptions.evicted == 0  # no second set of victims
 

@@ -156,7 +156,9 @@ def test_strict_gang_with_more_host_port_members_than_nodes_fails_naming_the_por
     add_gang(c, "web", 3, spec_extra=_with_ports("TCP//8080"))
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
-    assert "2 nodes fit; 1 more blocked by: one pod per node (host ports)" in plan.gang_status["default/web"].message
+    assert (
+        "2 nodes fit; 1 more pod blocked by: one pod per node (host ports)" in plan.gang_status["default/web"].message
+    )
 
 
 def test_reserved_members_hold_their_host_ports() -> None:
@@ -169,7 +171,7 @@ def test_reserved_members_hold_their_host_ports() -> None:
     add_pod(c, "solo", priority=100, spec_extra=_with_ports("TCP//9000"))
     plan = step(c, CFG, 100.0)
     assert not plan.bindings
-    assert any("host port 9000/TCP in use (1)" in x.message for x in plan.conditions)
+    assert any("host port 9000/TCP in use (1 node)" in x.message for x in plan.conditions)
 
 
 def test_host_ports_are_forgotten_with_the_pod() -> None:

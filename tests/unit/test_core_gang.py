@@ -15,7 +15,8 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.units import UnitKey
 from gangsched.models.node import node_from_api
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
+from gangsched.models.pod import pod_from_api
+from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj, pod_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 
@@ -65,9 +66,11 @@ def test_min_resources_larger_than_free_cluster_fails_fast() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert plan.unit_backoffs[UnitKey.gang("default/g")].until == 1.0
-    (event,) = plan.events
+    (event,) = plan.events  # the PodGroup's; the pod's:
     assert event.type == "Warning" and "minResources {nvidia.com/gpu: 32}" in event.message
     assert "nvidia.com/gpu: 16" in event.message
+    (member,) = plan.pod_events
+    assert (member.pod_keys, member.reason, member.message) == (("default/g-0",), "FailedScheduling", event.message)
 
 
 def test_quorum_counts_already_bound_members() -> None:
@@ -86,11 +89,13 @@ def test_quorum_counts_already_bound_members() -> None:
 @pytest.mark.parametrize(
     ("mode", "reserved", "why"),
     [
-        pytest.param(GangMode.STRICT, 0, "5 nodes fit; 5 more blocked by: no more nodes", id="strict-releases-all"),
+        pytest.param(
+            GangMode.STRICT, 0, "5 nodes fit; 5 more pods blocked by: no more nodes", id="strict-releases-all"
+        ),
         pytest.param(
             GangMode.NON_STRICT,
             5,
-            "0 nodes fit; 5 more blocked by: insufficient nvidia.com/gpu (5)",
+            "0 nodes fit; 5 more pods blocked by: insufficient nvidia.com/gpu (5 nodes)",
             id="nonstrict-keeps",
         ),
     ],
@@ -106,7 +111,7 @@ def test_member_six_of_ten_does_not_fit(mode: GangMode, reserved: int, why: str)
     assert plan.unit_backoffs[UnitKey.gang("default/g")].attempts == 1
     status = plan.gang_status["default/g"]
     assert (status.reserved, status.reason) == (reserved, "Unschedulable")
-    assert "needs 10 x {cpu: 1, nvidia.com/gpu: 8}" in status.message
+    assert "needs 10 pods x {cpu: 1, nvidia.com/gpu: 8}" in status.message
     assert why in status.message
     # backed off: nothing happens before the backoff ends, and the next failure doubles it
     assert schedule(c, 0.5, CFG).unit_backoffs == {}
@@ -226,11 +231,17 @@ def test_event_names_what_blocks_the_gang() -> None:
             )
         )
     add_gang(c, "g", 8, gpu=8, cpu=None)
-    (event,) = step(c, CFG, 0.0).events
+    plan = step(c, CFG, 0.0)
+    (event,) = plan.events
     assert event.message.endswith(
-        "needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit; 3 more blocked by: "
-        "insufficient nvidia.com/gpu (3), taint dedicated=infer (2)"
+        "needs 8 pods x {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: "
+        "insufficient nvidia.com/gpu (3 nodes), taint dedicated=infer (2 nodes)"
     )
+    # every member, not only the first, gets a FailedScheduling with the gang's message (kube-scheduler records one
+    # per pod and attempt: pkg/scheduler/schedule_one.go handleSchedulingFailure)
+    (members,) = plan.pod_events  # one entry for the attempt, its message built once, written to each member
+    assert (members.type, members.reason, members.message) == ("Warning", "FailedScheduling", event.message)
+    assert sorted(members.pod_keys) == [f"default/g-{i}" for i in range(8)]
 
 
 def test_bind_failure_requeues_the_member_alone() -> None:
@@ -326,3 +337,48 @@ def test_many_units_per_cycle_are_separate_transactions() -> None:
     plan: Plan = step(c, SchedulerConfig(max_units_per_cycle=10), 0.0)
     assert sorted(k for k, _ in plan.bindings) == a
     assert UnitKey.gang("default/b") in plan.unit_backoffs and _gpu_used(c) == 16
+
+
+def test_every_attempt_records_failed_scheduling_on_each_member_and_conditions_only_where_missing() -> None:
+    """kube-scheduler's handleSchedulingFailure (pkg/scheduler/schedule_one.go) records FailedScheduling on the pod
+    at every failed attempt (the event recorder aggregates the repeats) and, through updatePod, patches the
+    PodScheduled condition only when it differs from the pod's: so a member re-created while the message stays the
+    same gets the condition, the others are not written again."""
+    c = SchedulerState()
+    add_nodes(c, 2, gpu=8)
+    add_gang(c, "g", 3, gpu=16)
+    first = step(c, CFG, 0.0)
+    assert sorted(p.pod_key for p in first.conditions) == ["default/g-0", "default/g-1", "default/g-2"]
+    assert {p.reason for p in first.conditions} == {"Unschedulable"}
+    assert [e.kind for e in first.events] == ["PodGroup"]
+    again = step(c, CFG, 1.0)  # the backoff (1 s) is over: a second attempt, the same message
+    assert not again.conditions and not again.events  # the PodGroup's event: only when the message changes
+    (failed,) = again.pod_events
+    assert sorted(failed.pod_keys) == ["default/g-0", "default/g-1", "default/g-2"]
+    assert failed.reason == "FailedScheduling" and failed.message == first.conditions[0].message
+    c.remove_pod("default/g-1")  # its controller re-creates it: same name, another UID
+    obj = pod_obj("g-1", gpu=16)
+    obj["metadata"]["uid"] = "uid-g-1-again"
+    c.upsert_pod(pod_from_api(obj, gang="default/g", ours=True))
+    third = step(c, CFG, 3.0).conditions  # (the second backoff, 2 s, is over)
+    assert [p.pod_key for p in third] == ["default/g-1"]
+
+
+def test_nonstrict_members_held_in_memory_say_they_wait_for_their_gang() -> None:
+    """Every waiting member says why: the members a NonStrict gang holds get the gang's message with reason
+    WaitingForGang (they found a node: no FailedScheduling for them), the one that found none Unschedulable."""
+    c = SchedulerState()
+    add_nodes(c, 3, gpu=8)
+    add_gang(c, "g", 4, gpu=8, mode=GangMode.NON_STRICT)
+    plan = step(c, CFG, 0.0)
+    assert len(plan.reservations) == 3 and not plan.bindings
+    reasons = {cond.pod_key: cond.reason for cond in plan.conditions}
+    (unplaced,) = [key for key, reason in reasons.items() if reason == "Unschedulable"]
+    assert sorted(reasons) == [f"default/g-{i}" for i in range(4)]
+    assert sorted(key for key, reason in reasons.items() if reason == "WaitingForGang") == sorted(
+        key for key, _node in plan.reservations
+    )
+    assert len({cond.message for cond in plan.conditions}) == 1  # one message, "holding 3 of minMember 4: ..."
+    assert plan.conditions[0].message.startswith("holding 3 of minMember 4")
+    (failed,) = plan.pod_events
+    assert failed.pod_keys == (unplaced,)

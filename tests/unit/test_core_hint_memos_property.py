@@ -1,6 +1,6 @@
 """Property: the memos that follow the accounting log instead of recounting give what a recount gives.
 
-- core/transaction/lacking.py (the counts of a failure message, "N nodes fit; ... blocked by: insufficient <r> (k)"):
+- core/transaction/lacking.py (the counts of a failure message, "N nodes fit; ... insufficient <r> (k nodes)"):
 equal to
   one pass over every eligible node with the workspace's tentative usage, after any sequence of pods charged,
   uncharged and workspace changes. The reasons follow kube-scheduler's NodeResourcesFit

@@ -94,7 +94,7 @@ def test_message_names_the_short_role() -> None:
     assert not plan.bindings
     message = plan.gang_status["default/job"].message
     assert "role ps: 0 of minimum 1 placeable" in message, message
-    assert "needs 1 x {cpu: 1, nvidia.com/gpu: 1}" in message, message
+    assert "needs 1 pod x {cpu: 1, nvidia.com/gpu: 1}" in message, message
 
 
 def test_message_names_the_short_size_class() -> None:
@@ -106,7 +106,7 @@ def test_message_names_the_short_size_class() -> None:
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
     message = plan.gang_status["default/mix"].message
-    assert "needs 2 x {cpu: 1, nvidia.com/gpu: 6}" in message, message
+    assert "needs 2 pods x {cpu: 1, nvidia.com/gpu: 6}" in message, message
 
 
 def test_search_gives_up_beyond_its_bound() -> None:
@@ -344,7 +344,7 @@ def test_replacement_of_a_hard_gang_stays_in_its_domain() -> None:
     add_pod(c, "g-late", gang="default/g", rank=2, gpu=4)
     plan = step(c, CFG, 1.0)
     assert not plan.bindings
-    assert any("no room left in the gang's tier-1 domain tor-b" in e.message for e in plan.events), plan.events
+    assert any("no room left in the gang's tier-1 domain tor-b" in e.message for e in plan.pod_events), plan.pod_events
 
 
 def test_replacement_of_a_soft_gang_goes_near_it() -> None:

@@ -395,7 +395,7 @@ def test_nodes_without_the_key_are_no_candidates() -> None:
     _gang(c, "g", 2, spread(1, "zone", APP))
     plan = step(c, CFG, 0.0)
     assert not plan.bindings
-    assert "PodTopologySpread: no label zone (2)" in plan.gang_status["default/g"].message
+    assert "PodTopologySpread: no label zone (2 nodes)" in plan.gang_status["default/g"].message
 
 
 def test_two_classes_are_each_placed_keeping_the_skew() -> None:

@@ -57,7 +57,7 @@ def test_item3_an_equal_priority_pod_does_not_take_reservations() -> None:
     add_pod(c, "peer", gpu=8, priority=5)
     plan = step(c, CFG, 1.0)
     assert not plan.bindings and not plan.releases
-    assert any(e.reason == "FailedScheduling" and e.name == "peer" for e in plan.events)
+    assert any(e.reason == "FailedScheduling" and "default/peer" in e.pod_keys for e in plan.pod_events)
 
 
 def test_item3_a_pod_takes_a_lower_priority_preemptors_nominated_node() -> None:

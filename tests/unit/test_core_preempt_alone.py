@@ -64,7 +64,7 @@ def test_never_and_equal_priority_do_not_preempt() -> None:
     add_pod(c, "peer", gpu=8, priority=5)
     plan = step(c, CFG, 0.0)
     assert not plan.evictions
-    assert any(e.reason == "FailedScheduling" for e in plan.events)
+    assert any(e.reason == "FailedScheduling" for e in plan.pod_events)
 
 
 def test_a_victim_gang_is_taken_whole() -> None:

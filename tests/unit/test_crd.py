@@ -143,6 +143,7 @@ def test_printer_columns(version: dict[str, Any]) -> None:
     columns = {c["name"]: (c["jsonPath"], c["type"]) for c in version["additionalPrinterColumns"]}
     assert columns == {
         "Phase": (".status.phase", "string"),
+        "Reason": ('.status.conditions[?(@.type=="Scheduled")].reason', "string"),
         "MinMember": (".spec.minMember", "integer"),
         "Scheduled": (".status.scheduled", "integer"),
         "Running": (".status.running", "integer"),
@@ -150,7 +151,12 @@ def test_printer_columns(version: dict[str, Any]) -> None:
         "Failed": (".status.failed", "integer"),
         "Tier": (".status.placedTier", "integer"),
         "Age": (".metadata.creationTimestamp", "date"),
+        "Message": (".status.message", "string"),
     }
+    # the message only with `kubectl get -o wide` (CustomResourceColumnDefinition.priority > 0), last as a pod's
+    # NODE and IP are: kubectl prints the columns in the order the server lists them
+    assert [c["name"] for c in version["additionalPrinterColumns"] if c.get("priority", 0)] == ["Message"]
+    assert version["additionalPrinterColumns"][-1]["name"] == "Message"
 
 
 def _aliases(model: type[Any]) -> set[str]:

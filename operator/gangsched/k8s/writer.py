@@ -29,7 +29,10 @@ Contract:
   - EventLogger: a repeat of an event already written (same key, message included) patches its `count`,
     `lastTimestamp` (and message) instead of creating another; a patch answered 404 (the event expired) creates it
     anew; a create answered 409 (a retry after a lost answer) counts as written;
-  - a failed write is retried (up to 12 tries, as event.go's maxTriesPerEvent), then dropped and counted.
+  - a failed write is retried (up to 12 tries, as event.go's maxTriesPerEvent), then dropped and counted;
+  - EventSourceObjectSpamFilter: at most 25 events about one object at once, then one per 5 minutes (a token
+    bucket per object); the others are skipped (`spam.filtered` counts them) but still counted in the count of
+    the next write of the same event.
   Repeats still queued are merged before sending (one create with count N, not a create and N-1 patches). The
   backlog holds at most `backlog` distinct events; beyond that new ones are dropped and counted.
 - Both take `defer_to` (an asyncio.Event, e.g. the binder's `idle`) and `max_defer` seconds: before sending a
@@ -54,7 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cachetools import TTLCache
+from cachetools import LRUCache, TTLCache
 
 from gangsched.k8s.client import MERGE_PATCH, ApiError, KubeClient, resource_path
 from gangsched.k8s.forbidden import ForbiddenBook, request_of
@@ -271,9 +274,12 @@ class ObjectRef:
 
 
 EventKey = tuple[str, str, str, str, str, str, str]  # namespace, kind, name, uid, apiVersion, type, reason
+SpamKey = tuple[str, str, str, str, str]  # namespace, kind, name, uid, apiVersion (events_cache.go getSpamKey)
 MAX_SIMILAR = 10  # events_cache.go defaultAggregateMaxEvents
 SIMILAR_WINDOW = 600.0  # events_cache.go defaultAggregateIntervalInSeconds
 MAX_TRIES = 12  # event.go maxTriesPerEvent
+SPAM_BURST = 25  # events_cache.go defaultSpamBurst: events a source may send about one object at once
+SPAM_QPS = 1.0 / 300.0  # events_cache.go defaultSpamQPS: then one more every 5 minutes
 COMBINED = "(combined from similar events): "
 EVENT_WRITES = "create events"  # (creates and count patches: one grant in the ClusterRole)
 
@@ -301,6 +307,31 @@ class EventAggregator:
         if len(messages) < self._max:
             return (key, message), message
         return (key, ""), COMBINED + message
+
+
+class SpamFilter:
+    """client-go events_cache.go EventSourceObjectSpamFilter: a token bucket per involved object (burst 25, refilled
+    at one event per 5 minutes), so an object that stays unhealthy (a pod that waits for hours, its FailedScheduling
+    recorded at every attempt) does not write events without end. `allow(key)` takes a token; False: skip the
+    event (its occurrence still counts: the next one written carries it in its count, as eventObserve counts it)."""
+
+    def __init__(self, *, burst: int = SPAM_BURST, qps: float = SPAM_QPS, clock: Clock = time.monotonic) -> None:
+        self._burst = float(burst)
+        self._qps = qps
+        self._clock = clock
+        self._buckets: LRUCache[SpamKey, tuple[float, float]] = LRUCache(maxsize=20_000)  # key -> (tokens, at)
+        self.filtered = 0
+
+    def allow(self, key: SpamKey) -> bool:
+        now = self._clock()
+        tokens, at = self._buckets.get(key, (self._burst, now))
+        tokens = min(self._burst, tokens + (now - at) * self._qps)
+        if tokens < 1.0:
+            self._buckets[key] = (tokens, now)
+            self.filtered += 1
+            return False
+        self._buckets[key] = (tokens - 1.0, now)
+        return True
 
 
 @dataclass(slots=True)
@@ -339,6 +370,7 @@ class EventRecorder:
         self._rand = rand
         self._policy = policy
         self._aggregator = EventAggregator(clock=clock)
+        self.spam = SpamFilter(clock=clock)
         self._queue: dict[tuple[EventKey, str], _Pending] = {}
         self._not_before: dict[tuple[EventKey, str], float] = {}
         # EventLogger: dedup key -> (event name, namespace, count so far)
@@ -354,6 +386,13 @@ class EventRecorder:
         key: EventKey = (ref.namespace, ref.kind, ref.name, ref.uid, ref.api_version, type_, reason)
         dedup, message = self._aggregator.aggregate(key, message[:1024])
         queued = self._queue.get(dedup)
+        if not self.spam.allow(key[:5]):  # counted, not written: the next write of this event carries it
+            seen = self._seen.get(dedup)
+            if queued is not None:
+                queued.count += 1
+            elif seen is not None:
+                self._seen[dedup] = (seen[0], seen[1], seen[2] + 1)
+            return
         if queued is not None:
             queued.count += 1
             queued.message = message

@@ -556,6 +556,9 @@ class Operator:
             self.events.record(
                 self._ref(event.kind, event.namespace, event.name), event.type, event.reason, event.message
             )
+        for many in plan.pod_events:  # (one message for every member of a failed attempt)
+            for pod_key in many.pod_keys:
+                self.events.record(self._ref("Pod", *_split(pod_key)), many.type, many.reason, many.message)
         self.cache.dirty_gangs.update(plan.gang_status)
         self.cache.dirty_gangs.update(plan.health)  # the Degraded condition (core/gang/health.py)
 

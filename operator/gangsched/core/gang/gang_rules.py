@@ -48,12 +48,13 @@ from gangsched.core.transaction.messages import (
     Shortfall,
     backoff,
     changed,
-    conditions,
     event,
     explain,
     fail,
+    failed_scheduling,
     report_status,
     success,
+    tell,
     wait,
 )
 from gangsched.core.transaction.plan import GangStatus
@@ -278,6 +279,7 @@ def _nonstrict_progress(
     session.reserve([(pod.key, node) for pod, node in attempt.placed])
     why = _why(session, spec, attempt)
     message = f"holding {attempt.have} of minMember {spec.min_member}: {why}"
+    pods = session.store.pods
     fail(
         session,
         gang,
@@ -286,6 +288,7 @@ def _nonstrict_progress(
         scheduled=len(members.bound),
         reserved=len(members.reserved) + len(attempt.placed),
         pending=alive - attempt.have,
+        holding=[*(pods[key] for key, _node in members.reserved), *(pod for pod, _node in attempt.placed)],
     )
 
 
@@ -412,10 +415,8 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     failed = [pod for pod in pods if pod.key not in done]
     message = explain(session, short)
     backoff(session, unit)
-    if changed(session, unit, message):
-        conditions(session, failed, "Unschedulable", message)
-        for pod in failed[:1] if gang is not None else failed:
-            event(session, "Pod", pod.key, "Warning", "FailedScheduling", message)
+    failed_scheduling(session, failed, message)
+    tell(session, unit, failed, "Unschedulable", message)
 
 
 def _preempt_each(

@@ -6,7 +6,8 @@ Contract:
   when a gang's pending set becomes non-empty or empty, `gang_forgotten` when the store forgets a gang.
 - `unit_state(unit)` is the backoff bookkeeping of a unit (attempts, backoff end, last failure, the freed
   generation it backed off at, the last waiting reason reported); `record_backoff`, `record_success`,
-  `record_waiting_reason` change it (from an applied Plan). A pod's state goes when it stops pending without
+  `record_waiting_reason`, `record_told` (the pods whose condition says that reason) change it (from an applied
+  Plan). A pod's state goes when it stops pending without
   having failed, or when it is removed (`forget_pod`); a gang's when the store forgets the gang.
 - `queued_gangs()`, `alone_pending()`: the pending units; `ready(unit, now, freed_gen)`: not backed off (a
   backoff ends early when capacity was freed after it began, as kube-scheduler requeues on cluster events);
@@ -36,6 +37,7 @@ class UnitState:
     failed_at: float | None = None
     freed_gen: int = 0  # the store's freed_gen when it backed off: capacity freed since then ends the backoff
     waiting_reason: str | None = None  # last waiting reason reported (to report a change once)
+    told: frozenset[str] = frozenset()  # UIDs of the pods whose PodScheduled condition says waiting_reason
     waiting_since: float | None = None  # first failure since the last success
     empty_fit: tuple[object, bool] | None = (
         None  # whether it fits empty nodes, and the memo key (core/hints/queue_hints.py)
@@ -165,11 +167,15 @@ class SchedulingQueue:
     def record_success(self, unit: UnitKey) -> None:
         st = self._state(unit)
         st.attempts, st.backoff_until, st.failed_at, st.waiting_reason = 0, 0.0, None, None
+        st.told = frozenset()
         st.reach = None  # (its per-node counts are only worth keeping while it waits)
         st.waiting_since = None
 
     def record_waiting_reason(self, unit: UnitKey, reason: str) -> None:
         self._state(unit).waiting_reason = reason
+
+    def record_told(self, unit: UnitKey, told: frozenset[str]) -> None:
+        self._state(unit).told = told
 
     def apply_holds(self, changes: Mapping[str, CapacityHold | None]) -> None:
         for gang_key, hold in changes.items():

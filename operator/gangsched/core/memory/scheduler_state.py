@@ -340,6 +340,9 @@ class SchedulerState:
         for unit, reason in plan.waiting_reasons.items():
             if self._known(unit):
                 queue.record_waiting_reason(unit, reason)
+        for unit, told in plan.waiting_told.items():
+            if self._known(unit):
+                queue.record_told(unit, told)
         queue.apply_holds(plan.capacity_holds)
 
     def bind_succeeded(self, pod_key: str) -> None:

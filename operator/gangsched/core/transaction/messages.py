@@ -2,14 +2,24 @@
 
 Contract (functions over a CycleSession, writing to its plan):
 - `report_status(session, gang, status)`: the PodGroup status, only when it differs from the last reported.
+- `tell(session, unit, pods, reason, message)`: PodScheduled=False on the pods that do not say this message yet
+  (all when it changed; else the members that joined since); True when it changed.
 - `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
-  reported one (events and pod conditions of a unit are only emitted when its message changes).
+  reported one (the PodGroup's events and status, and the pods' conditions, follow a change of the message; the
+  pods' FailedScheduling events follow every attempt).
+- `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, every attempt, as
+  one plan entry (PodEvents: the keys and the message) the runtime writes to each pod; its event recorder
+  aggregates repeats (one Event per pod, its count rising) and rate-limits each object as client-go does.
 - `event`, `conditions` (never on a gated pod: its SchedulingGated condition is the apiserver's), `backoff`
   (exponential: config.backoff_seconds), `success` (the backoff resets).
 - `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
-- `fail(session, gang, message, pods, ...)`: a gang attempt that failed: backoff, status, event, conditions.
-- `explain(session, shortfalls)`: why nodes are blocked, e.g. `needs 8 x {nvidia.com/gpu: 8}; 5 nodes fit;
-  3 more blocked by: insufficient nvidia.com/gpu (3), taint dedicated=infer (2)`.
+- `fail(session, gang, message, pods, ..., holding=())`: a gang attempt that failed: backoff, status, the PodGroup's
+  event (when the message changed), the pods' conditions (`tell`; the members it holds: WaitingForGang),
+  FailedScheduling on each pod that found no node (every attempt).
+- `explain(session, shortfalls)`: why nodes are blocked; every count names what it counts (pods or nodes), as
+  kube-scheduler's FitError does ("0/3 nodes are available: 1 Insufficient cpu, ..."), e.g. `needs 8 pods x
+  {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: insufficient nvidia.com/gpu (3 nodes), taint
+  dedicated=infer (2 nodes)`. One message per unit and attempt, the same for every member.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from gangsched.core.fit.filters import block_reason, filters_for
 from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.transaction.lacking import lacking, reason
-from gangsched.core.transaction.plan import Event, GangStatus, PodCondition, UnitBackoff
+from gangsched.core.transaction.plan import Event, GangStatus, PodCondition, PodEvents, UnitBackoff
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.records import PodRecord, SchedulingClass
 from gangsched.core.values.resources import format_resources
@@ -39,6 +49,9 @@ class Shortfall:
     need: int
     placed: int
     reason: str | None = None  # already known (topology miss)
+
+
+WAITING_FOR_GANG = "WaitingForGang"  # a member placed in memory, waiting for the rest of its gang
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -63,6 +76,16 @@ def conditions(session: CycleSession, pods: Iterable[PodRecord], reason: str, me
             session.plan.conditions.append(PodCondition(pod.key, reason, message))
 
 
+def failed_scheduling(session: CycleSession, pods: Iterable[PodRecord], message: str) -> None:
+    """A Warning FailedScheduling event on each pod of a failed attempt, on every attempt, as kube-scheduler's
+    handleSchedulingFailure records one per pod and attempt (pkg/scheduler/schedule_one.go); the runtime's recorder
+    aggregates the repeats into one Event per pod whose count rises (client-go events_cache.go). Gated pods are
+    not attempted, so they get none. The message is the unit's, built once per attempt."""
+    keys = tuple(pod.key for pod in pods if not pod.gated)
+    if keys:
+        session.plan.pod_events.append(PodEvents(keys, "Warning", "FailedScheduling", message))
+
+
 def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
     """Record `message` as the unit's last reported reason; True when it differs from the last one."""
     state = session.state.queue.unit_state(unit)
@@ -70,6 +93,34 @@ def changed(session: CycleSession, unit: UnitKey, message: str) -> bool:
         return False
     session.plan.waiting_reasons[unit] = message
     return True
+
+
+def tell(
+    session: CycleSession,
+    unit: UnitKey,
+    pods: Iterable[PodRecord],
+    reason: str,
+    message: str,
+    *,
+    holding: Iterable[PodRecord] = (),
+) -> bool:
+    """PodScheduled=False (reason, message) on the unit's waiting pods that do not say it yet: all of them when the
+    message changed, else only pods that joined since (a member created or re-created meanwhile: the unit remembers
+    the UIDs it told), as kube-scheduler's updatePod writes the condition only where it differs
+    (pkg/scheduler/schedule_one.go). `holding`: members placed in memory that wait for the rest of their gang (a
+    NonStrict gang's reservations): the same message, reason WaitingForGang. True when the message changed."""
+    fresh = changed(session, unit, message)
+    state = session.state.queue.unit_state(unit)
+    told = frozenset() if fresh or state is None else state.told
+    new = [pod for pod in pods if pod.uid not in told and not pod.gated]
+    held = [pod for pod in holding if pod.uid not in told]
+    if new:
+        conditions(session, new, reason, message)
+    if held:
+        conditions(session, held, WAITING_FOR_GANG, message)
+    if fresh or new or held:
+        session.plan.waiting_told[unit] = told.union(pod.uid for pod in [*new, *held])
+    return fresh
 
 
 def backoff(session: CycleSession, unit: UnitKey) -> None:
@@ -86,9 +137,8 @@ def success(session: CycleSession, unit: UnitKey) -> None:
 
 
 def wait(session: CycleSession, gang: GangState, reason: str, message: str) -> None:
-    if changed(session, gang.unit, message):
-        pods = session.store.pods
-        conditions(session, (pods[k] for k in gang.pending), reason, message)
+    pods = session.store.pods
+    if tell(session, gang.unit, [pods[k] for k in gang.pending], reason, message):
         m = session.members(gang)
         status = GangStatus(len(m.bound), len(m.reserved), len(m.pending), reason, message)
         report_status(session, gang, status)
@@ -103,13 +153,14 @@ def fail(
     scheduled: int,
     reserved: int,
     pending: int,
+    holding: Iterable[PodRecord] = (),
 ) -> None:
     unit = gang.unit
     backoff(session, unit)
     report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
-    if changed(session, unit, message):
+    failed_scheduling(session, pods, message)
+    if tell(session, unit, pods, "Unschedulable", message, holding=holding):
         event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
-        conditions(session, pods, "Unschedulable", message)
 
 
 def _static_reasons(session: CycleSession, idx: ClassIndex) -> dict[str, int]:
@@ -149,17 +200,24 @@ def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[s
     return fit, reasons
 
 
+def counted(n: int, noun: str) -> str:
+    """`1 node`, `3 nodes`: a count that says what it counts."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
     parts = []
     for short in shortfalls:
-        head = f"needs {short.need} x {format_resources(short.cls.requests)}"
+        head = f"needs {counted(short.need, 'pod')} x {format_resources(short.cls.requests)}"
         if short.reason is not None:
             parts.append(f"{head}; {short.reason}")
             continue
         fit, reasons = _blocked_by(session, short)
-        shown = ", ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0])))
+        ranked = sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
+        shown = ", ".join(f"{r} ({counted(n, 'node')})" for r, n in ranked)
         more = short.need - short.placed
         ports = "one pod per node (host ports)" if short.cls.host_ports else None
         shown = shown or ports or one_per_domain(short.cls) or "no more nodes"
-        parts.append(f"{head}; {fit} nodes fit; {more} more blocked by: {shown}")
+        fits = f"{counted(fit, 'node')} {'fits' if fit == 1 else 'fit'}"
+        parts.append(f"{head}; {fits}; {counted(more, 'more pod')} blocked by: {shown}")
     return "; ".join(parts)

@@ -16,7 +16,8 @@ Fields:
 - timeouts: [GangTimeout] gangs whose waiting time ended: annotate each listed pod
   `gang.scheduling.koordinator.sh/timeout: "true"`.
 - gang_status: {gang_key: GangStatus} PodGroup status to write (only gangs that changed).
-- events: [Event] to emit.
+- events: [Event] to emit. pod_events: [PodEvents] one event for each of many pods (FailedScheduling on every
+  member of a failed attempt), expanded by the runtime.
 - conditions: [PodCondition] PodScheduled=False conditions for pods that cannot be placed or wait.
 - next_wakeup: earliest absolute time at which a timer matters (waiting-time expiry, backoff end), or None.
 - evictions: [pod_key] victims to evict through the Eviction API (group preemption, core/preemption/preemption.py; the
@@ -78,6 +79,17 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class PodEvents:
+    """One event, the same for each listed pod (a unit's FailedScheduling at one attempt: built once, written to
+    every member by the runtime)."""
+
+    pod_keys: tuple[str, ...]  # namespace/name
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class PodCondition:
     pod_key: str
     reason: str  # "Unschedulable" | "WaitingForGang" | ...
@@ -127,6 +139,7 @@ class Plan:
     timeouts: list[GangTimeout] = field(default_factory=list)
     gang_status: dict[str, GangStatus] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
+    pod_events: list[PodEvents] = field(default_factory=list)
     conditions: list[PodCondition] = field(default_factory=list)
     next_wakeup: float | None = None
     evictions: list[str] = field(default_factory=list)
@@ -140,6 +153,7 @@ class Plan:
     satisfied: list[str] = field(default_factory=list)  # gangs whose quorum this cycle binds (core/memory/gangs.py)
     first_reserved: dict[str, float | None] = field(default_factory=dict)  # gang -> waiting-time start (None: clear)
     waiting_reasons: dict[UnitKey, str] = field(default_factory=dict)  # unit -> reason shown (dedupe)
+    waiting_told: dict[UnitKey, frozenset[str]] = field(default_factory=dict)  # unit -> UIDs whose condition says it
     capacity_holds: dict[str, CapacityHold | None] = field(default_factory=dict)  # gang -> hold (None: ended)
     deadlocks: list[Deadlock] = field(default_factory=list)  # NonStrict deadlocks resolved (core/gang/deadlock.py)
     health: dict[str, GangHealth | None] = field(default_factory=dict)  # gang -> health record (None: dropped)
@@ -156,6 +170,7 @@ class Plan:
             or self.timeouts
             or self.gang_status
             or self.events
+            or self.pod_events
             or self.conditions
             or self.unit_backoffs
             or self.satisfied
