@@ -47,7 +47,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from gangsched.core.cycle.scheduler import schedule
-from gangsched.core.transaction.plan import Plan
+from gangsched.core.memory.plan import Plan
 from gangsched.core.values.units import UnitKey
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult

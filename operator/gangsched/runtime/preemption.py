@@ -41,7 +41,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gangsched.core.transaction.plan import Plan
+from gangsched.core.memory.plan import Plan
 from gangsched.core.values.records import PodRecord
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError

@@ -32,9 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import TopologyTree
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass, scheduling_class

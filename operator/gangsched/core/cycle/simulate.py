@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import LEAVING, TERMINAL
 from gangsched.core.transaction.messages import event, report_status, wait
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.transaction.session import CycleSession, Members
 from gangsched.core.values.gangspec import GangMode
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import ASSUMED, BINDING, BOUND, TERMINAL, PodState
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey

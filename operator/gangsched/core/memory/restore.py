@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gangsched.core.gang.partial_gangs import restart_partial_waits
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import PodState
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.values.records import PodRecord
 
 if TYPE_CHECKING:
