@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gangsched.core.gang.partial_gangs import restart_partial_waits
+from gangsched.core.memory.gangs import may_be_partial
 from gangsched.core.memory.plan import GangStatus
-from gangsched.core.memory.podstate import PodState
+from gangsched.core.memory.podstate import LEAVING, TERMINAL, PodState
 from gangsched.core.values.records import PodRecord
 
 if TYPE_CHECKING:
@@ -105,9 +105,29 @@ def restore_timeouts(state: SchedulerState) -> list[str]:
     return restored
 
 
+def _restart_partial_waits(state: SchedulerState, *, now: float) -> None:
+    """Every partially bound Strict gang (core/gang/partial_gangs.py) has its waiting time start at `now`."""
+    store = state.store
+    for gang in store.gangs.values():
+        if not may_be_partial(gang) or gang.timed_out:
+            continue
+        assert gang.spec is not None
+        bound = [store.pods[k] for k in gang.holding if k in store.pods]
+        if len(bound) >= gang.spec.min_member:
+            continue
+        if all(
+            pod.node_name is not None
+            and pod.phase == "Pending"
+            and store.state_of(pod.key) not in (LEAVING, TERMINAL)
+            and pod.key not in state.evicting
+            for pod in bound
+        ):
+            store.set_wait_start(gang.key, now)
+
+
 def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
     restore_timeouts(state)  # before the nominations: a timed-out gang gets none back
-    restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
+    _restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
     stale: list[str] = []
     held = _restore_held(state, stale)
     if not held:
