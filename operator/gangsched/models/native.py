@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.models.fields import INT32_MAX, shown
 
 API_VERSION = "scheduling.k8s.io/v1beta1"

@@ -33,7 +33,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gangsched.core.memory.plan import Deadlock
+from gangsched.core import Deadlock
 
 if TYPE_CHECKING:
     from gangsched.runtime.operator import Operator

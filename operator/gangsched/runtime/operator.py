@@ -46,9 +46,7 @@ import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from gangsched.core.cycle.scheduler import schedule
-from gangsched.core.memory.plan import Plan
-from gangsched.core.values.units import UnitKey
+from gangsched.core import Plan, UnitKey, schedule
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.client import KubeClient

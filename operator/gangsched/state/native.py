@@ -25,8 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangSpec
+from gangsched.core import GangSpec, InvalidField
 from gangsched.models.gang import PodGang
 from gangsched.models.native import SCHEDULING_GROUP, native_policy, unsupported_fields
 

@@ -59,9 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangsched.core.memory.health_book import DegradedCondition
-from gangsched.core.memory.plan import GangStatus
-from gangsched.core.values.records import PodRecord
+from gangsched.core import DegradedCondition, GangStatus, PodRecord
 from gangsched.models.podgroup import ConditionType, PodGroupPhase
 from gangsched.state.placed_tiers import PlacedTiers
 
