@@ -1,8 +1,8 @@
 """gangsched.core: the pure scheduling core, and the one door other layers use to reach it.
 
-`plan = schedule(state, now, config)` is one scheduling cycle (core/cycle); `state` is the scheduler's memory
-(`SchedulerState`, core/memory), which records each Plan (`state.apply(plan)`) before the runtime carries it out
-against the API. The parsers (models/) build the values the core reads: node and pod records, gang declarations,
+`plan = run_cycle(state, now, config)` is one scheduling cycle (core/cycle): `schedule` decides, and `state`, the
+scheduler's memory (`SchedulerState`, core/memory), records the Plan (`state.apply(plan)`) before the caller carries
+out its API side. The parsers (models/) build the values the core reads: node and pod records, gang declarations,
 resources, label selectors and pod terms, topology trees, PodDisruptionBudgets, the scheduler's tunables.
 
 Contract: every layer outside core imports core only through this package or its packages' exported names
@@ -10,7 +10,7 @@ Contract: every layer outside core imports core only through this package or its
 No I/O, no asyncio, no clock reads, no randomness anywhere below (import-linter: core-pure, core-no-io).
 """
 
-from gangsched.core.cycle import schedule
+from gangsched.core.cycle import run_cycle, schedule
 from gangsched.core.fit import LabelSelector, PodSelector, PodTerm, SpreadConstraint
 from gangsched.core.memory import (
     Deadlock,
@@ -98,6 +98,7 @@ __all__ = [
     "pdb_protects",
     "register_label_keys",
     "resource_list",
+    "run_cycle",
     "schedule",
     "scheduling_class",
     "with_required",
