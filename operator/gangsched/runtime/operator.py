@@ -46,7 +46,7 @@ import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from gangsched.core import Plan, UnitKey, run_cycle
+from gangsched.core import Plan, SchedulerState, UnitKey, run_cycle
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.client import KubeClient
@@ -448,7 +448,7 @@ class Operator:
         }
 
     @property
-    def cluster(self) -> Any:
+    def cluster(self) -> SchedulerState:
         return self.cache.cluster
 
     def wake(self) -> None:
