@@ -11,7 +11,6 @@ No I/O, no asyncio, no clock reads, no randomness anywhere below (import-linter:
 """
 
 from gangsched.core.cycle import run_cycle, schedule
-from gangsched.core.fit import LabelSelector, PodSelector, PodTerm, SpreadConstraint
 from gangsched.core.memory import (
     Deadlock,
     DegradedCondition,
@@ -29,13 +28,17 @@ from gangsched.core.values import (
     GangSpec,
     HostPort,
     InvalidField,
+    LabelSelector,
     NetworkTopology,
     NodeRecord,
     PodRecord,
+    PodSelector,
+    PodTerm,
     Requirement,
     Resources,
     SchedulerConfig,
     SchedulingClass,
+    SpreadConstraint,
     StalePolicy,
     Taint,
     Term,

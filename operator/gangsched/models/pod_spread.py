@@ -1,4 +1,4 @@
-"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/fit/pod_spread.py).
+"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/values/records.py).
 
 Contract:
 - `spread_constraints(spec, *, namespace, labels) -> constraints`: the constraints as records, DoNotSchedule

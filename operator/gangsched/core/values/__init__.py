@@ -1,8 +1,9 @@
 """Values: what the core knows of nodes, pods and gangs, as plain data and arithmetic.
 
-The lowest package of the core: records of nodes and pods (and the interned scheduling classes they share),
-Kubernetes quantities and resource arithmetic in canonical units, the normalized gang declaration, the scheduler's
-tunables, scheduling-unit keys, natural name order and the one error type for bad input. Parsers (models/) build
+The lowest package of the core: records of nodes and pods (the interned scheduling classes they share, and the
+selectors, pod terms and spread constraints they declare), Kubernetes quantities and resource arithmetic in
+canonical units, the normalized gang declaration, the scheduler's tunables, scheduling-unit keys, natural name
+order and the one error type for bad input. Parsers (models/) build
 these values; every other package of the core reads them.
 """
 
@@ -12,10 +13,14 @@ from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, 
 from gangsched.core.values.naming import natural_key
 from gangsched.core.values.records import (
     HostPort,
+    LabelSelector,
     NodeRecord,
     PodRecord,
+    PodSelector,
+    PodTerm,
     Requirement,
     SchedulingClass,
+    SpreadConstraint,
     Taint,
     Term,
     Toleration,
@@ -31,13 +36,17 @@ __all__ = [
     "GangSpec",
     "HostPort",
     "InvalidField",
+    "LabelSelector",
     "NetworkTopology",
     "NodeRecord",
     "PodRecord",
+    "PodSelector",
+    "PodTerm",
     "Requirement",
     "Resources",
     "SchedulerConfig",
     "SchedulingClass",
+    "SpreadConstraint",
     "StalePolicy",
     "Taint",
     "Term",
