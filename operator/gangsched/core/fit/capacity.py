@@ -30,10 +30,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gangsched.core.fit import affinity, pod_score
+from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
 from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
+from gangsched.core.fit.pod_score import SCORER, score
 from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.values.resources import Resources
 
@@ -102,7 +103,7 @@ def _drop(buckets: dict[Key, dict[str, None]], k: Key, node: str) -> None:
 def _pref(cls: SchedulingClass, node: NodeRecord, usage: Usage) -> int:
     """The node's preference for the class: preferred node affinity and taints, plus the pod affinity score."""
     pref = preference(cls, node) if (cls.preferred or node.taints) else 0
-    return pref + pod_score.score(cls, node.labels, usage) if cls.pod_preferred else pref
+    return pref + score(cls, node.labels, usage) if cls.pod_preferred else pref
 
 
 def touched_by(
@@ -130,8 +131,8 @@ class ClassIndex:
         self.cls = cls
         self.filters = filters_for(cls)
         self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
-        scored = pod_score.SCORER.applies(cls)  # and its preference (core/fit/pod_score.py): the index follows it
-        self.watch = (*self.aff, pod_score.SCORER) if scored else self.aff
+        scored = SCORER.applies(cls)  # and its preference (core/fit/pod_score.py): the index follows it
+        self.watch = (*self.aff, SCORER) if scored else self.aff
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -380,7 +381,7 @@ class Workspace:
     ) -> None:
         """Take `times` pods' requests (and host ports: a class with ports is placed once per node); with `cls`,
         the pods are seen by pod selectors (pod affinity) too."""
-        view = self.views.get(cls.id) if cls is not None and affinity.coupled(cls) else None
+        view = self.views.get(cls.id) if cls is not None and coupled(cls) else None
         if cls is not None and view is not None and view.count_of(node) < times:
             self._violations.append(cls)  # a plan made from counts an earlier placement lowered
         if times != 1:
