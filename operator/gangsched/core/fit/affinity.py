@@ -36,7 +36,7 @@ from gangsched.core.fit.pod_counts import Change, Counter, Overlay, PodCounts, m
 from gangsched.core.values.records import NamespaceLabels, PodTerm, SchedulingClass
 
 if TYPE_CHECKING:
-    from gangsched.core.fit.filters import Usage
+    from gangsched.core.fit.usage import Usage
 
 NAME = "InterPodAffinity"
 _UNLIMITED = 1 << 30

@@ -35,8 +35,8 @@ from gangsched.core.fit.matching import term_matches
 from gangsched.core.values.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
 
 if TYPE_CHECKING:
-    from gangsched.core.fit.filters import Usage
     from gangsched.core.fit.pod_counts import Change, PodCounts
+    from gangsched.core.fit.usage import Usage
 
 NAME = "PodTopologySpread"
 _UNLIMITED = 1 << 30
