@@ -6,7 +6,11 @@ keps/sig-scheduling/5832-decouple-podgroup-api/README.md: a standalone PodGroup 
 pods naming it in `spec.schedulingGroup.podGroupName`; staging/src/k8s.io/api/scheduling/v1beta1/types.go).
 Oracle: kube-scheduler's GangScheduling plugin (pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go:
 PreEnqueue holds a pod until its PodGroup exists and minCount pods of it exist; Permit waits until minCount pods
-are assumed, so either the quorum is bound or nothing is). A `basic` PodGroup is no gang: its pods are scheduled
+are assumed, so either the quorum is bound or nothing is). Status as kube-scheduler 1.37 writes it
+(pkg/scheduler/schedule_one_podgroup.go submitPodGroupAlgorithmResult and updatePodGroupCondition): the PodGroup's
+PodGroupInitiallyScheduled condition, False/Unschedulable while it cannot be placed, True/Scheduled once placed,
+terminal; pods' PodScheduled False/Unschedulable (FailureHandler), True from the binding.
+A `basic` PodGroup is no gang: its pods are scheduled
 one by one. A pod that names a gang both natively and by gangsched's label gets a conflict report, not a guess.
 On a cluster without the native API (the emulator's plain-1.37 profile: GenericWorkload off) the operator still
 schedules gangsched's own gangs (its watch of scheduling.k8s.io/v1beta1 podgroups is optional, like Volcano's).
@@ -72,6 +76,15 @@ async def unschedulable(cluster: Cluster, names: list[str]) -> bool:
     return set(names) <= told
 
 
+async def initially_scheduled(cluster: Cluster, name: str, status: str | None = None) -> dict[str, Any] | None:
+    """The native PodGroup's PodGroupInitiallyScheduled condition (with that status, if given), or None."""
+    obj = json.loads(await kubectl(cluster, "get", "podgroups.scheduling.k8s.io", name, "-o", "json"))
+    for cond in (obj.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodGroupInitiallyScheduled" and status in (None, cond.get("status")):
+            return dict(cond)
+    return None
+
+
 async def test_native_gang_binds_whole(two_nodes: Cluster, tmp_path: Path) -> None:
     """minCount 3, three pods of 4 GPUs on two 8-GPU nodes: all three bound (the quorum is met)."""
     names = [f"train-{i}" for i in range(3)]
@@ -87,6 +100,9 @@ async def test_native_gang_binds_whole(two_nodes: Cluster, tmp_path: Path) -> No
             return set(names) <= set(bound(await pods(two_nodes.client)))
 
         await eventually(all_bound, what="the native gang bound whole")
+        cond = await eventually(lambda: initially_scheduled(two_nodes, "train"), what="the group condition written")
+        assert (cond["status"], cond["reason"]) == ("True", "Scheduled"), cond
+        assert cond["observedGeneration"] == 1 and cond["lastTransitionTime"], cond
         shown = await kubectl(
             two_nodes, "get", "podgroups", "train", "-o", "jsonpath={.spec.schedulingPolicy.gang.minCount}"
         )
@@ -109,6 +125,42 @@ async def test_native_gang_short_of_quorum_binds_nothing(two_nodes: Cluster, tmp
             two_nodes, "get", "pod", "big-0", "-o", 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].message}'
         )
         assert "cannot reach its quorum (0 bound + 2 fit of minMember 4)" in why, why
+        reason = await kubectl(
+            two_nodes, "get", "pod", "big-0", "-o", 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}'
+        )
+        assert reason == "Unschedulable"  # kube-scheduler's v1.PodReasonUnschedulable
+        cond = await eventually(lambda: initially_scheduled(two_nodes, "big"), what="the group condition written")
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable"), cond
+        assert "cannot reach its quorum" in cond["message"], cond
+
+
+async def test_initially_scheduled_is_terminal(two_nodes: Cluster, tmp_path: Path) -> None:
+    """Once True the condition never goes back (updatePodGroupCondition), even when the gang loses its quorum and
+    gangsched gang-schedules its re-created pods again; the pods' PodScheduled is the binding's True."""
+    names = [f"job-{i}" for i in range(2)]
+    async with replica(two_nodes.kubeconfig):
+        await apply(
+            two_nodes,
+            tmp_path / "job.yaml",
+            native_podgroup("job", {"gang": {"minCount": 2}}),
+            *(member(n, "job") for n in names),
+        )
+        first = await eventually(lambda: initially_scheduled(two_nodes, "job", "True"), what="the gang scheduled")
+        scheduled = await kubectl(
+            two_nodes, "get", "pod", "job-0", "-o", 'jsonpath={.status.conditions[?(@.type=="PodScheduled")].status}'
+        )
+        assert scheduled == "True"
+        await kubectl(two_nodes, "delete", "pod", *names, "--wait=true")
+        await apply(two_nodes, tmp_path / "blocker.yaml", pod("blocker", gpu=8))  # no gang: it takes one node
+
+        async def blocker_bound() -> bool:
+            return "blocker" in bound(await pods(two_nodes.client))
+
+        await eventually(blocker_bound, what="the blocker bound")
+        await apply(two_nodes, tmp_path / "again.yaml", *(member(n, "job") for n in names))  # cannot fit now
+        await eventually(lambda: unschedulable(two_nodes, names), what="the re-created gang told it cannot fit")
+        again = await initially_scheduled(two_nodes, "job")
+        assert again == first, again  # terminal: not moved back to False, not rewritten
 
 
 async def test_members_wait_for_their_podgroup(two_nodes: Cluster, tmp_path: Path) -> None:
@@ -174,7 +226,8 @@ async def test_unsupported_fields_are_reported_on_the_podgroup(two_nodes: Cluste
             return str(found[0]["involvedObject"]["apiVersion"]) + " " + found[0]["message"] if found else None
 
         message = await eventually(reported, what="UnsupportedField on the PodGroup")
-        assert message.startswith("scheduling.k8s.io/v1beta1 spec.schedulingConstraints: not honoured")
+        assert message.startswith("scheduling.k8s.io/v1beta1 spec.schedulingConstraints: not honoured"), message
+        assert "'topology.kubernetes.io/zone'" in message and "nodeLabelTiers: none configured" in message, message
 
 
 async def test_operator_works_without_the_native_api(tmp_path: Path) -> None:

@@ -31,7 +31,9 @@ async def three() -> AsyncIterator[Cluster]:
 
 
 async def _holding(cluster: Cluster, name: str, text: str) -> bool:
-    got = await kubectl(cluster, "get", "podgroup", name, "-o", "jsonpath={.status.conditions[*].message}")
+    got = await kubectl(
+        cluster, "get", "podgroups.scheduling.x-k8s.io", name, "-o", "jsonpath={.status.conditions[*].message}"
+    )
     return text in got
 
 

@@ -173,6 +173,19 @@ def test_victim_gangs_are_never_left_below_quorum(need: int, expected_victims: i
     assert left_b == 0 or left_b >= 2
 
 
+def test_disrupt_whole_gang_is_one_victim_unit() -> None:
+    """Kubernetes' PodGroup disruptionMode: all: a gang above its quorum gives no member singly; it goes whole."""
+    c = SchedulerState()
+    add_nodes(c, 4, prefix="node", gpu=8)
+    b = running_gang(c, "b", nodes(4), min_member=2)
+    spec = c.gangs["default/b"].spec
+    assert spec is not None
+    c.upsert_gang(dataclasses.replace(spec, disrupt_whole=True))
+    pending_gang(c, "want", 1)
+    plan = step(c, CFG, 0.0)
+    assert sorted(plan.evictions) == sorted(b)  # single (the default) would evict one spare member
+
+
 def test_lowest_victim_priority_wins_over_fewer_pods() -> None:
     c = SchedulerState()
     add_nodes(c, 6, prefix="node", gpu=8)

@@ -78,8 +78,87 @@ def test_fields_not_honoured_yet_are_reported_once() -> None:
     plain["spec"]["disruptionMode"] = {"single": {}}  # the default: nothing to report
     assert book.on_event("ADDED", plain).unsupported is None
     rich = native({"gang": {"minCount": 2}})
-    rich["spec"].update(schedulingConstraints={"topology": [{"key": "rack"}]}, priority=5, disruptionMode={"all": {}})
+    rich["spec"].update(
+        schedulingConstraints={"topology": [{"key": "rack"}]},
+        resourceClaims=[{"name": "gpus", "resourceClaimName": "c"}],
+        priorityClassName="high",  # without spec.priority (no Priority admission): not honoured
+        priority=None,
+        disruptionMode={"all": {}},  # honoured
+        preemptionPolicy="Never",  # honoured
+    )
     notice = book.on_event("MODIFIED", rich).unsupported
     assert notice is not None
-    assert notice.startswith("spec.schedulingConstraints, spec.priority, spec.disruptionMode: not honoured")
+    assert notice.startswith("spec.schedulingConstraints, spec.resourceClaims, spec.priorityClassName: not honoured")
+    rich["spec"]["priority"] = 1000
+    notice = book.on_event("MODIFIED", rich).unsupported
+    assert notice is not None and "priorityClassName" not in notice
     assert book.on_event("MODIFIED", rich).unsupported is None  # said once
+
+
+def test_topology_key_of_a_tier_is_honoured_any_other_reported() -> None:
+    from gangsched.models.native import topology_key, unsupported_fields
+
+    pg = {
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "schedulingConstraints": {"topology": [{"key": "example.com/rack"}]},
+        }
+    }
+    assert topology_key(pg) == "example.com/rack"
+    assert topology_key({"spec": {"schedulingConstraints": {"topology": []}}}) is None
+    assert unsupported_fields(pg, ("example.com/rack", "example.com/spine")) == ()
+    assert unsupported_fields(pg, ("example.com/spine",)) == ("spec.schedulingConstraints",)
+    assert unsupported_fields(pg) == ("spec.schedulingConstraints",)
+
+
+def test_native_topology_becomes_a_hard_network_topology_at_that_tier() -> None:
+    from gangsched.core.values.gangspec import TopologyMode
+    from gangsched.models.gang import parse_pod_gang
+    from gangsched.state.native import NativePodGroups
+
+    native = NativePodGroups()
+    native.tier_keys = ("example.com/rack", "example.com/spine")
+    pg = {
+        "metadata": {"name": "g", "namespace": "default", "uid": "u", "generation": 1},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "schedulingConstraints": {"topology": [{"key": "example.com/spine"}]},
+        },
+    }
+    change = native.on_event("ADDED", pg)
+    assert change.unsupported is None
+    member = {
+        "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"schedulerName": "gangsched", "schedulingGroup": {"podGroupName": "g"}},
+    }
+    spec = native.adjust("default/g", parse_pod_gang(member), None)
+    assert spec is not None and spec.min_member == 2 and spec.network_topology is not None
+    assert (spec.network_topology.mode, spec.network_topology.highest_tier_allowed) == (TopologyMode.HARD, 2)
+    pg["spec"]["schedulingConstraints"] = {"topology": [{"key": "topology.kubernetes.io/zone"}]}
+    change = native.on_event("MODIFIED", pg)
+    assert change.unsupported is not None and "'topology.kubernetes.io/zone'" in change.unsupported
+    spec = native.adjust("default/g", parse_pod_gang(member), None)
+    assert spec is not None and spec.network_topology is None
+
+
+def test_group_priority_policy_and_disruption_apply_to_members() -> None:
+    import pytest
+
+    from gangsched.core.values.errors import InvalidField
+    from gangsched.core.values.records import PodRecord, scheduling_class
+    from gangsched.models.gang import parse_pod_gang
+
+    book = NativePodGroups()
+    pg = native({"gang": {"minCount": 1}})
+    pg["spec"].update(priority=1000, preemptionPolicy="Never", disruptionMode={"all": {}})
+    book.on_event("ADDED", pg)
+    spec_of: dict[str, Any] = {"schedulerName": "gangsched", "schedulingGroup": {"podGroupName": "train"}}
+    member = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {**spec_of, "priority": 1000}}
+    decl = parse_pod_gang(member)
+    book.check_member(decl, {**spec_of, "priority": 1000})  # agrees
+    with pytest.raises(InvalidField, match="the priority of its PodGroup train \\(1000\\)"):
+        book.check_member(decl, {**spec_of, "priority": 0})
+    record = book.member_record(decl, PodRecord("ns", "p", "uid", scheduling_class({"cpu": 1000})))
+    assert record.preemption_policy == "Never"
+    spec = book.adjust("ns/train", decl, None)
+    assert spec is not None and spec.disrupt_whole

@@ -56,10 +56,11 @@ def pod_path(namespace: str, name: str, subresource: str | None = None) -> str:
 def podgroup_path(
     namespace: str, name: str | None = None, subresource: str | None = None, *, api_version: str = PODGROUP_API_VERSION
 ) -> str:
-    """The path of a PodGroup of either API group (scheduling.x-k8s.io by default, or scheduling.sigs.k8s.io)."""
+    """The path of a PodGroup of any API group (scheduling.x-k8s.io by default, scheduling.sigs.k8s.io, or Kubernetes'
+    own scheduling.k8s.io/v1beta1), at the version its apiVersion names."""
     return resource_path(
         group=api_version.partition("/")[0],
-        version=PODGROUP_VERSION,
+        version=api_version.partition("/")[2] or PODGROUP_VERSION,
         plural=PODGROUP_PLURAL,
         namespace=namespace,
         name=name,

@@ -9,10 +9,17 @@ Contract (pure, no I/O):
   from 1 to 2147483647); None for `basic: {}`, which means no gang (kube-scheduler schedules such pods one by one).
   Anything else raises InvalidField naming the field, the value and what is allowed (the API server validates
   these objects, so this is a guard against a foreign API server, not a normal path).
-- `unsupported_fields(obj) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on scheduling and
-  that gangsched does not honour yet (schedulingConstraints, resourceClaims, priorityClassName, priority,
-  preemptionPolicy, parentCompositePodGroupName, and disruptionMode other than the default `single`), as paths
-  (`spec.priority`): reported on the PodGroup, never silently ignored.
+- `topology_key(obj) -> str | None`: the node label key of `spec.schedulingConstraints.topology[0].key` (all the
+  group's pods in one domain of that label; the API allows at most one), None when there is none.
+- `group_priority(obj) -> GroupPriority`: the group's `spec.priority` (the value kube-apiserver's Priority admission
+  resolves from `priorityClassName`), `spec.preemptionPolicy` and whether `disruptionMode` is `all` (the default
+  `single` otherwise).
+- `unsupported_fields(obj, tier_keys=()) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on
+  scheduling and that gangsched does not honour yet (schedulingConstraints, resourceClaims,
+  parentCompositePodGroupName), as paths (`spec.resourceClaims`): reported on the PodGroup, never silently ignored.
+  A topology constraint whose key is one of `tier_keys` (the node labels gangsched's topology tiers are built from,
+  `topology.nodeLabelTiers`) is honoured (state/native.py), so not listed; any other key is. `priorityClassName` is
+  honoured through `spec.priority`: listed only when the API server left `priority` unset (no Priority admission).
 Sources: staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSchedulingPolicy: exactly one of basic | gang,
 GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api/core/v1/types.go
 (PodSchedulingGroup.PodGroupName).
@@ -20,7 +27,8 @@ GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from gangsched.core import InvalidField
@@ -43,22 +51,52 @@ def scheduling_group_name(spec: Mapping[str, Any]) -> str | None:
 _UNSUPPORTED = (
     "schedulingConstraints",
     "resourceClaims",
-    "priorityClassName",
-    "priority",
-    "preemptionPolicy",
     "parentCompositePodGroupName",
 )
 
 
-def unsupported_fields(obj: Mapping[str, Any]) -> tuple[str, ...]:
+@dataclass(frozen=True, slots=True)
+class GroupPriority:
+    priority: int | None  # spec.priority (None: not set)
+    preemption_policy: str | None  # spec.preemptionPolicy (None: not set)
+    disrupt_whole: bool  # spec.disruptionMode: {all: {}}
+
+
+def group_priority(obj: Mapping[str, Any]) -> GroupPriority:
+    """See module docstring."""
+    spec = obj.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    priority = spec.get("priority")
+    policy = spec.get("preemptionPolicy")
+    mode = spec.get("disruptionMode")
+    return GroupPriority(
+        priority if isinstance(priority, int) and not isinstance(priority, bool) else None,
+        policy if policy in ("Never", "PreemptLowerPriority") else None,
+        isinstance(mode, Mapping) and mode.get("all") is not None,
+    )
+
+
+def topology_key(obj: Mapping[str, Any]) -> str | None:
+    """See module docstring."""
+    spec = obj.get("spec")
+    constraints = spec.get("schedulingConstraints") if isinstance(spec, Mapping) else None
+    topology = constraints.get("topology") if isinstance(constraints, Mapping) else None
+    first = topology[0] if isinstance(topology, list) and topology else None
+    key = first.get("key") if isinstance(first, Mapping) else None
+    return key if isinstance(key, str) and key else None
+
+
+def unsupported_fields(obj: Mapping[str, Any], tier_keys: Sequence[str] = ()) -> tuple[str, ...]:
     """See module docstring."""
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return ()
     found = [f"spec.{key}" for key in _UNSUPPORTED if spec.get(key) not in (None, "", [], {})]
-    mode = spec.get("disruptionMode")
-    if isinstance(mode, Mapping) and mode.get("all") is not None:
-        found.append("spec.disruptionMode")
+    constraints = spec.get("schedulingConstraints")
+    if isinstance(constraints, Mapping) and set(constraints) <= {"topology"} and topology_key(obj) in tier_keys:
+        found.remove("spec.schedulingConstraints")  # a tier's label: honoured (a hard constraint at that tier)
+    if spec.get("priorityClassName") and group_priority(obj).priority is None:
+        found.append("spec.priorityClassName")  # honoured through spec.priority, which the API server resolves
     return tuple(found)
 
 

@@ -164,6 +164,7 @@ class Operator:
             on_change=self.wake,
             on_status=self.wake_for_status,
         )
+        self.cache.native.tier_keys = tuple(self.config.topology.node_label_tiers)  # native topology constraints
         self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
         backoff = self.config.bind_backoff
         self.bind_backoff = BindBackoff(initial=backoff.initial_seconds, maximum=backoff.max_seconds)

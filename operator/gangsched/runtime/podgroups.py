@@ -35,6 +35,10 @@ Contract:
   list order; scheduler-plugins' fillOccupiedObj on pods[0]), filled once minMember members exist and kept;
   `placedTier` / `placedGroupTier` are those the bound members occupy now (state/placed_tiers.py), for gangs with
   networkTopology; `statusCompatibility` (config) chooses Succeeded or scheduler-plugins' Finished.
+- Native PodGroups (scheduling.k8s.io/v1beta1, gangs named by pods' spec.schedulingGroup): only their
+  `PodGroupInitiallyScheduled` condition is written, as kube-scheduler 1.37 writes it (models/native_status.py):
+  False/Unschedulable or False/SchedulerError while the gang cannot be placed, True/Scheduled once its quorum is
+  bound, then never touched again (terminal, even when gangsched later re-schedules the gang's pods).
 - The `Scheduled` event (Normal, on the PodGroup, with the Scheduled condition's message) is recorded when a status
   written moves the PodGroup into Scheduled or Running from any other phase (the one last written, or the one the
   PodGroup shows after a restart): only after the quorum's bindings succeeded (state/status.py), never when the
@@ -52,6 +56,8 @@ from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
+from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
+from gangsched.models.native_status import set_condition, wanted_condition
 from gangsched.models.podgroup import SIGS_API_VERSION, PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
@@ -221,6 +227,7 @@ class PodGroupReporter:
             pg = self.cache.podgroup(key)
             if pg is None:
                 self._noted.pop(key, None)
+                self._native_status(key, now)  # a native PodGroup (scheduling.k8s.io/v1beta1), if the gang has one
                 continue  # no PodGroup object (yet): nothing to write to
             if self.statuses.adopt(key, pg.uid):  # a PodGroup object not written to yet (or created again)
                 self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
@@ -265,6 +272,33 @@ class PodGroupReporter:
                 self.writes.set_podgroup_status(*split_key(key), body, api_version=pg.api_version)
                 if body["phase"] in _STARTED and before not in _STARTED:
                     self._scheduled_event(key, pg, body)
+
+    def _native_status(self, key: str, now_iso: str) -> None:
+        """The PodGroupInitiallyScheduled condition of a native gang's PodGroup, as kube-scheduler 1.37 writes it
+        (models/native_status.py): a merge patch of status.conditions (the whole list, the other writers' conditions
+        kept as last seen), only when it changes; never again once True."""
+        native = self.cache.native
+        obj = native.objects.get(key)
+        min_count = native.policy.get(key)
+        if obj is None or not min_count:
+            return  # no native PodGroup, or a basic one (no gang: kube-scheduler writes no group condition then)
+        gs = self.cache.cluster.gangs.get(key)
+        decided = gs.last_status if gs is not None else None
+        members = self.cache.members(key)
+        wanted = wanted_condition(
+            bound=sum(1 for pod in members if pod.node_name),
+            min_count=gs.spec.min_member if gs is not None and gs.spec is not None else min_count,
+            decided_reason=decided.reason if decided is not None else None,
+            decided_message=decided.message if decided is not None else "",
+            invalid=self.cache.invalid_message(key),
+        )
+        if wanted is None:
+            return
+        conditions = set_condition(obj.conditions, wanted, generation=obj.generation, now_iso=now_iso)
+        if conditions is None:
+            return
+        native.wrote(key, conditions)
+        self.writes.set_podgroup_status(*split_key(key), {"conditions": conditions}, api_version=NATIVE_API_VERSION)
 
     def _placed(self, spec: GangSpec | None, members: list[PodRecord]) -> PlacedTiers | None:
         """The tiers the gang's bound members occupy (a gang with networkTopology, a topology known)."""

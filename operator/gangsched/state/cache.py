@@ -296,6 +296,7 @@ class ClusterCache:
             decl = parse_pod_gang(obj) if ours else None
             if decl is not None and decl.declared_by == SCHEDULING_GROUP and self.native.basic(decl.key):
                 decl = None  # a basic native PodGroup: no gang, its pods are scheduled one by one
+            self.native.check_member(decl, spec)  # a member's priority must be its native PodGroup's
             if self.inferred is not None:
                 decl = self._infer(key, obj, decl, ours=ours)
             record = pod_from_api(
@@ -305,6 +306,7 @@ class ClusterCache:
                 rank=_rank(obj) if decl else None,
                 ours=ours,
             )
+            record = self.native.member_record(decl, record)
         except Exception as exc:  # InvalidField, or a parser's bug: reported either way, never raised
             if not isinstance(exc, InvalidField):
                 log.exception("pod %s: unexpected error while parsing it", key)
@@ -731,6 +733,8 @@ class ClusterCache:
             for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
                 if message is not None:
                     self.problems.append(Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, reason, message))
+            if kind != "DELETED":
+                self.dirty_gangs.add(change.key)  # its PodGroupInitiallyScheduled condition (runtime/podgroups.py)
             if not change.changed:
                 return
             if self.native.basic(change.key):
@@ -739,11 +743,33 @@ class ClusterCache:
                     if record is not None:  # members by spec.schedulingGroup: no gang now
                         self.cluster.upsert_pod(dataclasses.replace(record, gang=None, role=None, rank=None))
                     self._join(pod, None)
+            else:
+                self._native_members(change.key)
             if change.key in self._gangs:
                 self._refresh_gang(change.key)
             self.on_change()
         except Exception:
             log.exception("native PodGroup skipped: it could not be cached")
+
+    def _native_members(self, key: str) -> None:
+        """A native PodGroup seen (created): its pending members met before it get its preemptionPolicy, and those
+        whose priority is not its priority are reported and set aside until their next change, as at a parse."""
+        sources = self._gangs.get(key)
+        decl = sources.member_decl if sources is not None else None
+        if decl is None or decl.declared_by != SCHEDULING_GROUP:
+            return
+        for pod in list(self._gang_pods.get(key, ())):
+            record = self.cluster.pods.get(pod)
+            if record is None or record.node_name is not None:
+                continue  # bound (or not known): it stays as it runs
+            problem = self.native.priority_problem(key, record.priority)
+            if problem is None:
+                self.cluster.upsert_pod(self.native.member_record(decl, record))
+                continue
+            self._remove_pod(pod)  # (its fingerprint too: its next event parses it again)
+            self._bad_pods[pod] = str(problem)
+            reason = "InvalidGangDeclaration"
+            self.problems.append(Problem("Pod", "v1", record.namespace, record.name, record.uid, reason, str(problem)))
 
     def _satisfied(self, key: str) -> bool:
         gs = self.cluster.gangs.get(key)

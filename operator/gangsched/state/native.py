@@ -10,24 +10,51 @@ Contract:
   own gang annotations (min-available...) still win, as for every source. Other gangs are returned unchanged;
   without a native PodGroup the gang has no spec and its pods wait for one (kube-scheduler's GangScheduling
   PreEnqueue waits for the PodGroup too).
+- Topology: a PodGroup whose `schedulingConstraints.topology[0].key` is the node label of topology tier t
+  (`tier_keys`, set from the config's topology.nodeLabelTiers) gets `networkTopology` hard with highestTierAllowed t
+  (all its pods in one domain of that tier, or none placed) from `adjust`, unless the gang declares a networkTopology
+  of its own (a gangsched PodGroup of that name); any other key is reported as unsupported (a domain of an arbitrary
+  node label would need a second topology per gang in the core's placement).
+- Priority (kube-scheduler 1.37 gang-schedules a group at its PodGroup's priority: pkg/scheduler/framework/
+  preemption/podgrouppreemption.go getPodPriority "If the pod belongs to a pod group, it returns the priority of the
+  pod group", util.PodGroupPriority): when the PodGroup has `spec.priority`, `check_member(decl, pod_spec)` raises
+  InvalidField for a member whose own resolved `spec.priority` differs (the pod is reported and not scheduled, so a
+  gang needing it waits whole, as kube-scheduler 1.37 was observed to hold such a group); the members that are
+  scheduled therefore all carry the group's priority, in queue order and as victims. `member_record(decl, record)`
+  gives each member the PodGroup's `preemptionPolicy` when it sets one (Never: no member preempts). A PodGroup
+  without `spec.priority` leaves its members' own priorities as they are.
+- Disruption: `disruptionMode: {all: {}}` makes `adjust` mark the spec `disrupt_whole` (the gang is one victim unit,
+  core/preemption/victim_tracker.py); `single` (the default) keeps gangsched's rule: members above the quorum may be
+  evicted one by one, never leaving the gang below its quorum.
 - `NativeChange.unsupported`: the spec fields gangsched does not honour yet (models/native.py unsupported_fields),
   as one message, when they change (a Warning `UnsupportedField` on the PodGroup: never silently ignored).
 - `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
   schedules them one by one).
-Status, conditions, events and the finalizer kube-scheduler writes on these objects are not written yet.
-Known limit: pods met while their PodGroup was basic are no gang until their next full parse (a change to their
-spec or metadata), even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
+- `objects[key]` (`NativeObject`): the PodGroup's uid, generation and `status.conditions` as last seen (its own
+  event, or what the operator wrote since: `wrote(key, conditions)`), for the status the runtime writes
+  (runtime/podgroups.py, models/native_status.py); dropped when the PodGroup is deleted.
+Members met before their PodGroup are checked when it arrives (ClusterCache.on_native_podgroup, from their records'
+priority). Known limit: pods met while their PodGroup was basic are no gang until their next
+full parse, even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gangsched.core import GangSpec, InvalidField
+from gangsched.core import GangSpec, InvalidField, NetworkTopology, PodRecord, TopologyMode
 from gangsched.models.gang import PodGang
-from gangsched.models.native import SCHEDULING_GROUP, native_policy, unsupported_fields
+from gangsched.models.native import (
+    SCHEDULING_GROUP,
+    GroupPriority,
+    group_priority,
+    native_policy,
+    topology_key,
+    unsupported_fields,
+)
 
 BASIC: Final = 0  # the policy of a basic PodGroup (a gang's minCount is >= 1)
 
@@ -40,9 +67,20 @@ class NativeChange:
     unsupported: str | None = None  # the fields set that gangsched does not honour yet (said once per object)
 
 
+@dataclass(slots=True)
+class NativeObject:
+    uid: str
+    generation: int
+    conditions: list[dict[str, Any]]
+
+
 class NativePodGroups:
     def __init__(self) -> None:
         self.policy: dict[str, int] = {}  # gang key -> minCount, or BASIC
+        self.objects: dict[str, NativeObject] = {}
+        self.tier_keys: tuple[str, ...] = ()  # node label key per topology tier (config topology.nodeLabelTiers)
+        self.tier: dict[str, int] = {}  # gang key -> the tier its schedulingConstraints.topology key names
+        self.group: dict[str, GroupPriority] = {}  # gang key -> its priority, preemptionPolicy, disruptionMode
         self._reported: dict[str, str] = {}
         self._unsupported: dict[str, tuple[str, ...]] = {}  # gang key -> the unsupported fields last reported
 
@@ -53,7 +91,13 @@ class NativePodGroups:
         problem = None
         if kind == "DELETED":
             self.policy.pop(key, None)
+            self.objects.pop(key, None)
+            self.tier.pop(key, None)
+            self.group.pop(key, None)
         else:
+            self._remember(key, obj)
+            self._remember_tier(key, obj)
+            self.group[key] = group_priority(obj)
             try:
                 count = native_policy(obj)
                 self.policy[key] = BASIC if count is None else count
@@ -68,18 +112,84 @@ class NativePodGroups:
             self._reported[key] = problem
         return NativeChange(key, self.policy.get(key) != before, problem, self._unsupported_notice(kind, key, obj))
 
+    def _remember(self, key: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        status = obj.get("status") or {}
+        conditions = status.get("conditions") if isinstance(status, dict) else None
+        generation = meta.get("generation")
+        self.objects[key] = NativeObject(
+            str(meta.get("uid") or ""),
+            generation if isinstance(generation, int) else 0,
+            [dict(c) for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else [],
+        )
+
+    def _remember_tier(self, key: str, obj: dict[str, Any]) -> None:
+        label = topology_key(obj)
+        if label is not None and label in self.tier_keys:
+            self.tier[key] = self.tier_keys.index(label) + 1
+        else:
+            self.tier.pop(key, None)
+
+    def check_member(self, decl: PodGang | None, pod_spec: Mapping[str, Any]) -> None:
+        """Raises InvalidField for a member whose own priority is not its native PodGroup's `spec.priority`."""
+        if decl is None or decl.declared_by != SCHEDULING_GROUP:
+            return
+        own = pod_spec.get("priority")
+        own = own if isinstance(own, int) and not isinstance(own, bool) else 0
+        problem = self.priority_problem(decl.key, own)
+        if problem is not None:
+            raise problem
+
+    def priority_problem(self, key: str, own: int) -> InvalidField | None:
+        """The problem of a member of gang `key` whose resolved priority is `own`, None when it agrees."""
+        group = self.group.get(key)
+        if group is None or group.priority is None or own == group.priority:
+            return None
+        return InvalidField(
+            "spec.priority",
+            own,
+            f"the priority of its PodGroup {key.partition('/')[2]} ({group.priority}): a group is scheduled at one"
+            " priority, its PodGroup's, and kube-scheduler 1.37 holds a group whose pods disagree; give the pod the"
+            " PodGroup's priorityClassName",
+        )
+
+    def member_record(self, decl: PodGang | None, record: PodRecord) -> PodRecord:
+        """The member with its native PodGroup's preemptionPolicy, when the PodGroup sets one."""
+        if decl is None or decl.declared_by != SCHEDULING_GROUP:
+            return record
+        group = self.group.get(decl.key)
+        policy = group.preemption_policy if group is not None else None
+        if policy is None or policy == record.preemption_policy:
+            return record
+        return dataclasses.replace(record, preemption_policy=policy)
+
+    def wrote(self, key: str, conditions: list[dict[str, Any]]) -> None:
+        """The operator patched these conditions onto the PodGroup (its echo may come later)."""
+        found = self.objects.get(key)
+        if found is not None:
+            found.conditions = conditions
+
     def _unsupported_notice(self, kind: str | None, key: str, obj: dict[str, Any]) -> str | None:
-        fields = () if kind == "DELETED" else unsupported_fields(obj)
+        fields = () if kind == "DELETED" else unsupported_fields(obj, self.tier_keys)
         if fields == self._unsupported.get(key, ()):
             return None
         if not fields:
             self._unsupported.pop(key, None)
             return None
         self._unsupported[key] = fields
-        return (
-            f"{', '.join(fields)}: not honoured by gangsched yet (the gang is scheduled on "
-            "schedulingPolicy alone); use kube-scheduler for these, or leave them unset"
+        message = (
+            f"{', '.join(fields)}: not honoured by gangsched yet (the gang is scheduled without them); use "
+            "kube-scheduler for these, or leave them unset"
         )
+        label = topology_key(obj) if "spec.schedulingConstraints" in fields else None
+        if label is not None:
+            tiers = ", ".join(self.tier_keys) or "none configured"
+            message += (
+                f". spec.schedulingConstraints.topology[0].key {label!r}: gangsched honours a topology constraint only"
+                f" on the node label of one of its topology tiers (config topology.nodeLabelTiers: {tiers}), as a hard"
+                " constraint at that tier; a domain of any other node label is not honoured yet"
+            )
+        return message
 
     def basic(self, key: str) -> bool:
         return self.policy.get(key) == BASIC
@@ -91,8 +201,14 @@ class NativePodGroups:
         if not count:
             return spec
         if spec is None:
-            return GangSpec(namespace=decl.namespace, name=decl.name, min_member=count, source="native")
-        if decl.quorum_key is not None:
-            return spec  # the member's min-available annotation wins
-        total = spec.total_member if spec.total_member is not None and spec.total_member >= count else None
-        return dataclasses.replace(spec, min_member=count, total_member=total)
+            spec = GangSpec(namespace=decl.namespace, name=decl.name, min_member=count, source="native")
+        elif decl.quorum_key is None:  # (the member's min-available annotation wins)
+            total = spec.total_member if spec.total_member is not None and spec.total_member >= count else None
+            spec = dataclasses.replace(spec, min_member=count, total_member=total)
+        group = self.group.get(key)
+        if group is not None and group.disrupt_whole and not spec.disrupt_whole:
+            spec = dataclasses.replace(spec, disrupt_whole=True)
+        tier = self.tier.get(key)
+        if tier is None or spec.network_topology is not None:
+            return spec  # a networkTopology declared for the gang by gangsched's own means wins
+        return dataclasses.replace(spec, network_topology=NetworkTopology(TopologyMode.HARD, highest_tier_allowed=tier))

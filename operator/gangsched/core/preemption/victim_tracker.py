@@ -3,7 +3,8 @@
 Contract:
 - `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: the candidate
   victim units: a gang taken whole (only when every bound member has a lower priority), single members of a gang
-  with more bound members than its quorum (up to `spare[gang]` of them), and pods without a gang; pods in
+  with more bound members than its quorum (up to `spare[gang]` of them; none for a gang whose spec says
+  `disrupt_whole`, Kubernetes' PodGroup `disruptionMode: all`), and pods without a gang; pods in
   `excluded` (being evicted) count as gone; a pod in `refused` (its eviction was refused for this preemptor) stays:
   it is never a unit itself and its gang is never taken whole (its other members would go, the gang would be left
   below its quorum); a unit containing a `protected` pod is marked. With `nodes` (the preemptor's feasible nodes)
@@ -128,7 +129,7 @@ def victim_units(
             whole_loss = sum(loss[k] for k, _, _, _ in members)
             units.append(Unit(gang_key, None, top, pods, prot, whole=True, loss=whole_loss))
         room = len(members) - quorum
-        if room > 0:
+        if room > 0 and not (gang is not None and gang.spec is not None and gang.spec.disrupt_whole):
             spare[gang_key] = room
             for k, n, r, p in members:
                 units.append(Unit(k, gang_key, p, ((k, n, r),), k in protected, loss=loss[k]))

@@ -61,6 +61,9 @@ class GangSpec:
     stale_policy: StalePolicy = StalePolicy.REPORT
     # where the declaration came from: "podgroup", "annotations" (Koordinator / legacy), or "podgroup+annotations"
     source: str = "podgroup"
+    # the gang is one victim unit only (Kubernetes' PodGroup disruptionMode: all): no member above the quorum is
+    # evicted singly (core/preemption/victim_tracker.py)
+    disrupt_whole: bool = False
 
     @property
     def key(self) -> str:

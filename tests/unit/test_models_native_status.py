@@ -1,0 +1,49 @@
+"""models/native_status.py against kube-scheduler 1.37 (pkg/scheduler/schedule_one_podgroup.go
+submitPodGroupAlgorithmResult / updatePodGroupCondition; apimachinery meta.SetStatusCondition)."""
+
+from __future__ import annotations
+
+from gangsched.models.native_status import INITIALLY_SCHEDULED, set_condition, wanted_condition
+
+T0 = "2026-11-27T00:00:00Z"
+T1 = "2026-11-27T00:01:00Z"
+
+
+def test_wanted_follows_the_gang() -> None:
+    done = wanted_condition(bound=2, min_count=2, decided_reason="Scheduled", decided_message="", invalid=None)
+    assert done is not None and done[:2] == ("True", "Scheduled")
+    assert wanted_condition(
+        bound=0, min_count=2, decided_reason="Unschedulable", decided_message="no room", invalid=None
+    ) == (
+        "False",
+        "Unschedulable",
+        "no room",
+    )
+    assert wanted_condition(bound=0, min_count=2, decided_reason="GangTimeout", decided_message="", invalid=None) == (
+        "False",
+        "Unschedulable",
+        "GangTimeout",
+    )
+    bad = wanted_condition(bound=0, min_count=2, decided_reason=None, decided_message="", invalid="spec.x: bad")
+    assert bad == ("False", "SchedulerError", "spec.x: bad")
+    # PreEnqueue: a group short of minCount pods gets no cycle, so no condition
+    assert (
+        wanted_condition(bound=0, min_count=2, decided_reason="WaitingForPods", decided_message="", invalid=None)
+        is None
+    )
+    assert wanted_condition(bound=0, min_count=2, decided_reason=None, decided_message="", invalid=None) is None
+
+
+def test_set_condition_adds_keeps_others_and_is_terminal() -> None:
+    other = {"type": "DisruptionTarget", "status": "False", "reason": "X", "message": "", "lastTransitionTime": T0}
+    first = set_condition([other], ("False", "Unschedulable", "no room"), generation=1, now_iso=T0)
+    assert first is not None and first[0] == other
+    cond = first[1]
+    assert cond["type"] == INITIALLY_SCHEDULED and cond["observedGeneration"] == 1 and cond["lastTransitionTime"] == T0
+    assert set_condition(first, ("False", "Unschedulable", "no room"), generation=1, now_iso=T1) is None  # unchanged
+    moved = set_condition(first, ("False", "Unschedulable", "still no room"), generation=1, now_iso=T1)
+    assert moved is not None and moved[1]["lastTransitionTime"] == T0  # same status: the transition time stays
+    done = set_condition(moved, ("True", "Scheduled", "2 pods bound"), generation=2, now_iso=T1)
+    assert done is not None and done[1]["status"] == "True" and done[1]["lastTransitionTime"] == T1
+    assert set_condition(done, ("False", "Unschedulable", "lost"), generation=2, now_iso=T1) is None  # terminal
+    assert set_condition(done, ("True", "Scheduled", "3 pods bound"), generation=2, now_iso=T1) is None
