@@ -13,8 +13,8 @@ import time
 from bench.bench_core import _cluster, _pod
 from bench.common import figure, summary
 from gangsched.core.gang.deadlock import resolve_deadlocks
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from gangsched.core.transaction.plan import GangStatus, GangTimeout, Plan
+from gangsched.core.memory.plan import GangStatus, GangTimeout, Plan
 from gangsched.runtime.activity import ActivityLog
 
 LOGGER = "test.activity"

@@ -11,10 +11,10 @@ analogue for pods waiting in Permit is Unreserve of the rejected pod (pkg/schedu
 from __future__ import annotations
 
 from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.plan import Plan, UnitBackoff
 from gangsched.core.memory.podstate import RESERVED
 from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan, UnitBackoff
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.units import UnitKey

@@ -24,8 +24,8 @@ from gangsched.core.gang.deadlock import (
     _waiters,
     resolve_deadlocks,
 )
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec

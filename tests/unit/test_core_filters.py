@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from gangsched.core.cycle.simulate import step
-from gangsched.core.fit.filters import PortCounts, port_conflict
+from gangsched.core.fit.filters import port_conflict
+from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField

@@ -8,9 +8,9 @@ import pytest
 
 from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.cycle.simulate import run_until_quiet, step
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.units import UnitKey

@@ -14,8 +14,8 @@ Time is virtual: every cycle gets an explicit `now`.
 from __future__ import annotations
 
 from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, StalePolicy
 from tests.unit.test_core_support import add_nodes, add_pod

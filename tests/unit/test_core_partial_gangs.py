@@ -16,8 +16,8 @@ import dataclasses
 
 from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from tests.unit.test_core_support import add_nodes, add_pod

@@ -5,9 +5,8 @@ podtopologyspread/common.go countPodsMatchSelector (terminating pods skipped: `l
 
 from __future__ import annotations
 
-from gangsched.core.fit.matching import LabelSelector
-from gangsched.core.fit.pod_counts import Overlay, PodCounts, PodInfo, PodSelector, PodTerm
-from gangsched.core.values.records import NodeRecord
+from gangsched.core.fit.pod_counts import Overlay, PodCounts, PodInfo
+from gangsched.core.values.records import LabelSelector, NodeRecord, PodSelector, PodTerm
 
 APP_WEB = LabelSelector((("app", "web"),), ())
 

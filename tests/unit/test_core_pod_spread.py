@@ -501,8 +501,7 @@ def test_duplicate_pair_is_refused() -> None:
 
 
 def _constraint(**kw: Any) -> Any:
-    from gangsched.core.fit.matching import LabelSelector
-    from gangsched.core.fit.pod_spread import SpreadConstraint
+    from gangsched.core.values.records import LabelSelector, SpreadConstraint
 
     return SpreadConstraint(
         **{

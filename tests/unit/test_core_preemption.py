@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology
 from tests.unit.test_core_support import add_nodes, add_pod

@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 
 from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import BOUND, PENDING, RESERVED
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import PodRecord

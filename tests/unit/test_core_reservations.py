@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.cycle.simulate import run_until_quiet, step
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.podstate import BOUND, NOMINATED, RESERVED
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api

@@ -4,8 +4,8 @@ cycle's view, the workspace's capacity), commit() keeps them, and outside a chec
 from __future__ import annotations
 
 from gangsched.core.cycle.simulate import step
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.gang.starvation import hold_capacity, rfc3339, shadow
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode

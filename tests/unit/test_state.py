@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.memory.plan import GangStatus
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.topology import Domain, TopologyTree
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.records import PodRecord
 from gangsched.models.config import config_from_mapping

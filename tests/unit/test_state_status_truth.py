@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.cycle.scheduler import schedule
-from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api

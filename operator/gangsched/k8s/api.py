@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from gangsched.core.values.gangspec import GangSpec
+from gangsched.core import GangSpec
 from gangsched.k8s.client import KubeClient, resource_path
 from gangsched.k8s.reflector import OnEvent, OnList, Reflector
 from gangsched.k8s.retry import RetryPolicy

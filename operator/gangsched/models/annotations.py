@@ -39,8 +39,7 @@ from typing import Any
 
 import orjson
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
+from gangsched.core import GangMode, GangSpec, InvalidField, NetworkTopology, TopologyMode, gang_key
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import INT32_MAX, decimal, shown

@@ -56,11 +56,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.models.config_file import read_document
 
 if TYPE_CHECKING:
-    from gangsched.core.values.config import SchedulerConfig
+    from gangsched.core import SchedulerConfig
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MAX_WAIT_SECONDS = 2**31 - 1  # as models/annotations.py: what a PodGroup's scheduleTimeoutSeconds (int32) holds
@@ -237,7 +237,7 @@ class OperatorConfig(_Section):
 
     def scheduler_config(self) -> SchedulerConfig:
         """The core's tunables taken from this configuration."""
-        from gangsched.core.values.config import SchedulerConfig
+        from gangsched.core import SchedulerConfig
 
         return SchedulerConfig(
             scheduler_name=self.scheduler_name,

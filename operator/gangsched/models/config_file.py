@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 
 MAX_DEPTH = 32  # the deepest setting today is 2 levels; 32 leaves room and stops hostile files cold
 

@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import Final
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.models.fields import shown
 
 ALLOWED = "a positive duration like 30s, 10m or 1h30m (units ns, us, ms, s, m, h)"

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 
 INT32_MAX: Final = 2**31 - 1  # the CRD's `format: int32` and Koordinator's strconv.ParseInt(s, 10, 32)
 MAX_DIGITS: Final = 10  # digits of INT32_MAX: more can never be in range

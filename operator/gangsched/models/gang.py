@@ -46,8 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangSpec, gang_key
+from gangsched.core import GangSpec, InvalidField, gang_key
 from gangsched.models import keys
 from gangsched.models.annotations import (
     RAW_WIDTH,

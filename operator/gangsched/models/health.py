@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import StalePolicy
+from gangsched.core import InvalidField, StalePolicy
 from gangsched.models import keys
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import INT32_MAX, shown

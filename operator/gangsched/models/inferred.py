@@ -41,8 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangSpec
+from gangsched.core import GangSpec, InvalidField
 from gangsched.models.fields import INT32_MAX, decimal, shown
 
 LWS_NAME: Final = "leaderworkerset.sigs.k8s.io/name"

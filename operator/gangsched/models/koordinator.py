@@ -40,8 +40,7 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import NetworkTopology, TopologyMode
+from gangsched.core import InvalidField, NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.fields import INT32_MAX, shown
 

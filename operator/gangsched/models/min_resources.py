@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.resources import resource_list
+from gangsched.core import InvalidField, resource_list
 from gangsched.models.fields import shown
 
 MAX_QUANTITY_CHARS: Final = 64

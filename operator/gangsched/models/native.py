@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.models.fields import INT32_MAX, shown
 
 API_VERSION = "scheduling.k8s.io/v1beta1"

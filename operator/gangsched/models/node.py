@@ -12,9 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import NodeRecord, Taint
-from gangsched.core.values.resources import resource_list
+from gangsched.core import InvalidField, NodeRecord, Taint, resource_list
 from gangsched.models.fields import as_list, as_object, shared_map, str_map
 
 TAINT_EFFECTS: Final = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})

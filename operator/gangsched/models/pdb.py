@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.fit.matching import LabelSelector
-from gangsched.core.preemption.preempt_pdb import PdbBudget
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField, LabelSelector, PdbBudget
 from gangsched.models.selectors import label_selector
 
 

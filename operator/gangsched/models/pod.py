@@ -34,10 +34,20 @@ from typing import Any
 
 import orjson
 
-from gangsched.core.fit.pod_spread import SpreadConstraint
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import HostPort, PodRecord, Term, Toleration, scheduling_class
-from gangsched.core.values.resources import Resources, add, add_into, maximum, resource_list
+from gangsched.core import (
+    HostPort,
+    InvalidField,
+    PodRecord,
+    Resources,
+    SpreadConstraint,
+    Term,
+    Toleration,
+    add,
+    add_into,
+    maximum,
+    resource_list,
+    scheduling_class,
+)
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import as_list, as_object, str_map
 from gangsched.models.keys import EXPECTED_DURATION, KOORD_TIMEOUT

@@ -23,10 +23,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from gangsched.core.fit.matching import LabelSelector
-from gangsched.core.fit.pod_counts import PodSelector, PodTerm
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import Requirement, register_label_keys
+from gangsched.core import InvalidField, LabelSelector, PodSelector, PodTerm, Requirement, register_label_keys
 from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import label_selector
 

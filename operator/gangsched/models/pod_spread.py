@@ -1,4 +1,4 @@
-"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/fit/pod_spread.py).
+"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/values/records.py).
 
 Contract:
 - `spread_constraints(spec, *, namespace, labels) -> constraints`: the constraints as records, DoNotSchedule
@@ -22,10 +22,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core.fit.matching import LabelSelector
-from gangsched.core.fit.pod_spread import SpreadConstraint
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import register_label_keys
+from gangsched.core import InvalidField, LabelSelector, SpreadConstraint, register_label_keys
 from gangsched.models.fields import INT32_MAX, as_list, as_object
 from gangsched.models.selectors import label_selector
 

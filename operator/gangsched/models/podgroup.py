@@ -26,8 +26,7 @@ from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode, gang_key
+from gangsched.core import GangMode, GangSpec, InvalidField, NetworkTopology, TopologyMode, gang_key
 from gangsched.models.annotations import apply_overrides, gang_overrides, normalize_group
 from gangsched.models.fields import INT32_MAX, shown
 from gangsched.models.health import health_fields

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from gangsched.core.values.naming import natural_key
+from gangsched.core import natural_key
 from gangsched.models.fields import INT32_MAX, decimal
 
 RANK_ANNOTATION: Final = "gang.scheduling.koordinator.sh/network-topology-index"

@@ -17,9 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from gangsched.core.fit.matching import LabelSelector
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import Requirement, Term
+from gangsched.core import InvalidField, LabelSelector, Requirement, Term
 from gangsched.models.fields import as_list, as_object
 
 LABEL_OPERATORS: Final = ("In", "NotIn", "Exists", "DoesNotExist")

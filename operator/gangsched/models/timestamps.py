@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 
 _SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})")
 _ALLOWED = "must be an RFC 3339 timestamp such as 2024-05-01T12:00:00Z (fractional seconds and +hh:mm offsets allowed)"

@@ -35,8 +35,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Final
 
-from gangsched.core.topology import Domain, TopologyTree, natural_key
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import Domain, InvalidField, TopologyTree, natural_key
 
 TOPOLOGY_CONFIGMAP: Final = "gangsched-topology"
 TOPOLOGY_KEY: Final = "topology.json"

@@ -30,8 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import Requirement, Term
+from gangsched.core import InvalidField, Requirement, Term
 from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import node_selector_term
 

@@ -29,8 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.naming import natural_key
+from gangsched.core import InvalidField, natural_key
 from gangsched.models import keys
 from gangsched.models.gang import referenced_gang
 from gangsched.models.inferred import JOBSET_REPLICATED_JOB, KUBEFLOW_REPLICA_TYPE, RAY_NODE_TYPE, infer_member

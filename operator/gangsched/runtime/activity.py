@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from gangsched.core.transaction.plan import Plan
+from gangsched.core import Plan
 
 NAMED = 5  # victims named in a preemption line
 

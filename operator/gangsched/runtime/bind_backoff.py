@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from cachetools import TTLCache
 
-from gangsched.core.values.units import UnitKey
+from gangsched.core import UnitKey
 
 FORGET_AFTER = 600.0
 

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.reflector import Reflector

@@ -36,8 +36,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from gangsched.core.memory.gangs import GangState
-from gangsched.core.transaction.plan import Deadlock
+from gangsched.core import Deadlock, GangState
 
 if TYPE_CHECKING:
     from gangsched.runtime.operator import Operator

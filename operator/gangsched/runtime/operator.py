@@ -7,8 +7,8 @@ Contract:
   Kopf handlers (handlers/) keep the cache current for nodes, PodGroups, PodDisruptionBudgets, PersistentVolumes,
   PersistentVolumeClaims and the topology.
 - The loop wakes on cache changes (debounced by `debounce` seconds, so a burst of watch events becomes one
-  round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles of
-  `core.scheduler.schedule` until a plan is empty, applying each plan to the SchedulerState before carrying it out.
+  round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles
+  (`core.run_cycle`: schedule, then record the plan in the SchedulerState) until a plan is empty, carrying each out.
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
 - Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
   SchedulerState through `bind_failed` and is requeued, its gang backed off by runtime/bind_backoff.py, config
@@ -46,9 +46,7 @@ import time
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from gangsched.core.cycle.scheduler import schedule
-from gangsched.core.transaction.plan import Plan
-from gangsched.core.values.units import UnitKey
+from gangsched.core import Plan, SchedulerState, UnitKey, run_cycle
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.client import KubeClient
@@ -451,7 +449,7 @@ class Operator:
         }
 
     @property
-    def cluster(self) -> Any:
+    def cluster(self) -> SchedulerState:
         return self.cache.cluster
 
     def wake(self) -> None:
@@ -519,10 +517,9 @@ class Operator:
         next_wakeup: float | None = None
         for _ in range(self.max_cycles_per_round):
             t0 = time.perf_counter()
-            plan = schedule(self.cluster, time.time(), self.sched_config)
+            plan = run_cycle(self.cluster, time.time(), self.sched_config)  # schedule, then record the plan
             self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
             self.cycles += 1
-            self.cluster.apply(plan)
             self._carry_out(plan)
             next_wakeup = plan.next_wakeup
             if plan.empty:

@@ -51,8 +51,7 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import PodRecord
+from gangsched.core import GangSpec, PodRecord
 from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef

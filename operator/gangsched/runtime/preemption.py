@@ -41,8 +41,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gangsched.core.transaction.plan import Plan
-from gangsched.core.values.records import PodRecord
+from gangsched.core import Plan, PodRecord
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY

@@ -19,8 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from gangsched.core.topology import TopologyTree
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField, TopologyTree
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef

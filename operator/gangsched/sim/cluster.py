@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.resources import parse_quantity
+from gangsched.core import InvalidField, parse_quantity
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.timestamps import format_time
 

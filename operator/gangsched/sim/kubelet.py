@@ -27,7 +27,7 @@ import itertools
 import logging
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.k8s.reflector import Reflector
 from gangsched.models.duration import parse_duration

@@ -30,8 +30,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.resources import parse_quantity
+from gangsched.core import InvalidField, parse_quantity
 
 Problem = tuple[str, str, str]
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.exits import CommandError, ExitCode, report, writable_file
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels

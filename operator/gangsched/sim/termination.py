@@ -19,7 +19,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField
 from gangsched.models.duration import parse_duration
 from gangsched.sim import status as st
 from gangsched.sim.store import Entry

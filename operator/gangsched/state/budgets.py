@@ -18,9 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.preemption.preempt_pdb import PdbBudget, pdb_protects
-from gangsched.core.values.errors import InvalidField
+from gangsched.core import InvalidField, PdbBudget, SchedulerState, pdb_protects
 from gangsched.models.pdb import pdb_budget, pdb_selector
 
 

@@ -74,11 +74,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.topology import TopologyTree
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import PodRecord
+from gangsched.core import GangSpec, InvalidField, PodRecord, SchedulerState, TopologyTree
 from gangsched.models import keys
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
 from gangsched.models.koordinator import gang_notices

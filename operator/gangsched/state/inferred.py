@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.values.gangspec import gang_key
+from gangsched.core import gang_key
 from gangsched.models.annotations import apply_overrides, gang_overrides
 from gangsched.models.gang import PodGang
 from gangsched.models.inferred import InferredMember, OwnerRef, WorkloadInfo, WorkloadRef, infer_member, inferred_spec

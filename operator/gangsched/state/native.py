@@ -45,9 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.values.records import PodRecord
+from gangsched.core import GangSpec, InvalidField, NetworkTopology, PodRecord, TopologyMode
 from gangsched.models.gang import PodGang
 from gangsched.models.native import (
     SCHEDULING_GROUP,

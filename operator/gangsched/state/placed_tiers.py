@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from gangsched.core.topology import TopologyTree
-from gangsched.core.values.records import PodRecord
+from gangsched.core import PodRecord, TopologyTree
 
 
 class PlacedTiers(NamedTuple):

@@ -41,7 +41,7 @@ gang's current members):
   or bindings are in flight;
 - Pending: otherwise.
 `scheduled` counts members bound to a node or being bound (`in_flight`); `bound` only the former; `running`,
-`succeeded`, `failed` count phases. The core's decision (`decided`, a core/transaction/plan.py GangStatus) gives the
+`succeeded`, `failed` count phases. The core's decision (`decided`, a core/memory/plan.py GangStatus) gives the
 reservations, the reason, the message and the tier. A decision that counted more members bound or binding than
 the gang has now is stale (members deleted or moved to another gang since; scheduler-plugins' PodGroup controller
 counts the pods it lists on every reconcile) and not used. Without a (current) decision the message is "N members
@@ -59,9 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gangsched.core.memory.health_book import DegradedCondition
-from gangsched.core.transaction.plan import GangStatus
-from gangsched.core.values.records import PodRecord
+from gangsched.core import DegradedCondition, GangStatus, PodRecord
 from gangsched.models.podgroup import ConditionType, PodGroupPhase
 from gangsched.state.placed_tiers import PlacedTiers
 

@@ -28,7 +28,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.values.gangspec import GangSpec
+from gangsched.core import GangSpec
 from gangsched.models import keys
 from gangsched.models.fields import INT32_MAX
 from gangsched.models.gang import PodGang

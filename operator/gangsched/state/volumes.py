@@ -27,8 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import PodRecord, SchedulingClass, with_required
+from gangsched.core import InvalidField, PodRecord, SchedulingClass, with_required
 from gangsched.models.volumes import (
     MAX_TERMS,
     ClaimInfo,

@@ -31,13 +31,21 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gangsched.core.cycle.scheduler import schedule
-from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.topology import TopologyTree
-from gangsched.core.transaction.plan import Plan
-from gangsched.core.values.config import SchedulerConfig
-from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass, scheduling_class
+from gangsched.core import (
+    GangMode,
+    GangSpec,
+    NetworkTopology,
+    NodeRecord,
+    Plan,
+    PodRecord,
+    SchedulerConfig,
+    SchedulerState,
+    SchedulingClass,
+    TopologyMode,
+    TopologyTree,
+    schedule,
+    scheduling_class,
+)
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase, ResolvedDeadlock
 

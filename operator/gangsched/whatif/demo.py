@@ -19,7 +19,7 @@ import dataclasses
 import math
 import random
 
-from gangsched.core.topology import Domain
+from gangsched.core import Domain
 from gangsched.whatif.model import GangMode, JobSpec, NodeSpec, RoleSpec, TopologyMode, Workload
 
 SIZES = ((1, 1, 0.45), (1, 4, 0.15), (1, 8, 0.10), (2, 8, 0.12), (4, 8, 0.10), (8, 8, 0.06), (16, 8, 0.02))

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from gangsched.core.topology.tree import Domain
+from gangsched.core import Domain
 from gangsched.whatif.kube.cluster import KPod, Node
 from gangsched.whatif.kube.framework import KubeFramework
 from gangsched.whatif.kube.preemption import preempt

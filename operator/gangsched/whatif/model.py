@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gangsched.core.topology.tree import Domain
+from gangsched.core import Domain
 
 GangMode = Literal["Strict", "NonStrict"]
 TopologyMode = Literal["none", "soft", "hard"]

@@ -30,7 +30,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gangsched.core.topology import Domain
+from gangsched.core import Domain
 from gangsched.whatif.model import JobSpec, NodeSpec
 
 

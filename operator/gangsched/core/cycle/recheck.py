@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from gangsched.core.fit.filters import PortCounts, add_ports, port_conflict
+from gangsched.core.fit.filters import add_ports, port_conflict
 from gangsched.core.fit.matching import UNSCHEDULABLE_TAINT, static_block
+from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.podstate import RESERVED
 from gangsched.core.transaction.messages import conditions, event
 from gangsched.core.transaction.session import CycleSession, holds_key

@@ -50,9 +50,9 @@ from gangsched.core.gang.health import check_health, health_wakeup
 from gangsched.core.gang.readiness import report_unsupported
 from gangsched.core.gang.starvation import finish, first_in_level, hold_capacity, hold_wakeup, lifted
 from gangsched.core.hints.queue_hints import cannot_progress
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.views import StateView
 from gangsched.core.transaction.messages import wait
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.units import UnitKey

@@ -1,7 +1,7 @@
 """A pure driver: run scheduling cycles against a SchedulerState until nothing changes (tests, benchmarks, what-if).
 
 Contract: `run_until_quiet(cluster, config, *, now=0.0, max_cycles=100_000, advance_timers=False) -> SimResult`
-calls `schedule`, applies each plan to the cluster and treats every binding as succeeded at once
+runs cycles (`run_cycle`: schedule, then apply the plan to the cluster) and treats every binding as succeeded at once
 (`bind_succeeded`). It stops when a plan is empty (no decision left at this time). With `advance_timers`,
 instead of stopping it jumps `now` to the plan's next_wakeup (backoff ends, waiting-time expiry) and goes
 on, until there is no timer left. The cluster is mutated (it is the simulation's state); nothing else is.
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gangsched.core.cycle.scheduler import schedule
+from gangsched.core.cycle.run import run_cycle
+from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.transaction.plan import Plan
 from gangsched.core.values.config import SchedulerConfig
 
 
@@ -29,9 +29,8 @@ class SimResult:
 
 
 def step(cluster: SchedulerState, config: SchedulerConfig, now: float) -> Plan:
-    """One cycle: schedule, apply, and bind every binding at once."""
-    plan = schedule(cluster, now, config)
-    cluster.apply(plan)
+    """One cycle (`run_cycle`: schedule, apply), and bind every binding at once."""
+    plan = run_cycle(cluster, now, config)
     for key, _node in plan.bindings:
         cluster.bind_succeeded(key)
     return plan

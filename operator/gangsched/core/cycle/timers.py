@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from gangsched.core.gang.partial_gangs import evict_partial
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.transaction.messages import conditions, event, report_status
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.transaction.session import CycleSession
 
 

@@ -32,11 +32,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from gangsched.core.fit.pod_counts import Change, Counter, NamespaceLabels, Overlay, PodCounts, PodTerm, matches_all
-from gangsched.core.values.records import SchedulingClass
+from gangsched.core.fit.pod_counts import Change, Counter, Overlay, PodCounts, matches_all
+from gangsched.core.values.records import NamespaceLabels, PodTerm, SchedulingClass
 
 if TYPE_CHECKING:
-    from gangsched.core.fit.filters import Usage
+    from gangsched.core.fit.usage import Usage
 
 NAME = "InterPodAffinity"
 _UNLIMITED = 1 << 30

@@ -28,16 +28,39 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-from gangsched.core.fit import affinity, pod_score
-from gangsched.core.fit.filters import NodeFilter, PortCounts, Usage, add_ports, filters_for, limit
+from gangsched.core.fit.affinity import coupled
+from gangsched.core.fit.filters import NodeFilter, add_ports, filters_for, limit
 from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
-from gangsched.core.memory.views import StoreView
+from gangsched.core.fit.pod_score import SCORER, score
+from gangsched.core.fit.usage import PortCounts, Usage
 from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.values.resources import Resources
 
 _CAP = 1 << 30
+
+
+class CapacitySource(Protocol):
+    """What the capacity memo reads of the store (core/memory/views.py `StoreView` satisfies it structurally)."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeRecord]: ...
+    @property
+    def used(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def host_ports(self) -> Mapping[str, Mapping[Any, int]]: ...  # core/fit/filters.py PortTable.by_node
+    @property
+    def pod_counts(self) -> PodCounts: ...
+    @property
+    def class_caches(self) -> dict[Any, Any]: ...  # the capacity memo itself, kept by the store
+    @property
+    def static_gen(self) -> int: ...
+    def log_end(self) -> int: ...
+    def changes_since(self, position: int) -> list[str] | None: ...
+
+
 _MAX_INDEXES = 256
 
 Key = tuple[int, int]
@@ -81,7 +104,7 @@ def _drop(buckets: dict[Key, dict[str, None]], k: Key, node: str) -> None:
 def _pref(cls: SchedulingClass, node: NodeRecord, usage: Usage) -> int:
     """The node's preference for the class: preferred node affinity and taints, plus the pod affinity score."""
     pref = preference(cls, node) if (cls.preferred or node.taints) else 0
-    return pref + pod_score.score(cls, node.labels, usage) if cls.pod_preferred else pref
+    return pref + score(cls, node.labels, usage) if cls.pod_preferred else pref
 
 
 def touched_by(
@@ -97,7 +120,7 @@ def touched_by(
     return out
 
 
-def _usage(cluster: StoreView, overlay: Overlay | None = None) -> Usage:
+def _usage(cluster: CapacitySource, overlay: Overlay | None = None) -> Usage:
     return Usage(cluster.host_ports, nodes=cluster.nodes, counts=cluster.pod_counts, overlay=overlay)
 
 
@@ -109,8 +132,8 @@ class ClassIndex:
         self.cls = cls
         self.filters = filters_for(cls)
         self.aff = tuple(f for f in self.filters if f.domains)  # limits that depend on whole topology domains
-        scored = pod_score.SCORER.applies(cls)  # and its preference (core/fit/pod_score.py): the index follows it
-        self.watch = (*self.aff, pod_score.SCORER) if scored else self.aff
+        scored = SCORER.applies(cls)  # and its preference (core/fit/pod_score.py): the index follows it
+        self.watch = (*self.aff, SCORER) if scored else self.aff
         self.spread = spread
         self.gen = -1
         self.pos = 0
@@ -122,7 +145,7 @@ class ClassIndex:
             None  # statically blocked nodes by reason (core/transaction/messages.py fills it)
         )
 
-    def _rebuild(self, cluster: StoreView) -> None:
+    def _rebuild(self, cluster: CapacitySource) -> None:
         cls = self.cls
         self.pref = {}
         self.count = {}
@@ -156,7 +179,7 @@ class ClassIndex:
         self.gen = cluster.static_gen
         self.pos = cluster.log_end()
 
-    def _domain_changes(self, cluster: StoreView) -> set[str] | None:
+    def _domain_changes(self, cluster: CapacitySource) -> set[str] | None:
         """Nodes whose affinity limit may have moved since the last sync (None: rebuild)."""
         counts = cluster.pod_counts
         gen, owners_gen, pos = self.counts_at
@@ -168,7 +191,7 @@ class ClassIndex:
         self.counts_at = (gen, owners_gen, counts.log_end())
         return touched_by(self.watch, self.cls, counts, log) if log else set()
 
-    def sync(self, cluster: StoreView) -> None:
+    def sync(self, cluster: CapacitySource) -> None:
         end = cluster.log_end()
         if self.gen == cluster.static_gen and self.pos == end and not self.watch:
             return
@@ -204,7 +227,7 @@ class ClassIndex:
                 self.buckets.setdefault(_key(self.spread, new, c), {})[name] = None
 
 
-def class_index(cluster: StoreView, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
+def class_index(cluster: CapacitySource, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
     caches = cluster.class_caches
     key = (cls.id, spread)
     idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
@@ -286,7 +309,7 @@ class _Undo:
 
 
 class Workspace:
-    def __init__(self, cluster: StoreView, *, spread: bool) -> None:
+    def __init__(self, cluster: CapacitySource, *, spread: bool) -> None:
         self.cluster = cluster
         self.spread = spread
         self.extra: dict[str, Resources] = {}
@@ -359,7 +382,7 @@ class Workspace:
     ) -> None:
         """Take `times` pods' requests (and host ports: a class with ports is placed once per node); with `cls`,
         the pods are seen by pod selectors (pod affinity) too."""
-        view = self.views.get(cls.id) if cls is not None and affinity.coupled(cls) else None
+        view = self.views.get(cls.id) if cls is not None and coupled(cls) else None
         if cls is not None and view is not None and view.count_of(node) < times:
             self._violations.append(cls)  # a plan made from counts an earlier placement lowered
         if times != 1:

@@ -8,9 +8,9 @@ Contract:
   `filters_for(cls)` lists the filters that apply to a class (memoized by class id); `limit` / `block_reason`
   combine them. A filter with `domains` True reads pod counts over topology domains (core/fit/pod_counts.py):
   `touched(cls, counts, changes)` names the nodes whose limit the counts' changes may move (None: every node),
-  which the capacity indexes recompute. `Usage` is what they see of a node: the store's usage (bound, assumed
-  and reserved pods) and the cycle's tentative placements (the workspace), so the gang's own members placed in
-  the same cycle count.
+  which the capacity indexes recompute. `Usage` (core/fit/usage.py) is what they see of a node: the store's usage
+  (bound, assumed and reserved pods) and the cycle's tentative placements (the workspace), so the gang's own
+  members placed in the same cycle count.
 - `NodePorts` (kube-scheduler pkg/scheduler/framework/plugins/nodeports): a pod asking for host ports fits a
   node only when none of them conflicts with a port in use there: same protocol and port, and the same hostIP
   or either side 0.0.0.0 (framework HostPortInfo.CheckConflict). Two pods of the same class always conflict,
@@ -30,17 +30,15 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from gangsched.core.fit.affinity import InterPodAffinity
-from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts
+from gangsched.core.fit.pod_counts import Change, PodCounts
 from gangsched.core.fit.pod_spread import PodTopologySpread
-from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
+from gangsched.core.fit.usage import PortCounts, PortKey, Usage
+from gangsched.core.values.records import HostPort, SchedulingClass
 
 WILDCARD = "0.0.0.0"
-PortKey = HostPort | tuple[str, int]
-PortCounts = dict[PortKey, int]
 _UNLIMITED = 1 << 30
 
 
@@ -98,17 +96,6 @@ class PortTable:
 
     def __len__(self) -> int:
         return len(self._charges)
-
-
-@dataclass(slots=True)
-class Usage:
-    """What filters see of the nodes: the store's usage and the cycle's tentative placements."""
-
-    ports: Mapping[str, Mapping[PortKey, int]]  # the store's (core/memory/store.py PortTable.by_node)
-    extra_ports: dict[str, PortCounts] = field(default_factory=dict)  # placed this cycle (core/fit/capacity.py)
-    nodes: Mapping[str, NodeRecord] = field(default_factory=dict)  # the store's nodes (their labels)
-    counts: PodCounts | None = None  # the store's pod counts (core/fit/pod_counts.py)
-    overlay: Overlay | None = None  # the pods placed this cycle, on top of `counts`
 
 
 class NodeFilter(Protocol):

@@ -8,60 +8,18 @@ Contract:
   `unschedulable`.
 - `preference(cls, node) -> int`: higher is better: the sum of the weights of matching preferred
   node-affinity terms, minus 100 per PreferNoSchedule taint the class does not tolerate.
-- `term_matches(term, node) -> bool` and `requirement_matches(req, labels)`: Kubernetes node selector
-  semantics (a term without any requirement matches nothing; Gt/Lt compare integers; a label that is not an
-  integer never matches Gt/Lt).
-- `LabelSelector(labels, expressions).matches(labels) -> bool`: a metav1.LabelSelector (matchLabels pairs and
-  In/NotIn/Exists/DoesNotExist requirements, parsed by models/selectors.py), through `requirement_matches`;
-  an empty selector matches everything (callers that give it another meaning, such as the Eviction API's
-  "selects nothing", say so themselves: core/preemption/preempt_pdb.py).
+- `term_matches(term, node) -> bool`: Kubernetes node selector semantics (a term without any requirement matches
+  nothing; Gt/Lt compare integers; a label that is not an integer never matches Gt/Lt), through
+  `requirement_matches` (core/values/records.py, where `LabelSelector`, a metav1.LabelSelector parsed by
+  models/selectors.py, matches labels the same way; an empty selector matches everything: callers that give it
+  another meaning, such as the Eviction API's "selects nothing", say so themselves, core/preemption/preempt_pdb.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-
-from gangsched.core.values.records import NodeRecord, Requirement, SchedulingClass, Taint, Term
+from gangsched.core.values.records import NodeRecord, SchedulingClass, Taint, Term, requirement_matches
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-
-
-def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
-    op = req.operator
-    if op == "Exists":
-        return req.key in labels
-    if op == "DoesNotExist":
-        return req.key not in labels
-    value = labels.get(req.key)
-    if op == "In":
-        return value is not None and value in req.values
-    if op == "NotIn":
-        return value is None or value not in req.values
-    if value is None:
-        return False
-    try:
-        have = int(value)
-    except ValueError:
-        return False
-    want = int(req.values[0])
-    return have > want if op == "Gt" else have < want
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    labels: tuple[tuple[str, str], ...]  # matchLabels
-    expressions: tuple[Requirement, ...]  # matchExpressions
-
-    @property
-    def empty(self) -> bool:
-        return not (self.labels or self.expressions)
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        for key, value in self.labels:
-            if labels.get(key) != value:
-                return False
-        return all(requirement_matches(req, labels) for req in self.expressions)
 
 
 def term_matches(term: Term, node: NodeRecord) -> bool:

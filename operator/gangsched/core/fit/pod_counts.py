@@ -4,10 +4,11 @@ of the filters that look at other pods (InterPodAffinity in core/fit/affinity.py
 Contract:
 - A matcher is a tuple of `PodSelector`s that must all match (one per anti-affinity term or spread constraint;
   all required terms for pod affinity, as kube-scheduler counts a pod only when it matches every term).
-  `PodSelector(namespaces, selector, namespace_selector=None)`: `namespaces` None is every namespace;
-  `namespace_selector` adds the namespaces whose labels it matches (AffinityTerm.Matches); `selector` None is a
-  nil selector, matching nothing (LabelSelectorAsSelector(nil) = labels.Nothing()). `matches(namespace, labels,
-  spaces)`, `spaces` the namespaces' labels, kept by `set_namespace(name, labels | None)` (state/cache.py).
+  `PodSelector(namespaces, selector, namespace_selector=None)` (core/values/records.py): `namespaces` None is
+  every namespace; `namespace_selector` adds the namespaces whose labels it matches (AffinityTerm.Matches);
+  `selector` None is a nil selector, matching nothing (LabelSelectorAsSelector(nil) = labels.Nothing()).
+  `matches(namespace, labels, spaces)`, `spaces` the namespaces' labels, kept by `set_namespace(name,
+  labels | None)` (state/cache.py).
 - `PodCounts(nodes)` lives in the store (core/memory/store.py), which calls `charge(pod_key, node, info)` (or
   `charge_pod(...)`, the same building nothing when unchanged) exactly while it charges the pod's resources
   (bound, leaving, assumed, binding, reserved; `node` None: uncharged), and `node_changed(name, old, new)`.
@@ -37,33 +38,12 @@ Pure bookkeeping, no I/O. `memo` holds the filters' per-class state (keyed by th
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from gangsched.core.fit.matching import LabelSelector
-from gangsched.core.values.records import NodeRecord
+from gangsched.core.values.records import NamespaceLabels, NodeRecord, PodSelector, PodTerm
 
 Labels = tuple[tuple[str, str], ...]
 Change = tuple[int, str | None]
-
-
-NamespaceLabels = Mapping[str, Mapping[str, str]]  # namespace -> its labels
-
-
-@dataclass(frozen=True, slots=True)
-class PodSelector:
-    namespaces: frozenset[str] | None  # None: every namespace
-    selector: LabelSelector | None  # None: a nil selector, matches nothing
-    namespace_selector: LabelSelector | None = None  # also the namespaces whose labels it matches
-
-    def matches(self, namespace: str, labels: Mapping[str, str], spaces: NamespaceLabels) -> bool:
-        if self.selector is None:
-            return False
-        if self.namespaces is not None and namespace not in self.namespaces:
-            ns_sel = self.namespace_selector
-            if ns_sel is None or namespace not in spaces or not ns_sel.matches(spaces[namespace]):
-                return False
-        return self.selector.matches(labels)
 
 
 Matcher = tuple[PodSelector, ...]
@@ -71,15 +51,6 @@ Matcher = tuple[PodSelector, ...]
 
 def matches_all(matcher: Matcher, namespace: str, labels: Mapping[str, str], spaces: NamespaceLabels) -> bool:
     return all(s.matches(namespace, labels, spaces) for s in matcher)
-
-
-@dataclass(frozen=True, slots=True)
-class PodTerm:
-    """A required pod affinity or anti-affinity term, its namespaces resolved (the pod's own when none is given)
-    and matchLabelKeys/mismatchLabelKeys merged into its selector."""
-
-    selector: PodSelector
-    topology_key: str
 
 
 class PodInfo(NamedTuple):

@@ -30,7 +30,7 @@ from gangsched.core.fit.pod_counts import Change, Counter, PodCounts
 from gangsched.core.values.records import SchedulingClass
 
 if TYPE_CHECKING:
-    from gangsched.core.fit.filters import Usage
+    from gangsched.core.fit.usage import Usage
 
 NAME = "InterPodAffinity score"
 _UNLIMITED = 1 << 30

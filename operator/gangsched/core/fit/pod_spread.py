@@ -3,8 +3,8 @@ podtopologyspread/filtering.go and common.go), as records and domain counts (pur
 core/topology/.
 
 Contract:
-- `SpreadConstraint`: one constraint of a pod as the plugin reads it (models/pod_spread.py builds
-  it): maxSkew, topologyKey, the pod's namespace, the selector (None: a nil labelSelector, which selects no pod;
+- `SpreadConstraint` (core/values/records.py): one constraint of a pod as the plugin reads it (models/pod_spread.py
+  builds it): maxSkew, topologyKey, the pod's namespace, the selector (None: a nil labelSelector, which selects no pod;
   matchLabelKeys already merged in), selfMatch (the selector matches the pod's own labels), minDomains, and the
   node inclusion policies (nodeAffinityPolicy Honor: only nodes the pod's nodeSelector and required node
   affinity accept count; nodeTaintsPolicy Honor: only nodes whose NoSchedule/NoExecute taints the pod tolerates
@@ -29,34 +29,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from gangsched.core.fit.matching import LabelSelector, term_matches
-from gangsched.core.values.records import NodeRecord, SchedulingClass, Taint
+from gangsched.core.fit.matching import term_matches
+from gangsched.core.values.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
 
 if TYPE_CHECKING:
-    from gangsched.core.fit.filters import Usage
     from gangsched.core.fit.pod_counts import Change, PodCounts
+    from gangsched.core.fit.usage import Usage
 
 NAME = "PodTopologySpread"
 _UNLIMITED = 1 << 30
 _UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-
-
-class SpreadConstraint(NamedTuple):
-    max_skew: int
-    topology_key: str
-    namespace: str
-    selector: LabelSelector | None  # None: a nil labelSelector (matches no pod)
-    self_match: bool
-    min_domains: int = 1
-    honor_affinity: bool = True  # nodeAffinityPolicy (default Honor)
-    honor_taints: bool = False  # nodeTaintsPolicy (default Ignore)
-    hard: bool = True  # DoNotSchedule (a filter); False: ScheduleAnyway (a preference, never a refusal)
-
-    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
-        """A pod with these namespace and labels counts for the constraint (countPodsMatchSelector)."""
-        return self.selector is not None and namespace == self.namespace and self.selector.matches(labels)
 
 
 def _affinity_ok(cls: SchedulingClass, node: NodeRecord) -> bool:

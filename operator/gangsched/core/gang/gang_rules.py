@@ -38,6 +38,7 @@ from gangsched.core.fit.pod_spread import hard as spread_hard
 from gangsched.core.gang.partial_gangs import partial_gate, partial_note
 from gangsched.core.gang.readiness import gang_blocked, held_alone
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.placement.late_members import place_near_gang
 from gangsched.core.placement.placement import nominated_fit, place
 from gangsched.core.preemption.preempt_alone import preempt_alone
@@ -57,7 +58,6 @@ from gangsched.core.transaction.messages import (
     tell,
     wait,
 )
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import PodRecord

@@ -8,8 +8,8 @@ members at run time is not one of them: that is the runtime gang-health policy's
 
 Contract (pure):
 - `partial_members(session, gang, members) -> list[str]`: the bound members of a partially bound gang, else [].
-- `restart_partial_waits(state, now)` (core/memory/restore.py, on becoming leader): every partially bound gang's waiting
-  time starts at `now`, whatever its PodGroup's scheduleStartTime said: it is counted from the restart.
+- (core/memory/restore.py `restore_nominations`, on becoming leader): every partially bound gang's waiting time starts
+  at `now`, whatever its PodGroup's scheduleStartTime said: it is counted from the restart.
 - `partial_gate(session, gang) -> bool` (before a gang's attempt): True when the gang only waits because members
   this rule evicted still exist (they must be gone before it is placed whole: their quorum is gone with them);
   otherwise a partially bound gang without a waiting time starts one now (the gang rules then place its remaining
@@ -27,17 +27,10 @@ never satisfy it).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from gangsched.core.memory.gangs import GangState
-from gangsched.core.memory.podstate import LEAVING, TERMINAL
+from gangsched.core.memory.gangs import GangState, may_be_partial
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.transaction.messages import event, report_status, wait
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.transaction.session import CycleSession, Members
-from gangsched.core.values.gangspec import GangMode
-
-if TYPE_CHECKING:
-    from gangsched.core.memory.scheduler_state import SchedulerState
 
 _SHOWN = 5  # pod names shown in a message
 
@@ -48,14 +41,9 @@ def _names(keys: list[str]) -> str:
     return ", ".join(names) + more
 
 
-def _candidate(gang: GangState) -> bool:
-    spec = gang.spec
-    return spec is not None and spec.mode == GangMode.STRICT and not gang.satisfied and bool(gang.holding)
-
-
 def partial_members(session: CycleSession, gang: GangState, members: Members) -> list[str]:
     """The bound members of a partially bound gang (module docstring), else []."""
-    if not _candidate(gang) or session.is_satisfied(gang):
+    if not may_be_partial(gang) or session.is_satisfied(gang):
         return []
     assert gang.spec is not None
     bound = members.bound
@@ -67,25 +55,6 @@ def partial_members(session: CycleSession, gang: GangState, members: Members) ->
         if pod.node_name is None or pod.phase != "Pending" or session.is_evicting(key):
             return []
     return list(bound)
-
-
-def restart_partial_waits(state: SchedulerState, *, now: float) -> None:
-    store = state.store
-    for gang in store.gangs.values():
-        if not _candidate(gang) or gang.timed_out:
-            continue
-        assert gang.spec is not None
-        bound = [store.pods[k] for k in gang.holding if k in store.pods]
-        if len(bound) >= gang.spec.min_member:
-            continue
-        if all(
-            pod.node_name is not None
-            and pod.phase == "Pending"
-            and store.state_of(pod.key) not in (LEAVING, TERMINAL)
-            and pod.key not in state.evicting
-            for pod in bound
-        ):
-            store.set_wait_start(gang.key, now)
 
 
 def _own_evicted(session: CycleSession, gang: GangState) -> list[str]:
@@ -103,7 +72,7 @@ def partial_gate(session: CycleSession, gang: GangState) -> bool:
         )
         wait(session, gang, "WaitingForEvictedMembers", message)
         return True
-    if not _candidate(gang) or gang.first_reserved is not None or gang.key in session.plan.first_reserved:
+    if not may_be_partial(gang) or gang.first_reserved is not None or gang.key in session.plan.first_reserved:
         return False
     if partial_members(session, gang, session.members(gang)):
         session.set_wait_start(gang.key, session.now)

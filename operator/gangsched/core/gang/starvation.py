@@ -44,8 +44,8 @@ from dataclasses import dataclass, field, replace
 
 from gangsched.core.fit.capacity import fit_count
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import CapacityHold, GangStatus
 from gangsched.core.transaction.messages import event
-from gangsched.core.transaction.plan import CapacityHold, GangStatus
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import TopologyMode
 from gangsched.core.values.records import PodRecord

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import ASSUMED, BINDING, BOUND, TERMINAL, PodState
-from gangsched.core.transaction.plan import GangStatus
-from gangsched.core.values.gangspec import GangSpec
+from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
@@ -208,3 +208,10 @@ class GangTable:
             self.gangs.pop(gang.key, None)
             self._reserving.pop(gang.key, None)
             self._sink.gang_forgotten(gang.key)
+
+
+def may_be_partial(gang: GangState) -> bool:
+    """A Strict gang with a spec, not satisfied, holding members: it may be partially bound (core/gang/partial_gangs.py
+    says when it is; core/memory/restore.py restarts its waiting time on becoming leader)."""
+    spec = gang.spec
+    return spec is not None and spec.mode == GangMode.STRICT and not gang.satisfied and bool(gang.holding)

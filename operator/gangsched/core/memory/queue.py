@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from gangsched.core.transaction.plan import CapacityHold, ReachMemo, UnitBackoff
+from gangsched.core.memory.plan import CapacityHold, ReachMemo, UnitBackoff
 from gangsched.core.values.units import UnitKey
 
 

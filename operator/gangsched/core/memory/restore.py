@@ -16,18 +16,30 @@ all re-created is not timed out, and the condition is what this status recompute
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
-from gangsched.core.gang.partial_gangs import restart_partial_waits
-from gangsched.core.memory.podstate import PodState
-from gangsched.core.transaction.plan import GangStatus
+from gangsched.core.memory.gangs import may_be_partial
+from gangsched.core.memory.plan import GangStatus
+from gangsched.core.memory.podstate import LEAVING, TERMINAL, PodState
+from gangsched.core.memory.store import ClusterStore
+from gangsched.core.memory.victims import VictimBook
 from gangsched.core.values.records import PodRecord
 
-if TYPE_CHECKING:
-    from gangsched.core.memory.scheduler_state import SchedulerState
+
+class Restorable(Protocol):
+    """What the restoration reads and changes of the scheduler's memory (`SchedulerState` satisfies it)."""
+
+    @property
+    def store(self) -> ClusterStore: ...
+    @property
+    def victims(self) -> VictimBook: ...
+    @property
+    def evicting(self) -> Mapping[str, str]: ...
+    def mark_preempted(self, victim_gangs: Iterable[str]) -> None: ...
 
 
-def _restorable(state: SchedulerState, pod: PodRecord) -> bool:
+def _restorable(state: Restorable, pod: PodRecord) -> bool:
     store = state.store
     gang = store.gangs.get(pod.gang) if pod.gang is not None else None
     return not (
@@ -42,7 +54,7 @@ def _restorable(state: SchedulerState, pod: PodRecord) -> bool:
     )
 
 
-def _restore_held(state: SchedulerState, stale: list[str]) -> dict[str, set[str]]:
+def _restore_held(state: Restorable, stale: list[str]) -> dict[str, set[str]]:
     """Nominations back; returns preemptor (a gang, or a pod without one) -> its nominated nodes."""
     held: dict[str, set[str]] = {}
     for key, pod in list(state.store.pods.items()):
@@ -57,7 +69,7 @@ def _restore_held(state: SchedulerState, stale: list[str]) -> dict[str, set[str]
     return held
 
 
-def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[str]:
+def _restore_victims(state: Restorable, held: dict[str, set[str]]) -> set[str]:
     """Leaving, lower-priority pods on a gang's nominated nodes become its victims; returns their gangs."""
     gangs, pods = state.store.gangs, state.store.pods
 
@@ -81,7 +93,7 @@ def _restore_victims(state: SchedulerState, held: dict[str, set[str]]) -> set[st
     return victim_gangs
 
 
-def restore_timeouts(state: SchedulerState) -> list[str]:
+def restore_timeouts(state: Restorable) -> list[str]:
     """Gangs the previous leader timed out, marked timed out again (see the module docstring)."""
     store = state.store
     restored: list[str] = []
@@ -105,9 +117,29 @@ def restore_timeouts(state: SchedulerState) -> list[str]:
     return restored
 
 
-def restore_nominations(state: SchedulerState, *, now: float) -> list[str]:
+def _restart_partial_waits(state: Restorable, *, now: float) -> None:
+    """Every partially bound Strict gang (core/gang/partial_gangs.py) has its waiting time start at `now`."""
+    store = state.store
+    for gang in store.gangs.values():
+        if not may_be_partial(gang) or gang.timed_out:
+            continue
+        assert gang.spec is not None
+        bound = [store.pods[k] for k in gang.holding if k in store.pods]
+        if len(bound) >= gang.spec.min_member:
+            continue
+        if all(
+            pod.node_name is not None
+            and pod.phase == "Pending"
+            and store.state_of(pod.key) not in (LEAVING, TERMINAL)
+            and pod.key not in state.evicting
+            for pod in bound
+        ):
+            store.set_wait_start(gang.key, now)
+
+
+def restore_nominations(state: Restorable, *, now: float) -> list[str]:
     restore_timeouts(state)  # before the nominations: a timed-out gang gets none back
-    restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
+    _restart_partial_waits(state, now=now)  # a bind burst cut short: its waiting time counts from the restart
     stale: list[str] = []
     held = _restore_held(state, stale)
     if not held:

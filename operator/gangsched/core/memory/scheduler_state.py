@@ -47,13 +47,13 @@ from collections.abc import Iterable, Iterator
 
 from gangsched.core.memory.gangs import GangState, GangTransition
 from gangsched.core.memory.health_book import HealthBook
+from gangsched.core.memory.plan import Plan, UnitBackoff
 from gangsched.core.memory.podstate import BINDING, NOMINATED, PENDING, RESERVED, PodState
 from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victims import VictimBook
 from gangsched.core.topology import TopologyTree
-from gangsched.core.transaction.plan import Plan, UnitBackoff
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.records import NodeRecord, PodRecord, projected
 from gangsched.core.values.resources import Resources

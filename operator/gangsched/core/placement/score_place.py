@@ -21,8 +21,8 @@ import heapq
 from collections import deque
 from collections.abc import Container
 
-from gangsched.core.fit import pod_score
 from gangsched.core.fit.capacity import ClassView
+from gangsched.core.fit.pod_score import terms
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.records import SchedulingClass
 
@@ -36,7 +36,7 @@ class _Groups:
         self.ws = session.workspace
         self.view = view
         counts = self.ws.overlay.base
-        self.terms = pod_score.terms(cls, counts)
+        self.terms = terms(cls, counts)
         self.keys = tuple(sorted({key for _, _, key in self.terms}))
         own = dict(cls.labels)  # the keys whose domains the class's own pods move: its terms that match it
         moved = {

@@ -27,10 +27,10 @@ from collections.abc import Container, Iterable, Mapping
 
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.capacity import ClassView
-from gangsched.core.fit.pod_counts import Counter, Overlay, PodSelector
-from gangsched.core.fit.pod_spread import Domains, SpreadConstraint, domain_map, hard, missing_key
+from gangsched.core.fit.pod_counts import Counter, Overlay
+from gangsched.core.fit.pod_spread import Domains, domain_map, hard, missing_key
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord, SchedulingClass
+from gangsched.core.values.records import PodRecord, PodSelector, SchedulingClass, SpreadConstraint
 
 Chosen = list[tuple[str, int]]
 

@@ -28,11 +28,11 @@ from collections.abc import Set as AbstractSet
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.pod_spread import hard as spread_hard
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import NOMINATED
 from gangsched.core.preemption.preempt_classes import choose_classes
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
 from gangsched.core.values.records import PodRecord
 

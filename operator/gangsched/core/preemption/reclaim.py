@@ -30,8 +30,8 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import GangStatus
 from gangsched.core.transaction.messages import event, report_status
-from gangsched.core.transaction.plan import GangStatus
 from gangsched.core.transaction.session import Checkpoint, CycleSession
 from gangsched.core.values.records import PodRecord
 

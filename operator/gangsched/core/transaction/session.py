@@ -32,9 +32,9 @@ from typing import TypeVar
 
 from gangsched.core.fit.capacity import Workspace
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.plan import GangTimeout, Plan
 from gangsched.core.memory.podstate import BINDING, LEAVING, NOMINATED, RESERVED
 from gangsched.core.memory.views import StateView
-from gangsched.core.transaction.plan import GangTimeout, Plan
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey

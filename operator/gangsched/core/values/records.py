@@ -24,6 +24,10 @@ Contract:
   required constraint (the pod is then held, never placed); `PodRecord.hold_reasons`: other reasons it is held,
   as sentences (its volume claims, state/volumes.py).
 - `with_required(cls, required)`: the interned class of `cls` with another required node affinity.
+- What a pod declares about labels and other pods, each matching by its own `matches` (Kubernetes semantics):
+  `requirement_matches(req, labels)`, `LabelSelector` (metav1.LabelSelector), `PodSelector` (with the namespaces'
+  labels, `NamespaceLabels`), `PodTerm` (a required pod affinity or anti-affinity term) and `SpreadConstraint`;
+  core/fit counts and filters with them (core/fit/pod_counts.py, core/fit/affinity.py, core/fit/pod_spread.py).
 Records are slots dataclasses; do not mutate them in place: build a new one (`dataclasses.replace`).
 """
 
@@ -32,13 +36,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from gangsched.core.values.resources import PODS
-
-if TYPE_CHECKING:
-    from gangsched.core.fit.pod_counts import PodTerm
-    from gangsched.core.fit.pod_spread import SpreadConstraint
 
 Labels = tuple[tuple[str, str], ...]  # a pod's labels, sorted pairs
 
@@ -87,6 +87,87 @@ class Term(NamedTuple):
 
     expressions: tuple[Requirement, ...]
     fields: tuple[Requirement, ...]  # matchFields: only key metadata.name is defined
+
+
+def requirement_matches(req: Requirement, labels: Mapping[str, str]) -> bool:
+    op = req.operator
+    if op == "Exists":
+        return req.key in labels
+    if op == "DoesNotExist":
+        return req.key not in labels
+    value = labels.get(req.key)
+    if op == "In":
+        return value is not None and value in req.values
+    if op == "NotIn":
+        return value is None or value not in req.values
+    if value is None:
+        return False
+    try:
+        have = int(value)
+    except ValueError:
+        return False
+    want = int(req.values[0])
+    return have > want if op == "Gt" else have < want
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    labels: tuple[tuple[str, str], ...]  # matchLabels
+    expressions: tuple[Requirement, ...]  # matchExpressions
+
+    @property
+    def empty(self) -> bool:
+        return not (self.labels or self.expressions)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for key, value in self.labels:
+            if labels.get(key) != value:
+                return False
+        return all(requirement_matches(req, labels) for req in self.expressions)
+
+
+NamespaceLabels = Mapping[str, Mapping[str, str]]  # namespace -> its labels
+
+
+@dataclass(frozen=True, slots=True)
+class PodSelector:
+    namespaces: frozenset[str] | None  # None: every namespace
+    selector: LabelSelector | None  # None: a nil selector, matches nothing
+    namespace_selector: LabelSelector | None = None  # also the namespaces whose labels it matches
+
+    def matches(self, namespace: str, labels: Mapping[str, str], spaces: NamespaceLabels) -> bool:
+        if self.selector is None:
+            return False
+        if self.namespaces is not None and namespace not in self.namespaces:
+            ns_sel = self.namespace_selector
+            if ns_sel is None or namespace not in spaces or not ns_sel.matches(spaces[namespace]):
+                return False
+        return self.selector.matches(labels)
+
+
+@dataclass(frozen=True, slots=True)
+class PodTerm:
+    """A required pod affinity or anti-affinity term, its namespaces resolved (the pod's own when none is given)
+    and matchLabelKeys/mismatchLabelKeys merged into its selector."""
+
+    selector: PodSelector
+    topology_key: str
+
+
+class SpreadConstraint(NamedTuple):
+    max_skew: int
+    topology_key: str
+    namespace: str
+    selector: LabelSelector | None  # None: a nil labelSelector (matches no pod)
+    self_match: bool
+    min_domains: int = 1
+    honor_affinity: bool = True  # nodeAffinityPolicy (default Honor)
+    honor_taints: bool = False  # nodeTaintsPolicy (default Ignore)
+    hard: bool = True  # DoNotSchedule (a filter); False: ScheduleAnyway (a preference, never a refusal)
+
+    def matches(self, namespace: str, labels: Mapping[str, str]) -> bool:
+        """A pod with these namespace and labels counts for the constraint (countPodsMatchSelector)."""
+        return self.selector is not None and namespace == self.namespace and self.selector.matches(labels)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

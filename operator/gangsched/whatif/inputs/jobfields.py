@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, cast
 
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.resources import canonical
+from gangsched.core import InvalidField, canonical
 from gangsched.whatif.inputs.files import InputError, number
 from gangsched.whatif.model import GangMode, JobSpec, RoleSpec, TopologyMode
 

@@ -30,9 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from gangsched.core.topology import Domain
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.resources import canonical
+from gangsched.core import Domain, InvalidField, canonical
 from gangsched.models.topology import parse_topology
 from gangsched.whatif.inputs.files import InputError, csv_rows, number, read_text, structured_items
 from gangsched.whatif.model import NodeSpec

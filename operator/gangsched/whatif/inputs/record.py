@@ -46,7 +46,7 @@ def add_record_parser(sim_sub: Any) -> None:
 
 
 def _time(raw: Any, field: str) -> float | None:
-    from gangsched.core.values.errors import InvalidField
+    from gangsched.core import InvalidField
     from gangsched.models.timestamps import parse_time
 
     try:
@@ -56,7 +56,7 @@ def _time(raw: Any, field: str) -> float | None:
 
 
 def _declared(pod: Mapping[str, Any]) -> float | None:
-    from gangsched.core.values.errors import InvalidField
+    from gangsched.core import InvalidField
     from gangsched.models.duration import parse_duration
     from gangsched.models.keys import EXPECTED_DURATION
 
@@ -150,8 +150,7 @@ def jobs_from_objects(
     podgroups: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]]
 ) -> tuple[tuple[JobSpec, ...], list[str]]:
     """Jobs from listed PodGroups and pods (see the module docstring)."""
-    from gangsched.core.values.errors import InvalidField
-    from gangsched.core.values.gangspec import gang_key
+    from gangsched.core import InvalidField, gang_key
     from gangsched.models.gang import parse_pod_gang
     from gangsched.models.podgroup import podgroup_spec_from_api
 

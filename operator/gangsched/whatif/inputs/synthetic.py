@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from gangsched.core.topology import Domain
+from gangsched.core import Domain
 from gangsched.whatif.inputs.files import InputError, csv_rows, number
 from gangsched.whatif.inputs.nodes import shipped
 from gangsched.whatif.inputs.topogen import synthetic_topology

@@ -17,7 +17,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 
-from gangsched.core.topology import Domain, natural_key
+from gangsched.core import Domain, natural_key
 from gangsched.whatif.model import NodeSpec
 
 

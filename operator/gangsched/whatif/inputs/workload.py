@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from gangsched.core.topology import Domain
+from gangsched.core import Domain
 from gangsched.whatif.inputs.files import read_text
 from gangsched.whatif.inputs.nodes import SPOT_MEMORY_GIB_PER_CPU, live_nodes, load_nodes, nodes_from_topology, shipped
 from gangsched.whatif.inputs.synthetic import WorkloadModel, synthetic_workload
