@@ -25,7 +25,7 @@ from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.topology import parse_topology, unknown_nodes, unknown_nodes_message
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import node_obj
+from tests.builders import node_obj
 from tests.unit.test_state import member, podgroup
 
 K = "gang.scheduling.koordinator.sh/"

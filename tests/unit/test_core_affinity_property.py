@@ -19,7 +19,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.records import SchedulingClass
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
-from tests.unit.test_core_support import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj
 
 HOST = "kubernetes.io/hostname"
 

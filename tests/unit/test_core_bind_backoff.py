@@ -14,7 +14,7 @@ from __future__ import annotations
 from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod
+from tests.builders import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=4)
 

@@ -23,7 +23,7 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.records import HostPort
 from gangsched.models.pod import pod_from_api
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod, pod_obj
+from tests.builders import add_gang, add_nodes, add_pod, pod_obj
 
 CFG = SchedulerConfig()
 

@@ -15,7 +15,7 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.units import UnitKey
 from gangsched.models.node import node_from_api
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
+from tests.builders import add_gang, add_nodes, add_pod, node_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 

@@ -21,7 +21,7 @@ from gangsched.core.memory.gangs import GangTransition
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod
+from tests.builders import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=10)
 G = "default/g"

@@ -26,7 +26,7 @@ from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.resources import sub_into
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 CFG = SchedulerConfig()
 # steps: (kind, node index, gpus, cpus, priority): 0 adds a running pod, 1 removes the oldest, 2 adds workspace usage

@@ -23,7 +23,7 @@ from gangsched.core.placement.quorum import Candidate, Group, search
 from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 

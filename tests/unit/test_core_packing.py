@@ -13,7 +13,7 @@ from gangsched.core.cycle.simulate import step
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.values.config import SchedulerConfig
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod
+from tests.builders import add_gang, add_nodes, add_pod
 
 PACK = SchedulerConfig(max_units_per_cycle=1)
 NO_PACK = SchedulerConfig(max_units_per_cycle=1, pack_gangs=False)

@@ -23,7 +23,7 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
-from tests.unit.test_core_support import add_gang, node_obj, pod_obj
+from tests.builders import add_gang, node_obj, pod_obj
 
 CFG = SchedulerConfig()
 S1 = {"security": "S1"}

@@ -32,7 +32,7 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
-from tests.unit.test_core_support import add_nodes, node_obj, pod_obj
+from tests.builders import add_nodes, node_obj, pod_obj
 
 CFG = SchedulerConfig()
 S, U, UU = "Success", "Unschedulable", "UnschedulableAndUnresolvable"

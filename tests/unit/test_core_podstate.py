@@ -17,7 +17,7 @@ from gangsched.core.memory.podstate import (
     pending,
 )
 from gangsched.core.memory.scheduler_state import SchedulerState
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 S = PodState
 T = Transition

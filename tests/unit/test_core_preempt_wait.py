@@ -15,7 +15,7 @@ from gangsched.core.cycle.simulate import step
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=4)
 

@@ -13,7 +13,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.resources import add_into
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 gangs = st.lists(
     st.tuples(

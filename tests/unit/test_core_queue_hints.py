@@ -17,7 +17,7 @@ from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.units import UnitKey
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 CFG = SchedulerConfig()  # backoff 1 s after the first failure
 BIG = UnitKey("gang", "default/big")

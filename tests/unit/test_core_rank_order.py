@@ -13,7 +13,7 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.models import rank
 from gangsched.models.rank import MemberMeta, rank_order
-from tests.unit.test_core_support import add_nodes, add_pod
+from tests.builders import add_nodes, add_pod
 
 NAMES = [f"w-{i}" for i in range(1, 13)]
 

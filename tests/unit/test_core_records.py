@@ -10,7 +10,7 @@ from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
-from tests.unit.test_core_support import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj
 
 NODE = node_from_api(
     node_obj(

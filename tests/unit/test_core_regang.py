@@ -21,7 +21,7 @@ from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import add_gang, add_nodes, pod_obj
+from tests.builders import add_gang, add_nodes, pod_obj
 from tests.unit.test_state import member, podgroup
 
 CFG = SchedulerConfig(max_units_per_cycle=4)

@@ -23,7 +23,7 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod, node_obj
+from tests.builders import add_gang, add_nodes, add_pod, node_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=10)
 HIGH = 1000

@@ -9,7 +9,7 @@ from gangsched.core.transaction.plan import Plan
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec
-from tests.unit.test_core_support import add_gang, add_nodes, add_pod
+from tests.builders import add_gang, add_nodes, add_pod
 
 
 def _state() -> SchedulerState:

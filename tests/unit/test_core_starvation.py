@@ -28,7 +28,7 @@ from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.pod import pod_from_api
-from tests.unit.test_core_support import add_nodes, pod_obj
+from tests.builders import add_nodes, pod_obj
 
 BIG = "default/big"
 GPU = "nvidia.com/gpu"

@@ -15,7 +15,7 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping, load_config
 from gangsched.models.pod import pod_from_api, pod_with_status
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_core_support import node_obj
+from tests.builders import node_obj
 from tests.unit.test_state import member
 
 KEY = "scheduling.gangsched.io/expected-duration"

@@ -10,7 +10,7 @@ from gangsched.core.transaction.plan import GangStatus
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj
 
 K = "gang.scheduling.koordinator.sh/"
 

@@ -25,7 +25,7 @@ from gangsched.models.podgroup import occupied_by
 from gangsched.state.cache import ClusterCache
 from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj
 from tests.unit.test_state import member, podgroup
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)", tier=1)

@@ -13,7 +13,7 @@ from typing import Any
 from gangsched.core.memory.health_book import DegradedCondition
 from gangsched.models.pod import pod_from_api
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import pod_obj
+from tests.builders import pod_obj
 
 
 def _body(book: GangStatusBook, degraded: DegradedCondition | None, now: str) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ import pytest
 from gangsched.core.transaction.plan import GangStatus
 from gangsched.models.pod import pod_from_api
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import pod_obj
+from tests.builders import pod_obj
 
 HOLDING = GangStatus(0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
 

@@ -21,7 +21,7 @@ from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook, MemberCounts, podgroup_phase
-from tests.unit.test_core_support import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj
 from tests.unit.test_state import member, podgroup
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)")

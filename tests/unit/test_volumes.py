@@ -34,7 +34,7 @@ from gangsched.models.volumes import (
     volume_from_api,
 )
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_core_support import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj
 
 CFG = SchedulerConfig()
 HOST = "kubernetes.io/hostname"
