@@ -1,4 +1,10 @@
-"""Builders of raw API dicts and a populated SchedulerState for the core tests (helpers only: no tests here)."""
+"""Shared test builders (helpers only: no tests here); import them instead of writing another copy.
+
+- `pod_obj`, `node_obj`, `podgroup_obj`: objects as the API server serves them (uid, creationTimestamp, status).
+- `pod_manifest`, `podgroup_manifest`: objects as a client creates them (`kubectl apply`, POST to the emulator).
+- `koordinator_annotations`: a Koordinator gang's pod annotations (`gang.scheduling.koordinator.sh/*`).
+- `add_nodes`, `add_pod`, `add_gang`: records for the core, upserted into a SchedulerState.
+"""
 
 from __future__ import annotations
 
@@ -41,8 +47,11 @@ def pod_obj(
     created: str = "2024-01-01T00:00:00Z",
     node: str | None = None,
     phase: str = "Pending",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
     spec_extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A Pod as the API serves it; `labels`/`annotations` appear in its metadata only when given."""
     requests: dict[str, Any] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -56,11 +65,91 @@ def pod_obj(
     if node:
         spec["nodeName"] = node
     spec.update(spec_extra or {})
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "creationTimestamp": created}
+    if labels is not None:
+        meta["labels"] = labels
+    if annotations is not None:
+        meta["annotations"] = annotations
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def pod_manifest(
+    name: str,
+    *,
+    namespace: str | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    finalizers: list[str] | None = None,
+    scheduler: str | None = None,
+    image: str = "busybox",
+    container: str = "c",
+    typed: bool = True,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A Pod as a client creates it: one container, metadata keys only when given, `spec` keywords merged into the
+    spec (`nodeName=...`, `priority=...`); `typed` adds apiVersion and kind."""
+    meta: dict[str, Any] = {"name": name}
+    for key, value in (
+        ("namespace", namespace),
+        ("labels", labels),
+        ("annotations", annotations),
+        ("finalizers", finalizers),
+    ):
+        if value is not None:
+            meta[key] = value
+    body: dict[str, Any] = {"schedulerName": scheduler} if scheduler else {}
+    body["containers"] = [{"name": container, "image": image}]
+    body.update(spec)
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod"} if typed else {}
+    return {**obj, "metadata": meta, "spec": body}
+
+
+def podgroup_manifest(name: str, *, min_member: int, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    """A scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) as a client creates it."""
     return {
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "creationTimestamp": created},
-        "spec": spec,
-        "status": {"phase": phase},
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": min_member, **spec},
     }
+
+
+def podgroup_obj(
+    name: str,
+    *,
+    min_member: int,
+    namespace: str = "default",
+    uid: str | None = None,
+    generation: int = 1,
+    created: str = "2024-01-01T00:00:00Z",
+    phase: str | None = None,
+    typed: bool = False,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A scheduler-plugins PodGroup as the API serves it (uid `pg-<name>` unless given; a status only with `phase`)."""
+    obj: dict[str, Any] = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"} if typed else {}
+    obj["metadata"] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"pg-{name}",
+        "generation": generation,
+        "creationTimestamp": created,
+    }
+    obj["spec"] = {"minMember": min_member, **spec}
+    if phase:
+        obj["status"] = {"phase": phase}
+    return obj
+
+
+KOORDINATOR = "gang.scheduling.koordinator.sh/"
+
+
+def koordinator_annotations(name: str, min_available: int | str, **extra: str) -> dict[str, str]:
+    """A Koordinator gang's pod annotations; `extra` keys are the other annotations' names with `_` for `-`
+    (`total_number="4"`, `waiting_time="30s"`, `mode="NonStrict"`)."""
+    out = {KOORDINATOR + "name": name, KOORDINATOR + "min-available": str(min_available)}
+    out.update({KOORDINATOR + key.replace("_", "-"): value for key, value in extra.items()})
+    return out
 
 
 def add_nodes(c: SchedulerState, n: int, prefix: str = "n", **kw: Any) -> list[str]:
