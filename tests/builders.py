@@ -202,3 +202,19 @@ def add_gang(
             created=created,
         )
     return [add_pod(c, f"{name}-{i}", gang=key, rank=i, namespace=namespace, **pod_kw) for i in range(pods)]
+
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+
+
+def member_obj(
+    name: str, *, group: str | None = None, annotations: dict[str, str] | None = None, **kw: Any
+) -> dict[str, Any]:
+    """A Pod as served (`pod_obj` keywords) labelled a member of the scheduler-plugins PodGroup `group`; the
+    metadata gets `labels` only with a group and `annotations` only when non-empty."""
+    obj = pod_obj(name, **kw)
+    if group:
+        obj["metadata"]["labels"] = {POD_GROUP_LABEL: group}
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    return obj

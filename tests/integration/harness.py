@@ -26,6 +26,7 @@ from gangsched.handlers.thread import OperatorThread
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.runtime.operator import Operator
+from tests.builders import podgroup_manifest
 
 T = TypeVar("T")
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
@@ -127,6 +128,10 @@ def on_replica(operator: Operator, fn: Callable[[], T]) -> T:
     return _RUNNERS[id(operator)].call(fn)
 
 
+# the integration tests' name for tests.builders.podgroup_manifest
+podgroup = podgroup_manifest
+
+
 def pod(
     name: str,
     *,
@@ -167,15 +172,6 @@ def pod(
             "annotations": dict(annotations or {}),
         },
         "spec": spec,
-    }
-
-
-def podgroup(name: str, *, namespace: str = "default", min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": min_member, **spec},
     }
 
 

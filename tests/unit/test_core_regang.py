@@ -21,8 +21,7 @@ from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.builders import add_gang, add_nodes, pod_obj
-from tests.unit.test_state import member, podgroup
+from tests.builders import add_gang, add_nodes, member_obj, pod_obj, podgroup_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=4)
 
@@ -101,12 +100,12 @@ def test_cache_wakes_the_scheduler_when_a_bound_pod_changes_gang() -> None:
     changes: list[str] = []
     cache = ClusterCache(scheduler_name="gangsched", on_change=lambda: changes.append("change"))
     for name, size in (("b", 2), ("single", 1)):
-        cache.on_podgroup("ADDED", podgroup(name, min_member=size))
+        cache.on_podgroup("ADDED", podgroup_obj(name, min_member=size))
     for i in range(2):
-        cache.on_pod_event("ADDED", member(f"b-{i}", group="b", node="n0", phase="Running"))
+        cache.on_pod_event("ADDED", member_obj(f"b-{i}", group="b", node="n0", phase="Running"))
     changes.clear()
     cache.dirty_gangs.clear()
-    cache.on_pod_event("MODIFIED", member("b-0", group="single", node="n0", phase="Running"))
+    cache.on_pod_event("MODIFIED", member_obj("b-0", group="single", node="n0", phase="Running"))
     assert changes and {"default/b", "default/single"} <= cache.dirty_gangs
     assert [p.key for p in cache.members("default/single")] == ["default/b-0"]
     assert cache.cluster.gangs["default/single"].satisfied and not cache.cluster.gangs["default/b"].satisfied

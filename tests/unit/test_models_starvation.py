@@ -15,8 +15,7 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping, load_config
 from gangsched.models.pod import pod_from_api, pod_with_status
 from gangsched.state.cache import ClusterCache
-from tests.builders import node_obj
-from tests.unit.test_state import member
+from tests.builders import member_obj, node_obj
 
 KEY = "scheduling.gangsched.io/expected-duration"
 
@@ -83,9 +82,9 @@ def test_a_bad_expected_duration_is_reported_and_a_running_pod_keeps_its_usage()
     """Seen first (a restart's pod list) running with a bad annotation: reported, its requests still count."""
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", cpu="8"))
-    running = member("r-0", annotations={KEY: "forever"}, cpu="6", node="n0")
+    running = member_obj("r-0", annotations={KEY: "forever"}, cpu="6", node="n0")
     running["status"] = {"phase": "Running"}
-    pending = member("p-0", annotations={KEY: "-1s"})
+    pending = member_obj("p-0", annotations={KEY: "-1s"})
     cache.on_pod_list([running, pending])
     assert cache.cluster.used["n0"]["cpu"] == 6000
     assert "default/p-0" not in cache.cluster.pods

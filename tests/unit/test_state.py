@@ -10,42 +10,15 @@ from gangsched.core.transaction.plan import GangStatus
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.builders import node_obj, pod_obj
+from tests.builders import member_obj, node_obj, pod_obj, podgroup_obj
 
 K = "gang.scheduling.koordinator.sh/"
-
-
-def member(
-    name: str, *, group: str | None = None, annotations: dict[str, str] | None = None, **kw: Any
-) -> dict[str, Any]:
-    obj = pod_obj(name, **kw)
-    if group:
-        obj["metadata"]["labels"] = {"scheduling.x-k8s.io/pod-group": group}
-    if annotations:
-        obj["metadata"]["annotations"] = annotations
-    return obj
-
-
-def podgroup(name: str, *, min_member: int, phase: str | None = None, **spec: Any) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"pg-{name}",
-            "generation": 1,
-            "creationTimestamp": "2024-01-01T00:00:00Z",
-        },
-        "spec": {"minMember": min_member, **spec},
-    }
-    if phase:
-        obj["status"] = {"phase": phase}
-    return obj
 
 
 def test_pods_of_other_schedulers_only_consume_capacity() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", cpu="4"))
-    other = member("other", cpu="3", node="n0")
+    other = member_obj("other", cpu="3", node="n0")
     other["spec"]["schedulerName"] = "default-scheduler"
     cache.on_pod_event("ADDED", other)
     assert cache.cluster.used["n0"]["cpu"] == 3000
@@ -54,8 +27,8 @@ def test_pods_of_other_schedulers_only_consume_capacity() -> None:
 
 def test_annotations_win_over_the_podgroup() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_podgroup(None, podgroup("g", min_member=4))
-    cache.on_pod_event("ADDED", member("g-0", group="g", annotations={K + "min-available": "2"}))
+    cache.on_podgroup(None, podgroup_obj("g", min_member=4))
+    cache.on_pod_event("ADDED", member_obj("g-0", group="g", annotations={K + "min-available": "2"}))
     spec = cache.cluster.gangs["default/g"].spec
     assert spec is not None and spec.min_member == 2 and spec.source == "podgroup+annotations"
 
@@ -63,15 +36,15 @@ def test_annotations_win_over_the_podgroup() -> None:
 def test_annotation_only_gang_asks_for_a_podgroup_until_one_exists() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
     koord = {K + "name": "k", K + "min-available": "2"}
-    cache.on_pod_event("ADDED", member("k-0", annotations=koord))
+    cache.on_pod_event("ADDED", member_obj("k-0", annotations=koord))
     assert set(cache.podgroups_to_create) == {"default/k"}
-    cache.on_podgroup("ADDED", podgroup("k", min_member=2))
+    cache.on_podgroup("ADDED", podgroup_obj("k", min_member=2))
     assert cache.podgroups_to_create == {}
 
 
 def test_a_bad_declaration_is_reported_once_and_the_pod_is_not_scheduled() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    bad = member("b-0", annotations={K + "name": "b", K + "min-available": "abc"})
+    bad = member_obj("b-0", annotations={K + "name": "b", K + "min-available": "abc"})
     cache.on_pod_event("ADDED", bad)
     cache.on_pod_event("MODIFIED", bad)
     assert [(p.kind, p.name, p.reason) for p in cache.problems] == [("Pod", "b-0", "InvalidGangDeclaration")]
@@ -81,8 +54,8 @@ def test_a_bad_declaration_is_reported_once_and_the_pod_is_not_scheduled() -> No
 
 def test_an_invalid_podgroup_stops_its_gang_and_is_reported() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_pod_event("ADDED", member("g-0", group="g"))
-    cache.on_podgroup("ADDED", podgroup("g", min_member=2, totalMember=1))
+    cache.on_pod_event("ADDED", member_obj("g-0", group="g"))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=2, totalMember=1))
     assert cache.cluster.gangs["default/g"].spec is None
     assert [p.reason for p in cache.problems] == ["InvalidSpec"]
     assert "spec.totalMember" in cache.problems[0].message
@@ -96,21 +69,21 @@ def test_a_podgroup_saying_running_is_believed_only_with_its_members_bound(
     """Issue 13 item 5: on startup satisfaction is derived from the pods, never from status.phase alone."""
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0"))
-    pods = [member(f"g-{i}", group="g", node="n0" if i < bound else None) for i in range(3)]
+    pods = [member_obj(f"g-{i}", group="g", node="n0" if i < bound else None) for i in range(3)]
     if podgroup_first:
-        cache.on_podgroup(None, podgroup("g", min_member=3, phase="Running"))
+        cache.on_podgroup(None, podgroup_obj("g", min_member=3, phase="Running"))
         cache.on_pod_list(pods)
     else:
         cache.on_pod_list(pods)
-        cache.on_podgroup(None, podgroup("g", min_member=3, phase="Running"))
+        cache.on_podgroup(None, podgroup_obj("g", min_member=3, phase="Running"))
     assert cache.cluster.gangs["default/g"].satisfied is satisfied
 
 
 def test_pod_list_replaces_what_was_cached() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0"))
-    cache.on_pod_event("ADDED", member("gone", cpu="2", node="n0"))
-    cache.on_pod_list([member("kept", cpu="1", node="n0")])
+    cache.on_pod_event("ADDED", member_obj("gone", cpu="2", node="n0"))
+    cache.on_pod_list([member_obj("kept", cpu="1", node="n0")])
     assert set(cache.cluster.pods) == {"default/kept"}
     assert cache.cluster.used["n0"]["cpu"] == 1000
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_state import member, podgroup
+from tests.builders import member_obj, podgroup_obj
 
 GANGS = 10_000
 KOORD = "gang.scheduling.koordinator.sh/"
@@ -43,20 +43,20 @@ def create(cache: ClusterCache, i: int) -> list[dict[str, Any]]:
     """Gang i with two members; even gangs have a PodGroup, odd ones are declared by annotations only."""
     name = f"g{i}"
     if i % 2 == 0:
-        cache.on_podgroup("ADDED", podgroup(name, min_member=2))
-        pods = [member(f"{name}-{r}", group=name, cpu="1") for r in range(2)]
+        cache.on_podgroup("ADDED", podgroup_obj(name, min_member=2))
+        pods = [member_obj(f"{name}-{r}", group=name, cpu="1") for r in range(2)]
     else:
         decl = {KOORD + "name": name, KOORD + "min-available": "2"}
-        pods = [member(f"{name}-{r}", annotations=decl, cpu="1") for r in range(2)]
+        pods = [member_obj(f"{name}-{r}", annotations=decl, cpu="1") for r in range(2)]
     for pod in pods:
         cache.on_pod_event("ADDED", pod)
     if i % 4 == 3:  # the operator created the annotation-only gang's PodGroup, and sees it
-        cache.on_podgroup("ADDED", podgroup(name, min_member=2))
+        cache.on_podgroup("ADDED", podgroup_obj(name, min_member=2))
     return pods
 
 
 def delete(cache: ClusterCache, i: int, pods: list[dict[str, Any]]) -> None:
-    pg = podgroup(f"g{i}", min_member=2)
+    pg = podgroup_obj(f"g{i}", min_member=2)
     if i % 4 == 0:  # the PodGroup first, then its pods
         cache.on_podgroup("DELETED", pg)
     for pod in pods:
@@ -67,8 +67,8 @@ def delete(cache: ClusterCache, i: int, pods: list[dict[str, Any]]) -> None:
 
 def test_ten_thousand_deleted_gangs_leave_every_per_gang_structure_at_its_baseline() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_podgroup("ADDED", podgroup("stays", min_member=1))  # a gang that lives on through it all
-    cache.on_pod_event("ADDED", member("stays-0", group="stays", cpu="1"))
+    cache.on_podgroup("ADDED", podgroup_obj("stays", min_member=1))  # a gang that lives on through it all
+    cache.on_pod_event("ADDED", member_obj("stays-0", group="stays", cpu="1"))
     write_status(cache, "default/stays")
     cache.dirty_gangs.clear()  # (the runtime drains it)
     baseline = sizes(cache)
@@ -97,19 +97,19 @@ def test_every_structure_holds_the_gangs_alive() -> None:
 
 def test_a_podgroup_deleted_while_members_remain_gets_its_status_afresh_when_created_again() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_podgroup("ADDED", podgroup("g", min_member=2))
-    cache.on_pod_event("ADDED", member("g-0", group="g", cpu="1"))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=2))
+    cache.on_pod_event("ADDED", member_obj("g-0", group="g", cpu="1"))
     write_status(cache, "default/g")
-    cache.on_podgroup("DELETED", podgroup("g", min_member=2))
+    cache.on_podgroup("DELETED", podgroup_obj("g", min_member=2))
     assert cache.statuses.tracked() == 0 and cache.gang_structure_sizes()["members"] == 1
-    cache.on_podgroup("ADDED", podgroup("g", min_member=2))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=2))
     write_status(cache, "default/g")  # not None: the new object has no status yet
 
 
 def test_a_pod_that_leaves_its_gang_for_another_is_counted_once() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_pod_event("ADDED", member("p", group="a", cpu="1"))
-    moved = member("p", group="b", cpu="1")
+    cache.on_pod_event("ADDED", member_obj("p", group="a", cpu="1"))
+    moved = member_obj("p", group="b", cpu="1")
     cache.on_pod_event("MODIFIED", moved)
     assert cache.gang_structure_sizes()["members"] == 1
     cache.on_pod_event("DELETED", moved)

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_state import member, podgroup
+from tests.builders import member_obj, podgroup_obj
 
 ROOT = Path(__file__).resolve().parents[2]
 SIGS = "scheduling.sigs.k8s.io/v1alpha1"
@@ -25,7 +25,7 @@ XK8S = "scheduling.x-k8s.io/v1alpha1"
 
 
 def pg(api_version: str, name: str = "g", min_member: int = 2, uid: str | None = None) -> dict[str, Any]:
-    obj = podgroup(name, min_member=min_member)
+    obj = podgroup_obj(name, min_member=min_member)
     obj["apiVersion"] = api_version
     obj["metadata"]["uid"] = uid or f"{api_version.split('/')[0]}-{name}"
     return obj
@@ -42,7 +42,7 @@ def test_sigs_podgroup_alone_is_the_gangs_podgroup() -> None:
     cache.on_podgroup("ADDED", pg(SIGS, min_member=3))
     info = cache.podgroup("default/g")
     assert info is not None and info.api_version == SIGS and info.spec is not None and info.spec.min_member == 3
-    labelled = member("p-0")
+    labelled = member_obj("p-0")
     labelled["metadata"]["labels"] = {"pod-group.scheduling.sigs.k8s.io": "g"}
     cache.on_pod_event("ADDED", labelled)
     assert cache.cluster.gangs["default/g"].spec is not None

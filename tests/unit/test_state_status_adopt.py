@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_state import member, podgroup
+from tests.builders import member_obj, podgroup_obj
 
 
 def status(cache: ClusterCache, key: str) -> dict[str, Any] | None:
@@ -30,11 +30,11 @@ def status(cache: ClusterCache, key: str) -> dict[str, Any] | None:
 
 def test_a_podgroup_seen_again_with_another_uid_gets_its_status_again() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_podgroup("ADDED", podgroup("g", min_member=1))
-    cache.on_pod_event("ADDED", member("g-0", group="g", cpu="1"))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=1))
+    cache.on_pod_event("ADDED", member_obj("g-0", group="g", cpu="1"))
     assert status(cache, "default/g") is not None
     assert status(cache, "default/g") is None  # unchanged: not written twice
-    again = podgroup("g", min_member=1)
+    again = podgroup_obj("g", min_member=1)
     again["metadata"]["uid"] = "pg-g-2"
     cache.on_podgroup(None, again)  # a relist: no DELETED seen in between
     assert status(cache, "default/g") is not None

@@ -25,8 +25,7 @@ from gangsched.models.podgroup import occupied_by
 from gangsched.state.cache import ClusterCache
 from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
 from gangsched.state.status import GangStatusBook
-from tests.builders import node_obj, pod_obj
-from tests.unit.test_state import member, podgroup
+from tests.builders import member_obj, node_obj, pod_obj, podgroup_obj
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)", tier=1)
 
@@ -110,9 +109,9 @@ def test_occupied_by_is_scheduler_plugins_format() -> None:
 def test_occupied_by_filled_once_min_member_pods_exist_and_kept() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", cpu="8"))
-    cache.on_podgroup("ADDED", podgroup("g", min_member=2))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=2))
     for name in ("g-b", "g-a"):  # the first by name (the API's list order) is g-a
-        pod = member(name, group="g")
+        pod = member_obj(name, group="g")
         pod["metadata"]["ownerReferences"] = [{"kind": "Job", "name": f"job-{name}", "uid": f"j-{name}"}]
         cache.on_pod_event("ADDED", pod)
     book = GangStatusBook()
@@ -173,9 +172,9 @@ def test_timed_out_gang_restored_from_the_pods_annotation() -> None:
     condition): the gang is timed out again and its PodGroup stays Timeout, not Pending."""
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", cpu="1"))
-    cache.on_podgroup("ADDED", podgroup("g", min_member=3, phase="Timeout"))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=3, phase="Timeout"))
     for i in range(3):
-        cache.on_pod_event("ADDED", member(f"g-{i}", group="g", annotations={KOORD_TIMEOUT: "true"}))
+        cache.on_pod_event("ADDED", member_obj(f"g-{i}", group="g", annotations={KOORD_TIMEOUT: "true"}))
     assert not cache.cluster.gangs["default/g"].timed_out  # what a new leader knows before restoring
     cache.cluster.restore_nominations(now=100.0)
     gang = cache.cluster.gangs["default/g"]
@@ -195,8 +194,8 @@ def test_recreated_pods_are_not_timed_out_by_a_stale_condition() -> None:
     """The evidence is the pods' annotation: pods re-created while no leader ran start afresh."""
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", cpu="1"))
-    cache.on_podgroup("ADDED", podgroup("g", min_member=3, phase="Timeout"))
+    cache.on_podgroup("ADDED", podgroup_obj("g", min_member=3, phase="Timeout"))
     for i in range(3):
-        cache.on_pod_event("ADDED", member(f"g-{i}", group="g"))
+        cache.on_pod_event("ADDED", member_obj(f"g-{i}", group="g"))
     cache.cluster.restore_nominations(now=100.0)
     assert not cache.cluster.gangs["default/g"].timed_out

@@ -21,8 +21,7 @@ from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook, MemberCounts, podgroup_phase
-from tests.builders import node_obj, pod_obj
-from tests.unit.test_state import member, podgroup
+from tests.builders import member_obj, node_obj, pod_obj, podgroup_obj
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)")
 
@@ -111,11 +110,11 @@ def test_pods_of_an_invalid_podgroup_are_told_it_is_invalid_not_missing(podgroup
     """Was "PodGroup default/g does not exist yet" on the pods while the PodGroup existed (invalid minMember)."""
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", gpu=8))
-    bad = podgroup("g", min_member=-1)
+    bad = podgroup_obj("g", min_member=-1)
 
     def pods() -> None:
         for i in range(2):
-            cache.on_pod_event("ADDED", member(f"g-{i}", group="g"))
+            cache.on_pod_event("ADDED", member_obj(f"g-{i}", group="g"))
 
     if podgroup_first:
         cache.on_podgroup("ADDED", bad)

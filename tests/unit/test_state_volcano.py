@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from gangsched.state.cache import ClusterCache
-from tests.unit.test_state import member
+from tests.builders import member_obj
 
 GROUP = "vllm-0-abc"
 
 
 def lws_member(worker: int, size: str | None = "4", **annotations: str) -> dict[str, Any]:
-    obj = member(f"vllm-0-{worker}")
+    obj = member_obj(f"vllm-0-{worker}")
     obj["metadata"]["labels"] = {"leaderworkerset.sigs.k8s.io/worker-index": str(worker)}
     obj["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": GROUP, **annotations}
     if size is not None:
@@ -85,7 +85,7 @@ def test_invalid_volcano_minmember_is_reported_once_and_gives_no_count(bad: Any)
 
 def test_other_gangs_ignore_volcano_podgroups() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    labelled = member("p")
+    labelled = member_obj("p")
     labelled["metadata"]["annotations"] = {
         "gang.scheduling.koordinator.sh/name": GROUP,
         "gang.scheduling.koordinator.sh/min-available": "3",
@@ -97,7 +97,7 @@ def test_other_gangs_ignore_volcano_podgroups() -> None:
 
 def volcano_job_member(name: str, task: str) -> dict[str, Any]:
     """A Volcano job's pod (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod)."""
-    obj = member(name)
+    obj = member_obj(name)
     obj["metadata"]["labels"] = {"volcano.sh/task-spec": task, "volcano.sh/job-name": "tf"}
     obj["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": GROUP, "volcano.sh/task-spec": task}
     return obj
