@@ -14,6 +14,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
+from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec
 
 
 def node_obj(
@@ -218,3 +219,13 @@ def member_obj(
     if annotations:
         obj["metadata"]["annotations"] = annotations
     return obj
+
+
+def whatif_nodes(n: int, gpus: int = 8) -> tuple[NodeSpec, ...]:
+    """`n` what-if nodes `n0..`: 64 CPUs, 512 GiB (the model counts memory in MiB), `gpus` GPUs each."""
+    return tuple(NodeSpec(f"n{i}", 64_000, 512 * 1024, gpus) for i in range(n))
+
+
+def whatif_job(id: str, submit: float, duration: float, pods: int, gpus: int, **kw: Any) -> JobSpec:
+    """A what-if job of one role: `pods` pods of 1 CPU, 1 GiB and `gpus` GPUs; `kw` are JobSpec's other fields."""
+    return JobSpec(id, submit, duration, (RoleSpec(pods, 1000, 1024, gpus),), pods, **kw)

@@ -14,32 +14,24 @@ from dataclasses import replace
 
 from gangsched.core.topology import Domain
 from gangsched.whatif.engine import JobResult, Replay, replay
-from gangsched.whatif.model import JobSpec, NodeEvent, NodeSpec, RoleSpec, Workload
+from gangsched.whatif.model import JobSpec, NodeEvent, Workload
 from gangsched.whatif.policies import BASELINES, make_policy
+from tests.builders import whatif_job, whatif_nodes
 
 GIB = 1024
-
-
-def nodes(n: int, gpus: int = 8) -> tuple[NodeSpec, ...]:
-    return tuple(NodeSpec(f"n{i}", 64_000, 512 * GIB, gpus) for i in range(n))
-
-
-def job(id: str, submit: float, duration: float, pods: int, gpus: int, **kw: object) -> JobSpec:
-    role = RoleSpec(pods, 1000, GIB, gpus)
-    return JobSpec(id, submit, duration, (role,), pods, **kw)  # type: ignore[arg-type]
 
 
 def run(
     policy: str, jobs: list[JobSpec], n: int = 2, wait: float = 600.0, events: tuple[NodeEvent, ...] = ()
 ) -> tuple[Replay, dict[str, JobResult]]:
-    workload = Workload(tuple(sorted(jobs, key=lambda j: j.submit)), nodes(n), node_events=events)
+    workload = Workload(tuple(sorted(jobs, key=lambda j: j.submit)), whatif_nodes(n), node_events=events)
     result = replay(workload, make_policy(policy, workload, wait))
     return result, {j.id: j for j in result.jobs}
 
 
 def test_a_job_progresses_only_while_whole() -> None:
     # A holds one of the two nodes until t=100; B (2 x 8 GPUs, 50 s of work) arrives at t=1.
-    jobs = [job("a", 0, 100, 1, 8), job("b", 1, 50, 2, 8)]
+    jobs = [whatif_job("a", 0, 100, 1, 8), whatif_job("b", 1, 50, 2, 8)]
     partial, by_id = run("pod-by-pod-fifo", jobs)
     b = by_id["b"]
     assert b.started_partially  # pod-by-pod started one member at t=1 ...
@@ -56,11 +48,11 @@ def deadlock_jobs(wait: float | None) -> list[JobSpec]:
     first, C (3 x 4 GPUs) second: C's members fit each half of n0 as it frees, B's first member n1 when it frees;
     then B misses 8 GPUs, C misses 4, nothing runs: none can complete."""
     return [
-        job("y1", 0, 10, 1, 4),
-        job("y2", 0, 20, 1, 4),
-        job("y3", 0, 30, 1, 8),
-        job("b", 1, 40, 2, 8, wait_seconds=wait),
-        job("c", 2, 40, 3, 4, wait_seconds=wait),
+        whatif_job("y1", 0, 10, 1, 4),
+        whatif_job("y2", 0, 20, 1, 4),
+        whatif_job("y3", 0, 30, 1, 8),
+        whatif_job("b", 1, 40, 2, 8, wait_seconds=wait),
+        whatif_job("c", 2, 40, 3, 4, wait_seconds=wait),
     ]
 
 
@@ -103,7 +95,7 @@ def test_permit_wait_releases_every_reservation_at_the_timeout() -> None:
 
 
 def test_gangsched_preempts_and_restarts_the_victim_from_zero() -> None:
-    jobs = [job("low", 0, 1000, 1, 8), job("high", 5, 10, 1, 8, priority=100)]
+    jobs = [whatif_job("low", 0, 1000, 1, 8), whatif_job("high", 5, 10, 1, 8, priority=100)]
     _, by_id = run("gangsched", jobs, n=1)
     low, high = by_id["low"], by_id["high"]
     assert (low.evictions, low.incarnations, low.evicted_gpu_seconds) == (1, 2, 8 * 5)
@@ -114,7 +106,7 @@ def test_gangsched_preempts_and_restarts_the_victim_from_zero() -> None:
 
 
 def test_every_policy_completes_a_feasible_workload_and_conserves_resources() -> None:
-    jobs = [job(f"j{i}", i * 7.0, 30 + i, 1 + i % 3, 4 if i % 2 else 8) for i in range(20)]
+    jobs = [whatif_job(f"j{i}", i * 7.0, 30 + i, 1 + i % 3, 4 if i % 2 else 8) for i in range(20)]
     for policy in ("gangsched", "gangsched+spread+notopo", "gangsched+nonstrict", *BASELINES):
         result, _ = run(policy, jobs, n=3)
         assert all(0 <= p[2] <= p[1] <= result.gpu_capacity for p in result.timeline), policy
@@ -133,16 +125,16 @@ def test_the_placement_tier_is_the_one_the_core_reports() -> None:
         Domain(2, "leaf", (), ("u0", "u1")),
     )
     jobs = (
-        job("g", 0, 10, 2, 8, topology="hard", highest_tier=1),
-        job("h", 1, 10, 4, 8, topology="soft"),
-        job("x", 30, 10, 1, 1),
+        whatif_job("g", 0, 10, 2, 8, topology="hard", highest_tier=1),
+        whatif_job("h", 1, 10, 4, 8, topology="soft"),
+        whatif_job("x", 30, 10, 1, 1),
     )
-    workload = Workload(jobs, nodes(4), domains)
+    workload = Workload(jobs, whatif_nodes(4), domains)
     result = {j.id: j for j in replay(workload, make_policy("gangsched", workload, 600.0)).jobs}
     assert (result["g"].tier, result["g"].start) == (1, 0)  # within one unit
     assert (result["h"].tier, result["h"].start) == (2, 10)  # needs both units: once g is done
     assert result["x"].tier is None  # no network topology asked
-    workload = Workload(jobs, nodes(4), domains)
+    workload = Workload(jobs, whatif_nodes(4), domains)
     result = {j.id: j for j in replay(workload, make_policy("gangsched+notopo", workload, 600.0)).jobs}
     assert result["g"].tier is None and result["h"].tier is None
 
@@ -154,7 +146,7 @@ def test_a_node_going_down_kills_the_jobs_on_it_which_restart_from_zero_when_the
     # starts a's new incarnation partially on n0 at t=30, permit-wait holds n0 for it at Permit: b waits until 150;
     # kube-scheduler binds a's first member on n0 as pod-by-pod does; kube-scheduler-gang holds nothing between pod
     # group cycles and coscheduling's PostFilter rejects the waiting member (half of minMember is missing), so b runs
-    jobs = [job("a", 0, 100, 2, 8), job("b", 35, 10, 1, 8)]
+    jobs = [whatif_job("a", 0, 100, 2, 8), whatif_job("b", 35, 10, 1, 8)]
     events = (NodeEvent(30, "n1", False), NodeEvent(50, "n1", True))
     expected: dict[str, tuple[tuple[float | None, float | None], bool]] = {
         "gangsched": ((35, 45), False), "pod-by-pod-fifo": ((150, 160), True), "permit-wait-600s": ((150, 160), False),
