@@ -1,7 +1,8 @@
-"""Issue 13's preemption bullets (a)-(d) end to end with the real kubectl: objects applied with `kubectl apply`,
-outcomes read with `kubectl get`, the operator in-process against the emulator. Durations are scaled down (the
-victims' termination takes 3 s within the default 30 s grace period; waiting times of 1 s; the runtime's retry
-window and cool-down 0.1-1 s). The oracles are cited in the integration tests of each bullet
+"""Preemption end to end with the real kubectl: the preemptor's waiting time outlasts its victims' termination,
+lower-priority reservations are taken first, refused evictions do not storm, a pod without a gang preempts; objects
+applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process against the emulator. Durations
+are scaled down (the victims' termination takes 3 s within the default 30 s grace period; waiting times of 1 s; the
+runtime's retry window and cool-down 0.1-1 s). The oracles are cited in the integration tests of each bullet
 (tests/integration/test_operator_preempt_{wait,reservations,refusal,alone}.py).
 """
 

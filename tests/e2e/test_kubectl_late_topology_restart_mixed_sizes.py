@@ -1,6 +1,7 @@
-"""Issue 13 "Why" bullets that had no end-to-end test with the real kubectl (docs/why13.md maps every bullet to its
-test): objects applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process against the
-emulator.
+"""Late members keep a hard topology, topology asked for when none is known, a Running status is no proof after a
+restart, gangs of mixed sizes preempt: end to end with the real kubectl (docs/why13.md maps the review's findings to
+their tests): objects applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process against
+the emulator.
 
 - Topology, late members: "a replacement of a hard tier-1 gang landed in another unit". The replacement of a
   satisfied gang now waits for room in the gang's unit although another unit has room. Oracle: the

@@ -1,5 +1,6 @@
-"""Issue 22's preemption items (2-5) end to end with the real kubectl: objects applied with `kubectl apply`,
-outcomes read with `kubectl get`, the operator in-process against the emulator (three nodes of 8 GPUs).
+"""Pods alone, late members and NonStrict gangs preempt, and a victim gang a PodDisruptionBudget would cut short is not
+chosen, end to end with the real kubectl: objects applied with `kubectl apply`, outcomes read with `kubectl get`, the
+operator in-process against the emulator (three nodes of 8 GPUs).
 
 Oracles, cited per test: kube-scheduler's DefaultPreemption (pkg/scheduler/framework/preemption/preemption.go,
 pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go) and Koordinator's coscheduling job
@@ -16,7 +17,15 @@ import pytest
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.kubectl_run import kubectl
-from tests.e2e.test_kubectl_preempt13 import NODE, PRIORITY_CLASSES, all_on_nodes, apply, events, gang, node_names
+from tests.e2e.test_kubectl_preempt_wait_reclaim_refusal_alone import (
+    NODE,
+    PRIORITY_CLASSES,
+    all_on_nodes,
+    apply,
+    events,
+    gang,
+    node_names,
+)
 from tests.integration.harness import eventually, on_replica, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -35,7 +44,7 @@ async def _holding(cluster: Cluster, name: str, text: str) -> bool:
     return text in got
 
 
-async def test_item3_a_plain_pod_reclaims_lower_priority_reservations(three: Cluster) -> None:
+async def test_a_plain_pod_reclaims_lower_priority_reservations(three: Cluster) -> None:
     """Item 3. kube-scheduler's preemption takes a lower-priority pod waiting in Permit as a victim and rejects it
     instead of evicting it (pkg/scheduler/framework/preemption/preemption.go, `prepareCandidate`:
     `fh.GetWaitingPod(victim.UID)` ... `Reject`), for any preemptor pod: a pod without a gang takes a
@@ -52,7 +61,7 @@ async def test_item3_a_plain_pod_reclaims_lower_priority_reservations(three: Clu
         assert "Preempted by" not in await events(three, "Preempted")  # no running pod was evicted
 
 
-async def test_item4_a_high_priority_nonstrict_gang_preempts(three: Cluster) -> None:
+async def test_a_high_priority_nonstrict_gang_preempts(three: Cluster) -> None:
     """Item 4. Koordinator evaluates a gang's pending pods together in its job preemption whatever its mode
     (pkg/scheduler/plugins/coscheduling/core/preemption.go, `preempt`: "In gang mode: all pending pods in the same
     gang are evaluated together"; NonStrict pods reach it through PostFilter as Strict ones do): a NonStrict gang
@@ -67,7 +76,7 @@ async def test_item4_a_high_priority_nonstrict_gang_preempts(three: Cluster) -> 
         assert "Preempted by gang default/ns" in await events(three, "Preempted")
 
 
-async def test_item5_a_late_member_of_a_satisfied_gang_preempts(three: Cluster) -> None:
+async def test_a_late_member_of_a_satisfied_gang_preempts(three: Cluster) -> None:
     """Item 5. A late member of a satisfied gang schedules as an ordinary pod, so it preempts as one: kube-scheduler's
     DefaultPreemption (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go, `SelectVictimsOnNode`)
     as a pod without a gang does here (Koordinator's coscheduling PostFilter hands a pod of a gang that was once
@@ -109,7 +118,7 @@ def _evictions(cluster: Cluster) -> list[str]:
     return [e.path.split("/")[-2] for e in entries if e.method == "POST" and e.path.endswith("/eviction")]
 
 
-async def test_item2_a_victim_gang_a_budget_would_cut_short_is_not_chosen(three: Cluster) -> None:
+async def test_a_victim_gang_a_budget_would_cut_short_is_not_chosen(three: Cluster) -> None:
     """Item 2, the issue's case: a PDB (minAvailable 1, so disruptionsAllowed 0) selects vg-2 only. The Eviction
     API refuses a pod whose budget's status allows no disruption (pkg/registry/core/pod/storage/eviction.go,
     checkAndDecrement: 429); kube-scheduler, which knows no gangs, only prefers candidates without PDB violations
@@ -136,7 +145,7 @@ async def test_item2_a_victim_gang_a_budget_would_cut_short_is_not_chosen(three:
         assert sorted(set(_evictions(three))) == ["vg-0", "vg-1", "vg-2"]
 
 
-async def test_item2_when_status_races_the_guarded_member_goes_first_and_a_refusal_spares_the_rest(
+async def test_when_status_races_the_guarded_member_goes_first_and_a_refusal_spares_the_rest(
     three: Cluster,
 ) -> None:
     """Item 2, the race: the budget's status allows vg-2's eviction (minAvailable 0) when the core chooses vg, but

@@ -1,5 +1,6 @@
-"""Issue 14 item 4 with the real kubectl: PodGroup status as the ecosystem reads it. Objects applied with
-`kubectl apply`, status read with `kubectl get -o jsonpath`, the operator in-process against the emulator.
+"""PodGroup status fields as the ecosystem reads them (occupiedBy, placed tiers, Finished, Timeout) with the real
+kubectl. Objects applied with `kubectl apply`, status read with `kubectl get -o jsonpath`, the operator in-process
+against the emulator.
 
 Oracles: kubernetes-sigs/scheduler-plugins pkg/controllers/podgroup_controller.go (`fillOccupiedObj`: occupiedBy is
 "<namespace>/<owner name>" of the ownerReferences of the group's first pod, sorted, joined by ","; never cleared;
@@ -20,7 +21,7 @@ import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.kubectl_run import kubectl
-from tests.e2e.test_kubectl_why13 import NODE, all_on_nodes, apply, topology
+from tests.e2e.test_kubectl_late_topology_restart_mixed_sizes import NODE, all_on_nodes, apply, topology
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
