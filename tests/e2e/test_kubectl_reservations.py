@@ -6,7 +6,7 @@ is created bound onto a reserved node, a PodGroup is deleted (`kubectl delete po
 Setting: 4 nodes of 8 GPUs; node-2 and node-3 run default-scheduler pods (8 GPUs each, spec.nodeName set at
 creation); NonStrict gang `g` (3 x 8 GPUs, minMember 3) reserves node-0 and node-1 and waits for room.
 
-Oracles (cited in tests/unit/test_core_reservations.py and tests/integration/test_operator_reservations.py):
+Oracles (cited in tests/unit/core/cycle/test_reservations.py and tests/integration/test_operator_reservations.py):
 the kubelet's admission (pkg/kubelet/lifecycle/predicate.go `generalFilter`: resources, host ports, node affinity,
 taints) rejects what would over-commit a node; kube-scheduler's NodeUnschedulable and TaintToleration filters;
 Unreserve (pkg/scheduler/framework/interface.go `ReservePlugin`); scheduler-plugins' coscheduling Permit

@@ -176,7 +176,7 @@ def test_satisfied_gang_replacement_schedules_alone() -> None:
 
 def test_restart_believes_status_only_when_the_pods_show_it() -> None:
     """Issue 13 item 5: a PodGroup status saying Scheduled is no proof; the bound members are
-    (tests/unit/test_core_gang_incarnations.py has the full table)."""
+    (tests/unit/core/gang/test_gang_incarnations.py has the full table)."""
     c = SchedulerState()
     add_nodes(c, 1, gpu=8)
     c.upsert_gang(GangSpec("default", "g", 4))

@@ -15,7 +15,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from tests.builders import add_nodes, add_pod
-from tests.unit.test_core_preemption import evict, nodes, pending_gang, running_gang
+from tests.unit.core.preemption.test_preemption import evict, nodes, pending_gang, running_gang
 
 
 @pytest.mark.parametrize(

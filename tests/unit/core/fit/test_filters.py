@@ -262,7 +262,7 @@ def test_dra_claims_hold_a_pod_alone() -> None:
 
 
 def test_do_not_schedule_spread_is_evaluated_not_held() -> None:
-    """DoNotSchedule spread constraints are evaluated (tests/unit/test_core_pod_spread.py): nodes without the
+    """DoNotSchedule spread constraints are evaluated (tests/unit/core/fit/test_pod_spread.py): nodes without the
     topology key are no candidates, and the gang says so instead of "unsupported"."""
     c = SchedulerState()
     add_nodes(c, 2, gpu=8)

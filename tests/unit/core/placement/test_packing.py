@@ -3,8 +3,8 @@ holds it, placed there by the binpack picker; what does not qualify is placed as
 
 Oracles: the soft network topology's order of preference (DESIGN.md "Topology": the lowest tier that fits, the
 best-fitting domain within it, as core/topology `place_network` orders them, whose own tests are
-tests/unit/test_topology_place.py) and kube-scheduler's NodeResourcesFit MostAllocated for the node order inside the
-domain (pkg/scheduler/framework/plugins/noderesources/most_allocated.go: the fullest node that fits first).
+tests/unit/core/topology/test_place.py) and kube-scheduler's NodeResourcesFit MostAllocated for the node order inside
+the domain (pkg/scheduler/framework/plugins/noderesources/most_allocated.go: the fullest node that fits first).
 """
 
 from __future__ import annotations
