@@ -1,5 +1,5 @@
-"""Issue 22's preemption items in the core: a victim gang a PodDisruptionBudget would cut short is not chosen
-(item 2), pods scheduled alone reclaim and preempt (items 3 and 5), NonStrict gangs preempt (item 4).
+"""Preemption beyond Strict gangs in the core: a victim gang a PodDisruptionBudget would cut short is not chosen,
+pods scheduled alone and late members reclaim and preempt, NonStrict gangs preempt.
 
 Oracles: kube-scheduler's preemption rejects a lower-priority pod waiting in Permit instead of evicting it, for any
 preemptor (pkg/scheduler/framework/preemption/preemption.go `prepareCandidate`: `fh.GetWaitingPod(victim.UID)` ...
@@ -33,7 +33,7 @@ def gang(c: SchedulerState, name: str, n: int, min_member: int, *, priority: int
     return [add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, gpu=8, priority=priority) for i in range(n)]
 
 
-def test_item3_a_pod_without_a_gang_takes_lower_priority_reservations_before_evicting() -> None:
+def test_a_pod_without_a_gang_takes_lower_priority_reservations_before_evicting() -> None:
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
     gang(c, "slow", 4, 4, priority=0, nonstrict=True)
@@ -49,7 +49,7 @@ def test_item3_a_pod_without_a_gang_takes_lower_priority_reservations_before_evi
     assert len(c.store.pods_in(RESERVED)) == 2  # slow reserves again what is left
 
 
-def test_item3_an_equal_priority_pod_does_not_take_reservations() -> None:
+def test_an_equal_priority_pod_does_not_take_reservations() -> None:
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
     gang(c, "slow", 4, 4, priority=5, nonstrict=True)
@@ -60,7 +60,7 @@ def test_item3_an_equal_priority_pod_does_not_take_reservations() -> None:
     assert any(e.reason == "FailedScheduling" and e.name == "peer" for e in plan.events)
 
 
-def test_item3_a_pod_takes_a_lower_priority_preemptors_nominated_node() -> None:
+def test_a_pod_takes_a_lower_priority_preemptors_nominated_node() -> None:
     """A lower-priority pod nominated on node0 (its victim gone) does not keep a higher-priority pod out."""
     c = SchedulerState()
     add_nodes(c, 1, prefix="node", gpu=8)
@@ -85,7 +85,7 @@ def satisfied(c: SchedulerState, nodes: list[str], **spec: object) -> str:
     return add_pod(c, "sat-9", gang="default/sat", rank=9, gpu=8, priority=100)
 
 
-def test_item5_a_late_member_preempts_as_a_pod_alone_does() -> None:
+def test_a_late_member_preempts_as_a_pod_alone_does() -> None:
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
     late = satisfied(c, ["node0", "node1"])
@@ -100,7 +100,7 @@ def test_item5_a_late_member_preempts_as_a_pod_alone_does() -> None:
     assert step(c, CFG, 2.0).bindings == [(late, "node2")]
 
 
-def test_item5_late_member_victims_are_whole_gangs() -> None:
+def test_late_member_victims_are_whole_gangs() -> None:
     c = SchedulerState()
     add_nodes(c, 4, prefix="node", gpu=8)
     late = satisfied(c, ["node0", "node1"])
@@ -112,7 +112,7 @@ def test_item5_late_member_victims_are_whole_gangs() -> None:
     assert [k for k, _ in plan.nominations] == [late]
 
 
-def test_item5_a_late_member_with_a_hard_topology_preempts_only_inside_the_gangs_domain() -> None:
+def test_a_late_member_with_a_hard_topology_preempts_only_inside_the_gangs_domain() -> None:
     """Two tier-1 domains: the gang runs in u0 (node0, node1); the cheapest victim is in u1 (priority 0), but
     a hard topology (highestTierAllowed 1) lets the late member preempt only in u0 (priority 5)."""
     c = SchedulerState()
@@ -137,7 +137,7 @@ def test_item5_a_late_member_with_a_hard_topology_preempts_only_inside_the_gangs
     assert plan.nominations == [(late, "node1")]
 
 
-def test_item4_a_nonstrict_gang_preempts_whole_victim_gangs_and_binds_once_they_are_gone() -> None:
+def test_a_nonstrict_gang_preempts_whole_victim_gangs_and_binds_once_they_are_gone() -> None:
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
     cheap = [add_pod(c, f"cheap-{i}", node=f"node{i}", phase="Running", gpu=8, priority=i) for i in range(3)]
@@ -154,7 +154,7 @@ def test_item4_a_nonstrict_gang_preempts_whole_victim_gangs_and_binds_once_they_
     assert sorted(k for k, _ in plan.bindings) == ns
 
 
-def test_item4_a_nonstrict_gang_holding_reservations_preempts_for_the_rest() -> None:
+def test_a_nonstrict_gang_holding_reservations_preempts_for_the_rest() -> None:
     """ns (3, minMember 3) holds node2's reservation from an earlier cycle; the rest preempt, its reservation kept."""
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
@@ -173,7 +173,7 @@ def test_item4_a_nonstrict_gang_holding_reservations_preempts_for_the_rest() -> 
     assert (status.reason, status.reserved, status.pending) == ("Preempting", 1, 2)
 
 
-def test_item4_a_nonstrict_gang_without_anything_lower_keeps_what_fits() -> None:
+def test_a_nonstrict_gang_without_anything_lower_keeps_what_fits() -> None:
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
     add_pod(c, "peer", node="node0", phase="Running", gpu=8, priority=1000)
@@ -193,7 +193,7 @@ def _vg_setup() -> tuple[SchedulerState, list[str]]:
     return c, vg
 
 
-def test_item2_a_victim_gang_with_a_protected_member_is_not_chosen_under_respect() -> None:
+def test_a_victim_gang_with_a_protected_member_is_not_chosen_under_respect() -> None:
     c, vg = _vg_setup()
     gang(c, "high", 3, 3, priority=1000)
     plan = step(c, CFG, 0.0)
@@ -205,14 +205,14 @@ def test_item2_a_victim_gang_with_a_protected_member_is_not_chosen_under_respect
     assert sorted(plan.evictions) == vg
 
 
-def test_item2_under_prefer_the_protected_gang_is_a_last_resort() -> None:
+def test_under_prefer_the_protected_gang_is_a_last_resort() -> None:
     c, vg = _vg_setup()
     gang(c, "high", 3, 3, priority=1000)
     plan = step(c, SchedulerConfig(max_units_per_cycle=8, preemption_pdb="prefer"), 0.0)
     assert sorted(plan.evictions) == vg  # the runtime deletes vg-2 past its budget (runtime/preemption.py)
 
 
-def test_item2_a_refused_member_keeps_its_gang_from_being_taken_without_it() -> None:
+def test_a_refused_member_keeps_its_gang_from_being_taken_without_it() -> None:
     """Status raced: vg-2's eviction was refused after the choice; the preemptor never takes vg-0 and vg-1 alone."""
     c = SchedulerState()
     add_nodes(c, 3, prefix="node", gpu=8)
@@ -230,7 +230,7 @@ def test_item2_a_refused_member_keeps_its_gang_from_being_taken_without_it() -> 
         assert not plan.evictions, prefer
 
 
-def test_item5_each_late_member_preempts_for_itself() -> None:
+def test_each_late_member_preempts_for_itself() -> None:
     c = SchedulerState()
     add_nodes(c, 4, prefix="node", gpu=8)
     first = satisfied(c, ["node0", "node1"])
