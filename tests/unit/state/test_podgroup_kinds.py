@@ -19,7 +19,7 @@ import yaml
 from gangsched.state.cache import ClusterCache
 from tests.builders import member_obj, podgroup_obj
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SIGS = "scheduling.sigs.k8s.io/v1alpha1"
 XK8S = "scheduling.x-k8s.io/v1alpha1"
 

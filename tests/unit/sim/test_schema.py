@@ -11,7 +11,7 @@ import yaml
 
 from gangsched.sim.schema import FieldError, apply_defaults, format_value, prune_unknown, validate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
