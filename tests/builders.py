@@ -115,6 +115,74 @@ def podgroup_manifest(name: str, *, min_member: int, namespace: str = "default",
     }
 
 
+GPU = "nvidia.com/gpu"
+
+
+def member_manifest(
+    name: str,
+    *,
+    namespace: str = "default",
+    group: str | None = None,
+    gpu: int = 0,
+    cpu: str = "1",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    scheduler: str = "gangsched",
+    priority_class: str | None = None,
+) -> dict[str, Any]:
+    """A Pod as a client creates it, with resources (1 CPU, 1 Gi, `gpu` GPUs requested and limited), an optional
+    scheduler-plugins PodGroup label (`group`) and PriorityClass; what the integration and e2e tests apply."""
+    requests: dict[str, str] = {"cpu": cpu, "memory": "1Gi"}
+    if gpu:
+        requests[GPU] = str(gpu)
+    all_labels = dict(labels or {})
+    if group:
+        all_labels["scheduling.x-k8s.io/pod-group"] = group
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.9",
+                "resources": {"requests": requests, "limits": {GPU: str(gpu)} if gpu else {}},
+            }
+        ],
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": all_labels,
+            "annotations": dict(annotations or {}),
+        },
+        "spec": spec,
+    }
+
+
+def gang_manifests(
+    name: str,
+    n: int,
+    *,
+    pc: str | None = None,
+    gpu: int = 8,
+    min_member: int | None = None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> list[dict[str, Any]]:
+    """A PodGroup `name` (minMember `min_member` or `n`, `spec` keywords in its spec) and its `n` members
+    `<name>-<i>` of `gpu` GPUs each at PriorityClass `pc`, as a client creates them."""
+    members = [
+        member_manifest(f"{name}-{i}", group=name, gpu=gpu, priority_class=pc, labels=labels, annotations=annotations)
+        for i in range(n)
+    ]
+    return [podgroup_manifest(name, min_member=min_member or n, **spec), *members]
+
+
 def podgroup_obj(
     name: str,
     *,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import gang_manifests
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import eventually as _eventually
 from tests.integration.harness import on_replica, pod, podgroup, replica
@@ -62,11 +63,7 @@ async def events(cluster: Cluster, reason: str) -> str:
 
 
 def gang(name: str, n: int, *, pc: str, annotations: dict[str, str] | None = None, **spec: Any) -> list[dict[str, Any]]:
-    members = [
-        pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels={"app": name}, annotations=annotations)
-        for i in range(n)
-    ]
-    return [podgroup(name, min_member=n, **spec), *members]
+    return gang_manifests(name, n, pc=pc, labels={"app": name}, annotations=annotations, **spec)
 
 
 async def test_a_preemptor_outlasts_its_waiting_time_while_its_victims_terminate(three: Cluster) -> None:

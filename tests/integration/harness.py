@@ -26,7 +26,7 @@ from gangsched.handlers.thread import OperatorThread
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.runtime.operator import Operator
-from tests.builders import podgroup_manifest
+from tests.builders import member_manifest, podgroup_manifest
 
 T = TypeVar("T")
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
@@ -128,51 +128,9 @@ def on_replica(operator: Operator, fn: Callable[[], T]) -> T:
     return _RUNNERS[id(operator)].call(fn)
 
 
-# the integration tests' name for tests.builders.podgroup_manifest
+# the integration tests' names for tests.builders.member_manifest and podgroup_manifest
+pod = member_manifest
 podgroup = podgroup_manifest
-
-
-def pod(
-    name: str,
-    *,
-    namespace: str = "default",
-    group: str | None = None,
-    gpu: int = 0,
-    cpu: str = "1",
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    scheduler: str = "gangsched",
-    priority_class: str | None = None,
-) -> dict[str, Any]:
-    requests: dict[str, str] = {"cpu": cpu, "memory": "1Gi"}
-    if gpu:
-        requests[GPU] = str(gpu)
-    all_labels = dict(labels or {})
-    if group:
-        all_labels["scheduling.x-k8s.io/pod-group"] = group
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "containers": [
-            {
-                "name": "main",
-                "image": "registry.k8s.io/pause:3.9",
-                "resources": {"requests": requests, "limits": {GPU: str(gpu)} if gpu else {}},
-            }
-        ],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": all_labels,
-            "annotations": dict(annotations or {}),
-        },
-        "spec": spec,
-    }
 
 
 async def create(client: KubeClient, *objs: dict[str, Any]) -> None:

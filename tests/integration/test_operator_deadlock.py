@@ -19,7 +19,8 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import gang_manifests
+from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -44,8 +45,7 @@ def busy(name: str, node: str) -> dict[str, Any]:
 
 
 def gang(name: str, pc: str) -> list[dict[str, Any]]:
-    group = podgroup(name, min_member=4, mode="NonStrict", scheduleTimeoutSeconds=600)
-    return [group, *[pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc) for i in range(4)]]
+    return gang_manifests(name, 4, pc=pc, mode="NonStrict", scheduleTimeoutSeconds=600)
 
 
 async def placed(k: KubeClient, prefix: str) -> dict[str, str] | None:

@@ -18,7 +18,8 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import gang_manifests
+from tests.integration.harness import bound, create, eventually, on_replica, pod, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -38,11 +39,11 @@ async def four() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str, owner: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels={"app": name}) for i in range(n)]
+    objs = gang_manifests(name, n, pc=pc, labels={"app": name})
     if owner is not None:
-        for m in members:
+        for m in objs[1:]:
             m["metadata"]["ownerReferences"] = [owner]
-    return [podgroup(name, min_member=n), *members]
+    return objs
 
 
 def lone(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:

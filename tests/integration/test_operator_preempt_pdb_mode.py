@@ -21,7 +21,8 @@ from gangsched.core.values.errors import InvalidField
 from gangsched.k8s.client import KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import gang_manifests
+from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -44,8 +45,7 @@ async def three() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)]
-    return [podgroup(name, min_member=n), *members]
+    return gang_manifests(name, n, pc=pc, labels=labels)
 
 
 async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:

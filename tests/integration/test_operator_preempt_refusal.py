@@ -21,7 +21,8 @@ import pytest
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.requestlog import LoggedRequest
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import gang_manifests
+from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -40,8 +41,7 @@ async def four() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels={"app": name}) for i in range(n)]
-    return [podgroup(name, min_member=n), *members]
+    return gang_manifests(name, n, pc=pc, labels={"app": name})
 
 
 async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:

@@ -19,7 +19,8 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, get_podgroup, pod, podgroup, pods, replica
+from tests.builders import gang_manifests
+from tests.integration.harness import bound, create, events_for, eventually, get_podgroup, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -37,8 +38,7 @@ async def two() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str, annotations: dict[str, str] | None = None, **spec: Any) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, annotations=annotations) for i in range(n)]
-    return [podgroup(name, min_member=n, **spec), *members]
+    return gang_manifests(name, n, pc=pc, annotations=annotations, **spec)
 
 
 async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:

@@ -11,6 +11,7 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import gang_manifests
 from tests.integration.harness import (
     bound,
     create,
@@ -19,8 +20,6 @@ from tests.integration.harness import (
     get_podgroup,
     on_replica,
     phase_of,
-    pod,
-    podgroup,
     pods,
     replica,
 )
@@ -83,10 +82,7 @@ def gang(
     spec: dict[str, Any] = {}
     if group_size is not None:
         spec["networkTopology"] = {"mode": "soft", "groupSize": group_size}
-    return [
-        podgroup(name, min_member=min_member or n, **spec),
-        *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)),
-    ]
+    return gang_manifests(name, n, pc=pc, min_member=min_member, labels=labels, **spec)
 
 
 async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
