@@ -32,9 +32,7 @@ def _spec(kind: str | None, key: str, app: str) -> dict[str, Any]:
 
 
 def _pod(name: str, app: str, spec: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    obj = pod_obj(name, cpu="1", spec_extra=spec, **kw)
-    obj["metadata"]["labels"] = {"app": app}
-    return obj
+    return pod_obj(name, cpu="1", labels={"app": app}, spec_extra=spec, **kw)
 
 
 def _node(c: SchedulerState, i: int, zone: int | None) -> None:

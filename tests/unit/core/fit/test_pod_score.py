@@ -170,9 +170,7 @@ CASES: list[tuple[str, dict[str, str], dict[str, Any], list[Node], list[tuple[st
 
 
 def _pod(name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
-    obj = pod_obj(name, spec_extra=spec, **kw)
-    obj["metadata"]["labels"] = labels
-    return obj
+    return pod_obj(name, labels=labels, spec_extra=spec, **kw)
 
 
 def _add(c: SchedulerState, name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, **kw: Any) -> str:

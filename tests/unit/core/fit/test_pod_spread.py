@@ -47,11 +47,6 @@ def spread(skew: int, key: str, selector: dict[str, Any] | None = FOO, **extra: 
     return c
 
 
-def labelled(obj: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
-    obj["metadata"]["labels"] = labels
-    return obj
-
-
 # (node name, labels, taints)
 ZONES2 = [
     ("node-a", {"zone": "zone1", "node": "node-a"}, None),
@@ -224,7 +219,7 @@ def _pod(name: str, case: dict[str, Any], *, cpu: str | None, node: str | None =
         spec["affinity"] = {
             "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
         }
-    return labelled(pod_obj(name, cpu=cpu, node=node, spec_extra=spec), case.get("labels", {"foo": ""}))
+    return pod_obj(name, cpu=cpu, node=node, spec_extra=spec, labels=case.get("labels", {"foo": ""}))
 
 
 def _cluster(nodes: list[Any], pods: list[Any], roomy: str) -> SchedulerState:
@@ -233,7 +228,7 @@ def _cluster(nodes: list[Any], pods: list[Any], roomy: str) -> SchedulerState:
         cpu = "4" if name == roomy else "1"
         c.upsert_node(node_from_api(node_obj(name, cpu=cpu, labels=labels, taints=taints)))
     for name, node, labels, ns, *flags in pods:
-        obj = labelled(pod_obj(name, namespace=ns, cpu=None, node=node, phase="Running"), labels)
+        obj = pod_obj(name, namespace=ns, cpu=None, node=node, phase="Running", labels=labels)
         pod = pod_from_api(obj, gang=None, ours=False)
         c.upsert_pod(pod)
         if flags:
@@ -281,8 +276,8 @@ def _gang(c: SchedulerState, name: str, n: int, constraint: dict[str, Any], **sp
     c.upsert_gang(GangSpec("default", name, n))
     keys = []
     for i in range(n):
-        obj = labelled(
-            pod_obj(f"{name}-{i}", spec_extra={"topologySpreadConstraints": [constraint], **spec}), {"app": "x"}
+        obj = pod_obj(
+            f"{name}-{i}", spec_extra={"topologySpreadConstraints": [constraint], **spec}, labels={"app": "x"}
         )
         pod = pod_from_api(obj, gang=f"default/{name}", rank=i, ours=True)
         c.upsert_pod(pod)
@@ -326,7 +321,7 @@ def test_bound_pods_count() -> None:
     c = SchedulerState()
     _zones(c)
     for i in range(2):
-        obj = labelled(pod_obj(f"old-{i}", cpu=None, node="za-0", phase="Running"), {"app": "x"})
+        obj = pod_obj(f"old-{i}", cpu=None, node="za-0", phase="Running", labels={"app": "x"})
         c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
     _gang(c, "g", 4, spread(1, "zone", APP))
     plan = step(c, CFG, 0.0)
@@ -405,8 +400,9 @@ def test_two_classes_are_each_placed_keeping_the_skew() -> None:
     _zones(c)
     c.upsert_gang(GangSpec("default", "g", 4))
     for i in range(4):
-        obj = pod_obj(f"g-{i}", cpu=str(1 + i % 2), spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]})
-        c.upsert_pod(pod_from_api(labelled(obj, {"app": "x"}), gang="default/g", rank=i, ours=True))
+        spec = {"topologySpreadConstraints": [spread(1, "zone", APP)]}
+        obj = pod_obj(f"g-{i}", cpu=str(1 + i % 2), spec_extra=spec, labels={"app": "x"})
+        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     zones = _per_zone(c, plan.bindings)
     assert len(plan.bindings) == 4 and max(zones) - min(zones) <= 1
@@ -424,8 +420,9 @@ def test_network_topology_placement_that_breaks_the_skew_is_not_made() -> None:
     c.set_topology(TopologyTree.from_domains([*tors, Domain(2, "spine")]))
     c.upsert_gang(GangSpec("default", "g", 4, network_topology=NetworkTopology(TopologyMode.HARD, 1)))
     for i in range(4):
-        obj = pod_obj(f"g-{i}", gpu=1, spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]})
-        c.upsert_pod(pod_from_api(labelled(obj, {"app": "x"}), gang="default/g", rank=i, ours=True))
+        spec = {"topologySpreadConstraints": [spread(1, "zone", APP)]}
+        obj = pod_obj(f"g-{i}", gpu=1, spec_extra=spec, labels={"app": "x"})
+        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert "PodTopologySpread: maxSkew 1 on zone" in plan.gang_status["default/g"].message
@@ -435,7 +432,7 @@ def test_network_topology_placement_that_breaks_the_skew_is_not_made() -> None:
 
 
 def _parse(constraints: list[Any], labels: dict[str, str] | None = None) -> Any:
-    obj = labelled(pod_obj("p", spec_extra={"topologySpreadConstraints": constraints}), labels or {"foo": ""})
+    obj = pod_obj("p", spec_extra={"topologySpreadConstraints": constraints}, labels=labels or {"foo": ""})
     return pod_from_api(obj, gang=None, ours=True)
 
 
@@ -548,7 +545,7 @@ def test_zone_and_hostname_constraints_together() -> None:
     c.upsert_gang(GangSpec("default", "g", 6))
     for i in range(6):
         spec = {"topologySpreadConstraints": [spread(1, "zone", APP), host]}
-        obj = labelled(pod_obj(f"g-{i}", spec_extra=spec), {"app": "x"})
+        obj = pod_obj(f"g-{i}", spec_extra=spec, labels={"app": "x"})
         c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert len({node for _, node in plan.bindings}) == 6
@@ -577,7 +574,7 @@ def test_replacement_of_a_satisfied_gang_goes_where_the_skew_allows() -> None:
     where = dict(plan.bindings)
     gone = keys[0]
     c.remove_pod(gone)
-    obj = labelled(pod_obj("g-new", spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]}), {"app": "x"})
+    obj = pod_obj("g-new", spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]}, labels={"app": "x"})
     c.upsert_pod(pod_from_api(obj, gang="default/g", rank=0, ours=True))
     plan = step(c, CFG, 1.0)
     assert [k for k, _ in plan.bindings] == ["default/g-new"]
@@ -648,7 +645,7 @@ def test_schedule_anyway_next_to_do_not_schedule_never_refuses() -> None:
     c.upsert_gang(GangSpec("default", "g", 6))
     for i in range(6):
         spec = {"topologySpreadConstraints": [spread(1, "zone", APP), soft("kubernetes.io/hostname")]}
-        obj = labelled(pod_obj(f"g-{i}", spec_extra=spec), {"app": "x"})
+        obj = pod_obj(f"g-{i}", spec_extra=spec, labels={"app": "x"})
         c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert _per_zone(c, plan.bindings) == [2, 2, 2]
@@ -675,7 +672,7 @@ def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
         control.upsert_pod(pod_from_api(obj, gang=None, ours=False))
     control.upsert_gang(GangSpec("default", "g", 6))
     for i in range(6):
-        obj = labelled(pod_obj(f"g-{i}"), {"app": "x"})
+        obj = pod_obj(f"g-{i}", labels={"app": "x"})
         control.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     assert step(control, CFG, 0.0).evictions
 
@@ -725,13 +722,13 @@ def _random_case(seed: int, config: SchedulerConfig) -> None:
             cap[z] += room
             count[z] += old
             for k in range(old):
-                obj = labelled(pod_obj(f"old-{name}-{k}", cpu=None, node=name, phase="Running"), {"app": "x"})
+                obj = pod_obj(f"old-{name}-{k}", cpu=None, node=name, phase="Running", labels={"app": "x"})
                 c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
     want = _water_fill(cap, count, skew, min_domains, n)
     c.upsert_gang(GangSpec("default", "g", 1, mode=GangMode.NON_STRICT))
     constraint = spread(skew, "zone", APP, **({"minDomains": min_domains} if min_domains > 1 else {}))
     for i in range(n):
-        obj = labelled(pod_obj(f"g-{i}", spec_extra={"topologySpreadConstraints": [constraint]}), {"app": "x"})
+        obj = pod_obj(f"g-{i}", spec_extra={"topologySpreadConstraints": [constraint]}, labels={"app": "x"})
         c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
     plan = step(c, config, 0.0)
     placed = [*plan.bindings, *plan.reservations]

@@ -37,11 +37,9 @@ GPU = "nvidia.com/gpu"
 def _pod(
     name: str, *, gang: str, gpu: int, run: float | None, created: float, node: str | None = None
 ) -> dict[str, Any]:
-    obj = pod_obj(name, gpu=gpu, node=node, phase="Running" if node else "Pending")
-    if run is not None:
-        obj["metadata"]["annotations"] = {"scheduling.gangsched.io/expected-duration": f"{run:g}s"}
-    obj["metadata"]["creationTimestamp"] = rfc3339(created)
-    return obj
+    annotations = {"scheduling.gangsched.io/expected-duration": f"{run:g}s"} if run is not None else None
+    phase = "Running" if node else "Pending"
+    return pod_obj(name, gpu=gpu, node=node, phase=phase, annotations=annotations, created=rfc3339(created))
 
 
 class Sim:
