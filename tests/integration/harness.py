@@ -133,6 +133,12 @@ pod = member_manifest
 podgroup = podgroup_manifest
 
 
+async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    """The nodes of the bound pods named `<prefix>-*` once all `n` of them are bound, else None."""
+    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
+    return got if len(got) == n else None
+
+
 async def create(client: KubeClient, *objs: dict[str, Any]) -> None:
     for obj in objs:
         ns = obj["metadata"].get("namespace", "default")

@@ -19,7 +19,7 @@ import pytest
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.builders import gang_manifests
-from tests.integration.harness import bound, create, eventually, on_replica, pod, pods, replica
+from tests.integration.harness import create, eventually, on_replica, placed, pod, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -81,11 +81,6 @@ def budget(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
     }
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def gone(k: KubeClient, prefix: str) -> bool:

@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 
 from gangsched.core.values.errors import InvalidField
-from gangsched.k8s.client import KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.builders import gang_manifests
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, pods, replica
+from tests.integration.harness import create, events_for, eventually, on_replica, placed, pod, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -46,11 +45,6 @@ async def three() -> AsyncIterator[Cluster]:
 
 def gang(name: str, n: int, *, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
     return gang_manifests(name, n, pc=pc, labels=labels)
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def test_prefer_deletes_a_protected_victim_only_as_a_last_resort(three: Cluster) -> None:

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.client import KubeClient
 from gangsched.sim.requestlog import LoggedRequest
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.builders import gang_manifests
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, pods, replica
+from tests.integration.harness import create, events_for, eventually, on_replica, placed, pod, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -42,11 +41,6 @@ async def four() -> AsyncIterator[Cluster]:
 
 def gang(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:
     return gang_manifests(name, n, pc=pc, labels={"app": name})
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 def _fast_runtime(op: Any) -> None:

@@ -14,9 +14,17 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.integration.harness import (
+    create,
+    events_for,
+    eventually,
+    on_replica,
+    placed,
+    pod,
+    podgroup,
+    replica,
+)
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -34,11 +42,6 @@ async def three() -> AsyncIterator[Cluster]:
 
 def members(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:
     return [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc) for i in range(n)]
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def test_reservations_of_a_lower_priority_nonstrict_gang_are_released_for_a_higher_one(three: Cluster) -> None:

@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.builders import gang_manifests
-from tests.integration.harness import bound, create, events_for, eventually, get_podgroup, pods, replica
+from tests.integration.harness import create, events_for, eventually, get_podgroup, placed, pods, replica
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
@@ -39,11 +38,6 @@ async def two() -> AsyncIterator[Cluster]:
 
 def gang(name: str, n: int, *, pc: str, annotations: dict[str, str] | None = None, **spec: Any) -> list[dict[str, Any]]:
     return gang_manifests(name, n, pc=pc, annotations=annotations, **spec)
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def test_preemptor_outlasts_its_waiting_time_while_victims_terminate(two: Cluster) -> None:

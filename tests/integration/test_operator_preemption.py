@@ -13,13 +13,13 @@ from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.builders import gang_manifests
 from tests.integration.harness import (
-    bound,
     create,
     events_for,
     eventually,
     get_podgroup,
     on_replica,
     phase_of,
+    placed,
     pods,
     replica,
 )
@@ -83,11 +83,6 @@ def gang(
     if group_size is not None:
         spec["networkTopology"] = {"mode": "soft", "groupSize": group_size}
     return gang_manifests(name, n, pc=pc, min_member=min_member, labels=labels, **spec)
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def gone(k: KubeClient, prefix: str) -> bool:
