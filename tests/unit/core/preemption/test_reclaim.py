@@ -14,15 +14,14 @@ from gangsched.core.memory.podstate import RESERVED
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from tests.builders import add_nodes, add_pod
+from tests.builders import add_gang, add_nodes, add_pod
 
 CFG = SchedulerConfig(max_units_per_cycle=8)
 
 
 def gang(c: SchedulerState, name: str, n: int, min_member: int, *, priority: int, nonstrict: bool = False) -> list[str]:
     mode = GangMode.NON_STRICT if nonstrict else GangMode.STRICT
-    c.upsert_gang(GangSpec("default", name, min_member, mode=mode))
-    return [add_pod(c, f"{name}-{i}", gang=f"default/{name}", rank=i, gpu=8, priority=priority) for i in range(n)]
+    return add_gang(c, name, n, min_member=min_member, mode=mode, gpu=8, priority=priority)
 
 
 def reserving_setup() -> tuple[SchedulerState, list[str]]:
