@@ -1,4 +1,6 @@
-"""Gang rules of schedule(): the scenarios of issue 3, table-driven where the shape allows."""
+"""Gang rules of schedule(): pods alone, missing PodGroups, quorum and minResources, Strict and NonStrict waiting,
+timeouts, gang groups, roles, queue order, bind failures, scores and topology tiers; table-driven where the shape
+allows (the scenarios of issue 3)."""
 
 from __future__ import annotations
 
