@@ -1,10 +1,10 @@
-"""Issue 13's "after a crash" bullet end to end with the real kubectl: a Strict gang of 4 of which a leader that died
-mid-burst bound 2 (`kubectl create --raw .../pods/<name>/binding`, the very request a scheduler sends; the kubelet
-is still pulling images, so they stay Pending), then the operator starts. With room for the rest the gang is
-completed and its PodGroup says Scheduled; without, the 2 are evicted after the waiting time, a Warning names them,
-and nothing of the gang holds a node. Oracles: cited in tests/integration/test_operator_partial_gangs.py
-(scheduler-plugins coscheduling PostFilter/Permit and PodGroup controller; Koordinator gang once-satisfied; the
-apiserver's BindingREST and eviction's canIgnorePDB for Pending pods).
+"""A gang found partly bound after a crash, end to end with the real kubectl (issue 13's "after a crash" bullet): a
+Strict gang of 4 of which a leader that died mid-burst bound 2 (`kubectl create --raw .../pods/<name>/binding`, the very
+request a scheduler sends; the kubelet is still pulling images, so they stay Pending), then the operator starts. With
+room for the rest the gang is completed and its PodGroup says Scheduled; without, the 2 are evicted after the waiting
+time, a Warning names them, and nothing of the gang holds a node. Oracles: cited in
+tests/integration/test_operator_partial_gangs.py (scheduler-plugins coscheduling PostFilter/Permit and PodGroup
+controller; Koordinator gang once-satisfied; the apiserver's BindingREST and eviction's canIgnorePDB for Pending pods).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""Issue 13's reservations bullet end to end with the real kubectl: a node holding a NonStrict gang's reservations
-is cordoned, tainted or deleted (`kubectl cordon`, `kubectl taint`, `kubectl delete node`), another scheduler's pod
-is created bound onto a reserved node, a PodGroup is deleted (`kubectl delete podgroup`); outcomes read with
-`kubectl get`; a preemptor's nominated node is cordoned. The operator runs in-process against the emulator.
+"""Reservations and nominations re-checked when their node or PodGroup changes, end to end with the real kubectl: a node
+holding a NonStrict gang's reservations is cordoned, tainted or deleted (`kubectl cordon`, `kubectl taint`, `kubectl
+delete node`), another scheduler's pod is created bound onto a reserved node, a PodGroup is deleted (`kubectl delete
+podgroup`); outcomes read with `kubectl get`; a preemptor's nominated node is cordoned. The operator runs in-process
+against the emulator.
 
 Setting: 4 nodes of 8 GPUs; node-2 and node-3 run default-scheduler pods (8 GPUs each, spec.nodeName set at
 creation); NonStrict gang `g` (3 x 8 GPUs, minMember 3) reserves node-0 and node-1 and waits for room.

@@ -1,7 +1,8 @@
-"""Issue 13 "Why", after a crash / messages: "the PodGroup was written `Scheduled` before its bindings succeeded" and
-"a `Scheduled` event before the binds succeed", end to end with the real kubectl. Every pods/binding is answered
-5 s late (the emulator's latency fault: a loaded apiserver), so a burst's binds stay in flight; whenever kubectl
-first shows the PodGroup `Scheduled` (or `Running`), or a `Scheduled` event on it, every member is bound already.
+"""A PodGroup says Scheduled, and a Scheduled event is sent, only once every binding succeeded (issue 13 "Why", after a
+crash / messages: "the PodGroup was written `Scheduled` before its bindings succeeded" and "a `Scheduled` event before
+the binds succeed"), end to end with the real kubectl. Every pods/binding is answered 5 s late (the emulator's latency
+fault: a loaded apiserver), so a burst's binds stay in flight; whenever kubectl first shows the PodGroup `Scheduled` (or
+`Running`), or a `Scheduled` event on it, every member is bound already.
 
 Oracles: scheduler-plugins' coscheduling PodGroup controller (pkg/controllers/podgroup_controller.go: the phase
 becomes Scheduled from the count of pods bound, never from a decision); kube-scheduler's `Scheduled` event is
