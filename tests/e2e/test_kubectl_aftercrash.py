@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -38,10 +37,6 @@ async def two() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE, kubelet_start_delay=3600) as cluster:
         yield cluster
-
-
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 async def bind_by_hand(cluster: Cluster, name: str, node: str) -> None:
@@ -67,8 +62,8 @@ async def events(cluster: Cluster, reason: str) -> str:
 async def test_a_partial_bind_burst_is_completed_when_the_rest_fits(four: Cluster) -> None:
     """Its PodGroup says Scheduling since long ago: the waiting time counts from the restart (it used to time out at
     once and for good, the 2 bound members holding their GPUs)."""
-    await apply(four, podgroup("g", min_member=4, scheduleTimeoutSeconds=5))
-    await apply(four, *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
+    await kubectl_apply(four, podgroup("g", min_member=4, scheduleTimeoutSeconds=5))
+    await kubectl_apply(four, *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
     for i in range(2):
         await bind_by_hand(four, f"g-{i}", four.node_names[i])
     status = {"status": {"phase": "Scheduling", "scheduleStartTime": "2024-01-01T00:00:00Z"}}  # the dead leader's
@@ -109,7 +104,7 @@ async def test_a_partial_bind_burst_is_completed_when_the_rest_fits(four: Cluste
 async def test_a_partial_bind_burst_without_room_is_evicted_after_the_waiting_time(two: Cluster) -> None:
     """Koordinator annotations (an annotation-only gang: the operator creates its PodGroup)."""
     gang = {KOORD + "name": "g", KOORD + "min-available": "4", KOORD + "waiting-time": "2s"}
-    await apply(two, *(pod(f"g-{i}", gpu=8, annotations=gang) for i in range(4)))
+    await kubectl_apply(two, *(pod(f"g-{i}", gpu=8, annotations=gang) for i in range(4)))
     for i in range(2):
         await bind_by_hand(two, f"g-{i}", two.node_names[i])
     async with replica(two.kubeconfig):
@@ -134,8 +129,8 @@ async def test_a_partial_bind_burst_without_room_is_evicted_after_the_waiting_ti
 async def test_messages_of_an_invalid_podgroup_describe_the_present(two: Cluster) -> None:
     """Was: "PodGroup default/bad does not exist yet" on its pods, and "2 of 1 members present" on the PodGroup.
     (scheduleTimeoutSeconds above int32: accepted by the CRD schema, refused by the operator: docs in README.)"""
-    await apply(two, podgroup("bad", min_member=2, scheduleTimeoutSeconds=9999999999))
-    await apply(two, *(pod(f"bad-{i}", group="bad", gpu=8) for i in range(2)))
+    await kubectl_apply(two, podgroup("bad", min_member=2, scheduleTimeoutSeconds=9999999999))
+    await kubectl_apply(two, *(pod(f"bad-{i}", group="bad", gpu=8) for i in range(2)))
     async with replica(two.kubeconfig):
 
         async def told() -> str | None:

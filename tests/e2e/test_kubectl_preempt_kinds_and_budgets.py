@@ -16,12 +16,11 @@ import pytest
 
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.e2e.test_kubectl_preempt_wait_reclaim_refusal_alone import (
     NODE,
     PRIORITY_CLASSES,
     all_on_nodes,
-    apply,
     events,
     gang,
     node_names,
@@ -50,10 +49,10 @@ async def test_a_plain_pod_reclaims_lower_priority_reservations(three: Cluster) 
     `fh.GetWaitingPod(victim.UID)` ... `Reject`), for any preemptor pod: a pod without a gang takes a
     lower-priority NonStrict gang's reservations as a 1-member gang does, and nothing running is evicted."""
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *gang("slow", 4, pc="best-effort", mode="NonStrict", scheduleTimeoutSeconds=600))
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *gang("slow", 4, pc="best-effort", mode="NonStrict", scheduleTimeoutSeconds=600))
         await eventually(lambda: _holding(three, "slow", "holding 3 of minMember 4"), what="slow holds 3 nodes")
-        await apply(three, pod("urgent", gpu=8, priority_class="guarantee"))
+        await kubectl_apply(three, pod("urgent", gpu=8, priority_class="guarantee"))
         await eventually(lambda: all_on_nodes(three, "urgent", 1), what="urgent bound on a reclaimed node")
         assert "reservations released for higher-priority pod default/urgent" in await events(
             three, "ReservationsReleased"
@@ -67,10 +66,10 @@ async def test_a_high_priority_nonstrict_gang_preempts(three: Cluster) -> None:
     gang are evaluated together"; NonStrict pods reach it through PostFilter as Strict ones do): a NonStrict gang
     that cannot reach its quorum preempts as a Strict one does, whole victim gangs first."""
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort") for i in range(3)))
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort") for i in range(3)))
         await eventually(lambda: all_on_nodes(three, "cheap-", 3), what="cheap bound")
-        await apply(three, *gang("ns", 2, pc="guarantee", mode="NonStrict", scheduleTimeoutSeconds=600))
+        await kubectl_apply(three, *gang("ns", 2, pc="guarantee", mode="NonStrict", scheduleTimeoutSeconds=600))
         await eventually(lambda: all_on_nodes(three, "ns-", 2), timeout=30, what="ns bound after preempting")
         assert len(await node_names(three, "cheap-")) == 1
         assert "Preempted by gang default/ns" in await events(three, "Preempted")
@@ -82,13 +81,13 @@ async def test_a_late_member_of_a_satisfied_gang_preempts(three: Cluster) -> Non
     as a pod without a gang does here (Koordinator's coscheduling PostFilter hands a pod of a gang that was once
     satisfied to the next PostFilter plugin, DefaultPreemption: pkg/scheduler/plugins/coscheduling/core/core.go)."""
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *PRIORITY_CLASSES)
         members = [pod(f"sat-{i}", group="sat", gpu=8, priority_class="guarantee") for i in range(2)]
-        await apply(three, podgroup("sat", min_member=2), *members)
+        await kubectl_apply(three, podgroup("sat", min_member=2), *members)
         await eventually(lambda: all_on_nodes(three, "sat-", 2), what="sat bound")
-        await apply(three, pod("cheap", gpu=8, priority_class="best-effort"))
+        await kubectl_apply(three, pod("cheap", gpu=8, priority_class="best-effort"))
         await eventually(lambda: all_on_nodes(three, "cheap", 1), what="cheap bound on the last node")
-        await apply(three, pod("sat-2", group="sat", gpu=8, priority_class="guarantee"))
+        await kubectl_apply(three, pod("sat-2", group="sat", gpu=8, priority_class="guarantee"))
         await eventually(lambda: all_on_nodes(three, "sat-", 3), timeout=30, what="late member bound")
         assert not await node_names(three, "cheap")
         assert "Preempted by pod default/sat-2" in await events(three, "Preempted")
@@ -128,11 +127,11 @@ async def test_a_victim_gang_a_budget_would_cut_short_is_not_chosen(three: Clust
     goes whole and high binds."""
     three.server.requests.enabled = True
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *_victim_gang())
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *_victim_gang())
         await eventually(lambda: all_on_nodes(three, "vg-", 3), what="vg bound")
-        await apply(three, _budget(1))
-        await apply(three, *gang("high", 3, pc="guarantee"))
+        await kubectl_apply(three, _budget(1))
+        await kubectl_apply(three, *gang("high", 3, pc="guarantee"))
 
         async def refused() -> bool:
             return "victim gang(s) default/vg below their quorum" in await events(three, "PreemptionRefused")
@@ -161,15 +160,15 @@ async def test_when_status_races_the_guarded_member_goes_first_and_a_refusal_spa
             p.retry_window, p.initial_backoff, p.attempts, p.cooldown_base, p.cooldown_max = 2.0, 0.1, 3, 0.1, 0.1
 
         on_replica(op, fast)
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *_victim_gang())
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *_victim_gang())
         await eventually(lambda: all_on_nodes(three, "vg-", 3), what="vg bound")
-        await apply(three, _budget(0))
+        await kubectl_apply(three, _budget(0))
         await eventually(
             lambda: _true(on_replica(op, lambda: op.cache.budgets.selected("default/vg-2"))), what="vg-2 selected"
         )
         three.server.faults.add([parse_rule_spec("kind=http429,verb=create,resource=pods/eviction,next=3")])
-        await apply(three, *gang("high", 3, pc="guarantee"))
+        await kubectl_apply(three, *gang("high", 3, pc="guarantee"))
         await eventually(lambda: _true(on_replica(op, lambda: op.preemptions.refused >= 1)), what="vg-2 refused")
 
         async def given_up() -> bool:

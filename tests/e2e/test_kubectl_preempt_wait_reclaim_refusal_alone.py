@@ -9,7 +9,6 @@ runtime's retry window and cool-down 0.1-1 s). The oracles are cited in the inte
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.builders import gang_manifests
-from tests.e2e.kubectl_run import kubectl
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually as _eventually
 from tests.integration.harness import on_replica, pod, podgroup, replica
 from tests.tools import need_tool
@@ -37,10 +36,6 @@ async def three() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=3, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 async def node_names(cluster: Cluster, prefix: str) -> dict[str, str]:
@@ -68,10 +63,12 @@ def gang(name: str, n: int, *, pc: str, annotations: dict[str, str] | None = Non
 
 async def test_a_preemptor_outlasts_its_waiting_time_while_its_victims_terminate(three: Cluster) -> None:
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *gang("low", 3, pc="best-effort", annotations={"sim.gangsched.io/termination-delay": "3s"}))
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(
+            three, *gang("low", 3, pc="best-effort", annotations={"sim.gangsched.io/termination-delay": "3s"})
+        )
         await _eventually(lambda: all_on_nodes(three, "low-", 3), what="low bound")
-        await apply(three, *gang("high", 3, pc="guarantee", scheduleTimeoutSeconds=1))
+        await kubectl_apply(three, *gang("high", 3, pc="guarantee", scheduleTimeoutSeconds=1))
         await _eventually(lambda: all_on_nodes(three, "high-", 3), timeout=20, what="high bound")
         assert "high" not in await events(three, "GangTimeout")
 
@@ -86,12 +83,12 @@ async def test_a_preemptor_outlasts_its_waiting_time_while_its_victims_terminate
 
 async def test_reservations_of_a_lower_priority_nonstrict_gang_are_taken_first(three: Cluster) -> None:
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(
             three, podgroup("run", min_member=1), pod("run-0", group="run", gpu=8, priority_class="best-effort")
         )
         await _eventually(lambda: all_on_nodes(three, "run-", 1), what="run bound")
-        await apply(three, *gang("slow", 4, pc="best-effort", mode="NonStrict", scheduleTimeoutSeconds=600))
+        await kubectl_apply(three, *gang("slow", 4, pc="best-effort", mode="NonStrict", scheduleTimeoutSeconds=600))
 
         async def holding() -> bool:
             return "holding 2 of minMember 4" in await kubectl(
@@ -99,7 +96,7 @@ async def test_reservations_of_a_lower_priority_nonstrict_gang_are_taken_first(t
             )
 
         await _eventually(holding, what="slow holding two reservations")
-        await apply(three, *gang("high", 2, pc="guarantee"))
+        await kubectl_apply(three, *gang("high", 2, pc="guarantee"))
         await _eventually(lambda: all_on_nodes(three, "high-", 2), what="high bound on the reserved nodes")
         assert await all_on_nodes(three, "run-", 1)  # nothing running was evicted
         assert "reservations released for higher-priority gang default/high" in await events(
@@ -117,8 +114,8 @@ async def test_refused_evictions_do_not_storm(three: Cluster) -> None:
             p.retry_window, p.initial_backoff, p.attempts, p.cooldown_base, p.cooldown_max = 1.0, 0.1, 3, 0.1, 0.1
 
         on_replica(op, fast)
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *gang("a", 3, pc="best-effort"))
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *gang("a", 3, pc="best-effort"))
         await _eventually(lambda: all_on_nodes(three, "a-", 3), what="a bound")
         budget = {
             "apiVersion": "policy/v1",
@@ -126,14 +123,14 @@ async def test_refused_evictions_do_not_storm(three: Cluster) -> None:
             "metadata": {"name": "a", "namespace": "default"},
             "spec": {"selector": {"matchLabels": {"app": "a"}}, "minAvailable": 3},
         }
-        await apply(three, budget)
+        await kubectl_apply(three, budget)
 
         async def protected() -> bool:
             return on_replica(op, lambda: "default/a-0" in op.cluster.protected)
 
         await _eventually(protected, what="a protected")
         start = time.monotonic()
-        await apply(three, *gang("high", 1, pc="guarantee"))
+        await kubectl_apply(three, *gang("high", 1, pc="guarantee"))
         await asyncio.sleep(10.0)  # the measurement window: 755 refused evictions per pod in 10 s
         sent = [e for e in log.entries if e.method == "POST" and e.path.endswith("/eviction") and e.monotonic >= start]
         assert len(sent) <= 3 * 3, len(sent)  # one task of 3 attempts per victim, then never again for high
@@ -144,10 +141,10 @@ async def test_refused_evictions_do_not_storm(three: Cluster) -> None:
 
 async def test_a_pod_without_a_gang_preempts(three: Cluster) -> None:
     async with replica(three.kubeconfig):
-        await apply(three, *PRIORITY_CLASSES)
-        await apply(three, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort") for i in range(3)))
+        await kubectl_apply(three, *PRIORITY_CLASSES)
+        await kubectl_apply(three, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort") for i in range(3)))
         await _eventually(lambda: all_on_nodes(three, "cheap-", 3), what="cheap bound")
-        await apply(three, pod("urgent", gpu=8, priority_class="guarantee"))
+        await kubectl_apply(three, pod("urgent", gpu=8, priority_class="guarantee"))
         got = await _eventually(lambda: all_on_nodes(three, "urgent", 1), what="urgent bound after preempting")
         assert len(await node_names(three, "cheap-")) == 2
         assert f"Preempted by pod default/urgent on node {got['urgent']}" in await events(three, "Preempted")

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -38,10 +38,6 @@ async def four() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=4, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 def bound_elsewhere(name: str, node: str) -> dict[str, Any]:
@@ -74,8 +70,8 @@ async def events(cluster: Cluster, reason: str) -> str:
 
 
 async def g_holding_two(cluster: Cluster) -> None:
-    await apply(cluster, bound_elsewhere("busy-2", "node-2"), bound_elsewhere("busy-3", "node-3"))
-    await apply(
+    await kubectl_apply(cluster, bound_elsewhere("busy-2", "node-2"), bound_elsewhere("busy-3", "node-3"))
+    await kubectl_apply(
         cluster,
         podgroup("g", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=600),
         *[pod(f"g-{i}", group="g", gpu=8) for i in range(3)],
@@ -122,7 +118,7 @@ async def test_another_schedulers_pod_on_a_reserved_node_never_over_commits_it(f
     watch, in order: whenever g reaches its quorum, the intruder is already charged to node-0."""
     async with replica(four.kubeconfig):
         await g_holding_two(four)
-        await apply(four, bound_elsewhere("intruder", "node-0"))
+        await kubectl_apply(four, bound_elsewhere("intruder", "node-0"))
         await kubectl(four, "delete", "pod", "busy-2", "busy-3")
         placed = await eventually(lambda: gang_bound(four, "g-", 3), what="g bound")
         per_node: dict[str, int] = {}
@@ -142,14 +138,14 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
     async with replica(four.kubeconfig, defaultWaitSeconds=3):
         await g_holding_two(four)
         await kubectl(four, "delete", "podgroups.scheduling.x-k8s.io", "g")
-        await apply(four, podgroup("h", min_member=2), *[pod(f"h-{i}", group="h", gpu=8) for i in range(2)])
+        await kubectl_apply(four, podgroup("h", min_member=2), *[pod(f"h-{i}", group="h", gpu=8) for i in range(2)])
         placed = await eventually(lambda: gang_bound(four, "h-", 2), what="h bound on the room g held")
         assert sorted(placed.values()) == ["node-0", "node-1"]
         probe = [pod(f"p-{i}", cpu="20") for i in range(2)]  # only one fits on node-0: p holds 1 of 2, times out
         for p in probe:
             p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "p"
             p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-0"}
-        await apply(four, podgroup("p", min_member=2, mode="NonStrict", scheduleTimeoutSeconds=3), *probe)
+        await kubectl_apply(four, podgroup("p", min_member=2, mode="NonStrict", scheduleTimeoutSeconds=3), *probe)
 
         async def probe_timed_out() -> bool:
             phase = await kubectl(four, "get", "podgroups.scheduling.x-k8s.io", "p", "-o", "jsonpath={.status.phase}")
@@ -197,10 +193,12 @@ async def test_kubectl_cordon_of_a_nominated_node_moves_the_nomination(four: Clu
     ]
     slow = {"sim.gangsched.io/termination-delay": "5s"}  # the victims take 5 s to go (grace period 30 s)
     async with replica(four.kubeconfig):
-        await apply(four, *priority_classes)
-        await apply(four, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort", annotations=slow) for i in range(4)))
+        await kubectl_apply(four, *priority_classes)
+        await kubectl_apply(
+            four, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort", annotations=slow) for i in range(4))
+        )
         await eventually(lambda: gang_bound(four, "cheap-", 4), what="cheap bound on every node")
-        await apply(
+        await kubectl_apply(
             four, podgroup("high", min_member=1), pod("high-0", group="high", gpu=8, priority_class="guarantee")
         )
 

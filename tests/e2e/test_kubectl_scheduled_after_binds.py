@@ -13,15 +13,13 @@ The same claim through the API client: tests/integration/test_operator_partial_g
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -38,17 +36,13 @@ async def slow_binds() -> AsyncIterator[Cluster]:
         yield cluster
 
 
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
-
-
 async def bound_count(cluster: Cluster) -> int:
     out = await kubectl(cluster, "get", "pods", "-o", "jsonpath={range .items[*]}{.spec.nodeName}{'\\n'}{end}")
     return sum(1 for line in out.splitlines() if line.strip())
 
 
 async def test_podgroup_says_scheduled_only_once_every_bind_succeeded(slow_binds: Cluster) -> None:
-    await apply(slow_binds, podgroup("g", min_member=4), *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
+    await kubectl_apply(slow_binds, podgroup("g", min_member=4), *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
     async with replica(slow_binds.kubeconfig):
 
         async def said_scheduled() -> str | None:
