@@ -1,4 +1,4 @@
-# gangsched's image: `docker build -t gangsched:0.1.0 .`
+# gangsched's image: `docker build -t gangsched:0.1.0 .` (the tag: the version below and in pyproject.toml)
 # Multi-stage: the build stage installs the package and its dependencies (wheels for CPython 3.11 on glibc 2.36)
 # into /opt/gangsched; the runtime stage is distroless (Python 3.11 on Debian 12, the same ABI and glibc): no shell,
 # no package manager, a non-root numeric user. Pin the bases by digest in your registry mirror if you need
@@ -15,6 +15,11 @@ RUN python -m pip install --target /opt/gangsched . \
  && python -m compileall -q /opt/gangsched
 
 FROM ${RUNTIME_IMAGE}
+# OCI annotations of the image (`docker inspect`): the version is the package's (pyproject.toml); a test keeps them
+# equal, and the kustomize base's image tag (manifests/Kustomization) with them. In the final stage: labels of the
+# build stage are not inherited.
+LABEL org.opencontainers.image.title="gangsched" \
+      org.opencontainers.image.version="0.1.0"
 COPY --from=build /opt/gangsched /opt/gangsched
 ENV PYTHONPATH=/opt/gangsched PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 65532:65532

@@ -32,7 +32,7 @@ fmt: venv
 test: lint
 	$(PY) -m pytest
 
-# the layers alone: import-linter's contracts in pyproject.toml [tool.importlinter] (README "Layers")
+# the layers alone: import-linter's contracts in pyproject.toml [tool.importlinter] (docs/architecture.md "Layers")
 lint-imports: venv
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 

@@ -122,7 +122,7 @@ class Controller:
         return name
 
     def inferred_podgroup(self, name: str) -> str:
-        """The gang gangsched infers from the workload (README "Gangs inferred from workloads")."""
+        """The gang gangsched infers from the workload (docs/annotations.md "Gangs inferred from workloads")."""
         return name
 
     def selector(self, name: str) -> str:

@@ -65,7 +65,8 @@ def _add_serve(sim_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         action="append",
         default=[],
         metavar="SPEC",
-        help="inject a fault, e.g. 'kind=http500,verb=create,resource=pods/binding,p=0.2' (repeatable; see README)",
+        help="inject a fault, e.g. 'kind=http500,verb=create,resource=pods/binding,p=0.2' "
+        "(repeatable; docs/emulator.md)",
     )
     serve.add_argument(
         "--faults", default=None, metavar="FILE", help="fault rules as JSON or YAML (a list, or {seed, rules})"

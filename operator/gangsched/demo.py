@@ -135,7 +135,7 @@ async def run_demo_async() -> int:
             settled, last = await preemption_step(kubeconfig, cluster.client)
         say("\n$ kubectl get podgroups.scheduling.x-k8s.io -A")
         say((await kubectl(kubeconfig, "get", "podgroups.scheduling.x-k8s.io", "-A")).rstrip())
-        say("\n$ kubectl gang -A   # the kubectl plugin installed with the package (README: kubectl gang)")
+        say("\n$ kubectl gang -A   # the kubectl plugin installed with the package (docs/cli.md: kubectl gang)")
         say((await kubectl_gang(kubeconfig, "-A")).rstrip())
         say("\n$ kubectl get pods -A -o wide")
         say((await kubectl(kubeconfig, "get", "pods", "-A", "-o", "wide")).rstrip())
@@ -191,7 +191,7 @@ async def preemption_step(kubeconfig: str, client: KubeClient) -> tuple[bool, di
     say(f"   batch-low={now.get('default/batch-low') or '-'}")
     if not ok:
         return False, now
-    say("== kubectl apply -f manifests/examples/preemption/20-train-urgent.yaml  (only 8 GPUs free: it must preempt)")
+    say("== kubectl apply -f manifests/examples/preemption/20-train-urgent.yaml  (it must preempt)")
     say((await kubectl(kubeconfig, "apply", "-f", str(PREEMPTION_DIR / "20-train-urgent.yaml"))).rstrip())
     ok, now = await wait_phases(client, PREEMPTION_EXPECTED, PREEMPTION_DEADLINE_S)
     say("   " + "  ".join(f"{k}={now.get(k) or '-'}" for k in sorted(PREEMPTION_EXPECTED)))

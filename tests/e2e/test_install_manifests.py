@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _install_command() -> list[str]:
-    text = (ROOT / "README.md").read_text().split("## Using it", 1)[1]
+    text = (ROOT / "README.md").read_text().split("## Install on a cluster", 1)[1]
     block = re.search(r"```sh\n(.*?)```", text, re.S)
-    assert block, "README.md: no sh block under 'Using it'"
+    assert block, "README.md: no sh block under 'Install on a cluster'"
     lines = block.group(1).replace("\\\n", " ").splitlines()
     (apply,) = [shlex.split(line.split("#", 1)[0]) for line in lines if line.strip().startswith("kubectl apply")]
     return apply

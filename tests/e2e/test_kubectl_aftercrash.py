@@ -128,7 +128,7 @@ async def test_a_partial_bind_burst_without_room_is_evicted_after_the_waiting_ti
 
 async def test_messages_of_an_invalid_podgroup_describe_the_present(two: Cluster) -> None:
     """Was: "PodGroup default/bad does not exist yet" on its pods, and "2 of 1 members present" on the PodGroup.
-    (scheduleTimeoutSeconds above int32: accepted by the CRD schema, refused by the operator: docs in README.)"""
+    (scheduleTimeoutSeconds above int32: accepted by the CRD schema, refused by the operator: docs/annotations.md.)"""
     await kubectl_apply(two, podgroup("bad", min_member=2, scheduleTimeoutSeconds=9999999999))
     await kubectl_apply(two, *(pod(f"bad-{i}", group="bad", gpu=8) for i in range(2)))
     async with replica(two.kubeconfig):

@@ -15,7 +15,7 @@ scheduler's pod (so n0 is alone in its unit):
 - restart: `kubectl delete pods -l <the workload's selector>`, then the pods created again as the controller
   creates them (new names where it names them anew): while one is missing nothing binds (the PodGroup says
   `3 of ...`), then the gang binds whole again, with the same ranks and topology, and the status is right again
-  (README "Semantics": a job restarted whole starts whole or not at all).
+  (docs/concepts.md "Semantics": a job restarted whole starts whole or not at all).
 """
 
 from __future__ import annotations

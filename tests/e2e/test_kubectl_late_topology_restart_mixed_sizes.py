@@ -1,7 +1,7 @@
 """Late members keep a hard topology, topology asked for when none is known, a Running status is no proof after a
-restart, gangs of mixed sizes preempt: end to end with the real kubectl (docs/why13.md maps the review's findings to
-their tests): objects applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process against
-the emulator.
+restart, gangs of mixed sizes preempt: end to end with the real kubectl (the documented rules of docs/concepts.md and
+docs/annotations.md): objects applied with `kubectl apply`, outcomes read with `kubectl get`, the operator in-process
+against the emulator.
 
 - Topology, late members: "a replacement of a hard tier-1 gang landed in another unit". The replacement of a
   satisfied gang now waits for room in the gang's unit although another unit has room. Oracle: the

@@ -1,5 +1,6 @@
 """Group preemption end to end with the real kubectl: the demo's manifests (manifests/examples/preemption/) on a
-two-node emulator cluster, the operator in-process; what kubectl shows is what a user sees."""
+four-node emulator cluster (32 GPUs: batch-low's 4 x 4 GPUs leave 2 nodes empty, train-urgent needs 4 whole nodes),
+the operator in-process; what kubectl shows is what a user sees."""
 
 from __future__ import annotations
 
@@ -20,17 +21,17 @@ NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 
 
 @pytest.fixture
-async def two_nodes() -> AsyncIterator[Cluster]:
+async def four_nodes() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
-    async with running_cluster(nodes=2, node_resources=NODE) as cluster:
+    async with running_cluster(nodes=4, node_resources=NODE) as cluster:
         yield cluster
 
 
-async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whole(two_nodes: Cluster) -> None:
-    k = two_nodes.client
-    async with replica(two_nodes.kubeconfig):
+async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whole(four_nodes: Cluster) -> None:
+    k = four_nodes.client
+    async with replica(four_nodes.kubeconfig):
         await kubectl(
-            two_nodes,
+            four_nodes,
             "apply",
             "-f",
             str(EXAMPLES / "00-priorityclasses.yaml"),
@@ -42,8 +43,8 @@ async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whol
             return len([n for n in bound(await pods(k)) if n.startswith("batch-low-")]) == 4
 
         await eventually(low_running, what="batch-low bound")
-        assert "-100" in await kubectl(two_nodes, "get", "priorityclass", "demo-scavenger")
-        await kubectl(two_nodes, "apply", "-f", str(EXAMPLES / "20-train-urgent.yaml"))
+        assert "-100" in await kubectl(four_nodes, "get", "priorityclass", "demo-scavenger")
+        await kubectl(four_nodes, "apply", "-f", str(EXAMPLES / "20-train-urgent.yaml"))
 
         async def urgent_bound() -> bool:
             placed = bound(await pods(k))
@@ -59,9 +60,9 @@ async def test_urgent_gang_applied_with_kubectl_preempts_the_scavenger_gang_whol
             return bool((pg or {}).get("status", {}).get("phase") == "Running")
 
         await eventually(urgent_running, what="train-urgent Running")
-        events = await kubectl(two_nodes, "get", "events", "--field-selector", "reason=Preempted")
+        events = await kubectl(four_nodes, "get", "events", "--field-selector", "reason=Preempted")
         assert "Preempted by gang default/train-urgent for gang placement" in events
-        pg_events = await kubectl(two_nodes, "get", "events", "--field-selector", "involvedObject.name=train-urgent")
+        pg_events = await kubectl(four_nodes, "get", "events", "--field-selector", "involvedObject.name=train-urgent")
         assert "Preempting" in pg_events and "default/batch-low" in pg_events
-        table = await kubectl(two_nodes, "get", "podgroups.scheduling.x-k8s.io")
+        table = await kubectl(four_nodes, "get", "podgroups.scheduling.x-k8s.io")
         assert "train-urgent" in table and "Running" in table

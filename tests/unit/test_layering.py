@@ -1,4 +1,5 @@
-"""The layers are enforced by import-linter's contracts (pyproject.toml `[tool.importlinter]`, README "Layers").
+"""The layers are enforced by import-linter's contracts (pyproject.toml `[tool.importlinter]`, docs/architecture.md
+"Layers").
 
 Contract of these tests:
 - the contracts hold on the tree as it is (`make lint-imports` runs the same check);

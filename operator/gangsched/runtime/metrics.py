@@ -2,7 +2,10 @@
 
 Contract:
 - Counters and histograms the runtime updates directly (cycles, bindings, evictions, gang wait, NonStrict
-  deadlocks resolved and the reservations released for them: `record_deadlocks(plan.deadlocks)`).
+  deadlocks resolved and the reservations released for them: `record_deadlocks(plan.deadlocks)`); gauges it sets
+  after each round (`gangsched_pending_gangs`; `gangsched_oldest_waiting_gang_seconds`, what the "gangs waiting
+  longer than N" alert reads: `gang_wait_seconds` is observed only when a gang binds, so a gang that never binds
+  never shows there).
 - `attach(operator)` adds what is read from the operator when scraped (from the metrics server's thread, so
   only plain reads, no side effects): `gangsched_leader` (the same answer as /readyz's `leader`),
   `gangsched_seconds_since_last_cycle`, `gangsched_watch_restarts_total`, `gangsched_relists_total`,
@@ -18,7 +21,7 @@ Contract:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -33,10 +36,19 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from gangsched.core.memory.gangs import GangState
 from gangsched.core.transaction.plan import Deadlock
 
 if TYPE_CHECKING:
     from gangsched.runtime.operator import Operator
+
+
+def oldest_waiting_seconds(gangs: Iterable[GangState], now: float) -> float:
+    """Seconds the longest-waiting gang has waited: members pending and its quorum never reached (a satisfied gang's
+    late members schedule alone, they are not a gang waiting), counted from its first member's creation, as
+    `gangsched_gang_wait_seconds` counts; 0.0 when no gang waits."""
+    starts = [g.member_created for g in gangs if g.pending and not g.satisfied and g.member_created != float("inf")]
+    return max(0.0, now - min(starts)) if starts else 0.0
 
 
 class _RequestCounts:
@@ -125,6 +137,12 @@ class Metrics:
         )
         self.pending_gangs = Gauge(
             "gangsched_pending_gangs", "Gangs with members waiting to be scheduled", registry=self.registry
+        )
+        self.oldest_waiting_gang_seconds = Gauge(
+            "gangsched_oldest_waiting_gang_seconds",
+            "Seconds the longest-waiting gang (members pending, quorum never reached) has waited since its first"
+            " member was created; 0 when none waits. Set by the leader after each scheduling round",
+            registry=self.registry,
         )
         self.bind_errors = Counter("gangsched_bind_errors_total", "Bindings that failed", registry=self.registry)
         self.bound_pods = Counter("gangsched_bound_pods_total", "Pods bound by gangsched", registry=self.registry)

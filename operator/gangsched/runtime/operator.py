@@ -67,7 +67,7 @@ from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERS
 from gangsched.runtime.activity import ActivityLog
 from gangsched.runtime.bind_backoff import BindBackoff
 from gangsched.runtime.inferred import InferenceSource
-from gangsched.runtime.metrics import Metrics
+from gangsched.runtime.metrics import Metrics, oldest_waiting_seconds
 from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.runtime.podgroups import split_key as _split
 from gangsched.runtime.preemption import Preemptions
@@ -680,6 +680,7 @@ class Operator:
         self.cache.problems.clear()
         self.activity.flush()
         self.metrics.pending_gangs.set(sum(1 for g in self.cluster.gangs.values() if g.pending))
+        self.metrics.oldest_waiting_gang_seconds.set(oldest_waiting_seconds(self.cluster.gangs.values(), time.time()))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         if not self.may_write():  # decided by a leader that no longer is one: never sent

@@ -1,7 +1,8 @@
 """The built-in kinds the emulator serves, as ResourceType values.
 
 Contract: `BUILTIN_TYPES` lists every kind served from the start (core/v1, events.k8s.io/v1,
-scheduling.k8s.io/v1, coordination.k8s.io/v1, node.k8s.io/v1 RuntimeClass, policy/v1, storage.k8s.io/v1, apps/v1
+scheduling.k8s.io/v1, coordination.k8s.io/v1, node.k8s.io/v1 RuntimeClass, policy/v1, storage.k8s.io/v1,
+networking.k8s.io/v1 NetworkPolicy (stored, not enforced), apps/v1
 workloads (Deployment, ReplicaSet, StatefulSet; ReplicationController in core/v1: stored only, the disruption
 controller reads their scale), batch/v1 Job, rbac.authorization.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, the
 create-only SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview, apiextensions.k8s.io/v1; the
@@ -70,6 +71,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", "persistentvolumeclaim", True, ("pvc",), _STATUS
     ),
     ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", "storageclass", False, ("sc",)),
+    # stored only, never enforced (as on a cluster whose network plugin ignores NetworkPolicy): the install
+    # (manifests/networkpolicy.yaml, in the kustomize base) applies one
+    ResourceType("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", "networkpolicy", True, ("netpol",)),
     ResourceType(
         "apps",
         "v1",

@@ -154,16 +154,10 @@ def with_job_traits(
 ) -> dict[float, Workload]:
     """Each job's communication share (whatif/speed.py) and declared run time (whatif/inputs/estimates.py), drawn
     with `--seed`; ValueError: a bad option."""
-    import dataclasses
+    from gangsched.whatif.inputs.estimates import with_traits
 
-    from gangsched.whatif.inputs.estimates import declare_run_times
-    from gangsched.whatif.speed import assign_comm_shares
-
-    out = {}
-    for load, w in workloads.items():
-        jobs = declare_run_times(w.jobs, args.declared_share, args.declared_slack, args.seed)
-        out[load] = dataclasses.replace(w, jobs=assign_comm_shares(jobs, speed, args.seed))
-    return out
+    share, slack = args.declared_share, args.declared_slack
+    return {load: with_traits(w, speed, share=share, slack=slack, seed=args.seed) for load, w in workloads.items()}
 
 
 def replay_all(

@@ -15,7 +15,8 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None, speed=None) 
 - Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
   held by incarnations running whole (`whole_gpu_seconds`), held by incomplete gangs (allocated - whole), and the
   useful work: GPUs of whole incarnations divided by their slowdown (`useful_gpu_seconds`: GPU time at the jobs'
-  ideal speed; equal to whole with the placement-independent model). `timeline` records (t, gpus allocated, useful
+  ideal speed; equal to whole with the placement-independent model; `lost_work` the intervals of it an eviction or a
+  node failure destroyed, the job restarting from zero). `timeline` records (t, gpus allocated, useful
   work in GPUs, cpu allocated, cpu held whole, gpus held whole) at each instant the values changed.
 - Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
   formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
@@ -121,6 +122,8 @@ class Replay:
     events: int = 0
     wall_seconds: float = 0.0
     permit_timeouts: int = 0
+    # work an eviction or a node failure destroyed: (whole since, ended at, GPUs / placement slowdown) per incarnation
+    lost_work: list[tuple[float, float, float]] = field(default_factory=list)
 
 
 class _Engine:
@@ -243,6 +246,9 @@ class _Engine:
             ran = self.now - run.whole_since if run.whole_since is not None else 0.0
             lost = run.job.gpus * ran
             run.result.lost_run_seconds += ran
+            if run.whole_since is not None and ended.reason != "timeout":
+                rate = run.job.gpus / run.result.placement_slowdown
+                self.out.lost_work.append((run.whole_since, self.now, rate))
             if ended.reason == "evicted":
                 run.result.evictions += 1
                 run.result.evicted_gpu_seconds += lost

@@ -6,9 +6,10 @@ favoured). Time-based figures are averaged or integrated over [t0, t1]; job-base
 arrived in [t0, t1] (arrivals only: a job is judged by its whole life, however long after t1 it ends).
 - `jobs`: jobs that arrived in the window (`jobs_replayed`: all); `completed`, `unfinished` among them.
 - `gpu_alloc_mean`, `cpu_alloc_mean`: mean fraction of capacity allocated (HELD or RUNNING) over the window;
-  `useful_util`: the work done, GPU time of gangs running whole at their ideal speed (whatif/speed.py: a job slowed
-  by its placement counts its GPUs divided by its placement slowdown); `useful_cpu_util`: CPU held by gangs running
-  whole.
+  `useful_util`: the work done that was kept, GPU time of gangs running whole at their ideal speed (whatif/speed.py:
+  a job slowed by its placement counts its GPUs divided by its placement slowdown), less the work an eviction or a
+  node failure destroyed (the job restarts from zero: `Replay.lost_work`); `useful_cpu_util`: CPU held by gangs
+  running whole.
 - `held_idle_gpu_hours`: GPU-hours held by incomplete gangs over the window (allocated - held by whole gangs).
 - `jct`, `queue`: {mean, p50, p95, p99, max, n} in seconds over the window's completed jobs (JCT: completion - first
   submit; queueing delay: start of the completing incarnation - first submit - the time earlier incarnations ran
@@ -121,6 +122,14 @@ def _job_stats(jobs: Sequence[JobResult]) -> dict[str, Any]:
     }
 
 
+def lost_work_mean(lost: Sequence[tuple[float, float, float]], t0: float, t1: float) -> float:
+    """The work (GPUs) destroyed by evictions and node failures, averaged over [t0, t1]: each interval's rate times
+    its overlap with the window."""
+    if t1 <= t0:
+        return 0.0
+    return sum(rate * max(0.0, min(end, t1) - max(start, t0)) for start, end, rate in lost) / (t1 - t0)
+
+
 def jain_index(values: Sequence[float]) -> float:
     """Jain's fairness index of non-negative values; 1.0 when empty or all zero."""
     square_sum = sum(v * v for v in values)
@@ -138,6 +147,7 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
     gpu_cap, cpu_cap = max(replay.gpu_capacity, 1), max(replay.cpu_capacity, 1)
     decisions = [s * 1000 for s in replay.decision_seconds]
     alloc, useful = window_mean(replay.timeline, 1, t0, t1), window_mean(replay.timeline, 2, t0, t1)
+    useful -= lost_work_mean(replay.lost_work, t0, t1)
     whole = window_mean(replay.timeline, 5, t0, t1)
     slowdowns = [(j.end - j.submit) / j.duration for j in done if j.end is not None and j.duration > 0]
     evicted = sum(j.evicted_gpu_seconds for j in arrived) / 3600

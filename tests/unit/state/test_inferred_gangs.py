@@ -158,7 +158,7 @@ def test_the_cache_waits_for_the_workload_then_schedules_the_gang_and_asks_for_i
 
 def test_topology_annotations_on_the_pods_override_the_inferred_spec() -> None:
     """The template's `scheduling.gangsched.io/*` topology keys reach every pod (each controller copies its template's
-    metadata); they override an inferred gang's spec field by field, as they override a PodGroup's (README,
+    metadata); they override an inferred gang's spec field by field, as they override a PodGroup's (docs/annotations.md,
     "Declaring a gang"). Before, an inferred gang dropped them without a word."""
     cache = _cache(all_namespaces=True)
     job = w.indexed_job("train", parallelism=2, completions=2, job_uid="job-uid")

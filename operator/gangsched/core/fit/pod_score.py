@@ -11,8 +11,8 @@ Contract:
   raw score (processExistingPod: each existing pod matching a term adds the term's weight to its node's
   domain); it is not normalized to 0-100 (normalizing keeps the order of nodes) and is summed with the node
   affinity and taint preference as it is.
-- Not counted (documented in the README): the symmetric part of scoring.go, existing pods' own preferred terms
-  (and required affinity terms, hardPodAffinityWeight) that match the incoming pod.
+- Not counted (documented in docs/pod-constraints.md): the symmetric part of scoring.go, existing pods' own
+  preferred terms (and required affinity terms, hardPodAffinityWeight) that match the incoming pod.
 - `terms(cls, counts)`: (signed weight, Counter, topology key) per term (core/placement/score_place.py reads them).
 - `PodPreference`: the capacity indexes' hook (a `NodeFilter`, core/fit/filters.py, that never limits):
   `applies(cls)` when the class has preferred terms; `touched(cls, counts, changes)`: the nodes of the domains

@@ -95,6 +95,7 @@ def preempt_alone(session: CycleSession, unit: UnitKey, pod: PodRecord, gang: Ga
         refused=session.state.refused_for(pod.key),
         protected=session.state.protected,
         respect_pdb=session.config.preemption_pdb == "respect",
+        now=session.now,
     )
     if choice is None:
         session.rollback(mark)

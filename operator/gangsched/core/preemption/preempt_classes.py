@@ -73,6 +73,7 @@ def choose_classes(
                 refused=refused,
                 protected=session.state.protected,
                 respect_pdb=session.config.preemption_pdb == "respect",
+                now=session.now,
             )
             if choice is None:
                 workspace.rollback(mark)

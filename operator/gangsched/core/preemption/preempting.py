@@ -215,6 +215,7 @@ def _choose(
         refused=refused,
         protected=session.state.protected,
         respect_pdb=session.config.preemption_pdb == "respect" if respect_pdb is None else respect_pdb,
+        now=session.now,
     )
     if choice is None or not keep:
         session.rollback(mark)

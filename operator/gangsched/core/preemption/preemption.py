@@ -16,14 +16,16 @@ is the workspace's tentative usage on top of `cluster.used` (the preemptor's own
   is a unit of its own.
 - Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
   pair, as core/topology.place orders them), computed on the capacity each node would have with every
-  candidate removed; (2) the lowest highest-victim-priority; (3) the fewest victim pods; (4) place()'s
-  best-fit / natural order. Units containing a `protected` pod (one a PodDisruptionBudget's status says the
-  Eviction API would refuse now, or whose eviction was refused) are used only when no choice without them exists;
-  with `respect_pdb` (config `preemption.pdb: respect`) a whole victim gang with a protected member is never
-  used: its other members would be evicted and it would be left running below its quorum.
+  candidate removed; (2) the lowest highest-victim-priority; (3) the least work destroyed (with `now`: the
+  victims' run time so far x devices, victim_tracker.work_lost; a job restarts from zero); (4) the fewest victim
+  pods; (5) place()'s best-fit / natural order. Units containing a `protected` pod (one a PodDisruptionBudget's
+  status says the Eviction API would refuse now, or whose eviction was refused) are used only when no choice
+  without them exists; with `respect_pdb` (config `preemption.pdb: respect`) a whole victim gang with a protected
+  member is never used: its other members would be evicted and it would be left running below its quorum.
 - Method (never pods x nodes): per-node capacity with and without candidates; one place() call fixes the tier;
-  every domain of that tier that could hold the gang gets a greedy choice of units (lowest priority first,
-  then most capacity gained per victim pod; once with small units first, once with large ones first), checked
+  every domain of that tier that could hold the gang gets a greedy choice of units (lowest priority first, then
+  least work destroyed per capacity gained, then most capacity gained per victim pod; once with small units
+  first, once with large ones first), checked
   incrementally with place()'s own slot rule; each choice is pruned (a unit whose removal keeps the placement
   feasible is dropped) and the cheapest wins. Greedy: the victim pod count is not guaranteed minimal.
 - Without a topology (no tree or no networkTopology), the whole cluster is one domain and a choice is
@@ -151,7 +153,7 @@ class _Search:
             domains = self._domains(best.whole_tier, potential)
         else:
             domains = [sorted(self.base, key=natural_key)]
-        scored: list[tuple[tuple[int, int, int], int, list[int]]] = []
+        scored: list[tuple[tuple[int, float, int, int], int, list[int]]] = []
         for order, nodes in enumerate(domains):
             cheapest: list[int] | None = None
             for small_first in (True, False):  # two greedy orders; pruning each, the cheaper result stays
@@ -189,10 +191,10 @@ class _Search:
         out.sort(key=lambda x: (x[0], x[1]))
         return [nodes for _, _, nodes in out]
 
-    def _cost(self, chosen: list[int]) -> tuple[int, int]:
+    def _cost(self, chosen: list[int]) -> tuple[int, float, int]:
         pods = {k for i in chosen for k, _, _ in self.units[i].pods}
         top = max((self.units[i].priority for i in chosen), default=-(1 << 62))
-        return (top, len(pods))
+        return (top, sum(self.units[i].loss for i in chosen), len(pods))
 
     def _state(self, nodes: list[str], chosen: list[int]) -> dict[str, int]:
         freed: dict[str, dict[str, int]] = {}
@@ -252,9 +254,10 @@ def find_victims(
     protected: Collection[str] = (),
     respect_pdb: bool = False,
     refused: Collection[str] = (),
+    now: float | None = None,
 ) -> PreemptionChoice | None:
     """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
-    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused)
+    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused, now)
     if respect_pdb:
         units = [u for u in units if not (u.whole and u.protected)]
     if not units:

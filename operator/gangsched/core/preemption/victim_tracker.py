@@ -8,10 +8,12 @@ Contract:
   it is never a unit itself and its gang is never taken whole (its other members would go, the gang would be left
   below its quorum); a unit containing a `protected` pod is marked. With `nodes` (the preemptor's feasible nodes)
   only units with a pod charged on one of them are built (found through `pods_on`, not by reading every pod), in
-  the same order.
+  the same order. With `now`, each unit carries `loss`, the work its eviction destroys (`work_lost`: run time so far
+  x devices, no checkpoint assumed).
 - `Tracker(search, nodes, target, potential)`: the capacity of one candidate domain as units are added or
-  removed, with an O(1) feasibility test equal to core.topology.place's; `greedy` chooses units, `prune`
-  drops the ones the placement does not need.
+  removed, with an O(1) feasibility test equal to core.topology.place's; `greedy` chooses units (lowest priority
+  first, then the least work destroyed per capacity gained, then the most capacity per victim pod), `prune` drops
+  the ones the placement does not need (the costliest first).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Protocol
 from gangsched.core.memory.views import StoreView
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import NetworkTopology
+from gangsched.core.values.records import PodRecord
 
 
 class Candidates(Protocol):
@@ -48,6 +51,7 @@ class Unit:
     pods: tuple[tuple[str, str, Mapping[str, int]], ...]  # (pod key, node, requests)
     protected: bool
     whole: bool = False  # a whole gang
+    loss: float = 0.0  # the work its eviction destroys (`work_lost`), 0 when no time is given
 
 
 def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
@@ -67,6 +71,16 @@ def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
     return keys
 
 
+def work_lost(pod: PodRecord, now: float | None) -> float:
+    """What evicting a running pod destroys: its run time so far (no checkpoint assumed), in device-seconds (the sum
+    of its extended resources such as nvidia.com/gpu, at least 1: pod-seconds for a pod without devices). 0 when no
+    time is given or the pod has not started (bound, not yet running: nothing to lose)."""
+    if now is None or pod.started is None:
+        return 0.0
+    devices = sum(q for r, q in pod.sclass.requests.items() if "/" in r)
+    return max(0.0, now - pod.started) * max(1, devices)
+
+
 def victim_units(
     cluster: StoreView,
     priority: int,
@@ -74,10 +88,12 @@ def victim_units(
     protected: Collection[str],
     nodes: Collection[str] | None = None,
     refused: Collection[str] = (),
+    now: float | None = None,
 ) -> tuple[list[Unit], dict[str, int]]:
     """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
-    with a pod charged on one of them (the others free nothing there)."""
+    with a pod charged on one of them (the others free nothing there); with `now`, each unit's `loss`."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
+    loss: dict[str, float] = {}
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
     near = _near(cluster, nodes) if nodes is not None else None
@@ -89,6 +105,7 @@ def victim_units(
             continue
         if key in excluded:  # already being evicted for some preemptor: as good as gone
             continue
+        loss[key] = work_lost(pod, now)
         if pod.gang is not None:
             if pod.priority >= priority or key in refused:
                 blocked.add(pod.gang)
@@ -97,7 +114,9 @@ def victim_units(
             continue
         if pod.priority >= priority or key in refused:
             continue
-        units.append(Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected))
+        units.append(
+            Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected, loss=loss[key])
+        )
     spare: dict[str, int] = {}
     for gang_key, members in gangs.items():
         gang = cluster.gangs.get(gang_key)
@@ -105,12 +124,14 @@ def victim_units(
         prot = any(k in protected for k, _, _, _ in members)
         top = max(p for _, _, _, p in members)
         if gang_key not in blocked:
-            units.append(Unit(gang_key, None, top, tuple((k, n, r) for k, n, r, _ in members), prot, whole=True))
+            pods = tuple((k, n, r) for k, n, r, _ in members)
+            whole_loss = sum(loss[k] for k, _, _, _ in members)
+            units.append(Unit(gang_key, None, top, pods, prot, whole=True, loss=whole_loss))
         room = len(members) - quorum
         if room > 0:
             spare[gang_key] = room
             for k, n, r, p in members:
-                units.append(Unit(k, gang_key, p, ((k, n, r),), k in protected))
+                units.append(Unit(k, gang_key, p, ((k, n, r),), k in protected, loss=loss[k]))
     return units, spare
 
 
@@ -231,9 +252,14 @@ class Tracker:
                         rank[i] = r_
         last = len(self.subcap) + 1
         sign = 1 if small_first else -1
-        return sorted(
-            cand, key=lambda i: (rank.get(i, last), s.units[i].priority, -cand[i], sign * len(s.units[i].pods), i)
-        )
+
+        def key(i: int) -> tuple[int, int, float, float, int, int]:
+            u = s.units[i]
+            gained = cand[i] * len(u.pods)  # the work destroyed per unit of capacity gained, least first
+            waste = u.loss / gained if gained > 0 else float("inf") if u.loss else 0.0
+            return (rank.get(i, last), u.priority, waste, -cand[i], sign * len(u.pods), i)
+
+        return sorted(cand, key=key)
 
     def greedy(self, *, small_first: bool) -> list[int] | None:
         s = self.s
@@ -259,10 +285,10 @@ class Tracker:
         return None
 
     def prune(self, chosen: list[int]) -> list[int]:
-        """Drop every unit the placement does not need, highest priority and largest first."""
+        """Drop every unit the placement does not need, highest priority, most work lost, then largest first."""
         s = self.s
         kept = set(chosen)
-        for i in sorted(chosen, key=lambda i: (-s.units[i].priority, -len(s.units[i].pods), -i)):
+        for i in sorted(chosen, key=lambda i: (-s.units[i].priority, -s.units[i].loss, -len(s.units[i].pods), -i)):
             self._apply(s.units[i], -1)
             if self.feasible():
                 kept.discard(i)

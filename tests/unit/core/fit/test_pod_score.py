@@ -6,7 +6,7 @@ Oracles:
   table keeps its case names, nodes, existing pods and incoming pod; upstream's expected scores become "the pod
   lands on one of the nodes with the highest score" (framework.MaxNodeScore). The symmetry cases (existing pods'
   own preferred terms, and their required affinity terms with hardPodAffinityWeight) are left out: gangsched does
-  not count them (README, filter-parity table).
+  not count them (docs/pod-constraints.md, parity table).
 - scoring.go processExistingPod (each existing pod matching a term adds the term's weight to its node's domain,
   anti-affinity terms subtract) and apis/core/validation validateWeightedPodAffinityTerms (weight 1-100).
 """
