@@ -29,7 +29,7 @@ from gangsched.whatif.inputs.traces import read_trace, write_trace
 from gangsched.whatif.inputs.workload import build_workload, load_inventory
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED = next((p for p in (ROOT.parent / "shared" / "traces", Path("/work/shared/traces")) if p.is_dir()), None)
 SPOT = "alibaba-2026-spot-gpu-nodes.csv"
 OPENB_NODES = "alibaba-2023-openb-gpu-nodes.csv"
