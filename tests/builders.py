@@ -210,6 +210,17 @@ def podgroup_obj(
     return obj
 
 
+def priority_class(name: str, value: int, **extra: Any) -> dict[str, Any]:
+    """A PriorityClass as a client creates it; `extra` fields as written (`preemptionPolicy="Never"`)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        **extra,
+    }
+
+
 KOORDINATOR = "gang.scheduling.koordinator.sh/"
 
 

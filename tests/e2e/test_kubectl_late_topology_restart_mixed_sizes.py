@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import priority_class
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, pod, podgroup, pods, replica
 from tests.tools import need_tool
@@ -48,8 +49,8 @@ UNITS = [
     {"layer": 1, "name": "unit1", "parents": ["leaf0"], "children": ["n2", "n3", "n4"]},
 ]
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import priority_class
 from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
@@ -187,10 +188,7 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
 async def test_kubectl_cordon_of_a_nominated_node_moves_the_nomination(four: Cluster) -> None:
     """A preemptor nominated on the node its victim is leaving: that node is cordoned; the nomination is given up
     (NominationLost) and the preemptor binds elsewhere, never on the cordoned node."""
-    priority_classes = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-        for n, v in (("best-effort", 0), ("guarantee", 1000))
-    ]
+    priority_classes = [priority_class(n, v) for n, v in (("best-effort", 0), ("guarantee", 1000))]
     slow = {"sim.gangsched.io/termination-delay": "5s"}  # the victims take 5 s to go (grace period 30 s)
     async with replica(four.kubeconfig):
         await kubectl_apply(four, *priority_classes)

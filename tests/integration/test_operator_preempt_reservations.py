@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import priority_class
 from tests.integration.harness import (
     create,
     events_for,
@@ -28,8 +29,8 @@ from tests.integration.harness import (
 
 NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import gang_manifests
+from tests.builders import gang_manifests, priority_class
 from tests.integration.harness import (
     create,
     events_for,
@@ -34,16 +34,10 @@ STORY_TREE: list[dict[str, Any]] = [
     {"layer": 1, "name": "unit2", "parents": ["leaf1"], "children": [f"node{i}" for i in range(8, 12)]},
 ]
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
-    {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": "guarantee-never"},
-        "value": 1000,
-        "preemptionPolicy": "Never",
-    },
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": 10},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
+    priority_class("guarantee-never", 1000, preemptionPolicy="Never"),
+    priority_class("batch", 10),
 ]
 
 
