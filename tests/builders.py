@@ -1,9 +1,12 @@
 """Shared test builders (helpers only: no tests here); import them instead of writing another copy.
 
-- `pod_obj`, `node_obj`, `podgroup_obj`: objects as the API server serves them (uid, creationTimestamp, status).
-- `pod_manifest`, `podgroup_manifest`: objects as a client creates them (`kubectl apply`, POST to the emulator).
-- `koordinator_annotations`: a Koordinator gang's pod annotations (`gang.scheduling.koordinator.sh/*`).
-- `add_nodes`, `add_pod`, `add_gang`: records for the core, upserted into a SchedulerState.
+- As the API server serves them (uid, creationTimestamp, status): `node_obj`, `pod_obj`, `member_obj` (a pod of a
+  scheduler-plugins PodGroup), `podgroup_obj`.
+- As a client creates them (`kubectl apply`, a POST to the emulator): `pod_manifest`, `member_manifest` (with
+  resources, PodGroup label, PriorityClass), `podgroup_manifest`, `gang_manifests` (a PodGroup and its members),
+  `priority_class`, `koordinator_annotations` (a Koordinator gang's pod annotations).
+- Records for the core, upserted into a SchedulerState: `add_nodes`, `add_pod`, `add_gang`.
+- What-if inputs: `whatif_nodes`, `whatif_job`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,10 @@ from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec
+
+GPU = "nvidia.com/gpu"
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+KOORDINATOR = "gang.scheduling.koordinator.sh/"
 
 
 def node_obj(
@@ -74,6 +81,46 @@ def pod_obj(
     return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
 
 
+def member_obj(
+    name: str, *, group: str | None = None, annotations: dict[str, str] | None = None, **kw: Any
+) -> dict[str, Any]:
+    """A Pod as served (`pod_obj` keywords) labelled a member of the scheduler-plugins PodGroup `group`; the
+    metadata gets `labels` only with a group and `annotations` only when non-empty."""
+    obj = pod_obj(name, **kw)
+    if group:
+        obj["metadata"]["labels"] = {POD_GROUP_LABEL: group}
+    if annotations:
+        obj["metadata"]["annotations"] = annotations
+    return obj
+
+
+def podgroup_obj(
+    name: str,
+    *,
+    min_member: int,
+    namespace: str = "default",
+    uid: str | None = None,
+    generation: int = 1,
+    created: str = "2024-01-01T00:00:00Z",
+    phase: str | None = None,
+    typed: bool = False,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A scheduler-plugins PodGroup as the API serves it (uid `pg-<name>` unless given; a status only with `phase`)."""
+    obj: dict[str, Any] = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"} if typed else {}
+    obj["metadata"] = {
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"pg-{name}",
+        "generation": generation,
+        "creationTimestamp": created,
+    }
+    obj["spec"] = {"minMember": min_member, **spec}
+    if phase:
+        obj["status"] = {"phase": phase}
+    return obj
+
+
 def pod_manifest(
     name: str,
     *,
@@ -105,19 +152,6 @@ def pod_manifest(
     return {**obj, "metadata": meta, "spec": body}
 
 
-def podgroup_manifest(name: str, *, min_member: int, namespace: str = "default", **spec: Any) -> dict[str, Any]:
-    """A scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) as a client creates it."""
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": min_member, **spec},
-    }
-
-
-GPU = "nvidia.com/gpu"
-
-
 def member_manifest(
     name: str,
     *,
@@ -137,7 +171,7 @@ def member_manifest(
         requests[GPU] = str(gpu)
     all_labels = dict(labels or {})
     if group:
-        all_labels["scheduling.x-k8s.io/pod-group"] = group
+        all_labels[POD_GROUP_LABEL] = group
     spec: dict[str, Any] = {
         "schedulerName": scheduler,
         "containers": [
@@ -163,6 +197,16 @@ def member_manifest(
     }
 
 
+def podgroup_manifest(name: str, *, min_member: int, namespace: str = "default", **spec: Any) -> dict[str, Any]:
+    """A scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) as a client creates it."""
+    return {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
 def gang_manifests(
     name: str,
     n: int,
@@ -183,33 +227,6 @@ def gang_manifests(
     return [podgroup_manifest(name, min_member=min_member or n, **spec), *members]
 
 
-def podgroup_obj(
-    name: str,
-    *,
-    min_member: int,
-    namespace: str = "default",
-    uid: str | None = None,
-    generation: int = 1,
-    created: str = "2024-01-01T00:00:00Z",
-    phase: str | None = None,
-    typed: bool = False,
-    **spec: Any,
-) -> dict[str, Any]:
-    """A scheduler-plugins PodGroup as the API serves it (uid `pg-<name>` unless given; a status only with `phase`)."""
-    obj: dict[str, Any] = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"} if typed else {}
-    obj["metadata"] = {
-        "name": name,
-        "namespace": namespace,
-        "uid": uid or f"pg-{name}",
-        "generation": generation,
-        "creationTimestamp": created,
-    }
-    obj["spec"] = {"minMember": min_member, **spec}
-    if phase:
-        obj["status"] = {"phase": phase}
-    return obj
-
-
 def priority_class(name: str, value: int, **extra: Any) -> dict[str, Any]:
     """A PriorityClass as a client creates it; `extra` fields as written (`preemptionPolicy="Never"`)."""
     return {
@@ -219,9 +236,6 @@ def priority_class(name: str, value: int, **extra: Any) -> dict[str, Any]:
         "value": value,
         **extra,
     }
-
-
-KOORDINATOR = "gang.scheduling.koordinator.sh/"
 
 
 def koordinator_annotations(name: str, min_available: int | str, **extra: str) -> dict[str, str]:
@@ -282,22 +296,6 @@ def add_gang(
             created=created,
         )
     return [add_pod(c, f"{name}-{i}", gang=key, rank=i, namespace=namespace, **pod_kw) for i in range(pods)]
-
-
-POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-def member_obj(
-    name: str, *, group: str | None = None, annotations: dict[str, str] | None = None, **kw: Any
-) -> dict[str, Any]:
-    """A Pod as served (`pod_obj` keywords) labelled a member of the scheduler-plugins PodGroup `group`; the
-    metadata gets `labels` only with a group and `annotations` only when non-empty."""
-    obj = pod_obj(name, **kw)
-    if group:
-        obj["metadata"]["labels"] = {POD_GROUP_LABEL: group}
-    if annotations:
-        obj["metadata"]["annotations"] = annotations
-    return obj
 
 
 def whatif_nodes(n: int, gpus: int = 8) -> tuple[NodeSpec, ...]:
