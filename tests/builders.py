@@ -22,6 +22,8 @@ from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec
 GPU = "nvidia.com/gpu"
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 KOORDINATOR = "gang.scheduling.koordinator.sh/"
+# the allocatable of the node most integration and e2e clusters run (running_cluster(node_resources=...))
+NODE_8_GPUS = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
 
 
 def node_obj(

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import gang_manifests, priority_class
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
 from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually as _eventually
 from tests.integration.harness import on_replica, pod, podgroup, replica
@@ -24,7 +24,7 @@ from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
     priority_class("best-effort", 0),
     priority_class("guarantee", 1000),

@@ -10,7 +10,7 @@ import pytest
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.cluster import create_nodes
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import koordinator_annotations
+from tests.builders import NODE_8_GPUS, koordinator_annotations
 from tests.integration.harness import (
     bindings_counted,
     bound,
@@ -26,7 +26,7 @@ from tests.integration.harness import (
     stop_replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ import pytest
 
 from gangsched.sim.requestlog import LoggedRequest
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import gang_manifests, priority_class
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
 from tests.integration.harness import create, events_for, eventually, on_replica, placed, pod, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
     priority_class("best-effort", 0),
     priority_class("guarantee", 1000),

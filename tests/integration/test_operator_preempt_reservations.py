@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import priority_class
+from tests.builders import NODE_8_GPUS, priority_class
 from tests.integration.harness import (
     create,
     events_for,
@@ -27,7 +27,7 @@ from tests.integration.harness import (
     replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
     priority_class("best-effort", 0),
     priority_class("guarantee", 1000),

@@ -11,7 +11,7 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import gang_manifests, priority_class
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
 from tests.integration.harness import (
     create,
     events_for,
@@ -24,7 +24,7 @@ from tests.integration.harness import (
     replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 STORY_TREE: list[dict[str, Any]] = [
     {"layer": 3, "name": "spine0", "children": ["leaf0", "leaf1"]},
     {"layer": 2, "name": "leaf0", "parents": ["spine0"], "children": ["unit0"]},

@@ -24,7 +24,7 @@ from gangsched.runtime.operator import Operator
 from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.sim.serve import Cluster, running_cluster
 from gangsched.state.cache import ClusterCache
-from tests.builders import koordinator_annotations
+from tests.builders import NODE_8_GPUS, koordinator_annotations
 from tests.integration.harness import (
     PG,
     append_all,
@@ -38,7 +38,7 @@ from tests.integration.harness import (
     replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture

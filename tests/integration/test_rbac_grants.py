@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.builders import koordinator_annotations, priority_class
+from tests.builders import NODE_8_GPUS, koordinator_annotations, priority_class
 from tests.integration.harness import (
     OPERATOR_NAMESPACE,
     SERVICE_ACCOUNT,
@@ -41,7 +41,7 @@ from tests.integration.volcano import install_volcano_crd, lws_volcano_podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 TIERS = ["topology.gangsched.io/tier-1", "topology.gangsched.io/tier-2"]
 TREE: list[dict[str, Any]] = [
     {"layer": 2, "name": "leaf0", "children": ["unit0", "unit1"]},
