@@ -12,6 +12,7 @@ import aiohttp
 import orjson
 
 from gangsched.sim.apiserver import ApiServer
+from tests.builders import pod_manifest
 
 
 async def call(
@@ -28,16 +29,8 @@ async def call(
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    for key in ("annotations", "labels", "finalizers"):
-        if key in spec:
-            meta[key] = spec.pop(key)
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [{"name": "c", "image": "busybox:1"}], **spec},
-    }
+    """`pod_manifest` with this suite's image (`annotations`, `labels`, `finalizers` go to the metadata)."""
+    return pod_manifest(name, image="busybox:1", **spec)
 
 
 def binding(name: str, node: str = "machine", **meta: Any) -> dict[str, Any]:

@@ -14,22 +14,16 @@ import pytest
 from gangsched.k8s.binder import Binder
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import running_cluster
+from tests.builders import pod_manifest
 from tests.integration.harness import create, eventually, on_replica, pod, pods, replica
 
 PODS = "/api/v1/namespaces/default/pods"
 
 
-def _pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, **({"finalizers": spec.pop("finalizers")} if "finalizers" in spec else {})},
-        "spec": {"containers": [{"name": "c", "image": "i"}], **spec},
-    }
-
-
 async def test_a_pod_recreated_under_the_same_name_is_not_bound(kube: KubeClient) -> None:
-    old = await kube.create(PODS, _pod("p"))
+    old = await kube.create(PODS, pod_manifest("p", image="i", typed=False))
     await kube.delete(f"{PODS}/p")
-    new = await kube.create(PODS, _pod("p"))
+    new = await kube.create(PODS, pod_manifest("p", image="i", typed=False))
     [result] = await Binder(kube).bind_all([("default", "p", "n1", old["metadata"]["uid"])])
     assert result.outcome == "gone" and not result.ok, result
     assert new["metadata"]["uid"] in result.message
@@ -39,7 +33,9 @@ async def test_a_pod_recreated_under_the_same_name_is_not_bound(kube: KubeClient
 
 
 async def test_a_gated_pod_is_reported_gated(kube: KubeClient) -> None:
-    created = await kube.create(PODS, _pod("g", schedulingGates=[{"name": "example.com/quota"}]))
+    created = await kube.create(
+        PODS, pod_manifest("g", image="i", typed=False, schedulingGates=[{"name": "example.com/quota"}])
+    )
     [result] = await Binder(kube).bind_all([("default", "g", "n1", created["metadata"]["uid"])])
     assert result.outcome == "gated" and not result.ok, result
     assert "non-empty .spec.schedulingGates" in result.message
@@ -48,7 +44,8 @@ async def test_a_gated_pod_is_reported_gated(kube: KubeClient) -> None:
 @pytest.mark.parametrize("state", ["same-node", "other-node", "deleting"])
 async def test_a_conflict_is_reconciled_from_the_pod(kube: KubeClient, state: str) -> None:
     created = await kube.create(
-        PODS, _pod("p", **({"finalizers": ["example.com/hold"]} if state == "deleting" else {}))
+        PODS,
+        pod_manifest("p", image="i", typed=False, finalizers=["example.com/hold"] if state == "deleting" else None),
     )
     uid = created["metadata"]["uid"]
     if state == "deleting":
@@ -67,7 +64,9 @@ async def test_a_conflict_is_reconciled_from_the_pod(kube: KubeClient, state: st
 
 async def test_a_pod_in_a_terminating_namespace_is_gone(kube: KubeClient) -> None:
     await kube.create("/api/v1/namespaces", {"metadata": {"name": "team"}})
-    created = await kube.create("/api/v1/namespaces/team/pods", _pod("p", finalizers=["example.com/hold"]))
+    created = await kube.create(
+        "/api/v1/namespaces/team/pods", pod_manifest("p", image="i", typed=False, finalizers=["example.com/hold"])
+    )
     await kube.delete("/api/v1/namespaces/team")
     [result] = await Binder(kube).bind_all([("team", "p", "n1", created["metadata"]["uid"])])
     assert result.outcome == "gone", result

@@ -13,15 +13,9 @@ from typing import Any
 import pytest
 
 from gangsched.k8s.client import JSON_PATCH, ApiError, KubeClient
+from tests.builders import pod_manifest
 
 PODS = "/api/v1/namespaces/default/pods"
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {"a": "1"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }
 
 
 @pytest.mark.parametrize(
@@ -36,7 +30,7 @@ def pod(name: str) -> dict[str, Any]:
     ],
 )
 async def test_undecodable_patches_are_400_and_inapplicable_ones_422(kube: KubeClient, body: Any, status: int) -> None:
-    created = await kube.create(PODS, pod("p"))
+    created = await kube.create(PODS, pod_manifest("p", labels={"a": "1"}, typed=False))
     with pytest.raises(ApiError) as err:
         await kube.patch(f"{PODS}/p", body, content_type=JSON_PATCH)
     assert err.value.status == status
@@ -44,7 +38,7 @@ async def test_undecodable_patches_are_400_and_inapplicable_ones_422(kube: KubeC
 
 
 async def test_a_json_patch_applies_every_operation_in_order(kube: KubeClient) -> None:
-    await kube.create(PODS, pod("q"))
+    await kube.create(PODS, pod_manifest("q", labels={"a": "1"}, typed=False))
     ops = [
         {"op": "test", "path": "/metadata/labels/a", "value": "1"},
         {"op": "add", "path": "/metadata/labels/b", "value": "2"},

@@ -41,17 +41,9 @@ from gangsched.sim.faults import (
     load_rules,
     parse_rule_spec,
 )
+from tests.builders import pod_manifest
 
 PODS = "/api/v1/namespaces/default/pods"
-
-
-def pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]},
-    }
 
 
 @pytest.fixture
@@ -70,7 +62,11 @@ async def faults(http: aiohttp.ClientSession, rules: Any) -> dict[str, Any]:
 
 
 async def create(http: aiohttp.ClientSession, name: str) -> tuple[int, str, bytes, Any]:
-    async with http.post(PODS, data=orjson.dumps(pod(name)), headers={"Content-Type": "application/json"}) as r:
+    async with http.post(
+        PODS,
+        data=orjson.dumps(pod_manifest(name, container="main", image="registry.k8s.io/pause:3.9")),
+        headers={"Content-Type": "application/json"},
+    ) as r:
         return r.status, r.headers.get("Content-Type", ""), await r.read(), r.headers
 
 

@@ -25,6 +25,7 @@ import aiohttp
 import pytest
 
 from gangsched.sim.apiserver import ApiServer
+from tests.builders import pod_manifest
 
 CLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
 PODS = "/api/v1/namespaces/default/pods"
@@ -46,15 +47,6 @@ def runtime_class(name: str, **fields: Any) -> dict[str, Any]:
         "metadata": {"name": name},
         "handler": name,
         **fields,
-    }
-
-
-def pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "pause"}], **spec},
     }
 
 
@@ -105,7 +97,7 @@ async def test_the_handler_is_immutable(apiserver: ApiServer) -> None:
 
 
 async def test_a_pod_naming_a_missing_runtimeclass_is_forbidden(apiserver: ApiServer) -> None:
-    status, body = await call(apiserver, "POST", PODS, pod("p", runtimeClassName="nope"))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("p", image="pause", runtimeClassName="nope"))
     assert status == 403, body
     assert (body["reason"], body["message"]) == (
         "Forbidden",
@@ -115,12 +107,15 @@ async def test_a_pod_naming_a_missing_runtimeclass_is_forbidden(apiserver: ApiSe
 
 async def test_the_overhead_is_set_from_the_class(apiserver: ApiServer) -> None:
     await create_class(apiserver, "kata", overhead={"podFixed": {"cpu": "250m", "memory": "120Mi"}})
-    status, body = await call(apiserver, "POST", PODS, pod("p", runtimeClassName="kata"))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("p", image="pause", runtimeClassName="kata"))
     assert status == 201, body
     assert body["spec"]["overhead"] == {"cpu": "250m", "memory": "120Mi"}
     # the same overhead written another way is semantically equal: accepted
     status, body = await call(
-        apiserver, "POST", PODS, pod("q", runtimeClassName="kata", overhead={"cpu": "0.25", "memory": "120Mi"})
+        apiserver,
+        "POST",
+        PODS,
+        pod_manifest("q", image="pause", runtimeClassName="kata", overhead={"cpu": "0.25", "memory": "120Mi"}),
     )
     assert status == 201, body
 
@@ -159,7 +154,7 @@ async def test_pods_the_plugin_rejects(
 ) -> None:
     if class_fields is not None:
         await create_class(apiserver, "rc", **class_fields)
-    status, body = await call(apiserver, "POST", PODS, pod("p", **pod_spec))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("p", image="pause", **pod_spec))
     assert status == 403, body
     assert body["message"] == f'pods "p" is forbidden: {why}'
 
@@ -176,7 +171,7 @@ async def test_scheduling_merges_node_selector_and_tolerations(apiserver: ApiSer
             ],
         },
     )
-    spec = {
+    spec: dict[str, Any] = {
         "runtimeClassName": "rc",
         "nodeSelector": {"zone": "a", "pool": "vm"},
         "tolerations": [
@@ -184,7 +179,7 @@ async def test_scheduling_merges_node_selector_and_tolerations(apiserver: ApiSer
             {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"},
         ],
     }
-    status, body = await call(apiserver, "POST", PODS, pod("p", **spec))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("p", image="pause", **spec))
     assert status == 201, body
     assert body["spec"]["nodeSelector"] == {"zone": "a", "pool": "vm"}
     assert body["spec"]["tolerations"] == [
@@ -192,14 +187,14 @@ async def test_scheduling_merges_node_selector_and_tolerations(apiserver: ApiSer
         {"key": "vm", "operator": "Exists"},
         {"key": "spot", "operator": "Equal", "value": "yes", "effect": "NoSchedule"},
     ]
-    status, body = await call(apiserver, "POST", PODS, pod("q", runtimeClassName="rc"))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("q", image="pause", runtimeClassName="rc"))
     assert status == 201 and body["spec"]["nodeSelector"] == {"pool": "vm"}, body
 
 
 async def test_the_plugin_does_not_run_on_update(apiserver: ApiServer) -> None:
     """admission.NewHandler(admission.Create): deleting the class later does not affect the pod's updates."""
     await create_class(apiserver, "rc", overhead={"podFixed": {"cpu": "100m"}})
-    status, _ = await call(apiserver, "POST", PODS, pod("p", runtimeClassName="rc"))
+    status, _ = await call(apiserver, "POST", PODS, pod_manifest("p", image="pause", runtimeClassName="rc"))
     assert status == 201
     status, _ = await call(apiserver, "DELETE", f"{CLASSES}/rc")
     assert status == 200

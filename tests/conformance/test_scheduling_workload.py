@@ -29,6 +29,7 @@ import pytest
 
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.features import resolve
+from tests.builders import pod_manifest
 
 WLS = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads"
 CPGS = "/apis/scheduling.k8s.io/v1alpha3/namespaces/default/compositepodgroups"
@@ -247,29 +248,24 @@ async def test_composite_pod_group(apiserver: ApiServer) -> None:
     assert status == 200 and body["status"]["conditions"][0]["type"] == condition["type"], body
 
 
-def pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "c", "image": "pause"}], **spec},
-    }
-
-
 async def test_pod_scheduling_group(apiserver: ApiServer) -> None:
     """spec.schedulingGroup: kept on create; podGroupName a DNS subdomain; `{}` names no member of the union;
     immutable (ValidatePodUpdate: not among the fields an update may change)."""
-    status, body = await call(apiserver, "POST", PODS, pod("p", schedulingGroup={"podGroupName": "train"}))
+    status, body = await call(
+        apiserver, "POST", PODS, pod_manifest("p", image="pause", schedulingGroup={"podGroupName": "train"})
+    )
     assert status == 201 and body["spec"]["schedulingGroup"] == {"podGroupName": "train"}, body
-    status, body = await call(apiserver, "POST", PODS, pod("q", schedulingGroup={"podGroupName": "Train_1"}))
+    status, body = await call(
+        apiserver, "POST", PODS, pod_manifest("q", image="pause", schedulingGroup={"podGroupName": "Train_1"})
+    )
     assert status == 422 and ("spec.schedulingGroup.podGroupName", "FieldValueInvalid") in causes(body), body
-    status, body = await call(apiserver, "POST", PODS, pod("r", schedulingGroup={}))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("r", image="pause", schedulingGroup={}))
     assert status == 422 and ("spec.schedulingGroup", "FieldValueInvalid") in causes(body), body
     for change in ({"podGroupName": "other"}, None):
         patch = {"spec": {"schedulingGroup": change}}
         status, body = await call(apiserver, "PATCH", f"{PODS}/p", patch, "application/merge-patch+json")
         assert status == 422 and "pod updates may not change fields" in body["message"], body
-    status, body = await call(apiserver, "POST", PODS, pod("s"))
+    status, body = await call(apiserver, "POST", PODS, pod_manifest("s", image="pause"))
     assert status == 201
     patch = {"spec": {"schedulingGroup": {"podGroupName": "late"}}}
     status, body = await call(apiserver, "PATCH", f"{PODS}/s", patch, "application/merge-patch+json")
@@ -309,7 +305,9 @@ async def test_plain_profile_serves_none_of_it(plain: ApiServer) -> None:
     assert [v["version"] for v in scheduling["versions"]] == ["v1"]
     status, _ = await call(plain, "GET", "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups")
     assert status == 404
-    status, body = await call(plain, "POST", PODS, pod("p", schedulingGroup={"podGroupName": "train"}))
+    status, body = await call(
+        plain, "POST", PODS, pod_manifest("p", image="pause", schedulingGroup={"podGroupName": "train"})
+    )
     assert status == 201 and "schedulingGroup" not in body["spec"], body
 
 

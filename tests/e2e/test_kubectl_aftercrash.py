@@ -1,28 +1,28 @@
-"""Issue 13's "after a crash" bullet end to end with the real kubectl: a Strict gang of 4 of which a leader that died
-mid-burst bound 2 (`kubectl create --raw .../pods/<name>/binding`, the very request a scheduler sends; the kubelet
-is still pulling images, so they stay Pending), then the operator starts. With room for the rest the gang is
-completed and its PodGroup says Scheduled; without, the 2 are evicted after the waiting time, a Warning names them,
-and nothing of the gang holds a node. Oracles: cited in tests/integration/test_operator_partial_gangs.py
-(scheduler-plugins coscheduling PostFilter/Permit and PodGroup controller; Koordinator gang once-satisfied; the
-apiserver's BindingREST and eviction's canIgnorePDB for Pending pods).
+"""A gang found partly bound after a crash, end to end with the real kubectl (issue 13's "after a crash" bullet): a
+Strict gang of 4 of which a leader that died mid-burst bound 2 (`kubectl create --raw .../pods/<name>/binding`, the very
+request a scheduler sends; the kubelet is still pulling images, so they stay Pending), then the operator starts. With
+room for the rest the gang is completed and its PodGroup says Scheduled; without, the 2 are evicted after the waiting
+time, a Warning names them, and nothing of the gang holds a node. Oracles: cited in
+tests/integration/test_operator_partial_gangs.py (scheduler-plugins coscheduling PostFilter/Permit and PodGroup
+controller; Koordinator gang once-satisfied; the apiserver's BindingREST and eviction's canIgnorePDB for Pending pods).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.builders import NODE_8_GPUS
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 KOORD = "gang.scheduling.koordinator.sh/"
 
 
@@ -38,10 +38,6 @@ async def two() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=2, node_resources=NODE, kubelet_start_delay=3600) as cluster:
         yield cluster
-
-
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 async def bind_by_hand(cluster: Cluster, name: str, node: str) -> None:
@@ -67,8 +63,8 @@ async def events(cluster: Cluster, reason: str) -> str:
 async def test_a_partial_bind_burst_is_completed_when_the_rest_fits(four: Cluster) -> None:
     """Its PodGroup says Scheduling since long ago: the waiting time counts from the restart (it used to time out at
     once and for good, the 2 bound members holding their GPUs)."""
-    await apply(four, podgroup("g", min_member=4, scheduleTimeoutSeconds=5))
-    await apply(four, *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
+    await kubectl_apply(four, podgroup("g", min_member=4, scheduleTimeoutSeconds=5))
+    await kubectl_apply(four, *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
     for i in range(2):
         await bind_by_hand(four, f"g-{i}", four.node_names[i])
     status = {"status": {"phase": "Scheduling", "scheduleStartTime": "2024-01-01T00:00:00Z"}}  # the dead leader's
@@ -109,7 +105,7 @@ async def test_a_partial_bind_burst_is_completed_when_the_rest_fits(four: Cluste
 async def test_a_partial_bind_burst_without_room_is_evicted_after_the_waiting_time(two: Cluster) -> None:
     """Koordinator annotations (an annotation-only gang: the operator creates its PodGroup)."""
     gang = {KOORD + "name": "g", KOORD + "min-available": "4", KOORD + "waiting-time": "2s"}
-    await apply(two, *(pod(f"g-{i}", gpu=8, annotations=gang) for i in range(4)))
+    await kubectl_apply(two, *(pod(f"g-{i}", gpu=8, annotations=gang) for i in range(4)))
     for i in range(2):
         await bind_by_hand(two, f"g-{i}", two.node_names[i])
     async with replica(two.kubeconfig):
@@ -134,8 +130,8 @@ async def test_a_partial_bind_burst_without_room_is_evicted_after_the_waiting_ti
 async def test_messages_of_an_invalid_podgroup_describe_the_present(two: Cluster) -> None:
     """Was: "PodGroup default/bad does not exist yet" on its pods, and "2 of 1 members present" on the PodGroup.
     (scheduleTimeoutSeconds above int32: accepted by the CRD schema, refused by the operator: docs/annotations.md.)"""
-    await apply(two, podgroup("bad", min_member=2, scheduleTimeoutSeconds=9999999999))
-    await apply(two, *(pod(f"bad-{i}", group="bad", gpu=8) for i in range(2)))
+    await kubectl_apply(two, podgroup("bad", min_member=2, scheduleTimeoutSeconds=9999999999))
+    await kubectl_apply(two, *(pod(f"bad-{i}", group="bad", gpu=8) for i in range(2)))
     async with replica(two.kubeconfig):
 
         async def told() -> str | None:

@@ -18,13 +18,14 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, events_for, eventually, get_podgroup, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture

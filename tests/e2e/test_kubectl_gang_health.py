@@ -13,20 +13,20 @@ pkg/cmd/wait/condition.go `ConditionalWait`: status.conditions[type].status == "
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.builders import NODE_8_GPUS
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 NAMES = [f"train-{i}" for i in range(3)]
 
 
@@ -35,10 +35,6 @@ async def four() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=4, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 async def phases(cluster: Cluster) -> dict[str, tuple[str, str]]:
@@ -56,7 +52,9 @@ async def phases(cluster: Cluster) -> dict[str, tuple[str, str]]:
 
 
 async def _running_gang(cluster: Cluster, **spec: Any) -> dict[str, str]:
-    await apply(cluster, podgroup("train", min_member=3, **spec), *(pod(n, group="train", gpu=8) for n in NAMES))
+    await kubectl_apply(
+        cluster, podgroup("train", min_member=3, **spec), *(pod(n, group="train", gpu=8) for n in NAMES)
+    )
 
     async def running() -> dict[str, str] | None:
         got = await phases(cluster)

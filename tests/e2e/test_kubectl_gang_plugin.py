@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import podgroup_manifest
 from tests.integration.harness import bound, eventually, get_podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -57,15 +58,6 @@ async def kubectl(cluster: Cluster, *args: str, input: str | None = None) -> str
     return result.stdout
 
 
-def _podgroup(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minMember": min_member, **spec},
-    }
-
-
 def _pod(name: str, gang: str, *, cpu: str, role: str | None = None) -> dict[str, Any]:
     labels = {"scheduling.x-k8s.io/pod-group": gang}
     if role:
@@ -85,11 +77,14 @@ async def test_kubectl_gang_shows_trees_explains_pending_pods_and_lists_waiting_
     k = cluster.client
     group = ["default/train", "default/evaluate"]
     docs = [
-        _podgroup(
-            "train", 3, gangGroup=group, roles=[{"name": "ps", "minMember": 1}, {"name": "worker", "minMember": 2}]
+        podgroup_manifest(
+            "train",
+            min_member=3,
+            gangGroup=group,
+            roles=[{"name": "ps", "minMember": 1}, {"name": "worker", "minMember": 2}],
         ),
-        _podgroup("evaluate", 1, gangGroup=group),
-        _podgroup("huge", 2),
+        podgroup_manifest("evaluate", min_member=1, gangGroup=group),
+        podgroup_manifest("huge", min_member=2),
         _pod("train-ps-0", "train", cpu="1", role="ps"),
         _pod("train-worker-0", "train", cpu="1", role="worker"),
         _pod("train-worker-1", "train", cpu="1", role="worker"),

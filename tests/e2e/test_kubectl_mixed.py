@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import podgroup_manifest
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, pods, replica
 from tests.tools import need_tool
@@ -39,15 +40,6 @@ def _pod(name: str, group: str, *, gpu: int, cpu: str = "1", role: str | None = 
     }
 
 
-def _podgroup(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"minMember": min_member, **spec},
-    }
-
-
 async def _bound(cluster: Cluster, n: int) -> dict[str, str]:
     async def probe() -> dict[str, str] | None:
         placed = bound(await pods(cluster.client))
@@ -68,7 +60,7 @@ async def gpu_nodes(request: pytest.FixtureRequest) -> AsyncIterator[Cluster]:
 @pytest.mark.parametrize("gpu_nodes", [(1, 8)], indirect=True)
 async def test_strict_gang_of_two_sizes_is_scheduled(gpu_nodes: Cluster) -> None:
     """Room for a 6-GPU and two 1-GPU members (two of each declared, minMember 3): 3 bound, PodGroup Scheduled."""
-    docs = [_podgroup("mix", 3)]
+    docs = [podgroup_manifest("mix", min_member=3)]
     docs += [_pod(f"big-{i}", "mix", gpu=6) for i in range(2)]
     docs += [_pod(f"small-{i}", "mix", gpu=1) for i in range(2)]
     async with replica(gpu_nodes.kubeconfig):
@@ -87,7 +79,7 @@ async def test_strict_gang_of_two_sizes_is_scheduled(gpu_nodes: Cluster) -> None
 async def test_role_minimums_are_placed(gpu_nodes: Cluster) -> None:
     """1 ps + 2 workers needed, room for 3 pods, 3 workers ahead of the ps: 1 ps + 2 workers bound."""
     roles = [{"name": "ps", "minMember": 1}, {"name": "worker", "minMember": 2}]
-    docs = [_podgroup("job", 3, roles=roles)]
+    docs = [podgroup_manifest("job", min_member=3, roles=roles)]
     docs += [_pod(f"a-worker-{i}", "job", gpu=1, role="worker") for i in range(3)]
     docs.append(_pod("b-ps", "job", gpu=1, role="ps"))
     async with replica(gpu_nodes.kubeconfig):
@@ -101,7 +93,7 @@ async def test_role_minimums_are_placed(gpu_nodes: Cluster) -> None:
 @pytest.mark.parametrize("gpu_nodes", [(3, 1)], indirect=True)
 async def test_message_names_the_short_role(gpu_nodes: Cluster) -> None:
     roles = [{"name": "ps", "minMember": 1}, {"name": "worker", "minMember": 2}]
-    docs = [_podgroup("job", 3, roles=roles)]
+    docs = [podgroup_manifest("job", min_member=3, roles=roles)]
     docs += [_pod(f"worker-{i}", "job", gpu=1, role="worker") for i in range(2)]
     docs.append(_pod("ps", "job", gpu=2, role="ps"))  # no node has 2 GPUs
     async with replica(gpu_nodes.kubeconfig):
@@ -132,7 +124,7 @@ async def test_launcher_and_workers_keep_hard_tier1_and_show_their_tier() -> Non
         "metadata": {"name": "gangsched-topology", "namespace": "gangsched-system"},
         "data": {"topology.json": json.dumps(TREE)},
     }
-    docs = [_podgroup("mpi", 6, networkTopology={"mode": "hard", "highestTierAllowed": 1})]
+    docs = [podgroup_manifest("mpi", min_member=6, networkTopology={"mode": "hard", "highestTierAllowed": 1})]
     docs.append(_pod("mpi-launcher", "mpi", gpu=0, cpu="2"))
     docs += [_pod(f"mpi-worker-{i}", "mpi", gpu=4) for i in range(5)]  # 20 GPUs: only unit0 (24) holds them
     async with running_cluster(nodes=0, node_resources=node, topology=TREE) as cluster, replica(cluster.kubeconfig):

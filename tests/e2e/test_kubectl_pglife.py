@@ -13,13 +13,14 @@ import yaml
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import eventually, get_podgroup, on_replica, phase_of, pods, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 KOORD = "gang.scheduling.koordinator.sh/"
 
 

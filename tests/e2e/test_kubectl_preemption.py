@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.e2e.kubectl_run import kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, pods, replica
 from tests.tools import need_tool
@@ -17,7 +18,7 @@ from tests.tools import need_tool
 pytestmark = pytest.mark.e2e
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "preemption"
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Issue 22 items 1, 6, 7 and 8 with the real kubectl against the emulator and the operator.
+"""Re-ganged pods, stale status after a deletion, JobSet exclusive placement with an inferred gang and Volcano quorum,
+with the real kubectl against the emulator and the operator (issue 22 items 1, 6, 7 and 8).
 
 - A re-ganged pod (item 1): a pod's gang is what its labels and annotations say now. kube-scheduler's cache and
   Koordinator's gang cache (koordinator pkg/scheduler/plugins/coscheduling/core/gang_cache.go onPodUpdate: the pod

@@ -1,12 +1,13 @@
-"""Issue 13's reservations bullet end to end with the real kubectl: a node holding a NonStrict gang's reservations
-is cordoned, tainted or deleted (`kubectl cordon`, `kubectl taint`, `kubectl delete node`), another scheduler's pod
-is created bound onto a reserved node, a PodGroup is deleted (`kubectl delete podgroup`); outcomes read with
-`kubectl get`; a preemptor's nominated node is cordoned. The operator runs in-process against the emulator.
+"""Reservations and nominations re-checked when their node or PodGroup changes, end to end with the real kubectl: a node
+holding a NonStrict gang's reservations is cordoned, tainted or deleted (`kubectl cordon`, `kubectl taint`, `kubectl
+delete node`), another scheduler's pod is created bound onto a reserved node, a PodGroup is deleted (`kubectl delete
+podgroup`); outcomes read with `kubectl get`; a preemptor's nominated node is cordoned. The operator runs in-process
+against the emulator.
 
 Setting: 4 nodes of 8 GPUs; node-2 and node-3 run default-scheduler pods (8 GPUs each, spec.nodeName set at
 creation); NonStrict gang `g` (3 x 8 GPUs, minMember 3) reserves node-0 and node-1 and waits for room.
 
-Oracles (cited in tests/unit/test_core_reservations.py and tests/integration/test_operator_reservations.py):
+Oracles (cited in tests/unit/core/cycle/test_reservations.py and tests/integration/test_operator_reservations.py):
 the kubelet's admission (pkg/kubelet/lifecycle/predicate.go `generalFilter`: resources, host ports, node affinity,
 taints) rejects what would over-commit a node; kube-scheduler's NodeUnschedulable and TaintToleration filters;
 Unreserve (pkg/scheduler/framework/interface.go `ReservePlugin`); scheduler-plugins' coscheduling Permit
@@ -22,7 +23,8 @@ from typing import Any
 import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.builders import priority_class
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
@@ -37,10 +39,6 @@ async def four() -> AsyncIterator[Cluster]:
     need_tool("kubectl")
     async with running_cluster(nodes=4, node_resources=NODE) as cluster:
         yield cluster
-
-
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
 
 
 def bound_elsewhere(name: str, node: str) -> dict[str, Any]:
@@ -73,8 +71,8 @@ async def events(cluster: Cluster, reason: str) -> str:
 
 
 async def g_holding_two(cluster: Cluster) -> None:
-    await apply(cluster, bound_elsewhere("busy-2", "node-2"), bound_elsewhere("busy-3", "node-3"))
-    await apply(
+    await kubectl_apply(cluster, bound_elsewhere("busy-2", "node-2"), bound_elsewhere("busy-3", "node-3"))
+    await kubectl_apply(
         cluster,
         podgroup("g", min_member=3, mode="NonStrict", scheduleTimeoutSeconds=600),
         *[pod(f"g-{i}", group="g", gpu=8) for i in range(3)],
@@ -121,7 +119,7 @@ async def test_another_schedulers_pod_on_a_reserved_node_never_over_commits_it(f
     watch, in order: whenever g reaches its quorum, the intruder is already charged to node-0."""
     async with replica(four.kubeconfig):
         await g_holding_two(four)
-        await apply(four, bound_elsewhere("intruder", "node-0"))
+        await kubectl_apply(four, bound_elsewhere("intruder", "node-0"))
         await kubectl(four, "delete", "pod", "busy-2", "busy-3")
         placed = await eventually(lambda: gang_bound(four, "g-", 3), what="g bound")
         per_node: dict[str, int] = {}
@@ -141,14 +139,14 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
     async with replica(four.kubeconfig, defaultWaitSeconds=3):
         await g_holding_two(four)
         await kubectl(four, "delete", "podgroups.scheduling.x-k8s.io", "g")
-        await apply(four, podgroup("h", min_member=2), *[pod(f"h-{i}", group="h", gpu=8) for i in range(2)])
+        await kubectl_apply(four, podgroup("h", min_member=2), *[pod(f"h-{i}", group="h", gpu=8) for i in range(2)])
         placed = await eventually(lambda: gang_bound(four, "h-", 2), what="h bound on the room g held")
         assert sorted(placed.values()) == ["node-0", "node-1"]
         probe = [pod(f"p-{i}", cpu="20") for i in range(2)]  # only one fits on node-0: p holds 1 of 2, times out
         for p in probe:
             p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "p"
             p["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-0"}
-        await apply(four, podgroup("p", min_member=2, mode="NonStrict", scheduleTimeoutSeconds=3), *probe)
+        await kubectl_apply(four, podgroup("p", min_member=2, mode="NonStrict", scheduleTimeoutSeconds=3), *probe)
 
         async def probe_timed_out() -> bool:
             phase = await kubectl(four, "get", "podgroups.scheduling.x-k8s.io", "p", "-o", "jsonpath={.status.phase}")
@@ -190,16 +188,15 @@ async def test_kubectl_delete_podgroup_releases_its_reservations_at_once(four: C
 async def test_kubectl_cordon_of_a_nominated_node_moves_the_nomination(four: Cluster) -> None:
     """A preemptor nominated on the node its victim is leaving: that node is cordoned; the nomination is given up
     (NominationLost) and the preemptor binds elsewhere, never on the cordoned node."""
-    priority_classes = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-        for n, v in (("best-effort", 0), ("guarantee", 1000))
-    ]
+    priority_classes = [priority_class(n, v) for n, v in (("best-effort", 0), ("guarantee", 1000))]
     slow = {"sim.gangsched.io/termination-delay": "5s"}  # the victims take 5 s to go (grace period 30 s)
     async with replica(four.kubeconfig):
-        await apply(four, *priority_classes)
-        await apply(four, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort", annotations=slow) for i in range(4)))
+        await kubectl_apply(four, *priority_classes)
+        await kubectl_apply(
+            four, *(pod(f"cheap-{i}", gpu=8, priority_class="best-effort", annotations=slow) for i in range(4))
+        )
         await eventually(lambda: gang_bound(four, "cheap-", 4), what="cheap bound on every node")
-        await apply(
+        await kubectl_apply(
             four, podgroup("high", min_member=1), pod("high-0", group="high", gpu=8, priority_class="guarantee")
         )
 

@@ -1,7 +1,8 @@
-"""Issue 13 "Why", after a crash / messages: "the PodGroup was written `Scheduled` before its bindings succeeded" and
-"a `Scheduled` event before the binds succeed", end to end with the real kubectl. Every pods/binding is answered
-5 s late (the emulator's latency fault: a loaded apiserver), so a burst's binds stay in flight; whenever kubectl
-first shows the PodGroup `Scheduled` (or `Running`), or a `Scheduled` event on it, every member is bound already.
+"""A PodGroup says Scheduled, and a Scheduled event is sent, only once every binding succeeded (issue 13 "Why", after a
+crash / messages: "the PodGroup was written `Scheduled` before its bindings succeeded" and "a `Scheduled` event before
+the binds succeed"), end to end with the real kubectl. Every pods/binding is answered 5 s late (the emulator's latency
+fault: a loaded apiserver), so a burst's binds stay in flight; whenever kubectl first shows the PodGroup `Scheduled` (or
+`Running`), or a `Scheduled` event on it, every member is bound already.
 
 Oracles: scheduler-plugins' coscheduling PodGroup controller (pkg/controllers/podgroup_controller.go: the phase
 becomes Scheduled from the count of pods bound, never from a decision); kube-scheduler's `Scheduled` event is
@@ -12,21 +13,20 @@ The same claim through the API client: tests/integration/test_operator_partial_g
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.e2e.kubectl_run import kubectl
+from tests.builders import NODE_8_GPUS
+from tests.e2e.kubectl_run import kubectl, kubectl_apply
 from tests.integration.harness import eventually, pod, podgroup, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture
@@ -37,17 +37,13 @@ async def slow_binds() -> AsyncIterator[Cluster]:
         yield cluster
 
 
-async def apply(cluster: Cluster, *objs: dict[str, Any]) -> None:
-    await kubectl(cluster, "apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
-
-
 async def bound_count(cluster: Cluster) -> int:
     out = await kubectl(cluster, "get", "pods", "-o", "jsonpath={range .items[*]}{.spec.nodeName}{'\\n'}{end}")
     return sum(1 for line in out.splitlines() if line.strip())
 
 
 async def test_podgroup_says_scheduled_only_once_every_bind_succeeded(slow_binds: Cluster) -> None:
-    await apply(slow_binds, podgroup("g", min_member=4), *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
+    await kubectl_apply(slow_binds, podgroup("g", min_member=4), *(pod(f"g-{i}", group="g", gpu=8) for i in range(4)))
     async with replica(slow_binds.kubeconfig):
 
         async def said_scheduled() -> str | None:

@@ -6,7 +6,7 @@ against the emulator, its log captured.
 - Volcano's PodGroup kind, whose CRD the emulator does not install, is named once at INFO ("optional kind ... is
   not installed"), and Kopf's WARNING about it ("Unresolved resources") is not shown;
 - each gang scheduled, preempting or timed out is one INFO line (runtime/activity.py; its rate limit is tested in
-  tests/unit/test_activity_log.py).
+  tests/unit/runtime/test_activity_log.py).
 """
 
 from __future__ import annotations

@@ -24,12 +24,13 @@ from gangsched.sim.serve import Cluster, running_cluster
 from gangsched.whatif.inputs.nodes import live_nodes
 from gangsched.whatif.inputs.traces import read_trace
 from gangsched.whatif.model import RoleSpec
+from tests.builders import NODE_8_GPUS
 from tests.integration.harness import eventually, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
 pytestmark = pytest.mark.e2e
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from gangsched.handlers.thread import OperatorThread
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.runtime.operator import Operator
+from tests.builders import member_manifest, podgroup_manifest
 
 T = TypeVar("T")
 PG = "/apis/scheduling.x-k8s.io/v1alpha1"
@@ -127,56 +128,15 @@ def on_replica(operator: Operator, fn: Callable[[], T]) -> T:
     return _RUNNERS[id(operator)].call(fn)
 
 
-def pod(
-    name: str,
-    *,
-    namespace: str = "default",
-    group: str | None = None,
-    gpu: int = 0,
-    cpu: str = "1",
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    scheduler: str = "gangsched",
-    priority_class: str | None = None,
-) -> dict[str, Any]:
-    requests: dict[str, str] = {"cpu": cpu, "memory": "1Gi"}
-    if gpu:
-        requests[GPU] = str(gpu)
-    all_labels = dict(labels or {})
-    if group:
-        all_labels["scheduling.x-k8s.io/pod-group"] = group
-    spec: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "containers": [
-            {
-                "name": "main",
-                "image": "registry.k8s.io/pause:3.9",
-                "resources": {"requests": requests, "limits": {GPU: str(gpu)} if gpu else {}},
-            }
-        ],
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": all_labels,
-            "annotations": dict(annotations or {}),
-        },
-        "spec": spec,
-    }
+# the integration tests' names for tests.builders.member_manifest and podgroup_manifest
+pod = member_manifest
+podgroup = podgroup_manifest
 
 
-def podgroup(name: str, *, namespace: str = "default", min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"minMember": min_member, **spec},
-    }
+async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
+    """The nodes of the bound pods named `<prefix>-*` once all `n` of them are bound, else None."""
+    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
+    return got if len(got) == n else None
 
 
 async def create(client: KubeClient, *objs: dict[str, Any]) -> None:

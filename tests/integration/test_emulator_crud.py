@@ -16,13 +16,10 @@ from kubernetes_asyncio.client.rest import ApiException
 
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.apiserver import ApiServer
+from tests.builders import pod_manifest
 
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"
-
-
-def pod(name: str, **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "busybox"}], **spec}}
 
 
 async def raw(
@@ -47,7 +44,7 @@ async def test_create_sets_identity_generation_and_global_resource_version(kube:
 
 
 async def test_generation_bumps_on_spec_change_only(kube: KubeClient) -> None:
-    created = await kube.create(PODS, pod("p"))
+    created = await kube.create(PODS, pod_manifest("p", typed=False))
     labelled = await kube.patch(f"{PODS}/p", {"metadata": {"labels": {"x": "y"}}})
     assert labelled["metadata"]["generation"] == 1
     assert int(labelled["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
@@ -198,7 +195,7 @@ async def test_pod_priority_from_priority_class(
         if preemption:
             body["preemptionPolicy"] = preemption
         await kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", body)
-    created = await kube.create(PODS, pod("p", **pod_spec))
+    created = await kube.create(PODS, pod_manifest("p", typed=False, **pod_spec))
     spec = created["spec"]
     assert spec["priority"] == priority
     assert spec.get("priorityClassName") == class_name
@@ -209,7 +206,7 @@ async def test_pod_priority_from_priority_class(
 
 async def test_pod_with_unknown_priority_class_is_forbidden(kube: KubeClient) -> None:
     with pytest.raises(ApiError) as err:
-        await kube.create(PODS, pod("p", priorityClassName="nope"))
+        await kube.create(PODS, pod_manifest("p", typed=False, priorityClassName="nope"))
     assert err.value.status == 403 and err.value.reason == "Forbidden"
     assert "no PriorityClass with name nope was found" in err.value.message
 

@@ -17,22 +17,25 @@ from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.disruption import StoreTap
 from gangsched.sim.registry import RequestContext
+from tests.builders import pod_manifest
 from tests.integration.harness import append_all
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
 
 
-def pod(name: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}], **spec}}
-
-
 async def seed_pods(kube: KubeClient) -> None:
     await kube.create("/api/v1/namespaces", {"metadata": {"name": "other"}})
-    await kube.create(PODS, pod("a", {"app": "web", "tier": "front"}))
-    await kube.create(PODS, pod("b", {"app": "web", "tier": "back"}, schedulerName="gangsched"))
-    await kube.create(PODS, pod("c", {"app": "db"}))
-    await kube.create("/api/v1/namespaces/other/pods", pod("d", {"app": "web"}, schedulerName="gangsched"))
+    await kube.create(PODS, pod_manifest("a", labels={"app": "web", "tier": "front"}, image="i", typed=False))
+    await kube.create(
+        PODS,
+        pod_manifest("b", labels={"app": "web", "tier": "back"}, image="i", typed=False, schedulerName="gangsched"),
+    )
+    await kube.create(PODS, pod_manifest("c", labels={"app": "db"}, image="i", typed=False))
+    await kube.create(
+        "/api/v1/namespaces/other/pods",
+        pod_manifest("d", labels={"app": "web"}, image="i", typed=False, schedulerName="gangsched"),
+    )
     await kube.create(f"{PODS}/a/binding", {"metadata": {"name": "a"}, "target": {"name": "node-1"}})
 
 

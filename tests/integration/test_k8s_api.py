@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -26,20 +25,12 @@ from gangsched.k8s.fence import FencedClient, NotLeader
 from gangsched.k8s.writer import PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.sim.apiserver import ApiServer
+from tests.builders import pod_manifest
 from tests.integration.harness import eventually
 
 PODS = "/api/v1/namespaces/default/pods"
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups"
 CRD = Path(__file__).resolve().parents[2] / "crds" / "podgroups.yaml"
-
-
-def _pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"schedulerName": "gangsched", "containers": [{"name": "c", "image": "busybox"}]},
-    }
 
 
 def _writes(kube: KubeClient) -> tuple[Writes, PatchWriter]:
@@ -48,7 +39,7 @@ def _writes(kube: KubeClient) -> tuple[Writes, PatchWriter]:
 
 
 async def test_pod_writes_land_on_the_pod(kube: KubeClient) -> None:
-    await kube.create(PODS, _pod("p"))
+    await kube.create(PODS, pod_manifest("p", scheduler="gangsched"))
     writes, writer = _writes(kube)
     writes.set_pod_condition("default", "p", type_="Ready", status="False", reason="R", message="kept")
     await writer.flush(everything=True)
@@ -78,8 +69,8 @@ async def test_pod_writes_land_on_the_pod(kube: KubeClient) -> None:
 
 async def test_podgroup_create_status_and_owners(kube: KubeClient) -> None:
     await kube.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", yaml.safe_load(CRD.read_text()))
-    first = await kube.create(PODS, _pod("w-0"))
-    second = await kube.create(PODS, _pod("w-1"))
+    first = await kube.create(PODS, pod_manifest("w-0", scheduler="gangsched"))
+    second = await kube.create(PODS, pod_manifest("w-1", scheduler="gangsched"))
     api = KubeApi(kube)
     spec = GangSpec(
         namespace="default",
@@ -116,7 +107,7 @@ async def test_podgroup_create_status_and_owners(kube: KubeClient) -> None:
 
 
 async def test_evict(kube: KubeClient) -> None:
-    await kube.create(PODS, _pod("victim"))
+    await kube.create(PODS, pod_manifest("victim", scheduler="gangsched"))
     api = KubeApi(kube)
     await api.evict("default", "victim")
 
@@ -134,7 +125,7 @@ async def test_evict(kube: KubeClient) -> None:
 
 
 async def test_a_fenced_write_is_never_sent(kube: KubeClient, apiserver: ApiServer) -> None:
-    await kube.create(PODS, _pod("p"))
+    await kube.create(PODS, pod_manifest("p", scheduler="gangsched"))
     fenced = FencedClient(kube, lambda: False)
     api = KubeApi(fenced)
     before = kube.requests_total

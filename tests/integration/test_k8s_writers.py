@@ -21,18 +21,10 @@ from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.requestlog import LoggedRequest
+from tests.builders import pod_manifest
 from tests.integration.harness import eventually
 
 PODS = "/api/v1/namespaces/default/pods"
-
-
-def _pod(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"schedulerName": "gangsched", "containers": [{"name": "c", "image": "busybox"}]},
-    }
 
 
 async def _node(kube: KubeClient, name: str) -> None:
@@ -61,7 +53,7 @@ async def _running(coro: Awaitable[Any]) -> AsyncIterator[None]:
 async def test_binder_idle_is_cleared_while_bindings_are_in_flight(kube: KubeClient) -> None:
     await _node(kube, "n1")
     for i in range(20):
-        await kube.create(PODS, _pod(f"p{i}"))
+        await kube.create(PODS, pod_manifest(f"p{i}", scheduler="gangsched"))
     binder = Binder(kube, concurrency=4)
     assert binder.idle.is_set() and binder.in_flight == 0
     seen_busy: list[int] = []
@@ -86,8 +78,8 @@ async def test_binder_idle_is_set_again_after_failures(kube: KubeClient) -> None
 
 
 async def test_discard_drops_a_pending_patch_only(kube: KubeClient) -> None:
-    await kube.create(PODS, _pod("a"))
-    await kube.create(PODS, _pod("b"))
+    await kube.create(PODS, pod_manifest("a", scheduler="gangsched"))
+    await kube.create(PODS, pod_manifest("b", scheduler="gangsched"))
     writer = PatchWriter(kube)
     condition = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
     writer.patch(f"{PODS}/a/status", condition, content_type=STRATEGIC_MERGE_PATCH)
@@ -108,7 +100,7 @@ async def test_a_write_in_flight_when_the_object_is_recreated_is_not_remembered(
     `forget_written` is called for the new one, and the same body must still be sent (it was skipped as "already
     written", so a re-created PodGroup under load kept no status: test_pglife_podgroups). The emulator's request
     listener acts at the moment the first patch arrives (sim/requestlog.py)."""
-    await kube.create(PODS, _pod("p"))
+    await kube.create(PODS, pod_manifest("p", scheduler="gangsched"))
     path = f"{PODS}/p"
     writer = PatchWriter(kube, settle=0.0, min_gap=0.0)
     body = {"metadata": {"labels": {"written": "yes"}}}
@@ -132,7 +124,7 @@ async def test_a_write_in_flight_when_the_object_is_recreated_is_not_remembered(
 
 
 async def test_patch_writer_waits_for_bindings_then_writes_merged(kube: KubeClient) -> None:
-    await kube.create(PODS, _pod("a"))
+    await kube.create(PODS, pod_manifest("a", scheduler="gangsched"))
     gate = asyncio.Event()
     writer = PatchWriter(kube, defer_to=gate, max_defer=60.0)
     async with _running(writer.run(min_interval=0.0)):
@@ -147,7 +139,7 @@ async def test_patch_writer_waits_for_bindings_then_writes_merged(kube: KubeClie
 
 
 async def test_patch_writer_defers_at_most_max_defer(kube: KubeClient) -> None:
-    await kube.create(PODS, _pod("a"))
+    await kube.create(PODS, pod_manifest("a", scheduler="gangsched"))
     writer = PatchWriter(kube, defer_to=asyncio.Event(), max_defer=0.1)  # the gate is never set
     async with _running(writer.run(min_interval=0.0)):
         writer.patch(f"{PODS}/a", {"metadata": {"labels": {"x": "1"}}})
@@ -157,7 +149,7 @@ async def test_patch_writer_defers_at_most_max_defer(kube: KubeClient) -> None:
 
 @pytest.mark.parametrize("max_defer", [pytest.param(60.0, id="until-bindings-end"), pytest.param(0.1, id="bounded")])
 async def test_event_recorder_defers_to_bindings(kube: KubeClient, max_defer: float) -> None:
-    await kube.create(PODS, _pod("a"))
+    await kube.create(PODS, pod_manifest("a", scheduler="gangsched"))
     gate = asyncio.Event()
     recorder = EventRecorder(kube, defer_to=gate, max_defer=max_defer)
     async with _running(recorder.run()):

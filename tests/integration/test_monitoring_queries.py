@@ -22,11 +22,12 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.integration.harness import bound, create, eventually, pod, podgroup, pods, replica
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "deploy" / "components" / "monitoring"
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 _KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan"}
 _MODIFIERS = r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)"
 

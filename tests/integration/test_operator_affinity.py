@@ -14,9 +14,10 @@ import pytest
 
 from gangsched.sim.cluster import create_nodes
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.integration.harness import bound, create, eventually, pod, podgroup, pods, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 ZONE = "topology.kubernetes.io/zone"
 ZONES = {"a0": "a", "a1": "a", "b0": "b", "b1": "b"}
 

@@ -19,12 +19,13 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
+from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, pods, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 
 
@@ -44,8 +45,7 @@ def busy(name: str, node: str) -> dict[str, Any]:
 
 
 def gang(name: str, pc: str) -> list[dict[str, Any]]:
-    group = podgroup(name, min_member=4, mode="NonStrict", scheduleTimeoutSeconds=600)
-    return [group, *[pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc) for i in range(4)]]
+    return gang_manifests(name, 4, pc=pc, mode="NonStrict", scheduleTimeoutSeconds=600)
 
 
 async def placed(k: KubeClient, prefix: str) -> dict[str, str] | None:

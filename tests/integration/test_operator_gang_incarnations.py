@@ -24,9 +24,10 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.integration.harness import bound, create, eventually, get_podgroup, phase_of, pod, podgroup, pods, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture

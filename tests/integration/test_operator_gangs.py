@@ -10,6 +10,7 @@ import pytest
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.cluster import create_nodes
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS, koordinator_annotations
 from tests.integration.harness import (
     bindings_counted,
     bound,
@@ -25,7 +26,7 @@ from tests.integration.harness import (
     stop_replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture
@@ -136,7 +137,7 @@ async def test_gang_group_binds_only_when_every_gang_is_satisfied(cluster4: Clus
 
 async def test_annotation_only_gang_gets_a_podgroup_deleted_with_its_pods(cluster4: Cluster) -> None:
     k = cluster4.client
-    koord = {"gang.scheduling.koordinator.sh/name": "koord", "gang.scheduling.koordinator.sh/min-available": "2"}
+    koord = koordinator_annotations("koord", 2)
     async with replica(cluster4.kubeconfig):
         await create(k, pod("koord-0", annotations=koord))
         pg = await eventually(lambda: get_podgroup(k, "koord"), what="PodGroup created for the gang")
@@ -165,7 +166,7 @@ async def test_annotation_only_gang_gets_a_podgroup_deleted_with_its_pods(cluste
 
 async def test_bad_gang_annotation_gets_an_event_and_the_loop_goes_on(cluster4: Cluster) -> None:
     k = cluster4.client
-    bad = {"gang.scheduling.koordinator.sh/name": "bad", "gang.scheduling.koordinator.sh/min-available": "abc"}
+    bad = koordinator_annotations("bad", "abc")
     async with replica(cluster4.kubeconfig):
         await create(k, pod("bad-0", annotations=bad))
 

@@ -24,6 +24,7 @@ import pytest
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.faults import parse_rule_spec
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.integration.harness import (
     PG,
     create,
@@ -36,7 +37,7 @@ from tests.integration.harness import (
     replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 WAIT = 3  # scheduleTimeoutSeconds
 LONG_AGO = "2024-01-01T00:00:00Z"
 

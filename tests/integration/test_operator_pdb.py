@@ -18,13 +18,14 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
+from tests.integration.harness import create, eventually, on_replica, placed, pod, pods, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": 10},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("batch", 10),
+    priority_class("guarantee", 1000),
 ]
 PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
 EVICTIONS = ("POST", "pods/eviction")
@@ -38,11 +39,11 @@ async def four() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str, owner: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels={"app": name}) for i in range(n)]
+    objs = gang_manifests(name, n, pc=pc, labels={"app": name})
     if owner is not None:
-        for m in members:
+        for m in objs[1:]:
             m["metadata"]["ownerReferences"] = [owner]
-    return [podgroup(name, min_member=n), *members]
+    return objs
 
 
 def lone(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:
@@ -80,11 +81,6 @@ def budget(name: str, **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
     }
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def gone(k: KubeClient, prefix: str) -> bool:

@@ -18,15 +18,15 @@ from typing import Any
 import pytest
 
 from gangsched.core.values.errors import InvalidField
-from gangsched.k8s.client import KubeClient
 from gangsched.models.config import config_from_mapping
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
+from tests.integration.harness import create, events_for, eventually, on_replica, placed, pod, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 PDB: dict[str, Any] = {
     "apiVersion": "policy/v1",
@@ -44,13 +44,7 @@ async def three() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)]
-    return [podgroup(name, min_member=n), *members]
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
+    return gang_manifests(name, n, pc=pc, labels=labels)
 
 
 async def test_prefer_deletes_a_protected_victim_only_as_a_last_resort(three: Cluster) -> None:

@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.client import KubeClient
 from gangsched.sim.requestlog import LoggedRequest
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
+from tests.integration.harness import create, events_for, eventually, on_replica, placed, pod, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 PDBS = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
 WINDOW = 10.0  # seconds observed, as in the measurement
@@ -40,13 +40,7 @@ async def four() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels={"app": name}) for i in range(n)]
-    return [podgroup(name, min_member=n), *members]
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
+    return gang_manifests(name, n, pc=pc, labels={"app": name})
 
 
 def _fast_runtime(op: Any) -> None:

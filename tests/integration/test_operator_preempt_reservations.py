@@ -14,14 +14,23 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, on_replica, pod, podgroup, pods, replica
+from tests.builders import NODE_8_GPUS, priority_class
+from tests.integration.harness import (
+    create,
+    events_for,
+    eventually,
+    on_replica,
+    placed,
+    pod,
+    podgroup,
+    replica,
+)
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 
 
@@ -34,11 +43,6 @@ async def three() -> AsyncIterator[Cluster]:
 
 def members(name: str, n: int, *, pc: str) -> list[dict[str, Any]]:
     return [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc) for i in range(n)]
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
 
 
 async def test_reservations_of_a_lower_priority_nonstrict_gang_are_released_for_a_higher_one(three: Cluster) -> None:

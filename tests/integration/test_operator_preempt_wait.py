@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
-from tests.integration.harness import bound, create, events_for, eventually, get_podgroup, pod, podgroup, pods, replica
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
+from tests.integration.harness import create, events_for, eventually, get_podgroup, placed, pods, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
 ]
 DELAY = "sim.gangsched.io/termination-delay"
 
@@ -37,13 +37,7 @@ async def two() -> AsyncIterator[Cluster]:
 
 
 def gang(name: str, n: int, *, pc: str, annotations: dict[str, str] | None = None, **spec: Any) -> list[dict[str, Any]]:
-    members = [pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, annotations=annotations) for i in range(n)]
-    return [podgroup(name, min_member=n, **spec), *members]
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
+    return gang_manifests(name, n, pc=pc, annotations=annotations, **spec)
 
 
 async def test_preemptor_outlasts_its_waiting_time_while_victims_terminate(two: Cluster) -> None:

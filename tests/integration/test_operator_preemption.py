@@ -11,21 +11,20 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS, gang_manifests, priority_class
 from tests.integration.harness import (
-    bound,
     create,
     events_for,
     eventually,
     get_podgroup,
     on_replica,
     phase_of,
-    pod,
-    podgroup,
+    placed,
     pods,
     replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 STORY_TREE: list[dict[str, Any]] = [
     {"layer": 3, "name": "spine0", "children": ["leaf0", "leaf1"]},
     {"layer": 2, "name": "leaf0", "parents": ["spine0"], "children": ["unit0"]},
@@ -35,16 +34,10 @@ STORY_TREE: list[dict[str, Any]] = [
     {"layer": 1, "name": "unit2", "parents": ["leaf1"], "children": [f"node{i}" for i in range(8, 12)]},
 ]
 PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "best-effort"}, "value": 0},
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "guarantee"}, "value": 1000},
-    {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
-        "metadata": {"name": "guarantee-never"},
-        "value": 1000,
-        "preemptionPolicy": "Never",
-    },
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "batch"}, "value": 10},
+    priority_class("best-effort", 0),
+    priority_class("guarantee", 1000),
+    priority_class("guarantee-never", 1000, preemptionPolicy="Never"),
+    priority_class("batch", 10),
 ]
 
 
@@ -83,15 +76,7 @@ def gang(
     spec: dict[str, Any] = {}
     if group_size is not None:
         spec["networkTopology"] = {"mode": "soft", "groupSize": group_size}
-    return [
-        podgroup(name, min_member=min_member or n, **spec),
-        *(pod(f"{name}-{i}", group=name, gpu=8, priority_class=pc, labels=labels) for i in range(n)),
-    ]
-
-
-async def placed(k: KubeClient, prefix: str, n: int) -> dict[str, str] | None:
-    got = {name: node for name, node in bound(await pods(k)).items() if name.startswith(prefix + "-")}
-    return got if len(got) == n else None
+    return gang_manifests(name, n, pc=pc, min_member=min_member, labels=labels, **spec)
 
 
 async def gone(k: KubeClient, prefix: str) -> bool:

@@ -21,13 +21,14 @@ from tests.integration.harness import (
     eventually,
     get_podgroup,
     on_replica,
+    placed,
     pod,
     podgroup,
     pods,
     replica,
     stop_replica,
 )
-from tests.integration.test_operator_preemption import NODE, PRIORITY_CLASSES, gang, placed
+from tests.integration.test_operator_preemption import NODE, PRIORITY_CLASSES, gang
 
 HOLD = "test.gangsched.io/hold"
 

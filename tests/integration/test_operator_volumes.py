@@ -18,9 +18,10 @@ import pytest
 
 from gangsched.k8s.client import KubeClient
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS
 from tests.integration.harness import bound, create, events_for, eventually, pod, podgroup, pods, replica
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 PVS = "/api/v1/persistentvolumes"
 PVCS = "/api/v1/namespaces/default/persistentvolumeclaims"
 HOST = "kubernetes.io/hostname"

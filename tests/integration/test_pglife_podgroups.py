@@ -24,6 +24,7 @@ from gangsched.runtime.operator import Operator
 from gangsched.runtime.podgroups import PodGroupReporter
 from gangsched.sim.serve import Cluster, running_cluster
 from gangsched.state.cache import ClusterCache
+from tests.builders import NODE_8_GPUS, koordinator_annotations
 from tests.integration.harness import (
     PG,
     append_all,
@@ -37,18 +38,13 @@ from tests.integration.harness import (
     replica,
 )
 
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
-KOORD = "gang.scheduling.koordinator.sh/"
+NODE = NODE_8_GPUS
 
 
 @pytest.fixture
 async def cluster2() -> AsyncIterator[Cluster]:
     async with running_cluster(nodes=2, node_resources=NODE) as cluster:
         yield cluster
-
-
-def koord(name: str, min_available: int) -> dict[str, str]:
-    return {KOORD + "name": name, KOORD + "min-available": str(min_available)}
 
 
 @contextlib.asynccontextmanager
@@ -87,7 +83,7 @@ async def forgotten(op: Operator, key: str) -> bool:
 async def _settled_after(k: KubeClient, events: list[tuple[str, dict[str, Any]]], marker: str) -> None:
     """A later annotation-only gang's PodGroup created and seen: whatever the operator decided about the earlier
     gang before that has reached the API by now."""
-    await create(k, pod(f"{marker}-0", annotations=koord(marker, 1)))
+    await create(k, pod(f"{marker}-0", annotations=koordinator_annotations(marker, 1)))
     await eventually(lambda: _seen(events, marker), what=f"PodGroup {marker} created")
 
 
@@ -104,7 +100,7 @@ async def test_created_podgroup_goes_with_its_last_pod_and_stays_gone(cluster2: 
     gpu = 1 if placed else 16  # 16 GPUs: no node has them, the gang stays pending
     async with replica(cluster2.kubeconfig) as op, podgroup_events(k) as events:
         for i in range(2):
-            await create(k, pod(f"job-{i}", gpu=gpu, annotations=koord("job", 2)))
+            await create(k, pod(f"job-{i}", gpu=gpu, annotations=koordinator_annotations("job", 2)))
         pg = await eventually(lambda: get_podgroup(k, "job"), what="PodGroup created for the gang")
         assert {o["kind"] for o in pg["metadata"]["ownerReferences"]} == {"Pod"}
         if placed:
@@ -130,7 +126,7 @@ async def test_podgroup_deleted_by_hand_comes_back_owned_while_members_live(clus
     k = cluster2.client
     async with replica(cluster2.kubeconfig):
         for i in range(2):
-            await create(k, pod(f"live-{i}", annotations=koord("live", 2)))
+            await create(k, pod(f"live-{i}", annotations=koordinator_annotations("live", 2)))
         await eventually(lambda: _phase_is(k, "live", "Running"), what="live Running")
         first = await get_podgroup(k, "live")
         assert first is not None
@@ -178,7 +174,7 @@ async def test_podgroup_deleted_before_its_pods_are_seen_gone_is_not_recreated_o
     (garbagecollector.go attemptToDeleteItem: all ownerReferences dangling)."""
     k = cluster2.client
     for i in range(2):
-        await create(k, pod(f"z-{i}", annotations=koord("z", 2)))
+        await create(k, pod(f"z-{i}", annotations=koordinator_annotations("z", 2)))
     members = [await k.get(f"/api/v1/namespaces/default/pods/z-{i}") for i in range(2)]
     cache = ClusterCache(scheduler_name="gangsched")
     writer = PatchWriter(k, settle=0.0, min_gap=0.0)
@@ -217,7 +213,7 @@ async def test_reporter_creates_nothing_for_a_gang_whose_members_are_all_leaving
     """Members being deleted (metadata.deletionTimestamp set: a bound pod's graceful deletion, or a finalizer) do
     not get a new PodGroup when theirs is deleted: it would outlive them by a create sent after they go."""
     k = cluster2.client
-    body = pod("fin-0", annotations=koord("fin", 1))
+    body = pod("fin-0", annotations=koordinator_annotations("fin", 1))
     body["metadata"]["finalizers"] = ["example.com/hold"]
     await create(k, body)
     await k.delete("/api/v1/namespaces/default/pods/fin-0")

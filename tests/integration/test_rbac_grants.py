@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from gangsched.sim.serve import Cluster, running_cluster
+from tests.builders import NODE_8_GPUS, koordinator_annotations, priority_class
 from tests.integration.harness import (
     OPERATOR_NAMESPACE,
     SERVICE_ACCOUNT,
@@ -40,7 +41,7 @@ from tests.integration.volcano import install_volcano_crd, lws_volcano_podgroup
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = f"system:serviceaccount:{OPERATOR_NAMESPACE}:{SERVICE_ACCOUNT}"
-NODE = {"cpu": "32", "memory": "256Gi", "nvidia.com/gpu": "8", "pods": "110"}
+NODE = NODE_8_GPUS
 TIERS = ["topology.gangsched.io/tier-1", "topology.gangsched.io/tier-2"]
 TREE: list[dict[str, Any]] = [
     {"layer": 2, "name": "leaf0", "children": ["unit0", "unit1"]},
@@ -108,7 +109,7 @@ async def plain_gangs(cluster: Cluster) -> None:
         await create(k, podgroup("train", min_member=2), *(pod(f"train-{i}", group="train", gpu=8) for i in range(2)))
         await eventually(lambda: _all_bound(k, ["train-0", "train-1"]), what="train bound")
         await eventually(lambda: _phase_is(k, "train", "Running"), what="train Running")
-        koord = {"gang.scheduling.koordinator.sh/name": "koord", "gang.scheduling.koordinator.sh/min-available": "2"}
+        koord = koordinator_annotations("koord", 2)
         await create(k, pod("koord-0", annotations=koord))
         await eventually(lambda: get_podgroup(k, "koord"), what="PodGroup created for the annotation-only gang")
         await create(k, pod("koord-1", annotations=koord))
@@ -124,8 +125,8 @@ async def preemption(cluster: Cluster) -> None:
     k = cluster.client
     await create(
         k,
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"}, "value": 0},
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
+        priority_class("low", 0),
+        priority_class("high", 1000),
     )
 
     def gang(name: str, n: int, pc: str, labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -164,7 +165,7 @@ async def preemption(cluster: Cluster) -> None:
         # pdb: prefer: a gang needing all four nodes takes a's protected pods too, deleting them (pods delete)
         await create(
             k,
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "top"}, "value": 2000},
+            priority_class("top", 2000),
         )
         await create(k, *gang("top", 4, "top"))
         await eventually(lambda: _all_bound(k, [f"top-{i}" for i in range(4)]), timeout=30, what="top bound")

@@ -45,6 +45,7 @@ import pytest
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.cluster import create_nodes, topology_labels
 from gangsched.sim.serve import running_cluster
+from tests.builders import priority_class
 from tests.integration.harness import PG, create, eventually, replica
 
 GPU = "nvidia.com/gpu"
@@ -79,10 +80,7 @@ PROFILES: dict[str, dict[str, str]] = {
     "cpu-small": {"cpu": "500m", "memory": "512Mi"},
 }
 PRIORITIES = {"low": 0, "mid": 100, "high": 1000}
-PRIORITY_CLASSES = [
-    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
-    for n, v in PRIORITIES.items()
-]
+PRIORITY_CLASSES = [priority_class(n, v) for n, v in PRIORITIES.items()]
 DURATIONS = ["500ms", "1s", "1500ms", "2s", "3s", None, None]  # None: runs until deleted
 
 _SUFFIX = {

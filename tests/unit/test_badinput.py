@@ -25,8 +25,7 @@ from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.topology import parse_topology, unknown_nodes, unknown_nodes_message
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.unit.test_core_support import node_obj
-from tests.unit.test_state import member, podgroup
+from tests.builders import member_obj, node_obj, podgroup_obj
 
 K = "gang.scheduling.koordinator.sh/"
 HUGE = "9" * 5000  # more digits than Python converts (4,300): int() raises a plain ValueError
@@ -127,9 +126,9 @@ def test_unknown_topology_nodes_are_named() -> None:
 def test_a_5000_digit_pod_annotation_never_raises_out_of_the_pod_list() -> None:
     """The crash loop of issue 13: the initial pod list must survive any one pod."""
     cache = ClusterCache(scheduler_name="gangsched")
-    bad_min = member("a-0", annotations={K + "name": "a", K + "min-available": HUGE})
-    bad_rank = member("b-0", group="b", annotations={"gang.scheduling.koordinator.sh/network-topology-index": HUGE})
-    good = member("c-0", annotations={K + "name": "c", K + "min-available": "1"})
+    bad_min = member_obj("a-0", annotations={K + "name": "a", K + "min-available": HUGE})
+    bad_rank = member_obj("b-0", group="b", annotations={"gang.scheduling.koordinator.sh/network-topology-index": HUGE})
+    good = member_obj("c-0", annotations={K + "name": "c", K + "min-available": "1"})
     cache.on_pod_list([bad_min, bad_rank, good, {"metadata": None}, "not even an object"])  # type: ignore[list-item]
     assert {"a-0", "b-0"} <= {p.name for p in cache.problems}
     assert all(len(p.message) < 400 for p in cache.problems)
@@ -140,7 +139,7 @@ def test_an_invalid_declaration_on_a_bound_pod_keeps_its_usage() -> None:
     """kubectl annotate of a running member with an invalid value: its requests stay on the node."""
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_node(None, node_obj("n0", cpu="8"))
-    running = member("g-0", annotations={K + "name": "g", K + "min-available": "1"}, cpu="6", node="n0")
+    running = member_obj("g-0", annotations={K + "name": "g", K + "min-available": "1"}, cpu="6", node="n0")
     running["status"] = {"phase": "Running"}
     cache.on_pod_event("ADDED", running)
     assert cache.cluster.used["n0"]["cpu"] == 6000
@@ -160,7 +159,7 @@ def test_an_invalid_declaration_on_a_bound_pod_keeps_its_usage() -> None:
 
 def test_an_invalid_declaration_on_a_pending_pod_keeps_it_out_and_is_reported_once() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    pending = member("p-0", annotations={K + "name": "p", K + "min-available": "1"})
+    pending = member_obj("p-0", annotations={K + "name": "p", K + "min-available": "1"})
     cache.on_pod_event("ADDED", pending)
     pending["metadata"]["annotations"][K + "waiting-time"] = "9999999999999h"
     cache.on_pod_event("MODIFIED", pending)
@@ -172,7 +171,7 @@ def test_an_invalid_declaration_on_a_pending_pod_keeps_it_out_and_is_reported_on
 
 def _grouped(name: str, group: list[str]) -> dict[str, Any]:
     groups = "[" + ", ".join(f'"default/{g}"' for g in group) + "]"
-    return member(f"{name}-0", annotations={K + "name": name, K + "min-available": "1", K + "groups": groups})
+    return member_obj(f"{name}-0", annotations={K + "name": name, K + "min-available": "1", K + "groups": groups})
 
 
 def test_a_gang_group_cycle_is_invalid_on_every_gang_of_it() -> None:
@@ -192,11 +191,11 @@ def test_a_partner_that_does_not_list_the_group_makes_the_group_invalid_until_it
     cache = ClusterCache(scheduler_name="gangsched")
     cache.on_pod_event("ADDED", _grouped("a", ["a", "b"]))
     assert cache.invalid_message("default/a") is None, "a partner not seen yet is waited for"
-    cache.on_podgroup("ADDED", podgroup("b", min_member=1))
+    cache.on_podgroup("ADDED", podgroup_obj("b", min_member=1))
     message = cache.invalid_message("default/a")
     assert message is not None and "does not list this group back" in message
     assert cache.invalid_message("default/b") is None
-    fixed = podgroup("b", min_member=1, gangGroup=["a", "b"])
+    fixed = podgroup_obj("b", min_member=1, gangGroup=["a", "b"])
     fixed["metadata"]["generation"] = 2
     cache.on_podgroup("MODIFIED", fixed)
     assert cache.invalid_message("default/a") is None
@@ -206,11 +205,11 @@ def test_a_partner_that_does_not_list_the_group_makes_the_group_invalid_until_it
 
 def test_members_disagreeing_on_the_declaration_get_a_warning_naming_them() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_pod_event("ADDED", member("m-0", annotations={K + "name": "m", K + "min-available": "2"}))
-    cache.on_pod_event("ADDED", member("m-1", annotations={K + "name": "m", K + "min-available": "2"}))
+    cache.on_pod_event("ADDED", member_obj("m-0", annotations={K + "name": "m", K + "min-available": "2"}))
+    cache.on_pod_event("ADDED", member_obj("m-1", annotations={K + "name": "m", K + "min-available": "2"}))
     assert cache.problems == []
     cache.on_pod_event(
-        "ADDED", member("m-2", annotations={K + "name": "m", K + "min-available": "3", K + "mode": "NonStrict"})
+        "ADDED", member_obj("m-2", annotations={K + "name": "m", K + "min-available": "3", K + "mode": "NonStrict"})
     )
     [problem] = cache.problems
     assert problem.reason == "GangDeclarationMismatch" and problem.name == "m-2"
@@ -220,7 +219,7 @@ def test_members_disagreeing_on_the_declaration_get_a_warning_naming_them() -> N
 
 def test_an_oversize_group_size_gets_a_warning() -> None:
     cache = ClusterCache(scheduler_name="gangsched")
-    cache.on_podgroup("ADDED", podgroup("t", min_member=2, networkTopology={"mode": "soft", "groupSize": 8}))
+    cache.on_podgroup("ADDED", podgroup_obj("t", min_member=2, networkTopology={"mode": "soft", "groupSize": 8}))
     [problem] = cache.problems
     assert problem.kind == "PodGroup" and problem.reason == "GroupSizeTooLarge"
     assert "spec.networkTopology.groupSize: 8 is larger than the gang (2 members" in problem.message
@@ -266,9 +265,9 @@ def test_notices_said_on_a_member_before_its_podgroup_was_seen_are_said_again_on
     # annotations on pods of a scheduling.x-k8s.io PodGroup); the user reads the PodGroup's events
     cache = ClusterCache(scheduler_name="gangsched")
     annotations = {K + "name": "job", K + "min-available": "1", K + "mode": "Strict\\NonStrict"}
-    cache.on_pod_event("ADDED", member("job-0", annotations=annotations))
+    cache.on_pod_event("ADDED", member_obj("job-0", annotations=annotations))
     assert [(p.kind, p.reason) for p in cache.problems] == [("Pod", "InvalidGangMode")]
-    cache.on_podgroup("ADDED", podgroup("job", min_member=1))
+    cache.on_podgroup("ADDED", podgroup_obj("job", min_member=1))
     assert [(p.kind, p.reason) for p in cache.problems] == [("Pod", "InvalidGangMode"), ("PodGroup", "InvalidGangMode")]
-    cache.on_pod_event("ADDED", member("job-1", annotations=annotations))  # said once per target, not again
+    cache.on_pod_event("ADDED", member_obj("job-1", annotations=annotations))  # said once per target, not again
     assert len(cache.problems) == 2

@@ -1,0 +1,1 @@
+"""Unit tests of gangsched.core, one package per core package (tests/unit/core/<package>/)."""

@@ -1,0 +1,1 @@
+"""Unit tests of core/gang: gang rules, groups, incarnations, health, partial gangs, deadlock, starvation."""

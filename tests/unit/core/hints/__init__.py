@@ -1,0 +1,1 @@
+"""Unit tests of core/hints: queueing hints and the memos behind them."""

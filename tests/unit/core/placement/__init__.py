@@ -1,0 +1,1 @@
+"""Unit tests of core/placement: where a gang's members go (packing, quorum, mixed sizes, ranks, topology groups)."""

@@ -1,0 +1,1 @@
+"""Unit tests of core/preemption: victims, reclaimed reservations, refusals, PodDisruptionBudgets."""

@@ -1,0 +1,1 @@
+"""Unit tests of core/topology: the topology tree and the placer over it."""

@@ -1,0 +1,1 @@
+"""Unit tests of core/transaction: a cycle's session, plan and undo."""

@@ -1,0 +1,1 @@
+"""Unit tests of gangsched.plugin: what `kubectl gang` computes."""

@@ -1,0 +1,1 @@
+"""Unit tests of gangsched.sim: the emulator's cluster, OpenAPI, schemas and tables."""
