@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import importlib
 import io
 import os
 import sys
@@ -221,18 +222,17 @@ def _local(tasks: list[dict[str, Any]], jobs: int) -> Iterator[tuple[dict[str, A
 def _dask(
     tasks: list[dict[str, Any]], jobs: int, address: str | None
 ) -> Iterator[tuple[dict[str, Any], dict[str, Any] | BaseException]]:
-    from dask.distributed import Client, LocalCluster, as_completed
-
+    dd: Any = importlib.import_module("dask.distributed")  # the optional extra `sweep` (untyped)
     with contextlib.ExitStack() as stack:
         if address is None:
-            cluster = stack.enter_context(LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None))
+            cluster = stack.enter_context(dd.LocalCluster(n_workers=jobs, threads_per_worker=1, dashboard_address=None))
             address = cluster.scheduler_address
-        client = stack.enter_context(Client(address))
+        client = stack.enter_context(dd.Client(address))
         futures = {
             client.submit(run_task, task, key=f"gangsched-{task_name(task)}", pure=False): task for task in tasks
         }
         by_key = {f.key: t for f, t in futures.items()}
-        for future in as_completed(list(futures)):
+        for future in dd.as_completed(list(futures)):
             err = future.exception()
             yield by_key[future.key], err if err is not None else future.result()
 
@@ -417,7 +417,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--dask-scheduler goes with --engine dask")
         if args.engine == "dask":
             try:
-                import dask.distributed  # noqa: F401
+                importlib.import_module("dask.distributed")
             except ImportError:
                 raise ValueError("--engine dask: Dask is not installed (pip install 'gangsched[sweep]')") from None
         _check_first(args, tasks[0])
