@@ -48,7 +48,7 @@ def test_demo_sweep_writes_runs_and_a_paired_comparison_and_resumes(tmp_path: Pa
     assert all(m["started_partially"] == 0 and m["deadlocks"]["unresolved"] == 0 for m in ours)
     md = (out / "sweep.md").read_text()
     assert "## load 0.95, speed model tier" in md and "gangsched \u2212 kube-scheduler (95% CI)" in md
-    assert "8 h of arrivals, the first 0 h a warm-up" in md and "Seeds: 1, 2" in md and "Commit: " in md
+    assert "8 h of arrivals, no warm-up" in md and "Seeds: 1, 2" in md and "Commit: " in md
 
     # the same replay as `sim replay` for seed 1: the same figures
     replay_out = tmp_path / "replay"

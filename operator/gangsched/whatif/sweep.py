@@ -356,9 +356,9 @@ def horizon_text(header: dict[str, Any]) -> str:
     h = header["horizon"]
     arrivals = "the trace's span" if h["arrival_hours"] is None else f"{h['arrival_hours']:g} h"
     spans = "; ".join(f"load {k}: {a:.2f}-{b:.2f} h" for k, (a, b) in h["measured_window_hours"].items())
+    warmup = f"the first {h['warmup_hours']:g} h a warm-up" if h["warmup_hours"] else "no warm-up"
     return (
-        f"{arrivals} of arrivals, the first {h['warmup_hours']:g} h a warm-up; every metric over the"
-        f" arrivals after it ({spans}; seed {h['window_seed']})"
+        f"{arrivals} of arrivals, {warmup}; every metric over the arrivals after it ({spans}; seed {h['window_seed']})"
     )
 
 
