@@ -23,6 +23,9 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   a job's own waiting time (its PodGroup's scheduleTimeoutSeconds) applies to every policy.
 - `--policies`: default gangsched, gangsched+nohold and the three faithful baselines (kube-scheduler, coscheduling,
   kube-scheduler-gang: whatif/policies.py).
+- summary.json also records `parameters` (every option, as given or defaulted), `horizon` (hours of arrivals, the
+  warm-up, the measured window per load) and `commit` (`git rev-parse HEAD` of the checkout, else "unknown").
+- `add_workload_arguments` declares the options `gangsched sim sweep` (whatif/sweep.py) shares.
 Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed; so does
 an `--out` directory that cannot be created or written, checked before any replay runs (gangsched/exits.py).
 """
