@@ -1,4 +1,4 @@
-"""The `gangsched` command line: run | demo | sim serve | sim replay | sim record | bench, and --version.
+"""The `gangsched` command line: run | demo | sim serve | sim replay | sim sweep | sim record | bench, and --version.
 
 The command line is a contract: tests, docs (docs/cli.md, README.md) and users rely on it. Every failure is one or
 two lines on stderr (what went wrong, what to do), no traceback, with an exit code of gangsched/exits.py.
@@ -167,6 +167,14 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_replay_arguments(replay)
 
+    sweep = sim_sub.add_parser(
+        "sweep",
+        help="what-if: policies x loads x seeds x speed models in parallel, resumable, with confidence intervals",
+    )
+    from gangsched.whatif.sweep import add_arguments as add_sweep_arguments
+
+    add_sweep_arguments(sweep)
+
     from gangsched.whatif.inputs.record import add_record_parser  # light: argparse and whatif/model.py at import
 
     add_record_parser(sim_sub)
@@ -209,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         from gangsched.whatif.cli import run as run_replay
 
         return run_replay(args)
+    if args.command == "sim" and args.sim_command == "sweep":
+        from gangsched.whatif.sweep import run as run_sweep
+
+        return run_sweep(args)
     if args.command == "sim" and args.sim_command == "record":
         from gangsched.whatif.inputs.record import run_record
 

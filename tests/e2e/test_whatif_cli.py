@@ -31,6 +31,7 @@ def replay(out: Path, *args: str, hash_seed: str = "0") -> subprocess.CompletedP
 
 
 def without_wall_time(summary: dict[str, Any]) -> dict[str, Any]:
+    summary["parameters"].pop("out")
     for result in summary["results"]:
         for s in result["policies"].values():
             for key in ("decision_ms", "wall_seconds", "events_per_s"):
@@ -61,6 +62,12 @@ def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) ->
     assert again.returncode == 0, again.stderr
     second = orjson.loads((tmp_path / "b" / "summary.json").read_bytes())
     assert without_wall_time(second) == without_wall_time(summary)
+    # issue 24 item 3: every parameter, the seed, the horizon and the commit
+    assert summary["parameters"]["seed"] == 1 and summary["parameters"]["load"] == "0.6,0.95"
+    assert summary["parameters"]["speed_model"] == "tier" and summary["parameters"]["wait_seconds"] == 600.0
+    assert summary["horizon"]["arrival_hours"] == 8.0 and summary["horizon"]["warmup_hours"] == 0.0
+    assert set(summary["horizon"]["measured_window_hours"]) == {"0.6", "0.95"}
+    assert summary["commit"] == "unknown" or len(summary["commit"]) == 40
 
 
 def test_bad_options_exit_2_naming_the_option(tmp_path: Path) -> None:

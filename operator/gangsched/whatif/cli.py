@@ -23,6 +23,9 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   a job's own waiting time (its PodGroup's scheduleTimeoutSeconds) applies to every policy.
 - `--policies`: default gangsched, gangsched+nohold and the three faithful baselines (kube-scheduler, coscheduling,
   kube-scheduler-gang: whatif/policies.py).
+- summary.json also records `parameters` (every option, as given or defaulted), `horizon` (hours of arrivals, the
+  warm-up, the measured window per load) and `commit` (`git rev-parse HEAD` of the checkout, else "unknown").
+- `add_workload_arguments` declares the options `gangsched sim sweep` (whatif/sweep.py) shares.
 Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed; so does
 an `--out` directory that cannot be created or written, checked before any replay runs (gangsched/exits.py).
 """
@@ -52,6 +55,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--nodes", default=None, help="node inventory: alibaba-2026, alibaba-2023, or a CSV/YAML/JSON/topology file"
     )
     parser.add_argument("--kubeconfig", default=None, help="read the node inventory from a live cluster")
+    add_workload_arguments(parser)
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
+    parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
+    parser.add_argument(
+        "--speed-model",
+        choices=("tier", "none"),
+        default="tier",
+        help="tier: a job runs slower when its pods span a higher network tier (docs/whatif.md); none: placement"
+        " does not matter (default %(default)s)",
+    )
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The workload and policy options `sim replay` and `sim sweep` (whatif/sweep.py) share."""
     parser.add_argument("--trace", default=None, help="workload trace (CSV or JSONL, docs/whatif.md)")
     parser.add_argument("--synthetic", action="store_true", help="the synthetic workload model at each --load")
     parser.add_argument("--hours", type=float, default=24.0, help="synthetic: hours of arrivals (default %(default)s)")
@@ -59,8 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--load", default="0.6,0.8,0.95", help="offered GPU loads, comma-separated (default %(default)s)"
     )
     parser.add_argument("--policies", default=DEFAULT_POLICIES, help="policies to compare (default %(default)s)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic workload (default %(default)s)")
-    parser.add_argument("--out", default="whatif-out", help="output directory (default %(default)s)")
     parser.add_argument(
         "--wait-seconds", type=float, default=600.0, help="gangsched's gang waiting time (s); baselines keep theirs"
     )
@@ -81,13 +97,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --node-failures: mean repair time, h (default %(default)s)",
     )
     parser.add_argument(
-        "--speed-model",
-        choices=("tier", "none"),
-        default="tier",
-        help="tier: a job runs slower when its pods span a higher network tier (docs/whatif.md); none: placement"
-        " does not matter (default %(default)s)",
-    )
-    parser.add_argument(
         "--spine-oversubscription",
         type=float,
         default=2.0,
@@ -105,7 +114,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=2.0,
         help="a declared run time is the real one times this (default %(default)s)",
     )
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+
+
+def commit() -> str:
+    """`git rev-parse HEAD` of the checkout this package runs from, else "unknown" (an installed wheel)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def parameters(args: argparse.Namespace) -> dict[str, object]:
+    """Every option of the command line, as given or defaulted (the subcommand's names dropped)."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in ("command", "sim_command")}
+
+
+def windows(workload: Workload, warmup: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(the arrival span, the measured window: the arrivals after the warm-up)."""
+    jobs = workload.jobs
+    arrivals = (jobs[0].submit, jobs[-1].submit) if jobs else (0.0, 0.0)
+    return arrivals, (min(arrivals[0] + warmup, arrivals[1]), arrivals[1])
 
 
 def parse_loads(text: str) -> list[float]:
@@ -175,8 +213,7 @@ def replay_all(
     runs = []
     for load, workload in workloads.items():
         jobs = workload.jobs
-        arrivals = (jobs[0].submit, jobs[-1].submit) if jobs else (0.0, 0.0)
-        window = (min(arrivals[0] + warmup, arrivals[1]), arrivals[1])  # utilization: after the warm-up
+        arrivals, window = windows(workload, warmup)  # every metric: after the warm-up
         lr = LoadRun(load, workload.source, window, offered_load(workload, arrivals), {}, {})
         for name in policies:
             update, close = _bar(f"load {load:g} {name}", len(jobs))
@@ -186,6 +223,25 @@ def replay_all(
             lr.summaries[name] = summarize(result, window)
         runs.append(lr)
     return runs
+
+
+def arrival_hours(args: argparse.Namespace) -> float | None:
+    """Hours of arrivals: --hours of the synthetic model, the demo's 8 h, None for a trace (its own span)."""
+    if args.demo:
+        from gangsched.whatif.demo import DEMO_HOURS
+
+        return DEMO_HOURS
+    return float(args.hours) if args.synthetic else None
+
+
+def horizon(args: argparse.Namespace, runs: list[LoadRun]) -> dict[str, object]:
+    """The horizon every report states: hours of arrivals, the warm-up, and the measured window per load (h)."""
+    spans = {f"{lr.load:g}": [round(lr.window[0] / 3600, 3), round(lr.window[1] / 3600, 3)] for lr in runs}
+    return {
+        "arrival_hours": arrival_hours(args),
+        "warmup_hours": args.warmup_hours,
+        "measured_window_hours": spans,
+    }
 
 
 def _workloads(args: argparse.Namespace, loads: list[float]) -> tuple[str, dict[float, Workload]]:
@@ -296,7 +352,11 @@ def run(args: argparse.Namespace) -> int:
     header["warmup_seconds"] = warmup
     header["speed_model"] = speed.describe()
     header["declared_run_times"] = {"share": args.declared_share, "slack": args.declared_slack}
-    result = RunResult(header, replay_all(workloads, policies, args.wait_seconds, warmup, speed))
+    loads_run = replay_all(workloads, policies, args.wait_seconds, warmup, speed)
+    header["horizon"] = horizon(args, loads_run)
+    header["parameters"] = parameters(args)
+    header["commit"] = commit()
+    result = RunResult(header, loads_run)
     out = Path(args.out)
     if not args.no_plots:
         try:

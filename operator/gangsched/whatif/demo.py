@@ -53,7 +53,10 @@ def _job(i: int, t: float, rng: random.Random) -> JobSpec:
     return JobSpec(f"job-{i:05d}", t, round(_duration(rng)), (role,), pods, priority, mode, topology)
 
 
-def demo_workload(load: float, seed: int, *, nodes: int = 32, hours: float = 8.0) -> Workload:
+DEMO_HOURS = 8.0  # hours of arrivals
+
+
+def demo_workload(load: float, seed: int, *, nodes: int = 32, hours: float = DEMO_HOURS) -> Workload:
     rng = random.Random(seed)
     inventory = demo_nodes(nodes)
     span = hours * 3600
