@@ -187,8 +187,8 @@ class _Engine:
         self.used: Counter[str] = Counter()
         self.whole_on: Counter[str] = Counter()
         self.down: set[str] = set()
-        self.free_hist: dict[str | None, Counter[int]] = {}
-        self.avail_hist: dict[str | None, Counter[int]] = {}
+        self.free_hist: dict[str | None, dict[int, int]] = {}  # GPU model -> {free GPUs: nodes}
+        self.avail_hist: dict[str | None, dict[int, int]] = {}  # GPU model -> {free + whole GPUs: nodes}
         for name in self.cap:
             self._hist(name, 1)
         self.pending_shapes: Counter[Shape] = Counter()  # over incarnations with a member holding nothing
@@ -296,10 +296,14 @@ class _Engine:
             return
         model, free = self.model[node], self.cap[node] - self.used[node]
         for hist, value in ((self.free_hist, free), (self.avail_hist, free + self.whole_on[node])):
-            counter = hist.setdefault(model, Counter())
-            counter[value] += sign
-            if not counter[value]:
-                del counter[value]
+            counts = hist.get(model)
+            if counts is None:
+                counts = hist[model] = {}
+            left = counts.get(value, 0) + sign
+            if left:
+                counts[value] = left
+            else:
+                del counts[value]
 
     def _set_pending(self, run: _Run, pending: bool) -> None:
         if run.pending == pending:
@@ -437,7 +441,7 @@ class _Engine:
         shape = (job.gpu_model, min((r.gpus for r in job.roles if r.gpus), default=0))
         if shape not in cache:
             model, size = shape
-            hists = [self.avail_hist.get(model, Counter())] if model is not None else list(self.avail_hist.values())
+            hists = [self.avail_hist.get(model, {})] if model is not None else list(self.avail_hist.values())
             cache[shape] = sum(a // size * size * n for h in hists for a, n in h.items()) if size else 0
         return cache[shape]
 
