@@ -7,10 +7,12 @@ Oracles: the engine's documented definitions (module docstring), on workloads sm
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gangsched.whatif.engine import replay
 from gangsched.whatif.metrics import summarize
-from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
-from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase, make_policy
+from gangsched.whatif.model import JobSpec, NodeEvent, NodeSpec, RoleSpec, Workload
+from gangsched.whatif.policies import POLICY_NAMES, CycleOutcome, PodMove, PodPhase, Policy, make_policy
 
 GIB = 1024
 HOLD_AFTER = 60.0  # core/values/config.py SchedulerConfig.hold_after_seconds default
@@ -105,3 +107,51 @@ def test_no_deadlock_when_each_missing_member_fits_a_node() -> None:
     workload = Workload(jobs, nodes(8, 8, 8))
     result = replay(workload, Scripted([("b", "n0", 8), ("c", "n1", 4), ("c", "n2", 4)]))
     assert result.deadlocks == []
+
+
+class Recording:
+    """Wraps a policy and keeps every move it reports."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner, self.name = inner, inner.name
+        self.moves: list[PodMove] = []
+
+    def submit(self, job: JobSpec, key: str, now: float) -> None:
+        self.inner.submit(job, key, now)
+
+    def _keep(self, out: CycleOutcome) -> CycleOutcome:
+        self.moves += out.moves
+        return out
+
+    def cycle(self, now: float) -> CycleOutcome:
+        return self._keep(self.inner.cycle(now))
+
+    def finish(self, key: str, now: float) -> list[PodMove]:
+        moves = self.inner.finish(key, now)
+        self.moves += moves
+        return moves
+
+    def node_down(self, name: str, now: float) -> CycleOutcome:
+        return self._keep(self.inner.node_down(name, now))
+
+    def node_up(self, name: str, now: float) -> None:
+        self.inner.node_up(name, now)
+
+
+def test_every_policy_says_where_a_removed_pod_was() -> None:
+    # Completions, a preemption (high-priority D), waiting-time ends (C's 50 s) and a node failure (n1 at t=300):
+    # every move of a pod that held resources back to NONE names its node, so the per-node figures are exact.
+    jobs = (
+        job("a", 0, 100, 1, 8),
+        job("b", 0, 400, 1, 4),
+        replace(job("c", 1, 50, 2, 8), wait_seconds=50.0),
+        replace(job("d", 150, 50, 2, 8), priority=100),
+        job("e", 200, 500, 2, 4),
+    )
+    workload = Workload(jobs, nodes(8, 8), node_events=(NodeEvent(300, "n1", False), NodeEvent(400, "n1", True)))
+    for name in POLICY_NAMES:
+        policy = Recording(make_policy(name, workload, 600.0))
+        result = replay(workload, policy)
+        removed = [m for m in policy.moves if m.new == PodPhase.NONE and m.old != PodPhase.NONE and m.gpus]
+        assert removed and all(m.node for m in removed), name
+        assert result.timeline[-1][1:] == (0,) * 7, name
