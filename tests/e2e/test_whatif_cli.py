@@ -102,7 +102,7 @@ def test_demo_draws_the_plots_the_report_shows(tmp_path: Path) -> None:
     proc = replay(tmp_path, "--load", "0.8")
     assert proc.returncode == 0, proc.stderr
     report = (tmp_path / "report.md").read_text()
-    for name in ("utilization", "jct_cdf", "queue_by_size", "held_idle"):
+    for name in ("utilization", "queue_cdf", "jct_cdf", "queue_by_size", "priority_wait", "held_idle"):
         png = tmp_path / f"{name}.png"
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name}.png)" in report

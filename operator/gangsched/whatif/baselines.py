@@ -108,7 +108,7 @@ class PodByPod:
         for pod in self.placed.pop(key, []):
             assert pod.node is not None
             self.free.give(pod.node, pod.gpus, pod.cpu_milli, pod.memory_mib)
-            moves.append(PodMove(key, pod.gpus, pod.cpu_milli, PodPhase.RUNNING, PodPhase.NONE))
+            moves.append(PodMove(key, pod.gpus, pod.cpu_milli, PodPhase.RUNNING, PodPhase.NONE, pod.node))
         self.dirty = True
         return moves
 
@@ -221,8 +221,8 @@ class PermitWait:
         for pod in gang.reserved:
             assert pod.node is not None
             self.free.give(pod.node, pod.gpus, pod.cpu_milli, pod.memory_mib)
+            out.moves.append(PodMove(gang.key, pod.gpus, pod.cpu_milli, PodPhase.HELD, PodPhase.NONE, pod.node))
             pod.node = None
-            out.moves.append(PodMove(gang.key, pod.gpus, pod.cpu_milli, PodPhase.HELD, PodPhase.NONE))
         self.shapes.update(p.shape for p in gang.reserved)
         gang.pending += gang.reserved
         gang.reserved = []
@@ -239,7 +239,7 @@ class PermitWait:
             for pod in pods:
                 assert pod.node is not None
                 self.free.give(pod.node, pod.gpus, pod.cpu_milli, pod.memory_mib)
-                moves.append(PodMove(key, pod.gpus, pod.cpu_milli, old, PodPhase.NONE))
+                moves.append(PodMove(key, pod.gpus, pod.cpu_milli, old, PodPhase.NONE, pod.node))
         for pod in gang.pending:
             self._uncount(pod.shape)
         if gang.pending:

@@ -122,6 +122,7 @@ class CorePolicy:
         self.pods: dict[str, tuple[str, int, int]] = {}  # pod key -> (incarnation, gpus, cpu)
         self.phase: dict[str, PodPhase] = {}
         self.members: dict[str, list[str]] = {}  # incarnation -> pod keys
+        self.where: dict[str, str] = {}  # pod key -> node it holds resources on (HELD or RUNNING)
 
     def submit(self, job: JobSpec, key: str, now: float) -> None:
         mode = self.options.mode or GangMode(job.mode)
@@ -161,6 +162,7 @@ class CorePolicy:
             self._carry_out(plan, out, now)
             if plan.empty:
                 out.next_wakeup = plan.next_wakeup
+                out.held_gpus = self._hold_gpus()
                 return out
         raise RuntimeError(f"the core did not converge at t={now} within {MAX_CYCLES_PER_INSTANT} cycles")
 
@@ -194,11 +196,31 @@ class CorePolicy:
     def _held_gpus(self, key: str) -> int:
         return sum(self.pods[k][1] for k in self.members.get(key, ()) if self.phase[k] == PodPhase.HELD)
 
+    def _hold_gpus(self) -> int:
+        """GPUs held for starving gangs now: on each target node of each hold (core/gang/starvation.py, in the queue's
+        order), the free GPUs up to what the gang would use there, as `_take` takes them in a cycle's workspace."""
+        free: dict[str, int] = {}
+        nodes = self.state.store.nodes
+        held = 0
+        for hold in self.state.queue.holds.values():
+            for name, target in hold.targets:  # (a remembered record without targets holds nothing)
+                if name not in nodes:
+                    continue
+                left = free[name] if name in free else self.state.free(name).get(GPU, 0)
+                take = min(target.get(GPU, 0), max(left, 0))
+                free[name] = left - take
+                held += take
+        return held
+
     def _move(self, pod_key: str, new: PodPhase, moves: list[PodMove], node: str = "") -> None:
         old = self.phase.get(pod_key)
         if old is None or old == new:
             return
         self.phase[pod_key] = new
+        if new == PodPhase.NONE:
+            node = self.where.pop(pod_key, "")
+        elif node:
+            self.where[pod_key] = node
         key, gpus, cpu = self.pods[pod_key]
         moves.append(PodMove(key, gpus, cpu, old, new, node))
 

@@ -16,14 +16,29 @@ Contract: `replay(workload, policy, *, horizon=None, progress=None, speed=None) 
   held by incarnations running whole (`whole_gpu_seconds`), held by incomplete gangs (allocated - whole), and the
   useful work: GPUs of whole incarnations divided by their slowdown (`useful_gpu_seconds`: GPU time at the jobs'
   ideal speed; equal to whole with the placement-independent model; `lost_work` the intervals of it an eviction or a
-  node failure destroyed, the job restarting from zero). `timeline` records (t, gpus allocated, useful
-  work in GPUs, cpu allocated, cpu held whole, gpus held whole) at each instant the values changed.
+  node failure destroyed, the job restarting from zero); free GPUs the policy holds for starving gangs
+  (`hold_gpu_seconds`: `CycleOutcome.held_gpus` as last reported, gangsched's capacity holds; 0 for the others);
+  fragmented GPUs (`fragmented_gpu_seconds`, below). `timeline` records (t, gpus allocated, useful work in GPUs, cpu
+  allocated, cpu held whole, gpus held whole, gpus held for starving gangs, fragmented gpus) at each instant the
+  values changed (`TimelinePoint`).
+- Per node (from the moves' nodes: to NONE, where the pod was; a policy that does not say, a node of the
+  incarnation's): GPUs allocated and GPUs of whole incarnations, kept as per-GPU-model histograms over the nodes up
+  (node count per free-GPU value, and per free + whole value): a check reads a few buckets, never every node or pod.
+- Fragmentation, after each instant: the free GPUs on nodes up whose free GPUs are fewer than the smallest
+  per-member GPU ask (a role's GPUs per member) of any pending incarnation (one with a member holding nothing) that
+  may run there (its GPU model, or any model). A GPU model no pending job asks for counts 0 (idle, not
+  fragmented), as does every node while nothing is pending. CPU and memory are not considered (a node with free
+  GPUs but no free CPU counts as usable: it can only undercount). Cost per instant: the distinct pending shapes
+  plus the histograms' buckets.
 - Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
   formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
   policy is held to): after each instant, a deadlock is
   a set of >= 2 incomplete GPU gangs holding GPUs such that none of them could complete even if every running job
-  ended (each one's missing GPUs > GPUs free + GPUs held by whole jobs). GPU counts only (fragmentation and GPU
-  models are ignored: it can miss deadlocks, never invent one among gangs that could still fit). An episode starts
+  ended, counted per scheduling shape: a gang's shape is (its GPU model, any when it names none; its smallest
+  per-member GPU ask), and it is stuck when its missing GPUs exceed what members of that shape find on the nodes up
+  of its model, each node counting (free + GPUs of whole jobs) // shape x shape (the histograms above: a pass over
+  a few buckets per distinct shape). CPU and memory are ignored, and a gang of mixed roles is counted in its
+  smallest member: it can miss deadlocks, never invent one among gangs that could still fit. An episode starts
   when the set appears and is resolved when it is gone; still there at the end: unresolved.
 - The replay ends when no event is left, or at `horizon` (default: last submit + 2 x the work / GPU capacity + 2 x
   the longest duration + 1 h): jobs not completed by then are reported unfinished.
@@ -43,6 +58,10 @@ from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase, Policy
 from gangsched.whatif.speed import SpeedModel, TierMap, slowdown
 
 ARRIVAL, WAKEUP, COMPLETE, NODE_DOWN, NODE_UP = 0, 1, 2, 3, 4
+# (t, gpus allocated, useful work in GPUs, cpu allocated, cpu held whole, gpus held whole, gpus held for starving
+# gangs, fragmented gpus)
+TimelinePoint = tuple[float, int, float, int, int, int, int, int]
+Shape = tuple[str | None, int]  # (GPU model, None: any; GPUs per member)
 
 
 @dataclass(slots=True)
@@ -82,6 +101,8 @@ class _Run:
     cpu: int = 0
     whole_since: float | None = None
     nodes: Counter[str] = field(default_factory=Counter)  # running members per node
+    where: Counter[str] = field(default_factory=Counter)  # GPUs allocated (HELD or RUNNING) per node
+    pending: bool = False  # some member holds nothing: its shapes count as pending demand (fragmentation)
 
 
 @dataclass(slots=True)
@@ -115,7 +136,9 @@ class Replay:
     whole_gpu_seconds: float = 0.0  # GPU time held by whole incarnations (allocated - this: held by incomplete)
     cpu_seconds: float = 0.0
     useful_cpu_seconds: float = 0.0
-    timeline: list[tuple[float, int, float, int, int, int]] = field(default_factory=list)
+    hold_gpu_seconds: float = 0.0  # free GPUs held for starving gangs (CycleOutcome.held_gpus)
+    fragmented_gpu_seconds: float = 0.0  # free GPUs no pending shape can use (module docstring)
+    timeline: list[TimelinePoint] = field(default_factory=list)
     decision_seconds: list[float] = field(default_factory=list)
     deadlocks: list[Deadlock] = field(default_factory=list)
     resolved: list[SchedulerDeadlock] = field(default_factory=list)  # by the scheduler itself
@@ -154,6 +177,21 @@ class _Engine:
         cpu_cap = sum(n.cpu_milli for n in workload.nodes)
         self.out = Replay(policy.name, list(self.results.values()), 0.0, workload.gpu_capacity, cpu_cap)
         self.deadlock: Deadlock | None = None
+        self.fragmented = 0  # free GPUs no pending shape can use, at the last instant
+        self.hold = 0  # GPUs held for starving gangs, as the policy last reported
+        # per node: GPU model, capacity, GPUs allocated, GPUs of whole incarnations; nodes down; and per GPU model
+        # the histograms of free GPUs and of free + whole GPUs over the nodes up (a few buckets each: the
+        # fragmentation and deadlock checks read these, never every node)
+        self.model = {n.name: n.gpu_model for n in workload.nodes if n.gpus}
+        self.cap = {n.name: n.gpus for n in workload.nodes if n.gpus}
+        self.used: Counter[str] = Counter()
+        self.whole_on: Counter[str] = Counter()
+        self.down: set[str] = set()
+        self.free_hist: dict[str | None, dict[int, int]] = {}  # GPU model -> {free GPUs: nodes}
+        self.avail_hist: dict[str | None, dict[int, int]] = {}  # GPU model -> {free + whole GPUs: nodes}
+        for name in self.cap:
+            self._hist(name, 1)
+        self.pending_shapes: Counter[Shape] = Counter()  # over incarnations with a member holding nothing
         self.done = 0  # jobs completed
         for job in workload.jobs:
             self._push(job.submit, ARRIVAL, job.id)
@@ -175,13 +213,16 @@ class _Engine:
             o.useful_gpu_seconds += self.work * dt
             o.cpu_seconds += c * dt
             o.useful_cpu_seconds += uc * dt
+            o.hold_gpu_seconds += self.hold * dt
+            o.fragmented_gpu_seconds += self.fragmented * dt
         self.now = t
 
     def _submit(self, job: JobSpec) -> None:
         result = self.results[job.id]
         result.incarnations += 1
         key = f"{job.id}#{result.incarnations}"
-        self.runs[key] = _Run(job, result)
+        run = self.runs[key] = _Run(job, result)
+        self._set_pending(run, True)
         self.policy.submit(job, key, self.now)
 
     def _apply(self, moves: list[PodMove]) -> None:
@@ -200,6 +241,8 @@ class _Engine:
                 self.alloc[1] += sign * move.gpus
                 self.alloc[3] += sign * move.cpu_milli
                 self.work += sign * move.gpus / run.result.placement_slowdown
+            if sign and move.gpus:
+                self._place(run, move.node, sign * move.gpus)
             run.running += (move.new == PodPhase.RUNNING) - (move.old == PodPhase.RUNNING)
             if move.new == PodPhase.RUNNING:
                 if not move.node:
@@ -214,6 +257,8 @@ class _Engine:
                 self.alloc[1] += run.gpus
                 self.alloc[3] += run.cpu
                 self.work += run.gpus / factor
+                for node, gpus in run.where.items():
+                    self._node(node, 0, gpus)
                 self._push(self.now + run.job.duration * factor, COMPLETE, key)
             elif run.whole_since is None and run.running > 0:
                 run.result.started_partially = True
@@ -221,6 +266,63 @@ class _Engine:
                 self.partial[key] = run
             else:
                 self.partial.pop(key, None)
+            if key in self.runs:
+                self._set_pending(run, run.held < run.job.members)
+
+    def _place(self, run: _Run, node: str, gpus: int) -> None:
+        """GPUs (negative: given back) of the incarnation on a node, for the per-node accounting. A removal that does
+        not say where is taken from a node of the incarnation holding as many (then any it holds GPUs on)."""
+        if gpus < 0 and run.where[node] < -gpus:
+            node = next((n for n, g in run.where.items() if g >= -gpus), None) or next(
+                (n for n, g in run.where.items() if g > 0), node
+            )
+        if not node:
+            return  # (a pod placed nowhere said: outside the per-node figures)
+        run.where[node] += gpus
+        if run.where[node] <= 0:
+            del run.where[node]
+        self._node(node, gpus, gpus if run.whole_since is not None else 0)
+
+    def _node(self, node: str, used: int, whole: int) -> None:
+        if node not in self.cap:
+            return
+        self._hist(node, -1)
+        self.used[node] += used
+        self.whole_on[node] += whole
+        self._hist(node, 1)
+
+    def _hist(self, node: str, sign: int) -> None:
+        if node in self.down:
+            return
+        model, free = self.model[node], self.cap[node] - self.used[node]
+        for hist, value in ((self.free_hist, free), (self.avail_hist, free + self.whole_on[node])):
+            counts = hist.get(model)
+            if counts is None:
+                counts = hist[model] = {}
+            left = counts.get(value, 0) + sign
+            if left:
+                counts[value] = left
+            else:
+                del counts[value]
+
+    def _set_pending(self, run: _Run, pending: bool) -> None:
+        if run.pending == pending:
+            return
+        run.pending = pending
+        for shape in _shapes(run.job):
+            self.pending_shapes[shape] += 1 if pending else -1
+            if not self.pending_shapes[shape]:
+                del self.pending_shapes[shape]
+
+    def _gone(self, key: str) -> _Run:
+        """The incarnation ended or completed (its pods' moves to NONE applied): out of every live structure."""
+        run = self.runs.pop(key)
+        self.partial.pop(key, None)
+        self._set_pending(run, False)
+        for node, gpus in run.where.items():  # (left only when a policy did not report every pod's removal)
+            self._node(node, -gpus, -gpus if run.whole_since is not None else 0)
+        run.where.clear()
+        return run
 
     def _slowdown(self, run: _Run) -> float:
         """The incarnation's run-time factor from where its running members are (recorded on its result)."""
@@ -241,8 +343,7 @@ class _Engine:
                 self.runs[key].result.tier = tier
         again = []
         for ended in out.ended:
-            run = self.runs.pop(ended.job)
-            self.partial.pop(ended.job, None)
+            run = self._gone(ended.job)
             ran = self.now - run.whole_since if run.whole_since is not None else 0.0
             lost = run.job.gpus * ran
             run.result.lost_run_seconds += ran
@@ -258,6 +359,8 @@ class _Engine:
             else:
                 run.result.timeouts += 1
             again.append(run.job)
+        if out.held_gpus is not None:
+            self.hold = out.held_gpus
         if out.next_wakeup is not None and out.next_wakeup > self.now and out.next_wakeup not in self.wakeups:
             self.wakeups.add(out.next_wakeup)
             self._push(out.next_wakeup, WAKEUP, "")
@@ -268,15 +371,20 @@ class _Engine:
             self._submit(self.jobs[ref])
         elif kind == COMPLETE and ref in self.runs:
             self._apply(self.policy.finish(ref, self.now))
-            self.runs.pop(ref).result.end = self.now
-            self.partial.pop(ref, None)
+            self._gone(ref).result.end = self.now
             self.done += 1
         elif kind == WAKEUP:
             self.wakeups.discard(self.now)
         elif kind == NODE_DOWN:
             self.again += self._outcome(self.policy.node_down(ref, self.now))
+            if ref in self.cap and ref not in self.down:
+                self._hist(ref, -1)
+                self.down.add(ref)
         elif kind == NODE_UP:
             self.policy.node_up(ref, self.now)
+            if ref in self.down:
+                self.down.discard(ref)
+                self._hist(ref, 1)
 
     def run(self, progress: Callable[[int, int], None] | None) -> Replay:
         wall = time.perf_counter()
@@ -294,6 +402,7 @@ class _Engine:
                 for job in again:
                     self._submit(job)
                 again = self._outcome(self.policy.cycle(self.now))
+            self.fragmented = self._fragmented()
             self._sample()
             self._detect_deadlock()
             if progress is not None:
@@ -308,19 +417,48 @@ class _Engine:
         g, whole, c, uc = self.alloc
         work = round(self.work, 6)  # (sums of fractions: no drift in the samples)
         tl = self.out.timeline
-        if not tl or tl[-1][1:] != (g, work, c, uc, whole):
-            tl.append((self.now, g, work, c, uc, whole))
+        values = (g, work, c, uc, whole, self.hold, self.fragmented)
+        if not tl or tl[-1][1:] != values:
+            tl.append((self.now, *values))
+
+    def _fragmented(self) -> int:
+        """Free GPUs on nodes up where no pending per-member shape fits (module docstring)."""
+        if not self.pending_shapes:
+            return 0
+        need: dict[str | None, int] = {}  # the smallest pending per-member GPU ask per model (None: any model's)
+        for model, gpus in self.pending_shapes:
+            need[model] = min(need.get(model, gpus), gpus)
+        total = 0
+        for model, hist in self.free_hist.items():
+            asks = [gpus for gpus in (need.get(model), need.get(None)) if gpus is not None]
+            if asks:  # (a model no pending job asks for: idle, not fragmented)
+                total += sum(free * n for free, n in hist.items() if 0 < free < min(asks))
+        return total
+
+    def _room(self, job: JobSpec, cache: dict[Shape, int]) -> int:
+        """GPUs the job's smallest per-member shape finds on its GPU model's nodes if every whole job ended: per node
+        up, (free + whole GPUs) // shape members of the shape."""
+        shape = (job.gpu_model, min((r.gpus for r in job.roles if r.gpus), default=0))
+        if shape not in cache:
+            model, size = shape
+            hists = [self.avail_hist.get(model, {})] if model is not None else list(self.avail_hist.values())
+            cache[shape] = sum(a // size * size * n for h in hists for a, n in h.items()) if size else 0
+        return cache[shape]
 
     def _detect_deadlock(self) -> None:
         partial = list(self.partial.values())
-        available = self.out.gpu_capacity - self.alloc[0] + self.alloc[1]
-        stuck = len(partial) >= 2 and all(_missing(r) > available for r in partial)
+        cache: dict[Shape, int] = {}
+        stuck = len(partial) >= 2 and all(_missing(r) > self._room(r.job, cache) for r in partial)
         if stuck and self.deadlock is None:
             self.deadlock = Deadlock(self.now, sum(r.gpus for r in partial), len(partial))
             self.out.deadlocks.append(self.deadlock)
         elif not stuck and self.deadlock is not None:
             self.deadlock.end = self.now
             self.deadlock = None
+
+
+def _shapes(job: JobSpec) -> set[Shape]:
+    return {(job.gpu_model, r.gpus) for r in job.roles if r.gpus}
 
 
 def _missing(run: _Run) -> int:

@@ -10,7 +10,13 @@ arrived in [t0, t1] (arrivals only: a job is judged by its whole life, however l
   a job slowed by its placement counts its GPUs divided by its placement slowdown), less the work an eviction or a
   node failure destroyed (the job restarts from zero: `Replay.lost_work`); `useful_cpu_util`: CPU held by gangs
   running whole.
-- `held_idle_gpu_hours`: GPU-hours held by incomplete gangs over the window (allocated - held by whole gangs).
+- `held_idle_gpu_hours`: GPU-hours held idle over the window: held by incomplete gangs (allocated - held by whole
+  gangs: `reserved_idle_gpu_hours`) plus free GPUs held for starving gangs (gangsched's capacity holds, as the policy
+  reports them, `CycleOutcome.held_gpus`: `starvation_hold_gpu_hours`; 0 for policies that hold none). A hold is
+  counted whole, whether or not another job would have used the GPUs it kept: an upper bound of its cost.
+- `fragmented_gpus_mean`: mean over the window of the free GPUs no pending job can use (engine.py: on nodes whose free
+  GPUs are fewer than the smallest per-member GPU ask of any pending job of their GPU model), and as a fraction of
+  the GPU capacity `fragmented_gpu_frac`.
 - `jct`, `queue`: {mean, p50, p95, p99, max, n} in seconds over the window's completed jobs (JCT: completion - first
   submit; queueing delay: start of the completing incarnation - first submit - the time earlier incarnations ran
   whole before an eviction or a node failure ended them: lost run time is not waiting, it is reported apart as
@@ -64,9 +70,7 @@ def stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def window_mean(
-    timeline: Sequence[tuple[float, int, float, int, int, int]], column: int, t0: float, t1: float
-) -> float:
+def window_mean(timeline: Sequence[Sequence[float]], column: int, t0: float, t1: float) -> float:
     """Time-weighted mean of `timeline[i][column]` over [t0, t1] (the value holds until the next point; 0 before
     the first)."""
     if t1 <= t0:
@@ -149,6 +153,9 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
     alloc, useful = window_mean(replay.timeline, 1, t0, t1), window_mean(replay.timeline, 2, t0, t1)
     useful -= lost_work_mean(replay.lost_work, t0, t1)
     whole = window_mean(replay.timeline, 5, t0, t1)
+    hold = window_mean(replay.timeline, 6, t0, t1)
+    fragmented = window_mean(replay.timeline, 7, t0, t1)
+    span = max(t1 - t0, 0.0) / 3600
     slowdowns = [(j.end - j.submit) / j.duration for j in done if j.end is not None and j.duration > 0]
     evicted = sum(j.evicted_gpu_seconds for j in arrived) / 3600
     failed = sum(j.failed_gpu_seconds for j in arrived) / 3600
@@ -164,7 +171,11 @@ def summarize(replay: Replay, window: tuple[float, float]) -> dict[str, Any]:
         "useful_util": round(useful / gpu_cap, 4),
         "cpu_alloc_mean": round(window_mean(replay.timeline, 3, t0, t1) / cpu_cap, 4),
         "useful_cpu_util": round(window_mean(replay.timeline, 4, t0, t1) / cpu_cap, 4),
-        "held_idle_gpu_hours": round((alloc - whole) * max(t1 - t0, 0.0) / 3600, 2),
+        "held_idle_gpu_hours": round((alloc - whole + hold) * span, 2),
+        "reserved_idle_gpu_hours": round((alloc - whole) * span, 2),
+        "starvation_hold_gpu_hours": round(hold * span, 2),
+        "fragmented_gpus_mean": round(fragmented, 2),
+        "fragmented_gpu_frac": round(fragmented / gpu_cap, 4),
         **_job_stats(done),
         "by_size": by_size,
         "by_priority": by_priority,

@@ -45,7 +45,8 @@ class PodMove:
     cpu_milli: int
     old: PodPhase
     new: PodPhase
-    node: str = ""  # where the pod goes (to HELD or RUNNING: required, the engine's placement-aware speed reads it)
+    node: str = ""  # where the pod goes (to HELD or RUNNING: required, the engine's placement-aware speed reads it);
+    # to NONE: where it was (the engine's per-node accounting; empty: it takes the GPUs from a node of the incarnation)
 
 
 EndReason = Literal["evicted", "timeout", "failure"]  # failure: a node it had a pod on went down
@@ -78,6 +79,9 @@ class CycleOutcome:
     tiers: dict[str, int | None] = field(default_factory=dict)  # incarnation -> topology tier it started within
     timeouts: int = 0  # gangs whose reservations a baseline released at its timeout (no new incarnation)
     resolved: list[ResolvedDeadlock] = field(default_factory=list)  # by the scheduler itself (gangsched only)
+    # free GPUs the scheduler keeps out of other jobs' reach for a starving gang after this call (gangsched's
+    # capacity holds, core/gang/starvation.py); None: the policy holds no free capacity (the engine keeps the last)
+    held_gpus: int | None = None
 
 
 class Policy(Protocol):

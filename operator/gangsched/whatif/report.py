@@ -5,7 +5,8 @@ Contract: `write_outputs(out_dir, run) -> list[Path]` writes (and returns the pa
   policy's metrics (whatif/metrics.py `summarize`).
 - `jobs-<policy>.csv` per policy: one compact row per job and load (`JOB_COLUMNS`; empty cells: never started /
   unfinished / no tier; `queue` without the run time lost by ended incarnations, `lost_run_seconds`).
-- `timeline-<policy>.csv` per policy: (load, t, gpus allocated, gpus useful, cpu allocated, cpu useful, gpus whole),
+- `timeline-<policy>.csv` per policy: (load, t, gpus allocated, gpus useful, cpu allocated, cpu useful, gpus whole,
+  gpus held for starving gangs, fragmented gpus),
   at most `TIMELINE_POINTS` points per load (the last value of each bucket).
 - `report.md`: the comparison table per load and, when plots were drawn (whatif/plots.py), the images.
 `table(run) -> str`: the comparison table printed by the CLI (one row per load and policy).
@@ -21,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from gangsched.whatif.engine import Replay
+from gangsched.whatif.engine import Replay, TimelinePoint
 
 JOB_COLUMNS = (
     "load", "job", "members", "gpus", "submit", "start", "end", "jct", "queue", "incarnations", "evictions",
@@ -64,13 +65,11 @@ def _jobs_rows(load: float, replay: Replay) -> list[list[str]]:
     return rows
 
 
-def _thin(
-    timeline: Sequence[tuple[float, int, float, int, int, int]], end: float
-) -> list[tuple[float, int, float, int, int, int]]:
+def _thin(timeline: Sequence[TimelinePoint], end: float) -> list[TimelinePoint]:
     if len(timeline) <= TIMELINE_POINTS:
         return list(timeline)
     step = max(end, 1.0) / TIMELINE_POINTS
-    out: dict[int, tuple[float, int, float, int, int, int]] = {}
+    out: dict[int, TimelinePoint] = {}
     for point in timeline:
         out[int(point[0] // step)] = point
     return list(out.values())
@@ -105,7 +104,8 @@ def write_outputs(out_dir: Path, run: RunResult) -> list[Path]:
         path = out_dir / f"timeline-{name}.csv"
         with path.open("w", newline="") as fh:
             writer = csv.writer(fh)
-            writer.writerow(("load", "t", "gpus", "useful_gpus", "cpu_milli", "useful_cpu_milli", "whole_gpus"))
+            header = ("load", "t", "gpus", "useful_gpus", "cpu_milli", "useful_cpu_milli", "whole_gpus")
+            writer.writerow((*header, "hold_gpus", "fragmented_gpus"))
             for lr in run.loads:
                 replay = lr.replays[name]
                 writer.writerows((lr.load, *p) for p in _thin(replay.timeline, replay.end_time))
@@ -118,7 +118,8 @@ def write_outputs(out_dir: Path, run: RunResult) -> list[Path]:
 
 HEADERS = (
     "load", "offered", "policy", "useful util", "GPU alloc", "mean JCT (min)", "p95 JCT (min)", "mean queue (min)",
-    "started partially", "held idle GPU-h", "deadlocks resolved/seen/unresolved", "evictions", "unfinished",
+    "started partially", "held idle GPU-h", "fragmented GPUs", "deadlocks resolved/seen/unresolved", "evictions",
+    "unfinished",
 )  # fmt: skip
 
 
@@ -130,7 +131,7 @@ def rows(run: RunResult) -> list[list[str]]:
             out.append([
                 f"{lr.load:g}", f"{lr.offered:.2f}", name, f"{s['useful_util']:.3f}", f"{s['gpu_alloc_mean']:.3f}",
                 f"{s['jct']['mean'] / 60:.1f}", f"{s['jct']['p95'] / 60:.1f}", f"{s['queue']['mean'] / 60:.1f}",
-                str(s["started_partially"]), f"{s['held_idle_gpu_hours']:.1f}",
+                str(s["started_partially"]), f"{s['held_idle_gpu_hours']:.1f}", f"{s['fragmented_gpus_mean']:.1f}",
                 f"{dl['scheduler']['resolved']}/{dl['found']}/{dl['unresolved']}",
                 str(s["evictions"]), str(s["unfinished"]),
             ])  # fmt: skip

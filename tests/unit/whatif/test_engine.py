@@ -114,7 +114,7 @@ def test_every_policy_completes_a_feasible_workload_and_conserves_resources() ->
             assert [(d.held_gpus, d.end) for d in result.deadlocks] == [(24, None)]
             continue
         assert all(j.end is not None for j in result.jobs), policy
-        assert result.timeline[-1][1:] == (0, 0, 0, 0, 0), policy  # everything given back at the end
+        assert result.timeline[-1][1:] == (0,) * 7, policy  # everything given back, nothing held or pending
         assert all(0 <= p[2] <= p[1] <= result.gpu_capacity for p in result.timeline), policy
 
 
@@ -159,4 +159,4 @@ def test_a_node_going_down_kills_the_jobs_on_it_which_restart_from_zero_when_the
         assert (a.failures, a.incarnations, a.failed_gpu_seconds) == (1, 2, 16 * 30), policy
         assert (a.start, a.end) == (50, 150) and (b.start, b.end) == b_run, policy
         assert a.started_partially == partial, policy
-        assert result.timeline[-1][1:] == (0, 0, 0, 0, 0), policy
+        assert result.timeline[-1][1:] == (0,) * 7, policy

@@ -24,7 +24,7 @@ def test_nearest_rank_percentiles() -> None:
 
 
 def test_window_mean_integrates_the_step_function() -> None:
-    timeline = [(0.0, 10, 0.0, 0, 0, 0), (10.0, 20, 0.0, 0, 0, 0), (30.0, 0, 0.0, 0, 0, 0)]
+    timeline = [(0.0, 10, 0.0, 0, 0, 0, 0, 0), (10.0, 20, 0.0, 0, 0, 0, 0, 0), (30.0, 0, 0.0, 0, 0, 0, 0, 0)]
     assert window_mean(timeline, 1, 0, 40) == (10 * 10 + 20 * 20) / 40
     assert window_mean(timeline, 1, 5, 15) == (10 * 5 + 20 * 5) / 10
     assert window_mean(timeline, 1, 50, 50) == 0
@@ -37,7 +37,7 @@ def test_summary_figures_from_a_known_replay() -> None:
         JobResult("c", 2, 16, submit=20, started_partially=True, incarnations=1),
     ]
     replay = Replay("p", jobs, 300, 64, 1000, gpu_seconds=7200 + 3600, useful_gpu_seconds=7200, whole_gpu_seconds=7200)
-    replay.timeline = [(0.0, 32, 16.0, 0, 0, 16), (100.0, 64, 32.0, 0, 0, 32)]
+    replay.timeline = [(0.0, 32, 16.0, 0, 0, 16, 0, 4), (100.0, 64, 32.0, 0, 0, 32, 0, 0)]
     replay.deadlocks = [Deadlock(50, 24, 2, end=80), Deadlock(200, 16, 2)]
     replay.resolved = [SchedulerDeadlock(10, 10, 2, 16, 8), SchedulerDeadlock(20, 110, 3, 40, 8)]
     s = summarize(replay, (0, 200))
@@ -46,6 +46,8 @@ def test_summary_figures_from_a_known_replay() -> None:
     assert s["gpu_alloc_mean"] == 0.75 and s["useful_util"] == 0.375  # (32*100 + 64*100) / 200 / 64, half useful
     # held idle over the window, from the timeline: (32 - 16) x 100 s + (64 - 32) x 100 s = 4,800 GPU-s
     assert s["held_idle_gpu_hours"] == 1.33 and s["evicted_gpu_hours"] == 1.0 and s["evictions"] == 1
+    assert s["reserved_idle_gpu_hours"] == 1.33 and s["starvation_hold_gpu_hours"] == 0
+    assert s["fragmented_gpus_mean"] == 2.0 and s["fragmented_gpu_frac"] == round(2 / 64, 4)  # 4 GPUs half the time
     assert s["deadlocks"] == {
         "found": 2, "resolved": 1, "unresolved": 1, "mean_seconds_to_resolve": 30.0, "held_gpus_at_detection": 40,
         "scheduler": {
@@ -78,7 +80,7 @@ def test_one_window_for_every_metric_arrivals_only() -> None:
         JobResult("late", 1, 8, submit=300, start=300, end=400, incarnations=1),  # arrived after the window
     ]
     replay = Replay("p", jobs, 5000, 8, 1000)
-    replay.timeline = [(0.0, 8, 8.0, 0, 0, 8), (5000.0, 0, 0.0, 0, 0, 0)]
+    replay.timeline = [(0.0, 8, 8.0, 0, 0, 8, 0, 0), (5000.0, 0, 0.0, 0, 0, 0, 0, 0)]
     s = summarize(replay, (50, 250))
     assert s["window"]["start"] == 50 and s["window"]["end"] == 250
     assert (s["jobs"], s["jobs_replayed"], s["completed"], s["unfinished"]) == (1, 3, 1, 0)

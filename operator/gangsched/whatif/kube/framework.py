@@ -142,8 +142,8 @@ class KubeFramework:
 
     def release(self, pods: Iterable[KPod], now: float, out: CycleOutcome) -> None:
         for pod in pods:
+            out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE, pod.node or ""))
             self.cluster.forget(pod)
-            out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE))
             pod.phase = PodPhase.NONE
             self.queue.failed(pod.key, now)
         self.queue.move_all(now)
@@ -175,10 +175,10 @@ class KubeFramework:
     def _remove(self, key: str) -> list[PodMove]:
         moves = []
         for pod in self.jobs.pop(key, []):
+            if pod.phase != PodPhase.NONE:
+                moves.append(PodMove(key, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE, pod.node or ""))
             self.cluster.forget(pod)
             self.cluster.clear_nomination(pod)
-            if pod.phase != PodPhase.NONE:
-                moves.append(PodMove(key, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE))
             pod.phase = PodPhase.NONE
             self.queue.remove(pod.key)
             del self.pods[pod.key]
