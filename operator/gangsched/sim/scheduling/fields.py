@@ -14,7 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gangsched.sim.validation.rules import _qualified_name_errors
+from gangsched.sim.validation.rules import invalid as invalid
+from gangsched.sim.validation.rules import qualified_name_errors
+from gangsched.sim.validation.rules import quote as quote
+from gangsched.sim.validation.rules import required as required
 
 Problem = tuple[str, str, str]
 
@@ -35,24 +38,6 @@ DNS_SUBDOMAIN_MSG = (
     "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
-
-
-def quote(value: Any) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def invalid(path: str, value: Any, detail: str) -> Problem:
-    return (path, f"Invalid value: {quote(value)}: {detail}", "FieldValueInvalid")
-
-
-def required(path: str) -> Problem:
-    return (path, "Required value", "FieldValueRequired")
 
 
 def forbidden(path: str, detail: str = "") -> Problem:
@@ -77,7 +62,7 @@ def long_name(path: str, value: Any) -> list[Problem]:
 
 def label_key(path: str, value: Any) -> list[Problem]:
     """format=k8s-label-key (IsQualifiedName)."""
-    return [invalid(path, value, msg) for msg in _qualified_name_errors(str(value))]
+    return [invalid(path, value, msg) for msg in qualified_name_errors(str(value))]
 
 
 def union(path: str, obj: Any, members: tuple[str, ...]) -> list[Problem]:

@@ -35,7 +35,7 @@ _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
-def _quote(value: Any) -> str:
+def quote(value: Any) -> str:
     if isinstance(value, str):
         return '"' + value.replace('"', '\\"') + '"'
     if value is None:
@@ -45,15 +45,15 @@ def _quote(value: Any) -> str:
     return str(value)
 
 
-def _invalid(path: str, value: Any, detail: str) -> Problem:
-    return (path, f"Invalid value: {_quote(value)}: {detail}", "FieldValueInvalid")
+def invalid(path: str, value: Any, detail: str) -> Problem:
+    return (path, f"Invalid value: {quote(value)}: {detail}", "FieldValueInvalid")
 
 
-def _required(path: str) -> Problem:
+def required(path: str) -> Problem:
     return (path, "Required value", "FieldValueRequired")
 
 
-def _qualified_name_errors(value: str) -> list[str]:
+def qualified_name_errors(value: str) -> list[str]:
     """validation.IsQualifiedName (staging/src/k8s.io/apimachinery/pkg/util/validation/validation.go)."""
     parts = value.split("/")
     if len(parts) == 1:
@@ -124,40 +124,38 @@ def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> lis
     if not ev.get("eventTime"):
         if not involved_ns:
             if namespace not in ("", "default"):
-                problems.append(_invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
+                problems.append(invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
         elif namespace != involved_ns:
-            problems.append(_invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
+            problems.append(invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
     else:
         if not involved_ns and namespace not in ("default", "kube-system"):
-            problems.append(_invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
+            problems.append(invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
         controller = str(ev.get("reportingComponent") or "")
         if not controller:
-            problems.append(_required(controller_field))
-        for msg in _qualified_name_errors(controller):
-            problems.append(_invalid(controller_field, controller, msg))
+            problems.append(required(controller_field))
+        for msg in qualified_name_errors(controller):
+            problems.append(invalid(controller_field, controller, msg))
         instance = str(ev.get("reportingInstance") or "")
         if not instance:
-            problems.append(_required("reportingInstance"))
+            problems.append(required("reportingInstance"))
         if len(instance) > REPORTING_INSTANCE_LIMIT:
-            problems.append(
-                _invalid("reportingInstance", "", f"can have at most {REPORTING_INSTANCE_LIMIT} characters")
-            )
+            problems.append(invalid("reportingInstance", "", f"can have at most {REPORTING_INSTANCE_LIMIT} characters"))
         action = str(ev.get("action") or "")
         if not action:
-            problems.append(_required("action"))
+            problems.append(required("action"))
         if len(action) > ACTION_LIMIT:
-            problems.append(_invalid("action", "", f"can have at most {ACTION_LIMIT} characters"))
+            problems.append(invalid("action", "", f"can have at most {ACTION_LIMIT} characters"))
         reason = str(ev.get("reason") or "")
         if not reason:
-            problems.append(_required("reason"))
+            problems.append(required("reason"))
         if len(reason) > REASON_LIMIT:
-            problems.append(_invalid("reason", "", f"can have at most {REASON_LIMIT} characters"))
+            problems.append(invalid("reason", "", f"can have at most {REASON_LIMIT} characters"))
         message_field = "note" if new_api else "message"
         if len(str(ev.get("message") or "")) > NOTE_LIMIT:
-            problems.append(_invalid(message_field, "", f"can have at most {NOTE_LIMIT} characters"))
+            problems.append(invalid(message_field, "", f"can have at most {NOTE_LIMIT} characters"))
     if namespace and (len(namespace) > 253 or not _DNS1123_SUBDOMAIN.match(namespace)):
         problems.append(
-            _invalid(
+            invalid(
                 "namespace",
                 namespace,
                 "a lowercase RFC 1123 subdomain must consist of lower case "
@@ -171,22 +169,22 @@ def validate_event(obj: dict[str, Any], *, namespace: str, new_api: bool) -> lis
     if isinstance(series, dict):
         count = series.get("count")
         if not isinstance(count, int) or count < 2:
-            problems.append(_invalid("series.count", "", "should be at least 2"))
+            problems.append(invalid("series.count", "", "should be at least 2"))
         if not series.get("lastObservedTime"):
-            problems.append(_required("series.lastObservedTime"))
+            problems.append(required("series.lastObservedTime"))
     if not ev.get("eventTime"):
-        problems.append(_required("eventTime"))
+        problems.append(required("eventTime"))
     if ev.get("type") not in ("Normal", "Warning"):
-        problems.append(_invalid("type", "", f"has invalid value: {ev.get('type') or ''}"))
+        problems.append(invalid("type", "", f"has invalid value: {ev.get('type') or ''}"))
     if ev.get("firstTimestamp"):
-        problems.append(_invalid("firstTimestamp", "", "needs to be unset"))
+        problems.append(invalid("firstTimestamp", "", "needs to be unset"))
     if ev.get("lastTimestamp"):
-        problems.append(_invalid("lastTimestamp", "", "needs to be unset"))
+        problems.append(invalid("lastTimestamp", "", "needs to be unset"))
     if ev.get("count"):
-        problems.append(_invalid("count", "", "needs to be unset"))
+        problems.append(invalid("count", "", "needs to be unset"))
     source = ev.get("source") or {}
     if isinstance(source, dict) and (source.get("component") or source.get("host")):
-        problems.append(_invalid("source", "", "needs to be unset"))
+        problems.append(invalid("source", "", "needs to be unset"))
     return problems
 
 
@@ -196,10 +194,10 @@ def validate_lease(obj: dict[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     duration = spec.get("leaseDurationSeconds")
     if isinstance(duration, int) and duration <= 0:  # other types are decode errors (decode.py)
-        problems.append(_invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+        problems.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
     transitions = spec.get("leaseTransitions")
     if isinstance(transitions, int) and transitions < 0:
-        problems.append(_invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
+        problems.append(invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0"))
     strategy = spec.get("strategy")
     if strategy is not None:
         # ValidateCoordinatedLeaseStrategy is called with spec.strategy and adds .strategy again (as upstream)
@@ -208,13 +206,13 @@ def validate_lease(obj: dict[str, Any]) -> list[Problem]:
                 problems.append(
                     (
                         "spec.strategy.strategy",
-                        f'Unsupported value: {_quote(strategy)}: supported values: "OldestEmulationVersion"',
+                        f'Unsupported value: {quote(strategy)}: supported values: "OldestEmulationVersion"',
                         "FieldValueNotSupported",
                     )
                 )
         else:
-            for msg in _qualified_name_errors(str(strategy)):
-                problems.append(_invalid("spec.strategy.strategy", strategy, msg))
+            for msg in qualified_name_errors(str(strategy)):
+                problems.append(invalid("spec.strategy.strategy", strategy, msg))
     if spec.get("preferredHolder") and not spec.get("strategy"):
         problems.append(
             ("spec.preferredHolder", "Forbidden: may only be specified if `strategy` is defined", "FieldValueForbidden")
