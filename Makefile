@@ -1,4 +1,5 @@
 # Every target bootstraps its own virtualenv from nothing.
+SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -8,9 +9,13 @@ SEEDS  ?= 20
 
 .PHONY: venv lint fmt test test-fast lint-imports chaos soak demo bench typecheck clean
 
+# the first time (or after pyproject.toml changed) this installs every dependency: about 1-2 min on a cold pip
+# cache, each package named as pip collects it (progress, not silence)
 $(VENV)/.installed: pyproject.toml
+	@echo "== creating $(VENV) and installing gangsched with its dev extras (about 1-2 min on a cold pip cache)"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	set -o pipefail; $(PY) -m pip install --disable-pip-version-check -e '.[dev]' 2>&1 \
+		| { grep --line-buffered -E '^(Collecting|Successfully installed|ERROR|error)' || true; }
 	touch $@
 
 venv: $(VENV)/.installed
