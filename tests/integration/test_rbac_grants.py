@@ -234,6 +234,27 @@ async def volcano_podgroups(cluster: Cluster) -> None:
         await eventually(watching, what="the Volcano PodGroups watched")
 
 
+async def native_podgroups(cluster: Cluster) -> None:
+    """Kubernetes 1.37's own gang API: a scheduling.k8s.io/v1beta1 PodGroup (gang minCount 2) and pods naming it in
+    spec.schedulingGroup; the operator writes its PodGroupInitiallyScheduled condition through podgroups/status
+    (kubernetes pkg/scheduler/schedule_one_podgroup.go updatePodGroupCondition)."""
+    k = cluster.client
+    native = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups"
+    async with replica(cluster.kubeconfig):
+        body = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "npg"}}
+        await k.create(native, {**body, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        members = [pod(f"npg-{i}", gpu=8) for i in range(2)]
+        for member in members:
+            member["spec"]["schedulingGroup"] = {"podGroupName": "npg"}
+        await create(k, *members)
+
+        async def scheduled() -> bool:
+            conditions = (await k.get(f"{native}/npg")).get("status", {}).get("conditions", [])
+            return any(c.get("type") == "PodGroupInitiallyScheduled" and c.get("status") == "True" for c in conditions)
+
+        await eventually(scheduled, what="the native PodGroup's PodGroupInitiallyScheduled condition written")
+
+
 async def _leads(op: Any) -> bool:
     return bool(op.health()["leader"])
 
@@ -245,6 +266,7 @@ PROFILES: dict[str, tuple[Callable[[Cluster], Awaitable[None]], dict[str, Any]]]
     "leader-election": (leader_election, {"nodes": 2}),
     "koordinator-podgroups": (koordinator_podgroups, {"nodes": 2}),
     "volcano-podgroups": (volcano_podgroups, {"nodes": 2}),
+    "native-podgroups": (native_podgroups, {"nodes": 2}),
 }
 
 
