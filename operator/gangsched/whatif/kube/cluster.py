@@ -124,6 +124,7 @@ class Cluster:
         self.percentage = percentage
         self.rng = random.Random(seed)
         self.nominated: dict[str, dict[str, KPod]] = {}  # node -> pods nominated there
+        self.scores: dict[tuple[int, int, int, int], int] = {}  # `score` memo
         self.version = 0  # bumped whenever a pod is placed or removed, a nomination cleared, a node up or down
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
         self.capacity = [0, 0, 0, 0]  # of the nodes that are up
@@ -184,40 +185,59 @@ class Cluster:
         wanted = num_feasible_nodes_to_find(total, self.percentage)
         feasible: list[Node] = []
         short: list[Node] = []
-        processed = 0
-        gpus, model = pod.gpus, pod.model
-        for i in range(total):
-            node = nodes[(self.next_start + i) % total]
-            processed += 1
-            if node.up and node.req[0] + gpus > node.gpus and (model is None or node.model == model):
-                short.append(node)  # GPUs short (what `fit` says, without the call: the common case)
+        if not total:
+            return feasible, short
+        start = self.next_start % total
+        processed = total  # unless enough feasible nodes are found first
+        gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
+        nominated = self.nominated
+        # `fit` inlined for the common case (a node up, of the pod's model, with no nominated pod): same answers
+        for i, node in enumerate(nodes[start:] + nodes[:start] if start else nodes):
+            if not node.up or (model is not None and node.model != model):
+                continue  # UNRESOLVABLE
+            req = node.req
+            if req[0] + gpus > node.gpus:
+                short.append(node)  # GPUs short (nominated pods only add to what is requested)
                 continue
-            status = self.fit(pod, node)
+            if node.name in nominated:
+                status = self.fit(pod, node)
+            elif req[1] + cpu > node.cpu_milli or req[2] + mem > node.memory_mib or len(node.pods) >= PODS_PER_NODE:
+                status = Fit.UNSCHEDULABLE
+            else:
+                status = Fit.FIT
             if status == Fit.FIT:
                 feasible.append(node)
                 if len(feasible) >= wanted:
+                    processed = i + 1
                     break
-            elif status == Fit.UNSCHEDULABLE:
+            else:
                 short.append(node)
-        if total:
-            self.next_start = (self.next_start + processed) % total
+        self.next_start = (self.next_start + processed) % total
         return feasible, short
 
     def score(self, pod: KPod, node: Node) -> int:
-        requested = (node.req[1] + pod.cpu_milli, node.req[2] + pod.memory_mib)
-        allocatable = (node.cpu_milli, node.memory_mib)
-        return least_allocated(requested, allocatable) + balanced_allocation(requested, allocatable)
+        """LeastAllocated plus BalancedAllocation (memoized on what they depend on: the same integers)."""
+        key = (node.req[1] + pod.cpu_milli, node.req[2] + pod.memory_mib, node.cpu_milli, node.memory_mib)
+        cached = self.scores.get(key)
+        if cached is None:
+            requested, allocatable = key[:2], key[2:]
+            cached = least_allocated(requested, allocatable) + balanced_allocation(requested, allocatable)
+            if len(self.scores) > 1_000_000:
+                self.scores.clear()
+            self.scores[key] = cached
+        return cached
 
     def select_host(self, pod: KPod, feasible: list[Node]) -> Node:
         """schedule_one.go `selectHost`: the highest total score, ties broken uniformly by reservoir sampling."""
-        best, best_score, ties = feasible[0], self.score(pod, feasible[0]), 1
+        score, randrange = self.score, self.rng.randrange
+        best, best_score, ties = feasible[0], score(pod, feasible[0]), 1
         for node in feasible[1:]:
-            score = self.score(pod, node)
-            if score > best_score:
-                best, best_score, ties = node, score, 1
-            elif score == best_score:
+            value = score(pod, node)
+            if value > best_score:
+                best, best_score, ties = node, value, 1
+            elif value == best_score:
                 ties += 1
-                if self.rng.randrange(ties) == 0:
+                if randrange(ties) == 0:
                     best = node
         return best
 
