@@ -34,6 +34,7 @@ Units: CPU millicores, memory MiB, GPUs whole devices.
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -120,6 +121,9 @@ class Cluster:
     def __init__(self, nodes: Iterable[NodeSpec], seed: int = 0, percentage: int = 0) -> None:
         self.nodes = [Node(n.name, n.gpus, n.cpu_milli, n.memory_mib, n.gpu_model) for n in nodes]
         self.by_name = {n.name: n for n in self.nodes}
+        self.by_model: dict[str | None, list[int]] = {}  # GPU model -> the indexes of its nodes, ascending
+        for i, node in enumerate(self.nodes):
+            self.by_model.setdefault(node.model, []).append(i)
         self.next_start = 0
         self.percentage = percentage
         self.rng = random.Random(seed)
@@ -191,8 +195,15 @@ class Cluster:
         processed = total  # unless enough feasible nodes are found first
         gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
         nominated = self.nominated
+        if placement is None and model is not None:  # only the nodes of its model can be anything but UNRESOLVABLE
+            index = self.by_model.get(model, [])
+            k = bisect.bisect_left(index, start)
+            positions = index[k:] + index[:k]
+        else:
+            positions = list(range(start, total)) + list(range(start))
         # `fit` inlined for the common case (a node up, of the pod's model, with no nominated pod): same answers
-        for i, node in enumerate(nodes[start:] + nodes[:start] if start else nodes):
+        for j in positions:
+            node = nodes[j]
             if not node.up or (model is not None and node.model != model):
                 continue  # UNRESOLVABLE
             req = node.req
@@ -208,7 +219,7 @@ class Cluster:
             if status == Fit.FIT:
                 feasible.append(node)
                 if len(feasible) >= wanted:
-                    processed = i + 1
+                    processed = (j - start) % total + 1
                     break
             else:
                 short.append(node)
