@@ -128,6 +128,7 @@ class Cluster:
         self.percentage = percentage
         self.rng = random.Random(seed)
         self.nominated: dict[str, dict[str, KPod]] = {}  # node -> pods nominated there
+        self.placements: dict[frozenset[str], list[Node]] = {}  # `restricted` memo
         self.scores: dict[tuple[int, int, int, int], int] = {}  # `score` memo
         self.version = 0  # bumped whenever a pod is placed or removed, a nomination cleared, a node up or down
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
@@ -180,7 +181,7 @@ class Cluster:
         return Fit.FIT
 
     def find_feasible(self, pod: KPod, placement: Collection[str] | None = None) -> tuple[list[Node], list[Node]]:
-        nodes = self.nodes if placement is None else [n for n in self.nodes if n.name in placement]
+        nodes = self.nodes if placement is None else self.restricted(placement)
         if pod.nominated is not None and (placement is None or pod.nominated in placement):  # evaluateNominatedNode
             node = self.by_name.get(pod.nominated)
             if node is not None and self.fit(pod, node) == Fit.FIT:
@@ -225,6 +226,16 @@ class Cluster:
                 short.append(node)
         self.next_start = (self.next_start + processed) % total
         return feasible, short
+
+    def restricted(self, placement: Collection[str]) -> list[Node]:
+        """The nodes of a placement in inventory order (memoized per placement: pod group cycles pass the same
+        domains again and again)."""
+        if not isinstance(placement, frozenset):
+            return [n for n in self.nodes if n.name in placement]
+        nodes = self.placements.get(placement)
+        if nodes is None:
+            nodes = self.placements[placement] = [n for n in self.nodes if n.name in placement]
+        return nodes
 
     def score(self, pod: KPod, node: Node) -> int:
         """LeastAllocated plus BalancedAllocation (memoized on what they depend on: the same integers)."""
