@@ -115,8 +115,12 @@ def preempt(
     offset = rng.randrange(len(short))
     clean: list[Candidate] = []
     violating: list[Candidate] = []
+    priority = pod.priority
     for i in range(len(short)):
-        cand = select_victims_on_node(cluster, pod, short[(offset + i) % len(short)], violates)
+        node = short[(offset + i) % len(short)]
+        if all(p.priority >= priority for p in node.pods.values()):
+            continue  # no lower-priority pod: `select_victims_on_node` would say None (checked without the call)
+        cand = select_victims_on_node(cluster, pod, node, violates)
         if cand is None or not cand.victims:
             continue
         (violating if cand.pdb_violations else clean).append(cand)
