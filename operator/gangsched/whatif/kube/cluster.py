@@ -250,16 +250,23 @@ class Cluster:
         return cached
 
     def select_host(self, pod: KPod, feasible: list[Node]) -> Node:
-        """schedule_one.go `selectHost`: the highest total score, ties broken uniformly by reservoir sampling."""
-        score, randrange = self.score, self.rng.randrange
+        """schedule_one.go `selectHost`: the highest total score, ties broken uniformly by reservoir sampling.
+        `score`'s memo is read inline, and `randrange(n)` is called as `_randbelow(n)`, which is all CPython's
+        `randrange` does for one positive argument (the same draws from the same generator)."""
+        scores, score = self.scores, self.score
+        randbelow = getattr(self.rng, "_randbelow", self.rng.randrange)
+        cpu, mem = pod.cpu_milli, pod.memory_mib
         best, best_score, ties = feasible[0], score(pod, feasible[0]), 1
         for node in feasible[1:]:
-            value = score(pod, node)
+            req = node.req
+            value = scores.get((req[1] + cpu, req[2] + mem, node.cpu_milli, node.memory_mib))
+            if value is None:
+                value = score(pod, node)
             if value > best_score:
                 best, best_score, ties = node, value, 1
             elif value == best_score:
                 ties += 1
-                if randrange(ties) == 0:
+                if randbelow(ties) == 0:
                     best = node
         return best
 
