@@ -131,6 +131,7 @@ class Cluster:
         self.placements: dict[frozenset[str], list[Node]] = {}  # `restricted` memo
         self.scores: dict[tuple[int, int, int, int], int] = {}  # `score` memo
         self.version = 0  # bumped whenever a pod is placed or removed, a nomination cleared, a node up or down
+        self.priorities: dict[int, int] = {}  # priority -> assumed or bound pods of it
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
         self.capacity = [0, 0, 0, 0]  # of the nodes that are up
         for node in self.nodes:
@@ -287,6 +288,11 @@ class Cluster:
     def _use(self, pod: KPod, sign: int) -> None:
         for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
             self.used[i] += sign * value
+        count = self.priorities.get(pod.priority, 0) + sign
+        if count:
+            self.priorities[pod.priority] = count
+        else:
+            del self.priorities[pod.priority]
 
     def forget(self, pod: KPod) -> None:
         if pod.node is None:

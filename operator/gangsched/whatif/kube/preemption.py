@@ -116,6 +116,8 @@ def preempt(
     clean: list[Candidate] = []
     violating: list[Candidate] = []
     priority = pod.priority
+    if all(p >= priority for p in cluster.priorities):
+        return None  # no pod of lower priority anywhere: no node gives a candidate (the offset drawn all the same)
     for i in range(len(short)):
         node = short[(offset + i) % len(short)]
         if all(p.priority >= priority for p in node.pods.values()):
