@@ -60,6 +60,7 @@ class Coscheduling(KubeFramework):
         self.permitted: dict[str, float] = {}  # group -> until when its minResources pass is cached
         self.backed_off: dict[str, float] = {}  # group -> until when PreFilter rejects it
         self.waiting: dict[str, dict[str, float]] = {}  # group -> waiting pod -> when its wait ends
+        self.need: dict[str, tuple[int, ...]] = {}  # group -> its minResources (GPUs, CPU, memory, pods)
 
     def sort_key(self, pod: str, timestamp: float) -> tuple[Any, ...]:
         p = self.pods[pod]
@@ -90,15 +91,17 @@ class Coscheduling(KubeFramework):
             return False
         if not self.min_resources or self.permitted.get(group, now) > now:
             return True
-        spec = self.specs[group]
-        members = sorted(self.jobs[group], key=lambda p: -p.priority)[: spec.min_member]
-        need = [sum(p.gpus for p in members), sum(p.cpu_milli for p in members)]
-        need += [sum(p.memory_mib for p in members), len(members)]
-        free = self.cluster.free_total()  # (nodes that are down hold no pod)
+        need = self.need.get(group)
+        if need is None:  # the group's pods and their requests never change: computed once
+            members = sorted(self.jobs[group], key=lambda p: -p.priority)[: self.specs[group].min_member]
+            need = (sum(p.gpus for p in members), sum(p.cpu_milli for p in members))
+            need += (sum(p.memory_mib for p in members), len(members))
+            self.need[group] = need
+        gpus, cpu, mem, count = self.cluster.free_total()  # (nodes that are down hold no pod)
         for p in self.jobs[group]:
             if p.node is not None:
-                free = [free[0] + p.gpus, free[1] + p.cpu_milli, free[2] + p.memory_mib, free[3] + 1]
-        if any(n > f for n, f in zip(need, free, strict=True)):
+                gpus, cpu, mem, count = gpus + p.gpus, cpu + p.cpu_milli, mem + p.memory_mib, count + 1
+        if need[0] > gpus or need[1] > cpu or need[2] > mem or need[3] > count:
             return False
         self.permitted[group] = now + self.permit_wait
         return True
@@ -153,6 +156,6 @@ class Coscheduling(KubeFramework):
         return min((t for w in self.waiting.values() for t in w.values()), default=None)
 
     def _remove(self, key: str) -> list[PodMove]:
-        for table in (self.last_failed, self.permitted, self.backed_off, self.waiting):
+        for table in (self.last_failed, self.permitted, self.backed_off, self.waiting, self.need):
             table.pop(key, None)
         return super()._remove(key)

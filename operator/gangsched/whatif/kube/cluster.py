@@ -34,6 +34,7 @@ Units: CPU millicores, memory MiB, GPUs whole devices.
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -120,11 +121,17 @@ class Cluster:
     def __init__(self, nodes: Iterable[NodeSpec], seed: int = 0, percentage: int = 0) -> None:
         self.nodes = [Node(n.name, n.gpus, n.cpu_milli, n.memory_mib, n.gpu_model) for n in nodes]
         self.by_name = {n.name: n for n in self.nodes}
+        self.by_model: dict[str | None, list[int]] = {}  # GPU model -> the indexes of its nodes, ascending
+        for i, node in enumerate(self.nodes):
+            self.by_model.setdefault(node.model, []).append(i)
         self.next_start = 0
         self.percentage = percentage
         self.rng = random.Random(seed)
         self.nominated: dict[str, dict[str, KPod]] = {}  # node -> pods nominated there
+        self.placements: dict[frozenset[str], list[Node]] = {}  # `restricted` memo
+        self.scores: dict[tuple[int, int, int, int], int] = {}  # `score` memo
         self.version = 0  # bumped whenever a pod is placed or removed, a nomination cleared, a node up or down
+        self.priorities: dict[int, int] = {}  # priority -> assumed or bound pods of it
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
         self.capacity = [0, 0, 0, 0]  # of the nodes that are up
         for node in self.nodes:
@@ -175,7 +182,7 @@ class Cluster:
         return Fit.FIT
 
     def find_feasible(self, pod: KPod, placement: Collection[str] | None = None) -> tuple[list[Node], list[Node]]:
-        nodes = self.nodes if placement is None else [n for n in self.nodes if n.name in placement]
+        nodes = self.nodes if placement is None else self.restricted(placement)
         if pod.nominated is not None and (placement is None or pod.nominated in placement):  # evaluateNominatedNode
             node = self.by_name.get(pod.nominated)
             if node is not None and self.fit(pod, node) == Fit.FIT:
@@ -184,40 +191,83 @@ class Cluster:
         wanted = num_feasible_nodes_to_find(total, self.percentage)
         feasible: list[Node] = []
         short: list[Node] = []
-        processed = 0
-        gpus, model = pod.gpus, pod.model
-        for i in range(total):
-            node = nodes[(self.next_start + i) % total]
-            processed += 1
-            if node.up and node.req[0] + gpus > node.gpus and (model is None or node.model == model):
-                short.append(node)  # GPUs short (what `fit` says, without the call: the common case)
+        if not total:
+            return feasible, short
+        start = self.next_start % total
+        processed = total  # unless enough feasible nodes are found first
+        gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
+        nominated = self.nominated
+        if placement is None and model is not None:  # only the nodes of its model can be anything but UNRESOLVABLE
+            index = self.by_model.get(model, [])
+            k = bisect.bisect_left(index, start)
+            positions = index[k:] + index[:k]
+        else:
+            positions = list(range(start, total)) + list(range(start))
+        # `fit` inlined for the common case (a node up, of the pod's model, with no nominated pod): same answers
+        for j in positions:
+            node = nodes[j]
+            if not node.up or (model is not None and node.model != model):
+                continue  # UNRESOLVABLE
+            req = node.req
+            if req[0] + gpus > node.gpus:
+                short.append(node)  # GPUs short (nominated pods only add to what is requested)
                 continue
-            status = self.fit(pod, node)
+            if node.name in nominated:
+                status = self.fit(pod, node)
+            elif req[1] + cpu > node.cpu_milli or req[2] + mem > node.memory_mib or len(node.pods) >= PODS_PER_NODE:
+                status = Fit.UNSCHEDULABLE
+            else:
+                status = Fit.FIT
             if status == Fit.FIT:
                 feasible.append(node)
                 if len(feasible) >= wanted:
+                    processed = (j - start) % total + 1
                     break
-            elif status == Fit.UNSCHEDULABLE:
+            else:
                 short.append(node)
-        if total:
-            self.next_start = (self.next_start + processed) % total
+        self.next_start = (self.next_start + processed) % total
         return feasible, short
 
+    def restricted(self, placement: Collection[str]) -> list[Node]:
+        """The nodes of a placement in inventory order (memoized per placement: pod group cycles pass the same
+        domains again and again)."""
+        if not isinstance(placement, frozenset):
+            return [n for n in self.nodes if n.name in placement]
+        nodes = self.placements.get(placement)
+        if nodes is None:
+            nodes = self.placements[placement] = [n for n in self.nodes if n.name in placement]
+        return nodes
+
     def score(self, pod: KPod, node: Node) -> int:
-        requested = (node.req[1] + pod.cpu_milli, node.req[2] + pod.memory_mib)
-        allocatable = (node.cpu_milli, node.memory_mib)
-        return least_allocated(requested, allocatable) + balanced_allocation(requested, allocatable)
+        """LeastAllocated plus BalancedAllocation (memoized on what they depend on: the same integers)."""
+        key = (node.req[1] + pod.cpu_milli, node.req[2] + pod.memory_mib, node.cpu_milli, node.memory_mib)
+        cached = self.scores.get(key)
+        if cached is None:
+            requested, allocatable = key[:2], key[2:]
+            cached = least_allocated(requested, allocatable) + balanced_allocation(requested, allocatable)
+            if len(self.scores) > 1_000_000:
+                self.scores.clear()
+            self.scores[key] = cached
+        return cached
 
     def select_host(self, pod: KPod, feasible: list[Node]) -> Node:
-        """schedule_one.go `selectHost`: the highest total score, ties broken uniformly by reservoir sampling."""
-        best, best_score, ties = feasible[0], self.score(pod, feasible[0]), 1
+        """schedule_one.go `selectHost`: the highest total score, ties broken uniformly by reservoir sampling.
+        `score`'s memo is read inline, and `randrange(n)` is called as `_randbelow(n)`, which is all CPython's
+        `randrange` does for one positive argument (the same draws from the same generator)."""
+        scores, score = self.scores, self.score
+        randbelow = getattr(self.rng, "_randbelow", self.rng.randrange)
+        cpu, mem = pod.cpu_milli, pod.memory_mib
+        best, best_score, ties = feasible[0], score(pod, feasible[0]), 1
         for node in feasible[1:]:
-            score = self.score(pod, node)
-            if score > best_score:
-                best, best_score, ties = node, score, 1
-            elif score == best_score:
+            req = node.req
+            value = scores.get((req[1] + cpu, req[2] + mem, node.cpu_milli, node.memory_mib))
+            if value is None:
+                value = score(pod, node)
+            if value > best_score:
+                best, best_score, ties = node, value, 1
+            elif value == best_score:
                 ties += 1
-                if self.rng.randrange(ties) == 0:
+                if randbelow(ties) == 0:
                     best = node
         return best
 
@@ -238,6 +288,11 @@ class Cluster:
     def _use(self, pod: KPod, sign: int) -> None:
         for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
             self.used[i] += sign * value
+        count = self.priorities.get(pod.priority, 0) + sign
+        if count:
+            self.priorities[pod.priority] = count
+        else:
+            del self.priorities[pod.priority]
 
     def forget(self, pod: KPod) -> None:
         if pod.node is None:

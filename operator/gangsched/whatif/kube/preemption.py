@@ -115,8 +115,14 @@ def preempt(
     offset = rng.randrange(len(short))
     clean: list[Candidate] = []
     violating: list[Candidate] = []
+    priority = pod.priority
+    if all(p >= priority for p in cluster.priorities):
+        return None  # no pod of lower priority anywhere: no node gives a candidate (the offset drawn all the same)
     for i in range(len(short)):
-        cand = select_victims_on_node(cluster, pod, short[(offset + i) % len(short)], violates)
+        node = short[(offset + i) % len(short)]
+        if all(p.priority >= priority for p in node.pods.values()):
+            continue  # no lower-priority pod: `select_victims_on_node` would say None (checked without the call)
+        cand = select_victims_on_node(cluster, pod, node, violates)
         if cand is None or not cand.victims:
             continue
         (violating if cand.pdb_violations else clean).append(cand)

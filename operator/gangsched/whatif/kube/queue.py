@@ -24,6 +24,7 @@ than podMaxInUnschedulablePodsDuration, 5 min, are moved). `next_wakeup()`: when
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Callable, Iterable
@@ -38,6 +39,7 @@ RETRY_SECONDS = 1.0  # a pod activated again in the instant it was tried is trie
 SortKey = Callable[[str, float], tuple[Any, ...]]
 
 
+@functools.cache
 def backoff_duration(attempts: int) -> float:
     """scheduling_queue.go `calculateBackoffDuration`: initial, doubled for every attempt after the first, capped."""
     duration = INITIAL_BACKOFF_SECONDS
@@ -49,12 +51,20 @@ def backoff_duration(attempts: int) -> float:
 
 
 class SchedulingQueue:
+    """Indexes (none changes a decision): each place keeps a heap of entries, one live per pod (`entry`: the seq of
+    the pod's live entry; an entry whose seq or place no longer matches is stale and skipped): activeQ by sort key,
+    backoffQ by (backoff end, pod), unschedulablePods by (timestamp, pod). A pod's backoff end and timestamp do not
+    change while it waits (both change only when it is added, popped or fails), so each heap's head is its minimum;
+    every sort key ends with the pod's name, so the order in which pods are pushed never matters."""
+
     def __init__(self, sort_key: SortKey) -> None:
         self.sort_key = sort_key
         self.active: list[tuple[tuple[Any, ...], int, str]] = []
+        self.backoffq: list[tuple[float, str, int]] = []
+        self.unschedq: list[tuple[float, str, int]] = []
         self.seq = 0
         self.where: dict[str, str] = {}  # pod -> "active" | "backoff" | "unschedulable" (absent: in flight)
-        self.entry: dict[str, int] = {}  # pod -> seq of its live activeQ entry
+        self.entry: dict[str, int] = {}  # pod -> seq of its live entry
         self.timestamp: dict[str, float] = {}
         self.attempts: dict[str, int] = {}
         self.last_attempt: dict[str, float] = {}
@@ -65,11 +75,26 @@ class SchedulingQueue:
     def __len__(self) -> int:
         return len(self.where)
 
+    def _live(self, pod: str, where: str, seq: int) -> bool:
+        return self.where.get(pod) == where and self.entry.get(pod) == seq
+
     def _push_active(self, pod: str) -> None:
         self.seq += 1
         self.where[pod] = "active"
         self.entry[pod] = self.seq
         heapq.heappush(self.active, (self.sort_key(pod, self.timestamp[pod]), self.seq, pod))
+
+    def _push_backoff(self, pod: str) -> None:
+        self.seq += 1
+        self.where[pod] = "backoff"
+        self.entry[pod] = self.seq
+        heapq.heappush(self.backoffq, (self.backoff_until(pod), pod, self.seq))
+
+    def _push_unschedulable(self, pod: str) -> None:
+        self.seq += 1
+        self.where[pod] = "unschedulable"
+        self.entry[pod] = self.seq
+        heapq.heappush(self.unschedq, (self.timestamp[pod], pod, self.seq))
 
     def add(self, pod: str, now: float) -> None:
         self.timestamp[pod] = now
@@ -81,12 +106,12 @@ class SchedulingQueue:
 
     def pop(self, now: float) -> str | None:
         self.now = now
-        deferred = []
         found = None
+        deferred = []
         while self.active:
             item = heapq.heappop(self.active)
             pod = item[2]
-            if self.where.get(pod) != "active" or self.entry.get(pod) != item[1]:
+            if not self._live(pod, "active", item[1]):
                 continue  # a stale entry
             if self.last_attempt.get(pod) == now:
                 deferred.append(item)  # tried at this instant already: at the next retry
@@ -97,10 +122,21 @@ class SchedulingQueue:
             heapq.heappush(self.active, item)
         if found is not None:
             return self._popped(found, now)
-        waiting = [p for p, w in self.where.items() if w == "backoff" and self.last_attempt.get(p) != now]
-        if not waiting:
-            return None
-        return self._popped(min(waiting, key=lambda p: (self.backoff_until(p), p)), now)
+        # the backoffQ pod whose backoff ends first, among those not tried at this instant
+        waiting = []
+        while self.backoffq:
+            entry = heapq.heappop(self.backoffq)
+            pod = entry[1]
+            if not self._live(pod, "backoff", entry[2]):
+                continue
+            if self.last_attempt.get(pod) == now:
+                waiting.append(entry)
+                continue
+            found = pod
+            break
+        for entry in waiting:
+            heapq.heappush(self.backoffq, entry)
+        return None if found is None else self._popped(found, now)
 
     def take(self, pod: str, now: float) -> None:
         """PopSpecificPod: the pod leaves the queue from wherever it waits (a pod group cycle takes its siblings),
@@ -121,18 +157,20 @@ class SchedulingQueue:
         if self.moves > self.popped_at.get(pod, self.moves):
             self._to_backoff_or_active(pod, now)
         else:
-            self.where[pod] = "unschedulable"
+            self._push_unschedulable(pod)
 
     def _to_backoff_or_active(self, pod: str, now: float) -> None:
         if self.backoff_until(pod) > now:
-            self.where[pod] = "backoff"
+            self._push_backoff(pod)
         else:
             self._push_active(pod)
 
     def move_all(self, now: float) -> None:
         self.moves += 1
-        for pod in [p for p, w in self.where.items() if w == "unschedulable"]:
-            self._to_backoff_or_active(pod, now)
+        entries, self.unschedq = self.unschedq, []
+        for _, pod, seq in entries:
+            if self._live(pod, "unschedulable", seq):
+                self._to_backoff_or_active(pod, now)
 
     def activate(self, pods: Iterable[str], now: float) -> None:
         for pod in pods:
@@ -140,22 +178,42 @@ class SchedulingQueue:
                 self._push_active(pod)
 
     def flush(self, now: float) -> None:
-        for pod, where in list(self.where.items()):
-            if where == "backoff" and self.backoff_until(pod) <= now:
-                self._push_active(pod)
-            elif where == "unschedulable" and now - self.timestamp[pod] > MAX_IN_UNSCHEDULABLE_SECONDS:
-                self._to_backoff_or_active(pod, now)
+        due = []
+        while self.backoffq and self.backoffq[0][0] <= now:
+            _, pod, seq = heapq.heappop(self.backoffq)
+            if self._live(pod, "backoff", seq):
+                due.append(pod)
+        leftover = []
+        while self.unschedq and now - self.unschedq[0][0] > MAX_IN_UNSCHEDULABLE_SECONDS:
+            _, pod, seq = heapq.heappop(self.unschedq)
+            if self._live(pod, "unschedulable", seq):
+                leftover.append(pod)
+        for pod in due:
+            self._push_active(pod)
+        for pod in leftover:
+            self._to_backoff_or_active(pod, now)
+
+    def _head(self, heap: list[tuple[Any, ...]], where: str) -> tuple[Any, ...] | None:
+        """The heap's first live entry (stale entries above it dropped)."""
+        while heap:
+            item = heap[0]
+            pod, seq = (item[2], item[1]) if where == "active" else (item[1], item[2])
+            if self._live(pod, where, seq):
+                return item
+            heapq.heappop(heap)
+        return None
 
     def next_wakeup(self) -> float | None:
         times = []
-        for pod, where in self.where.items():
-            if where == "active":  # deferred: tried at this instant already
-                times.append(self.now + RETRY_SECONDS)
-            elif where == "backoff":
-                times.append(self.backoff_until(pod))
-            elif where == "unschedulable":  # the first 30 s tick after the 5 min
-                due = self.timestamp[pod] + MAX_IN_UNSCHEDULABLE_SECONDS
-                times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
+        if self._head(self.active, "active") is not None:  # deferred: tried at this instant already
+            times.append(self.now + RETRY_SECONDS)
+        head = self._head(self.backoffq, "backoff")
+        if head is not None:
+            times.append(head[0])
+        head = self._head(self.unschedq, "unschedulable")
+        if head is not None:  # the first 30 s tick after the 5 min
+            due = head[0] + MAX_IN_UNSCHEDULABLE_SECONDS
+            times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
         return min(times, default=None)
 
     def remove(self, pod: str) -> None:
