@@ -41,7 +41,7 @@ test: lint
 lint-imports: venv
 	$(VENV)/bin/lint-imports --no-logo --no-cache
 
-# unit tests only (tests/unit; time-based ones on looptime's virtual time): under 20 s. Bytecode caches are
+# unit tests only (tests/unit; time-based ones on looptime's virtual time): about 25 s. Bytecode caches are
 # written even where the environment turns them off (PYTHONDONTWRITEBYTECODE): collecting takes 2 s instead of 5
 test-fast: venv
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest tests/unit
