@@ -67,16 +67,22 @@ def prepare_create(obj: dict[str, Any], gates: FeatureGates) -> None:
 
 def scheduling_policy(path: str, policy: Any) -> list[Problem]:
     """PodGroupSchedulingPolicy (shared with the Workload's PodGroupTemplate)."""
+    return gang_policy(path, policy, "minCount")
+
+
+def gang_policy(path: str, policy: Any, count_field: str) -> list[Problem]:
+    """A scheduling policy: basic | gang{<count_field> >= 1} (minCount for PodGroups, minGroupCount for
+    CompositePodGroups)."""
     if not isinstance(policy, dict):
         return []
     problems = f.union(path, policy, ("basic", "gang"))
     gang = policy.get("gang")
-    if isinstance(gang, dict) and "minCount" in gang:
-        count = gang.get("minCount")
+    if isinstance(gang, dict) and count_field in gang:
+        count = gang.get(count_field)
         if not count:
-            problems.append(f.required(f"{path}.gang.minCount"))
+            problems.append(f.required(f"{path}.gang.{count_field}"))
         elif isinstance(count, int) and count < 1:
-            problems.append(f.invalid(f"{path}.gang.minCount", count, "must be greater than or equal to 1"))
+            problems.append(f.invalid(f"{path}.gang.{count_field}", count, "must be greater than or equal to 1"))
     return problems
 
 

@@ -122,17 +122,7 @@ def _template(path: str, t: dict[str, Any], gates: FeatureGates, composite: bool
 
 def composite_policy(path: str, policy: Any) -> list[Problem]:
     """CompositePodGroupSchedulingPolicy: basic | gang{minGroupCount >= 1}."""
-    if not isinstance(policy, dict):
-        return []
-    problems = f.union(path, policy, ("basic", "gang"))
-    gang = policy.get("gang")
-    if isinstance(gang, dict) and "minGroupCount" in gang:
-        count = gang.get("minGroupCount")
-        if not count:
-            problems.append(f.required(f"{path}.gang.minGroupCount"))
-        elif isinstance(count, int) and count < 1:
-            problems.append(f.invalid(f"{path}.gang.minGroupCount", count, "must be greater than or equal to 1"))
-    return problems
+    return podgroup.gang_policy(path, policy, "minGroupCount")
 
 
 def _children(path: str, node: dict[str, Any], gates: FeatureGates) -> list[Problem]:
