@@ -41,6 +41,7 @@ import orjson
 from gangsched.models.timestamps import format_time
 from gangsched.sim import (
     deletion,
+    dra,
     features,
     namespace_lifecycle,
     pod_status,
@@ -83,6 +84,11 @@ _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
+def _strategy_for(group: str, kind: str) -> scheduling.Strategy | None:
+    """The strategy of a scheduling.k8s.io (sim/scheduling/) or resource.k8s.io (sim/dra/) kind."""
+    return scheduling.strategy_for(group, kind) or dra.strategy_for(group, kind)
+
+
 def timestamp(now: datetime.datetime) -> str:
     return format_time(now)
 
@@ -120,7 +126,7 @@ class Registry:
         self.listeners: list[Callable[[], None]] = []  # called when the set of served types changes
         self.terminator = PodTerminator(self)  # the kubelets' end of graceful pod deletion (termination.py)
         self.namespace_controller = NamespaceController(self)  # empties and removes terminating namespaces
-        for rtype in (*BUILTIN_TYPES, *scheduling.served_types(gates)):
+        for rtype in (*BUILTIN_TYPES, *scheduling.served_types(gates), *dra.served_types(gates)):
             self._serve(rtype)
         ctx = RequestContext()
         ns_type = self.resolve("", "v1", "namespaces")
@@ -336,7 +342,7 @@ class Registry:
             if pdb_problems:
                 raise st.invalid(rtype, name, pdb_problems)
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
-        elif (strategy := scheduling.strategy_for(*kind)) is not None:  # scheduling.k8s.io, 1.37 (sim/scheduling/)
+        elif (strategy := _strategy_for(*kind)) is not None:  # sim/scheduling/ and sim/dra/ kinds
             strategy.prepare_create(obj, self.gates)
             sched_problems = strategy.validate(obj, self.gates)
             if sched_problems:
@@ -657,7 +663,7 @@ class Registry:
                 result.pop("status", None)
             if rtype.is_crd and rtype.schema is not None:
                 self._validate_custom(rtype, result, name, ctx)
-            strategy = scheduling.strategy_for(rtype.group, rtype.kind)
+            strategy = _strategy_for(rtype.group, rtype.kind)
             status_problems = strategy.validate_status_update(cur, result) if strategy is not None else []
             if status_problems:
                 raise st.invalid(rtype, name, status_problems)
@@ -690,7 +696,7 @@ class Registry:
         return entry
 
     def _admit_update(self, rtype: ResourceType, cur: dict[str, Any], new: dict[str, Any], name: str) -> None:
-        strategy = scheduling.strategy_for(rtype.group, rtype.kind)
+        strategy = _strategy_for(rtype.group, rtype.kind)
         if strategy is not None:
             strategy.prepare_update(cur, new, self.gates)
             sched_problems = strategy.validate_update(cur, new, self.gates)
