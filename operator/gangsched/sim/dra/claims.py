@@ -84,6 +84,7 @@ class ResourceClaimController:
         self._handle: asyncio.Handle | None = None
         self._taps: list[tuple[StorageKey, StoreTap]] = []
         self.syncs = 0
+        self._reported: set[tuple[Any, str]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -227,7 +228,7 @@ class ResourceClaimController:
             self._event(
                 owner,
                 "FailedResourceClaimCreation",
-                f"PodResourceClaim {claim.get('name')}: resource claim template {template_name!r}: "
+                f'PodResourceClaim {claim.get("name")}: resource claim template "{template_name}": '
                 f'resourceclaimtemplates.resource.k8s.io "{template_name}" not found',
             )
             return None
@@ -275,6 +276,9 @@ class ResourceClaimController:
 
     def _event(self, obj: Obj, reason: str, message: str) -> None:
         meta = _meta(obj)
+        if (meta.get("uid"), message) in self._reported:
+            return  # once per object and message (client-go's recorder aggregates repeats too)
+        self._reported.add((meta.get("uid"), message))
         ns = str(meta.get("namespace") or "default")
         stamp = self.registry.now()
         event = {
