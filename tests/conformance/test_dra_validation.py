@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 from gangsched.k8s.client import ApiError, KubeClient
+from gangsched.sim.apiserver import ApiServer
+from gangsched.sim.registry import RequestContext
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 TEMPLATES = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates"
@@ -189,9 +191,17 @@ async def test_device_class(kube: KubeClient) -> None:
     assert "spec.selectors[0].cel.expression: Invalid value" in message and "undefined field 'foo'" in message
     message = await refused(kube, CLASSES, {"metadata": {"name": "c"}, "spec": {"extendedResourceName": "cpu"}})
     assert 'spec.extendedResourceName: Invalid value: "cpu": must be a valid extended resource name' in message
-    await kube.create(
-        CLASSES, {"metadata": {"name": "gpu.example.com"}, "spec": {"extendedResourceName": "example.com/gpu"}}
-    )
+
+
+async def test_extended_resource_name_is_reported_not_ignored(apiserver: ApiServer) -> None:
+    """A valid extendedResourceName is stored, with a Warning header saying the emulator does not serve it."""
+    rtype = apiserver.registry.resolve("resource.k8s.io", "v1", "deviceclasses")
+    assert rtype is not None
+    ctx = RequestContext()
+    body = {"metadata": {"name": "gpu.example.com"}, "spec": {"extendedResourceName": "example.com/gpu"}}
+    apiserver.registry.create(rtype, "", body, ctx)
+    assert len(ctx.warnings) == 1
+    assert "extendedResourceName 'example.com/gpu' is stored but not served" in ctx.warnings[0]
 
 
 async def test_resource_slice_node_selection(kube: KubeClient) -> None:

@@ -347,6 +347,7 @@ class Registry:
             sched_problems = strategy.validate(obj, self.gates)
             if sched_problems:
                 raise st.invalid(rtype, name, sched_problems)
+            ctx.warnings.extend(dra.warnings(kind, obj))  # e.g. DeviceClass.extendedResourceName (not honoured)
 
     def _admit_pod(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
         spec = obj.get("spec")

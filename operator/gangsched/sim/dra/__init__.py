@@ -5,6 +5,9 @@ Contract:
 - `served_types(gates) -> list[ResourceType]`: DeviceClass and ResourceSlice (cluster-scoped), ResourceClaim (with
   a status subresource) and ResourceClaimTemplate (namespaced), under every API profile (1.37 serves
   resource.k8s.io/v1 by default).
+- `warnings(kind, obj) -> list[str]`: the Warning headers a create answers with: a DeviceClass with
+  `extendedResourceName` is stored but the emulator's kubelet and driver do not serve that extended resource from
+  its devices (DRAExtendedResource), so pods requesting it are not satisfied through DRA: said, not ignored.
 - `strategy_for(group, kind) -> scheduling.Strategy | None`: the kind's strategy (strategies.py), called by the
   registry on every write as for the scheduling.k8s.io kinds; problems are answered as 422 Invalid.
 Pure data and functions.
@@ -78,6 +81,19 @@ STRATEGIES: dict[str, Strategy] = {
 def served_types(gates: FeatureGates) -> list[ResourceType]:
     """See module docstring."""
     return list(TYPES)
+
+
+def warnings(kind: tuple[str, str], obj: Obj) -> list[str]:
+    """See module docstring."""
+    name = (obj.get("spec") or {}).get("extendedResourceName") if kind == (GROUP, "DeviceClass") else None
+    if not name:
+        return []
+    return [
+        (
+            f"spec.extendedResourceName {name!r} is stored but not served by this emulator: pods requesting {name} "
+            "are not given devices of this class (DRAExtendedResource is not simulated)"
+        )
+    ]
 
 
 def strategy_for(group: str, kind: str) -> Strategy | None:
