@@ -43,7 +43,7 @@ FUNCTIONS = {
     "format": "dyn",
 }  # fmt: skip
 METHODS = {
-    "contains": "bool", "startsWith": "bool", "endsWith": "bool", "matches": "bool", "size": "int",
+    "contains": "bool", "includes": "bool", "startsWith": "bool", "endsWith": "bool", "matches": "bool", "size": "int",
     "compareTo": "int", "isGreaterThan": "bool", "isLessThan": "bool", "add": "dyn", "sub": "dyn",
     "asInteger": "int", "asApproximateFloat": "double", "isInteger": "bool", "sign": "int",
     "major": "int", "minor": "int", "patch": "int", "lowerAscii": "string", "upperAscii": "string",
@@ -162,7 +162,8 @@ class _Checker:
             return init_cost + body_cost + 1, kind, size
         cost, kind, size = self.walk(target, scope)
         if method in MACROS and args and _ident_name(args[0]):
-            inner = {**scope, _ident_name(args[0]) or "": _element(kind)}
+            item = "string" if kind in TYPE_NAMES else "dyn"  # a map's comprehension variable is its key
+            inner = {**scope, _ident_name(args[0]) or "": item}
             body = sum(self.walk(a, inner)[0] + 1 for a in args[1:])
             result = "bool" if method in ("all", "exists", "exists_one") else "list"
             return cost + max(size, 1) * (body + 1) + 1, result, size
