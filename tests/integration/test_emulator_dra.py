@@ -64,9 +64,16 @@ async def test_driver_publishes_gpus_and_kubelet_waits_for_reserved_claims() -> 
         held = await eventually(waiting, what="the pod held in ContainerCreating")
         assert held["status"]["phase"] == "Pending"
         assert held["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
-        events = (await kube.get(f"{NS}/events"))["items"]
-        failed = [e for e in events if e.get("reason") == "FailedPrepareDynamicResources"]
-        assert failed and "is not allowed to use ResourceClaim" in failed[0]["message"]
+
+        async def not_allowed() -> bool:  # (a first event may say the claim was not seen yet: the kubelet's watch)
+            events = (await kube.get(f"{NS}/events"))["items"]
+            return any(
+                e.get("reason") == "FailedPrepareDynamicResources"
+                and "is not allowed to use ResourceClaim" in e["message"]
+                for e in events
+            )
+
+        await eventually(not_allowed, what="a FailedPrepareDynamicResources event: not allowed to use the claim")
 
         name = held["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
         claim = await kube.get(f"{CLAIMS}/{name}")

@@ -81,6 +81,7 @@ class ResourceClaimController:
         self.store = registry.store
         self._dirty: dict[tuple[str, str, str], None] = {}  # (kind, namespace, name)
         self._deleted_pods: set[str] = set()  # uids of pods seen deleted (controller.go deletedObjects)
+        self._claim_pods: dict[str, set[str]] = {}  # namespace -> names of pods with spec.resourceClaims
         self._handle: asyncio.Handle | None = None
         self._taps: list[tuple[StorageKey, StoreTap]] = []
         self.syncs = 0
@@ -103,6 +104,7 @@ class ResourceClaimController:
             self._mark("claim", ns, name)
         for (ns, name), entry in self.store.table(PODS).items():
             if (entry.obj.get("spec") or {}).get("resourceClaims"):
+                self._claim_pods.setdefault(ns, set()).add(name)
                 self._mark("pod", ns, name)
 
     def stop(self) -> None:
@@ -117,12 +119,15 @@ class ResourceClaimController:
     def _on_pod(self, event: WatchEvent) -> None:
         pod = event.entry.obj
         if not (pod.get("spec") or {}).get("resourceClaims"):
-            return
+            return  # the hot path for pods without claims: one dict lookup
         meta = _meta(pod)
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         deleted = event.type == "DELETED"
         if deleted:
             self._deleted_pods.add(str(meta.get("uid")))
+            self._claim_pods.get(ns, set()).discard(name)
+        else:
+            self._claim_pods.setdefault(ns, set()).add(name)
         if deleted or is_pod_done(pod) or (pod.get("spec") or {}).get("nodeName"):
             for status in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
                 if status.get("resourceClaimName"):
@@ -150,14 +155,15 @@ class ResourceClaimController:
     def _on_podgroup(self, event: WatchEvent) -> None:
         meta = _meta(event.entry.obj)
         ns = str(meta.get("namespace") or "")
-        if event.type != "DELETED" and (event.entry.obj.get("spec") or {}).get("resourceClaims"):
+        if not (event.entry.obj.get("spec") or {}).get("resourceClaims"):
+            return  # PodGroups without claims (most, and their frequent status writes) cost nothing here
+        if event.type != "DELETED":
             self._mark("podgroup", ns, str(meta.get("name")))
         self._mark_pods(ns)
 
     def _mark_pods(self, ns: str) -> None:
-        for (pns, name), entry in self.store.table(PODS).items():
-            if pns == ns and (entry.obj.get("spec") or {}).get("resourceClaims"):
-                self._mark("pod", ns, name)
+        for name in list(self._claim_pods.get(ns, ())):
+            self._mark("pod", ns, name)
 
     def _mark(self, kind: str, ns: str, name: str) -> None:
         self._dirty[(kind, ns, name)] = None
