@@ -150,3 +150,41 @@ async def test_podgroup_claim_shared_by_its_pods(kube: KubeClient) -> None:
         assert await claim_of(kube, f"m-{i}", "shared") == name
     claims = [c["metadata"]["name"] for c in (await kube.get(CLAIMS)).get("items") or []]
     assert claims == [name]  # no per-pod claim
+
+
+async def test_deleted_pod_released_from_a_shared_claim(kube: KubeClient) -> None:
+    """syncClaim: a deleted pod's reservedFor entry is removed; with no consumer left the allocation is cleared and
+    the delete-protection finalizer removed; a claim not generated for a pod is kept."""
+    body = {
+        "metadata": {"name": "shared", "finalizers": [FINALIZER]},
+        "spec": template()["spec"]["spec"],
+    }
+    claim = await kube.create(CLAIMS, body)
+    spec = {
+        "containers": [{"name": "c", "image": "x"}],
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared"}],
+    }
+    uids = [
+        (await kube.create(f"{NS}/pods", {"metadata": {"name": f"u-{i}"}, "spec": spec}))["metadata"]["uid"]
+        for i in range(2)
+    ]
+    result = {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "node-0", "device": "gpu-0"}
+    reserved = [{"resource": "pods", "name": f"u-{i}", "uid": uid} for i, uid in enumerate(uids)]
+    status = {"allocation": {"devices": {"results": [result]}}, "reservedFor": reserved}
+    await kube.replace(f"{CLAIMS}/shared/status", dict(claim, status=status))
+    await kube.delete(f"{NS}/pods/u-0")
+
+    async def one_left() -> list[dict[str, Any]] | None:
+        refs = (await kube.get(f"{CLAIMS}/shared")).get("status", {}).get("reservedFor") or []
+        return refs if len(refs) == 1 else None
+
+    assert await eventually(one_left, what="u-0 released") == [reserved[1]]
+    await kube.delete(f"{NS}/pods/u-1")
+
+    async def released() -> dict[str, Any] | None:
+        current = await kube.get(f"{CLAIMS}/shared")
+        done = not current.get("status", {}).get("allocation") and not current["metadata"].get("finalizers")
+        return current if done else None
+
+    current = await eventually(released, what="the allocation cleared and the finalizer removed")
+    assert not current.get("status", {}).get("reservedFor")
