@@ -2,7 +2,9 @@
 DeviceClass, a ResourceClaimTemplate and a pod by `kubectl apply`, the resourceclaim controller generates the pod's
 claim, and a selector that does not compile is refused with kube-apiserver's message.
 
-Oracles: kubernetes pkg/controller/resourceclaim/controller.go handleClaim (generateName `<pod>-<claim>-`, pod
+Oracles: kubernetes pkg/printers/internalversion/printers.go (ResourceSlice NAME NODE DRIVER POOL AGE,
+ResourceClaim NAME STATE AGE with resourceClaimState "pending"); pkg/controller/resourceclaim/controller.go
+handleClaim (generateName `<pod>-<claim>-`, pod
 status.resourceClaimStatuses); pkg/apis/resource/validation/validation.go validateCELExpression and
 validation_resourceclaim_test.go TestValidateClaim "CEL-compile-errors" (the message kubectl prints as
 `The ResourceClaimTemplate "bad" is invalid: <field>: Invalid value: "<expr>": compilation failed: ERROR: ...`).
@@ -71,7 +73,9 @@ async def cluster() -> AsyncIterator[Cluster]:
 
 
 async def test_apply_class_template_pod_claim_generated_and_bad_selector_refused(cluster: Cluster) -> None:
-    assert "node-0-gpu.nvidia.com" in await kubectl(cluster, "get", "resourceslices")
+    slices = (await kubectl(cluster, "get", "resourceslices")).split()
+    assert slices[:5] == ["NAME", "NODE", "DRIVER", "POOL", "AGE"]  # printers.go's resourceSliceColumnDefinitions
+    assert slices[5:9] == ["node-0-gpu.nvidia.com", "node-0", "gpu.nvidia.com", "node-0"]
     good = 'device.attributes["gpu.nvidia.com"].productName.startsWith("NVIDIA")'
     await kubectl_apply(cluster, DEVICE_CLASS, template("eight", good), POD)
 
@@ -81,6 +85,8 @@ async def test_apply_class_template_pod_claim_generated_and_bad_selector_refused
         return next((line for line in out.split() if line.startswith(prefix)), None)
 
     name = await eventually(generated, what="the pod's generated ResourceClaim")
+    listing = (await kubectl(cluster, "get", "resourceclaims")).split()
+    assert listing[:3] == ["NAME", "STATE", "AGE"] and listing[4] == "pending"  # printers.go resourceClaimState
     status = json.loads(
         await kubectl(cluster, "get", "pod", "trainer", "-o", "jsonpath={.status.resourceClaimStatuses}")
     )
