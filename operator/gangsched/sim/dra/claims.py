@@ -82,6 +82,7 @@ class ResourceClaimController:
         self._dirty: dict[tuple[str, str, str], None] = {}  # (kind, namespace, name)
         self._deleted_pods: set[str] = set()  # uids of pods seen deleted (controller.go deletedObjects)
         self._claim_pods: dict[str, set[str]] = {}  # namespace -> names of pods with spec.resourceClaims
+        self._pods_by_claim: dict[Key, set[str]] = {}  # (namespace, claim) -> pods naming or recording it
         self._handle: asyncio.Handle | None = None
         self._taps: list[tuple[StorageKey, StoreTap]] = []
         self.syncs = 0
@@ -123,6 +124,20 @@ class ResourceClaimController:
         meta = _meta(pod)
         ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         deleted = event.type == "DELETED"
+        used = {str(c["resourceClaimName"]) for c in pod["spec"]["resourceClaims"] if c.get("resourceClaimName")}
+        used |= {
+            str(st["resourceClaimName"])
+            for st in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+            if st.get("resourceClaimName")
+        }
+        for claim in used:
+            pods = self._pods_by_claim.setdefault((ns, claim), set())
+            if deleted:
+                pods.discard(name)
+                if not pods:
+                    del self._pods_by_claim[(ns, claim)]
+            else:
+                pods.add(name)
         if deleted:
             self._deleted_pods.add(str(meta.get("uid")))
             self._claim_pods.get(ns, set()).discard(name)
@@ -139,11 +154,17 @@ class ResourceClaimController:
             self._mark("pod", ns, name)
 
     def _on_claim(self, event: WatchEvent) -> None:
+        """The claim, and the pods that use it (controller.go podResourceClaimIndex): its owner pod, the pods naming
+        it, and those whose status records it."""
         meta = _meta(event.entry.obj)
-        ns = str(meta.get("namespace") or "")
+        ns, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         if event.type != "DELETED":
-            self._mark("claim", ns, str(meta.get("name")))
-        self._mark_pods(ns)
+            self._mark("claim", ns, name)
+        owner, _ = _owner(event.entry.obj, "v1", "Pod")
+        if owner:
+            self._mark("pod", ns, owner)
+        for pod in list(self._pods_by_claim.get((ns, name), ())):
+            self._mark("pod", ns, pod)
 
     def _on_template(self, event: WatchEvent) -> None:
         ns = str(_meta(event.entry.obj).get("namespace") or "")
@@ -209,12 +230,15 @@ class ResourceClaimController:
         return entry.obj if entry is not None else None
 
     def _claims_owned_by(self, ns: str, uid: str) -> list[Obj]:
-        return [
-            e.obj
-            for (cns, _), e in self.store.table(CLAIMS).items()
-            if cns == ns
-            and any(r.get("uid") == uid and r.get("controller") for r in _meta(e.obj).get("ownerReferences") or ())
-        ]
+        """Claims with a controller ownerReference to `uid` (the store's owner index, as claimPodOwnerIndex)."""
+        out: list[Obj] = []
+        for key, (cns, name) in self.store.dependents.get(uid, ()):
+            entry = self.store.get(key, cns, name) if key == CLAIMS and cns == ns else None
+            if entry is not None and any(
+                r.get("uid") == uid and r.get("controller") for r in _meta(entry.obj).get("ownerReferences") or ()
+            ):
+                out.append(entry.obj)
+        return out
 
     def _ensure_claim(self, owner: Obj, api_version: str, kind: str, claim: Obj, current: str | None) -> str | None:
         """handleClaim: the generated claim's name for one (pod or PodGroup) claim entry, creating it if needed;
