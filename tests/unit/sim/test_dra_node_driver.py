@@ -31,7 +31,7 @@ def claim(**status: Any) -> dict[str, Any]:
 
 
 GENERATED = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "w-gpu-abcde"}]}
-ALLOCATION = {"devices": {"results": []}}
+ALLOCATION: dict[str, Any] = {"devices": {"results": []}}
 
 
 def test_claims_resolve_through_the_pod_status() -> None:
