@@ -1,0 +1,106 @@
+"""Devices and shared claims during a gang transaction: does a pod's set of claims fit a node, and taking it.
+
+Contract (oracle: the DynamicResources plugin, pkg/scheduler/framework/plugins/dynamicresources: Filter, Reserve,
+Unreserve; a claim is allocated once and shared by every pod that references it, `reservedFor` at most 256):
+- `DeviceBook(allocated, claims)`: the devices allocated by any claim (other schedulers' included) and the claims
+  already allocated (`ClaimState`: allocation, consumers in reservedFor). Tentative takes go on top of it.
+- `book.fit(allocator, node, labels, claim_keys, specs)` -> `PodFit`: `fits`, the new allocations it needs
+  (claims not yet allocated, allocated together as one call of the allocator) and `reason` when it does not fit:
+  a claim allocated for other nodes, a claim with 256 consumers, devices that do not fit, or an
+  `AllocationError`'s message. It changes nothing.
+- `book.take(fit)` records a fit tentatively (new allocations and one more consumer per claim) and returns the
+  `DeviceTake` that `book.undo(take)` reverts. `Workspace.take_devices` (core/fit/capacity.py) does both through
+  the cycle's undo log, so a gang's claims are all or nothing with its placement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gangsched.core.devices.allocator import Allocator
+from gangsched.core.devices.model import MAX_CONSUMERS, AllocationError, AllocationResult, Claim, DeviceID
+from gangsched.core.devices.pools import selector_matches
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimState:
+    allocation: AllocationResult
+    consumers: int  # entries in status.reservedFor
+
+
+@dataclass(frozen=True, slots=True)
+class PodFit:
+    fits: bool
+    node: str
+    claims: tuple[str, ...]  # every claim of the pod
+    new: Mapping[str, AllocationResult] = field(default_factory=dict)  # claim key -> allocation made by this fit
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceTake:
+    book: DeviceBook
+    fit: PodFit
+
+
+class DeviceBook:
+    def __init__(self, allocated: Iterable[DeviceID] = (), claims: Mapping[str, ClaimState] | None = None) -> None:
+        self.in_use: set[DeviceID] = set(allocated)
+        self.claims: dict[str, ClaimState] = dict(claims or {})
+
+    def fit(
+        self,
+        allocator: Allocator,
+        node: str,
+        labels: Mapping[str, str],
+        claim_keys: Sequence[str],
+        specs: Mapping[str, Claim],
+    ) -> PodFit:
+        todo: list[Claim] = []
+        for key in claim_keys:
+            state = self.claims.get(key)
+            if state is None:
+                todo.append(specs[key])
+                continue
+            sel = state.allocation.node_selector
+            if sel is not None and not selector_matches(sel, node, labels):
+                return PodFit(False, node, tuple(claim_keys), reason=f"claim {key} is allocated for other nodes")
+            if state.consumers >= MAX_CONSUMERS:
+                return PodFit(
+                    False, node, tuple(claim_keys), reason=f"claim {key} is reserved for {MAX_CONSUMERS} consumers"
+                )
+        if not todo:
+            return PodFit(True, node, tuple(claim_keys))
+        try:
+            results = allocator.allocate(node, labels, todo, self.in_use)
+        except AllocationError as e:
+            return PodFit(False, node, tuple(claim_keys), reason=str(e))
+        if results is None:
+            return PodFit(False, node, tuple(claim_keys), reason="cannot allocate all claims")
+        return PodFit(True, node, tuple(claim_keys), {c.key: r for c, r in zip(todo, results, strict=True)})
+
+    def take(self, fit: PodFit) -> DeviceTake:
+        if not fit.fits:
+            raise ValueError(f"taking a pod's claims that do not fit node {fit.node}: {fit.reason}")
+        for key, result in fit.new.items():
+            self.claims[key] = ClaimState(result, 0)
+            self.in_use.update(_dedicated(result))
+        for key in fit.claims:
+            state = self.claims[key]
+            self.claims[key] = ClaimState(state.allocation, state.consumers + 1)
+        return DeviceTake(self, fit)
+
+    def undo(self, take: DeviceTake) -> None:
+        fit = take.fit
+        for key in fit.claims:
+            state = self.claims[key]
+            self.claims[key] = ClaimState(state.allocation, state.consumers - 1)
+        for key, result in fit.new.items():
+            del self.claims[key]
+            self.in_use.difference_update(_dedicated(result))
+
+
+def _dedicated(result: AllocationResult) -> list[DeviceID]:
+    """The devices a result takes for itself (adminAccess ones stay usable by others)."""
+    return [DeviceID(d.driver, d.pool, d.device) for d in result.devices if not d.admin_access]
