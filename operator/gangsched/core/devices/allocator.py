@@ -241,8 +241,9 @@ class _Run:
             return self._take_one(c, r, d, req)
 
     def _choose(self, c: int, r: int, alts: list[_Req]) -> bool:
+        rest = sum(min(a.num for a in later) for later in self.reqs[c][r + 1 :])  # what the next requests need
         for i, alt in enumerate(alts):
-            if alt.num == 0 or self.counts[c] + alt.num > MAX_DEVICES_PER_CLAIM:
+            if alt.num == 0 or self.counts[c] + alt.num + rest > MAX_DEVICES_PER_CLAIM:
                 continue  # All with no device, or more than the claim may hold: the next alternative
             self.chosen[c, r] = i
             if self._one(c, r, 0):

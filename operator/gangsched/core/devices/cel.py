@@ -14,26 +14,10 @@ Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go,
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
-import celpy
-from celpy import celtypes
-from celpy.evaluation import CELEvalError, base_functions
-from lark import Token, Tree
-
-from gangsched.core.devices.model import AttrValue, Device
-from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.resources import parse_quantity
-
-_SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)"
-    r"(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
-_MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
+from gangsched.core.devices.model import Device
 
 
 class CelCompileError(Exception):
@@ -44,144 +28,6 @@ class CelRuntimeError(Exception):
     """A selector that fails while evaluated against a device (e.g. a missing attribute)."""
 
 
-class Quantity:
-    """A Kubernetes resource.Quantity in CEL (k8s.io/apiserver/pkg/cel/library/quantity.go)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Fraction) -> None:
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Quantity) and other.value == self.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-    def __repr__(self) -> str:
-        return f"quantity({self.value})"
-
-
-class Semver:
-    """A semantic version in CEL (k8s.io/apiserver/pkg/cel/library/semverlib.go); build metadata is ignored."""
-
-    __slots__ = ("key", "major", "minor", "patch")
-
-    def __init__(self, text: str) -> None:
-        m = _SEMVER.match(text)
-        if m is None:
-            raise ValueError(f"could not parse {text!r} as semver")
-        self.major, self.minor, self.patch = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        pre = m.group(4)
-        ids = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ()
-        # a version without a pre-release sorts after every pre-release of the same core version
-        self.key = (self.major, self.minor, self.patch, 0 if ids else 1, ids)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Semver) and other.key == self.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-
-def _cmp(a: Any, b: Any) -> int:
-    if isinstance(a, Quantity) and isinstance(b, Quantity):
-        x, y = a.value, b.value
-    elif isinstance(a, Semver) and isinstance(b, Semver):
-        x, y = a.key, b.key  # type: ignore[assignment]
-    else:
-        raise TypeError(f"no such overload: compareTo({type(a).__name__}, {type(b).__name__})")
-    return (x > y) - (x < y)
-
-
-def _quantity(text: Any) -> Quantity:
-    try:
-        return Quantity(parse_quantity(str(text), field="quantity"))
-    except InvalidField as e:
-        raise ValueError(str(e)) from None
-
-
-def _is_quantity(text: Any) -> bool:
-    try:
-        parse_quantity(str(text), field="quantity")
-    except InvalidField:
-        return False
-    return True
-
-
-def _as_integer(q: Quantity) -> int:
-    if q.value.denominator != 1:
-        raise ValueError("cannot convert value to integer")
-    return int(q.value)
-
-
-def _operand(b: Any) -> Fraction:
-    return b.value if isinstance(b, Quantity) else Fraction(int(b))
-
-
-def _checked(fn: Callable[..., Any], wrap: Callable[[Any], Any]) -> Callable[..., Any]:
-    def call(*args: Any) -> Any:
-        try:
-            return wrap(fn(*args))
-        except (TypeError, ValueError, AttributeError) as e:
-            return CELEvalError(str(e))
-
-    return call
-
-
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "quantity": _checked(_quantity, lambda q: q),
-    "isQuantity": _checked(_is_quantity, celtypes.BoolType),
-    "semver": _checked(lambda s: Semver(str(s)), lambda v: v),
-    "isSemver": _checked(lambda s: _SEMVER.match(str(s)) is not None, celtypes.BoolType),
-    "compareTo": _checked(_cmp, celtypes.IntType),
-    "isGreaterThan": _checked(lambda a, b: _cmp(a, b) > 0, celtypes.BoolType),
-    "isLessThan": _checked(lambda a, b: _cmp(a, b) < 0, celtypes.BoolType),
-    "asInteger": _checked(_as_integer, celtypes.IntType),
-    "asApproximateFloat": _checked(lambda q: float(q.value), celtypes.DoubleType),
-    "sign": _checked(lambda q: (q.value > 0) - (q.value < 0), celtypes.IntType),
-    "isInteger": _checked(lambda q: q.value.denominator == 1, celtypes.BoolType),
-    "add": _checked(lambda a, b: Quantity(a.value + _operand(b)), lambda q: q),
-    "sub": _checked(lambda a, b: Quantity(a.value - _operand(b)), lambda q: q),
-    "major": _checked(lambda v: v.major, celtypes.IntType),
-    "minor": _checked(lambda v: v.minor, celtypes.IntType),
-    "patch": _checked(lambda v: v.patch, celtypes.IntType),
-}
-_KNOWN = frozenset(base_functions) | frozenset(FUNCTIONS) | {"has"} | _MACROS
-
-
-class _Domains(celtypes.MapType):
-    """attributes / capacity: a map of domains where an unknown domain is an empty map (compile.go's default)."""
-
-    def __getitem__(self, key: Any) -> Any:
-        try:
-            return super().__getitem__(key)
-        except KeyError:
-            return celtypes.MapType()
-
-
-def _undeclared(tree: Tree) -> str | None:
-    """The first identifier or function that is neither `device`, a macro's variable nor a known function."""
-    bound: set[str] = set()
-    used: list[str] = []
-    for node in tree.iter_subtrees_topdown():
-        if node.data == "primary" and node.children and isinstance(node.children[0], Tree):
-            child = node.children[0]
-            if child.data == "ident":
-                used.append(str(child.children[0]))
-            elif child.data == "ident_arg" and str(child.children[0]) not in _KNOWN:
-                return str(child.children[0])
-        elif node.data == "member_dot_arg":
-            name = next((str(c) for c in node.children if isinstance(c, Token)), "")
-            if name not in _KNOWN:
-                return name
-            if name in _MACROS:
-                args = node.children[-1]
-                if isinstance(args, Tree) and args.children:
-                    bound.update(str(t) for t in args.children[0].scan_values(lambda v: isinstance(v, Token)))
-    return next((n for n in used if n != "device" and n not in bound), None)
-
-
 @dataclass(frozen=True, slots=True)
 class Compiled:
     expression: str
@@ -189,58 +35,22 @@ class Compiled:
     error: str | None
 
 
-def _value(attr: AttrValue) -> Any:
-    if attr.kind == "int":
-        return celtypes.IntType(int(attr.value))
-    if attr.kind == "bool":
-        return celtypes.BoolType(bool(attr.value))
-    if attr.kind == "version":
-        return Semver(str(attr.value))
-    return celtypes.StringType(str(attr.value))
-
-
-def _split(name: str, driver: str) -> tuple[str, str]:
-    domain, _, ident = name.rpartition("/")
-    return (domain or driver), ident
-
-
-def activation(driver: str, device: Device) -> dict[str, Any]:
-    """The `device` variable as compile.go's DeviceMatches builds it."""
-    attributes: dict[Any, Any] = {}
-    for name, attr in device.attributes.items():
-        domain, ident = _split(name, driver)
-        attributes.setdefault(celtypes.StringType(domain), {})[celtypes.StringType(ident)] = _value(attr)
-    capacity: dict[Any, Any] = {}
-    for name, q in device.capacity.items():
-        domain, ident = _split(name, driver)
-        capacity.setdefault(celtypes.StringType(domain), {})[celtypes.StringType(ident)] = Quantity(q)
-    dev = {
-        celtypes.StringType("driver"): celtypes.StringType(driver),
-        celtypes.StringType("attributes"): _Domains({k: celtypes.MapType(v) for k, v in attributes.items()}),
-        celtypes.StringType("capacity"): _Domains({k: celtypes.MapType(v) for k, v in capacity.items()}),
-        celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(device.allow_multiple_allocations),
-    }
-    return {"device": celtypes.MapType(dev)}
-
-
-_NO_MEMBER = re.compile(r"no such member in mapping: '(.*)'")
-
-
-def _runtime_message(err: CELEvalError) -> str:
-    text = str(err.args[0]) if err.args else str(err)
-    m = _NO_MEMBER.match(text)
-    if m is not None:
-        return f"no such key: {m.group(1)}"  # cel-go's wording
-    return text.split(" (in activation", 1)[0]
-
-
 class CelCache:
     """Compiled selectors by expression and their results by (expression, driver, device attribute set)."""
 
     def __init__(self) -> None:
-        self._env = celpy.Environment()
+        self._rt: Any = None  # core/devices/cel_runtime.py, imported on first use
+        self._env: Any = None
         self._compiled: dict[str, Compiled] = {}
         self._results: dict[tuple[str, str, tuple[Any, ...]], bool | str] = {}
+
+    def _runtime(self) -> Any:
+        if self._rt is None:
+            from gangsched.core.devices import cel_runtime  # celpy is slow to import: only when a selector is used
+
+            self._rt = cel_runtime
+            self._env = cel_runtime.celpy.Environment()
+        return self._rt
 
     def compile(self, expression: str) -> Compiled:
         c = self._compiled.get(expression)
@@ -249,14 +59,15 @@ class CelCache:
         return c
 
     def _compile(self, expression: str) -> Compiled:
+        rt = self._runtime()
         try:
             tree = self._env.compile(expression)
-        except celpy.CELParseError as e:
+        except rt.celpy.CELParseError as e:
             return Compiled(expression, None, f"Syntax error: {str(e).splitlines()[0]}")
-        name = _undeclared(tree)
+        name = rt.undeclared(tree)
         if name is not None:
             return Compiled(expression, None, f"undeclared reference to '{name}' (in container '')")
-        return Compiled(expression, self._env.program(tree, functions=FUNCTIONS), None)
+        return Compiled(expression, self._env.program(tree, functions=rt.FUNCTIONS), None)
 
     def matches(self, expression: str, driver: str, device: Device) -> bool:
         key = (expression, driver, device.cel_key)
@@ -271,12 +82,13 @@ class CelCache:
         c = self.compile(expression)
         if c.error is not None:
             raise CelCompileError(c.error)
+        rt = self._runtime()
         try:
-            result = c.program.evaluate(activation(driver, device))
-        except CELEvalError as e:
-            return _runtime_message(e)
+            result = c.program.evaluate(rt.activation(driver, device))
+        except rt.CELEvalError as e:
+            return str(rt.runtime_message(e))
         except ValueError as e:  # e.g. an attribute with a malformed version
             return str(e)
-        if not isinstance(result, celtypes.BoolType):
+        if not isinstance(result, rt.celtypes.BoolType):
             return f"CEL result of type {type(result).__name__} could not be converted to bool"
         return bool(result)
