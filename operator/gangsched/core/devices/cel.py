@@ -7,9 +7,10 @@ Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go,
   `CelRuntimeError` (upstream's message, e.g. "no such key: model") or `CelCompileError`.
 - The `device` variable: `driver`, `attributes[domain][id]`, `capacity[domain][id]` (a name without a domain is
   in the driver's domain; an unknown domain is an empty map), `allowMultipleAllocations`. Version attributes are
-  semver values; capacities are quantities. Extensions: `quantity(s)`, `isQuantity(s)`, `semver(s)`,
-  `isSemver(s)`; on both: `compareTo`, `isGreaterThan`, `isLessThan`, `==`; quantity `asInteger`,
-  `asApproximateFloat`, `sign`, `isInteger`, `add`, `sub`; semver `major`, `minor`, `patch`.
+  semver values; capacities are quantities. Extensions: `quantity(s)`, `isQuantity(s)`, `semver(s[, relaxed])`,
+  `isSemver(s[, relaxed])`; on both: `compareTo`, `isGreaterThan`, `isLessThan`, `==`; quantity `asInteger`,
+  `asApproximateFloat`, `sign`, `isInteger`, `add`, `sub`; semver `major`, `minor`, `patch`; strings
+  `lowerAscii`, `upperAscii`, `trim`, `replace`, `split`, `join` (celpy has `matches`, `contains`, ...).
 """
 
 from __future__ import annotations
@@ -90,5 +91,5 @@ class CelCache:
         except ValueError as e:  # e.g. an attribute with a malformed version
             return str(e)
         if not isinstance(result, rt.celtypes.BoolType):
-            return f"CEL result of type {type(result).__name__} could not be converted to bool"
+            return f"CEL result of type {rt.type_name(result)} could not be converted to bool"
         return bool(result)

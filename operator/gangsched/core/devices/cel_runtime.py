@@ -105,6 +105,18 @@ def _operand(b: Any) -> Fraction:
     return b.value if isinstance(b, Quantity) else Fraction(int(b))
 
 
+def _relaxed(text: str) -> str:
+    """semverlib's relaxed parsing: a "v" prefix, leading zeros, and missing minor / patch numbers as 0."""
+    m = re.match(r"^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(.*)$", text)
+    if m is None:
+        return text
+    return f"{int(m[1])}.{int(m[2] or 0)}.{int(m[3] or 0)}{m[4]}"
+
+
+def _is_semver(text: Any, relaxed: Any = False) -> bool:
+    return _SEMVER.match(_relaxed(str(text)) if relaxed else str(text)) is not None
+
+
 def _checked(fn: Callable[..., Any], wrap: Callable[[Any], Any]) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         try:
@@ -118,8 +130,14 @@ def _checked(fn: Callable[..., Any], wrap: Callable[[Any], Any]) -> Callable[...
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "quantity": _checked(_quantity, lambda q: q),
     "isQuantity": _checked(_is_quantity, celtypes.BoolType),
-    "semver": _checked(lambda s: Semver(str(s)), lambda v: v),
-    "isSemver": _checked(lambda s: _SEMVER.match(str(s)) is not None, celtypes.BoolType),
+    "semver": _checked(lambda s, relaxed=False: Semver(_relaxed(str(s)) if relaxed else str(s)), lambda v: v),
+    "isSemver": _checked(_is_semver, celtypes.BoolType),
+    "lowerAscii": _checked(lambda s: str(s).lower(), celtypes.StringType),
+    "upperAscii": _checked(lambda s: str(s).upper(), celtypes.StringType),
+    "trim": _checked(lambda s: str(s).strip(), celtypes.StringType),
+    "replace": _checked(lambda s, old, new: str(s).replace(str(old), str(new)), celtypes.StringType),
+    "split": _checked(lambda s, sep: [celtypes.StringType(p) for p in str(s).split(str(sep))], celtypes.ListType),
+    "join": _checked(lambda xs, sep="": str(sep).join(str(x) for x in xs), celtypes.StringType),
     "compareTo": _checked(_cmp, celtypes.IntType),
     "isGreaterThan": _checked(lambda a, b: _cmp(a, b) > 0, celtypes.BoolType),
     "isLessThan": _checked(lambda a, b: _cmp(a, b) < 0, celtypes.BoolType),
@@ -206,10 +224,23 @@ _NO_MEMBER = re.compile(r"no such member in mapping: '(.*)'")
 
 
 def runtime_message(err: CELEvalError) -> str:
-    text = str(err.args[0]) if err.args else str(err)
+    args = err.args
+    text = str(args[0]) if args else str(err)
     m = _NO_MEMBER.match(text)
     if m is not None:
         return f"no such key: {m.group(1)}"  # cel-go's wording
+    if text == "no such key" and len(args) > 2 and isinstance(args[2], tuple) and args[2]:
+        return f"no such key: {args[2][0]}"
     return text.split(" (in activation", 1)[0]
+
+
+_TYPE_NAMES = {"IntType": "int", "UintType": "uint", "DoubleType": "double", "StringType": "string",
+               "BytesType": "bytes", "ListType": "list", "MapType": "map", "NoneType": "null_type"}
+
+
+def type_name(value: object) -> str:
+    """cel-go's name of a value's type, as in "CEL result of type int could not be converted to bool"."""
+    name = type(value).__name__
+    return _TYPE_NAMES.get(name, name)
 
 
