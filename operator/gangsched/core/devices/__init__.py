@@ -61,7 +61,7 @@ __all__ = [
     "Features",
     "Inventory",
     "OpaqueConfig",
-    "Pool",
     "PodFit",
+    "Pool",
     "ResourceSlice",
 ]

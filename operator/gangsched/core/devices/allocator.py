@@ -30,6 +30,7 @@ from gangsched.core.devices.model import (
     AllocationError,
     AllocationResult,
     Claim,
+    ConfigResult,
     Device,
     DeviceClass,
     DeviceID,
@@ -41,6 +42,7 @@ from gangsched.core.devices.model import (
 from gangsched.core.devices.pools import Inventory, Pool
 from gangsched.core.devices.results import MatchAttribute, claim_config, node_selector
 
+DEFAULT_FEATURES = Features()
 CLAIM = "\x00claim\x00"  # stands for the claim's key in a selector error kept with a device for every claim
 
 
@@ -70,7 +72,7 @@ class Allocator:
         inventory: Inventory,
         classes: Mapping[str, DeviceClass],
         cel: CelCache,
-        features: Features = Features(),
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.inventory = inventory
         self.classes = classes
@@ -149,6 +151,7 @@ class _Run:
         self.taking: dict[DeviceID, set[int]] = {}  # devices taken in this call -> claims
         self.counts = [0] * len(claims)  # devices per claim so far
         self.results: list[list[tuple[_Req, Candidate]]] = [[] for _ in claims]
+        self.positions: list[int] = []  # index in its request's candidates of each device taken by ExactCount
         self.constraints: list[list[MatchAttribute]] = []
 
     def run(self) -> list[AllocationResult] | None:
@@ -166,7 +169,9 @@ class _Run:
         out = []
         for i, con in enumerate(claim.constraints):
             if con.match_attribute is None:
-                raise AllocationError(f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)")
+                raise AllocationError(
+                    f"claim {claim.key}, constraint #{i}: empty constraint (unsupported constraint type?)"
+                )
             out.append(MatchAttribute(frozenset(con.requests), con.match_attribute))
         return out
 
@@ -204,9 +209,13 @@ class _Run:
         elif spec.mode == ALL:
             for pool in self.pools:
                 if pool.incomplete:
-                    raise AllocationError(f"{where}: asks for all devices, but resource pool {pool} is currently being updated")
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool} is currently being updated"
+                    )
                 if pool.invalid is not None:
-                    raise AllocationError(f"{where}: asks for all devices, but resource pool {pool} is currently invalid")
+                    raise AllocationError(
+                        f"{where}: asks for all devices, but resource pool {pool} is currently invalid"
+                    )
             req.cands = self.alloc.candidates(self.node, self.labels, req)[1]
             req.num = len(req.cands)
         else:
@@ -217,7 +226,8 @@ class _Run:
         total = sum(min(alt.num for alt in alts) for alts in reqs)
         if total > MAX_DEVICES_PER_CLAIM:
             raise AllocationError(
-                f"claim {claim.key}: number of requested devices {total} exceeds the claim limit of {MAX_DEVICES_PER_CLAIM}"
+                f"claim {claim.key}: number of requested devices {total} exceeds the claim limit of "
+                f"{MAX_DEVICES_PER_CLAIM}"
             )
 
     def _one(self, c: int, r: int, d: int) -> bool:
@@ -263,15 +273,17 @@ class _Run:
     def _take_one(self, c: int, r: int, d: int, req: _Req) -> bool:
         if req.num > MAX_DEVICES_PER_CLAIM:
             return False
-        start = 0
-        if d:  # devices of one request are combinations, not permutations: continue after the previous one
-            prev = self.results[c][-1][1]
-            start = next(i for i, x in enumerate(req.cands) if x is prev) + 1
-        for cand in req.cands[start:]:
+        # devices of one request are combinations, not permutations: continue after the previous one
+        start = self.positions[-1] + 1 if d else 0
+        cands = req.cands
+        for i in range(start, len(cands)):
+            cand = cands[i]
             if self._take(req, cand, must=False) is None:
                 continue
+            self.positions.append(i)
             if self._one(c, r, d + 1):
                 return True
+            self.positions.pop()
             self._untake(req, cand)
         return False
 
@@ -318,5 +330,7 @@ class _Run:
             DeviceResult(req.name, x.id.driver, x.id.pool, x.id.device, req.spec.admin_access) for req, x in picked
         )
         chosen = [alts[self.chosen.get((c, r), 0)] for r, alts in enumerate(self.reqs[c])]
-        config = claim_config(claim, [(q.name, q.parent, q.cls) for q in chosen])
+        config: tuple[ConfigResult, ...] = ()
+        if claim.config or any(q.cls.config for q in chosen):
+            config = claim_config(claim, [(q.name, q.parent, q.cls) for q in chosen])
         return AllocationResult(devices, node_selector(self.node, [x.slice for _, x in picked]), config)

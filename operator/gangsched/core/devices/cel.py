@@ -3,7 +3,8 @@
 Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go, `DeviceMatches`):
 - `CelCache.compile(expr)` -> `Compiled` (cached per expression): `.error` is the compile error, worded as
   cel-go's ("undeclared reference to 'x' (in container '')", a syntax error), or None.
-- `CelCache.matches(expr, driver, device)` -> bool, cached per (expression, driver, device attribute set); raises
+- `CelCache.matches(expr, driver, device)` -> bool, cached per (expression, driver, device attribute set; or the
+  values the expression reads when it reads them only by plain lookups, `references`); raises
   `CelRuntimeError` (upstream's message, e.g. "no such key: model") or `CelCompileError`.
 - The `device` variable: `driver`, `attributes[domain][id]`, `capacity[domain][id]` (a name without a domain is
   in the driver's domain; an unknown domain is an empty map), `allowMultipleAllocations`. Version attributes are
@@ -15,10 +16,47 @@ Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from gangsched.core.devices.model import Device
+
+# `device.driver`, `device.allowMultipleAllocations`, `device.attributes["domain"].id` / `["domain"]["id"]` (and
+# capacity alike), not followed by a call: a selector that reads the device only through these depends only on
+# the values they name, so its result is cached per those values instead of per whole attribute set
+_REF = re.compile(
+    r'\bdevice\s*\.\s*(?:(driver|allowMultipleAllocations)\b|(attributes|capacity)\s*\[\s*"([^"\\]*)"\s*\]\s*'
+    r'(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|\[\s*"([^"\\]*)"\s*\]))'
+)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_DEVICE = re.compile(r"\bdevice\b")
+Ref = tuple[str, str, str]  # ("driver" | "allowMultipleAllocations", "", "") or (map, domain, id)
+
+
+def references(expression: str) -> tuple[Ref, ...] | None:
+    """What a selector reads of the device, when it reads it only through plain lookups; else None."""
+    refs: list[Ref] = []
+    for m in _REF.finditer(expression):
+        field, kind, domain, ident, ident2 = m.groups()
+        refs.append((field, "", "") if field else (kind, domain, ident or ident2))
+    rest = _STRING.sub('""', _REF.sub("", expression))
+    if _DEVICE.search(rest):
+        return None
+    return tuple(dict.fromkeys(refs))
+
+
+def _lookup(device: Device, driver: str, ref: Ref) -> Any:
+    kind, domain, ident = ref
+    if kind == "driver":
+        return driver
+    if kind == "allowMultipleAllocations":
+        return device.allow_multiple_allocations
+    table: Any = device.attributes if kind == "attributes" else device.capacity
+    value = table.get(f"{domain}/{ident}")
+    if value is None and domain == driver:
+        value = table.get(ident)
+    return value
 
 
 class CelCompileError(Exception):
@@ -43,14 +81,15 @@ class CelCache:
         self._rt: Any = None  # core/devices/cel_runtime.py, imported on first use
         self._env: Any = None
         self._compiled: dict[str, Compiled] = {}
-        self._results: dict[tuple[str, str, tuple[Any, ...]], bool | str] = {}
+        self._refs: dict[str, tuple[Ref, ...] | None] = {}
+        self._results: dict[tuple[Any, ...], bool | str] = {}
 
     def _runtime(self) -> Any:
         if self._rt is None:
             from gangsched.core.devices import cel_runtime  # celpy is slow to import: only when a selector is used
 
             self._rt = cel_runtime
-            self._env = cel_runtime.celpy.Environment()
+            self._env = cel_runtime.environment()
         return self._rt
 
     def compile(self, expression: str) -> Compiled:
@@ -71,7 +110,14 @@ class CelCache:
         return Compiled(expression, self._env.program(tree, functions=rt.FUNCTIONS), None)
 
     def matches(self, expression: str, driver: str, device: Device) -> bool:
-        key = (expression, driver, device.cel_key)
+        if expression in self._refs:
+            refs = self._refs[expression]
+        else:
+            refs = self._refs[expression] = references(expression)
+        if refs is None:
+            key: tuple[Any, ...] = (expression, driver, device.cel_key)
+        else:
+            key = (expression, driver, *(_lookup(device, driver, r) for r in refs))
         out = self._results.get(key)
         if out is None:
             out = self._results[key] = self._evaluate(expression, driver, device)

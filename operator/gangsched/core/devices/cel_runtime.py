@@ -9,6 +9,7 @@ wording of an evaluation error, e.g. "no such key: model").
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from fractions import Fraction
@@ -164,11 +165,11 @@ class _Domains(celtypes.MapType):
             return celtypes.MapType()
 
 
-def undeclared(tree: Tree) -> str | None:
+def undeclared(tree: Tree[Any]) -> str | None:
     """The first identifier or function that is neither `device`, a macro's variable nor a known function."""
     bound: set[str] = set()
     used: list[str] = []
-    for node in tree.iter_subtrees_topdown():
+    for node in tree.iter_subtrees_topdown():  # type: ignore[no-untyped-call]
         if node.data == "primary" and node.children and isinstance(node.children[0], Tree):
             child = node.children[0]
             if child.data == "ident":
@@ -184,6 +185,12 @@ def undeclared(tree: Tree) -> str | None:
                 if isinstance(args, Tree) and args.children:
                     bound.update(str(t) for t in args.children[0].scan_values(lambda v: isinstance(v, Token)))
     return next((n for n in used if n != "device" and n not in bound), None)
+
+
+@functools.cache
+def environment() -> Any:
+    """The one celpy Environment of the process (building its parser takes about a second)."""
+    return celpy.Environment()
 
 
 def _value(attr: AttrValue) -> Any:
@@ -234,13 +241,19 @@ def runtime_message(err: CELEvalError) -> str:
     return text.split(" (in activation", 1)[0]
 
 
-_TYPE_NAMES = {"IntType": "int", "UintType": "uint", "DoubleType": "double", "StringType": "string",
-               "BytesType": "bytes", "ListType": "list", "MapType": "map", "NoneType": "null_type"}
+_TYPE_NAMES = {
+    "IntType": "int",
+    "UintType": "uint",
+    "DoubleType": "double",
+    "StringType": "string",
+    "BytesType": "bytes",
+    "ListType": "list",
+    "MapType": "map",
+    "NoneType": "null_type",
+}
 
 
 def type_name(value: object) -> str:
     """cel-go's name of a value's type, as in "CEL result of type int could not be converted to bool"."""
     name = type(value).__name__
     return _TYPE_NAMES.get(name, name)
-
-

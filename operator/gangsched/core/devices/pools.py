@@ -80,9 +80,7 @@ class Inventory:
     def _gather(self, node: str, labels: Mapping[str, str]) -> tuple[Pool, ...]:
         mine: dict[tuple[str, str], list[ResourceSlice]] = {}
         candidates = list(self.by_node.get(node, ()))
-        candidates += [
-            s for s in self.shared if s.all_nodes or selector_matches(s.node_selector or (), node, labels)
-        ]
+        candidates += [s for s in self.shared if s.all_nodes or selector_matches(s.node_selector or (), node, labels)]
         if self.shared and len(candidates) > 1:
             candidates.sort(key=lambda s: self._position[id(s)])
         for s in candidates:

@@ -14,6 +14,7 @@ Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/structured/inte
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -81,12 +82,18 @@ class MatchAttribute:
                 self.value = None
 
 
+@functools.lru_cache(maxsize=8192)
+def local_selector(node: str) -> tuple[Term, ...]:
+    """A node selector for the node alone (its metadata.name field)."""
+    return (Term((), (Requirement("metadata.name", "In", (node,)),)),)
+
+
 def node_selector(node: str, slices: Sequence[ResourceSlice]) -> tuple[Term, ...] | None:
     fields: list[Requirement] = []
     expressions: list[Requirement] = []
     for s in slices:
         if s.node_name is not None:
-            return (Term((), (Requirement("metadata.name", "In", (node,)),)),)
+            return local_selector(node)
         if s.node_selector is None:
             continue
         if len(s.node_selector) > 1:
@@ -108,7 +115,9 @@ def claim_config(claim: Claim, chosen: Sequence[tuple[str, str, DeviceClass]]) -
             by_class.setdefault(cls.name, []).append(name)
             classes[cls.name] = cls
     out = [
-        ConfigResult("FromClass", tuple(names), cfg) for cname, names in by_class.items() for cfg in classes[cname].config
+        ConfigResult("FromClass", tuple(names), cfg)
+        for cname, names in by_class.items()
+        for cfg in classes[cname].config
     ]
     names = {n for n, _, _ in chosen} | {p for _, p, _ in chosen}
     for cc in claim.config:

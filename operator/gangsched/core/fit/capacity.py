@@ -15,10 +15,11 @@ Contract (used by the scheduling cycle's modules):
 - `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during the cycle, and
   copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give each unit a transaction. The
   store and its indexes are never changed by a Workspace. `take_devices(book, fit)` takes a pod's DRA claims
-  (core/devices/ledger.py) in the same undo log, so `rollback` gives the devices back with the placement. `place(..., cls=)` also counts the pods in the cycle's
-  `overlay` of the pod counts, so pod selectors see the gang's own members; views of classes with domain filters then
-  recompute the nodes those filters name (a view created later recomputes what every change of the cycle names). A
-  view's `slots()` is the class's free slots in all (its fit counts summed).
+  (core/devices/ledger.py) in the same undo log, so `rollback` gives the devices back with the placement.
+  `place(..., cls=)` also counts the pods in the cycle's `overlay` of the pod counts, so pod selectors see the gang's
+  own members; views of classes with domain filters then recompute the nodes those filters name (a view created later
+  recomputes what every change of the cycle names). A view's `slots()` is the class's free slots in all (its fit
+  counts summed).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread (-preference, -count):
 emptiest first. Preference: core/fit/matching.py `preference`, plus core/fit/pod_score.py's score for a class with
 preferred pod affinity terms, kept up to date by the index like a domain filter's limit (over the store's pods: the

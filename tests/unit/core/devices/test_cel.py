@@ -43,75 +43,122 @@ CASES: dict[str, C] = {
     "false": C("false"),
     "syntax-error": C("?!", compile_error="Syntax error"),
     "runtime-error-lookup-identifier": C(
-        'device.attributes["no-such-domain"].noSuchAttr.isGreaterThan(quantity("0"))', match_error="no such key: noSuchAttr"
+        'device.attributes["no-such-domain"].noSuchAttr.isGreaterThan(quantity("0"))',
+        match_error="no such key: noSuchAttr",
     ),
     "runtime-error-lookup-map": C(
-        'device.attributes["no-such-domain"]["noSuchAttr"].isGreaterThan(quantity("0"))', match_error="no such key: noSuchAttr"
+        'device.attributes["no-such-domain"]["noSuchAttr"].isGreaterThan(quantity("0"))',
+        match_error="no such key: noSuchAttr",
     ),
     "domain-check-negative": C('"no-such-domain" in device.attributes'),
-    "domain-check-positive": C('"dra.example.com" in device.attributes', attributes={f"{D}/something": b(True)}, match=True),
+    "domain-check-positive": C(
+        '"dra.example.com" in device.attributes', attributes={f"{D}/something": b(True)}, match=True
+    ),
     "empty-driver-name": C('device.driver == ""', match=True),
     "real-driver-name": C('device.driver == "dra.example.com"', driver=D, match=True),
     "driver-name-qualifier": C(f'device.attributes["{D}"].name', driver=D, attributes={"name": b(True)}, match=True),
-    "driver-name-qualifier-map-lookup": C(f'device.attributes["{D}"]["name"]', driver=D, attributes={"name": b(True)}, match=True),
+    "driver-name-qualifier-map-lookup": C(
+        f'device.attributes["{D}"]["name"]', driver=D, attributes={"name": b(True)}, match=True
+    ),
     "qualified-attribute-name": C(
-        'device.attributes["other.example.com"].name', driver=D, attributes={"other.example.com/name": b(True)}, match=True
+        'device.attributes["other.example.com"].name',
+        driver=D,
+        attributes={"other.example.com/name": b(True)},
+        match=True,
     ),
     "bool": C(f'device.attributes["{D}"].name', driver=D, attributes={"name": b(True)}, match=True),
     "int": C(f'device.attributes["{D}"].name > 0', driver=D, attributes={"name": AttrValue("int", 1)}, match=True),
-    "string": C(f'device.attributes["{D}"].name == "fish"', driver=D, attributes={"name": AttrValue("string", "fish")}, match=True),
+    "string": C(
+        f'device.attributes["{D}"].name == "fish"',
+        driver=D,
+        attributes={"name": AttrValue("string", "fish")},
+        match=True,
+    ),
     "version": C(
-        f'device.attributes["{D}"].name.isGreaterThan(semver("0.0.1"))', driver=D,
-        attributes={"name": AttrValue("version", "1.0.0")}, match=True,
+        f'device.attributes["{D}"].name.isGreaterThan(semver("0.0.1"))',
+        driver=D,
+        attributes={"name": AttrValue("version", "1.0.0")},
+        match=True,
     ),
     "version_v": C(
-        f'device.attributes["{D}"].name.isGreaterThan(semver("v0.0.1", true)) && isSemver("v1.0.0", true)', driver=D,
-        attributes={"name": AttrValue("version", "1.0.0")}, match=True,
+        f'device.attributes["{D}"].name.isGreaterThan(semver("v0.0.1", true)) && isSemver("v1.0.0", true)',
+        driver=D,
+        attributes={"name": AttrValue("version", "1.0.0")},
+        match=True,
     ),
-    "quantity": C(f'device.capacity["{D}"].name.isGreaterThan(quantity("1Ki"))', driver=D, capacity={"name": Mi}, match=True),
+    "quantity": C(
+        f'device.capacity["{D}"].name.isGreaterThan(quantity("1Ki"))', driver=D, capacity={"name": Mi}, match=True
+    ),
     "check-positive": C(
-        f'"name" in device.capacity["{D}"] && device.capacity["{D}"].name.isGreaterThan(quantity("1Ki"))', driver=D,
-        capacity={"name": Mi}, match=True,
+        f'"name" in device.capacity["{D}"] && device.capacity["{D}"].name.isGreaterThan(quantity("1Ki"))',
+        driver=D,
+        capacity={"name": Mi},
+        match=True,
     ),
     "check-negative": C(
         f'!("name" in device.capacity["{D}"]) || device.capacity["{D}"].name.isGreaterThan(quantity("1Ki"))', match=True
     ),
     "all": C(
-        " && ".join([
-            f'device.capacity["{D}"].quantity.isGreaterThan(quantity("1Ki"))', f'device.attributes["{D}"].bool',
-            f'device.attributes["{D}"].int > 0', f'device.attributes["{D}"].string == "fish"',
-            f'device.attributes["{D}"].version.isGreaterThan(semver("0.0.1"))',
-            f'device.capacity["{D}"]["quantity"].isGreaterThan(quantity("1Ki"))', f'device.attributes["{D}"]["bool"]',
-            f'device.attributes["{D}"]["int"] > 0', f'device.attributes["{D}"]["string"] == "fish"',
-            f'device.attributes["{D}"]["version"].isGreaterThan(semver("0.0.1"))',
-        ]),
+        " && ".join(
+            [
+                f'device.capacity["{D}"].quantity.isGreaterThan(quantity("1Ki"))',
+                f'device.attributes["{D}"].bool',
+                f'device.attributes["{D}"].int > 0',
+                f'device.attributes["{D}"].string == "fish"',
+                f'device.attributes["{D}"].version.isGreaterThan(semver("0.0.1"))',
+                f'device.capacity["{D}"]["quantity"].isGreaterThan(quantity("1Ki"))',
+                f'device.attributes["{D}"]["bool"]',
+                f'device.attributes["{D}"]["int"] > 0',
+                f'device.attributes["{D}"]["string"] == "fish"',
+                f'device.attributes["{D}"]["version"].isGreaterThan(semver("0.0.1"))',
+            ]
+        ),
         driver=D,
-        attributes={"bool": b(True), "int": AttrValue("int", 1), "string": AttrValue("string", "fish"),
-                    "version": AttrValue("version", "1.0.0")},
-        capacity={"quantity": Mi}, match=True,
+        attributes={
+            "bool": b(True),
+            "int": AttrValue("int", 1),
+            "string": AttrValue("string", "fish"),
+            "version": AttrValue("version", "1.0.0"),
+        },
+        capacity={"quantity": Mi},
+        match=True,
     ),
     "many": C(
-        f'device.attributes["{D}"].a && device.attributes["{D}"].b && device.attributes["{D}"].c', driver=D,
-        attributes={"a": b(True), "b": b(True), "c": b(True)}, match=True,
+        f'device.attributes["{D}"].a && device.attributes["{D}"].b && device.attributes["{D}"].c',
+        driver=D,
+        attributes={"a": b(True), "b": b(True), "c": b(True)},
+        match=True,
     ),
     "check_attribute_domains": C(
-        'device.attributes.exists_one(x, x == "dra.example.com")', driver=D,
-        attributes={"services": AttrValue("string", "some_example_value")}, match=True,
+        'device.attributes.exists_one(x, x == "dra.example.com")',
+        driver=D,
+        attributes={"services": AttrValue("string", "some_example_value")},
+        match=True,
     ),
     "check_attribute_ids": C(
-        f'device.attributes["{D}"].exists_one(x, x == "services")', driver=D,
-        attributes={"services": AttrValue("string", "some_example_value")}, match=True,
+        f'device.attributes["{D}"].exists_one(x, x == "services")',
+        driver=D,
+        attributes={"services": AttrValue("string", "some_example_value")},
+        match=True,
     ),
     "split_attribute": C(
-        f'device.attributes["{D}"].services.split("example").size() >= 2', driver=D,
-        attributes={"services": AttrValue("string", "some_example_value")}, match=True,
+        f'device.attributes["{D}"].services.split("example").size() >= 2',
+        driver=D,
+        attributes={"services": AttrValue("string", "some_example_value")},
+        match=True,
     ),
     "regexp_attribute": C(
-        f'device.attributes["{D}"].services.matches("[^a]?sym")', driver=D,
-        attributes={"services": AttrValue("string", "asymetric")}, match=True,
+        f'device.attributes["{D}"].services.matches("[^a]?sym")',
+        driver=D,
+        attributes={"services": AttrValue("string", "asymetric")},
+        match=True,
     ),
-    "check_capacity_domains": C('device.capacity.exists_one(x, x == "dra.example.com")', driver=D, capacity={"memory": Mi}, match=True),
-    "check_capacity_ids": C(f'device.capacity["{D}"].exists_one(x, x == "memory")', driver=D, capacity={"memory": Mi}, match=True),
+    "check_capacity_domains": C(
+        'device.capacity.exists_one(x, x == "dra.example.com")', driver=D, capacity={"memory": Mi}, match=True
+    ),
+    "check_capacity_ids": C(
+        f'device.capacity["{D}"].exists_one(x, x == "memory")', driver=D, capacity={"memory": Mi}, match=True
+    ),
     "allow_multiple_allocations": C("device.allowMultipleAllocations == true", driver=D, multi=True, match=True),
     "allow_multiple_allocations_default": C("device.allowMultipleAllocations == false", driver=D, match=True),
 }
@@ -143,7 +190,7 @@ def test_upstream_cel_case(name: str) -> None:
         ("noSuchVar", "undeclared reference to 'noSuchVar' (in container '')"),  # allocator_testing.go invalid-CEL-*
         ("device.attributes.exists(x, y)", "undeclared reference to 'y'"),  # a macro binds only its own variable
         ('noSuchFunction("x")', "undeclared reference to 'noSuchFunction'"),
-        ('device.driver.noSuchMethod()', "undeclared reference to 'noSuchMethod'"),
+        ("device.driver.noSuchMethod()", "undeclared reference to 'noSuchMethod'"),
     ],
 )
 def test_undeclared_references_fail_to_compile_as_cel_go_says(expression: str, error: str) -> None:

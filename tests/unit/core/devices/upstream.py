@@ -117,7 +117,9 @@ def version(v: str) -> AttrValue:
     return AttrValue("version", v)
 
 
-def slice_(name: str, where: Any, pool: str | tuple[str, int], driver: str, *devices: Device, gen: int = 1) -> ResourceSlice:
+def slice_(
+    name: str, where: Any, pool: str | tuple[str, int], driver: str, *devices: Device, gen: int = 1
+) -> ResourceSlice:
     pool_name, count = (pool, 1) if isinstance(pool, str) else pool
     s = ResourceSlice(name, driver, pool_name, gen, count, devices=devices)
     if where == ALL_NODES:
@@ -166,6 +168,11 @@ def class_cfg(requests: Sequence[str], driver: str, attribute: str, source: str 
     return ConfigResult(source, tuple(requests), OpaqueConfig(driver, {attribute: attribute + "Value"}))  # type: ignore[arg-type]
 
 
+NONE = Features(admin_access=False, prioritized_list=False)  # upstream's zero Features{}
+ADMIN = Features(admin_access=True, prioritized_list=False)
+PRIORITIZED = Features(admin_access=False, prioritized_list=True)
+
+
 @dataclass(frozen=True)
 class Case:
     claims: Sequence[Claim] = ()
@@ -173,21 +180,19 @@ class Case:
     slices: Sequence[ResourceSlice] = ()
     node: Node = field(default_factory=lambda: node(NODE1, REGION1))
     allocated: Sequence[DeviceID] = ()
-    features: Features = Features(admin_access=False, prioritized_list=False)
+    features: Features = NONE
     expect: Sequence[Expect] | None = None  # None: nothing allocated
     error: str | None = None  # a substring of the error expected
-
-
-ADMIN = Features(admin_access=True, prioritized_list=False)
-PRIORITIZED = Features(admin_access=False, prioritized_list=True)
 
 
 def _canonical_selector(sel: tuple[Term, ...] | None) -> Any:
     if sel is None:
         return None
     return frozenset(
-        (frozenset((r.key, r.operator, frozenset(r.values)) for r in t.expressions),
-         frozenset((r.key, r.operator, frozenset(r.values)) for r in t.fields))
+        (
+            frozenset((r.key, r.operator, frozenset(r.values)) for r in t.expressions),
+            frozenset((r.key, r.operator, frozenset(r.values)) for r in t.fields),
+        )
         for t in sel
     )
 
@@ -215,4 +220,3 @@ def run_case(case: Case) -> None:
     have = Counter(_canonical(r.node_selector, r.devices, r.config) for r in got)
     want = Counter(_canonical(e.selector, e.devices, e.config) for e in case.expect)
     assert have == want
-
