@@ -16,6 +16,7 @@ celpy and building its parser, once per process. `scan_5000_nodes_ms`: the fit c
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from fractions import Fraction
@@ -111,6 +112,7 @@ def bench_dra_gang1000() -> None:
         inventory_build_ms=round(build, 2),
         cel_runtime_load_ms=round(cel_load, 2),
         scan_5000_nodes_ms=round(scan, 2),
+        load_average_1m=round(os.getloadavg()[0], 2),  # the machine's load while measuring (2 cores shared)
         covers="fit + take of 1000 pods' claims (8 GPUs, 1 selector) on their chosen nodes; placement not included",
         **summary(samples),
     )

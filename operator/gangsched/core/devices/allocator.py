@@ -159,11 +159,44 @@ class _Run:
             self.constraints.append(self._constraints(claim))
             self.reqs.append([self._alternatives(c, claim, r) for r in range(len(claim.requests))])
             self._check_limit(claim, self.reqs[c])
-        if not self._one(0, 0, 0):
+        if not self._greedy() and not self._one(0, 0, 0):
             if any(p.invalid is not None for p in self.pools):
                 raise AllocationError("invalid resource pools were encountered")
             return None
         return [self._result(c, claim) for c, claim in enumerate(self.claims)]
+
+    def _greedy(self) -> bool:
+        """The depth-first search's first path, without its bookkeeping, for claims without constraints,
+        alternatives, All or admin access: when every request finds its devices in order, that is the search's
+        first solution; otherwise the state is left as it was and the search runs."""
+        if any(self.constraints) or any(
+            len(alts) > 1 or alts[0].spec.mode != EXACT_COUNT or alts[0].spec.admin_access
+            for reqs in self.reqs
+            for alts in reqs
+        ):
+            return False
+        taken: set[DeviceID] = set()
+        picked: list[list[tuple[_Req, Candidate]]] = [[] for _ in self.claims]
+        in_use = self.in_use
+        for c, reqs in enumerate(self.reqs):
+            for (req,) in reqs:
+                need = req.num
+                if need > MAX_DEVICES_PER_CLAIM:
+                    return False
+                for cand in req.cands:
+                    if not need:
+                        break
+                    if cand.error is not None:
+                        return False  # the search raises it if it gets there
+                    if cand.id in in_use or cand.id in taken:
+                        continue
+                    taken.add(cand.id)
+                    picked[c].append((req, cand))
+                    need -= 1
+                if need:
+                    return False
+        self.results = picked
+        return True
 
     def _constraints(self, claim: Claim) -> list[MatchAttribute]:
         out = []
@@ -333,4 +366,5 @@ class _Run:
         config: tuple[ConfigResult, ...] = ()
         if claim.config or any(q.cls.config for q in chosen):
             config = claim_config(claim, [(q.name, q.parent, q.cls) for q in chosen])
-        return AllocationResult(devices, node_selector(self.node, [x.slice for _, x in picked]), config)
+        taken = tuple(x.id for req, x in picked if not req.spec.admin_access)
+        return AllocationResult(devices, node_selector(self.node, [x.slice for _, x in picked]), config, taken)

@@ -83,24 +83,26 @@ class DeviceBook:
     def take(self, fit: PodFit) -> DeviceTake:
         if not fit.fits:
             raise ValueError(f"taking a pod's claims that do not fit node {fit.node}: {fit.reason}")
-        for key, result in fit.new.items():
-            self.claims[key] = ClaimState(result, 0)
-            self.in_use.update(_dedicated(result))
+        new = fit.new
         for key in fit.claims:
-            state = self.claims[key]
-            self.claims[key] = ClaimState(state.allocation, state.consumers + 1)
+            result = new.get(key)
+            if result is not None:
+                self.claims[key] = ClaimState(result, 1)
+                self.in_use.update(result.taken())
+            else:
+                state = self.claims[key]
+                self.claims[key] = ClaimState(state.allocation, state.consumers + 1)
         return DeviceTake(self, fit)
 
     def undo(self, take: DeviceTake) -> None:
         fit = take.fit
+        new = fit.new
         for key in fit.claims:
-            state = self.claims[key]
-            self.claims[key] = ClaimState(state.allocation, state.consumers - 1)
-        for key, result in fit.new.items():
-            del self.claims[key]
-            self.in_use.difference_update(_dedicated(result))
+            result = new.get(key)
+            if result is not None:
+                del self.claims[key]
+                self.in_use.difference_update(result.taken())
+            else:
+                state = self.claims[key]
+                self.claims[key] = ClaimState(state.allocation, state.consumers - 1)
 
-
-def _dedicated(result: AllocationResult) -> list[DeviceID]:
-    """The devices a result takes for itself (adminAccess ones stay usable by others)."""
-    return [DeviceID(d.driver, d.pool, d.device) for d in result.devices if not d.admin_access]

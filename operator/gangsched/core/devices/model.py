@@ -144,9 +144,18 @@ class AllocationResult:
     devices: tuple[DeviceResult, ...]
     node_selector: tuple[Term, ...] | None  # None: the devices are reachable from every node
     config: tuple[ConfigResult, ...] = ()
+    dedicated: tuple[DeviceID, ...] | None = field(default=None, compare=False, repr=False)  # (a cache)
 
     def device_ids(self) -> tuple[DeviceID, ...]:
         return tuple(DeviceID(d.driver, d.pool, d.device) for d in self.devices)
+
+    def taken(self) -> tuple[DeviceID, ...]:
+        """The devices the allocation takes for itself (adminAccess ones stay usable by other claims)."""
+        if self.dedicated is None:
+            ids = tuple(DeviceID(d.driver, d.pool, d.device) for d in self.devices if not d.admin_access)
+            object.__setattr__(self, "dedicated", ids)
+            return ids
+        return self.dedicated
 
 
 @dataclass(frozen=True, slots=True)
