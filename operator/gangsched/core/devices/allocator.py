@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 from gangsched.core.devices.cel import CelCache, CelCompileError, CelRuntimeError
 from gangsched.core.devices.model import (
@@ -79,6 +80,7 @@ class Allocator:
         self.cel = cel
         self.features = features
         self._cands: dict[tuple[str, str, tuple[str | None, ...]], tuple[list[Candidate], list[Candidate]]] = {}
+        self._selects: dict[tuple[Any, ...], str | bool] = {}  # (class, selectors, driver, device key) -> result
 
     def allocate(
         self, node: str, labels: Mapping[str, str], claims: Sequence[Claim], in_use: AbstractSet[DeviceID]
@@ -100,13 +102,16 @@ class Allocator:
         for pool in pools:
             for s in pool.slices:
                 for dev in s.devices:
-                    err = None
-                    try:
-                        if not self._selected(req, s.driver, dev):
-                            continue
-                    except AllocationError as e:
-                        err = str(e)
-                    c = Candidate(DeviceID(s.driver, s.pool, dev.name), dev, s, err)
+                    key = (req.cls.name, req.spec.selectors, s.driver, dev.cel_key)
+                    got = self._selects.get(key)
+                    if got is None:
+                        try:
+                            got = self._selects[key] = self._selected(req, s.driver, dev)
+                        except AllocationError as e:
+                            got = self._selects[key] = str(e)
+                    if got is False:
+                        continue
+                    c = Candidate(DeviceID(s.driver, s.pool, dev.name), dev, s, got if isinstance(got, str) else None)
                     every.append(c)
                     if not pool.incomplete and pool.invalid is None:
                         usable.append(c)

@@ -105,4 +105,3 @@ class DeviceBook:
             else:
                 state = self.claims[key]
                 self.claims[key] = ClaimState(state.allocation, state.consumers - 1)
-

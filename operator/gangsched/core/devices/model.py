@@ -44,13 +44,30 @@ class AttrValue(NamedTuple):
     value: int | bool | str
 
 
+class CelKey:
+    """What a selector can see of a device (attributes, capacity, allowMultipleAllocations), hashed once: selector
+    results are kept per key, and 40,000 devices share a handful of them."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: tuple[Any, ...]) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CelKey) and other._hash == self._hash and other.value == self.value
+
+
 @dataclass(frozen=True, slots=True)
 class Device:
     name: str
     attributes: dict[str, AttrValue] = field(default_factory=dict)
     capacity: dict[str, Fraction] = field(default_factory=dict)
     allow_multiple_allocations: bool = False
-    cel_key: tuple[Any, ...] = field(init=False, compare=False, repr=False)  # what a selector can see of it
+    cel_key: CelKey = field(init=False, compare=False, repr=False)  # what a selector can see of it
 
     def __post_init__(self) -> None:
         key = (
@@ -58,7 +75,7 @@ class Device:
             tuple(sorted(self.capacity.items())),
             self.allow_multiple_allocations,
         )
-        object.__setattr__(self, "cel_key", key)
+        object.__setattr__(self, "cel_key", CelKey(key))
 
 
 @dataclass(frozen=True, slots=True)
