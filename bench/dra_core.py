@@ -1,17 +1,14 @@
 """The DRA figure of the core group (bench/bench_core.py calls it): core.dra_gang1000_ms.
 
-A 1,000-pod gang, each pod with its own ResourceClaim of 8 GPUs (class gpu.nvidia.com plus one request selector,
-memory >= 80Gi), on 5,000 nodes that publish one ResourceSlice of 8 GPUs each (40,000 devices; attributes as a
-driver publishes them: model, a clique id per rack of 18 nodes, PCIe root per pair of GPUs; memory as a capacity).
-The allocator is not wired into the gang placement yet, so the figure covers the device side of the decision
-alone: for each of the 1,000 pods, `DeviceBook.fit` on the node the placement chose (the per-node fit check:
-the claim's class and request selectors against that node's pools, the devices' availability, the allocation)
-and `Workspace.take_devices` (the tentative take of the transaction), then the rollback of the whole gang.
-Warm: the Allocator, its per-node candidate lists and the CEL result cache kept between runs (they change with
-the slices, not with the pods); cold: the first decision on a fresh Inventory, Allocator and CelCache (selectors
-compiled and evaluated once per distinct value they read); `cel_runtime_load_ms`, reported apart: importing
-celpy and building its parser, once per process. `scan_5000_nodes_ms`: the fit check of one pod on every node
-(what a placement that tries each node would pay; 4,000 of those nodes are seen for the first time).
+A 1,000-pod gang, each pod with its own claim of 8 GPUs (class gpu.nvidia.com and one selector, memory >= 80Gi),
+on 5,000 nodes publishing one ResourceSlice of 8 GPUs each (40,000 devices: model, a clique per rack of 18 nodes,
+a PCIe root per pair, memory as a capacity). Not wired into the gang placement yet, the figure covers the device
+side of the decision: per pod, `DeviceBook.fit` on the node the placement chose (the per-node fit check:
+selectors, availability, allocation) and `Workspace.take_devices` (the tentative take). Warm: Allocator,
+candidate lists and CEL results kept between runs (they change with the slices, not the pods); cold: the first
+decision on a fresh Inventory, Allocator and CelCache. Beside it: `cel_runtime_load_ms` (importing celpy and
+building its parser, once per process), `scan_5000_nodes_ms` (one pod's fit check on every node, 4,000 of them
+seen for the first time) and the load average.
 """
 
 from __future__ import annotations

@@ -2,13 +2,12 @@
 
 Contract:
 - `slice_from_api(obj) -> Parsed[ResourceSlice]`, `device_class_from_api(obj) -> Parsed[DeviceClass]`,
-  `claim_from_api(obj) -> Parsed[ClaimInfo]` (the claim's spec as a core `Claim`, its `status.allocation` as an
-  `AllocationResult` or None, and how many consumers `status.reservedFor` lists). `Parsed.unsupported` lists the
-  field paths set on the object that gangsched does not evaluate (device taints and tolerations, counters,
-  binding conditions, list-valued attributes, distinctAttribute, capacity requests, a class's
-  extendedResourceName, ...), for the caller to report; a selector or constraint of an unknown kind is kept as
-  None (the allocator reports it as upstream does).
-- `allocation_to_api(result) -> dict`: `status.allocation` for a claim (devices.results, devices.config,
+  `claim_from_api(obj) -> Parsed[ClaimInfo]` (the spec as a core `Claim`, `status.allocation` as an
+  `AllocationResult` or None, the number of `status.reservedFor` consumers). `Parsed.unsupported`: the field
+  paths set that gangsched does not evaluate (device taints and tolerations, counters, binding conditions,
+  list-valued attributes, distinctAttribute, capacity requests, extendedResourceName, ...), for the caller to
+  report; a selector, request or constraint of an unknown kind is kept as None (the allocator reports it).
+- `allocation_to_api(result) -> dict`: a claim's `status.allocation` (devices.results, devices.config,
   nodeSelector).
 Bad input raises InvalidField naming the field path, e.g. `spec.devices[0].attributes.model`.
 """

@@ -1,19 +1,15 @@
 """The structured device allocator: claims' device requests against one node's pools (DRA, stable feature set).
 
-Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/allocator_stable.go
-and its table cases, allocatortesting/allocator_testing.go):
-- `Allocator(inventory, classes, cel, features).allocate(node, labels, claims, in_use)` -> one
-  `AllocationResult` per claim, in order, or None when the devices do not fit (no error); `AllocationError` for a
-  claim or slices that cannot be allocated as written (unknown class, bad selector, a CEL runtime error, too many
-  devices, invalid pools and nothing else fits, ...), worded as upstream.
-- Search: depth first over claims, requests (a `firstAvailable` request tries its subrequests in order) and
-  devices in pool / slice order; the first complete assignment wins, so results match upstream's. A device in
-  `in_use` (allocated by any claim, other schedulers' included) or taken earlier in the same call is skipped,
-  except that `adminAccess` requests may share devices with other claims. `All` takes every matching device of
-  the node's pools (an incomplete pool is an error; an allocated device makes it fail). `matchAttribute`
-  constraints: every device of the requests named (all when none) has the same value of the attribute.
-- Devices a selector list accepts are kept per (node, class, selectors) for the Allocator's life: build a new
-  Allocator when slices, classes or node labels change.
+Contract (oracle: structured/internal/stable/allocator_stable.go and allocatortesting/allocator_testing.go):
+- `Allocator(inventory, classes, cel, features).allocate(node, labels, claims, in_use)` -> an `AllocationResult`
+  per claim, in order, or None when the devices do not fit; `AllocationError` (upstream's words) for claims or
+  slices that cannot be allocated as written (unknown class, bad selector, CEL runtime error, too many devices,
+  invalid pools and nothing else fits, ...).
+- Depth first over claims, requests (`firstAvailable`: subrequests in order) and devices in pool / slice order;
+  the first complete assignment wins, as upstream's. Devices in `in_use` (any claim's, other schedulers'
+  included) or taken earlier in the call are skipped, but `adminAccess` may share other claims' devices. `All`
+  takes every matching device; `matchAttribute`: one value of the attribute across the requests named.
+- Accepted devices are kept per (node, class, selectors): a new Allocator when slices, classes or labels change.
 """
 
 from __future__ import annotations

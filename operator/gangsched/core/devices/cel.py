@@ -1,17 +1,15 @@
 """DRA device selectors in CEL, evaluated with cel-python (`celpy`) plus Kubernetes' CEL extensions they use.
 
 Contract (oracle: staging/src/k8s.io/dynamic-resource-allocation/cel/compile.go, `DeviceMatches`):
-- `CelCache.compile(expr)` -> `Compiled` (cached per expression): `.error` is the compile error, worded as
-  cel-go's ("undeclared reference to 'x' (in container '')", a syntax error), or None.
-- `CelCache.matches(expr, driver, device)` -> bool, cached per (expression, driver, device attribute set; or the
-  values the expression reads when it reads them only by plain lookups, `references`); raises
+- `CelCache.compile(expr)` -> `Compiled` (cached per expression): `.error` in cel-go's words ("undeclared
+  reference to 'x' (in container '')", a syntax error), or None.
+- `CelCache.matches(expr, driver, device)` -> bool, cached per (expression, driver, and the values the expression
+  reads when it reads them by plain lookups (`references`), else the device attribute set); raises
   `CelRuntimeError` (upstream's message, e.g. "no such key: model") or `CelCompileError`.
-- The `device` variable: `driver`, `attributes[domain][id]`, `capacity[domain][id]` (a name without a domain is
-  in the driver's domain; an unknown domain is an empty map), `allowMultipleAllocations`. Version attributes are
-  semver values; capacities are quantities. Extensions: `quantity(s)`, `isQuantity(s)`, `semver(s[, relaxed])`,
-  `isSemver(s[, relaxed])`; on both: `compareTo`, `isGreaterThan`, `isLessThan`, `==`; quantity `asInteger`,
-  `asApproximateFloat`, `sign`, `isInteger`, `add`, `sub`; semver `major`, `minor`, `patch`; strings
-  `lowerAscii`, `upperAscii`, `trim`, `replace`, `split`, `join` (celpy has `matches`, `contains`, ...).
+- `device`: `driver`, `attributes[domain][id]`, `capacity[domain][id]` (no domain: the driver's; an unknown
+  domain is an empty map), `allowMultipleAllocations`; versions are semver values, capacities quantities.
+  Extensions (core/devices/cel_runtime.py): quantity, semver (strict or relaxed), their comparisons and
+  accessors, and the strings extension's lowerAscii, upperAscii, trim, replace, split, join.
 """
 
 from __future__ import annotations
@@ -86,7 +84,7 @@ class CelCache:
 
     def _runtime(self) -> Any:
         if self._rt is None:
-            from gangsched.core.devices import cel_runtime  # celpy is slow to import: only when a selector is used
+            import gangsched.core.devices.cel_runtime as cel_runtime  # celpy is slow to import: on first use
 
             self._rt = cel_runtime
             self._env = cel_runtime.environment()

@@ -1,16 +1,15 @@
 """Devices and shared claims during a gang transaction: does a pod's set of claims fit a node, and taking it.
 
-Contract (oracle: the DynamicResources plugin, pkg/scheduler/framework/plugins/dynamicresources: Filter, Reserve,
-Unreserve; a claim is allocated once and shared by every pod that references it, `reservedFor` at most 256):
-- `DeviceBook(allocated, claims)`: the devices allocated by any claim (other schedulers' included) and the claims
-  already allocated (`ClaimState`: allocation, consumers in reservedFor). Tentative takes go on top of it.
-- `book.fit(allocator, node, labels, claim_keys, specs)` -> `PodFit`: `fits`, the new allocations it needs
-  (claims not yet allocated, allocated together as one call of the allocator) and `reason` when it does not fit:
-  a claim allocated for other nodes, a claim with 256 consumers, devices that do not fit, or an
-  `AllocationError`'s message. It changes nothing.
-- `book.take(fit)` records a fit tentatively (new allocations and one more consumer per claim) and returns the
-  `DeviceTake` that `book.undo(take)` reverts. `Workspace.take_devices` (core/fit/capacity.py) does both through
-  the cycle's undo log, so a gang's claims are all or nothing with its placement.
+Contract (oracle: pkg/scheduler/framework/plugins/dynamicresources: Filter, Reserve, Unreserve; a claim is
+allocated once and shared by the pods that reference it, `reservedFor` at most 256):
+- `DeviceBook(allocated, claims)`: devices allocated by any claim (other schedulers' included) and the claims
+  already allocated (`ClaimState`: allocation, consumers); tentative takes go on top.
+- `book.fit(allocator, node, labels, claim_keys, specs)` -> `PodFit`: `fits`, the new allocations (claims not yet
+  allocated, allocated together) and `reason` when not: a claim allocated for other nodes, one with 256
+  consumers, devices that do not fit, an `AllocationError`'s message. It changes nothing.
+- `book.take(fit)` records a fit (new allocations, one more consumer per claim) -> `DeviceTake`, reverted by
+  `book.undo(take)`; `Workspace.take_devices` (core/fit/capacity.py) does both through the cycle's undo log, so
+  a gang's claims are all or nothing with its placement.
 """
 
 from __future__ import annotations
