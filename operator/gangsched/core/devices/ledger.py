@@ -7,9 +7,9 @@ allocated once and shared by the pods that reference it, `reservedFor` at most 2
 - `book.fit(allocator, node, labels, claim_keys, specs)` -> `PodFit`: `fits`, the new allocations (claims not yet
   allocated, allocated together) and `reason` when not: a claim allocated for other nodes, one with 256
   consumers, devices that do not fit, an `AllocationError`'s message. It changes nothing.
-- `book.take(fit)` records a fit (new allocations, one more consumer per claim) -> `DeviceTake`, reverted by
-  `book.undo(take)`; `Workspace.take_devices` (core/fit/capacity.py) does both through the cycle's undo log, so
-  a gang's claims are all or nothing with its placement.
+- `book.take(fit)` records a fit (new allocations, one more consumer per claim; ValueError for a fit that does
+  not fit or went stale) -> `DeviceTake`, reverted by `book.undo(take)`; `Workspace.take_devices`
+  (core/fit/capacity.py) does both in the cycle's undo log: a gang's claims are all or nothing with its placement.
 """
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ class DeviceBook:
         if not fit.fits:
             raise ValueError(f"taking a pod's claims that do not fit node {fit.node}: {fit.reason}")
         new = fit.new
+        stale = [key for key in new if key in self.claims]
+        if stale:  # allocated by another take since this fit was made: the fit must be made again
+            raise ValueError(f"a stale fit for node {fit.node}: claims {stale} were allocated since")
         for key in fit.claims:
             result = new.get(key)
             if result is not None:

@@ -9,6 +9,8 @@ the cycle's Workspace.rollback, core/fit/capacity.py).
 
 from __future__ import annotations
 
+import pytest
+
 from gangsched.core.devices import (
     AllocationResult,
     Allocator,
@@ -118,3 +120,17 @@ def test_workspace_rollback_gives_a_gangs_devices_back_with_its_placement() -> N
     ws.rollback(mark)
     assert not book.in_use and not book.claims
     assert book.fit(alloc, "n1", {}, ["ns/p2"], specs).fits
+
+
+def test_a_fit_made_before_another_pod_allocated_the_same_claim_is_refused() -> None:
+    """Two members sharing an unallocated claim, both checked before either takes: the second fit is stale (the
+    claim would be allocated twice); Reserve re-checks in the same way (dynamicresources.go, Reserve)."""
+    alloc = _allocator(_node_slice("n1", 8))
+    book = DeviceBook()
+    specs = {"ns/shared": _claim("ns/shared", 2)}
+    a = book.fit(alloc, "n1", {}, ["ns/shared"], specs)
+    b = book.fit(alloc, "n1", {}, ["ns/shared"], specs)
+    book.take(a)
+    with pytest.raises(ValueError, match="stale fit"):
+        book.take(b)
+    assert len(book.in_use) == 2 and book.claims["ns/shared"].consumers == 1
