@@ -801,7 +801,7 @@ class ClusterCache:
         else:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
             effective = self.native.adjust(key, decl, self.volcano.adjust(key, decl, effective))
-        wanted = self.volcano.adjust(key, decl, decl.spec) if decl is not None else None
+        wanted = self.volcano.adjust(key, decl, decl.spec, topology=False) if decl is not None else None
         if pg is None and wanted is not None and key not in self.podgroups_to_create:
             self.podgroups_to_create[key] = wanted
         # messages: an invalid PodGroup is not "a PodGroup that does not exist yet"
