@@ -95,8 +95,8 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     for i, raw in enumerate(as_list(spec.get("tolerations"), field="spec.tolerations")):
         toleration = as_object(raw, field=f"spec.tolerations[{i}]")
         op = toleration.get("operator") or "Equal"
-        if op not in ("Equal", "Exists"):
-            raise InvalidField(f"spec.tolerations[{i}].operator", op, "must be Equal or Exists")
+        if op not in ("Equal", "Exists", "Lt", "Gt"):
+            raise InvalidField(f"spec.tolerations[{i}].operator", op, "must be Equal, Exists, Lt or Gt")
         effect = toleration.get("effect") or ""
         if effect and effect not in TAINT_EFFECTS:
             allowed = f"must be empty or one of {sorted(TAINT_EFFECTS)}"
