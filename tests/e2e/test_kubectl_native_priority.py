@@ -3,8 +3,8 @@ and the operator in-process against the emulator serving scheduling.k8s.io/v1bet
 
 Objects as the API types define them (staging/src/k8s.io/api/scheduling/v1beta1/types.go PodGroupSpec: `priority`
 (what kube-apiserver's Priority admission resolves from `priorityClassName` under WorkloadAwarePreemption; set here
-directly, as that gate is off in the emulator's profiles), `preemptionPolicy`, `disruptionMode` a union `{single: {}}` (the default) |
-`{all: {}}`). Oracle: kube-scheduler 1.37's workload-aware preemption
+directly, as that gate is off in the emulator's profiles), `preemptionPolicy`, `disruptionMode` a union
+`{single: {}}` (the default) | `{all: {}}`). Oracle: kube-scheduler 1.37's workload-aware preemption
 (pkg/scheduler/framework/preemption/podgrouppreemption.go: a pod of a pod group counts at its group's priority,
 util.PodGroupPriority; preemptorEligibleToPreemptOthers refuses a preemptor whose preemptionPolicy is Never; victims
 are units: a group with disruptionMode all goes whole, single lets its pods go one by one; gangsched adds its own
