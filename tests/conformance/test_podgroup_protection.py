@@ -32,6 +32,7 @@ def member(name: str, group: str) -> dict[str, Any]:
 
 async def settled(server: ApiServer, path: str) -> tuple[int, Any]:
     """The object after the controller's queued work ran (it runs at the next loop iterations, never in a write)."""
+    status, body = await call(server, "GET", path)
     for _ in range(50):
         await asyncio.sleep(0)
         status, body = await call(server, "GET", path)

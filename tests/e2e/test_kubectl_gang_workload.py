@@ -23,8 +23,8 @@ from tests.integration.harness import bound, eventually, pods, replica
 
 pytestmark = pytest.mark.e2e
 
-DRIVER = {"basic": {}}
-WORKERS = {"gang": {"minCount": 3}}
+DRIVER: dict[str, Any] = {"basic": {}}
+WORKERS: dict[str, Any] = {"gang": {"minCount": 3}}
 
 
 def workload_objects() -> str:
