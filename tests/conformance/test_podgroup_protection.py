@@ -81,3 +81,22 @@ async def test_unused_podgroup_is_deleted_at_once_and_other_finalizers_still_hol
     await call(apiserver, "DELETE", f"{PGS}/kept")
     status, body = await settled(apiserver, f"{PGS}/kept")
     assert status == 200 and body["metadata"]["finalizers"] == ["example.com/keep"]  # only ours was removed
+
+
+async def test_a_namespace_with_a_podgroup_in_use_still_goes(apiserver: ApiServer) -> None:
+    """The namespace controller deletes the pods and the PodGroup (namespaced_resources_deleter.go); the PodGroup
+    waits for its pod, then loses the finalizer, and the namespace is removed once empty."""
+    from tests.conformance._binding_helpers import eventually
+
+    status, body = await call(apiserver, "POST", "/api/v1/namespaces", {"metadata": {"name": "team"}})
+    assert status == 201, body
+    pgs = "/apis/scheduling.k8s.io/v1beta1/namespaces/team/podgroups"
+    assert (await call(apiserver, "POST", pgs, podgroup("g")))[0] == 201
+    assert (await call(apiserver, "POST", "/api/v1/namespaces/team/pods", member("a", "g")))[0] == 201
+    assert (await call(apiserver, "DELETE", "/api/v1/namespaces/team"))[0] == 200
+
+    async def gone() -> bool:
+        return (await call(apiserver, "GET", "/api/v1/namespaces/team"))[0] == 404
+
+    await eventually(gone, what="the namespace removed, its PodGroup's finalizer lifted")
+    assert (await call(apiserver, "GET", f"{pgs}/g"))[0] == 404
