@@ -25,7 +25,8 @@ Contract:
   above the nodes); hard: all members in one domain of a tier <= n, or none placed. Unless the gang declares a
   networkTopology by gangsched's own means (annotations, its gangsched PodGroup), which wins; `topology=False`
   leaves it out (the PodGroup the operator creates for the gang does not freeze Volcano's value). `highestTierName` and
-  a tier of 0 are reported (a problem message) and the topology then limits no tier.
+  a tier of 0 are reported (a problem message) and the topology then limits no tier. A non-empty `subGroupPolicy`
+  (Volcano's per-subgroup networkTopology) is reported as not honoured.
 The operator watches these only when their CRD is installed (Kopf serves the rest; see handlers/kopf_app.py).
 """
 
@@ -112,7 +113,14 @@ def _read(spec: dict[str, Any]) -> tuple[VolcanoQuorum | None, str | None]:
     topology, topology_problem = _topology(spec.get("networkTopology"))
     # Volcano checks each task's minimum only when the job's minAvailable is not below their sum (job_info.go)
     enforced = tasks if raw >= sum(n for _, n in tasks) else ()
-    problems = [p for p in (problem, topology_problem) if p is not None]
+    sub_groups = spec.get("subGroupPolicy")
+    sub_problem = (
+        f"spec.subGroupPolicy: {len(sub_groups)} subgroup(s) not honoured by gangsched (their own networkTopology is"
+        " not applied): the gang is placed by its networkTopology alone"
+        if isinstance(sub_groups, list) and sub_groups
+        else None
+    )
+    problems = [p for p in (problem, topology_problem, sub_problem) if p is not None]
     return VolcanoQuorum(raw, enforced, topology), "; ".join(problems) or None
 
 

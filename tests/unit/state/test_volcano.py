@@ -223,3 +223,17 @@ def test_volcano_network_topology_that_does_not_map_is_reported(topology: dict[s
     assert quorum(cache) is None or quorum(cache) == 4
     cache.on_volcano_podgroup("MODIFIED", trainer_pg(topology))
     assert len(cache.problems) == 1  # said once
+
+
+def test_volcano_sub_group_policy_is_reported_not_honoured() -> None:
+    """Volcano's PodGroup spec.subGroupPolicy (a networkTopology per subgroup, volcano.sh docs "Multi-dimensional
+    network topology"): not applied by gangsched, so it says so; the gang keeps its own networkTopology."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    pg = trainer_pg({"mode": "hard", "highestTierAllowed": 2})
+    pg["spec"]["subGroupPolicy"] = [{"name": "tp", "subGroupSize": 2, "networkTopology": {"mode": "hard"}}]
+    cache.on_volcano_podgroup("ADDED", pg)
+    for worker in range(4):
+        cache.on_pod_event("ADDED", lws_member(worker, size=None))
+    (problem,) = cache.problems
+    assert "spec.subGroupPolicy" in problem.message, problem.message
+    assert network(cache).highest_tier_allowed == 2
