@@ -94,6 +94,9 @@ async def test_workload_with_two_templates_and_its_podgroups(cluster: Any) -> No
         assert line.startswith("gang default/train-workers  Scheduled  members 3/3 bound"), line
         assert line.endswith("native PodGroup (workload train template workers)"), line
 
+        driver = next(ln for ln in text.splitlines() if ln.startswith("gang default/train-driver"))
+        assert driver.startswith("gang default/train-driver  Basic  members 1/? bound"), driver
+
         only = await kubectl(cluster, "gang", "train")
         assert "workload default/train" in only and "gang default/train-driver" in only, only
 

@@ -2,7 +2,8 @@
 the Workloads they are made from. Pure (API objects in, facts, lines and dicts out).
 
 Contract:
-- `min_count(pg)`: a native PodGroup's `spec.schedulingPolicy.gang.minCount`, None for `basic` (or unreadable).
+- `min_count(pg)`: a native PodGroup's `spec.schedulingPolicy.gang.minCount`, None for `basic` (or unreadable);
+  `is_basic(pg)`: its policy is `basic`.
 - `workload_ref(pg) -> (workload, template) | None`: its `spec.workloadRef` {workloadName, templateName}.
 - `initially_scheduled(pg) -> Mapping | None`: its PodGroupInitiallyScheduled condition (written by kube-scheduler,
   or gangsched, models/native_status.py).
@@ -47,6 +48,11 @@ def _policy(holder: Obj) -> tuple[str, int | None]:
 
 def min_count(pg: Obj) -> int | None:
     return _policy(_spec(pg))[1]
+
+
+def is_basic(pg: Obj) -> bool:
+    """`schedulingPolicy: {basic: {}}`: no gang, its pods are scheduled one by one."""
+    return _policy(_spec(pg))[0] == "basic"
 
 
 def workload_ref(pg: Obj) -> tuple[str, str] | None:

@@ -3,9 +3,10 @@
 Contract:
 - `gangs_of(podgroups, pods, native=()) -> dict[key, Gang]`: every gang in sight, keyed "namespace/name": each
   PodGroup, each Kubernetes 1.37 PodGroup (`native`, scheduling.k8s.io/v1beta1: `Gang.native`; its members name it
-  in spec.schedulingGroup.podGroupName; its minCount, its PodGroupInitiallyScheduled condition as phase "Scheduled"
-  and as blocker when False, and its Workload, plugin/native.py, when there is no gangsched PodGroup of that name),
-  and each gang that pods name without one (annotation-only gangs before their PodGroup exists). A pod belongs to the
+  in spec.schedulingGroup.podGroupName; without a gangsched PodGroup of that name, its minCount, its
+  PodGroupInitiallyScheduled condition as phase "Scheduled" and as blocker when False, phase "Basic" for a basic
+  one (no gang), and its Workload, plugin/native.py), and each gang that pods name without one (annotation-only
+  gangs before their PodGroup exists). A pod belongs to the
   gang it names (models/gang.py `referenced_gang`: the same name sources as the operator), its role is label or
   annotation `scheduling.gangsched.io/role`. A pod naming no gang belongs to the gang inferred from its workload
   (models/inferred.py) when the operator created that gang's PodGroup (annotation `gangsched.io/created-for:
@@ -64,6 +65,8 @@ class Gang:
     @property
     def phase(self) -> str:
         if self.podgroup is None and self.native is not None:
+            if nat.is_basic(self.native):
+                return "Basic"  # no gang: never a waiting gang (`top`), its pods go one by one
             cond = nat.initially_scheduled(self.native)
             return "Scheduled" if cond is not None and cond.get("status") == "True" else ""
         return str(self.status.get("phase") or "")

@@ -52,3 +52,11 @@ def test_a_native_gang_waits_with_its_condition_and_a_workload_name_is_no_missin
     text = render_tree(gangs, ["w"], {}, rows)
     assert text.splitlines()[0] == "workload ml/w  templates 1" and "gang ml/w-a-0" in text, text
     assert unmatched(gangs, ["w", "nope"], rows) == ["nope"]
+
+
+def test_a_basic_native_podgroup_is_no_waiting_gang() -> None:
+    from gangsched.plugin.view import waiting_rows
+
+    gangs = gangs_of([], [], [native("solo", None, "", {"basic": {}})])
+    assert gangs["ml/solo"].phase == "Basic" and gangs["ml/solo"].min_member is None
+    assert waiting_rows(gangs, 0.0) == []
