@@ -2,18 +2,14 @@
 the Workloads they are made from. Pure (API objects in, facts, lines and dicts out).
 
 Contract:
-- `min_count(pg)`: a native PodGroup's `spec.schedulingPolicy.gang.minCount`, None for `basic` (or unreadable);
-  `is_basic(pg)`: its policy is `basic`.
-- `workload_ref(pg) -> (workload, template) | None`: its `spec.workloadRef` {workloadName, templateName}.
-- `initially_scheduled(pg) -> Mapping | None`: its PodGroupInitiallyScheduled condition (written by kube-scheduler,
-  or gangsched, models/native_status.py).
-- `workload_rows(workloads, native) -> list[WorkloadRow]`: each Workload (sorted by key) with its templates
-  (`spec.podGroupTemplates[].name` and policy: "gang minCount N" or "basic") and, per template, the native
-  PodGroups whose workloadRef names that Workload and template (a true workload controller creates them from the
-  templates: KEP-5832 "Ownership and Object Relationship"; types.go PodGroupSpec.workloadRef); PodGroups naming a
-  template the Workload does not have are listed under that name, marked missing.
-- `workload_lines(rows) -> list[str]`, `workload_record(row) -> dict`: the text and the `-o json|yaml` form
-  (`{namespace, name, templates: [{name, policy, podGroups: [...], missing}]}`).
+- `min_count(pg)` (gang.minCount, None for basic), `is_basic(pg)`, `workload_ref(pg) -> (workload, template) | None`
+  (spec.workloadRef), `initially_scheduled(pg)` (its PodGroupInitiallyScheduled condition or None).
+- `workload_rows(workloads, native) -> list[WorkloadRow]`: each Workload (by key) with its podGroupTemplates (name,
+  policy "gang minCount N" | "basic") and per template the native PodGroups whose workloadRef names it (a true
+  workload controller makes them from the templates: KEP-5832 "Ownership and Object Relationship"); a template a
+  PodGroup names that the Workload lacks is listed, `missing`.
+- `workload_lines(rows)` (text), `workload_record(row)` (`{namespace, name, templates: [{name, policy, podGroups,
+  missing}]}`, for `-o json|yaml`).
 """
 
 from __future__ import annotations

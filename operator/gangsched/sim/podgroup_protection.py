@@ -1,16 +1,14 @@
 """PodGroup protection, as Kubernetes 1.37 does it: a finalizer stamped at creation, removed once no pod uses it.
 
 Contract:
-- `FINALIZER` = `scheduling.k8s.io/podgroup-protection`. `admit_create(obj)`: what the PodGroupProtection admission
-  plugin does on create (kubernetes plugin/pkg/admission/podgroupprotection/admission.go Admit, GenericWorkload on:
-  the emulator serves PodGroups only then): appends FINALIZER to metadata.finalizers unless present.
-- `PodGroupProtectionController(registry)`: kube-controller-manager's PodGroup protection controller
-  (pkg/controller/podgroupprotection/podgroup_protection_controller.go processPodGroup): a PodGroup being deleted
-  (deletionTimestamp set) that carries FINALIZER loses it once no active pod (phase not Succeeded or Failed) of its
-  namespace names it in `spec.schedulingGroup.podGroupName`; the registry then finishes the deletion when no other
-  finalizer remains. `start()` taps the store (pods, PodGroups) and checks every PodGroup; work found in a store
-  event runs at the next loop iteration (never inside the store's write); `sync_all()` runs it now (tests);
-  `stop()` removes the taps. CompositePodGroups' own finalizer is not handled here.
+- `admit_create(obj)`: the PodGroupProtection admission plugin on create (plugin/pkg/admission/podgroupprotection
+  admission.go Admit): appends FINALIZER (`scheduling.k8s.io/podgroup-protection`) unless present.
+- `PodGroupProtectionController(registry)`: kube-controller-manager's controller (pkg/controller/podgroupprotection
+  processPodGroup, hasActivePods): a PodGroup being deleted loses FINALIZER once no pod of its namespace that is not
+  Succeeded or Failed names it in `spec.schedulingGroup.podGroupName`; the registry then finishes the deletion if no
+  other finalizer remains. `start()` taps the store (pods, PodGroups) and checks every PodGroup; the work runs at
+  the next loop iteration, never inside a store write; `sync_all()` runs it now (tests); `stop()` removes the taps.
+CompositePodGroups' own finalizer is not handled here.
 """
 
 from __future__ import annotations
