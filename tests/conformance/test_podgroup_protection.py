@@ -96,7 +96,8 @@ async def test_a_namespace_with_a_podgroup_in_use_still_goes(apiserver: ApiServe
     assert (await call(apiserver, "DELETE", "/api/v1/namespaces/team"))[0] == 200
 
     async def gone() -> bool:
-        return (await call(apiserver, "GET", "/api/v1/namespaces/team"))[0] == 404
+        status, _ = await call(apiserver, "GET", "/api/v1/namespaces/team")
+        return bool(status == 404)
 
     await eventually(gone, what="the namespace removed, its PodGroup's finalizer lifted")
     assert (await call(apiserver, "GET", f"{pgs}/g"))[0] == 404
