@@ -105,7 +105,8 @@ def _add_serve(sim_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar="GATES",
         help=(
             "on top of the profile, as kube-apiserver takes them: GenericWorkload, CompositePodGroup, "
-            "TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims, PodGroupPreemptionPolicy "
+            "TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims, PodGroupPreemptionPolicy, "
+            "WorkloadAwarePreemption "
             "(e.g. CompositePodGroup=false)"
         ),
     )

@@ -15,10 +15,11 @@ Contract:
   (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give
   direct in-process access (tests should prefer HTTP).
 - `ApiServer(disruption_controller=True)` runs the disruption controller (sim/disruption.py: PodDisruptionBudget
-  status) while started; `server.disruption` is it (or None). `server.request_counts[(method, "pods/eviction")]`
-  counts the resource requests served (tests' witness). `ApiServer(claim_controller=True)` likewise runs the
+  status) while started; `server.disruption` is it (or None). `ApiServer(claim_controller=True)` likewise runs the
   resourceclaim controller (sim/dra/claims.py: claims from ResourceClaimTemplates, reservations released);
-  `server.claims` is it (or None). `server.faults` (sim/faults.py) injects faults.
+  `server.claims` is it (or None). `server.podgroup_protection` (sim/podgroup_protection.py) removes the PodGroup
+  protection finalizer while started, when PodGroups are served. `server.request_counts[(method, "pods/eviction")]`
+  counts the resource requests served (tests' witness). `server.faults` (sim/faults.py) injects faults.
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and
   every kind of the registry: list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths;
@@ -67,6 +68,7 @@ from gangsched.sim.faults import Answer, FaultInjector, FaultSpecError, RequestI
 from gangsched.sim.features import DEFAULT as DEFAULT_GATES
 from gangsched.sim.features import FeatureGates
 from gangsched.sim.kubeconfig import write_kubeconfig
+from gangsched.sim.podgroup_protection import PodGroupProtectionController
 from gangsched.sim.registry import (
     APPLY_PATCH,
     PATCH_TYPES,
@@ -197,6 +199,9 @@ class ApiServer:
         self.disruption = DisruptionController(self.registry) if disruption_controller else None
         # kube-controller-manager's resourceclaim controller (sim/dra/claims.py), likewise
         self.claims = ResourceClaimController(self.registry) if claim_controller else None
+        # kube-controller-manager's PodGroup protection controller (the finalizer's removal), with PodGroups served
+        serves_podgroups = gates.enabled("GenericWorkload")
+        self.podgroup_protection = PodGroupProtectionController(self.registry) if serves_podgroups else None
         self.request_counts: Counter[tuple[str, str]] = Counter()  # (method, plural[/subresource]) -> requests
         self.auth = auth
         self.authenticator = Authenticator(self.store)
@@ -232,6 +237,8 @@ class ApiServer:
             self.disruption.start()
         if self.claims is not None:
             self.claims.start()
+        if self.podgroup_protection is not None:
+            self.podgroup_protection.start()
         self._runner = _Runner(self.app, self._stopping, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         context = None
@@ -254,6 +261,8 @@ class ApiServer:
             self.disruption.stop()
         if self.claims is not None:
             self.claims.stop()
+        if self.podgroup_protection is not None:
+            self.podgroup_protection.stop()
         self.store.close_all_watchers()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -57,6 +57,7 @@ from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, 
 from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.namespace_controller import NamespaceController
 from gangsched.sim.pod_update import check_pod_update
+from gangsched.sim.podgroup_priority import admit_podgroup
 from gangsched.sim.scheduling import pod as pod_scheduling
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
@@ -343,6 +344,11 @@ class Registry:
                 raise st.invalid(rtype, name, pdb_problems)
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
         elif (strategy := _strategy_for(*kind)) is not None:  # sim/scheduling/ and sim/dra/ kinds
+            if kind == ("scheduling.k8s.io", "PodGroup") and isinstance(obj.get("spec"), dict):
+                classes = self.store.table(storage_key(self.types[("scheduling.k8s.io", "v1", "priorityclasses")]))
+                refused = admit_podgroup(obj["spec"], [e.obj for e in classes.values()], self.gates)
+                if refused is not None:  # the Priority admission plugin (sim/podgroup_priority.py)
+                    raise st.forbidden(rtype, name, refused)
             strategy.prepare_create(obj, self.gates)
             sched_problems = strategy.validate(obj, self.gates)
             if sched_problems:
