@@ -56,6 +56,7 @@ from gangsched.core.values import (
     register_label_keys,
     resource_list,
     scheduling_class,
+    with_requests,
     with_required,
 )
 
@@ -106,5 +107,6 @@ __all__ = [
     "run_cycle",
     "schedule",
     "scheduling_class",
+    "with_requests",
     "with_required",
 ]

@@ -154,6 +154,18 @@ def build_registry() -> kopf.OperatorRegistry:
     async def pvc_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_pvc(event.get("type"), _raw(event))
 
+    @kopf.on.event("resource.k8s.io", "v1", "resourceslices", registry=registry)
+    async def resource_slice_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_resource_slice(event.get("type"), _raw(event))
+
+    @kopf.on.event("resource.k8s.io", "v1", "deviceclasses", registry=registry)
+    async def device_class_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_device_class(event.get("type"), _raw(event))
+
+    @kopf.on.event("resource.k8s.io", "v1", "resourceclaims", registry=registry)
+    async def resource_claim_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_resource_claim(event.get("type"), _raw(event))
+
     @kopf.on.event("", "v1", "persistentvolumes", registry=registry)
     async def pv_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_pv(event.get("type"), _raw(event))

@@ -143,6 +143,11 @@ class KubeApi:
         items, _ = await self.client.list_all("/api/v1/persistentvolumeclaims")
         return items
 
+    async def list_dra(self, plural: str) -> list[dict[str, Any]]:
+        """resourceslices, deviceclasses or resourceclaims (resource.k8s.io/v1, DRA)."""
+        items, _ = await self.client.list_all(f"/apis/resource.k8s.io/v1/{plural}")
+        return items
+
     async def list_pvs(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/api/v1/persistentvolumes")
         return items

@@ -12,9 +12,9 @@ Contract:
   them, pod affinity/anti-affinity terms, required and preferred, models/pod_affinity.py, the topology spread
   constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/values/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
-  evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims; 1.37's
-  spec.evictionResponders is placed and reported: gangsched preempts without an EvictionRequest). Volumes are not
-  read here: the cache applies a pod's claims (state/volumes.py, models/volumes.py). No raw API dict is kept.
+  evaluate (`unsupported`, field paths; 1.37's spec.evictionResponders is placed and reported: gangsched preempts
+  without an EvictionRequest). Volumes and DRA claims are not read here: the cache applies a pod's claims
+  (state/volumes.py, state/dra.py). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
   sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
@@ -148,9 +148,6 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     """(field paths of the constraints gangsched does not evaluate, whether one of them is required)."""
     found: list[str] = []  # pod affinity, required and preferred: models/pod_affinity.py
     holds = False
-    if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
-        found.append("spec.resourceClaims")
-        holds = True
     if spec.get("evictionResponders"):  # 1.37: gangsched's preemption deletes the pod, no EvictionRequest first
         found.append("spec.evictionResponders")
     return tuple(found), holds
@@ -329,7 +326,7 @@ def pod_from_api(
         spread=spread,
         pod_preferred=terms.preferred,
     )
-    maybe = "resourceClaims" in spec or "evictionResponders" in spec
+    maybe = "evictionResponders" in spec  # (spec.resourceClaims: state/dra.py allocates them)
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(

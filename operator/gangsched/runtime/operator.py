@@ -43,12 +43,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from gangsched.core import Plan, SchedulerState, UnitKey, run_cycle
+from gangsched.core.devices import PodFit
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
+from gangsched.k8s.claims import ClaimWriter
 from gangsched.k8s.client import KubeClient
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.fence import FencedClient
@@ -64,6 +66,7 @@ from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
 from gangsched.runtime.activity import ActivityLog
 from gangsched.runtime.bind_backoff import BindBackoff
+from gangsched.runtime.claims import DeviceClaims
 from gangsched.runtime.inferred import InferenceSource
 from gangsched.runtime.metrics import Metrics, oldest_waiting_seconds
 from gangsched.runtime.podgroups import PodGroupReporter
@@ -72,6 +75,7 @@ from gangsched.runtime.preemption import Preemptions
 from gangsched.runtime.supervisor import Supervisor, finish_cancelled
 from gangsched.runtime.topology import TopologySource
 from gangsched.state.cache import ClusterCache
+from gangsched.state.dra_feed import flush_devices
 from gangsched.state.volcano import API_VERSION as VOLCANO_API_VERSION
 
 log = logging.getLogger(__name__)
@@ -166,6 +170,7 @@ class Operator:
         )
         self.cache.native.tier_keys = tuple(self.config.topology.node_label_tiers)  # native topology constraints
         self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
+        self.device_claims = DeviceClaims(ClaimWriter(self.fence), self.cache)  # DRA: before the bindings
         backoff = self.config.bind_backoff
         self.bind_backoff = BindBackoff(initial=backoff.initial_seconds, maximum=backoff.max_seconds)
         # events and status patches give way to bindings (for 2 s at most): a burst binds first, then reports
@@ -335,6 +340,14 @@ class Operator:
         native = self.api.list_podgroups(NATIVE_API_VERSION)
         for pg in await self._optional_list(f"PodGroup {NATIVE_API_VERSION}", native):
             self.cache.on_native_podgroup(None, pg)  # Kubernetes 1.37's own PodGroups, when served
+        dra = (
+            ("deviceclasses", self.cache.on_device_class),
+            ("resourceslices", self.cache.on_resource_slice),
+            ("resourceclaims", self.cache.on_resource_claim),
+        )
+        for plural, feed in dra:  # DRA (resource.k8s.io/v1, GA since 1.34): read when served
+            for obj in await self._optional_list(f"{plural}.resource.k8s.io/v1", self.api.list_dra(plural)):
+                feed(None, obj)
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),
@@ -517,6 +530,7 @@ class Operator:
         next_wakeup: float | None = None
         for _ in range(self.max_cycles_per_round):
             t0 = time.perf_counter()
+            flush_devices(self.cache)  # DRA: free device counts and claims as the cycle sees them (state/dra_feed.py)
             plan = run_cycle(self.cluster, time.time(), self.sched_config)  # schedule, then record the plan
             self.metrics.cycle_seconds.observe(time.perf_counter() - t0)
             self.cycles += 1
@@ -533,8 +547,10 @@ class Operator:
         self.preemptions.carry_out(plan)  # group preemption: evictions, nominations (runtime/preemption.py)
         self.activity.plan(plan)
         if plan.bindings:
+            self.device_claims.assume(plan.device_fits)  # (the next cycle must not take the same devices)
             # the UIDs of the pods decided on, now: a pod re-created before its binding is sent is not bound
-            self._spawn(self._bind_supervised(plan.bindings, {key: self._uid(key) for key, _node in plan.bindings}))
+            uids = {key: self._uid(key) for key, _node in plan.bindings}
+            self._spawn(self._bind_supervised(plan.bindings, uids, dict(plan.device_fits)))
         wall = time.time()
         for gang in plan.satisfied:  # from the gang's first member to its quorum being bound
             state = self.cluster.gangs.get(gang)
@@ -567,13 +583,25 @@ class Operator:
         pg = self.cache.podgroup(key)
         return ObjectRef(kind, PG_API_VERSION, namespace, name, pg.uid if pg else "")
 
-    async def _bind(self, bindings: Sequence[tuple[str, str]], uids: dict[str, str] | None = None) -> None:
+    async def _bind(
+        self,
+        bindings: Sequence[tuple[str, str]],
+        uids: dict[str, str] | None = None,
+        fits: Mapping[str, PodFit] | None = None,
+    ) -> None:
         """Bind, then back off every unit whose attempt failed (runtime/bind_backoff.py): a unit that failed before
-        gets one POST per pod (NO_RETRY), a fresh one the binder's own retries of transient errors."""
+        gets one POST per pod (NO_RETRY), a fresh one the binder's own retries of transient errors. The pods' DRA
+        claims are written first (runtime/claims.py); a pod whose claims could not be written is not bound."""
         for key, _node in bindings:  # a PodScheduled=False not yet sent would land after the binding's True
             self.writes.discard_pod_conditions(*_split(key))
         uids = uids if uids is not None else {key: self._uid(key) for key, _node in bindings}
         units = {key: self._unit_of(key) for key, _node in bindings}
+        refused: dict[str, str] = await self.device_claims.reserve(bindings, fits) if fits else {}
+        if refused:
+            for key, node in bindings:
+                if key in refused:
+                    log.warning("pod %s not bound to %s: its ResourceClaims: %s", key, node, refused[key])
+            bindings = [(key, node) for key, node in bindings if key not in refused]
         fresh: list[tuple[str, ...]] = []
         again: list[tuple[str, ...]] = []
         for key, node in bindings:
@@ -582,6 +610,10 @@ class Operator:
             )
         first, retried = await asyncio.gather(self.binder.bind_all(fresh), self.binder.bind_all(again, retry=NO_RETRY))
         results = [*first, *retried]
+        if fits:
+            failed = [f"{r.namespace}/{r.name}" for r in results if not r.ok]
+            await self.device_claims.release(failed, fits)
+        results += [BindResult(*_split(key), "", "failed", f"ResourceClaims: {why}") for key, why in refused.items()]
         retry_at = self._back_off(results, units)
         for result in results:
             self._bound(result, retry_at.get(units[f"{result.namespace}/{result.name}"]))
@@ -605,11 +637,13 @@ class Operator:
         pod = self.cluster.pods.get(pod_key)
         return pod.uid if pod is not None else ""
 
-    async def _bind_supervised(self, bindings: Sequence[tuple[str, str]], uids: dict[str, str]) -> None:
+    async def _bind_supervised(
+        self, bindings: Sequence[tuple[str, str]], uids: dict[str, str], fits: Mapping[str, PodFit] | None = None
+    ) -> None:
         """`_bind`, and if it fails unexpectedly: logged with the pods concerned, and every binding it left in flight
         goes back to the core as failed (requeued), never "binding in flight" forever."""
         try:
-            await self._bind(bindings, uids)
+            await self._bind(bindings, uids, fits)
         except Exception:
             log.exception(
                 "binding %d pods failed unexpectedly (%s...); requeueing them",

@@ -86,6 +86,8 @@ from gangsched.models.podgroup import SIGS_API_VERSION, occupied_by, podgroup_sp
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
+from gangsched.state.dra import DraBook
+from gangsched.state.dra_feed import on_dra, with_devices
 from gangsched.state.foreign import ForeignMembers
 from gangsched.state.inferred import InferredGangs
 from gangsched.state.native import NativePodGroups
@@ -235,6 +237,8 @@ class ClusterCache:
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
         self.volumes = VolumeBook()
+        self.dra = DraBook()  # DRA: slices, classes, claims and our pods' claims (state/dra.py, state/dra_feed.py)
+        self.devices_dirty = False  # flush_devices (state/dra_feed.py) has something to recount
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
         self.inferred: InferredGangs | None = None  # gangs inferred from workloads (config inferGangs; None: off)
         self.occupants: dict[str, str] = {}  # gang member pod key -> its owners as PodGroup status.occupiedBy says
@@ -280,7 +284,8 @@ class ClusterCache:
         deadline = _deletion_deadline(meta) if leaving else None
         if leaving or key in self.cluster.leaving:
             self.cluster.set_leaving(key, leaving, deadline)
-        if previous is not None and self._fingerprints.get(key) == fingerprint:
+        claims = bool(spec.get("resourceClaims"))  # (status.resourceClaimStatuses: read by a full parse)
+        if previous is not None and self._fingerprints.get(key) == fingerprint and not claims:
             quick = pod_with_status(previous, spec, obj.get("status"))
             if quick is not None:  # only nodeName / status moved: no need to parse the pod again
                 self.quick_updates += 1
@@ -315,6 +320,9 @@ class ClusterCache:
             self._keep_usage(key, obj, meta, spec, previous, fingerprint, notify=notify)
             return key
         record = self.volumes.resolve(record, obj)
+        if claims or key in self.dra.pods:
+            record = self.dra.rebase(record, obj)
+            self.devices_dirty = True
         self._bad_pods.pop(key, None)
         self._fingerprints[key] = fingerprint
         self._join(key, decl.key if decl is not None else None)
@@ -398,6 +406,7 @@ class ClusterCache:
         pending, it leaves the SchedulerState until fixed."""
         record: PodRecord | None
         self.volumes.forget(key)
+        self.dra.forget(key)
         try:
             record = pod_from_api(obj, gang=None, ours=False)
         except Exception:
@@ -496,6 +505,9 @@ class ClusterCache:
             self.inferred.forget_pod(key)
         self.dirty_gangs |= self.foreign.remove(key)
         self.volumes.forget(key)
+        if key in self.dra.pods:
+            self.dra.forget(key)
+            self.devices_dirty = True
         self.cluster.remove_pod(key)
         self.budgets.pod_removed(key)
         self._bad_pods.pop(key, None)
@@ -936,6 +948,8 @@ class ClusterCache:
             if record is None or record.node_name is not None or record.terminal:
                 continue
             new = self.volumes.refresh(record)
+            if key in self.dra.pods:
+                new = self.dra.rebase(new, None)
             if new != record:
                 self.cluster.upsert_pod(new)
                 if new.gang is not None:
@@ -944,6 +958,16 @@ class ClusterCache:
         if moved:
             self.cluster.store.bump_freed()  # a held pod backed off: it is tried again at once
             self.on_change()
+
+    # ------------------------------------------------------------------ DRA
+    def on_resource_slice(self, kind: str | None, obj: dict[str, Any]) -> None:
+        on_dra(self, "ResourceSlice", kind, obj)
+
+    def on_device_class(self, kind: str | None, obj: dict[str, Any]) -> None:
+        on_dra(self, "DeviceClass", kind, obj)
+
+    def on_resource_claim(self, kind: str | None, obj: dict[str, Any]) -> None:
+        on_dra(self, "ResourceClaim", kind, obj)
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:
@@ -963,7 +987,7 @@ class ClusterCache:
         else:
             self._node_fields(name, obj)
             try:
-                self.cluster.upsert_node(node_from_api(obj))
+                self.cluster.upsert_node(with_devices(self, node_from_api(obj)))
             except Exception as exc:  # InvalidField, or a parser's bug: reported, the node is left out
                 message = str(exc) if isinstance(exc, InvalidField) else _unexpected(exc)
                 uid = (obj.get("metadata") or {}).get("uid", "")
@@ -972,6 +996,9 @@ class ClusterCache:
             new = self.cluster.nodes.get(name)
             if old is None or new is None or old.labels != new.labels:
                 self.nodes_version += 1
+                if self.dra.slices:
+                    self.dra.nodes_moved()  # (a slice's nodeSelector reads labels)
+                    self.devices_dirty = True
         self.on_change()
 
     def _node_fields(self, name: str, obj: dict[str, Any]) -> None:

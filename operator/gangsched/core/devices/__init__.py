@@ -8,7 +8,8 @@ and shared claims, undone through the cycle's Workspace (core/fit/capacity.py `t
 
 from gangsched.core.devices.allocator import Allocator
 from gangsched.core.devices.cel import CelCache, CelCompileError, CelRuntimeError
-from gangsched.core.devices.ledger import ClaimState, DeviceBook, DeviceTake, PodFit
+from gangsched.core.devices.index import claim_demand, describe, free_devices, is_device_resource, shape_of
+from gangsched.core.devices.ledger import ClaimState, DeviceBook, DeviceState, DeviceTake, PodFit
 from gangsched.core.devices.model import (
     ALL,
     EXACT_COUNT,
@@ -56,6 +57,7 @@ __all__ = [
     "DeviceID",
     "DeviceRequest",
     "DeviceResult",
+    "DeviceState",
     "DeviceTake",
     "ExactRequest",
     "Features",
@@ -64,4 +66,9 @@ __all__ = [
     "PodFit",
     "Pool",
     "ResourceSlice",
+    "claim_demand",
+    "describe",
+    "free_devices",
+    "is_device_resource",
+    "shape_of",
 ]

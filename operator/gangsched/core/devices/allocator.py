@@ -84,6 +84,17 @@ class Allocator:
         pools = self.inventory.pools_for(node, labels)
         return _Run(self, node, labels, pools, claims, in_use).run()
 
+    def matching(
+        self, node: str, labels: Mapping[str, str], device_class: str, selectors: tuple[str | None, ...]
+    ) -> list[Candidate]:
+        """The devices of the node's complete pools that the class and the selectors select (none for an unknown
+        class); a device whose selector failed is there with its `error`."""
+        cls = self.classes.get(device_class)
+        if cls is None:
+            return []
+        req = _Req(-1, "", "", "", cls, ExactRequest("", device_class, selectors))
+        return self.candidates(node, labels, req)[0]
+
     def candidates(self, node: str, labels: Mapping[str, str], req: _Req) -> tuple[list[Candidate], list[Candidate]]:
         """(devices of complete valid pools the class and the request select, every device that `All` takes)."""
         key = (node, req.cls.name, req.spec.selectors)

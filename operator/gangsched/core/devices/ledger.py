@@ -107,3 +107,19 @@ class DeviceBook:
             else:
                 state = self.claims[key]
                 self.claims[key] = ClaimState(state.allocation, state.consumers - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceState:
+    """What the scheduling cycle knows of DRA (built by the state layer, state/dra.py): the allocator over the
+    published slices and classes, the devices any claim holds, the allocated claims, the specs of the claims our
+    pending pods use, and each such pod's claim keys (`pod_claims`; a PodGroup-level claim among them)."""
+
+    allocator: Allocator
+    in_use: frozenset[DeviceID]
+    claims: Mapping[str, ClaimState]
+    specs: Mapping[str, Claim]
+    pod_claims: Mapping[str, tuple[str, ...]]
+
+    def book(self) -> DeviceBook:
+        return DeviceBook(self.in_use, self.claims)

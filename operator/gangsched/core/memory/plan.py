@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gangsched.core.devices import PodFit
 from gangsched.core.memory.health_book import GangHealth
 from gangsched.core.values.units import UnitKey
 
@@ -160,6 +161,7 @@ class Plan:
     hint_skips: dict[UnitKey, int] = field(default_factory=dict)  # unit -> freed_gen its skip covered (queue_hints)
     empty_fits: dict[UnitKey, tuple[object, bool]] = field(default_factory=dict)  # unit -> (memo key, fits empty)
     reach_memos: dict[UnitKey, ReachMemo] = field(default_factory=dict)  # unit -> its reach (core/hints/reach.py)
+    device_fits: dict[str, PodFit] = field(default_factory=dict)  # pod bound now -> its claims' allocation (DRA)
 
     @property
     def empty(self) -> bool:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from gangsched.core.devices import DeviceState
 from gangsched.core.memory.gangs import GangState, GangTransition
 from gangsched.core.memory.health_book import HealthBook
 from gangsched.core.memory.plan import Plan, UnitBackoff
@@ -212,6 +213,12 @@ class SchedulerState:
         if tree != self.store.topology:
             self.store.bump_freed()  # a new tree may give a waiting topology gang its room: backed-off units retry
         self.store.topology = tree
+
+    def set_devices(self, devices: DeviceState | None) -> None:
+        """DRA's view (core/devices DeviceState): a new one may give a waiting unit its devices."""
+        if devices is not self.store.devices:
+            self.store.bump_freed()
+        self.store.devices = devices
 
     def set_protected(self, pod_key: str, flag: bool) -> None:
         """The pod's PodDisruptionBudget protects it (flag) or allows its eviction: a refusal of it is then

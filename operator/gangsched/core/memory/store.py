@@ -30,6 +30,7 @@ import dataclasses
 from collections.abc import Iterator, Sized
 from typing import Any
 
+from gangsched.core.devices import DeviceState
 from gangsched.core.fit.filters import PortTable
 from gangsched.core.fit.pod_counts import PodCounts
 from gangsched.core.memory.accounting import Accounting
@@ -76,6 +77,7 @@ class ClusterStore(SlotReaders):
         self.pod_counts = PodCounts(self.nodes)  # pods matching pod selectors (core/fit/pod_counts.py), charged alike
         self._label_gen = 0  # records.label_keys_gen() our pods' classes are projected for
         self.topology: TopologyTree | None = None
+        self.devices: DeviceState | None = None  # DRA: slices, claims, pods' claims (state/dra.py)
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
         self.timed: dict[str, None] = {}  # pods that declare a run time (PodRecord.run_seconds)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes

@@ -18,6 +18,7 @@ from gangsched.core.memory.health_book import HealthBook
 from gangsched.core.memory.plan import CapacityHold
 from gangsched.core.memory.podstate import PodState
 from gangsched.core.memory.queue import UnitState
+from gangsched.core.devices import DeviceState
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.records import NodeRecord, PodRecord
 from gangsched.core.values.units import UnitKey
@@ -38,6 +39,8 @@ class StoreView(Protocol):
     def timed(self) -> Mapping[str, None]: ...  # pods that declare a run time (PodRecord.run_seconds)
     @property
     def topology(self) -> TopologyTree | None: ...
+    @property
+    def devices(self) -> DeviceState | None: ...  # DRA (state/dra.py builds it)
     @property
     def host_ports(self) -> Mapping[str, Mapping[Any, int]]: ...  # core/fit/filters.py PortTable.by_node
     @property

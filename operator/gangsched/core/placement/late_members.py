@@ -13,6 +13,7 @@ late members may go, and so where they may preempt) when its topology is hard; N
 from __future__ import annotations
 
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.placement.devices import devices_checked
 from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.topology import TopologyTree
 from gangsched.core.transaction.messages import Shortfall
@@ -69,6 +70,11 @@ def hard_domain(session: CycleSession, gang: GangState) -> set[str] | None:
 
 
 def place_near_gang(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outcome:
+    """(Their DRA claims allocated on the nodes chosen: core/placement/devices.py.)"""
+    return devices_checked(session, _near(session, gang, pods))
+
+
+def _near(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outcome:
     tiers = _tiers(session, gang)
     if tiers is None:
         return place_batches(session, _batches(pods), partial=True)

@@ -35,6 +35,7 @@ from collections import Counter
 from gangsched.core.fit.affinity import NAME as AFFINITY
 from gangsched.core.fit.pod_spread import hard
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.placement.devices import devices_checked
 from gangsched.core.placement.packing import pack
 from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.placement.quorum_placement import place_quorum
@@ -60,7 +61,19 @@ def place(
     held: Counter[str | None] | None = None,
 ) -> Outcome:
     """Place pods on the workspace (see the module docstring). `held`: roles of the gang's bound and reserved
-    members (their total counts towards minMember)."""
+    members (their total counts towards minMember). Their DRA claims are allocated on the nodes chosen
+    (core/placement/devices.py)."""
+    return devices_checked(session, _place(session, spec, pods, partial=partial, held=held))
+
+
+def _place(
+    session: CycleSession,
+    spec: GangSpec | None,
+    pods: list[PodRecord],
+    *,
+    partial: bool,
+    held: Counter[str | None] | None,
+) -> Outcome:
     by_class: dict[int, list[PodRecord]] = {}
     for pod in pods:
         by_class.setdefault(pod.sclass.id, []).append(pod)
@@ -147,7 +160,14 @@ def nominated_fit(session: CycleSession, gang: GangState, pending: list[PodRecor
         return None
     if hard(cls) and check_spread(session, out) is not None:
         return None
+    mark = session.workspace.begin()
     for node, count in need.items():
         session.workspace.place(node, cls.requests, count, cls.host_ports, cls=cls)
     last = gang.last_status
-    return out, [], last.tier if last is not None and last.reason == "Preempting" else None
+    tier = last.tier if last is not None and last.reason == "Preempting" else None
+    outcome = devices_checked(session, (out, [], tier))
+    if not outcome[1]:
+        return outcome
+    session.drop_fits([pod.key for pod, _ in outcome[0]])
+    session.workspace.rollback(mark)  # (the devices taken with it)
+    return None

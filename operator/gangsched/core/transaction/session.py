@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
 
+from gangsched.core.devices import DeviceBook, PodFit
 from gangsched.core.fit.capacity import Workspace
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangTimeout, Plan
@@ -92,6 +93,8 @@ class CycleSession:
         self._evicting: set[str] = set()
         self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer held
         self.holds: dict[str, list[Hold]] = {}  # preemptor gang (or pod alone) -> capacity held for its members
+        self._book: DeviceBook | None = None  # DRA: the devices and claims as this cycle took them
+        self._fits: dict[str, PodFit] = {}  # pod placed this cycle -> its claims' allocation (take_devices)
         for pod_key, node in state.nominations():
             pod = state.pods.get(pod_key)
             if pod is not None:
@@ -191,7 +194,36 @@ class CycleSession:
         name_key = self.store.name_key
         pending.sort(key=lambda p: (p.rank if p.rank is not None else _NO_RANK, name_key(p.key)))
 
+    def drop_fits(self, pod_keys: Iterable[str]) -> None:
+        """Forget the claims' allocations of pods whose placement the caller rolls back in the workspace itself."""
+        for pod_key in pod_keys:
+            previous = self._fits.pop(pod_key, None)
+            if previous is not None and self._open:
+                self._record(partial(self._restore, self._fits, pod_key, previous))
+
     # ----- operations -----
+    def take_devices(self, pod: PodRecord, node: str) -> str | None:
+        """Allocate the pod's DRA claims on `node` (core/devices DeviceBook.fit), tentatively, in the workspace's
+        undo log: None when they fit (or it has none), else why not (upstream's words)."""
+        devices = self.store.devices
+        keys = devices.pod_claims.get(pod.key) if devices is not None else None
+        if not keys or devices is None:
+            return None
+        if self._book is None:
+            self._book = devices.book()
+        rec = self.store.nodes.get(node)
+        if rec is None:
+            return f"node {node} not found"
+        fit = self._book.fit(devices.allocator, node, rec.labels, keys, devices.specs)
+        if not fit.fits:
+            return fit.reason or "cannot allocate all claims"
+        self.workspace.take_devices(self._book, fit)
+        previous = self._fits.get(pod.key)
+        self._fits[pod.key] = fit
+        if self._open:
+            self._record(lambda: self._restore(self._fits, pod.key, previous))
+        return None
+
     def place(self, placements: list[tuple[str, str]]) -> None:
         """Tentatively placed this cycle: (pod_key, node) pairs whose capacity the workspace already took."""
         placed = self._placed
@@ -216,11 +248,25 @@ class CycleSession:
         """Bind (pod_key, node) pairs: placed this cycle, reserved before, or new."""
         start = len(self.plan.bindings)
         unplaced = [(pod_key, self._placed.pop(pod_key)) for pod_key, _ in bindings if pod_key in self._placed]
+        devices = self.store.devices
+        fitted: list[str] = []
+        if devices is not None:
+            for pod_key, node in bindings:
+                if pod_key not in devices.pod_claims:
+                    continue
+                if pod_key not in self._fits:  # reserved in an earlier cycle: its claims are decided now
+                    self.take_devices(self.store.pods[pod_key], node)
+                fit = self._fits.get(pod_key)
+                if fit is not None:
+                    self.plan.device_fits[pod_key] = fit
+                    fitted.append(pod_key)
         self.plan.bindings.extend(bindings)
         self._bound.update(pod_key for pod_key, _ in bindings)
         if self._open:
 
             def undo() -> None:
+                for pod_key in fitted:
+                    self.plan.device_fits.pop(pod_key, None)
                 self._truncate(self.plan.bindings, start)
                 self._bound.difference_update(pod_key for pod_key, _ in bindings)
                 self._placed.update(unplaced)

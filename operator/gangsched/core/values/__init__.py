@@ -26,6 +26,7 @@ from gangsched.core.values.records import (
     Toleration,
     register_label_keys,
     scheduling_class,
+    with_requests,
     with_required,
 )
 from gangsched.core.values.resources import Resources, add, add_into, canonical, maximum, parse_quantity, resource_list
@@ -63,5 +64,6 @@ __all__ = [
     "register_label_keys",
     "resource_list",
     "scheduling_class",
+    "with_requests",
     "with_required",
 ]

@@ -254,6 +254,18 @@ def with_required(cls: SchedulingClass, required: tuple[Term, ...] | None) -> Sc
     return _intern(tuple(key), cls.requests)
 
 
+def with_requests(cls: SchedulingClass, extra: Mapping[str, int]) -> SchedulingClass:
+    """The interned class equal to `cls` with `extra` added to its requests (a pod's DRA device demand)."""
+    if not extra:
+        return cls
+    req = dict(cls.requests)
+    for r, q in extra.items():
+        req[r] = req.get(r, 0) + q
+    key = list(_keys[cls.id])
+    key[0] = tuple(sorted(req.items()))
+    return _intern(tuple(key), req)
+
+
 # Label keys some pod selector reads (pod affinity terms, spread constraints), process-wide and only growing:
 # a class carries its pods' namespace and their labels of these keys, so a filter can match a class (the
 # workspace places classes, not pods) as it would match one of its pods.

@@ -232,36 +232,7 @@ def test_gated_members_do_not_count_towards_quorum_even_when_others_suffice() ->
 
 # ----- constraints gangsched does not evaluate -----
 
-CLAIMS = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]}  # DRA: not evaluated, held
-MESSAGE = "unsupported: spec.resourceClaims (gangsched does not evaluate it yet)"
-
-
-def test_dra_claims_hold_the_gang_and_are_reported_once() -> None:
-    c = SchedulerState()
-    add_nodes(c, 3, gpu=8)
-    keys = add_gang(c, "g", 3, gpu=1, spec_extra=CLAIMS)
-    plan = step(c, CFG, 0.0)
-    assert not plan.bindings and not plan.reservations
-    assert plan.gang_status["default/g"].message == MESSAGE
-    assert sorted((e.kind, e.name) for e in plan.events) == [
-        ("Pod", "g-0"),
-        ("Pod", "g-1"),
-        ("Pod", "g-2"),
-        ("PodGroup", "g"),
-    ]
-    assert {x.pod_key for x in plan.conditions} == set(keys) and {x.reason for x in plan.conditions} == {"Unsupported"}
-    assert step(c, CFG, 1.0).empty
-
-
-def test_dra_claims_hold_a_pod_alone() -> None:
-    c = SchedulerState()
-    add_nodes(c, 1, gpu=8)
-    key = add_pod(c, "p", spec_extra=CLAIMS)
-    plan = step(c, CFG, 0.0)
-    assert not plan.bindings
-    assert [(x.pod_key, x.message) for x in plan.conditions] == [(key, MESSAGE)]
-    assert plan.unit_backoffs  # it never takes every cycle's budget
-    assert not step(c, CFG, 100.0).events
+# (DRA spec.resourceClaims are allocated: tests/unit/state/test_dra_scheduling.py)
 
 
 def test_do_not_schedule_spread_is_evaluated_not_held() -> None:
@@ -277,17 +248,6 @@ def test_do_not_schedule_spread_is_evaluated_not_held() -> None:
     assert not plan.bindings
     status = plan.gang_status["default/g"]
     assert status.reason != "Unsupported" and "PodTopologySpread: no label zone" in status.message
-
-
-def test_dra_resource_claims_hold() -> None:
-    c = SchedulerState()
-    add_nodes(c, 1, gpu=8)
-    add_pod(c, "p", spec_extra={"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]})
-    plan = step(c, CFG, 0.0)
-    assert not plan.bindings
-    assert [x.message for x in plan.conditions] == [
-        "unsupported: spec.resourceClaims (gangsched does not evaluate it yet)"
-    ]
 
 
 def test_a_gang_with_host_ports_never_evicts_in_vain() -> None:

@@ -1,0 +1,77 @@
+"""DRA claims around the bindings: assumed when decided, written before the Binding, undone when it fails.
+
+Contract (oracle: kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go: Reserve keeps
+the allocation in memory (assumed) so the next pod does not take the same devices; PreBind writes each claim's
+status.allocation and reservedFor before the Binding; Unreserve takes them back when the pod is not bound):
+- `assume(plan)` (synchronously, as the plan is carried out): every claim a bound pod's fit allocated or shares
+  is assumed in the cache's DraBook (state/dra.py) until its events show it.
+- `await reserve(bindings, fits) -> {pod_key: reason}`: each pod's claims written (k8s/claims.py ClaimWriter),
+  pods in parallel; a pod one of whose claims could not be written is not bound (the reason says why) and what
+  was written for it is undone.
+- `await release(pod_keys, fits)`: what was written for pods whose binding then failed, undone.
+The consumer in reservedFor is the pod (`{"resource": "pods", "name", "uid"}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from gangsched.core.devices import PodFit
+from gangsched.k8s.claims import ClaimWriter
+from gangsched.models.dra import allocation_to_api
+from gangsched.state.cache import ClusterCache
+
+
+class DeviceClaims:
+    def __init__(self, writer: ClaimWriter, cache: ClusterCache) -> None:
+        self.writer = writer
+        self.cache = cache
+
+    def _consumer(self, pod_key: str) -> dict[str, Any]:
+        pod = self.cache.cluster.pods.get(pod_key)
+        return {"resource": "pods", "name": pod_key.partition("/")[2], "uid": pod.uid if pod is not None else ""}
+
+    def assume(self, fits: Mapping[str, PodFit]) -> None:
+        for fit in fits.values():
+            self.cache.dra.assume_fit(fit)
+        if fits:
+            self.cache.devices_dirty = True
+
+    async def reserve(self, bindings: Sequence[tuple[str, str]], fits: Mapping[str, PodFit]) -> dict[str, str]:
+        todo = [key for key, _node in bindings if key in fits]
+        reasons = await asyncio.gather(*(self._reserve_pod(key, fits[key]) for key in todo))
+        refused = {key: why for key, why in zip(todo, reasons, strict=True) if why is not None}
+        if refused:
+            self.cache.devices_dirty = True
+        return refused
+
+    async def _reserve_pod(self, pod_key: str, fit: PodFit) -> str | None:
+        consumer = self._consumer(pod_key)
+        done: list[str] = []
+        for claim_key in fit.claims:
+            new = fit.new.get(claim_key)
+            why = await self.writer.reserve(claim_key, allocation_to_api(new) if new else None, consumer)
+            if why is not None:
+                for key in done:
+                    await self.writer.release(key, consumer, ours=key in fit.new)
+                for key in fit.claims:
+                    self.cache.dra.unassume(key)
+                return why
+            done.append(claim_key)
+        return None
+
+    async def release(self, pod_keys: Iterable[str], fits: Mapping[str, PodFit]) -> None:
+        jobs = []
+        for pod_key in pod_keys:
+            fit = fits.get(pod_key)
+            if fit is None:
+                continue
+            consumer = self._consumer(pod_key)
+            jobs += [self.writer.release(key, consumer, ours=key in fit.new) for key in fit.claims]
+            for key in fit.claims:
+                self.cache.dra.unassume(key)
+        if jobs:
+            await asyncio.gather(*jobs)
+            self.cache.devices_dirty = True

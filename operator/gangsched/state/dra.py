@@ -1,0 +1,319 @@
+"""The DRA side of the cluster cache: ResourceSlices, DeviceClasses, ResourceClaims, and our pods' claims.
+
+Contract (`DraBook`, owned by state/cache.py, which calls it; no I/O):
+- `on_slice` / `on_class` / `on_claim(kind, obj)`: an event (kind "DELETED" forgets it); returns the keys of the
+  pods whose records may change and the problem to report on the object (None: readable).
+- `rebase(record, obj)` on a pod's full parse (obj given) or a re-derivation (obj None: the refs remembered):
+  remembers the pod's claims (pods of ours with `spec.resourceClaims`: a ResourceClaim named directly, or the
+  one the resourceclaim controller made from a template, as `status.resourceClaimStatuses` names it) and returns
+  the record with its device demand added to its class (core/devices `claim_demand` of the claims it owns, as
+  resources the class indexes count) and held while a claim is not there yet or being deleted (`hold_reasons`,
+  naming the claim). `refresh(key)`: the same from the base remembered. `forget(key)`.
+- `node_extra(name)`: the node's free devices per shape demanded (resources added to its allocatable); devices of
+  claims owned by pods we count (their pods' requests hold them) stay in it. `flush(nodes) -> changed nodes` and
+  `state()`: core/devices `DeviceState` for the scheduling cycle, rebuilt only when something moved.
+- `assume(claim_key, allocation, consumer)`: an allocation we wrote, held until the claim's events show it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gangsched.core import NodeRecord, PodRecord, with_requests
+from gangsched.core.devices import (
+    AllocationResult,
+    Allocator,
+    CelCache,
+    Claim,
+    ClaimState,
+    DeviceClass,
+    DeviceID,
+    DeviceState,
+    Inventory,
+    PodFit,
+    ResourceSlice,
+    claim_demand,
+    free_devices,
+    shape_of,
+)
+from gangsched.models.dra import ClaimInfo, claim_from_api, device_class_from_api, slice_from_api
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    info: ClaimInfo
+    owner_uids: frozenset[str]  # metadata.ownerReferences uids (a pod's template claim names it)
+    deleting: bool
+    reserved_for: tuple[str, ...]  # uids in status.reservedFor
+
+
+@dataclass(slots=True)
+class _Pod:
+    base: PodRecord
+    refs: tuple[tuple[str, str | None], ...]  # (pod claim name, claim key or None: not created yet)
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def pod_claim_refs(namespace: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
+    """Each spec.resourceClaims entry: (its name, "namespace/claim" or None while its template's claim is not
+    made yet); an entry whose status says no claim is needed (resourceClaimName unset) is left out."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    made = {
+        str(s.get("name")): s.get("resourceClaimName")
+        for s in status.get("resourceClaimStatuses") or ()
+        if isinstance(s, Mapping)
+    }
+    out: list[tuple[str, str | None]] = []
+    for ref in spec.get("resourceClaims") or ():
+        if not isinstance(ref, Mapping):
+            continue
+        name = str(ref.get("name", ""))
+        if ref.get("resourceClaimName"):
+            out.append((name, f"{namespace}/{ref['resourceClaimName']}"))
+        elif name in made:
+            if made[name]:
+                out.append((name, f"{namespace}/{made[name]}"))
+        else:
+            out.append((name, None))
+    return tuple(out)
+
+
+class DraBook:
+    def __init__(self) -> None:
+        self.slices: dict[str, ResourceSlice] = {}
+        self.classes: dict[str, DeviceClass] = {}
+        self.claims: dict[str, _Claim] = {}
+        self.pods: dict[str, _Pod] = {}
+        self.users: dict[str, set[str]] = {}  # claim key -> pods of ours referencing it
+        self.assumed: dict[str, tuple[AllocationResult, int]] = {}  # claim key -> (allocation, consumers) we wrote
+        self.cel = CelCache()
+        self._allocator: Allocator | None = None
+        self._state: DeviceState | None = None
+        self._extra: dict[str, dict[str, int]] = {}  # node -> device resources last added to its allocatable
+
+    # ------------------------------------------------------------------ objects
+    def on_slice(self, kind: str | None, obj: Mapping[str, Any]) -> str | None:
+        name = str(_meta(obj).get("name", ""))
+        self._moved(inventory=True)
+        if kind == "DELETED":
+            self.slices.pop(name, None)
+            return None
+        parsed = slice_from_api(obj)
+        self.slices[name] = parsed.value
+        return _unsupported(parsed.unsupported)
+
+    def on_class(self, kind: str | None, obj: Mapping[str, Any]) -> str | None:
+        name = str(_meta(obj).get("name", ""))
+        self._moved(inventory=True)
+        if kind == "DELETED":
+            self.classes.pop(name, None)
+            return None
+        parsed = device_class_from_api(obj)
+        self.classes[name] = parsed.value
+        return _unsupported(parsed.unsupported)
+
+    def on_claim(self, kind: str | None, obj: Mapping[str, Any]) -> tuple[set[str], str | None]:
+        meta = _meta(obj)
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+        self._moved(inventory=False)
+        pods = set(self.users.get(key, ()))
+        if kind == "DELETED":
+            self.claims.pop(key, None)
+            self.assumed.pop(key, None)
+            return pods, None
+        parsed = claim_from_api(obj)
+        status = obj.get("status") or {}
+        reserved = tuple(str(r.get("uid", "")) for r in status.get("reservedFor") or () if isinstance(r, Mapping))
+        owners = frozenset(str(o.get("uid", "")) for o in meta.get("ownerReferences") or () if isinstance(o, Mapping))
+        self.claims[key] = _Claim(parsed.value, owners, meta.get("deletionTimestamp") is not None, reserved)
+        if parsed.value.allocation is not None or key not in self.assumed:
+            self.assumed.pop(key, None)  # (what we wrote is now seen, or was never written)
+        return pods, _unsupported(parsed.unsupported)
+
+    def assume(self, key: str, allocation: AllocationResult, consumers: int) -> None:
+        self.assumed[key] = (allocation, consumers)
+        self._moved(inventory=False)
+
+    def assume_fit(self, fit: PodFit) -> None:
+        """A pod's claims as its fit allocated or shares them (one more consumer each), until seen."""
+        allocated = self._allocations()
+        for key in fit.claims:
+            new = fit.new.get(key)
+            if new is not None:
+                self.assume(key, new, 1)
+            elif (had := allocated.get(key)) is not None:
+                self.assume(key, had.allocation, had.consumers + 1)
+
+    def unassume(self, key: str) -> None:
+        if self.assumed.pop(key, None) is not None:
+            self._moved(inventory=False)
+
+    def nodes_moved(self) -> None:
+        self._moved(inventory=True)
+
+    def _moved(self, *, inventory: bool) -> None:
+        self._state = None
+        if inventory:
+            self._allocator = None
+
+    # --------------------------------------------------------------------- pods
+    def rebase(self, record: PodRecord, obj: Mapping[str, Any] | None) -> PodRecord:
+        key = record.key
+        if obj is not None:
+            refs = pod_claim_refs(record.namespace, obj) if record.ours else ()
+        else:
+            old = self.pods.get(key)
+            refs = old.refs if old is not None else ()
+        if not refs:
+            self.forget(key)
+            return record
+        self._unlink(key)
+        self.pods[key] = _Pod(record, refs)
+        for _, claim in refs:
+            if claim is not None:
+                self.users.setdefault(claim, set()).add(key)
+        self._state = None
+        return self._apply(key)
+
+    def refresh(self, key: str) -> PodRecord | None:
+        return self._apply(key) if key in self.pods else None
+
+    def forget(self, key: str) -> None:
+        if self.pods.pop(key, None) is not None:
+            self._unlink(key)
+            self._state = None
+
+    def _unlink(self, key: str) -> None:
+        old = self.pods.get(key)
+        for _, claim in old.refs if old is not None else ():
+            users = self.users.get(claim or "")
+            if users is not None:
+                users.discard(key)
+                if not users:
+                    del self.users[claim or ""]
+
+    def _apply(self, key: str) -> PodRecord:
+        pod = self.pods[key]
+        base = pod.base
+        reasons: list[str] = []
+        demand: dict[str, int] = {}
+        for name, claim_key in pod.refs:
+            entry = self.claims.get(claim_key) if claim_key is not None else None
+            if claim_key is None:
+                reasons.append(f"waiting for the ResourceClaim of pod claim {name!r} to be created from its template")
+            elif entry is None:
+                reasons.append(f"ResourceClaim {claim_key} (pod claim {name!r}) not found")
+            elif entry.deleting:
+                reasons.append(f"ResourceClaim {claim_key} is being deleted")
+            elif base.uid in entry.owner_uids:  # the pod's own claim: its devices counted as its requests
+                for r, q in claim_demand(entry.info.claim).items():
+                    demand[r] = demand.get(r, 0) + q
+        sclass = with_requests(base.sclass, demand)
+        if not reasons and sclass is base.sclass:
+            return base
+        return dataclasses.replace(
+            base,
+            sclass=sclass,
+            holds=base.holds or bool(reasons),
+            hold_reasons=(*base.hold_reasons, *reasons),
+        )
+
+    def _counted(self) -> set[str]:
+        """Claims whose devices our pods' requests hold: owned by a pod we count."""
+        out: set[str] = set()
+        for pod in self.pods.values():
+            for _, claim_key in pod.refs:
+                entry = self.claims.get(claim_key or "")
+                if entry is not None and pod.base.uid in entry.owner_uids:
+                    out.add(claim_key or "")
+        return out
+
+    # -------------------------------------------------------------- scheduling
+    def allocator(self) -> Allocator:
+        if self._allocator is None:
+            self._allocator = Allocator(Inventory(self.slices.values()), dict(self.classes), self.cel)
+        return self._allocator
+
+    def _allocations(self) -> dict[str, ClaimState]:
+        out = {k: ClaimState(c.info.allocation, c.info.consumers) for k, c in self.claims.items() if c.info.allocation}
+        for key, (allocation, consumers) in self.assumed.items():
+            out[key] = ClaimState(allocation, consumers)
+        return out
+
+    def state(self) -> DeviceState:
+        if self._state is None:
+            allocated = self._allocations()
+            in_use = frozenset(d for s in allocated.values() for d in s.allocation.taken())
+            specs: dict[str, Claim] = {}
+            pod_claims: dict[str, tuple[str, ...]] = {}
+            for key, pod in self.pods.items():
+                keys = tuple(k for _, k in pod.refs if k is not None)
+                if len(keys) != len(pod.refs) or any(k not in self.claims for k in keys):
+                    continue  # held: a claim is missing
+                pod_claims[key] = keys
+                for k in keys:
+                    specs[k] = self.claims[k].info.claim
+            self._state = DeviceState(self.allocator(), in_use, allocated, specs, pod_claims)
+        return self._state
+
+    def flush(self, nodes: Mapping[str, NodeRecord]) -> list[str]:
+        """Recount each node's free devices per shape our pods demand; the nodes whose counts moved."""
+        state = self.state()
+        shapes = {r for pod in self.pods.values() for r in _device_requests(self._apply_demand(pod))}
+        counted = self._counted()
+        held: set[DeviceID] = set()
+        allocated = state.claims
+        for key, s in allocated.items():
+            if key not in counted:
+                held.update(s.allocation.taken())
+        allocator = state.allocator
+        moved: list[str] = []
+        for name in sorted(set(nodes) | set(self._extra)):
+            node = nodes.get(name)
+            extra: dict[str, int] = {}
+            if node is not None:
+                for r in sorted(shapes):
+                    shape = shape_of(r)
+                    if shape is not None:
+                        n = free_devices(allocator, name, node.labels, shape, held)
+                        if n:
+                            extra[r] = n
+            if extra != self._extra.get(name, {}):
+                if extra:
+                    self._extra[name] = extra
+                else:
+                    self._extra.pop(name, None)
+                moved.append(name)
+        return moved
+
+    def _apply_demand(self, pod: _Pod) -> Mapping[str, int]:
+        out: dict[str, int] = {}
+        for _, claim_key in pod.refs:
+            entry = self.claims.get(claim_key or "")
+            if entry is not None:
+                out.update(claim_demand(entry.info.claim))
+        return out
+
+    def node_extra(self, name: str) -> Mapping[str, int]:
+        return self._extra.get(name, {})
+
+    def sizes(self) -> dict[str, int]:
+        return {"slices": len(self.slices), "claims": len(self.claims), "pods": len(self.pods)}
+
+
+def _device_requests(demand: Mapping[str, int]) -> Iterable[str]:
+    return demand.keys()
+
+
+def _unsupported(paths: tuple[str, ...]) -> str | None:
+    if not paths:
+        return None
+    return f"fields gangsched does not evaluate (devices they describe are allocated without them): {', '.join(paths)}"
