@@ -107,6 +107,6 @@ async def test_a_gang_that_does_not_fit_allocates_nothing_and_says_which_devices
             return message if "gpu.nvidia.com" in message else None
 
         message = await eventually(said, what="the PodGroup says which devices are missing")
-        assert "needs 9 pods x 8 x gpu.nvidia.com" in message, message
+        assert "needs 9 pods x {cpu: 1, memory: 1Gi} + 8 x gpu.nvidia.com (8 nodes have them free)" in message, message
         assert not bound(await pods(k))
         assert all("allocation" not in (c.get("status") or {}) for c in await claims(eight_nodes))

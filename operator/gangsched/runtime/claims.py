@@ -6,8 +6,8 @@ status.allocation and reservedFor before the Binding; Unreserve takes them back 
 - `assume(plan)` (synchronously, as the plan is carried out): every claim a bound pod's fit allocated or shares
   is assumed in the cache's DraBook (state/dra.py) until its events show it.
 - `await reserve(bindings, fits) -> {pod_key: reason}`: each pod's claims written (k8s/claims.py ClaimWriter),
-  pods in parallel; a pod one of whose claims could not be written is not bound (the reason says why) and what
-  was written for it is undone.
+  pods in parallel; a pod one of whose claims could not be written, or whose claims no longer fit the node it
+  was reserved on, is not bound (the reason says why) and what was written for it is undone.
 - `await release(pod_keys, fits)`: what was written for pods whose binding then failed, undone.
 The consumer in reservedFor is the pod (`{"resource": "pods", "name", "uid"}`).
 """
@@ -35,7 +35,8 @@ class DeviceClaims:
 
     def assume(self, fits: Mapping[str, PodFit]) -> None:
         for fit in fits.values():
-            self.cache.dra.assume_fit(fit)
+            if fit.fits:
+                self.cache.dra.assume_fit(fit)
         if fits:
             self.cache.devices_dirty = True
 
@@ -48,6 +49,8 @@ class DeviceClaims:
         return refused
 
     async def _reserve_pod(self, pod_key: str, fit: PodFit) -> str | None:
+        if not fit.fits:  # (decided when its reservation was bound: core/transaction/session.py bind)
+            return fit.reason or "its claims do not fit its node"
         consumer = self._consumer(pod_key)
         done: list[str] = []
         for claim_key in fit.claims:

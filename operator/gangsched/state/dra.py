@@ -54,6 +54,7 @@ class _Claim:
 class _Pod:
     base: PodRecord
     refs: tuple[tuple[str, str | None], ...]  # (pod claim name, claim key or None: not created yet)
+    made: frozenset[str]  # the claim keys made from a template for the pod (it must own them)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -64,6 +65,10 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def pod_claim_refs(namespace: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str | None], ...]:
     """Each spec.resourceClaims entry: (its name, "namespace/claim" or None while its template's claim is not
     made yet); an entry whose status says no claim is needed (resourceClaimName unset) is left out."""
+    return tuple((name, key) for name, key, _made in _refs(namespace, obj))
+
+
+def _refs(namespace: str, obj: Mapping[str, Any]) -> list[tuple[str, str | None, bool]]:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     made = {
@@ -71,19 +76,19 @@ def pod_claim_refs(namespace: str, obj: Mapping[str, Any]) -> tuple[tuple[str, s
         for s in status.get("resourceClaimStatuses") or ()
         if isinstance(s, Mapping)
     }
-    out: list[tuple[str, str | None]] = []
+    out: list[tuple[str, str | None, bool]] = []
     for ref in spec.get("resourceClaims") or ():
         if not isinstance(ref, Mapping):
             continue
         name = str(ref.get("name", ""))
         if ref.get("resourceClaimName"):
-            out.append((name, f"{namespace}/{ref['resourceClaimName']}"))
+            out.append((name, f"{namespace}/{ref['resourceClaimName']}", False))
         elif name in made:
             if made[name]:
-                out.append((name, f"{namespace}/{made[name]}"))
+                out.append((name, f"{namespace}/{made[name]}", True))
         else:
-            out.append((name, None))
-    return tuple(out)
+            out.append((name, None, True))
+    return out
 
 
 class DraBook:
@@ -98,6 +103,8 @@ class DraBook:
         self._allocator: Allocator | None = None
         self._state: DeviceState | None = None
         self._extra: dict[str, dict[str, int]] = {}  # node -> device resources last added to its allocatable
+        self.shape_errors: dict[str, str] = {}  # device resource -> a selector's runtime error (`{claim}` in it)
+        self.errors_moved: set[str] = set()  # pods whose claims' selector errors moved at the last flush
 
     # ------------------------------------------------------------------ objects
     def on_slice(self, kind: str | None, obj: Mapping[str, Any]) -> str | None:
@@ -168,15 +175,17 @@ class DraBook:
     def rebase(self, record: PodRecord, obj: Mapping[str, Any] | None) -> PodRecord:
         key = record.key
         if obj is not None:
-            refs = pod_claim_refs(record.namespace, obj) if record.ours else ()
+            found = _refs(record.namespace, obj) if record.ours else []
+            refs = tuple((name, claim) for name, claim, _ in found)
+            made = frozenset(claim for _, claim, template in found if template and claim is not None)
         else:
             old = self.pods.get(key)
-            refs = old.refs if old is not None else ()
+            refs, made = (old.refs, old.made) if old is not None else ((), frozenset())
         if not refs:
             self.forget(key)
             return record
         self._unlink(key)
-        self.pods[key] = _Pod(record, refs)
+        self.pods[key] = _Pod(record, refs, made)
         for _, claim in refs:
             if claim is not None:
                 self.users.setdefault(claim, set()).add(key)
@@ -207,15 +216,23 @@ class DraBook:
         demand: dict[str, int] = {}
         for name, claim_key in pod.refs:
             entry = self.claims.get(claim_key) if claim_key is not None else None
+            # (upstream's words: dynamicresources.go PreEnqueue, foreachPodResourceClaim)
             if claim_key is None:
-                reasons.append(f"waiting for the ResourceClaim of pod claim {name!r} to be created from its template")
+                reasons.append(f'pod "{key}": ResourceClaim not created yet (pod claim {name!r}, from its template)')
             elif entry is None:
-                reasons.append(f"ResourceClaim {claim_key} (pod claim {name!r}) not found")
+                reasons.append(f'resourceclaim.resource.k8s.io "{claim_key.partition("/")[2]}" not found')
             elif entry.deleting:
-                reasons.append(f"ResourceClaim {claim_key} is being deleted")
-            elif base.uid in entry.owner_uids:  # the pod's own claim: its devices counted as its requests
-                for r, q in claim_demand(entry.info.claim).items():
-                    demand[r] = demand.get(r, 0) + q
+                reasons.append(f'resourceclaim "{claim_key.partition("/")[2]}" is being deleted')
+            elif claim_key in pod.made and base.uid not in entry.owner_uids:
+                reasons.append(f"ResourceClaim {claim_key} was not created for pod {key} (pod is not owner)")
+            else:
+                asked = claim_demand(entry.info.claim)
+                failed = [self.shape_errors[r] for r in sorted(asked) if r in self.shape_errors]
+                if failed:  # upstream: the pod is unschedulable with the selector's error
+                    reasons.append(failed[0].replace("{claim}", claim_key))
+                if base.uid in entry.owner_uids:  # the pod's own claim: its devices counted as its requests
+                    for r, q in asked.items():
+                        demand[r] = demand.get(r, 0) + q
         sclass = with_requests(base.sclass, demand)
         if not reasons and sclass is base.sclass:
             return base
@@ -276,22 +293,32 @@ class DraBook:
                 held.update(s.allocation.taken())
         allocator = state.allocator
         moved: list[str] = []
+        errors: dict[str, str] = {}
         for name in sorted(set(nodes) | set(self._extra)):
             node = nodes.get(name)
             extra: dict[str, int] = {}
             if node is not None:
                 for r in sorted(shapes):
                     shape = shape_of(r)
-                    if shape is not None:
-                        n = free_devices(allocator, name, node.labels, shape, held)
+                    if shape is not None and shape[0] not in self.classes:
+                        errors.setdefault(r, f"claim {{claim}}: could not retrieve device class {shape[0]}: not found")
+                    elif shape is not None:
+                        n, error = free_devices(allocator, name, node.labels, shape, held)
                         if n:
                             extra[r] = n
+                        if error is not None:
+                            errors.setdefault(r, error)
             if extra != self._extra.get(name, {}):
                 if extra:
                     self._extra[name] = extra
                 else:
                     self._extra.pop(name, None)
                 moved.append(name)
+        if errors != self.shape_errors:
+            changed = set(errors.items()) ^ set(self.shape_errors.items())
+            self.shape_errors = errors
+            shapes_moved = {r for r, _ in changed}
+            self.errors_moved = {k for k, pod in self.pods.items() if shapes_moved & self._apply_demand(pod).keys()}
         return moved
 
     def _apply_demand(self, pod: _Pod) -> Mapping[str, int]:

@@ -91,6 +91,9 @@ def flush_devices(cache: ClusterCache) -> None:
             node = nodes.get(name)
             if node is not None:
                 cache.cluster.upsert_node(with_devices(cache, node))
+        if cache.dra.errors_moved:
+            moved, cache.dra.errors_moved = cache.dra.errors_moved, set()
+            refresh_pods(cache, moved)
         cache.cluster.set_devices(cache.dra.state())
     except Exception:
         log.exception("DRA state could not be brought up to date")

@@ -6,8 +6,9 @@ Contract (the per-node filter before the allocator; oracle for the semantics: th
 - `claim_demand(claim) -> {resource: count}`: what an unallocated claim takes, for its `exactly` requests in
   ExactCount mode without adminAccess; alternatives (`firstAvailable`), `All` and adminAccess add nothing (the
   allocator alone decides them). `shape_of(resource)` gives (class, selectors) back, `describe` a sentence.
-- `free_devices(allocator, node, labels, shape, in_use) -> int`: devices of the node's complete pools that the
-  class and the selectors select and no claim holds (a selector error on a device: not counted).
+- `free_devices(allocator, node, labels, shape, in_use) -> (int, error)`: devices of the node's complete pools
+  that the class and the selectors select and no claim holds; a selector that fails on a device (a CEL runtime
+  error, upstream's words with `{claim}` where the claim's key goes) does not count it and is returned.
 The counts never overcount a single shape; shapes that share devices may each count them: the allocator's check
 on the chosen node (CycleSession.take_devices) is the decision.
 """
@@ -18,7 +19,7 @@ import hashlib
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 
-from gangsched.core.devices.allocator import Allocator
+from gangsched.core.devices.allocator import CLAIM, Allocator
 from gangsched.core.devices.model import EXACT_COUNT, Claim, DeviceID
 
 PREFIX = "devices.gangsched.io/"
@@ -64,6 +65,12 @@ def claim_demand(claim: Claim) -> dict[str, int]:
 
 def free_devices(
     allocator: Allocator, node: str, labels: Mapping[str, str], shape: Shape, in_use: AbstractSet[DeviceID]
-) -> int:
-    cands = allocator.matching(node, labels, shape[0], shape[1])
-    return sum(1 for c in cands if c.error is None and c.id not in in_use)
+) -> tuple[int, str | None]:
+    n = 0
+    error: str | None = None
+    for c in allocator.matching(node, labels, shape[0], shape[1]):
+        if c.error is not None:
+            error = error or c.error.replace(CLAIM, "{claim}")
+        elif c.id not in in_use:
+            n += 1
+    return n, error

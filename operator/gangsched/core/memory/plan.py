@@ -161,7 +161,7 @@ class Plan:
     hint_skips: dict[UnitKey, int] = field(default_factory=dict)  # unit -> freed_gen its skip covered (queue_hints)
     empty_fits: dict[UnitKey, tuple[object, bool]] = field(default_factory=dict)  # unit -> (memo key, fits empty)
     reach_memos: dict[UnitKey, ReachMemo] = field(default_factory=dict)  # unit -> its reach (core/hints/reach.py)
-    device_fits: dict[str, PodFit] = field(default_factory=dict)  # pod bound now -> its claims' allocation (DRA)
+    device_fits: dict[str, PodFit] = field(default_factory=dict)  # pod bound now -> its DRA claims' fit (False: none)
 
     @property
     def empty(self) -> bool:

@@ -12,13 +12,13 @@ from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
+from gangsched.core.devices import DeviceState
 from gangsched.core.fit.pod_counts import PodCounts
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.health_book import HealthBook
 from gangsched.core.memory.plan import CapacityHold
 from gangsched.core.memory.podstate import PodState
 from gangsched.core.memory.queue import UnitState
-from gangsched.core.devices import DeviceState
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.records import NodeRecord, PodRecord
 from gangsched.core.values.units import UnitKey

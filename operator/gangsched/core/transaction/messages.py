@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gangsched.core.devices import describe, is_device_resource
 from gangsched.core.fit.affinity import one_per_domain
 from gangsched.core.fit.capacity import ClassIndex, class_index
 from gangsched.core.fit.filters import block_reason, filters_for
@@ -205,14 +206,50 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _head(session: CycleSession, short: Shortfall) -> str:
+    """`needs 9 pods x {cpu: 1}`, and per pod its DRA devices with the nodes that have them free: `+ 8 x
+    gpu.nvidia.com with <selector> (3 nodes have them free)` (core/devices/index.py names them)."""
+    requests = short.cls.requests
+    plain = {r: q for r, q in requests.items() if not is_device_resource(r)}
+    head = f"needs {counted(short.need, 'pod')} x {format_resources(plain)}"
+    for r, q in sorted(requests.items()):
+        if is_device_resource(r) and q > 0:
+            free = _nodes_with_free(session, r, q)
+            head += f" + {describe(r, q)} ({counted(free, 'node')} {'has' if free == 1 else 'have'} them free)"
+    return head
+
+
+def _nodes_with_free(session: CycleSession, resource: str, quantity: int) -> int:
+    used, extra = session.store.used, session.workspace.extra
+    n = 0
+    for name, node in session.store.nodes.items():
+        have = node.allocatable.get(resource, 0)
+        if have < quantity:
+            continue
+        have -= (used.get(name) or {}).get(resource, 0) + (extra.get(name) or {}).get(resource, 0)
+        n += have >= quantity
+    return n
+
+
+def _reason_shown(why: str) -> str:
+    """`insufficient devices.gangsched.io/...` as the devices it stands for."""
+    name = why.removeprefix("insufficient ")
+    if name != why and is_device_resource(name):
+        return f"not enough free {describe(name, 0).removeprefix('0 x ')}"
+    return why
+
+
 def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
     parts = []
     for short in shortfalls:
-        head = f"needs {counted(short.need, 'pod')} x {format_resources(short.cls.requests)}"
+        head = _head(session, short)
         if short.reason is not None:
             parts.append(f"{head}; {short.reason}")
             continue
-        fit, reasons = _blocked_by(session, short)
+        fit, counts = _blocked_by(session, short)
+        reasons: Counter[str] = Counter()
+        for why, n in counts.items():
+            reasons[_reason_shown(why)] += n
         ranked = sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
         shown = ", ".join(f"{r} ({counted(n, 'node')})" for r, n in ranked)
         more = short.need - short.placed

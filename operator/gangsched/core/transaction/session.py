@@ -254,9 +254,12 @@ class CycleSession:
             for pod_key, node in bindings:
                 if pod_key not in devices.pod_claims:
                     continue
+                why = None
                 if pod_key not in self._fits:  # reserved in an earlier cycle: its claims are decided now
-                    self.take_devices(self.store.pods[pod_key], node)
+                    why = self.take_devices(self.store.pods[pod_key], node)
                 fit = self._fits.get(pod_key)
+                if why is not None:  # (the runtime does not bind it: its binding fails and it is tried again)
+                    fit = PodFit(False, node, devices.pod_claims[pod_key], reason=why)
                 if fit is not None:
                     self.plan.device_fits[pod_key] = fit
                     fitted.append(pod_key)
