@@ -7,7 +7,8 @@ ServiceAccount of manifests/rbac.yaml (harness.replica), through profiles that t
 feature: plain gangs (PodGroups, annotation-only gangs, a NonStrict timeout), group preemption (evictions,
 nominations, a PodDisruptionBudget, a protected victim deleted under `preemption.pdb: prefer`), topology from
 node labels (the topology ConfigMap written), leader election (the Lease), Koordinator's scheduling.sigs.k8s.io
-PodGroups (crds/compat/: watched, their status written) and Volcano's PodGroups (read only, when installed).
+PodGroups (crds/compat/: watched, their status written), Volcano's PodGroups (read only, when installed) and DRA
+(ResourceClaims of a gang allocated and reserved before its bindings).
 A grant nobody used fails the test (least privilege), and so does a use that was not granted (the operator would
 have got 403 and the scenario would not have completed). Rules limited by resourceNames are checked to name exactly
 the Lease and the topology ConfigMap the operator uses.
@@ -255,6 +256,27 @@ async def native_podgroups(cluster: Cluster) -> None:
         await eventually(scheduled, what="the native PodGroup's PodGroupInitiallyScheduled condition written")
 
 
+async def dra_gang(cluster: Cluster) -> None:
+    """DRA (`sim serve --dra`): a gang of two pods each claiming 8 GPUs from a ResourceClaimTemplate; the operator
+    reads the claims again and writes status.allocation and reservedFor through resourceclaims/status before the
+    bindings (kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go PreBind)."""
+    k = cluster.client
+    exactly = {"deviceClassName": "gpu.nvidia.com", "count": 8}
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "eight"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": exactly}]}}},
+    }
+    await k.create("/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates", template)
+    async with replica(cluster.kubeconfig):
+        members = [pod(f"dra-{i}", group="dra") for i in range(2)]
+        for member in members:
+            member["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "eight"}]
+        await create(k, podgroup("dra", min_member=2), *members)
+        await eventually(lambda: _all_bound(k, ["dra-0", "dra-1"]), what="the DRA gang bound")
+
+
 async def _leads(op: Any) -> bool:
     return bool(op.health()["leader"])
 
@@ -267,6 +289,7 @@ PROFILES: dict[str, tuple[Callable[[Cluster], Awaitable[None]], dict[str, Any]]]
     "koordinator-podgroups": (koordinator_podgroups, {"nodes": 2}),
     "volcano-podgroups": (volcano_podgroups, {"nodes": 2}),
     "native-podgroups": (native_podgroups, {"nodes": 2}),
+    "dra": (dra_gang, {"nodes": 2, "dra": True}),
 }
 
 
