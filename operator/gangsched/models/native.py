@@ -15,8 +15,9 @@ Contract (pure, no I/O):
   resolves from `priorityClassName`), `spec.preemptionPolicy` and whether `disruptionMode` is `all` (the default
   `single` otherwise).
 - `unsupported_fields(obj, tier_keys=()) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on
-  scheduling and that gangsched does not honour yet (schedulingConstraints, resourceClaims,
-  parentCompositePodGroupName), as paths (`spec.resourceClaims`): reported on the PodGroup, never silently ignored.
+  scheduling and that gangsched does not honour yet (schedulingConstraints, parentCompositePodGroupName), as paths
+  (`spec.schedulingConstraints`): reported on the PodGroup, never silently ignored (its resourceClaims are
+  allocated with its pods' placement: state/dra.py).
   A topology constraint whose key is one of `tier_keys` (the node labels gangsched's topology tiers are built from,
   `topology.nodeLabelTiers`) is honoured (state/native.py), so not listed; any other key is. `priorityClassName` is
   honoured through `spec.priority`: listed only when the API server left `priority` unset (no Priority admission).
@@ -50,9 +51,8 @@ def scheduling_group_name(spec: Mapping[str, Any]) -> str | None:
 
 _UNSUPPORTED = (
     "schedulingConstraints",
-    "resourceClaims",
     "parentCompositePodGroupName",
-)
+)  # (resourceClaims: its claims are allocated as its pods' are, state/dra.py)
 
 
 @dataclass(frozen=True, slots=True)

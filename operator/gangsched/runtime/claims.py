@@ -9,7 +9,8 @@ status.allocation and reservedFor before the Binding; Unreserve takes them back 
   pods in parallel; a pod one of whose claims could not be written, or whose claims no longer fit the node it
   was reserved on, is not bound (the reason says why) and what was written for it is undone.
 - `await release(pod_keys, fits)`: what was written for pods whose binding then failed, undone.
-The consumer in reservedFor is the pod (`{"resource": "pods", "name", "uid"}`).
+The consumer in reservedFor is the pod (`{"resource": "pods", "name", "uid"}`), or the PodGroup for a PodGroup's
+claim (1.37 DRAWorkloadResourceClaims): written once, shared by the group's pods.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ class DeviceClaims:
         self.writer = writer
         self.cache = cache
 
-    def _consumer(self, pod_key: str) -> dict[str, Any]:
+    def _consumer(self, pod_key: str, claim_key: str) -> dict[str, Any]:
         pod = self.cache.cluster.pods.get(pod_key)
-        return {"resource": "pods", "name": pod_key.partition("/")[2], "uid": pod.uid if pod is not None else ""}
+        return self.cache.dra.consumer(claim_key, pod_key, pod.uid if pod is not None else "")
 
     def assume(self, fits: Mapping[str, PodFit]) -> None:
         for fit in fits.values():
@@ -51,14 +52,14 @@ class DeviceClaims:
     async def _reserve_pod(self, pod_key: str, fit: PodFit) -> str | None:
         if not fit.fits:  # (decided when its reservation was bound: core/transaction/session.py bind)
             return fit.reason or "its claims do not fit its node"
-        consumer = self._consumer(pod_key)
         done: list[str] = []
         for claim_key in fit.claims:
             new = fit.new.get(claim_key)
+            consumer = self._consumer(pod_key, claim_key)
             why = await self.writer.reserve(claim_key, allocation_to_api(new) if new else None, consumer)
             if why is not None:
                 for key in done:
-                    await self.writer.release(key, consumer, ours=key in fit.new)
+                    await self.writer.release(key, self._consumer(pod_key, key), ours=key in fit.new)
                 for key in fit.claims:
                     self.cache.dra.unassume(key)
                 return why
@@ -71,8 +72,10 @@ class DeviceClaims:
             fit = fits.get(pod_key)
             if fit is None:
                 continue
-            consumer = self._consumer(pod_key)
-            jobs += [self.writer.release(key, consumer, ours=key in fit.new) for key in fit.claims]
+            for key in fit.claims:
+                consumer = self._consumer(pod_key, key)
+                if consumer["resource"] == "pods":  # (a PodGroup's reservation serves its other pods too)
+                    jobs.append(self.writer.release(key, consumer, ours=key in fit.new))
             for key in fit.claims:
                 self.cache.dra.unassume(key)
         if jobs:

@@ -46,6 +46,7 @@ from gangsched.models.dra import ClaimInfo, claim_from_api, device_class_from_ap
 class _Claim:
     info: ClaimInfo
     owner_uids: frozenset[str]  # metadata.ownerReferences uids (a pod's template claim names it)
+    podgroup: tuple[str, str] | None  # (name, uid) of the PodGroup (scheduling.k8s.io) owning it: a PodGroup claim
     deleting: bool
     reserved_for: tuple[str, ...]  # uids in status.reservedFor
 
@@ -54,7 +55,8 @@ class _Claim:
 class _Pod:
     base: PodRecord
     refs: tuple[tuple[str, str | None], ...]  # (pod claim name, claim key or None: not created yet)
-    made: frozenset[str]  # the claim keys made from a template for the pod (it must own them)
+    made: frozenset[str]  # the claim keys made from a template for the pod (it, or its PodGroup, must own them)
+    group: str | None = None  # spec.schedulingGroup.podGroupName (its PodGroup's claims are shared by the group)
 
 
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -139,8 +141,17 @@ class DraBook:
         parsed = claim_from_api(obj)
         status = obj.get("status") or {}
         reserved = tuple(str(r.get("uid", "")) for r in status.get("reservedFor") or () if isinstance(r, Mapping))
-        owners = frozenset(str(o.get("uid", "")) for o in meta.get("ownerReferences") or () if isinstance(o, Mapping))
-        self.claims[key] = _Claim(parsed.value, owners, meta.get("deletionTimestamp") is not None, reserved)
+        refs = [o for o in meta.get("ownerReferences") or () if isinstance(o, Mapping)]
+        owners = frozenset(str(o.get("uid", "")) for o in refs)
+        group = next(
+            (
+                (str(o.get("name", "")), str(o.get("uid", "")))
+                for o in refs
+                if o.get("kind") == "PodGroup" and str(o.get("apiVersion", "")).startswith("scheduling.k8s.io/")
+            ),
+            None,
+        )
+        self.claims[key] = _Claim(parsed.value, owners, group, meta.get("deletionTimestamp") is not None, reserved)
         if parsed.value.allocation is not None or key not in self.assumed:
             self.assumed.pop(key, None)  # (what we wrote is now seen, or was never written)
         return pods, _unsupported(parsed.unsupported)
@@ -163,6 +174,15 @@ class DraBook:
         if self.assumed.pop(key, None) is not None:
             self._moved(inventory=False)
 
+    def consumer(self, claim_key: str, pod_key: str, pod_uid: str) -> dict[str, Any]:
+        """Whom a pod's use of the claim reserves it for: the PodGroup for a PodGroup's claim (as 1.37 does), else
+        the pod (status.reservedFor entries)."""
+        entry = self.claims.get(claim_key)
+        if entry is not None and entry.podgroup is not None:
+            name, uid = entry.podgroup
+            return {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": name, "uid": uid}
+        return {"resource": "pods", "name": pod_key.partition("/")[2], "uid": pod_uid}
+
     def nodes_moved(self) -> None:
         self._moved(inventory=True)
 
@@ -178,14 +198,16 @@ class DraBook:
             found = _refs(record.namespace, obj) if record.ours else []
             refs = tuple((name, claim) for name, claim, _ in found)
             made = frozenset(claim for _, claim, template in found if template and claim is not None)
+            group = ((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+            group = str(group) if group else None
         else:
             old = self.pods.get(key)
-            refs, made = (old.refs, old.made) if old is not None else ((), frozenset())
+            refs, made, group = (old.refs, old.made, old.group) if old is not None else ((), frozenset(), None)
         if not refs:
             self.forget(key)
             return record
         self._unlink(key)
-        self.pods[key] = _Pod(record, refs, made)
+        self.pods[key] = _Pod(record, refs, made, group)
         for _, claim in refs:
             if claim is not None:
                 self.users.setdefault(claim, set()).add(key)
@@ -223,7 +245,7 @@ class DraBook:
                 reasons.append(f'resourceclaim.resource.k8s.io "{claim_key.partition("/")[2]}" not found')
             elif entry.deleting:
                 reasons.append(f'resourceclaim "{claim_key.partition("/")[2]}" is being deleted')
-            elif claim_key in pod.made and base.uid not in entry.owner_uids:
+            elif claim_key in pod.made and base.uid not in entry.owner_uids and not _groups(pod, entry):
                 reasons.append(f"ResourceClaim {claim_key} was not created for pod {key} (pod is not owner)")
             else:
                 asked = claim_demand(entry.info.claim)
@@ -334,6 +356,11 @@ class DraBook:
 
     def sizes(self) -> dict[str, int]:
         return {"slices": len(self.slices), "claims": len(self.claims), "pods": len(self.pods)}
+
+
+def _groups(pod: _Pod, entry: _Claim) -> bool:
+    """The claim is the pod's PodGroup's (1.37 DRAWorkloadResourceClaims: shared by the group's pods)."""
+    return entry.podgroup is not None and pod.group == entry.podgroup[0]
 
 
 def _device_requests(demand: Mapping[str, int]) -> Iterable[str]:

@@ -88,7 +88,7 @@ def test_fields_not_honoured_yet_are_reported_once() -> None:
     )
     notice = book.on_event("MODIFIED", rich).unsupported
     assert notice is not None
-    assert notice.startswith("spec.schedulingConstraints, spec.resourceClaims, spec.priorityClassName: not honoured")
+    assert notice.startswith("spec.schedulingConstraints, spec.priorityClassName: not honoured")  # claims: state/dra.py
     rich["spec"]["priority"] = 1000
     notice = book.on_event("MODIFIED", rich).unsupported
     assert notice is not None and "priorityClassName" not in notice

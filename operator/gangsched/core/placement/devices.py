@@ -2,27 +2,36 @@
 
 Contract (oracle: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, Filter then Reserve: the
 claims are allocated on the node chosen, and a pod whose claims do not fit there is not placed there):
-`devices_checked(session, outcome) -> Outcome`: for every placed pod with claims (`DeviceState.pod_claims`),
-`CycleSession.take_devices` on its node; a pod whose devices do not fit is taken out of the placement (its
-capacity given back) and reported as a Shortfall naming the claims' reason. The node filter before it is the
+`devices_checked(session, outcome, movable=) -> Outcome`: for every placed pod with claims
+(`DeviceState.pod_claims`), `CycleSession.take_devices` on its node; a pod whose devices do not fit there is moved,
+when `movable` (no topology placed it) and its class has no pod (anti-)affinity or hard spread, to the next node
+of its class's order that has room and where they fit (at most MAX_MOVES nodes tried: the per-node counts cannot
+see constraints between devices, e.g. matchAttribute); else it is taken out of the placement (its capacity given
+back) and reported as a Shortfall naming the claims' reason. The node filter before it is the
 per-node count of free matching devices (core/devices/index.py, counted as resources by the class indexes); the
 takes are undone with the transaction that holds them (a gang's claims are all or nothing with its placement).
 """
 
 from __future__ import annotations
 
+from gangsched.core.fit.affinity import coupled
+from gangsched.core.fit.pod_spread import hard
 from gangsched.core.placement.pickers import Outcome, Placed
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
+from gangsched.core.values.records import PodRecord
+
+MAX_MOVES = 64
 
 
-def devices_checked(session: CycleSession, outcome: Outcome) -> Outcome:
+def devices_checked(session: CycleSession, outcome: Outcome, *, movable: bool = False) -> Outcome:
     devices = session.store.devices
     placed, short, tier = outcome
     if devices is None or not devices.pod_claims or not placed:
         return outcome
     kept: Placed = []
     more: list[Shortfall] = []
+    moved = False
     for pod, node in placed:
         why = session.take_devices(pod, node)
         if why is None:
@@ -30,7 +39,27 @@ def devices_checked(session: CycleSession, outcome: Outcome) -> Outcome:
             continue
         cls = pod.sclass
         session.workspace.release(node, cls.requests, cls.host_ports, cls=cls)
+        other = _move(session, pod) if movable and not coupled(cls) and not hard(cls) else None
+        if other is not None:
+            kept.append((pod, other))
+            moved = True
+            continue
         more.append(Shortfall(cls, 1, 0, f"devices: node {node}: {why}"))
-    if not more:
+    if not more and not moved:
         return outcome
     return kept, [*short, *more], tier
+
+
+def _move(session: CycleSession, pod: PodRecord) -> str | None:
+    """The next node of the class's order where the pod has room and its claims fit (placed there), or None."""
+    cls = pod.sclass
+    view = session.workspace.view(cls)
+    tried = 0
+    for node, _count in list(view.ordered()):
+        if tried == MAX_MOVES:
+            return None
+        tried += 1
+        if session.take_devices(pod, node) is None:
+            session.workspace.place(node, cls.requests, 1, cls.host_ports, cls=cls)
+            return node
+    return None

@@ -63,7 +63,8 @@ def place(
     """Place pods on the workspace (see the module docstring). `held`: roles of the gang's bound and reserved
     members (their total counts towards minMember). Their DRA claims are allocated on the nodes chosen
     (core/placement/devices.py)."""
-    return devices_checked(session, _place(session, spec, pods, partial=partial, held=held))
+    movable = spec is None or spec.network_topology is None
+    return devices_checked(session, _place(session, spec, pods, partial=partial, held=held), movable=movable)
 
 
 def _place(
