@@ -107,6 +107,8 @@ class DraBook:
         self._extra: dict[str, dict[str, int]] = {}  # node -> device resources last added to its allocatable
         self.shape_errors: dict[str, str] = {}  # device resource -> a selector's runtime error (`{claim}` in it)
         self.errors_moved: set[str] = set()  # pods whose claims' selector errors moved at the last flush
+        self._last: tuple[Allocator, frozenset[str], frozenset[DeviceID], frozenset[str]] | None = None
+        self._pools: tuple[Allocator, dict[tuple[str, str], set[str]]] | None = None
 
     # ------------------------------------------------------------------ objects
     def on_slice(self, kind: str | None, obj: Mapping[str, Any]) -> str | None:
@@ -316,7 +318,9 @@ class DraBook:
         allocator = state.allocator
         moved: list[str] = []
         errors: dict[str, str] = {}
-        for name in sorted(set(nodes) | set(self._extra)):
+        names = self._touched(allocator, shapes, held, nodes)
+        full = names is None
+        for name in sorted(set(nodes) | set(self._extra)) if names is None else sorted(names):
             node = nodes.get(name)
             extra: dict[str, int] = {}
             if node is not None:
@@ -336,12 +340,46 @@ class DraBook:
                 else:
                     self._extra.pop(name, None)
                 moved.append(name)
-        if errors != self.shape_errors:
+        self._last = (allocator, frozenset(shapes), frozenset(held), frozenset(nodes))
+        if full and errors != self.shape_errors:
             changed = set(errors.items()) ^ set(self.shape_errors.items())
             self.shape_errors = errors
             shapes_moved = {r for r, _ in changed}
             self.errors_moved = {k for k, pod in self.pods.items() if shapes_moved & self._apply_demand(pod).keys()}
         return moved
+
+    def _touched(
+        self, allocator: Allocator, shapes: set[str], held: set[DeviceID], nodes: Mapping[str, NodeRecord]
+    ) -> set[str] | None:
+        """The nodes whose counts may have moved since the last flush: those of the pools whose devices were
+        taken or given back, when nothing else changed (None: every node)."""
+        if self._last is None:
+            return None
+        was, was_shapes, was_held, was_nodes = self._last
+        if was is not allocator or was_shapes != shapes or was_nodes != nodes.keys():
+            return None
+        pools = {(d.driver, d.pool) for d in was_held.symmetric_difference(held)}
+        out: set[str] = set()
+        for pool in pools:
+            owners = self._pool_nodes(allocator).get(pool)
+            if owners is None:  # (a pool of slices shared by several nodes)
+                return None
+            out |= owners
+        return out
+
+    def _pool_nodes(self, allocator: Allocator) -> dict[tuple[str, str], set[str]]:
+        if self._pools is None or self._pools[0] is not allocator:
+            table: dict[tuple[str, str], set[str]] = {}
+            shared: set[tuple[str, str]] = set()
+            for s in allocator.inventory.slices:
+                if s.node_name is not None:
+                    table.setdefault((s.driver, s.pool), set()).add(s.node_name)
+                else:
+                    shared.add((s.driver, s.pool))
+            for pool in shared:
+                table.pop(pool, None)
+            self._pools = (allocator, table)
+        return self._pools[1]
 
     def _apply_demand(self, pod: _Pod) -> Mapping[str, int]:
         out: dict[str, int] = {}

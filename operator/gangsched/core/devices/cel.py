@@ -20,12 +20,13 @@ from typing import Any
 
 from gangsched.core.devices.model import Device
 
-# `device.driver`, `device.allowMultipleAllocations`, `device.attributes["domain"].id` / `["domain"]["id"]` (and
-# capacity alike), not followed by a call: a selector that reads the device only through these depends only on
-# the values they name, so its result is cached per those values instead of per whole attribute set
+# `device.driver`, `device.allowMultipleAllocations`, `device.attributes["domain"].id` / `["domain"]["id"]` (either
+# quote; capacity alike), not followed by a call: a selector that reads the device only through these depends only
+# on the values they name, so its result is cached per those values instead of per whole attribute set
+_KEY = r"""\[\s*(?:"([^"\\]*)"|'([^'\\]*)')\s*\]"""  # ["name"] or ['name']
 _REF = re.compile(
-    r'\bdevice\s*\.\s*(?:(driver|allowMultipleAllocations)\b|(attributes|capacity)\s*\[\s*"([^"\\]*)"\s*\]\s*'
-    r'(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|\[\s*"([^"\\]*)"\s*\]))'
+    r"\bdevice\s*\.\s*(?:(driver|allowMultipleAllocations)\b|(attributes|capacity)\s*" + _KEY + r"\s*"
+    r"(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)\b(?!\s*\()|" + _KEY + r"))"
 )
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
 _DEVICE = re.compile(r"\bdevice\b")
@@ -36,8 +37,9 @@ def references(expression: str) -> tuple[Ref, ...] | None:
     """What a selector reads of the device, when it reads it only through plain lookups; else None."""
     refs: list[Ref] = []
     for m in _REF.finditer(expression):
-        field, kind, domain, ident, ident2 = m.groups()
-        refs.append((field, "", "") if field else (kind, domain, ident or ident2))
+        field, kind, domain, domain2, ident, ident2, ident3 = m.groups()
+        name = ident if ident is not None else ident2 if ident2 is not None else ident3
+        refs.append((field, "", "") if field else (kind, domain if domain is not None else domain2, name))
     rest = _STRING.sub('""', _REF.sub("", expression))
     if _DEVICE.search(rest):
         return None
