@@ -1,6 +1,6 @@
 """Gangs of DRA pods with the real kubectl (issue 26 items 2 and 3): gangsched allocates the pods' ResourceClaims
 in the same decision as their placement, writes each claim's status.allocation and reservedFor before binding,
-and allocates nothing for a gang that does not fit.
+and allocates nothing for a gang that does not fit (saying which devices, `kubectl gang why` included).
 
 Oracles: kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go (Filter: a node whose
 devices cannot satisfy the pod's claims is rejected; Reserve/PreBind: status.allocation and the pod in
@@ -19,6 +19,7 @@ import pytest
 
 from gangsched.sim.serve import Cluster, running_cluster
 from tests.e2e.kubectl_run import kubectl, kubectl_apply
+from tests.e2e.test_kubectl_gang_plugin import kubectl as plugin_kubectl
 from tests.integration.harness import bound, eventually, get_podgroup, pod, podgroup, pods, replica
 from tests.tools import need_tool
 
@@ -110,3 +111,5 @@ async def test_a_gang_that_does_not_fit_allocates_nothing_and_says_which_devices
         assert "needs 9 pods x {cpu: 1, memory: 1Gi} + 8 x gpu.nvidia.com (8 nodes have them free)" in message, message
         assert not bound(await pods(k))
         assert all("allocation" not in (c.get("status") or {}) for c in await claims(eight_nodes))
+        why = await plugin_kubectl(eight_nodes, "gang", "why", "big-0")  # the kubectl plugin says the same
+        assert "8 x gpu.nvidia.com (8 nodes have them free)" in why, why
