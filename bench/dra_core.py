@@ -18,7 +18,9 @@ import statistics
 import time
 from fractions import Fraction
 
+from bench.bench_core import _node, _pod
 from bench.common import figure, summary
+from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.devices import (
     Allocator,
     AttrValue,
@@ -32,8 +34,6 @@ from gangsched.core.devices import (
     Inventory,
     ResourceSlice,
 )
-from bench.bench_core import _node, _pod
-from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.fit.capacity import Workspace
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig

@@ -72,7 +72,7 @@ def run(cache: ClusterCache, now: float = 0.0) -> Any:
 
 
 def held_message(plan: Any, key: str) -> str:
-    return next(c.message for c in plan.conditions if c.pod_key == key)
+    return str(next(c.message for c in plan.conditions if c.pod_key == key))
 
 
 def test_empty() -> None:

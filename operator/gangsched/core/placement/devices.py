@@ -54,11 +54,9 @@ def _move(session: CycleSession, pod: PodRecord) -> str | None:
     """The next node of the class's order where the pod has room and its claims fit (placed there), or None."""
     cls = pod.sclass
     view = session.workspace.view(cls)
-    tried = 0
-    for node, _count in list(view.ordered()):
+    for tried, (node, _count) in enumerate(list(view.ordered())):
         if tried == MAX_MOVES:
             return None
-        tried += 1
         if session.take_devices(pod, node) is None:
             session.workspace.place(node, cls.requests, 1, cls.host_ports, cls=cls)
             return node
