@@ -1,16 +1,12 @@
 """Writing DRA ResourceClaims before a binding: status.allocation and status.reservedFor, and undoing them.
 
 Contract (oracle: kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go PreBind ->
-bindClaim: the allocation and the pod in reservedFor written through the claim's status subresource, a conflict
-re-read and retried; Unreserve: the pod taken out of reservedFor, the allocation cleared when nobody is left):
-- `await writer.reserve(claim_key, allocation_json | None, consumer) -> str | None`: on the claim's current state
-  (read, then PUT .../status with its resourceVersion; a 409 is read again and reconciled, up to `ATTEMPTS`): the
-  consumer (`{"resource": "pods", "name", "uid"}`, or a PodGroup's reference) added to reservedFor (once), the
-  allocation written when the claim has none. None when done; else why not: the claim is gone or being
-  deleted, allocated since by someone else to devices other than ours (`allocation` given: a new allocation of
-  ours), reserved for 256 consumers, or an API error after the attempts.
-- `await writer.release(claim_key, consumer, *, ours)`: the consumer taken out of reservedFor; with `ours` (we
-  wrote the allocation) and nobody left, the allocation cleared. Never raises (a failure is logged).
+bindClaim, and Unreserve): `await writer.reserve(claim_key, allocation_json | None, consumer) -> str | None` reads
+the claim and PUTs .../status with its resourceVersion (a 409 or a transient error: read again and reconciled, up
+to ATTEMPTS): the consumer added to reservedFor once, the allocation written when the claim has none. None when
+done; else why not (gone, being deleted, allocated meanwhile to other devices, 256 consumers, an API error).
+`await writer.release(claim_key, consumer, *, ours)`: the consumer taken out of reservedFor; with `ours` (we wrote
+the allocation) and nobody left, the allocation cleared. Never raises (a failure is logged).
 """
 
 from __future__ import annotations

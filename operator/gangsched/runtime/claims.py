@@ -1,16 +1,13 @@
 """DRA claims around the bindings: assumed when decided, written before the Binding, undone when it fails.
 
 Contract (oracle: kubernetes pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go: Reserve keeps
-the allocation in memory (assumed) so the next pod does not take the same devices; PreBind writes each claim's
-status.allocation and reservedFor before the Binding; Unreserve takes them back when the pod is not bound):
-- `assume(plan)` (synchronously, as the plan is carried out): every claim a bound pod's fit allocated or shares
-  is assumed in the cache's DraBook (state/dra.py) until its events show it.
-- `await reserve(bindings, fits) -> {pod_key: reason}`: each pod's claims written (k8s/claims.py ClaimWriter),
-  pods in parallel; a pod one of whose claims could not be written, or whose claims no longer fit the node it
-  was reserved on, is not bound (the reason says why) and what was written for it is undone.
-- `await release(pod_keys, fits)`: what was written for pods whose binding then failed, undone.
-The consumer in reservedFor is the pod (`{"resource": "pods", "name", "uid"}`), or the PodGroup for a PodGroup's
-claim (1.37 DRAWorkloadResourceClaims): written once, shared by the group's pods.
+the allocation in memory, PreBind writes status.allocation and reservedFor before the Binding, Unreserve takes it
+back): `assume(fits)` as the plan is carried out (the cache's DraBook holds them until their events arrive);
+`await reserve(bindings, fits) -> {pod_key: reason}`: each pod's claims written (k8s/claims.py), pods in parallel;
+a pod whose claims could not be written, or no longer fit the node it was reserved on, is not bound and what was
+written for it is undone; `await release(pod_keys, fits)`: for pods whose binding failed. The consumer is the pod,
+or the PodGroup for a PodGroup's claim (1.37; a PodGroup's reservation is never taken back here: it serves the
+group's other pods, the resourceclaim controller drops it with the PodGroup).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ Contract:
   round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles
   (`core.run_cycle`: schedule, then record the plan in the SchedulerState) until a plan is empty, carrying each out.
   Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
-- Carrying a Plan out: bindings go to the Binder in the background (a failed member goes back to the
+- Carrying a Plan out: bindings go to the Binder in the background, each pod's DRA claims written first
+  (runtime/claims.py; a pod whose claims cannot be written is not bound; a failed member goes back to the
   SchedulerState through `bind_failed` and is requeued, its gang backed off by runtime/bind_backoff.py, config
   bindBackoff: kube-scheduler's 1 s doubling to 10 s; one FailedBinding event per pod, its count raised; a 403
   logged once per cause, k8s/forbidden.py); PodGroup status, pod conditions and the timeout annotation

@@ -59,6 +59,8 @@ Contract:
 - Volumes: `on_pvc(kind, obj)` and `on_pv(kind, obj)` feed `volumes` (state/volumes.py), which applies a pod's
   claims to its record on every full parse; a claim or volume event re-derives the records of the pending pods using
   it (and backed-off units retry at once); a PersistentVolume that cannot be read is reported on it.
+- DRA: `on_resource_slice`, `on_device_class`, `on_resource_claim` feed `dra` (state/dra.py, state/dra_feed.py);
+  a pod with `spec.resourceClaims` is always parsed whole; `flush_devices` (state/dra_feed.py) before a cycle.
 - Gangs inferred from workloads (config `inferGangs`, off: `inferred` None): one of our pods that declares no gang
   may join its workload's gang (state/inferred.py, models/inferred.py); `reinfer(pod_keys)` declares candidates
   again when their workload has been read or their namespace opted in or out.

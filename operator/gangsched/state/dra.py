@@ -1,18 +1,14 @@
 """The DRA side of the cluster cache: ResourceSlices, DeviceClasses, ResourceClaims, and our pods' claims.
 
-Contract (`DraBook`, owned by state/cache.py, which calls it; no I/O):
-- `on_slice` / `on_class` / `on_claim(kind, obj)`: an event (kind "DELETED" forgets it); returns the keys of the
-  pods whose records may change and the problem to report on the object (None: readable).
-- `rebase(record, obj)` on a pod's full parse (obj given) or a re-derivation (obj None: the refs remembered):
-  remembers the pod's claims (pods of ours with `spec.resourceClaims`: a ResourceClaim named directly, or the
-  one the resourceclaim controller made from a template, as `status.resourceClaimStatuses` names it) and returns
-  the record with its device demand added to its class (core/devices `claim_demand` of the claims it owns, as
-  resources the class indexes count) and held while a claim is not there yet or being deleted (`hold_reasons`,
-  naming the claim). `refresh(key)`: the same from the base remembered. `forget(key)`.
-- `node_extra(name)`: the node's free devices per shape demanded (resources added to its allocatable); devices of
-  claims owned by pods we count (their pods' requests hold them) stay in it. `flush(nodes) -> changed nodes` and
-  `state()`: core/devices `DeviceState` for the scheduling cycle, rebuilt only when something moved.
-- `assume(claim_key, allocation, consumer)`: an allocation we wrote, held until the claim's events show it.
+Contract (`DraBook`, owned by state/cache.py; no I/O): `on_slice` / `on_class` / `on_claim(kind, obj)` take events
+(the pods to re-derive, the problem to report). `rebase(record, obj | None)` remembers a pod's claims (named
+directly, or made from a template as `status.resourceClaimStatuses` says; a PodGroup's claim for its members) and
+returns its record with the device demand of the claims it owns added to its class (core/devices/index.py) and held
+with upstream's words while a claim is missing, being deleted, not owned, or its selector fails (`hold_reasons`);
+`refresh(key)`, `forget(key)`. `flush(nodes)` recounts the nodes' free devices per shape (`node_extra`; devices of
+claims our counted pods own stay in it; only nodes whose pools moved, when nothing else did) and `state()` is the
+cycle's core/devices `DeviceState`. `assume_fit(fit)`: allocations decided, held until the claims' events show
+them (`unassume`). `consumer(claim, pod)`: the reservedFor entry (the PodGroup for a PodGroup's claim).
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """The cheap side of DRA placement: what a pod's claims ask for, as counts of "shapes", and each node's free count.
 
-Contract (the per-node filter before the allocator; oracle for the semantics: the allocator itself, which decides):
-- A shape is a request's (device class, selectors); `shape_resource(class, selectors)` names it as a resource
-  (`devices.gangsched.io/<class>.<digest>`), so the capacity machinery (core/fit/capacity.py) counts it per node.
-- `claim_demand(claim) -> {resource: count}`: what an unallocated claim takes, for its `exactly` requests in
-  ExactCount mode without adminAccess; alternatives (`firstAvailable`), `All` and adminAccess add nothing (the
-  allocator alone decides them). `shape_of(resource)` gives (class, selectors) back, `describe` a sentence.
-- `free_devices(allocator, node, labels, shape, in_use) -> (int, error)`: devices of the node's complete pools
-  that the class and the selectors select and no claim holds; a selector that fails on a device (a CEL runtime
-  error, upstream's words with `{claim}` where the claim's key goes) does not count it and is returned.
-The counts never overcount a single shape; shapes that share devices may each count them: the allocator's check
-on the chosen node (CycleSession.take_devices) is the decision.
+Contract (the per-node filter before the allocator, which decides): a shape is a request's (device class,
+selectors), named as a resource by `shape_resource` (`devices.gangsched.io/<class>.<digest>`) so the capacity
+indexes (core/fit/capacity.py) count it per node; `shape_of`, `describe` (a sentence) give it back.
+`claim_demand(claim)`: what an unallocated claim takes, for `exactly` requests in ExactCount mode without
+adminAccess (alternatives, `All` and adminAccess add nothing). `free_devices(allocator, node, labels, shape,
+in_use) -> (count, error)`: devices of the node's complete pools selected and held by no claim, and a selector's
+runtime error met (upstream's words, `{claim}` for the claim's key). One shape is never overcounted; shapes that
+share devices may each count them: CycleSession.take_devices on the chosen node decides.
 """
 
 from __future__ import annotations

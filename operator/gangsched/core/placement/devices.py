@@ -1,15 +1,11 @@
 """A placement's DRA claims: each placed pod's claims allocated on its node, in the cycle's transaction.
 
-Contract (oracle: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, Filter then Reserve: the
-claims are allocated on the node chosen, and a pod whose claims do not fit there is not placed there):
-`devices_checked(session, outcome, movable=) -> Outcome`: for every placed pod with claims
-(`DeviceState.pod_claims`), `CycleSession.take_devices` on its node; a pod whose devices do not fit there is moved,
-when `movable` (no topology placed it) and its class has no pod (anti-)affinity or hard spread, to the next node
-of its class's order that has room and where they fit (at most MAX_MOVES nodes tried: the per-node counts cannot
-see constraints between devices, e.g. matchAttribute); else it is taken out of the placement (its capacity given
-back) and reported as a Shortfall naming the claims' reason. The node filter before it is the
-per-node count of free matching devices (core/devices/index.py, counted as resources by the class indexes); the
-takes are undone with the transaction that holds them (a gang's claims are all or nothing with its placement).
+Contract (oracle: pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go, Filter then Reserve):
+`devices_checked(session, outcome, movable=) -> Outcome`: for every placed pod with claims, `take_devices` on its
+node; when they do not fit there and `movable` (no topology placed it, no pod (anti-)affinity or hard spread in its
+class), the next nodes of its class's order with room are tried (at most MAX_MOVES: the per-node counts cannot see
+constraints between devices, e.g. matchAttribute); else the pod is taken out of the placement (its capacity given
+back) with a Shortfall naming the reason. The takes are undone with the transaction that holds them.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@ Contract:
   `is_timed_out`, `is_evicting`).
 - Every decision is an operation of the session: `place` (tentative, this cycle), `reserve` (kept in memory),
   `bind`, `release`, `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`,
-  `take_holds` (capacity held for preemptors). Each records its effect on the plan and on the session's view,
-  and its undo.
+  `take_holds` (capacity held for preemptors), `take_devices` (a pod's DRA claims allocated on a node, in the
+  workspace's undo log; `bind` puts the bound pods' allocations in `plan.device_fits`). Each records its effect
+  on the plan and on the session's view, and its undo.
 - `checkpoint()` opens a transaction; `rollback(mark)` undoes every operation and every workspace change since
   the mark, in reverse order, so a unit's attempt that fails leaves nothing behind; `commit(mark)` keeps them.
   Undo is recorded only while a checkpoint is open (the common path allocates nothing for it).
