@@ -372,6 +372,11 @@ class Operator:
         The runtime itself checks `may_write()`, which also ends a leadership whose renewal is too old."""
         return self.holds_lease()
 
+    @property
+    def dropped_events(self) -> int:
+        """Kubernetes events dropped (recorder backlog full) by every recorder this replica had: a plain read."""
+        return self._dropped_before + self.events.dropped
+
     def holds_lease(self) -> bool:
         """Leadership without side effects (safe from the metrics thread); what /readyz and gangsched_leader say."""
         return self.elector is None or self.elector.holds_lease()

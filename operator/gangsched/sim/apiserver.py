@@ -73,9 +73,9 @@ from gangsched.sim.registry import (
     APPLY_PATCH,
     PATCH_TYPES,
     Registry,
-    RequestContext,
     storage_key,
 )
+from gangsched.sim.request import RequestContext
 from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent

@@ -42,6 +42,7 @@ from typing import Any
 
 from gangsched.models.timestamps import format_time as metav1_time
 from gangsched.models.timestamps import parse_datetime
+from gangsched.sim.request import RequestContext
 from gangsched.sim.selectors import LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Watcher, WatchEvent
 
@@ -679,7 +680,6 @@ class DisruptionController:
         rtype = self.registry.resolve("", "v1", "events")
         if rtype is None:
             return
-        from gangsched.sim.registry import RequestContext  # (registry imports this module's helpers)
 
         try:
             self.registry.create(rtype, ns, event, RequestContext())

@@ -20,19 +20,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gangsched.sim import status as st
 from gangsched.sim.namespace_lifecycle import NAMESPACES_KEY, is_terminating
-
-if TYPE_CHECKING:
-    from gangsched.sim.registry import Registry
+from gangsched.sim.request import RegistryCalls, RequestContext
 
 log = logging.getLogger(__name__)
 
 
 class NamespaceController:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: RegistryCalls) -> None:
         self._registry = registry
         self._queued: set[str] = set()
         self._syncing = False
@@ -71,7 +69,6 @@ class NamespaceController:
         entry = store.get(NAMESPACES_KEY, "", namespace)
         if entry is None or not is_terminating(entry.obj):
             return
-        from gangsched.sim.registry import RequestContext  # registry imports this module
 
         counts: Counter[str] = Counter()
         finalizers: Counter[str] = Counter()

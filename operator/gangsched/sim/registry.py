@@ -33,7 +33,6 @@ import random
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -58,6 +57,7 @@ from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready,
 from gangsched.sim.namespace_controller import NamespaceController
 from gangsched.sim.pod_update import check_pod_update
 from gangsched.sim.podgroup_priority import admit_podgroup
+from gangsched.sim.request import RequestContext
 from gangsched.sim.scheduling import pod as pod_scheduling
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
@@ -92,13 +92,6 @@ def _strategy_for(group: str, kind: str) -> scheduling.Strategy | None:
 
 def timestamp(now: datetime.datetime) -> str:
     return format_time(now)
-
-
-@dataclass
-class RequestContext:
-    dry_run: bool = False
-    field_validation: str = "Warn"  # Strict | Warn | Ignore
-    warnings: list[str] = field(default_factory=list)
 
 
 def storage_key(rtype: ResourceType) -> StorageKey:

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gangsched.core import InvalidField
 from gangsched.models.duration import parse_duration
 from gangsched.sim import status as st
+from gangsched.sim.request import RegistryCalls, RequestContext
 from gangsched.sim.store import Entry
 from gangsched.sim.types import ResourceType
-
-if TYPE_CHECKING:
-    from gangsched.sim.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +44,7 @@ def termination_delay(pod: dict[str, Any]) -> float:
 
 
 class PodTerminator:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: RegistryCalls) -> None:
         self._registry = registry
         self._first_seen: dict[str, float] = {}  # pod uid -> loop time its deletion was first seen
 
@@ -66,7 +64,6 @@ class PodTerminator:
         loop.call_at(first + delay, self._finish, *key)
 
     def _finish(self, rtype: ResourceType, namespace: str, name: str, uid: str) -> None:
-        from gangsched.sim.registry import RequestContext  # registry imports this module
 
         current = self._registry.store.get((rtype.group, rtype.plural), namespace, name)
         if current is None or current.obj["metadata"].get("uid") != uid:

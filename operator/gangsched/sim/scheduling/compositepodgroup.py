@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
+import gangsched.sim.scheduling.podgroup as podgroup
+import gangsched.sim.scheduling.workload as workload
 from gangsched.sim.features import FeatureGates
-from gangsched.sim.scheduling import fields as f
-from gangsched.sim.scheduling import podgroup, workload
 
 Problem = f.Problem
 SPEC_FIELDS = (

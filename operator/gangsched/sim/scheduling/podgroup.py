@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
 from gangsched.sim.features import FeatureGates
 from gangsched.sim.podgroup_protection import admit_create
-from gangsched.sim.scheduling import fields as f
 
 Problem = f.Problem
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
+import gangsched.sim.scheduling.podgroup as podgroup
 from gangsched.sim.features import FeatureGates
-from gangsched.sim.scheduling import fields as f
-from gangsched.sim.scheduling import podgroup
 
 Problem = f.Problem
 MAX_TEMPLATES = 8

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gangsched.sim.validation import schemas
+import gangsched.sim.validation.schemas as schemas
 
 
 class DecodeError(ValueError):
