@@ -23,27 +23,32 @@ from gangsched.core.memory import (
     SchedulerState,
 )
 from gangsched.core.preemption import PdbBudget, pdb_protects
-from gangsched.core.topology import Domain, TopologyTree
-from gangsched.core.values import (
-    GangMode,
-    GangSpec,
+from gangsched.core.records import (
     HostPort,
-    InvalidField,
     LabelSelector,
-    NetworkTopology,
     NodeRecord,
     PodRecord,
     PodSelector,
     PodTerm,
     Requirement,
-    Resources,
-    SchedulerConfig,
     SchedulingClass,
     SpreadConstraint,
-    StalePolicy,
     Taint,
     Term,
     Toleration,
+    register_label_keys,
+    scheduling_class,
+    with_required,
+)
+from gangsched.core.topology import Domain, TopologyTree
+from gangsched.core.values import (
+    GangMode,
+    GangSpec,
+    InvalidField,
+    NetworkTopology,
+    Resources,
+    SchedulerConfig,
+    StalePolicy,
     TopologyMode,
     UnitKey,
     add,
@@ -53,10 +58,7 @@ from gangsched.core.values import (
     maximum,
     natural_key,
     parse_quantity,
-    register_label_keys,
     resource_list,
-    scheduling_class,
-    with_required,
 )
 
 __all__ = [

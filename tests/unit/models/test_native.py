@@ -144,8 +144,8 @@ def test_native_topology_becomes_a_hard_network_topology_at_that_tier() -> None:
 def test_group_priority_policy_and_disruption_apply_to_members() -> None:
     import pytest
 
+    from gangsched.core.records.records import PodRecord, scheduling_class
     from gangsched.core.values.errors import InvalidField
-    from gangsched.core.values.records import PodRecord, scheduling_class
     from gangsched.models.gang import parse_pod_gang
 
     book = NativePodGroups()

@@ -37,9 +37,9 @@ from gangsched.core.fit.filters import add_ports, port_conflict
 from gangsched.core.fit.matching import UNSCHEDULABLE_TAINT, static_block
 from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.podstate import RESERVED
+from gangsched.core.records.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.transaction.messages import conditions, event
 from gangsched.core.transaction.session import CycleSession, holds_key
-from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.values.units import UnitKey
 
 _NO_RANK = 1 << 62

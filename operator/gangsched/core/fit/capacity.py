@@ -39,7 +39,7 @@ from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
 from gangsched.core.fit.pod_score import SCORER, score
 from gangsched.core.fit.usage import PortCounts, Usage
-from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
+from gangsched.core.records.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.values.resources import Resources
 
 _CAP = 1 << 30

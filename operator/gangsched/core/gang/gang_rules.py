@@ -45,6 +45,7 @@ from gangsched.core.preemption.preempt_alone import preempt_alone
 from gangsched.core.preemption.preempting import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import (
     Shortfall,
     backoff,
@@ -60,7 +61,6 @@ from gangsched.core.transaction.messages import (
 )
 from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
 

@@ -27,10 +27,10 @@ from gangsched.core.fit.pod_spread import PodTopologySpread
 from gangsched.core.hints.reach import reach_fits
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.podstate import NOMINATED
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.topology import TopologyPlacement, place_network
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangMode, GangSpec, TopologyMode
-from gangsched.core.values.records import PodRecord, SchedulingClass
 
 
 def cannot_progress(session: CycleSession, gang: GangState) -> bool:

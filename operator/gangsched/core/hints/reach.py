@@ -30,10 +30,10 @@ from gangsched.core.fit.capacity import class_index, fit_count
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import ReachMemo
 from gangsched.core.memory.views import StoreView
+from gangsched.core.records.records import SchedulingClass
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import NetworkTopology, TopologyMode
-from gangsched.core.values.records import SchedulingClass
 from gangsched.core.values.resources import sub_into
 
 

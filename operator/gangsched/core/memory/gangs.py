@@ -33,8 +33,8 @@ from typing import Protocol
 
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import ASSUMED, BINDING, BOUND, TERMINAL, PodState
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 

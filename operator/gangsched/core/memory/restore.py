@@ -24,7 +24,7 @@ from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import LEAVING, TERMINAL, PodState
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victims import VictimBook
-from gangsched.core.values.records import PodRecord
+from gangsched.core.records.records import PodRecord
 
 
 class Restorable(Protocol):

@@ -53,9 +53,9 @@ from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victims import VictimBook
+from gangsched.core.records.records import NodeRecord, PodRecord, projected
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import NodeRecord, PodRecord, projected
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.units import UnitKey
 

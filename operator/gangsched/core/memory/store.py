@@ -52,9 +52,9 @@ from gangsched.core.memory.podstate import (
 )
 from gangsched.core.memory.priorities import PriorityCounts
 from gangsched.core.memory.slots import PodSlot, SlotReaders
+from gangsched.core.records.records import NodeRecord, PodRecord, label_keys_gen, projected
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import NodeRecord, PodRecord, label_keys_gen, projected
 from gangsched.core.values.resources import Resources, sub_into
 
 T = Transition

@@ -40,11 +40,11 @@ from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.placement.quorum_placement import place_quorum
 from gangsched.core.placement.spread_place import check_spread
 from gangsched.core.placement.topology_mixed import place_mixed_topology
+from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, TopologyMode
-from gangsched.core.values.records import PodRecord
 
 __all__ = ["Outcome", "Placed", "nominated_fit", "place"]
 

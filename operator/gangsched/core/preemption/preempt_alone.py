@@ -38,9 +38,9 @@ from gangsched.core.preemption.preempting import release_nominations
 from gangsched.core.preemption.preemption import find_victims
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import changed, conditions, event
 from gangsched.core.transaction.session import Checkpoint, CycleSession, holds_key
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 

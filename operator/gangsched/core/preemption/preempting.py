@@ -32,9 +32,9 @@ from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import NOMINATED
 from gangsched.core.preemption.preempt_classes import choose_classes
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
-from gangsched.core.values.records import PodRecord
 
 
 def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:

@@ -31,9 +31,9 @@ from typing import Protocol, TypeVar
 
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import event, report_status
 from gangsched.core.transaction.session import Checkpoint, CycleSession
-from gangsched.core.values.records import PodRecord
 
 MAX_GANGS = 32  # lower-priority reserving gangs considered per attempt (each costs one placement)
 

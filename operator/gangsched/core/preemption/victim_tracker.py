@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gangsched.core.memory.views import StoreView
+from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import NetworkTopology
-from gangsched.core.values.records import PodRecord
 
 
 class Candidates(Protocol):

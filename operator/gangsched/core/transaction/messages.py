@@ -34,9 +34,9 @@ from gangsched.core.fit.filters import block_reason, filters_for
 from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import Event, GangStatus, PodCondition, PodEvents, UnitBackoff
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.transaction.lacking import lacking, reason
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord, SchedulingClass
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
 

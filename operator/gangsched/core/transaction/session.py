@@ -35,8 +35,8 @@ from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangTimeout, Plan
 from gangsched.core.memory.podstate import BINDING, LEAVING, NOMINATED, RESERVED
 from gangsched.core.memory.views import StateView
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 POD_HOLDS = "pod/"  # prefix of the holds key of a pod alone (a gang key has no second "/")
