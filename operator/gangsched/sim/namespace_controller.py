@@ -1,18 +1,12 @@
-"""The emulator's namespace controller: empties a Terminating namespace, then removes it.
+"""The emulator's namespace controller: empties a Terminating namespace, then removes it (kube-controller-manager's
+namespaced_resources_deleter.go, run in-process on the API server's event loop).
 
-Mirrors pkg/controller/namespace/deletion/namespaced_resources_deleter.go (kube-controller-manager), run
-in-process on the API server's event loop instead of over HTTP.
-
-Contract: `NamespaceController(registry)`; `schedule(namespace)` queues one sync of that namespace on the event
-loop (at once when no loop runs); the registry calls it when a namespace starts terminating and whenever an
-object of a terminating namespace is removed. A sync:
-- deletes every object of the namespace not yet being deleted (DELETE with the default options, so pods are
-  deleted gracefully and objects with finalizers wait for them);
-- sets the namespace's conditions as the real controller reports them (NamespaceContentRemaining,
-  NamespaceFinalizersRemaining; the discovery/parsing/deletion failure conditions False);
-- once nothing is left, removes the "kubernetes" finalizer from spec.finalizers (what PUT .../finalize does) and,
-  when metadata.finalizers is empty too, removes the namespace.
-Nothing here raises: a failed deletion of one object is retried on the next sync.
+Contract: `NamespaceController(registry)`; `schedule(namespace)` queues one sync of it on the event loop (at once
+without a loop); the registry calls it when a namespace starts terminating and when an object of one is removed.
+A sync deletes every object of the namespace not yet being deleted (default options), sets the real controller's
+namespace conditions, and once nothing is left removes the "kubernetes" finalizer and then, with no other
+finalizer, the namespace. Nothing raises: a failed deletion is retried on the next sync.
+More: docs/modules.md#simnamespace_controllerpy.
 """
 
 from __future__ import annotations
