@@ -1,24 +1,15 @@
-"""One scheduling cycle's session: a transaction over the SchedulerState, in the spirit of Volcano's Statement
-and KAI-scheduler's checkpoints.
+"""One scheduling cycle's session: a transaction over the SchedulerState (as Volcano's Statement, KAI's checkpoints).
 
 Contract:
-- `members(gang)`: bound, reserved and pending members; pending members that are gated or held (a required
-  constraint gangsched does not evaluate) are listed apart and never placed.
-- `CycleSession(state, now, config)` never changes `state` (a read-only StateView, core/memory/views.py). It holds
-  the cycle's `plan`, its `workspace` (core/fit/capacity.py: tentative capacity on top of the store) and what this
-  cycle decided so far, as seen by the rest of the cycle (`members`, `nomination`, `is_satisfied`,
-  `is_timed_out`, `is_evicting`).
-- Every decision is an operation of the session: `place` (tentative, this cycle), `reserve` (kept in memory),
-  `bind`, `release`, `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`,
-  `take_holds` (capacity held for preemptors). Each records its effect on the plan and on the session's view,
-  and its undo.
-- `checkpoint()` opens a transaction; `rollback(mark)` undoes every operation and every workspace change since
-  the mark, in reverse order, so a unit's attempt that fails leaves nothing behind; `commit(mark)` keeps them.
-  Undo is recorded only while a checkpoint is open (the common path allocates nothing for it).
-- Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang, or by pod
-  for a pod without a gang, under `holds_key(unit)`: "pod/<namespace>/<name>", never a gang's key);
-  `nominate(holder, pods, nodes)` replaces the holds of those pods under `holder` and keeps its others (a late
-  member of a satisfied gang is nominated alone, under its gang's key).
+- `members(gang)`: bound, reserved and pending members; gated or held pending members apart, never placed.
+- `CycleSession(state, now, config)` never changes `state`; it holds the cycle's `plan`, its `workspace`
+  (core/fit/capacity.py) and what the cycle decided so far (`members`, `nomination`, `is_satisfied`, ...).
+- Every decision is an operation recording its effect and its undo: `place`, `reserve`, `bind`, `release`,
+  `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`, `take_holds`.
+- `checkpoint()`, `rollback(mark)` (undoes every operation and workspace change since, in reverse), `commit(mark)`;
+  undo is recorded only while a checkpoint is open.
+- Preemptors' holds are in the workspace from the start (`holds`, keyed by gang or `holds_key(unit)`).
+More: docs/modules.md#coretransactionsessionpy.
 """
 
 from __future__ import annotations
