@@ -10,6 +10,7 @@ these values; every other package of the core reads them.
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, StalePolicy, TopologyMode, gang_key
+from gangsched.core.values.gangtree import DomainKey, GangTree, TreeNode
 from gangsched.core.values.naming import natural_key
 from gangsched.core.values.records import (
     HostPort,
@@ -32,8 +33,10 @@ from gangsched.core.values.resources import Resources, add, add_into, canonical,
 from gangsched.core.values.units import UnitKey
 
 __all__ = [
+    "DomainKey",
     "GangMode",
     "GangSpec",
+    "GangTree",
     "HostPort",
     "InvalidField",
     "LabelSelector",
@@ -52,6 +55,7 @@ __all__ = [
     "Term",
     "Toleration",
     "TopologyMode",
+    "TreeNode",
     "UnitKey",
     "add",
     "add_into",
