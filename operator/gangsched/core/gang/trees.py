@@ -21,6 +21,7 @@ Contract (over a CycleSession; `tree_of(spec)` gives the tree a gang's admission
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.transaction.session import CycleSession
@@ -51,6 +52,15 @@ def describe(tree: GangTree) -> str:
 
 
 def _leaf_short(session: CycleSession, key: str) -> str | None:
+    """What the leaf gang lacks in pods (its live pods do not change within a cycle: memoized in session.memo)."""
+    memo = session.memo.setdefault("trees.leaf_short", {})
+    if key not in memo:
+        memo[key] = _leaf_pods_short(session, key)
+    short: str | None = memo[key]
+    return short
+
+
+def _leaf_pods_short(session: CycleSession, key: str) -> str | None:
     other = session.store.gangs.get(key)
     if other is None or other.spec is None:
         return f"{key} does not exist"
@@ -110,6 +120,19 @@ def _ready_leaf(session: CycleSession, key: str) -> bool:
     return roles_short(other.spec, m.roles(session.store.pods)) is None
 
 
+def _enough(node: TreeNode, is_ready: Callable[[str], bool]) -> bool:
+    """At least `minimum` children ready (stops as soon as the answer is known)."""
+    count, left = 0, len(node.children)
+    for child in node.children:
+        if count >= node.minimum:
+            return True
+        if count + left < node.minimum:
+            return False
+        left -= 1
+        count += is_ready(child)
+    return count >= node.minimum
+
+
 def tree_ready(session: CycleSession, gang: GangState, tree: GangTree) -> list[GangState] | None:
     """See module docstring."""
     ready: dict[str, bool] = {gang.key: True}
@@ -120,7 +143,7 @@ def tree_ready(session: CycleSession, gang: GangState, tree: GangTree) -> list[G
             if node is None or node.leaf:
                 ready[key] = _ready_leaf(session, key)
             else:
-                ready[key] = sum(1 for c in node.children if is_ready(c)) >= node.minimum
+                ready[key] = _enough(node, is_ready)
         return ready[key]
 
     if not all(is_ready(n.key) for n in tree.ancestors(gang.key)):
