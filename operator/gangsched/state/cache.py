@@ -43,7 +43,8 @@ Contract:
 - Kubernetes 1.37's CompositePodGroups (`on_composite_podgroup`, scheduling.k8s.io/v1alpha3, state/composite.py): a
   native gang whose PodGroup names a parent is in that gang tree (its spec's `tree`); an invalid tree (a cycle, a
   missing parent, too deep, spanning Workloads) keeps the gang out of scheduling, reported once (event
-  `InvalidGangTree` on the PodGroup, its SchedulerError condition) and shown by `invalid_message`.
+  `InvalidGangTree` on the PodGroup and on the CompositePodGroup it was found at, the PodGroup's SchedulerError
+  condition) and shown by `invalid_message`.
 - Kubernetes 1.37's own PodGroups (`on_native_podgroup`, scheduling.k8s.io/v1beta1, state/native.py): a pod naming
   one in `spec.schedulingGroup.podGroupName` is a member of the gang of that name, `gang.minCount` its quorum; a
   `basic` one makes its pods no gang (members met earlier leave it); until the PodGroup exists the pods wait.
@@ -97,7 +98,7 @@ from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
 from gangsched.state.composite import KIND as COMPOSITE_KIND
-from gangsched.state.composite import CompositeGroups
+from gangsched.state.composite import CompositeGroups, TreeProblem
 from gangsched.state.foreign import ForeignMembers
 from gangsched.state.grove import GrovePodGangs
 from gangsched.state.inferred import InferredGangs
@@ -240,6 +241,7 @@ class ClusterCache:
         self.native = NativePodGroups()  # Kubernetes 1.37's own PodGroups (read), for pods' spec.schedulingGroup
         self.composites = CompositeGroups()  # their CompositePodGroups (read): the gang trees
         self.grove = GrovePodGangs()  # Grove's PodGangs (read): the gang trees of the pods they reference
+        self._told_tree: dict[str, str] = {}  # CompositePodGroup key -> the InvalidGangTree message said on it
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -839,7 +841,7 @@ class ClusterCache:
             ):
                 self._refresh_gang(key)
 
-    def tree(self, key: str) -> GangTree | str | None:
+    def tree(self, key: str) -> GangTree | TreeProblem | None:
         """The gang tree of a native gang (a message when it is invalid; None when it is in none)."""
         return self.composites.tree_for(key, self.native.links, self.native.policy, self.native.tier_keys)
 
@@ -924,21 +926,33 @@ class ClusterCache:
         the PodGroup, its SchedulerError condition) while the tree is invalid."""
         native = decl is not None and decl.declared_by == SCHEDULING_GROUP
         tree = self.tree(key) if native and spec is not None else None
-        error = tree if isinstance(tree, str) else None
+        error = str(tree) if isinstance(tree, TreeProblem) else None
         if error != sources.tree_error:
             sources.tree_error = error
             self.dirty_gangs.add(key)
-            if error is not None:
+            if isinstance(tree, TreeProblem):
                 namespace, name = key.split("/", 1)
                 obj = self.native.objects.get(key)
                 uid = obj.uid if obj is not None else ""
                 where = ("PodGroup", NATIVE_API_VERSION, namespace, name, uid)
-                self.problems.append(Problem(*where, "InvalidGangTree", error))
+                self.problems.append(Problem(*where, "InvalidGangTree", tree.message))
+                self._tell_composite(tree)
         if error is not None:
             return None
         if spec is not None and isinstance(tree, GangTree) and spec.tree != tree:
             return dataclasses.replace(spec, tree=tree)
         return spec
+
+    def _tell_composite(self, problem: TreeProblem) -> None:
+        """The CompositePodGroup an invalid tree was found at gets the event too (once per message)."""
+        if problem.at not in self.composites.groups and problem.at not in self.composites.uids:
+            return
+        if self._told_tree.get(problem.at) == problem.message:
+            return
+        self._told_tree[problem.at] = problem.message
+        namespace, name = problem.at.split("/", 1)
+        where = (COMPOSITE_KIND, COMPOSITE_API_VERSION, namespace, name, self.composites.uids.get(problem.at, ""))
+        self.problems.append(Problem(*where, "InvalidGangTree", problem.message))
 
     def _check_groups(self, gangs: Iterable[str]) -> None:
         """Re-check the gang-group consistency of these gangs and apply each one's spec (or None while invalid)."""

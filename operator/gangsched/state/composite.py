@@ -6,18 +6,19 @@ Contract:
   ("namespace/name"); `problem` is the message of one whose policy cannot be read (it then counts as missing: its
   subtree waits), `unsupported` the fields set that gangsched does not honour (models/composite.py), each said once
   per object and message.
-- `tree_for(leaf, links, minimums, tier_keys) -> GangTree | str | None`: the gang tree of the native PodGroup `leaf`
-  (`links`: every native PodGroup's GroupLink by key, `minimums`: their minCount): None when it names no parent; else
-  walked up to its root and down again over every CompositePodGroup and native PodGroup naming a parent (children
-  not created yet are not in it: kube-scheduler's workload forest counts the groups it has observed). A topology key
-  that is the label of topology tier t is `DomainKey(tier=t)`, any other `DomainKey(label=key)`.
-  The hierarchy is checked as kube-scheduler 1.37 checks it (pkg/scheduler/backend/queue/workload_forest.go
+- `tree_for(leaf, links, minimums, tier_keys) -> GangTree | TreeProblem | None`: the gang tree of the native PodGroup
+  `leaf` (`links`: every native PodGroup's GroupLink by key, `minimums`: their minCount): None when it names no
+  parent; else walked up to its root and down again over every CompositePodGroup and native PodGroup naming a parent
+  (children not created yet are not in it: kube-scheduler's workload forest counts the groups it has observed). A
+  topology key that is the label of topology tier t is `DomainKey(tier=t)`, any other `DomainKey(label=key)`. The
+  hierarchy is checked as kube-scheduler 1.37 checks it (pkg/scheduler/backend/queue/workload_forest.go
   validateHierarchy; test/integration/scheduler/podgroup/hierarchy_validation_test.go): a cycle ("cycle detected in
   hierarchy"), a missing parent ("... not found"), more than MAX_DEPTH levels ("hierarchy depth 5 exceeds maximum
   allowed depth 4"); and, gangsched's rule (the Workload API builds a tree from one Workload's templates), groups of
-  one tree naming different Workloads in spec.workloadRef. Any of these: a message naming the group and the field,
-  and the gang is not scheduled until it is fixed (state/cache.py reports it on the PodGroup: condition and event).
-- `keys(namespace)`: the CompositePodGroups of a namespace; `objects[key]` (uid) for events.
+  one tree naming different Workloads in spec.workloadRef. Any of these: a TreeProblem (the message naming the group
+  and the field, `at` the group it was found at), and the gang is not scheduled until it is fixed (state/cache.py
+  reports it on the PodGroup: condition and event).
+- `keys(namespace)`: the CompositePodGroups of a namespace; `uids[key]` for events.
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ from gangsched.models.composite import (
 
 KIND = "CompositePodGroup"
 PARENT = "spec.parentCompositePodGroupName"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeProblem:
+    message: str
+    at: str  # the group the problem is found at (a CompositePodGroup's key, or the leaf's)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +94,7 @@ class CompositeGroups:
 
     def tree_for(
         self, leaf: str, links: Mapping[str, GroupLink], minimums: Mapping[str, int], tier_keys: Sequence[str]
-    ) -> GangTree | str | None:
+    ) -> GangTree | TreeProblem | None:
         """See module docstring."""
         link = links.get(leaf)
         if link is None or link.parent is None:
@@ -94,11 +104,12 @@ class CompositeGroups:
         up: str | None = f"{namespace}/{link.parent}"
         while up is not None:
             if up in path:
-                return f"{PARENT}: cycle detected in hierarchy at CompositePodGroup {up}"
+                return TreeProblem(f"{PARENT}: cycle detected in hierarchy at CompositePodGroup {up}", up)
             node = self.groups.get(up)
             if node is None:
                 child = path[-1]
-                return f"{PARENT}: CompositePodGroup {up} (the parent of {child}) not found; the tree waits for it"
+                why = f"{PARENT}: CompositePodGroup {up} (the parent of {child}) not found; the tree waits for it"
+                return TreeProblem(why, child)
             path.append(up)
             up = f"{namespace}/{node.link.parent}" if node.link.parent else None
         root = path[-1]
@@ -111,7 +122,7 @@ class CompositeGroups:
         links: Mapping[str, GroupLink],
         minimums: Mapping[str, int],
         tier_keys: Sequence[str],
-    ) -> GangTree | str:
+    ) -> GangTree | TreeProblem:
         children: dict[str, list[str]] = {}
         for key, info in self.groups.items():
             if info.link.parent and key.partition("/")[0] == namespace:
@@ -126,16 +137,18 @@ class CompositeGroups:
         while level:
             depth += 1
             if depth > MAX_DEPTH:
-                return f"{PARENT}: hierarchy depth {depth} exceeds maximum allowed depth {MAX_DEPTH} (at {min(level)})"
+                why = f"{PARENT}: hierarchy depth {depth} exceeds maximum allowed depth {MAX_DEPTH} (at {min(level)})"
+                return TreeProblem(why, min(level))
             below: list[str] = []
             for key in sorted(level):
                 found = self.groups.get(key)
                 own = found.link.workload if found is not None else (links[key].workload if key in links else None)
                 if workload is not None and own is not None and own != workload:
-                    return (
+                    why = (
                         f"spec.workloadRef.workloadName: {own!r} on {key}, but its tree's root {root} belongs to"
                         f" Workload {workload!r}: a tree of groups is built from one Workload's templates"
                     )
+                    return TreeProblem(why, key)
                 if found is None:
                     nodes.append(TreeNode(key, minimums.get(key, 0)))
                     continue
