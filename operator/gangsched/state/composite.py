@@ -9,7 +9,8 @@ Contract:
 - `tree_for(leaf, links, minimums, tier_keys) -> GangTree | TreeProblem | None`: the gang tree of the native PodGroup
   `leaf` (`links`: every native PodGroup's GroupLink by key, `minimums`: their minCount): None when it names no
   parent; else walked up to its root and down again over every CompositePodGroup and native PodGroup naming a parent
-  (children not created yet are not in it: kube-scheduler's workload forest counts the groups it has observed). A
+  (children not created yet are not in it: kube-scheduler's workload forest counts the groups it has observed; nor is a
+  `basic` PodGroup, whose pods are no gang: they are scheduled one by one, outside the tree's admission). A
   topology key that is the label of topology tier t is `DomainKey(tier=t)`, any other `DomainKey(label=key)`. The
   hierarchy is checked as kube-scheduler 1.37 checks it (pkg/scheduler/backend/queue/workload_forest.go
   validateHierarchy; test/integration/scheduler/podgroup/hierarchy_validation_test.go): a cycle ("cycle detected in
@@ -128,7 +129,7 @@ class CompositeGroups:
             if info.link.parent and key.partition("/")[0] == namespace:
                 children.setdefault(f"{namespace}/{info.link.parent}", []).append(key)
         for key, link in links.items():
-            if link.parent and key.partition("/")[0] == namespace:
+            if link.parent and key.partition("/")[0] == namespace and minimums.get(key) != 0:
                 children.setdefault(f"{namespace}/{link.parent}", []).append(key)
         workload = self.groups[root].link.workload
         nodes: list[TreeNode] = []

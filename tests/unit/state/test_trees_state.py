@@ -190,3 +190,19 @@ def test_referenced_pods_join_their_grove_gang_and_native_ones_stay_native() -> 
     assert "ns/serve-0-decode" not in cache.podgroups_to_create
     cache.on_podgang("DELETED", podgang())
     assert cache.cluster.pods["ns/decode-0"].gang is None
+
+
+def test_a_basic_pod_group_is_no_child_of_the_tree() -> None:
+    """A `basic` PodGroup's pods are no gang (scheduled one by one): it is left out of its parent's children, so a
+    root counting its children counts the gangs only."""
+    cache = _cache()
+    cache.on_composite_podgroup("ADDED", cpg("root", 1))
+    cache.on_native_podgroup("ADDED", pg("gang", 1, "root"))
+    web = pg("web", 1, "root")
+    web["spec"]["schedulingPolicy"] = {"basic": {}}
+    cache.on_native_podgroup("ADDED", web)
+    cache.on_pod_event("ADDED", member("g-0", "gang"))
+    spec = cache.cluster.gangs["ns/gang"].spec
+    assert spec is not None and spec.tree is not None
+    root = spec.tree.node("ns/root")
+    assert root is not None and root.children == ("ns/gang",)

@@ -162,3 +162,25 @@ def test_depth_and_ancestors() -> None:
     assert tree.depth() == 3
     assert [n.key for n in tree.ancestors("default/sub-2")] == ["default/sub", "default/root"]
     assert sorted(tree.leaves()) == ["default/main", "default/sub-1", "default/sub-2"]
+
+
+def test_a_tier_domain_on_the_root_keeps_the_tree_in_one_domain_of_that_tier() -> None:
+    """The root asks for one tier-1 domain (a CompositePodGroup whose topology key is a tier's label): its two groups
+    land in the one rack that holds both, though each alone would fit the other rack."""
+    from gangsched.core.topology import Domain, TopologyTree
+
+    c = SchedulerState()
+    add_nodes(c, 2, prefix="a", gpu=1)
+    add_nodes(c, 3, prefix="b", gpu=1)
+    c.set_topology(
+        TopologyTree.from_domains(
+            [Domain(1, "rack-a", children=("a0", "a1")), Domain(1, "rack-b", children=("b0", "b1", "b2"))]
+        )
+    )
+    root = TreeNode("default/job", 2, ("default/ps", "default/workers"), DomainKey(tier=1))
+    tree = GangTree(root.key, (root, TreeNode("default/ps", 1), TreeNode("default/workers", 2)))
+    ps = add_gang(c, "ps", 1, tree=tree, gpu=1)
+    workers = add_gang(c, "workers", 2, tree=tree, gpu=1)
+    plan = step(c, CFG, 0.0)
+    assert sorted(k for k, _ in plan.bindings) == sorted(ps + workers)
+    assert {node[0] for _, node in plan.bindings} == {"b"}
