@@ -194,3 +194,44 @@ async def test_grove_podgang_router_and_three_decode_pods_never_bind(cluster: Cl
             return set(names) <= set(bound(await pods(cluster.client)))
 
         await eventually(all_bound, what="the router and the 4 decode pods bound")
+
+
+async def test_a_cycle_is_reported_on_the_objects(cluster: Cluster, tmp_path: Path) -> None:
+    """Two CompositePodGroups naming each other as parent (kube-scheduler 1.37 hierarchy_validation_test.go "cycle
+    detected in hierarchy": the pods are held): nothing binds; the PodGroup's PodGroupInitiallyScheduled is False with
+    reason SchedulerError naming the field, and InvalidGangTree events go to the PodGroup and the CompositePodGroup."""
+    async with replica(cluster.kubeconfig):
+        await apply(
+            cluster,
+            tmp_path / "cycle.yaml",
+            workload(),
+            group("CompositePodGroup", "root", "train-mid", minGroupCount=1),
+            group("CompositePodGroup", "mid", "train-root", minGroupCount=1),
+            group("PodGroup", "b", "train-mid", minCount=1),
+            member("b-0", "b"),
+        )
+
+        async def condition() -> dict[str, Any] | None:
+            got = json.loads(await kubectl(cluster, "get", "podgroups.scheduling.k8s.io", "train-b", "-o", "json"))
+            found = [
+                c
+                for c in (got.get("status") or {}).get("conditions") or []
+                if c["type"] == "PodGroupInitiallyScheduled"
+            ]
+            return found[0] if found else None
+
+        cond = await eventually(condition, what="the PodGroup's condition")
+        assert (cond["status"], cond["reason"]) == ("False", "SchedulerError"), cond
+        assert "spec.parentCompositePodGroupName: cycle detected in hierarchy" in cond["message"], cond
+
+        async def told() -> set[tuple[str, str]] | None:
+            events = json.loads(await kubectl(cluster, "get", "events", "-o", "json"))["items"]
+            found = {
+                (e["involvedObject"]["kind"], e["involvedObject"]["name"])
+                for e in events
+                if e["reason"] == "InvalidGangTree"
+            }
+            return found if {("PodGroup", "train-b"), ("CompositePodGroup", "train-mid")} <= found else None
+
+        await eventually(told, what="InvalidGangTree on the PodGroup and the CompositePodGroup")
+        assert "b-0" not in bound(await pods(cluster.client))
