@@ -117,7 +117,7 @@ def _ready_leaf(session: CycleSession, key: str) -> bool:
     m = session.members(other)
     if len(m.bound) + len(m.reserved) < other.spec.min_member:
         return False
-    return roles_short(other.spec, m.roles(session.store.pods)) is None
+    return not other.spec.roles or roles_short(other.spec, m.roles(session.store.pods)) is None
 
 
 def _enough(node: TreeNode, is_ready: Callable[[str], bool]) -> bool:
