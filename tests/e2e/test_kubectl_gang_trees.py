@@ -5,9 +5,9 @@ Objects as their sources build them:
 - The tree as kubernetes.io/docs/concepts/workloads/compositepodgroup-api/ and its lifecycle page describe it (a
   Workload with compositePodGroupTemplates, then the root CompositePodGroup, its descendants naming their parent in
   spec.parentCompositePodGroupName and their template in spec.workloadRef, then pods naming their leaf PodGroup in
-  spec.schedulingGroup.podGroupName). Oracle: kube-scheduler 1.37 test/integration/scheduler/podgroup/
-  cpg_queueing_test.go "Pod add triggers queueing hint for unschedulable CPG root": pods wait while a group the root
-  needs lacks a pod, and the whole tree schedules once it comes.
+  spec.schedulingGroup.podGroupName). Oracle: kube-scheduler 1.37's integration test TestCPGQueueing
+  (test/integration/scheduler/podgroup/) "Pod add triggers queueing hint for unschedulable CPG root": pods wait while a
+  group the root needs lacks a pod, and the whole tree schedules once it comes.
 - The PodGang as Grove's operator writes it (ai-dynamo/grove at fcc3b3bb: scheduler/api/core/v1alpha1/podgang.go;
   pods created with the scheduling gate grove.io/podgang-pending-creation, operator/internal/controller/podclique/
   components/pod/pod.go, lifted once the PodGang references them; label grove.io/podgang), as KAI serves it
@@ -197,9 +197,10 @@ async def test_grove_podgang_router_and_three_decode_pods_never_bind(cluster: Cl
 
 
 async def test_a_cycle_is_reported_on_the_objects(cluster: Cluster, tmp_path: Path) -> None:
-    """Two CompositePodGroups naming each other as parent (kube-scheduler 1.37 hierarchy_validation_test.go "cycle
-    detected in hierarchy": the pods are held): nothing binds; the PodGroup's PodGroupInitiallyScheduled is False with
-    reason SchedulerError naming the field, and InvalidGangTree events go to the PodGroup and the CompositePodGroup."""
+    """Two CompositePodGroups naming each other as parent (kube-scheduler 1.37
+    test/integration/scheduler/podgroup/hierarchy_validation_test.go at d6947b57, "cycle detected in hierarchy": the
+    pods are held): nothing binds; the PodGroup's PodGroupInitiallyScheduled is False with reason SchedulerError naming
+    the field, and InvalidGangTree events go to the PodGroup and the CompositePodGroup."""
     async with replica(cluster.kubeconfig):
         await apply(
             cluster,

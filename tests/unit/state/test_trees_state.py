@@ -2,10 +2,10 @@
 PodGangs, built into one GangTree per gang; invalid hierarchies reported.
 
 Oracles:
-- kube-scheduler 1.37 pkg/scheduler/backend/queue/workload_forest.go validateHierarchy and
-  test/integration/scheduler/podgroup/hierarchy_validation_test.go TestHierarchyValidation: a cycle ("cycle detected
-  in hierarchy"), a missing parent ("cpg-root not found"), a PodGroup at level 5 ("hierarchy depth 5 exceeds maximum
-  allowed depth 4", WorkloadMaxTreeDepth = 4 in staging/src/k8s.io/api/scheduling/v1alpha3/types.go).
+- kube-scheduler 1.37 pkg/scheduler/backend/queue/workload_forest.go (at 4e67a753) validateHierarchy and
+  test/integration/scheduler/podgroup/hierarchy_validation_test.go (at d6947b57) TestHierarchyValidation: a cycle
+  ("cycle detected in hierarchy"), a missing parent ("cpg-root not found"), a PodGroup at level 5 ("hierarchy depth 5
+  exceeds maximum allowed depth 4", WorkloadMaxTreeDepth = 4 in staging/src/k8s.io/api/scheduling/v1alpha3/types.go).
 - The objects as the Kubernetes docs build them (kubernetes.io/docs/concepts/workloads/compositepodgroup-api/: a root
   CompositePodGroup with gang.minGroupCount, children naming it in parentCompositePodGroupName, each with workloadRef).
 - Grove's PodGang (ai-dynamo/grove scheduler/api/core/v1alpha1/podgang.go at fcc3b3bb) as KAI reads it

@@ -11,9 +11,9 @@ Contract (over a CycleSession; `tree_of(spec)` gives the tree a gang's admission
   attempt: the gangs to bind now, `gang` first: a leaf is ready when satisfied, or at quorum (bound + reserved >=
   minMember, every role's minimum, not timed out); a composite node when at least `minimum` of its children are ready.
   When the root and every ancestor of `gang` are ready, the ready unsatisfied leaves below ready nodes bind together
-  (children beyond the minimum that are ready too: kube-scheduler schedules what fits, test/integration/scheduler/
-  podgroup cpg_queueing_test.go "CPG schedules ready branch while unready subtree waits"); otherwise None (the gang
-  keeps its placements as reservations while the rest of its tree gets ready).
+  (children beyond the minimum that are ready too: kube-scheduler schedules what fits, TestCPGQueueing in
+  test/integration/scheduler/podgroup/: "CPG schedules ready branch while unready subtree waits"); otherwise None (the
+  gang keeps its placements as reservations while the rest of its tree gets ready).
 - `roles_short(spec, counts, placeable=False)`: the first role below its minimum, described (None: none).
 - `describe(tree)`: how messages name the tree ("gang group [a, b]", "CompositePodGroup tree ns/root").
 """

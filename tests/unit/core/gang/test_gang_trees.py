@@ -3,7 +3,7 @@ node has a minimum (a leaf gang its minMember, a composite node minGroupCount of
 tree's, all or nothing at every node; hard topology constraints on any node (a tier, or a node label of its own).
 
 Oracles:
-- kube-scheduler 1.37, test/integration/scheduler/podgroup/cpg_queueing_test.go TestCPGQueueing: "Pod add triggers
+- kube-scheduler 1.37's integration test TestCPGQueueing (test/integration/scheduler/podgroup/): "Pod add triggers
   queueing hint for unschedulable CPG root" (a root needing 2 groups holds every pod until the last group has its
   pods), "CPG schedules ready branch while unready subtree waits" (root minGroupCount 1: the ready branch schedules, the
   subtree short of a pod waits), "Intermediate CPG update (reduce minGroupCount)" (a middle node short holds the pods).
