@@ -747,9 +747,11 @@ class ClusterCache:
         """A scheduling.k8s.io/v1beta1 PodGroup event (its gang.minCount is the quorum of the pods naming it in
         spec.schedulingGroup; basic: they are no gang); never raises."""
         try:
+            meta = obj.get("metadata") or {}
+            was = self._root(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
             change = self.native.on_event(kind, obj)
             namespace, name = change.key.split("/", 1)
-            uid = str((obj.get("metadata") or {}).get("uid", ""))
+            uid = str(meta.get("uid", ""))
             for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
                 if message is not None:
                     self.problems.append(Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, reason, message))
@@ -767,7 +769,7 @@ class ClusterCache:
                 self._native_members(change.key)
             if change.key in self._gangs:
                 self._refresh_gang(change.key)
-            self._refresh_trees(namespace)
+            self._refresh_trees(namespace, {was, self._root(change.key)})
             self.on_change()
         except Exception:
             log.exception("native PodGroup skipped: it could not be cached")
@@ -776,6 +778,8 @@ class ClusterCache:
         """A scheduling.k8s.io/v1alpha3 CompositePodGroup event: the gang trees of its namespace are built again
         (state/composite.py); never raises."""
         try:
+            meta = obj.get("metadata") or {}
+            was = self._root(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
             change = self.composites.on_event(kind, obj)
             namespace, name = change.key.split("/", 1)
             uid = self.composites.uids.get(change.key, "")
@@ -783,7 +787,7 @@ class ClusterCache:
                 if message is not None:
                     where = (COMPOSITE_KIND, COMPOSITE_API_VERSION, namespace, name, uid)
                     self.problems.append(Problem(*where, reason, message))
-            self._refresh_trees(namespace)
+            self._refresh_trees(namespace, {was, self._root(change.key)})
             self.on_change()
         except Exception:
             log.exception("CompositePodGroup skipped: it could not be cached")
@@ -828,16 +832,36 @@ class ClusterCache:
             self.dirty_gangs.add(decl.key)
             self._refresh_gang(decl.key)
 
-    def _refresh_trees(self, namespace: str) -> None:
-        """Every native gang of the namespace in a tree (or that was), its spec again."""
+    def _root(self, key: str) -> str:
+        """The key a group's parent links lead to: its root, or the first parent missing (or the group where a cycle
+        closes); the group itself when it names no parent."""
+        namespace = key.partition("/")[0]
+        seen = {key}
+        while True:
+            group = self.composites.groups.get(key)
+            link = group.link if group is not None else self.native.links.get(key)
+            if link is None or link.parent is None:
+                return key
+            up = f"{namespace}/{link.parent}"
+            if up in seen:
+                return up
+            seen.add(up)
+            key = up
+
+    def _refresh_trees(self, namespace: str, roots: set[str]) -> None:
+        """The native gangs of the namespace whose tree leads to one of `roots` (or that were in an invalid tree), their
+        spec again: only the trees an event touched are built again."""
         for key, sources in list(self._gangs.items()):
             if key.partition("/")[0] != namespace:
                 continue
-            link = self.native.links.get(key)
             if (
-                (link is not None and link.parent is not None)
-                or sources.tree_error is not None
-                or (sources.declared is not None and sources.declared.tree is not None)
+                sources.tree_error is not None
+                or self._root(key) in roots
+                or (
+                    sources.declared is not None
+                    and sources.declared.tree is not None
+                    and sources.declared.tree.root in roots
+                )
             ):
                 self._refresh_gang(key)
 

@@ -206,3 +206,27 @@ def test_a_basic_pod_group_is_no_child_of_the_tree() -> None:
     assert spec is not None and spec.tree is not None
     root = spec.tree.node("ns/root")
     assert root is not None and root.children == ("ns/gang",)
+
+
+def test_an_event_rebuilds_only_the_trees_it_touches() -> None:
+    """Two trees in one namespace: a PodGroup joining one builds that tree again (its gangs see the new child), not
+    the other (the cost of an event stays with its tree)."""
+    cache = _cache()
+    for root in ("r1", "r2"):
+        cache.on_composite_podgroup("ADDED", cpg(root, 1))
+        cache.on_native_podgroup("ADDED", pg(f"{root}-a", 1, root))
+        cache.on_pod_event("ADDED", member(f"{root}-a-0", f"{root}-a"))
+    built: list[str] = []
+    tree_for = cache.composites.tree_for
+
+    def counting(leaf: str, *args: Any) -> Any:
+        built.append(leaf)
+        return tree_for(leaf, *args)
+
+    cache.composites.tree_for = counting  # type: ignore[method-assign]
+    cache.on_native_podgroup("ADDED", pg("r1-b", 1, "r1"))
+    assert "ns/r1-a" in built and "ns/r2-a" not in built
+    spec = cache.cluster.gangs["ns/r1-a"].spec
+    assert spec is not None and spec.tree is not None
+    root = spec.tree.node("ns/r1")
+    assert root is not None and root.children == ("ns/r1-a", "ns/r1-b")
