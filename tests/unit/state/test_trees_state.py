@@ -212,10 +212,10 @@ def test_an_event_rebuilds_only_the_trees_it_touches() -> None:
     """Two trees in one namespace: a PodGroup joining one builds that tree again (its gangs see the new child), not
     the other (the cost of an event stays with its tree)."""
     cache = _cache()
-    for root in ("r1", "r2"):
-        cache.on_composite_podgroup("ADDED", cpg(root, 1))
-        cache.on_native_podgroup("ADDED", pg(f"{root}-a", 1, root))
-        cache.on_pod_event("ADDED", member(f"{root}-a-0", f"{root}-a"))
+    for name in ("r1", "r2"):
+        cache.on_composite_podgroup("ADDED", cpg(name, 1))
+        cache.on_native_podgroup("ADDED", pg(f"{name}-a", 1, name))
+        cache.on_pod_event("ADDED", member(f"{name}-a-0", f"{name}-a"))
     built: list[str] = []
     tree_for = cache.composites.tree_for
 
@@ -223,7 +223,7 @@ def test_an_event_rebuilds_only_the_trees_it_touches() -> None:
         built.append(leaf)
         return tree_for(leaf, *args)
 
-    cache.composites.tree_for = counting  # type: ignore[method-assign]
+    setattr(cache.composites, "tree_for", counting)  # noqa: B010 (a spy on the instance)
     cache.on_native_podgroup("ADDED", pg("r1-b", 1, "r1"))
     assert "ns/r1-a" in built and "ns/r2-a" not in built
     spec = cache.cluster.gangs["ns/r1-a"].spec
