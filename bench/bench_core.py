@@ -4,7 +4,7 @@ core.tree_gang1000_ms (bench/tree_core.py), core.bound100k_ratio, core.recheck_r
 core.bytes_per_node,
 core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py), core.deadlock_check_ms
 (bench/deadlock_core.py), core.health_watched1000_ms (bench/health_core.py), core.prefaffinity_gang256_ms
-(bench/prefaff_core.py)."""
+(bench/prefaff_core.py), core.dra_gang1000_ms (bench/dra_core.py)."""
 
 from __future__ import annotations
 
@@ -331,6 +331,11 @@ def main() -> None:
 
     log("core: a 256-pod gang with preferred pod affinity (zone) and anti-affinity (hostname), 100k bound")
     bench_preferred_gang256()
+
+    from bench.dra_core import bench_dra_gang1000
+
+    log("core: DRA, a 1000-pod gang of 8-GPU claims on 5000 nodes' ResourceSlices (allocation and fit check)")
+    bench_dra_gang1000()
 
 
 if __name__ == "__main__":

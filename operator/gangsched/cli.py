@@ -92,12 +92,21 @@ def _add_serve(sim_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         ),
     )
     serve.add_argument(
+        "--dra",
+        action="store_true",
+        help=(
+            "a simulated GPU DRA driver: each node's nvidia.com/gpu become devices of a ResourceSlice (driver "
+            "gpu.nvidia.com) and DeviceClass gpu.nvidia.com, not an extended resource (docs/emulator.md)"
+        ),
+    )
+    serve.add_argument(
         "--feature-gates",
         default="",
         metavar="GATES",
         help=(
             "on top of the profile, as kube-apiserver takes them: GenericWorkload, CompositePodGroup, "
-            "TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims, PodGroupPreemptionPolicy "
+            "TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims, PodGroupPreemptionPolicy, "
+            "WorkloadAwarePreemption "
             "(e.g. CompositePodGroup=false)"
         ),
     )
@@ -240,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
             auth=not args.no_auth,
             api_profile=args.api_profile,
             feature_gates=args.feature_gates,
+            dra=args.dra,
         )
     if args.command == "bench":
         return _bench(args.names)

@@ -2,9 +2,9 @@
 and the operator in-process against the emulator serving scheduling.k8s.io/v1beta1 (its default profile).
 
 Objects as the API types define them (staging/src/k8s.io/api/scheduling/v1beta1/types.go PodGroupSpec: `priority`
-(what kube-apiserver's Priority admission resolves from `priorityClassName`; set here directly, as the emulator does
-not run that admission for PodGroups), `preemptionPolicy`, `disruptionMode` a union `{single: {}}` (the default) |
-`{all: {}}`). Oracle: kube-scheduler 1.37's workload-aware preemption
+(what kube-apiserver's Priority admission resolves from `priorityClassName` under WorkloadAwarePreemption; set here
+directly, as that gate is off in the emulator's profiles), `preemptionPolicy`, `disruptionMode` a union
+`{single: {}}` (the default) | `{all: {}}`). Oracle: kube-scheduler 1.37's workload-aware preemption
 (pkg/scheduler/framework/preemption/podgrouppreemption.go: a pod of a pod group counts at its group's priority,
 util.PodGroupPriority; preemptorEligibleToPreemptOthers refuses a preemptor whose preemptionPolicy is Never; victims
 are units: a group with disruptionMode all goes whole, single lets its pods go one by one; gangsched adds its own
@@ -98,8 +98,18 @@ async def urgent_gang(cluster: Cluster, tmp_path: Path, **spec: Any) -> None:
     )
 
 
+async def disruption_target(cluster: Cluster, name: str) -> dict[str, Any] | None:
+    """The PodGroup's DisruptionTarget condition (k8s.io/api scheduling/v1beta1 types.go: reason
+    PreemptionByScheduler "indicates the PodGroup was preempted to make room for higher-priority PodGroups or Pods";
+    the message as pkg/scheduler/framework/preemption/executor.go PreemptPod words its victims' pod condition)."""
+    out = json.loads(await kubectl(cluster, "get", "podgroups.scheduling.k8s.io", name, "-o", "json"))
+    conditions = out.get("status", {}).get("conditions") or []
+    return next((c for c in conditions if c.get("type") == "DisruptionTarget"), None)
+
+
 async def test_disruption_mode_all_is_evicted_whole(two_nodes: Cluster, tmp_path: Path) -> None:
-    """disruptionMode all: the urgent gang needs one node, the batch gang (quorum 1) goes whole, both pods."""
+    """disruptionMode all: the urgent gang needs one node, the batch gang (quorum 1) goes whole, both pods; the
+    batch PodGroup says it was preempted."""
     async with replica(two_nodes.kubeconfig):
         await running_batch(two_nodes, tmp_path, {"all": {}})
         await urgent_gang(two_nodes, tmp_path)
@@ -109,6 +119,10 @@ async def test_disruption_mode_all_is_evicted_whole(two_nodes: Cluster, tmp_path
 
         await eventually(hot_bound, what="the urgent gang bound")
         assert not {"batch-0", "batch-1"} & await existing(two_nodes)
+        found = await eventually(lambda: disruption_target(two_nodes, "batch"), what="DisruptionTarget on batch")
+        assert (found["status"], found["reason"]) == ("True", "PreemptionByScheduler"), found
+        assert found["message"] == "gangsched: preempting to accommodate a higher priority pod group", found
+        assert await disruption_target(two_nodes, "hot") is None
 
 
 async def test_disruption_mode_single_gives_one_member(two_nodes: Cluster, tmp_path: Path) -> None:
@@ -140,6 +154,7 @@ async def test_group_preemption_policy_never_preempts_nothing(two_nodes: Cluster
         await eventually(told, what="the urgent member told it waits")
         assert {"batch-0", "batch-1"} <= set(bound(await pods(two_nodes.client)))
         assert "hot-0" not in bound(await pods(two_nodes.client))
+        assert await disruption_target(two_nodes, "batch") is None  # nothing preempted
 
 
 @pytest.mark.parametrize("pods_first", [False, True], ids=["podgroup-first", "pods-first"])

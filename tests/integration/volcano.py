@@ -3,7 +3,9 @@
 - The CRD: volcano-sh/volcano config/crd/volcano/bases/scheduling.volcano.sh_podgroups.yaml (group
   scheduling.volcano.sh, version v1beta1, plural podgroups, short names pg and podgroup-v1beta1, status subresource),
   its spec trimmed to the fields the tests use with their types (minMember int32, minTaskMember a map of int32,
-  minResources quantities, queue, priorityClassName); the status is kept as written.
+  minResources quantities, queue, priorityClassName, networkTopology {mode hard|soft default hard,
+  highestTierAllowed >= 0, highestTierName} as volcano-sh/apis scheduling/v1beta1 types.go NetworkTopologySpec);
+  the status is kept as written.
 - The PodGroup LeaderWorkerSet's Volcano provider creates per group (kubernetes-sigs/lws
   pkg/schedulerprovider/volcano_provider.go CreatePodGroupIfNotExists): named after the pods'
   `scheduling.k8s.io/group-name`, minMember = size, or 1 under the LeaderReady startup policy, owned by the leader.
@@ -59,6 +61,14 @@ CRD: dict[str, Any] = {
                                     },
                                     "priorityClassName": {"type": "string"},
                                     "queue": {"type": "string"},
+                                    "networkTopology": {
+                                        "type": "object",
+                                        "properties": {
+                                            "mode": {"type": "string", "enum": ["hard", "soft"], "default": "hard"},
+                                            "highestTierAllowed": {"type": "integer", "minimum": 0},
+                                            "highestTierName": {"type": "string", "maxLength": 253},
+                                        },
+                                    },
                                 },
                             },
                             "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},

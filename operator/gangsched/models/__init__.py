@@ -15,4 +15,5 @@ package imports nothing on purpose, so that the per-pod hot path (`models.gang`)
 - min_resources.py  spec.minResources -> canonical amounts (core/values/resources.py's quantity parser)
 - config.py         the operator config file: load_config(path) -> OperatorConfig
 - topology.py, rank.py: the topology ConfigMap and member ranks (see those modules)
+- dra.py            ResourceSlices, DeviceClasses, ResourceClaims -> core/devices records; status.allocation back
 """

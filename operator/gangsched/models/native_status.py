@@ -15,6 +15,14 @@ Contract (pure, no I/O, no clock: the time is passed in):
   condition is terminal once True (a True one is never moved back to False, nor rewritten); lastTransitionTime moves
   only when the status does; `observedGeneration` is the PodGroup's generation. None when nothing would change (no
   write).
+- `DISRUPTION_TARGET` ("DisruptionTarget"), reason `PREEMPTION_BY_SCHEDULER` ("PreemptionByScheduler"):
+  `disruption_condition(conditions, *, message, generation, now_iso) -> list | None`: the conditions with
+  DisruptionTarget True/PreemptionByScheduler set (SetStatusCondition: lastTransitionTime kept when it was True
+  already), for a PodGroup whose members the scheduler preempts; None when it says so already (no write).
+  k8s.io/api scheduling/v1beta1 types.go: "PreemptionByScheduler reason in the DisruptionTarget condition indicates
+  the PodGroup was preempted to make room for higher-priority PodGroups or Pods"; the message as kube-scheduler
+  writes its victims' pod condition (pkg/scheduler/framework/preemption/executor.go PreemptPod: "<scheduler>:
+  preempting to accommodate a higher priority pod" or "... pod group").
 Sources: kubernetes/kubernetes pkg/scheduler/schedule_one_podgroup.go (submitPodGroupAlgorithmResult: Success -> True
 "Scheduled", Unschedulable -> False PodGroupReasonUnschedulable, Error -> False PodGroupReasonSchedulerError;
 updatePodGroupCondition: "If the PodGroup was already successfully scheduled, don't regress the condition back to
@@ -28,6 +36,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 SCHEDULED = "Scheduled"
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
@@ -69,6 +79,31 @@ def set_condition(
     if existing is None:
         return [*out, new]
     if existing.get("status") == status:
+        new["lastTransitionTime"] = existing.get("lastTransitionTime") or now_iso
+    if all(existing.get(k) == v for k, v in new.items()):
+        return None
+    existing.clear()
+    existing.update(new)
+    return out
+
+
+def disruption_condition(
+    conditions: Sequence[Mapping[str, Any]], *, message: str, generation: int, now_iso: str
+) -> list[dict[str, Any]] | None:
+    """See module docstring."""
+    out = [dict(c) for c in conditions if isinstance(c, Mapping)]
+    existing = next((c for c in out if c.get("type") == DISRUPTION_TARGET), None)
+    new = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "observedGeneration": generation,
+        "lastTransitionTime": now_iso,
+        "reason": PREEMPTION_BY_SCHEDULER,
+        "message": message,
+    }
+    if existing is None:
+        return [*out, new]
+    if existing.get("status") == "True":
         new["lastTransitionTime"] = existing.get("lastTransitionTime") or now_iso
     if all(existing.get(k) == v for k, v in new.items()):
         return None

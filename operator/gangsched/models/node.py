@@ -4,6 +4,10 @@ Contract: `node_from_api(obj) -> NodeRecord`: metadata.name, allocatable (status
 status.capacity; canonical units, see core/values/resources.py), labels, spec.taints (effect NoSchedule,
 PreferNoSchedule or NoExecute) and spec.unschedulable. Identical allocatable maps are shared between records.
 Bad input raises InvalidField naming the field path (e.g. `spec.taints[0].effect`).
+`unsupported_node_fields(obj) -> str | None`: a message naming the node's Kubernetes 1.37 fields that bear on
+scheduling and that gangsched does not evaluate (status.declaredFeatures: kube-scheduler's NodeDeclaredFeatures
+filter matches them against the features a pod needs, KEP-5328), None when there are none. spec.podPreemptionPolicy
+(`disableResizePreemption`) needs nothing: gangsched never preempts for an in-place resize.
 """
 
 from __future__ import annotations
@@ -45,4 +49,17 @@ def node_from_api(obj: Mapping[str, Any]) -> NodeRecord:
         labels=str_map(meta.get("labels"), field="metadata.labels"),
         taints=_taints(spec),
         unschedulable=bool(spec.get("unschedulable", False)),
+    )
+
+
+def unsupported_node_fields(obj: Mapping[str, Any]) -> str | None:
+    """See the module docstring."""
+    status = obj.get("status")
+    declared = status.get("declaredFeatures") if isinstance(status, Mapping) else None
+    if not declared:
+        return None
+    return (
+        f"status.declaredFeatures: {declared!r} is not evaluated by gangsched (kube-scheduler's NodeDeclaredFeatures"
+        " filter keeps a pod off a node that does not declare a feature the pod needs): pods are placed here"
+        " without that check"
     )

@@ -12,7 +12,8 @@ Contract:
   them, pod affinity/anti-affinity terms, required and preferred, models/pod_affinity.py, the topology spread
   constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/values/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
-  evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims). Volumes are not
+  evaluate (`unsupported`, field paths; `holds` when one is required: DRA spec.resourceClaims; 1.37's
+  spec.evictionResponders is placed and reported: gangsched preempts without an EvictionRequest). Volumes are not
   read here: the cache applies a pod's claims (state/volumes.py, models/volumes.py). No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
   computes them: the sum over containers; each init container raises it to at least its own request plus the
@@ -95,8 +96,8 @@ def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
     for i, raw in enumerate(as_list(spec.get("tolerations"), field="spec.tolerations")):
         toleration = as_object(raw, field=f"spec.tolerations[{i}]")
         op = toleration.get("operator") or "Equal"
-        if op not in ("Equal", "Exists"):
-            raise InvalidField(f"spec.tolerations[{i}].operator", op, "must be Equal or Exists")
+        if op not in ("Equal", "Exists", "Lt", "Gt"):
+            raise InvalidField(f"spec.tolerations[{i}].operator", op, "must be Equal, Exists, Lt or Gt")
         effect = toleration.get("effect") or ""
         if effect and effect not in TAINT_EFFECTS:
             allowed = f"must be empty or one of {sorted(TAINT_EFFECTS)}"
@@ -150,6 +151,8 @@ def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     if spec.get("resourceClaims"):  # DRA: the claims are allocated by the scheduler, or the pod never starts
         found.append("spec.resourceClaims")
         holds = True
+    if spec.get("evictionResponders"):  # 1.37: gangsched's preemption deletes the pod, no EvictionRequest first
+        found.append("spec.evictionResponders")
     return tuple(found), holds
 
 
@@ -326,7 +329,7 @@ def pod_from_api(
         spread=spread,
         pod_preferred=terms.preferred,
     )
-    maybe = "resourceClaims" in spec
+    maybe = "resourceClaims" in spec or "evictionResponders" in spec
     unsupported, holds = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(

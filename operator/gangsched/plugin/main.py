@@ -1,5 +1,6 @@
 """The `kubectl-gang` executable (`kubectl gang ...`): reads PodGroups, pods, events and the topology ConfigMap with
-the project's client and prints what plugin/view.py computes (text) or plugin/records.py (`-o json|yaml`).
+the project's client (and Kubernetes 1.37's own PodGroups and Workloads, scheduling.k8s.io/v1beta1, when the cluster
+serves them: plugin/native.py) and prints what plugin/view.py computes (text) or plugin/records.py (`-o json|yaml`).
 
 Usage (kubectl passes every argument after `gang` through):
   kubectl gang [tree] [NAME...] [-n NS | -A]     gangs as trees (all gangs of the namespace without NAME)
@@ -37,6 +38,7 @@ from gangsched.k8s.diagnose import KUBECONFIG_FIX, api_problem, credential_probl
 from gangsched.k8s.retry import RetryPolicy
 from gangsched.models.podgroup import GROUP, PLURAL, VERSION
 from gangsched.models.topology import TOPOLOGY_KEY, parse_topology
+from gangsched.plugin.native import WorkloadRow, workload_rows
 from gangsched.plugin.records import top_record, tree_record, why_record
 from gangsched.plugin.trees import TreeView, render_trees, tree_nodes, trees_of, trees_record
 from gangsched.plugin.view import (
@@ -49,6 +51,7 @@ from gangsched.plugin.view import (
     render_tree,
     tree_keys,
     unmatched,
+    wanted_workloads,
 )
 
 COMMAND = "kubectl gang"
@@ -57,7 +60,10 @@ DEFAULT_TOPOLOGY = "gangsched-system/gangsched-topology"
 RETRY = RetryPolicy(initial_backoff=0.2, max_backoff=1.0, max_attempts=3, max_elapsed=5.0)  # a person is waiting
 DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 TOPOLOGY_REF = re.compile(rf"{DNS_LABEL}/[a-z0-9]([-.a-z0-9]{{0,251}}[a-z0-9])?")
-READ_FIX = "use a kubeconfig whose user may get and list pods, events and podgroups (kubectl auth can-i list pods)"
+READ_FIX = (
+    "use a kubeconfig whose user may get and list pods, events and podgroups, and on a cluster serving"
+    " scheduling.k8s.io/v1beta1 its podgroups and workloads (kubectl auth can-i list pods)"
+)
 
 
 @dataclass
@@ -120,6 +126,19 @@ async def _podgroups(client: KubeClient, scope: str) -> list[dict[str, Any]]:
         ) from None
 
 
+NATIVE = "/apis/scheduling.k8s.io/v1beta1"
+
+
+async def _native(client: KubeClient, scope: str, plural: str) -> list[dict[str, Any]]:
+    """Kubernetes 1.37's own PodGroups or Workloads; none when the cluster does not serve them (404)."""
+    try:
+        return await _items(client, f"{NATIVE}{scope}/{plural}")
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        return []
+
+
 async def _units(client: KubeClient, where: str | None) -> dict[str, str]:
     """node -> its tier-1 unit, from the topology ConfigMap (empty when it cannot be read; an explicitly named
     ConfigMap that does not exist is an error)."""
@@ -174,12 +193,13 @@ async def _optional(client: KubeClient, path: str) -> list[dict[str, Any]]:
         raise
 
 
-async def _trees(client: KubeClient, scope: str, pods: list[dict[str, Any]]) -> list[TreeView]:
+async def _trees(
+    client: KubeClient, scope: str, pods: list[dict[str, Any]], native: list[dict[str, Any]]
+) -> list[TreeView]:
     """The gang trees in sight (plugin/trees.py): CompositePodGroups with native PodGroups, Grove PodGangs."""
     composites = await _optional(client, f"/apis/scheduling.k8s.io/v1alpha3{scope}/compositepodgroups")
-    native = await _optional(client, f"/apis/scheduling.k8s.io/v1beta1{scope}/podgroups") if composites else []
     podgangs = await _optional(client, f"/apis/scheduler.grove.io/v1alpha1{scope}/podgangs")
-    return trees_of(composites, native, podgangs, pods)
+    return trees_of(composites, native if composites else [], podgangs, pods)
 
 
 async def _tree(
@@ -187,16 +207,18 @@ async def _tree(
     args: argparse.Namespace,
     namespace: str,
     gangs: dict[str, Gang],
+    rows: list[WorkloadRow],
     trees: list[TreeView],
 ) -> Output:
     names = args.names if args.command == "tree" else [args.command, *args.names]
     units = await _units(client, args.topology)
-    out = Output(render_tree(gangs, names, units), tree_record(gangs, tree_keys(gangs, names), units))
+    shown = wanted_workloads(rows, names)
+    out = Output(render_tree(gangs, names, units, rows), tree_record(gangs, tree_keys(gangs, names), units, shown))
     if trees and (text := render_trees(trees, names)):  # gang trees (plugin/trees.py), after the gangs
         out.text = text if out.text == "No gangs found." or not out.text else f"{out.text}\n{text}"
         out.record["trees"] = trees_record(trees, names)
     known = tree_nodes(trees)
-    missing = [n for n in unmatched(gangs, names) if n not in known]
+    missing = [n for n in unmatched(gangs, names, rows) if n not in known]
     if missing:
         listed = ", ".join(f'"{n}"' for n in missing)
         out.error = CommandError(
@@ -220,14 +242,17 @@ async def _run(args: argparse.Namespace) -> Output:
         try:
             podgroups = await _podgroups(client, scope)
             pods = await _items(client, f"/api/v1{scope}/pods")
-            gangs = gangs_of(podgroups, pods)
+            native = await _native(client, scope, "podgroups")
+            gangs = gangs_of(podgroups, pods, native)
             if args.command == "top":
                 now = time.time()
                 width = None if args.output == "wide" else TOP_WIDTH
                 return Output(render_top(gangs, now, width), top_record(gangs, now))
             if args.command == "why":
                 return await _why(client, args, namespace, gangs, pods)
-            return await _tree(client, args, namespace, gangs, await _trees(client, scope, pods))
+            rows = workload_rows(await _native(client, scope, "workloads"), native)
+            trees = await _trees(client, scope, pods, native)
+            return await _tree(client, args, namespace, gangs, rows, trees)
         except ApiError as exc:
             raise api_problem(exc, server=creds.settings.server, need=READ_FIX) from None
 

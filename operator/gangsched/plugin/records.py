@@ -3,8 +3,11 @@ Pure (API objects in, dicts out). The keys are a contract (docs/cli.md): scripts
 none renamed or removed.
 
 Contract:
-- `tree_record(gangs, keys, units)`: `{"kind": "GangList", "gangs": [...]}` for the gangs `keys` names (view.py
-  `tree_keys`), each `{namespace, name, phase, minMember, scheduled, placedTier, podGroup, group, message, pods}`;
+- `tree_record(gangs, keys, units, workloads=())`: `{"kind": "GangList", "gangs": [...], "workloads": [...]}` for the
+  gangs `keys` names (view.py `tree_keys`), each `{namespace, name, phase, minMember, scheduled, placedTier,
+  podGroup, nativePodGroup, workload, group, message, pods}`; `workloads` the Workloads shown (plugin/native.py
+  workload_record); `nativePodGroup` whether a scheduling.k8s.io/v1beta1 PodGroup of that name exists,
+  `workload` its workloadRef `{name, template}` or null;
   `phase` is "" without a status, `minMember` and `placedTier` null when unknown, `podGroup` whether a PodGroup
   exists, `group` the gang group's "namespace/name" keys ([] alone), `message` the blocker of a waiting gang or the
   status message; each pod `{name, role, node, unit, phase, gated, terminating}` (node and unit null when unknown).
@@ -21,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gangsched.plugin.native import WorkloadRow, workload_record
 from gangsched.plugin.view import (
     WAITING_PHASES,
     Gang,
@@ -40,24 +44,31 @@ def _split(key: str) -> dict[str, str]:
 
 def gang_record(gang: Gang, units: Mapping[str, str]) -> dict[str, Any]:
     status = gang.status
-    scheduled = status.get("scheduled")
     tier = status.get("placedTier")
     message = gang.blocker() if gang.phase in WAITING_PHASES else str(status.get("message") or "")
     return {
         **_split(gang.key),
         "phase": gang.phase,
         "minMember": gang.min_member,
-        "scheduled": scheduled if isinstance(scheduled, int) else 0,
+        "scheduled": gang.scheduled,
         "placedTier": tier if isinstance(tier, int) else None,
         "podGroup": gang.podgroup is not None,
+        "nativePodGroup": gang.native is not None,
+        "workload": {"name": ref[0], "template": ref[1]} if (ref := gang.workload) is not None else None,
         "group": list(gang.group),
         "message": message,
         "pods": [pod_facts(pod, units) for pod in gang.pods],
     }
 
 
-def tree_record(gangs: Mapping[str, Gang], keys: Sequence[str], units: Mapping[str, str]) -> dict[str, Any]:
-    return {"kind": "GangList", "gangs": [gang_record(gangs[k], units) for k in keys if k in gangs]}
+def tree_record(
+    gangs: Mapping[str, Gang], keys: Sequence[str], units: Mapping[str, str], workloads: Sequence[WorkloadRow] = ()
+) -> dict[str, Any]:
+    return {
+        "kind": "GangList",
+        "gangs": [gang_record(gangs[k], units) for k in keys if k in gangs],
+        "workloads": [workload_record(row) for row in workloads],
+    }
 
 
 def top_record(gangs: Mapping[str, Gang], now: float) -> dict[str, Any]:

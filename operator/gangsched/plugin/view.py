@@ -1,19 +1,26 @@
 """What `kubectl gang` shows, computed from raw API objects (dicts as the API server returns them); no I/O.
 
 Contract:
-- `gangs_of(podgroups, pods) -> dict[key, Gang]`: every gang in sight, keyed "namespace/name": each PodGroup, and
-  each gang that pods name without one (annotation-only gangs before their PodGroup exists). A pod belongs to the
+- `gangs_of(podgroups, pods, native=()) -> dict[key, Gang]`: every gang in sight, keyed "namespace/name": each
+  PodGroup, each Kubernetes 1.37 PodGroup (`native`, scheduling.k8s.io/v1beta1: `Gang.native`; its members name it
+  in spec.schedulingGroup.podGroupName; without a gangsched PodGroup of that name, its minCount, its
+  PodGroupInitiallyScheduled condition as phase "Scheduled" and as blocker when False, phase "Basic" for a basic
+  one (no gang), and its Workload, plugin/native.py), and each gang that pods name without one (annotation-only
+  gangs before their PodGroup exists). A pod belongs to the
   gang it names (models/gang.py `referenced_gang`: the same name sources as the operator), its role is label or
   annotation `scheduling.gangsched.io/role`. A pod naming no gang belongs to the gang inferred from its workload
   (models/inferred.py) when the operator created that gang's PodGroup (annotation `gangsched.io/created-for:
   inferred gang`); its role is then its replica type, node type or replicated job. A gang's group is its
   PodGroup's `spec.gangGroup` or the members' Koordinator `gang.scheduling.koordinator.sh/groups` annotation (JSON
   list of "namespace/name").
-- `render_tree(gangs, names, units) -> str`: for each requested gang (all when `names` is empty) its gang group, then
-  the gang (phase, members scheduled/minMember, placed tier, message), its roles and their pods (node, the node's
-  tier-1 topology unit from `units` when known, phase, gated). A gang group is shown once, with all its gangs.
-- `tree_keys(gangs, names)`: the keys of the gangs render_tree shows, in its order; `unmatched(gangs, names)`: the
-  names no gang has (`kubectl gang NAME` then says it is not found).
+- `render_tree(gangs, names, units, workloads=()) -> str`: the Workloads first (plugin/native.py workload_lines: their
+  templates and the native PodGroups made from each; those `names` asks for, all when empty), then for each
+  requested gang (all when `names` is empty; a name may also be a Workload's: its PodGroups' gangs) its gang
+  group, then the gang (phase, members scheduled/minMember, placed tier, message), its roles and their pods (node,
+  the node's tier-1 topology unit from `units` when known, phase, gated). A gang group is shown once, with all its
+  gangs.
+- `tree_keys(gangs, names)`: the keys of the gangs render_tree shows, in its order; `unmatched(gangs, names,
+  workloads=())`: the names no gang (nor Workload) has (`kubectl gang NAME` then says it is not found).
 - `render_top(gangs, now, width=120) -> str`: the gangs not yet scheduled (phase Pending, Scheduling, Timeout or
   none), longest waiting first: how long they have waited (since status.scheduleStartTime, else creation) and what
   blocks them (the Scheduled condition's message, else status.message), cut so a line fits `width` columns (None:
@@ -34,6 +41,7 @@ from gangsched.models import keys
 from gangsched.models.gang import referenced_gang
 from gangsched.models.inferred import JOBSET_REPLICATED_JOB, KUBEFLOW_REPLICA_TYPE, RAY_NODE_TYPE, infer_member
 from gangsched.models.timestamps import parse_time
+from gangsched.plugin import native as nat
 
 Obj = Mapping[str, Any]
 WAITING_PHASES = frozenset({"", "Pending", "Scheduling", "Timeout"})
@@ -48,6 +56,7 @@ class Gang:
     podgroup: Obj | None = None
     pods: list[Obj] = field(default_factory=list)
     group: tuple[str, ...] = ()  # its gang group's keys (itself included), () when alone
+    native: Obj | None = None  # its Kubernetes 1.37 PodGroup (scheduling.k8s.io/v1beta1), if any
 
     @property
     def status(self) -> Obj:
@@ -55,13 +64,35 @@ class Gang:
 
     @property
     def phase(self) -> str:
+        if self.podgroup is None and self.native is not None:
+            if nat.is_basic(self.native):
+                return "Basic"  # no gang: never a waiting gang (`top`), its pods go one by one
+            cond = nat.initially_scheduled(self.native)
+            return "Scheduled" if cond is not None and cond.get("status") == "True" else ""
         return str(self.status.get("phase") or "")
+
+    @property
+    def scheduled(self) -> int:
+        """Members bound: the PodGroup status's count, else (a native gang alone) the bound pods."""
+        value = self.status.get("scheduled")
+        if isinstance(value, int):
+            return value
+        if self.podgroup is None and self.native is not None:
+            return sum(1 for p in self.pods if (p.get("spec") or {}).get("nodeName"))
+        return 0
+
+    @property
+    def workload(self) -> tuple[str, str] | None:
+        """(Workload name, template name) of its native PodGroup's workloadRef."""
+        return nat.workload_ref(self.native) if self.native is not None else None
 
     @property
     def min_member(self) -> int | None:
         value = ((self.podgroup or {}).get("spec") or {}).get("minMember")
         if isinstance(value, int):
             return value
+        if self.native is not None and (count := nat.min_count(self.native)) is not None:
+            return count
         for pod in self.pods:
             raw = _annotations(pod).get(keys.KOORD_MIN_AVAILABLE) or _annotations(pod).get(keys.LEGACY_MIN_AVAILABLE)
             if isinstance(raw, str) and raw.isdigit() and len(raw) < 10:
@@ -72,6 +103,9 @@ class Gang:
         for cond in self.status.get("conditions") or []:
             if isinstance(cond, Mapping) and cond.get("type") == "Scheduled" and cond.get("status") != "True":
                 return str(cond.get("message") or cond.get("reason") or "")
+        if self.podgroup is None and self.native is not None:
+            cond = nat.initially_scheduled(self.native)
+            return str(cond.get("message") or "") if cond is not None and cond.get("status") == "False" else ""
         return str(self.status.get("message") or ("no PodGroup yet" if self.podgroup is None else ""))
 
 
@@ -116,10 +150,12 @@ def _group_of(gang: Gang) -> tuple[str, ...]:
     return tuple(sorted(found)) if len(found) > 1 else ()
 
 
-def gangs_of(podgroups: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, Gang]:
+def gangs_of(podgroups: Iterable[Obj], pods: Iterable[Obj], native: Iterable[Obj] = ()) -> dict[str, Gang]:
     gangs: dict[str, Gang] = {}
     for pg in podgroups:
         gangs[key_of(pg)] = Gang(key_of(pg), podgroup=pg)
+    for pg in native:
+        gangs.setdefault(key_of(pg), Gang(key_of(pg))).native = pg
     for pod in pods:
         named = referenced_gang(pod)
         if named is not None:
@@ -186,11 +222,13 @@ def _pod_line(pod: Obj, units: Mapping[str, str]) -> str:
 def _gang_lines(gang: Gang, units: Mapping[str, str], indent: str) -> list[str]:
     status = gang.status
     head = [f"gang {gang.key}", gang.phase or "(no status)"]
-    scheduled = status.get("scheduled")
-    head.append(f"members {scheduled if isinstance(scheduled, int) else 0}/{gang.min_member or '?'} bound")
+    head.append(f"members {gang.scheduled}/{gang.min_member or '?'} bound")
     if status.get("placedTier") is not None:
         head.append(f"tier {status['placedTier']}")
-    if gang.podgroup is None:
+    if gang.native is not None:
+        ref = gang.workload
+        head.append(f"native PodGroup (workload {ref[0]} template {ref[1]})" if ref else "native PodGroup")
+    elif gang.podgroup is None:
         head.append("(no PodGroup)")
     lines = [indent + "  ".join(head)]
     message = gang.blocker() if gang.phase in WAITING_PHASES else str(status.get("message") or "")
@@ -214,7 +252,9 @@ def _gang_lines(gang: Gang, units: Mapping[str, str], indent: str) -> list[str]:
 def tree_blocks(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[tuple[tuple[str, ...], bool]]:
     """The tree's blocks in order: (the keys of a gang group, True) with every gang of the group (missing ones
     too), or ((key,), False) for a gang alone; for the gangs `names` asks for (all when empty)."""
-    wanted = [k for k in gangs if not names or k in names or k.split("/", 1)[1] in names]
+    wanted = [
+        k for k in gangs if not names or k in names or k.split("/", 1)[1] in names or _of_workload(gangs[k], names)
+    ]
     blocks: list[tuple[tuple[str, ...], bool]] = []
     shown: set[str] = set()
     for key in sorted(wanted):
@@ -226,18 +266,37 @@ def tree_blocks(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[tuple[t
     return blocks
 
 
+def _of_workload(gang: Gang, names: Sequence[str]) -> bool:
+    ref = gang.workload
+    return ref is not None and (ref[0] in names or f"{gang.key.split('/', 1)[0]}/{ref[0]}" in names)
+
+
+def wanted_workloads(rows: Sequence[nat.WorkloadRow], names: Sequence[str]) -> list[nat.WorkloadRow]:
+    """The Workloads the tree shows: those `names` asks for (by name or namespace/name), all when empty."""
+    return [r for r in rows if not names or r.key in names or r.key.split("/", 1)[1] in names]
+
+
 def tree_keys(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[str]:
     """The keys of the gangs the tree shows, in its order (gangs of a group that do not exist left out)."""
     return [k for members, _ in tree_blocks(gangs, names) for k in members if k in gangs]
 
 
-def unmatched(gangs: Mapping[str, Gang], names: Sequence[str]) -> list[str]:
-    """The names (a gang's name or namespace/name) that no gang in sight has."""
-    return [n for n in names if not any(k == n or k.split("/", 1)[1] == n for k in gangs)]
+def unmatched(gangs: Mapping[str, Gang], names: Sequence[str], workloads: Sequence[nat.WorkloadRow] = ()) -> list[str]:
+    """The names (a gang's or a Workload's name, or namespace/name) that nothing in sight has."""
+    return [
+        n
+        for n in names
+        if not any(k == n or k.split("/", 1)[1] == n for k in gangs) and not wanted_workloads(workloads, [n])
+    ]
 
 
-def render_tree(gangs: Mapping[str, Gang], names: Sequence[str], units: Mapping[str, str]) -> str:
-    lines: list[str] = []
+def render_tree(
+    gangs: Mapping[str, Gang],
+    names: Sequence[str],
+    units: Mapping[str, str],
+    workloads: Sequence[nat.WorkloadRow] = (),
+) -> str:
+    lines: list[str] = nat.workload_lines(wanted_workloads(workloads, names))
     for members, is_group in tree_blocks(gangs, names):
         if not is_group:
             lines.extend(_gang_lines(gangs[members[0]], units, ""))

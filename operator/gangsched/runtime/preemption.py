@@ -26,6 +26,10 @@ Contract:
     chose it only as a last resort) is deleted instead (`KubeApi.delete_pod`, a UID precondition), and so is a
     victim whose eviction a budget refuses (429 "... disruption budget ...", not API throttling); `deleted`
     counts them. `respect` (default): never deleted.
+- A native PodGroup (scheduling.k8s.io/v1beta1) some of whose members are evicted for another unit's sake gets the
+  condition DisruptionTarget True / PreemptionByScheduler (models/native_status.py disruption_condition; a merge
+  patch of status.conditions, as the PodGroupInitiallyScheduled condition is written, runtime/podgroups.py); a gang
+  evicting members of itself does not.
 - `clear_nominations(pod_keys)`: clears status.nominatedNodeName (stale nominations found at restore).
 - PodDisruptionBudgets go straight to the cache (`ClusterCache.on_pdb`): protection is computed there from
   the PDB's status and selector, with no API call.
@@ -47,6 +51,9 @@ from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
+from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
+from gangsched.models.native_status import disruption_condition
+from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache
 
 log = logging.getLogger(__name__)
@@ -121,11 +128,35 @@ class Preemptions:
             self._nominated.add(key)
             self._writes.nominate(*_split(key), node)
         own = {v for preemptor, victims in plan.preemptions.items() for v in victims if _gang_of(pods, v) == preemptor}
+        if plan.preemptions and self._cache.native.objects:
+            self._disruption_targets(plan.preemptions, own)
         for first, rest in self._order(plan.evictions, own):
             work = self._evict_in_order(first, rest) if first else self._evict(rest[0])
             task = asyncio.create_task(work, name=f"gangsched-evict-{(first or rest)[0]}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _disruption_targets(self, preemptions: Mapping[str, tuple[str, ...]], own: set[str]) -> None:
+        """DisruptionTarget on the native PodGroups whose members are preempted (see the module docstring)."""
+        native = self._cache.native
+        pods = self._cache.cluster.pods
+        now = now_time()
+        for preemptor, victims in preemptions.items():
+            what = "pod group" if preemptor in self._cache.cluster.gangs else "pod"
+            message = f"{self._cache.scheduler_name}: preempting to accommodate a higher priority {what}"
+            for gang in sorted({g for v in victims if v not in own and (g := _gang_of(pods, v)) is not None}):
+                obj = native.objects.get(gang)
+                if obj is None:
+                    continue
+                conditions = disruption_condition(
+                    obj.conditions, message=message, generation=obj.generation, now_iso=now
+                )
+                if conditions is not None:
+                    native.wrote(gang, conditions)
+                    namespace, name = _split(gang)
+                    self._writes.set_podgroup_status(
+                        namespace, name, {"conditions": conditions}, api_version=NATIVE_API_VERSION
+                    )
 
     def _order(self, victims: list[str], own: set[str]) -> list[tuple[list[str], list[str]]]:
         """(evicted first, one by one; then the rest at once) per task: under `respect`, a victim gang's members some

@@ -15,7 +15,10 @@ Contract:
   (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give
   direct in-process access (tests should prefer HTTP).
 - `ApiServer(disruption_controller=True)` runs the disruption controller (sim/disruption.py: PodDisruptionBudget
-  status) while started; `server.disruption` is it (or None). `server.request_counts[(method, "pods/eviction")]`
+  status) while started; `server.disruption` is it (or None). `ApiServer(claim_controller=True)` likewise runs the
+  resourceclaim controller (sim/dra/claims.py: claims from ResourceClaimTemplates, reservations released);
+  `server.claims` is it (or None). `server.podgroup_protection` (sim/podgroup_protection.py) removes the PodGroup
+  protection finalizer while started, when PodGroups are served. `server.request_counts[(method, "pods/eviction")]`
   counts the resource requests served (tests' witness). `server.faults` (sim/faults.py) injects faults.
 - Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
   /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and
@@ -60,10 +63,12 @@ from gangsched.sim import status as st
 from gangsched.sim.auth import Authenticator
 from gangsched.sim.authapi import AuthEndpoints
 from gangsched.sim.disruption import DisruptionController
+from gangsched.sim.dra.claims import ResourceClaimController
 from gangsched.sim.faults import Answer, FaultInjector, FaultSpecError, RequestInfo, rule_from_mapping
 from gangsched.sim.features import DEFAULT as DEFAULT_GATES
 from gangsched.sim.features import FeatureGates
 from gangsched.sim.kubeconfig import write_kubeconfig
+from gangsched.sim.podgroup_protection import PodGroupProtectionController
 from gangsched.sim.registry import (
     APPLY_PATCH,
     PATCH_TYPES,
@@ -183,6 +188,7 @@ class ApiServer:
         bookmark_interval: float = 5.0,
         default_watch_timeout: float = 1800.0,
         disruption_controller: bool = True,
+        claim_controller: bool = True,
         auth: bool = False,
         gates: FeatureGates = DEFAULT_GATES,
     ) -> None:
@@ -191,6 +197,11 @@ class ApiServer:
         self.registry = Registry(self.store, gates=gates)  # gates: the API profile served (sim/features.py)
         # kube-controller-manager's disruption controller (PDB status), run in-process from start() to stop()
         self.disruption = DisruptionController(self.registry) if disruption_controller else None
+        # kube-controller-manager's resourceclaim controller (sim/dra/claims.py), likewise
+        self.claims = ResourceClaimController(self.registry) if claim_controller else None
+        # kube-controller-manager's PodGroup protection controller (the finalizer's removal), with PodGroups served
+        serves_podgroups = gates.enabled("GenericWorkload")
+        self.podgroup_protection = PodGroupProtectionController(self.registry) if serves_podgroups else None
         self.request_counts: Counter[tuple[str, str]] = Counter()  # (method, plural[/subresource]) -> requests
         self.auth = auth
         self.authenticator = Authenticator(self.store)
@@ -224,6 +235,10 @@ class ApiServer:
     async def start(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         if self.disruption is not None:
             self.disruption.start()
+        if self.claims is not None:
+            self.claims.start()
+        if self.podgroup_protection is not None:
+            self.podgroup_protection.start()
         self._runner = _Runner(self.app, self._stopping, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         context = None
@@ -244,6 +259,10 @@ class ApiServer:
         self._stopping.set()
         if self.disruption is not None:
             self.disruption.stop()
+        if self.claims is not None:
+            self.claims.stop()
+        if self.podgroup_protection is not None:
+            self.podgroup_protection.stop()
         self.store.close_all_watchers()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -2,8 +2,9 @@
 
 Contract:
 - `FeatureGates` is an immutable set of enabled gates; `gates.enabled(name)`.
-- `PROFILES`: `full` (the default: every gate of `GATES` on, so `scheduling.k8s.io/v1beta1` Workload and PodGroup,
-  `scheduling.k8s.io/v1alpha3` CompositePodGroup and pod `spec.schedulingGroup` are served) and `plain-1.37` (a
+- `PROFILES`: `full` (the default: every gate of `GATES` on except `OPT_IN`, so `scheduling.k8s.io/v1beta1`
+  Workload and PodGroup, `scheduling.k8s.io/v1alpha3` CompositePodGroup and pod `spec.schedulingGroup` are
+  served) and `plain-1.37` (a
   kube-apiserver 1.37 started without flags: alpha and beta gates of `GATES` off, beta APIs not in
   `--runtime-config`, so none of the above is served and pods' `spec.schedulingGroup` is dropped on write).
 - `resolve(profile, overrides) -> FeatureGates`: a profile, then `--feature-gates` overrides in kube-apiserver's
@@ -19,6 +20,9 @@ Gates, as pkg/features/kube_features.go names them (all default false in 1.37):
 - DRAWorkloadResourceClaims: `resourceClaims` of PodGroups (dropped when off,
   dropDisabledDRAWorkloadResourceClaimsFields).
 - PodGroupPreemptionPolicy: `preemptionPolicy` of PodGroups and templates (forbidden when off).
+- WorkloadAwarePreemption (in OPT_IN: off in every profile, `--feature-gates WorkloadAwarePreemption=true` turns it
+  on): the Priority admission plugin resolves a PodGroup's priorityClassName into its priority (and
+  preemptionPolicy) on create (sim/podgroup_priority.py).
 Pure.
 """
 
@@ -32,7 +36,11 @@ GATES: tuple[str, ...] = (
     "TopologyAwareWorkloadScheduling",
     "DRAWorkloadResourceClaims",
     "PodGroupPreemptionPolicy",
+    "WorkloadAwarePreemption",
 )
+# gates no profile turns on: WorkloadAwarePreemption makes a PodGroup's own spec.priority a Forbidden input unless
+# it matches its PriorityClass, which PodGroups written for a cluster without it (the examples) give
+OPT_IN = frozenset({"WorkloadAwarePreemption"})
 FULL = "full"
 PLAIN = "plain-1.37"
 
@@ -50,7 +58,7 @@ class FeatureGates:
 
 
 PROFILES: dict[str, FeatureGates] = {
-    FULL: FeatureGates(frozenset(GATES)),
+    FULL: FeatureGates(frozenset(GATES) - OPT_IN),
     PLAIN: FeatureGates(frozenset()),
 }
 DEFAULT = PROFILES[FULL]

@@ -16,7 +16,12 @@ Contract:
 - Pods being deleted (deletionTimestamp) are left alone: the end of a graceful deletion (the kubelet's final
   DELETE with grace 0 after the pod's `sim.gangsched.io/termination-delay`) runs in the emulator's own process
   (sim/termination.py), so that every emulated cluster finishes deletions, with or without this kubelet.
-- `synced` is set once both lists were seen; `started`, `succeeded` and `patch_errors` count what happened.
+- DRA (sim/dra/node.py, as pkg/kubelet/cm/dra/manager.go PrepareResources): a bound pod with `spec.resourceClaims`
+  starts only when every claim exists, is allocated and is reserved for it (or for its PodGroup); until then it
+  stays Pending with its containers waiting (ContainerCreating), reported once by a status patch and a Warning
+  event FailedPrepareDynamicResources; it starts when a ResourceClaim watch event makes it ready.
+- `synced` is set once the lists (nodes, pods, resourceclaims) were seen; `started`, `succeeded` and
+  `patch_errors` count what happened.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.k8s.reflector import Reflector
 from gangsched.models.duration import parse_duration
 from gangsched.models.timestamps import format_time
+from gangsched.sim.dra import node as dra_node
 from gangsched.sim.table import parse_timestamp
 
 log = logging.getLogger(__name__)
@@ -162,8 +168,11 @@ class SimKubelet:
         self._timers: dict[Key, asyncio.TimerHandle | None] = {}  # None: a bad duration, already reported
         self._started_at: dict[Key, float] = {}  # loop time our Running patch was sent
         self._ips = itertools.count(1)
+        self._claims: dict[Key, dict[str, Any]] = {}  # resource.k8s.io/v1 ResourceClaims
+        self._waiting_claims: dict[Key, str] = {}  # pod -> why its claims are not ready (reported once)
         self._nodes_synced = False
         self._pods_synced = False
+        self._claims_synced = False
         self.synced = asyncio.Event()
         self.started = 0
         self.succeeded = 0
@@ -177,6 +186,13 @@ class SimKubelet:
         pod_reflector = Reflector(self._client, "/api/v1/pods", on_list=self._pods_listed, on_event=self._pod_event)
         tasks = [asyncio.create_task(node_reflector.run(), name="sim-kubelet-nodes")]
         tasks.append(asyncio.create_task(pod_reflector.run(), name="sim-kubelet-pods"))
+        claim_reflector = Reflector(
+            self._client,
+            "/apis/resource.k8s.io/v1/resourceclaims",
+            on_list=self._claims_listed,
+            on_event=self._claim_event,
+        )
+        tasks.append(asyncio.create_task(claim_reflector.run(), name="sim-kubelet-claims"))
         tasks += [asyncio.create_task(self._worker(), name=f"sim-kubelet-worker-{i}") for i in range(self._concurrency)]
         try:
             await asyncio.gather(*tasks)
@@ -221,8 +237,29 @@ class SimKubelet:
                 self._consider(pod)
 
     def _check_synced(self) -> None:
-        if self._nodes_synced and self._pods_synced:
+        if self._nodes_synced and self._pods_synced and self._claims_synced:
             self.synced.set()
+
+    # ------------------------------------------------------------ resource claims (DRA)
+
+    def _claims_listed(self, items: list[dict[str, Any]]) -> None:
+        self._claims = {_key(c): c for c in items}
+        self._claims_synced = True
+        self._check_synced()
+        self._wake_claim_waiters()
+
+    def _claim_event(self, kind: str, claim: dict[str, Any]) -> None:
+        if kind == "DELETED":
+            self._claims.pop(_key(claim), None)
+        else:
+            self._claims[_key(claim)] = claim
+        self._wake_claim_waiters()
+
+    def _wake_claim_waiters(self) -> None:
+        for key in list(self._waiting_claims):
+            pod = self._pods.get(key)
+            if pod is not None:
+                self._consider(pod)
 
     # ------------------------------------------------------------ pods
 
@@ -250,6 +287,7 @@ class SimKubelet:
         if timer is not None:
             timer.cancel()
         self._started_at.pop(key, None)
+        self._waiting_claims.pop(key, None)
         for waiting in self._waiting_by_node.values():
             waiting.discard(key)
 
@@ -269,6 +307,8 @@ class SimKubelet:
                 return
             if key in self._queued or key in self._started_at:
                 return
+            if (pod.get("spec") or {}).get("resourceClaims") and self._claims_unready(key, pod):
+                return
             self._queued.add(key)
             if self._start_delay > 0:
                 asyncio.get_running_loop().call_later(self._start_delay, self._queue.put_nowait, ("run", key))
@@ -276,6 +316,17 @@ class SimKubelet:
                 self._queue.put_nowait(("run", key))
         elif phase == "Running" and key not in self._timers:
             self._arm_completion(pod)
+
+    def _claims_unready(self, key: Key, pod: dict[str, Any]) -> bool:
+        """PrepareResources: True (and reported once per reason) while a claim is not allocated and reserved."""
+        why = dra_node.unprepared(pod, self._claims)
+        if why is None:
+            self._waiting_claims.pop(key, None)
+            return False
+        if self._waiting_claims.get(key) != why:
+            self._waiting_claims[key] = why
+            self._queue.put_nowait(("wait", key))
+        return True
 
     def _arm_completion(self, pod: dict[str, Any]) -> None:
         meta = pod.get("metadata") or {}
@@ -306,6 +357,8 @@ class SimKubelet:
             try:
                 if action == "run":
                     await self._start(key)
+                elif action == "wait":
+                    await self._report_waiting(key)
                 else:
                     await self._finish(key)
             except asyncio.CancelledError:
@@ -327,7 +380,10 @@ class SimKubelet:
         pod = self._pods.get(key)
         if pod is None:
             return
-        if action == "run":
+        if action == "wait":
+            self._waiting_claims.pop(key, None)  # report again
+            self._consider(pod)
+        elif action == "run":
             self._consider(pod)
         else:
             self._queue.put_nowait(("finish", key))
@@ -351,6 +407,32 @@ class SimKubelet:
             self._started_at.pop(key, None)
             raise
         self.started += 1
+
+    async def _report_waiting(self, key: Key) -> None:
+        pod, why = self._pods.get(key), self._waiting_claims.get(key)
+        if pod is None or why is None:
+            return
+        stamp = _stamp(_now())
+        await self._client.patch(self._path(key), {"status": dra_node.waiting_status(pod, stamp)})
+        meta = pod.get("metadata") or {}
+        event = {
+            "metadata": {"generateName": f"{key[1]}.", "namespace": key[0]},
+            "involvedObject": {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "namespace": key[0],
+                "name": key[1],
+                "uid": meta.get("uid"),
+            },
+            "reason": dra_node.FAILED_PREPARE,
+            "message": f"Failed to prepare dynamic resources: {why}",
+            "type": "Warning",
+            "count": 1,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "source": {"component": "kubelet", "host": (pod.get("spec") or {}).get("nodeName", "")},
+        }
+        await self._client.create(f"/api/v1/namespaces/{key[0]}/events", event)
 
     async def _finish(self, key: Key) -> None:
         pod = self._pods.get(key)

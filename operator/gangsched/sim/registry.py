@@ -41,6 +41,7 @@ import orjson
 from gangsched.models.timestamps import format_time
 from gangsched.sim import (
     deletion,
+    dra,
     features,
     namespace_lifecycle,
     pod_status,
@@ -56,6 +57,7 @@ from gangsched.sim.builtin import BUILTIN_TYPES, CRD_TYPE, crd_storage_version, 
 from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready, validate_pdb_spec
 from gangsched.sim.namespace_controller import NamespaceController
 from gangsched.sim.pod_update import check_pod_update
+from gangsched.sim.podgroup_priority import admit_podgroup
 from gangsched.sim.scheduling import pod as pod_scheduling
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
@@ -81,6 +83,11 @@ PATCH_TYPES = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH]
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _IMMUTABLE_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+
+def _strategy_for(group: str, kind: str) -> scheduling.Strategy | None:
+    """The strategy of a scheduling.k8s.io (sim/scheduling/) or resource.k8s.io (sim/dra/) kind."""
+    return scheduling.strategy_for(group, kind) or dra.strategy_for(group, kind)
 
 
 def timestamp(now: datetime.datetime) -> str:
@@ -120,7 +127,7 @@ class Registry:
         self.listeners: list[Callable[[], None]] = []  # called when the set of served types changes
         self.terminator = PodTerminator(self)  # the kubelets' end of graceful pod deletion (termination.py)
         self.namespace_controller = NamespaceController(self)  # empties and removes terminating namespaces
-        for rtype in (*BUILTIN_TYPES, *scheduling.served_types(gates)):
+        for rtype in (*BUILTIN_TYPES, *scheduling.served_types(gates), *dra.served_types(gates)):
             self._serve(rtype)
         ctx = RequestContext()
         ns_type = self.resolve("", "v1", "namespaces")
@@ -336,11 +343,17 @@ class Registry:
             if pdb_problems:
                 raise st.invalid(rtype, name, pdb_problems)
             obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
-        elif (strategy := scheduling.strategy_for(*kind)) is not None:  # scheduling.k8s.io, 1.37 (sim/scheduling/)
+        elif (strategy := _strategy_for(*kind)) is not None:  # sim/scheduling/ and sim/dra/ kinds
+            if kind == ("scheduling.k8s.io", "PodGroup") and isinstance(obj.get("spec"), dict):
+                classes = self.store.table(storage_key(self.types[("scheduling.k8s.io", "v1", "priorityclasses")]))
+                refused = admit_podgroup(obj["spec"], [e.obj for e in classes.values()], self.gates)
+                if refused is not None:  # the Priority admission plugin (sim/podgroup_priority.py)
+                    raise st.forbidden(rtype, name, refused)
             strategy.prepare_create(obj, self.gates)
             sched_problems = strategy.validate(obj, self.gates)
             if sched_problems:
                 raise st.invalid(rtype, name, sched_problems)
+            ctx.warnings.extend(dra.warnings(kind, obj))  # e.g. DeviceClass.extendedResourceName (not honoured)
 
     def _admit_pod(self, rtype: ResourceType, obj: dict[str, Any], name: str) -> None:
         spec = obj.get("spec")
@@ -657,7 +670,7 @@ class Registry:
                 result.pop("status", None)
             if rtype.is_crd and rtype.schema is not None:
                 self._validate_custom(rtype, result, name, ctx)
-            strategy = scheduling.strategy_for(rtype.group, rtype.kind)
+            strategy = _strategy_for(rtype.group, rtype.kind)
             status_problems = strategy.validate_status_update(cur, result) if strategy is not None else []
             if status_problems:
                 raise st.invalid(rtype, name, status_problems)
@@ -690,7 +703,7 @@ class Registry:
         return entry
 
     def _admit_update(self, rtype: ResourceType, cur: dict[str, Any], new: dict[str, Any], name: str) -> None:
-        strategy = scheduling.strategy_for(rtype.group, rtype.kind)
+        strategy = _strategy_for(rtype.group, rtype.kind)
         if strategy is not None:
             strategy.prepare_update(cur, new, self.gates)
             sched_problems = strategy.validate_update(cur, new, self.gates)

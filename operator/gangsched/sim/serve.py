@@ -26,6 +26,9 @@ Contract:
   / `--faults`), serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
   Bad arguments print the error (naming the field, the value and what is allowed) and return 2; so does a
   kubeconfig path that cannot be written (checked first); a --port already in use returns 5 (gangsched/exits.py).
+- `running_cluster(..., dra=True)` / `gangsched sim serve --dra`: the simulated GPU DRA driver (sim/dra/driver.py)
+  publishes each node's `nvidia.com/gpu` count as a ResourceSlice of driver gpu.nvidia.com plus the DeviceClass
+  gpu.nvidia.com, and the nodes then do not advertise `nvidia.com/gpu` (nothing counted twice).
 - `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
 """
 
@@ -48,7 +51,14 @@ import yaml
 from gangsched.core import InvalidField
 from gangsched.exits import CommandError, ExitCode, report, writable_file
 from gangsched.k8s.client import ApiError, KubeClient
-from gangsched.sim.cluster import create_nodes, node_names_from_topology, parse_node_resources, topology_labels
+from gangsched.sim.cluster import (
+    TOPOLOGY_LABEL_PREFIX,
+    create_nodes,
+    node_names_from_topology,
+    parse_node_resources,
+    topology_labels,
+)
+from gangsched.sim.dra import driver as gpu_driver
 from gangsched.sim.faults import FaultRule, FaultSpecError, load_rules
 from gangsched.sim.features import DEFAULT as DEFAULT_GATES
 from gangsched.sim.features import FULL as FULL_PROFILE
@@ -225,11 +235,15 @@ async def running_cluster(
     install_manifests: bool = True,
     topology_configmap_from: str | Path | None = None,
     gates: FeatureGates = DEFAULT_GATES,
+    dra: bool = False,
 ) -> AsyncIterator[Cluster]:
     """A simulated cluster for the duration of the block (see module docstring)."""
     from gangsched.sim.apiserver import ApiServer
 
     resources = parse_node_resources(node_resources) if isinstance(node_resources, str) else dict(node_resources)
+    gpus = 0
+    if dra:  # the GPUs become DRA devices of the simulated driver, not also the extended resource nvidia.com/gpu
+        resources, gpus = gpu_driver.split_gpus(resources)
     names, labels = _plan_nodes(nodes, topology)
     server = ApiServer(auth=auth, gates=gates)
     await server.start(host="127.0.0.1", port=port)
@@ -247,6 +261,9 @@ async def running_cluster(
             if topology_configmap_from is not None:
                 await apply_manifests(client, [topology_configmap(topology_configmap_from)])
             await create_nodes(client, names, resources, labels_for_name=lambda n: labels.get(n, {}))
+            if dra:
+                cliques = {n: labels.get(n, {}).get(f"{TOPOLOGY_LABEL_PREFIX}1", n) for n in names}
+                await gpu_driver.publish(client, names, gpus, cliques=cliques)
             kubelet = SimKubelet(client, start_delay=kubelet_start_delay)
             task = asyncio.create_task(kubelet.run(), name="sim-kubelet")
             try:
@@ -291,6 +308,7 @@ async def _serve(
     fault_seed: int,
     auth: bool = True,
     gates: FeatureGates = DEFAULT_GATES,
+    dra: bool = False,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -308,6 +326,7 @@ async def _serve(
         faults=faults,
         fault_seed=fault_seed,
         gates=gates,
+        dra=dra,
     ) as cluster:
         print(
             f"gangsched sim: Kubernetes API emulator at {cluster.url} with {len(cluster.node_names)} simulated nodes",
@@ -330,6 +349,12 @@ async def _serve(
             + (f", topology ConfigMap {OPERATOR_NAMESPACE}/{TOPOLOGY_CONFIGMAP}" if topology_path else ""),
             flush=True,
         )
+        if dra:
+            print(
+                f"DRA: driver {gpu_driver.DRIVER} publishes each node's GPUs as a ResourceSlice; DeviceClass "
+                f"{gpu_driver.DRIVER}; the nodes do not advertise {gpu_driver.GPU_RESOURCE}",
+                flush=True,
+            )
         print(f"run the operator: gangsched run --kubeconfig {kubeconfig}", flush=True)
         print(f"try: kubectl --kubeconfig {kubeconfig} get nodes", flush=True)
         print("press Ctrl-C to stop", flush=True)
@@ -350,6 +375,7 @@ def serve_forever(
     auth: bool = True,
     api_profile: str = FULL_PROFILE,
     feature_gates: str = "",
+    dra: bool = False,
 ) -> int:
     """`gangsched sim serve` (see module docstring); returns the process exit code."""
     try:
@@ -373,6 +399,7 @@ def serve_forever(
                 fault_seed=seed,
                 auth=auth,
                 gates=gates,
+                dra=dra,
             )
         )
     except (InvalidField, FaultSpecError) as exc:

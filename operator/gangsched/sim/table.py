@@ -10,7 +10,8 @@ Contract:
 - Built-in columns as kubectl users know them: pods NAME READY STATUS RESTARTS AGE (+ IP NODE NOMINATED NODE
   READINESS GATES), nodes NAME STATUS ROLES AGE VERSION (+ INTERNAL-IP ...), core and events.k8s.io events
   LAST SEEN TYPE REASON OBJECT MESSAGE, namespaces NAME STATUS AGE, configmaps NAME DATA AGE, leases NAME HOLDER
-  AGE, priorityclasses, poddisruptionbudgets, CRDs NAME CREATED AT; every other built-in NAME AGE.
+  AGE, priorityclasses, poddisruptionbudgets, CRDs NAME CREATED AT, resourceclaims NAME STATE AGE (pending,
+  allocated,reserved, ...), resourceslices NAME NODE DRIVER POOL AGE; every other built-in NAME AGE.
 - Custom resources: NAME, then the CRD's additionalPrinterColumns (default: Age from .metadata.creationTimestamp).
   JSONPaths such as `.status.phase`, `.spec.items[0].name` and `.status.conditions[?(@.type=="Ready")].status`
   are evaluated; a missing value is sent as null (as a real server does; kubectl prints it as "<none>");
@@ -410,7 +411,41 @@ def _builtin(rtype: ResourceType) -> tuple[list[Column], RowFn]:
         )
     if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
         return _simple((_col("Created At", type_="date", description=_AGE_DESC), _crd_created_at), age_last=False)
+    if key == ("resource.k8s.io", "resourceclaims"):
+        state = _col("State", description="A summary of the current state (allocated, pending, reserved, etc.).")
+        return _simple((state, _claim_state))
+    if key == ("resource.k8s.io", "resourceslices"):
+        return _simple(
+            (
+                _col("Node", description="The node for which the slice was published"),
+                lambda o: (o.get("spec") or {}).get("nodeName") or "<none>",
+            ),
+            (
+                _col("Driver", description="The driver that published the slice"),
+                lambda o: (o.get("spec") or {}).get("driver", ""),
+            ),
+            (
+                _col("Pool", description="The pool of the slice"),
+                lambda o: ((o.get("spec") or {}).get("pool") or {}).get("name", ""),
+            ),
+        )
     return _simple()
+
+
+def _claim_state(claim: dict[str, Any]) -> str:
+    """pkg/printers/internalversion/printers.go resourceClaimState: deleted, pending | allocated[,reserved]."""
+    deleted = bool(_meta(claim).get("deletionTimestamp"))
+    status = claim.get("status") or {}
+    states = ["deleted"] if deleted else []
+    if not status.get("allocation"):
+        states += [] if deleted else ["pending"]
+    else:
+        states.append("allocated")
+        if status.get("reservedFor"):
+            states.append("reserved")
+        elif deleted:
+            states.append("deallocating")
+    return ",".join(states)
 
 
 def _str_or_na(value: Any) -> str:

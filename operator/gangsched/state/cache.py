@@ -91,7 +91,7 @@ from gangsched.models.grove import DECLARED_BY as GROVE_DECLARED_BY
 from gangsched.models.koordinator import gang_notices
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.native import SCHEDULING_GROUP
-from gangsched.models.node import node_from_api
+from gangsched.models.node import node_from_api, unsupported_node_fields
 from gangsched.models.pod import pod_fingerprint, pod_from_api, pod_with_status
 from gangsched.models.podgroup import SIGS_API_VERSION, occupied_by, podgroup_spec_from_api, podgroup_times
 from gangsched.models.rank import MemberMeta, member_rank_key
@@ -233,6 +233,7 @@ class ClusterCache:
         self.problems: list[Problem] = []
         self.dirty_gangs: set[str] = set()
         self.podgroups_to_create: dict[str, GangSpec] = {}
+        self._node_unsupported: dict[str, str] = {}  # node -> the UnsupportedField message last reported
         self.statuses = GangStatusBook()  # the PodGroup status bodies last written, per gang
         self.notices = GangNotices()  # what was said about each gang's declaration (once per gang)
         self.podgroup_kinds = PodGroupKinds()  # which PodGroup a gang uses when both API groups have one
@@ -920,7 +921,7 @@ class ClusterCache:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
             effective = self.native.adjust(key, decl, self.volcano.adjust(key, decl, effective))
             effective = self._in_tree(key, sources, decl, effective)
-        wanted = self.volcano.adjust(key, decl, decl.spec) if decl is not None else None
+        wanted = self.volcano.adjust(key, decl, decl.spec, topology=False) if decl is not None else None
         if decl is not None and decl.declared_by == GROVE_DECLARED_BY:
             wanted = None  # a Grove gang: its PodGang is the declaration (no PodGroup is created for it)
         if pg is None and wanted is not None and key not in self.podgroups_to_create:
@@ -1111,8 +1112,10 @@ class ClusterCache:
         old = self.cluster.nodes.get(name)
         if kind == "DELETED":
             self.cluster.remove_node(name)
+            self._node_unsupported.pop(name, None)
             self.nodes_version += 1
         else:
+            self._node_fields(name, obj)
             try:
                 self.cluster.upsert_node(node_from_api(obj))
             except Exception as exc:  # InvalidField, or a parser's bug: reported, the node is left out
@@ -1124,6 +1127,18 @@ class ClusterCache:
             if old is None or new is None or old.labels != new.labels:
                 self.nodes_version += 1
         self.on_change()
+
+    def _node_fields(self, name: str, obj: dict[str, Any]) -> None:
+        """A Warning UnsupportedField on the node for its fields gangsched does not evaluate, once per message."""
+        message = unsupported_node_fields(obj)
+        if message == self._node_unsupported.get(name):
+            return
+        if message is None:
+            self._node_unsupported.pop(name, None)
+            return
+        self._node_unsupported[name] = message
+        uid = (obj.get("metadata") or {}).get("uid", "")
+        self.problems.append(Problem("Node", "v1", "", name, uid, "UnsupportedField", message))
 
     # ----------------------------------------------------------- namespaces
     def on_namespace(self, kind: str | None, obj: dict[str, Any]) -> None:

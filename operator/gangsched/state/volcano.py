@@ -19,6 +19,14 @@ Contract:
   (the Volcano PodGroup LWS creates says what it means: minMember 1 under the LeaderReady startup policy,
   kubernetes-sigs/lws pkg/schedulerprovider/volcano_provider.go CreatePodGroupIfNotExists). Other gangs are
   returned unchanged.
+- `spec.networkTopology` (Volcano's NetworkTopologySpec, volcano-sh/apis scheduling/v1beta1 types.go; what Kubeflow
+  Trainer writes in Volcano mode) is the gang's `NetworkTopology`: `mode` hard (Volcano's default) or soft,
+  `highestTierAllowed` n >= 1 the tier (Volcano's and gangsched's tiers both count up from 1, the lowest domain
+  above the nodes); hard: all members in one domain of a tier <= n, or none placed. Unless the gang declares a
+  networkTopology by gangsched's own means (annotations, its gangsched PodGroup), which wins; `topology=False`
+  leaves it out (the PodGroup the operator creates for the gang does not freeze Volcano's value). `highestTierName` and
+  a tier of 0 are reported (a problem message) and the topology then limits no tier. A non-empty `subGroupPolicy`
+  (Volcano's per-subgroup networkTopology) is reported as not honoured.
 The operator watches these only when their CRD is installed (Kopf serves the rest; see handlers/kopf_app.py).
 """
 
@@ -28,7 +36,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import GangSpec
+from gangsched.core import GangSpec, NetworkTopology, TopologyMode
 from gangsched.models import keys
 from gangsched.models.fields import INT32_MAX
 from gangsched.models.gang import PodGang
@@ -50,6 +58,7 @@ class VolcanoQuorum:
 
     min_member: int
     roles: tuple[tuple[str, int], ...] = ()
+    topology: NetworkTopology | None = None  # spec.networkTopology
 
 
 def _task_minimums(raw: Any) -> tuple[tuple[tuple[str, int], ...], str | None]:
@@ -67,6 +76,32 @@ def _task_minimums(raw: Any) -> tuple[tuple[tuple[str, int], ...], str | None]:
     )
 
 
+def _topology(raw: Any) -> tuple[NetworkTopology | None, str | None]:
+    """spec.networkTopology as gangsched's NetworkTopology; a problem message for what does not map."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, f"spec.networkTopology: {raw!r} is not an object {{mode, highestTierAllowed}}: not honoured"
+    mode = raw.get("mode") or "hard"  # +kubebuilder:default=hard (volcano-sh/apis scheduling/v1beta1 types.go)
+    if mode not in ("hard", "soft"):
+        return None, f"spec.networkTopology.mode: {mode!r} is not hard or soft: the networkTopology is not honoured"
+    tier = raw.get("highestTierAllowed")
+    problem = None
+    if tier is not None and not (isinstance(tier, int) and not isinstance(tier, bool) and 1 <= tier <= INT32_MAX):
+        problem = (
+            f"spec.networkTopology.highestTierAllowed: {tier!r} is not a tier gangsched knows (an integer from 1,"
+            " the lowest domain above the nodes): the gang is placed without a tier limit"
+        )
+        tier = None
+    if raw.get("highestTierName"):
+        problem = (
+            f"spec.networkTopology.highestTierName: {raw['highestTierName']!r} is not supported by gangsched (its"
+            " tiers are numbers: use highestTierAllowed): the gang is placed without a tier limit"
+        )
+        tier = None
+    return NetworkTopology(TopologyMode(mode), highest_tier_allowed=tier), problem
+
+
 def _read(spec: dict[str, Any]) -> tuple[VolcanoQuorum | None, str | None]:
     raw = spec.get("minMember")
     if not (isinstance(raw, int) and not isinstance(raw, bool) and 1 <= raw <= INT32_MAX):
@@ -75,9 +110,18 @@ def _read(spec: dict[str, Any]) -> tuple[VolcanoQuorum | None, str | None]:
             " its gang no member count"
         )
     tasks, problem = _task_minimums(spec.get("minTaskMember"))
+    topology, topology_problem = _topology(spec.get("networkTopology"))
     # Volcano checks each task's minimum only when the job's minAvailable is not below their sum (job_info.go)
     enforced = tasks if raw >= sum(n for _, n in tasks) else ()
-    return VolcanoQuorum(raw, enforced), problem
+    sub_groups = spec.get("subGroupPolicy")
+    sub_problem = (
+        f"spec.subGroupPolicy: {len(sub_groups)} subgroup(s) not honoured by gangsched (their own networkTopology is"
+        " not applied): the gang is placed by its networkTopology alone"
+        if isinstance(sub_groups, list) and sub_groups
+        else None
+    )
+    problems = [p for p in (problem, topology_problem, sub_problem) if p is not None]
+    return VolcanoQuorum(raw, enforced, topology), "; ".join(problems) or None
 
 
 class VolcanoPodGroups:
@@ -107,16 +151,23 @@ class VolcanoPodGroups:
             self._reported[key] = problem
         return VolcanoChange(key, self.quorum.get(key) != before, problem)
 
-    def adjust(self, key: str, decl: PodGang | None, spec: GangSpec | None) -> GangSpec | None:
-        if decl is None or decl.declared_by != keys.VOLCANO_GROUP_NAME or decl.quorum_key in _EXPLICIT:
+    def adjust(
+        self, key: str, decl: PodGang | None, spec: GangSpec | None, *, topology: bool = True
+    ) -> GangSpec | None:
+        if decl is None or decl.declared_by != keys.VOLCANO_GROUP_NAME:
             return spec
         found = self.quorum.get(key)
         if found is None:
             return spec
-        count = found.min_member
-        if spec is None:
-            return GangSpec(
-                namespace=decl.namespace, name=decl.name, min_member=count, roles=found.roles, source="volcano"
-            )
-        total = spec.total_member if spec.total_member is None or spec.total_member >= count else count
-        return dataclasses.replace(spec, min_member=count, total_member=total, roles=found.roles)
+        if decl.quorum_key not in _EXPLICIT:
+            count = found.min_member
+            if spec is None:
+                spec = GangSpec(
+                    namespace=decl.namespace, name=decl.name, min_member=count, roles=found.roles, source="volcano"
+                )
+            else:
+                total = spec.total_member if spec.total_member is None or spec.total_member >= count else count
+                spec = dataclasses.replace(spec, min_member=count, total_member=total, roles=found.roles)
+        if not topology or spec is None or found.topology is None or spec.network_topology is not None:
+            return spec  # a networkTopology declared by gangsched's own means wins
+        return dataclasses.replace(spec, network_topology=found.topology)

@@ -47,3 +47,24 @@ def test_set_condition_adds_keeps_others_and_is_terminal() -> None:
     assert done is not None and done[1]["status"] == "True" and done[1]["lastTransitionTime"] == T1
     assert set_condition(done, ("False", "Unschedulable", "lost"), generation=2, now_iso=T1) is None  # terminal
     assert set_condition(done, ("True", "Scheduled", "3 pods bound"), generation=2, now_iso=T1) is None
+
+
+def test_disruption_condition_is_added_once_and_keeps_the_others() -> None:
+    """DisruptionTarget True/PreemptionByScheduler (k8s.io/api scheduling/v1beta1 types.go
+    PodGroupReasonPreemptionByScheduler), set as apimachinery SetStatusCondition sets it: the others kept, the
+    transition time kept while it stays True, no write when nothing changes."""
+    from gangsched.models.native_status import disruption_condition
+
+    scheduled = {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled"}
+    message = "gangsched: preempting to accommodate a higher priority pod group"
+    first = disruption_condition([scheduled], message=message, generation=1, now_iso="T1")
+    assert first is not None and first[0] == scheduled
+    assert {k: first[1][k] for k in ("type", "status", "reason", "lastTransitionTime")} == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "lastTransitionTime": "T1",
+    }
+    assert disruption_condition(first, message=message, generation=1, now_iso="T2") is None
+    other = disruption_condition(first, message="gangsched: ... pod", generation=2, now_iso="T3")
+    assert other is not None and other[1]["lastTransitionTime"] == "T1" and other[1]["observedGeneration"] == 2

@@ -149,3 +149,91 @@ def test_lws_size_stays_the_total_under_a_volcano_podgroup() -> None:
         cache.on_pod_event("ADDED", lws_member(worker))
     gang = cache.cluster.gangs[f"default/{GROUP}"]
     assert gang.spec is not None and (gang.spec.min_member, gang.spec.total_member) == (1, 4)
+
+
+def trainer_pg(topology: Any) -> dict[str, Any]:
+    """The Volcano PodGroup Kubeflow Trainer builds in Volcano mode (kubeflow/trainer
+    pkg/runtime/framework/plugins/volcano/volcano.go Build, commit 8c0f5059bd51ec3ba6d6a6a7b2e1471de7bc13b3):
+    named after the TrainJob, minMember = the pods of all its PodSets, their summed requests as minResources, and
+    the runtime's networkTopology copied as {mode, highestTierAllowed}."""
+    pg = volcano_pg(4)
+    pg["spec"]["minResources"] = {"nvidia.com/gpu": "32"}
+    pg["spec"]["networkTopology"] = topology
+    return pg
+
+
+def network(cache: ClusterCache) -> Any:
+    gang = cache.cluster.gangs.get(f"default/{GROUP}")
+    return gang.spec.network_topology if gang is not None and gang.spec is not None else None
+
+
+@pytest.mark.parametrize(
+    ("topology", "mode", "tier"),
+    [
+        ({"mode": "hard", "highestTierAllowed": 1}, "hard", 1),
+        ({"mode": "soft", "highestTierAllowed": 2}, "soft", 2),
+        ({"highestTierAllowed": 1}, "hard", 1),  # +kubebuilder:default=hard (volcano-sh/apis types.go)
+        ({"mode": "hard"}, "hard", None),  # no tier: no limit
+    ],
+)
+def test_volcano_network_topology_is_the_gangs(topology: dict[str, Any], mode: str, tier: int | None) -> None:
+    """Volcano's NetworkTopologySpec (volcano-sh/apis pkg/apis/scheduling/v1beta1/types.go: mode hard|soft, default
+    hard; highestTierAllowed the highest tier the job may cross) is the gang's networkTopology (tiers count from 1 in
+    both); the bug it fixes: a hard tier-1 request was not read at all, so the gang was placed with no limit."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_volcano_podgroup("ADDED", trainer_pg(topology))
+    for worker in range(4):
+        cache.on_pod_event("ADDED", lws_member(worker, size=None))
+    found = network(cache)
+    assert found is not None and (str(found.mode), found.highest_tier_allowed) == (mode, tier)
+    assert not cache.problems
+    assert quorum(cache) == 4
+
+
+def test_volcano_network_topology_changes_are_followed_and_not_frozen_into_the_created_podgroup() -> None:
+    cache = ClusterCache(scheduler_name="gangsched")
+    for worker in range(4):
+        cache.on_pod_event("ADDED", lws_member(worker, size=None))
+    cache.on_volcano_podgroup("ADDED", trainer_pg({"mode": "hard", "highestTierAllowed": 1}))
+    assert network(cache).highest_tier_allowed == 1
+    created = cache.podgroups_to_create.get(f"default/{GROUP}")
+    assert created is None or created.network_topology is None  # the Volcano PodGroup stays the source
+    cache.on_volcano_podgroup("MODIFIED", trainer_pg({"mode": "soft", "highestTierAllowed": 2}))
+    assert str(network(cache).mode) == "soft" and network(cache).highest_tier_allowed == 2
+    cache.on_volcano_podgroup("MODIFIED", volcano_pg(4))
+    assert network(cache) is None
+
+
+@pytest.mark.parametrize(
+    ("topology", "field"),
+    [
+        ({"mode": "hard", "highestTierName": "spine"}, "highestTierName"),
+        ({"mode": "hard", "highestTierAllowed": 0}, "highestTierAllowed"),
+        ({"mode": "strict"}, "mode"),
+    ],
+)
+def test_volcano_network_topology_that_does_not_map_is_reported(topology: dict[str, Any], field: str) -> None:
+    """highestTierName (volcano-sh/apis types.go: a tier's name, exclusive with highestTierAllowed) and tier 0 have
+    no gangsched tier; a mode other than the CRD's enum hard|soft is invalid: each reported, naming field and value."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    cache.on_volcano_podgroup("ADDED", trainer_pg(topology))
+    assert [p.reason for p in cache.problems] == ["InvalidSpec"]
+    message = cache.problems[0].message
+    assert f"spec.networkTopology.{field}" in message and repr(topology[field]) in message, message
+    assert quorum(cache) is None or quorum(cache) == 4
+    cache.on_volcano_podgroup("MODIFIED", trainer_pg(topology))
+    assert len(cache.problems) == 1  # said once
+
+
+def test_volcano_sub_group_policy_is_reported_not_honoured() -> None:
+    """Volcano's PodGroup spec.subGroupPolicy (a networkTopology per subgroup, volcano.sh docs "Multi-dimensional
+    network topology"): not applied by gangsched, so it says so; the gang keeps its own networkTopology."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    pg = trainer_pg({"mode": "hard", "highestTierAllowed": 2})
+    pg["spec"]["subGroupPolicy"] = [{"name": "tp", "subGroupSize": 2, "networkTopology": {"mode": "hard"}}]
+    cache.on_volcano_podgroup("ADDED", pg)
+    for worker in range(4):
+        cache.on_pod_event("ADDED", lws_member(worker, size=None))
+    (problem,) = cache.problems
+    assert "spec.subGroupPolicy" in problem.message, problem.message
+    assert network(cache).highest_tier_allowed == 2

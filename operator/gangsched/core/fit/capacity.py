@@ -14,10 +14,12 @@ Contract (used by the scheduling cycle's modules):
   nodes, and never loops pods x nodes.
 - `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during the cycle, and
   copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give each unit a transaction. The
-  store and its indexes are never changed by a Workspace. `place(..., cls=)` also counts the pods in the cycle's
-  `overlay` of the pod counts, so pod selectors see the gang's own members; views of classes with domain filters then
-  recompute the nodes those filters name (a view created later recomputes what every change of the cycle names). A
-  view's `slots()` is the class's free slots in all (its fit counts summed).
+  store and its indexes are never changed by a Workspace. `take_devices(book, fit)` takes a pod's DRA claims
+  (core/devices/ledger.py) in the same undo log, so `rollback` gives the devices back with the placement.
+  `place(..., cls=)` also counts the pods in the cycle's `overlay` of the pod counts, so pod selectors see the gang's
+  own members; views of classes with domain filters then recompute the nodes those filters name (a view created later
+  recomputes what every change of the cycle names). A view's `slots()` is the class's free slots in all (its fit
+  counts summed).
 Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread (-preference, -count):
 emptiest first. Preference: core/fit/matching.py `preference`, plus core/fit/pod_score.py's score for a class with
 preferred pod affinity terms, kept up to date by the index like a domain filter's limit (over the store's pods: the
@@ -30,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from gangsched.core.devices import DeviceBook, DeviceTake, PodFit
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.filters import NodeFilter, add_ports, filters_for, limit
 from gangsched.core.fit.matching import preference, static_block
@@ -316,7 +319,7 @@ class Workspace:
         self.views: dict[int, ClassView] = {}
         self.overlay = Overlay(cluster.pod_counts)  # pods placed this cycle, for pod selectors (core/fit/pod_counts.py)
         self.usage = _usage(cluster, self.overlay)  # what node filters see (what was placed this cycle included)
-        self._undo: list[_Undo] = []
+        self._undo: list[_Undo | DeviceTake] = []  # device takes share the log: a rollback undoes both in order
         self._changes: list[Change] = []  # every change the cycle's placements made to the pod counts
         self._violations: list[SchedulingClass] = []
 
@@ -403,6 +406,10 @@ class Workspace:
         self._change(u, -1)
         self._undo.append(u)
 
+    def take_devices(self, book: DeviceBook, fit: PodFit) -> None:
+        """Take a pod's claims tentatively (core/devices/ledger.py): undone by `rollback` with its placement."""
+        self._undo.append(book.take(fit))
+
     def take_violations(self) -> list[SchedulingClass]:
         """Classes placed on a node whose count was lower than the placement (cleared by the call)."""
         out, self._violations = self._violations, []
@@ -414,7 +421,10 @@ class Workspace:
     def rollback(self, mark: int) -> None:
         while len(self._undo) > mark:
             u = self._undo.pop()
-            self._change(u, -u.sign)
+            if isinstance(u, DeviceTake):
+                u.book.undo(u)
+            else:
+                self._change(u, -u.sign)
 
     def free(self, node: str) -> Resources:
         rec = self.cluster.nodes[node]

@@ -53,18 +53,39 @@ class Taint(NamedTuple):
 
 class Toleration(NamedTuple):
     key: str  # "" with operator Exists tolerates every taint
-    operator: str  # "Equal" | "Exists"
+    operator: str  # "Equal" | "Exists" | "Lt" | "Gt"
     value: str
     effect: str  # "" matches every effect
 
     def tolerates(self, taint: Taint) -> bool:
+        """k8s.io/api core/v1 toleration.go ToleratesTaint (TaintTolerationComparisonOperators on): Lt tolerates a
+        taint whose value is a smaller integer, Gt a larger one; either value not a canonical decimal int64
+        (apimachinery content.IsDecimalInteger) tolerates nothing."""
         if self.effect and self.effect != taint.effect:
             return False
         if self.key and self.key != taint.key:
             return False
         if self.operator == "Exists":
             return True
+        if self.operator in ("Lt", "Gt"):
+            mine, theirs = decimal_int64(self.value), decimal_int64(taint.value)
+            if mine is None or theirs is None:
+                return False
+            return theirs < mine if self.operator == "Lt" else theirs > mine
         return self.value == taint.value
+
+
+_INT64 = 1 << 63
+
+
+def decimal_int64(value: str) -> int | None:
+    """An int64 in canonical decimal form ("0", "-456", no leading zeros or "+"), else None
+    (apimachinery pkg/api/validate/content/decimal_int.go IsDecimalInteger, then strconv.ParseInt(v, 10, 64))."""
+    digits = value[1:] if value.startswith("-") else value
+    if not digits.isascii() or not digits.isdigit() or (digits[0] == "0" and value != "0"):
+        return None
+    number = int(value)
+    return number if -_INT64 <= number < _INT64 else None
 
 
 class HostPort(NamedTuple):

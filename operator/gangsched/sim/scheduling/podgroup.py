@@ -2,7 +2,8 @@
 declarative validation of staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSpec's `+k8s:` tags) shape it.
 
 Contract (pure; problems are `(field path, detail, cause reason)`, answered as 422 Invalid by the registry):
-- `prepare_create(obj, gates)`: PrepareForCreate: status cleared; dropDisabledPodGroupFields (schedulingConstraints
+- `prepare_create(obj, gates)`: the PodGroupProtection admission (finalizer scheduling.k8s.io/podgroup-protection,
+  sim/podgroup_protection.py), then PrepareForCreate: status cleared; dropDisabledPodGroupFields (schedulingConstraints
   without TopologyAwareWorkloadScheduling, resourceClaims without DRAWorkloadResourceClaims); the `+default`
   `disruptionMode: {single: {}}`.
 - `validate(obj, gates)`: schedulingPolicy exactly one of basic | gang (validate.Union); gang.minCount required and
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from gangsched.sim.features import FeatureGates
+from gangsched.sim.podgroup_protection import admit_create
 from gangsched.sim.scheduling import fields as f
 
 Problem = f.Problem
@@ -58,6 +60,7 @@ def drop_disabled(spec: dict[str, Any], old_spec: dict[str, Any] | None, gates: 
 
 def prepare_create(obj: dict[str, Any], gates: FeatureGates) -> None:
     """See module docstring."""
+    admit_create(obj)  # the PodGroupProtection admission plugin runs before the strategy
     obj.pop("status", None)
     spec = _spec(obj)
     drop_disabled(spec, None, gates)

@@ -178,3 +178,33 @@ def test_node_record() -> None:
     assert other.allocatable is n.allocatable  # identical allocatable maps are shared
     with pytest.raises(InvalidField, match=r"status\.allocatable\.cpu"):
         node_from_api(node_obj("z", cpu="many"))
+
+
+@pytest.mark.parametrize(
+    ("operator", "toleration", "taint", "tolerated"),
+    [
+        ("Lt", "100", "50", True),  # the taint's value is below the toleration's
+        ("Lt", "100", "100", False),
+        ("Lt", "100", "150", False),
+        ("Gt", "10", "11", True),
+        ("Gt", "10", "10", False),
+        ("Gt", "-5", "0", True),  # signed
+        ("Lt", "0700", "5", False),  # not canonical: leading zero (content.IsDecimalInteger)
+        ("Lt", "100", "+5", False),  # not canonical: a plus sign
+        ("Gt", "1", "-0", False),
+        ("Gt", "1", "abc", False),
+        ("Lt", "99999999999999999999", "1", False),  # beyond int64 (strconv.ParseInt fails)
+    ],
+)
+def test_lt_gt_tolerations_compare_integers(operator: str, toleration: str, taint: str, tolerated: bool) -> None:
+    """Kubernetes 1.37 toleration operators Lt and Gt (k8s.io/api core/v1/toleration.go ToleratesTaint and
+    compareNumericValues, TaintTolerationComparisonOperators on; kube-scheduler's TaintToleration filter calls it):
+    Lt tolerates a taint value smaller than the toleration's, Gt a larger one, both canonical decimal int64."""
+    node = node_from_api(node_obj("n", taints=[{"key": "gpu-gen", "value": taint, "effect": "NoSchedule"}]))
+    tol = [{"key": "gpu-gen", "operator": operator, "value": toleration, "effect": "NoSchedule"}]
+    assert (static_block(_pod(tolerations=tol).sclass, node) is None) is tolerated
+
+
+def test_unknown_toleration_operator_is_a_clear_error() -> None:
+    with pytest.raises(InvalidField, match=r"spec.tolerations\[0\].operator.*Equal, Exists, Lt or Gt"):
+        _pod(tolerations=[{"key": "k", "operator": "Ge", "value": "1"}])

@@ -1,0 +1,141 @@
+"""A simulated NVIDIA GPU DRA driver: what `gangsched sim serve --dra` publishes for the nodes' GPUs.
+
+Contract:
+- `split_gpus(resources) -> (resources, count)`: the node resources without the extended resource `nvidia.com/gpu`
+  and its count (with --dra the GPUs are DRA devices only, never counted twice).
+- `device_class() -> dict`: DeviceClass `gpu.nvidia.com` with the selector of NVIDIA's chart
+  (`device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`).
+- `resource_slice(node, count, *, clique, model=H100) -> dict`: one ResourceSlice per node (name
+  `<node>-gpu.nvidia.com`, pool = the node, generation 1, resourceSliceCount 1, nodeName = the node) with devices
+  gpu-0 .. gpu-<count-1> carrying the attributes NVIDIA's k8s-dra-driver-gpu publishes for a full GPU
+  (cmd/gpu-kubelet-plugin/deviceinfo.go GpuInfo.GetDevice: type, uuid, productName, brand, architecture,
+  cudaComputeCapability, driverVersion, cudaDriverVersion, pcieBusID, addressingMode; capacity memory) plus the
+  standard `resource.kubernetes.io/pcieRoot` (k8s.io/dynamic-resource-allocation/deviceattribute; two GPUs per
+  root) and `cliqueID`: the NVLink clique, `<clusterUUID>.<cliqueId>` as GPU feature discovery's
+  `nvidia.com/gpu.clique` node label shows it (the real GPU devices do not carry it; the simulation does, so
+  that selectors and matchAttribute constraints can use it). Nodes of one topology tier-1 domain share a clique.
+- `async publish(client, nodes, count, *, cliques)`: creates the DeviceClass and every node's slice (an existing
+  one is left alone). Pure apart from `publish`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gangsched.k8s.client import ApiError, KubeClient
+
+DRIVER = "gpu.nvidia.com"
+GPU_RESOURCE = "nvidia.com/gpu"
+PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
+CLASSES_PATH = "/apis/resource.k8s.io/v1/deviceclasses"
+_NAMESPACE = uuid.UUID("6f1d3c52-8f0e-4a55-9a49-0d5b7a1c0e11")  # stable fake GPU and cluster UUIDs
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    product_name: str = "NVIDIA H100 80GB HBM3"
+    architecture: str = "Hopper"
+    memory: str = "80Gi"
+    compute_capability: str = "9.0.0"
+    driver_version: str = "560.35.3"
+    cuda_driver_version: str = "12.6.0"
+
+
+H100 = GpuModel()
+
+
+def split_gpus(resources: Mapping[str, str]) -> tuple[dict[str, str], int]:
+    """See module docstring."""
+    rest = dict(resources)
+    count = int(rest.pop(GPU_RESOURCE, "0") or 0)
+    return rest, count
+
+
+def device_class() -> dict[str, Any]:
+    """See module docstring."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRIVER},
+        "spec": {
+            "selectors": [
+                {"cel": {"expression": f"device.driver == '{DRIVER}' && device.attributes['{DRIVER}'].type == 'gpu'"}}
+            ]
+        },
+    }
+
+
+def clique_id(domain: str) -> str:
+    """`<clusterUUID>.<cliqueId>` of an NVLink domain (stable for a name)."""
+    return f"{uuid.uuid5(_NAMESPACE, 'cluster')}.{uuid.uuid5(_NAMESPACE, domain).int % 32768}"
+
+
+def _device(node: str, index: int, clique: str, model: GpuModel) -> dict[str, Any]:
+    def string(value: str) -> dict[str, str]:
+        return {"string": value}
+
+    def version(value: str) -> dict[str, str]:
+        return {"version": value}
+
+    return {
+        "name": f"gpu-{index}",
+        "attributes": {
+            "type": string("gpu"),
+            "uuid": string(f"GPU-{uuid.uuid5(_NAMESPACE, f'{node}/{index}')}"),
+            "productName": string(model.product_name),
+            "brand": string("Nvidia"),
+            "architecture": string(model.architecture),
+            "cudaComputeCapability": version(model.compute_capability),
+            "driverVersion": version(model.driver_version),
+            "cudaDriverVersion": version(model.cuda_driver_version),
+            "pcieBusID": string(f"0000:{0x18 + 0x10 * index:02x}:00.0"),
+            "addressingMode": string("None"),
+            PCIE_ROOT: string(f"pci0000:{0x10 * (index // 2):02x}"),
+            "cliqueID": string(clique),
+        },
+        "capacity": {"memory": {"value": model.memory}},
+    }
+
+
+def resource_slice(node: str, count: int, *, clique: str, model: GpuModel = H100) -> dict[str, Any]:
+    """See module docstring."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{DRIVER}"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [_device(node, i, clique, model) for i in range(count)],
+        },
+    }
+
+
+async def publish(
+    client: KubeClient, nodes: Sequence[str], count: int, *, cliques: Mapping[str, str], concurrency: int = 32
+) -> None:
+    """See module docstring."""
+
+    async def create(path: str, body: dict[str, Any]) -> None:
+        try:
+            await client.create(path, body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+    await create(CLASSES_PATH, device_class())
+    if count <= 0:
+        return
+    limit = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(node: str) -> None:
+        async with limit:
+            await create(SLICES_PATH, resource_slice(node, count, clique=clique_id(cliques.get(node, node))))
+
+    await asyncio.gather(*(one(n) for n in nodes))
