@@ -119,6 +119,16 @@ def build_registry() -> kopf.OperatorRegistry:
     async def native_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_native_podgroup(event.get("type"), _raw(event))
 
+    # Kubernetes 1.37's CompositePodGroups (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup): the gang trees
+    @kopf.on.event("scheduling.k8s.io", "v1alpha3", "compositepodgroups", registry=registry)
+    async def composite_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_composite_podgroup(event.get("type"), _raw(event))
+
+    # Grove's PodGangs (scheduler.grove.io/v1alpha1, crds/compat/): optional like the PodGroups above
+    @kopf.on.event("scheduler.grove.io", "v1alpha1", "podgangs", registry=registry)
+    async def podgang_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_podgang(event.get("type"), _raw(event))
+
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_node(event.get("type"), _raw(event))

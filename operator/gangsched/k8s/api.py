@@ -113,6 +113,11 @@ class KubeApi:
         items, _ = await self.client.list_all(f"/apis/{api_version}/{PODGROUP_PLURAL}")
         return [{**item, "apiVersion": api_version, "kind": "PodGroup"} for item in items]
 
+    async def list_kind(self, api_version: str, plural: str, kind: str) -> list[dict[str, Any]]:
+        """Every object of that kind (CompositePodGroups, Grove's PodGangs), each with its apiVersion and kind."""
+        items, _ = await self.client.list_all(f"/apis/{api_version}/{plural}")
+        return [{**item, "apiVersion": api_version, "kind": kind} for item in items]
+
     async def list_priority_classes(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
         return items

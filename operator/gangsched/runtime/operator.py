@@ -58,7 +58,11 @@ from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.models import keys
+from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
+from gangsched.models.composite import PLURAL as COMPOSITE_PLURAL
 from gangsched.models.config import OperatorConfig
+from gangsched.models.grove import API_VERSION as GROVE_API_VERSION
+from gangsched.models.grove import PLURAL as GROVE_PLURAL
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
@@ -165,6 +169,7 @@ class Operator:
             on_status=self.wake_for_status,
         )
         self.cache.native.tier_keys = tuple(self.config.topology.node_label_tiers)  # native topology constraints
+        self.cache.grove.tier_keys = self.cache.native.tier_keys  # (and Grove's required topology keys)
         self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
         backoff = self.config.bind_backoff
         self.bind_backoff = BindBackoff(initial=backoff.initial_seconds, maximum=backoff.max_seconds)
@@ -335,6 +340,12 @@ class Operator:
         native = self.api.list_podgroups(NATIVE_API_VERSION)
         for pg in await self._optional_list(f"PodGroup {NATIVE_API_VERSION}", native):
             self.cache.on_native_podgroup(None, pg)  # Kubernetes 1.37's own PodGroups, when served
+        composites = self.api.list_kind(COMPOSITE_API_VERSION, COMPOSITE_PLURAL, "CompositePodGroup")
+        for cpg in await self._optional_list(f"CompositePodGroup {COMPOSITE_API_VERSION}", composites):
+            self.cache.on_composite_podgroup(None, cpg)  # their trees (scheduling.k8s.io/v1alpha3), when served
+        podgangs = self.api.list_kind(GROVE_API_VERSION, GROVE_PLURAL, "PodGang")
+        for gang in await self._optional_list(f"PodGang {GROVE_API_VERSION}", podgangs):
+            self.cache.on_podgang(None, gang)  # Grove's PodGangs, when their CRD is installed
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
             ("PersistentVolumes", self.api.list_pvs, self.cache.on_pv),

@@ -6,9 +6,9 @@ Contract:
 - Order: (0) recheck reservations and nominations (core/cycle/recheck.py); (1) waiting times end
   (core/cycle/timers.py); (1b) NonStrict deadlocks resolved (core/gang/deadlock.py); starvation holds
   (core/gang/starvation.py); (2) the queue in order (priority, creation or last failure, gangs before pods, key;
-  queueing hints, core/hints); (3) up to config.max_units_per_cycle units attempted on one shared workspace (gang
-  rules, placement, preemption); (4) Warnings for constraints bound pods were placed without; (5) gang health;
-  (6) the next wakeup. Events and conditions follow a change of a unit's message only.
+  queueing hints, core/hints); (3) up to config.max_units_per_cycle units (a gang tree's gangs as one) attempted
+  on one shared workspace (gang rules, placement, preemption); (4) Warnings for constraints bound pods were
+  placed without; (5) gang health; (6) the next wakeup. Events and conditions follow a change of a unit's message only.
 More: docs/modules.md#corecycleschedulerpy.
 """
 
@@ -41,16 +41,21 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     holds = hold_capacity(session)
     budget = config.max_units_per_cycle
     hintable: set[UnitKey] = set()  # backed off, but capacity was freed since: attempted unless the hint says no
-    for unit in first_in_level(session, holds, queue_order(session, retry, hintable)):
+    order = first_in_level(session, holds, queue_order(session, retry, hintable))
+    done: set[UnitKey] = set()  # gangs of a tree attempted with the first of their tree
+    for unit in order:
         if budget <= 0:
             break
-        if unit in victims:  # its reservations were just released for a deadlock: not attempted this cycle
+        if unit in victims or unit in done:  # (victims: reservations just released for a deadlock)
             continue
-        if holds.active:
-            with lifted(session, holds, unit):  # (the hint sees the capacity the unit may use: held or not)
-                attempted = _attempt(session, unit, hintable)
-        else:
-            attempted = _attempt(session, unit, hintable)
+        attempted = False
+        for one in [unit, *_tree_mates(session, unit, order, done | victims)]:
+            done.add(one)
+            if holds.active:
+                with lifted(session, holds, one):  # (the hint sees the capacity the unit may use: held or not)
+                    attempted = _attempt(session, one, hintable) or attempted
+            else:
+                attempted = _attempt(session, one, hintable) or attempted
         if attempted:
             budget -= 1
     finish(session, holds)
@@ -117,6 +122,19 @@ def queue_order(
         items.append((-pod.priority, created, 1, pod_key, unit))
     items.sort()
     return [item[4] for item in items]
+
+
+def _tree_mates(
+    session: CycleSession, unit: UnitKey, order: list[UnitKey], skip: AbstractSet[UnitKey]
+) -> list[UnitKey]:
+    """The other queued gangs of the unit's gang tree (spec.tree), in queue order: attempted right after it, as one
+    unit (kube-scheduler 1.37 schedules a CompositePodGroup tree from its root as one entity)."""
+    gang = None if unit.is_pod else session.store.gangs.get(unit.key)
+    tree = gang.spec.tree if gang is not None and gang.spec is not None else None
+    if tree is None:
+        return []
+    leaves = set(tree.leaves()) - {unit.key}
+    return [u for u in order if not u.is_pod and u.key in leaves and u not in skip]
 
 
 def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey] = frozenset()) -> bool:

@@ -28,7 +28,7 @@ from gangsched.core.values.gangspec import GangMode, GangSpec, TopologyMode
 def cannot_progress(session: CycleSession, gang: GangState) -> bool:
     """See the module docstring."""
     spec = gang.spec
-    if spec is None or gang.satisfied or spec.group or spec.min_resources:
+    if spec is None or gang.satisfied or spec.group or spec.tree or spec.domain or spec.min_resources:
         return False
     members = session.members(gang)
     if members.bound or members.gated or members.held or not members.pending:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gangsched.core.fit.capacity import Workspace
 from gangsched.core.memory.gangs import GangState
@@ -83,6 +83,7 @@ class CycleSession:
         self._evicting: set[str] = set()
         self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer held
         self.holds: dict[str, list[Hold]] = {}  # preemptor gang (or pod alone) -> capacity held for its members
+        self.memo: dict[Any, Any] = {}  # facts that stay true for the whole cycle, by whoever derives them
         for pod_key, node in state.nominations():
             pod = state.pods.get(pod_key)
             if pod is not None:
