@@ -1,6 +1,7 @@
 """Benchmarks of the scheduling core: decision time, drain rate, independence from bound pods,
 memory per cached pod and node, pod anti-affinity. Figures: core.gang1000_nodes5000_ms, core.drain_pods_per_s,
-core.bound100k_ratio, core.recheck_reserved1000_ms, core.bytes_per_pod, core.bytes_per_node,
+core.tree_gang1000_ms (bench/tree_core.py), core.bound100k_ratio, core.recheck_reserved1000_ms, core.bytes_per_pod,
+core.bytes_per_node,
 core.affinity_gang256_ms, core.spread_gang256_ms (bench/spread_core.py), core.deadlock_check_ms
 (bench/deadlock_core.py), core.health_watched1000_ms (bench/health_core.py), core.prefaffinity_gang256_ms
 (bench/prefaff_core.py), core.dra_gang1000_ms (bench/dra_core.py)."""
@@ -298,6 +299,10 @@ def bench_memory() -> None:
 def main() -> None:
     log("core: gang of 1000 on 5000 nodes")
     bench_gang1000()
+    from bench.tree_core import bench_tree_gang1000  # (imports this module)
+
+    log("core: a 1000-pod gang as a 3-level tree (20 leaf gangs) on 5000 nodes")
+    bench_tree_gang1000()
     log("core: drain 1250 x 8")
     bench_drain()
     log("core: 0 vs 100k bound pods")

@@ -24,8 +24,8 @@ from gangsched.whatif.engine import Replay, replay
 from gangsched.whatif.inputs.estimates import with_traits
 from gangsched.whatif.inputs.synthetic import WorkloadModel
 from gangsched.whatif.inputs.workload import build_workload, load_inventory
+from gangsched.whatif.lineup import FAITHFUL_BASELINES, make_policy
 from gangsched.whatif.metrics import summarize
-from gangsched.whatif.policies import FAITHFUL_BASELINES, make_policy
 from gangsched.whatif.speed import SpeedModel
 
 WAIT = 600.0

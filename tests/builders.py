@@ -15,6 +15,7 @@ from typing import Any
 
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.gangspec import GangMode, GangSpec
+from gangsched.core.values.gangtree import DomainKey, GangTree
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec
@@ -282,6 +283,8 @@ def add_gang(
     created: float | None = None,
     group: tuple[str, ...] = (),
     wait: float | None = None,
+    tree: GangTree | None = None,
+    domain: DomainKey | None = None,
     **pod_kw: Any,
 ) -> list[str]:
     key = f"{namespace}/{name}"
@@ -294,6 +297,8 @@ def add_gang(
                 mode=mode,
                 group=group,
                 wait_seconds=wait,
+                tree=tree,
+                domain=domain,
             ),
             created=created,
         )

@@ -2,18 +2,13 @@
 gang`) and the one way they report a failure. docs/cli.md documents the table; it is a contract (scripts test it).
 
 Contract:
-- `ExitCode`: OK 0; FAILURE 1 (the work failed once started, or an unexpected error); USAGE 2 (a bad option, value
-  or input file: a kubeconfig missing or unreadable, credentials for a plain-http server, an output path that
-  cannot be written; argparse's own code); API 3 (the API server cannot be reached, or refuses the credentials or
-  the permissions: connection refused, DNS, TLS, 401, 403); NOT_FOUND 4 (an object named on the command line
-  does not exist); LISTEN 5 (a port to serve on is taken or not allowed).
-- `CommandError(code, problem, fix=None)`: what a command's parts raise; the command's entry point catches it once
-  and calls `report`.
-- `report(command, error) -> int` prints `<command>: <problem>` and, when there is a fix, `  fix: <fix>` to stderr
-  (each on one line: whitespace, newlines included, collapsed), never a traceback, and returns the exit code.
-- `writable_file(path, option)`, `writable_dir(path, option)`: an output path is checked before long work starts
-  (CommandError USAGE naming the option, the path and why).
-This module imports nothing of the project: every layer may use it.
+- `ExitCode`: OK 0; FAILURE 1 (the work failed, or an unexpected error); USAGE 2 (a bad option, value or input
+  file, argparse's code too); API 3 (the API server unreachable, or refusing credentials or permissions);
+  NOT_FOUND 4 (an object named on the command line does not exist); LISTEN 5 (a port to serve on taken).
+- `CommandError(code, problem, fix=None)`: raised by a command's parts, caught once by its entry point;
+  `report(command, error) -> int` prints `<command>: <problem>` and `  fix: <fix>` to stderr, one line each, never
+  a traceback, and returns the code. `writable_file(path, option)`, `writable_dir(...)`: output paths checked first.
+This module imports nothing of the project: every layer may use it. More: docs/modules.md#exitspy.
 """
 
 from __future__ import annotations

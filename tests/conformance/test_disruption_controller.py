@@ -18,7 +18,8 @@ import pytest
 from gangsched.k8s.client import KubeClient
 from gangsched.sim import status as st
 from gangsched.sim.disruption import DisruptionController, format_time
-from gangsched.sim.registry import Registry, RequestContext
+from gangsched.sim.registry import Registry
+from gangsched.sim.request import RequestContext
 from gangsched.sim.store import Store
 
 FOO_BAR = {"foo": "bar"}

@@ -24,7 +24,7 @@ import pytest
 
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.apiserver import ApiServer
-from gangsched.sim.registry import RequestContext
+from gangsched.sim.request import RequestContext
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 TEMPLATES = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates"

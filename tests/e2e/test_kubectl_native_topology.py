@@ -7,8 +7,8 @@ PodGroupSchedulingConstraints.Topology, a list of at most one `{key}`: all the g
 label). Oracle: kube-scheduler 1.37's TopologyAwareWorkloadScheduling (pkg/scheduler/schedule_one_podgroup.go
 podGroupSchedulingPlacementAlgorithm: one placement per domain of the key, the group placed whole within one of them
 or not at all: "0/N placements are available"). gangsched maps a key that is one of its topology tiers' node labels
-(config topology.nodeLabelTiers) onto its own hard networkTopology at that tier; any other key is reported as
-UnsupportedField, never silently ignored.
+(config topology.nodeLabelTiers) onto its own hard networkTopology at that tier; any other key is a one-level domain
+of its own (nodes sharing a value of that label; a node without the label is in no domain).
 """
 
 from __future__ import annotations
@@ -108,16 +108,28 @@ async def test_topology_constraint_on_a_fragmented_cluster(racks: Cluster, tmp_p
         assert set(nodes.values()) == {"a0", "a1"}, nodes
 
 
-async def test_topology_key_not_a_tier_is_reported(racks: Cluster, tmp_path: Path) -> None:
-    """A key that is no tier's label is not honoured yet: one Warning UnsupportedField says so and why."""
+async def test_topology_key_not_a_tier_is_a_domain_of_its_own(racks: Cluster, tmp_path: Path) -> None:
+    """A key that is no tier's label (issue 25: "any other node label key works as its own one-level domain"): nodes
+    labelled rack=a (a0, a1) and rack=b (b0), b1 without the label; a0 taken. Free: a1, b0, b1, but no rack value has
+    two free nodes (b1 is in no domain): the 2-pod gang is not placed, and nothing is reported unsupported; a0 freed,
+    it binds on a0 and a1."""
+    names = ["rk-0", "rk-1"]
+    for node, rack in (("a0", "a"), ("a1", "a"), ("b0", "b")):
+        await kubectl(racks, "label", "node", node, f"example.com/rack={rack}")
     async with replica(racks.kubeconfig, topology={"nodeLabelTiers": [TIER1]}):
-        await apply(racks, tmp_path / "zone.yaml", constrained("zonal", 1, "topology.kubernetes.io/zone"))
+        await apply(racks, tmp_path / "blockers.yaml", blocker("block-a", "a0"))
+        await apply(
+            racks, tmp_path / "gang.yaml", constrained("rk", 2, "example.com/rack"), *(member(n, "rk") for n in names)
+        )
+        await eventually(lambda: told(racks, names), what="the members told they cannot be placed")
+        assert not set(names) & set(bound(await pods(racks.client)))
+        events = json.loads(await kubectl(racks, "get", "events", "-o", "json"))["items"]
+        assert not [e for e in events if e.get("reason") == "UnsupportedField"]  # honoured
+        await kubectl(racks, "delete", "pod", "block-a", "--wait=true")
 
-        async def reported() -> str | None:
-            events = json.loads(await kubectl(racks, "get", "events", "-o", "json"))["items"]
-            found = [e["message"] for e in events if e.get("reason") == "UnsupportedField"]
-            return str(found[0]) if found else None
+        async def placed() -> dict[str, str] | None:
+            got = {n: node for n, node in bound(await pods(racks.client)).items() if n in names}
+            return got if len(got) == 2 else None
 
-        message = await eventually(reported, what="UnsupportedField on the PodGroup")
-        assert message.startswith("spec.schedulingConstraints: not honoured"), message
-        assert "'topology.kubernetes.io/zone'" in message and f"nodeLabelTiers: {TIER1}" in message, message
+        nodes = await eventually(placed, what="the gang bound in one rack")
+        assert set(nodes.values()) == {"a0", "a1"}, nodes

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from gangsched.whatif.policies import FAITHFUL_BASELINES
+from gangsched.whatif.lineup import FAITHFUL_BASELINES
 
 # the demo replays five policies (coscheduling's faithful Permit/PostFilter loop is the slowest): about 40 s on an
 # idle 2-core machine, more on a busy one; a replay that hangs still fails, within these limits

@@ -16,7 +16,7 @@ from kubernetes_asyncio import watch as k8s_watch
 from gangsched.k8s.client import ApiError, KubeClient
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.disruption import StoreTap
-from gangsched.sim.registry import RequestContext
+from gangsched.sim.request import RequestContext
 from tests.builders import pod_manifest
 from tests.integration.harness import append_all
 

@@ -3,15 +3,12 @@ no traceback.
 
 Contract:
 - `await preflight(client)`: before anything starts, the API server answers, accepts the credentials and lets the
-  identity list nodes (k8s/diagnose.py `check_access`: a few attempts within ~10 s, so a server that is down
-  fails the command in seconds, not in Kopf's endless retries). Raises CommandError (exit code API) naming the
-  server, the cause and, for a 403, the RBAC manifest to apply.
-- `listening(setting, port)`: a context manager around binding a port to serve on; an OSError becomes
-  CommandError(LISTEN) naming the config key (`metricsPort`, `probesPort`), the port and the fix.
+  identity list nodes (k8s/diagnose.py `check_access`, within ~10 s); else CommandError (API) naming the server,
+  the cause and, for a 403, the RBAC manifest to apply.
+- `listening(setting, port)`: binding a port to serve on; an OSError becomes CommandError(LISTEN) naming the key.
 - `explain(exc) -> CommandError`: any exception that ended the command: a CommandError as it is, credentials for a
-  plain-http server refused (InsecureTransportError: exit code USAGE, its one line names the fix), a CredentialError
-  (USAGE) or ApiError as k8s/diagnose.py words it, anything else "the operator stopped: ..." (FAILURE; the log
-  above has the details).
+  plain-http server or a CredentialError (USAGE), an ApiError as k8s/diagnose.py words it, anything else FAILURE.
+More: docs/modules.md#handlersfailurespy.
 """
 
 from __future__ import annotations

@@ -1,34 +1,15 @@
 """The Kopf side of the operator: thin handlers that hand watch events to the runtime, and nothing else.
 
 Contract:
-- `build_registry()` returns a fresh Kopf registry (so two operators can live in one process, as the leader
-  election tests do) whose handlers take the `Operator` from `memo.operator`:
-  - login: the operator client's credential source (k8s/credentials.py), so Kopf gets the same fresh tokens;
-  - startup: starts the operator's own tasks (the pod reflector, the scheduling loop, the writers, leader
-    election); cleanup stops them and releases the Lease, before Kopf's wait for tasks it did not start;
-  - a Kopf probe (only if Kopf's own liveness endpoint is configured); the probes that matter are /livez and
-    /readyz of handlers/probes.py;
-  - `on.event` for PodGroups (scheduling.x-k8s.io, and Koordinator's scheduling.sigs.k8s.io when its CRD is
-    installed; Volcano's scheduling.volcano.sh/v1beta1 read only, when installed; Kubernetes 1.37's own
-    scheduling.k8s.io/v1beta1 when served), nodes and namespaces (their
-    labels: pod affinity's namespaceSelector): the raw object is handed to
-    the state cache (PodDisruptionBudgets too: the cache matches them against the pods it knows and marks the
-    victims the Eviction API would refuse as protected, from the PDB's status; no LIST), PersistentVolumeClaims and
-    PersistentVolumes too (state/volumes.py: the node affinity of the volumes pods use).
-    Nothing else happens here: no patches, no finalizers, no progress annotations (only
-    event-type handlers are registered, and Kopf writes nothing for those).
-- The topology ConfigMap is not watched through Kopf either: Kopf cannot narrow a watch to one object by name
-  and would watch every ConfigMap of the cluster; the operator runs its own list+watch with
-  `fieldSelector=metadata.name=...` (runtime/topology.py).
-- Pods are not watched through Kopf: Kopf spends about 1 ms of per-object machinery per event, which caps pod
-  ingest near 1,000 events/s; the pod stream comes from the lean reflector the operator starts at startup
-  (see `bench/bench_ingest.py` for the measurement).
-- Every handler that touches the operator is `async def`: Kopf runs sync handlers in executor threads, and the
-  cache, the SchedulerState and the loop's timers are not thread-safe (a sync handler raced the scheduling cycle and
-  could not schedule a wake-up: "no running event loop").
-- `configure(settings)` sets what makes Kopf cheap and silent for this use; `quiet_optional_kinds()` drops Kopf's
-  "Unresolved resources" WARNING when it is only about the optional PodGroup kinds (Volcano's, Koordinator's):
-  users without them are not warned, the operator says once at INFO which kind is absent.
+- `build_registry()` returns a fresh Kopf registry whose handlers take the `Operator` from `memo.operator`: login
+  (the operator client's credential source), startup/cleanup (the operator's own tasks; the Lease released), a
+  Kopf probe only if configured, and `on.event` for the PodGroup kinds served, nodes, namespaces,
+  PodDisruptionBudgets, PersistentVolumeClaims and PersistentVolumes, handing the raw object to the state cache.
+  Nothing else happens here: no patches, no finalizers, no progress annotations.
+- Pods and the topology ConfigMap are not watched through Kopf (the operator's own reflectors are); every handler
+  that touches the operator is `async def` (the cache and the state are not thread-safe).
+- `configure(settings)` makes Kopf cheap and silent; `quiet_optional_kinds()` drops its "Unresolved resources"
+  warning about the optional PodGroup kinds only. More: docs/modules.md#handlerskopf_apppy.
 """
 
 from __future__ import annotations
@@ -137,6 +118,16 @@ def build_registry() -> kopf.OperatorRegistry:
     @kopf.on.event("scheduling.k8s.io", "v1beta1", "podgroups", registry=registry)
     async def native_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
         _operator(memo).cache.on_native_podgroup(event.get("type"), _raw(event))
+
+    # Kubernetes 1.37's CompositePodGroups (scheduling.k8s.io/v1alpha3, feature gate CompositePodGroup): the gang trees
+    @kopf.on.event("scheduling.k8s.io", "v1alpha3", "compositepodgroups", registry=registry)
+    async def composite_podgroup_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_composite_podgroup(event.get("type"), _raw(event))
+
+    # Grove's PodGangs (scheduler.grove.io/v1alpha1, crds/compat/): optional like the PodGroups above
+    @kopf.on.event("scheduler.grove.io", "v1alpha1", "podgangs", registry=registry)
+    async def podgang_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:
+        _operator(memo).cache.on_podgang(event.get("type"), _raw(event))
 
     @kopf.on.event("", "v1", "nodes", registry=registry)
     async def node_event(event: kopf.RawEvent, memo: Any, **_: Any) -> None:

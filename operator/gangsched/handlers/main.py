@@ -1,28 +1,15 @@
 """Starting the operator: `gangsched run` and the in-process form used by the demo and the tests.
 
 Contract:
-- `run_kopf(operator, *, stop_flag, ready_flag, liveness_endpoint)` runs one operator replica (Kopf with a
-  registry of its own, plus the runtime's tasks) until `stop_flag` is set or SIGINT/SIGTERM arrives. The
-  operator's tasks stop in Kopf's cleanup activity, before Kopf waits for the tasks it did not start itself
-  (so a stop takes milliseconds, not Kopf's 5 s grace for "hung" tasks). Kopf failing as a whole is logged and
-  raised: the replica ends (its Lease released) and the process exits non-zero, to be restarted by its
-  Deployment, as kube-scheduler exits on a fatal error. Several replicas may run in one process (each has its
-  own registry, memo and metrics).
-- `connect(kubeconfig, config, identity, *, allow_insecure_http=False) -> KubeClient`: the replica's client; its
-  credentials are never sent to a plain-http server unless allowed (k8s/credentials.py
-  `refuse_credentials_over_http`: InsecureTransportError before any request).
-- `operate(*, kubeconfig, config, identity, ...)` connects, builds the Operator and runs it that way.
-- `run_operator(...)` is the command: it loads the config file (a bad one: every problem printed, no traceback,
-  exit 2), sets up logging and runs until SIGINT/SIGTERM;
-  it serves /livez, /readyz and /healthz on probesBindAddress:probesPort (handlers/probes.py) and /metrics on
-  metricsBindAddress:metricsPort (both 0.0.0.0 by default). A credential problem found before the operator starts
-  (no such kubeconfig, credentials for a plain-http server) is exit code 2, without a traceback. It checks the API
-  server first (`check_first`: handlers/failures.py `preflight`); any other failure (a server that does not answer
-  or refuses the credentials or permissions, a port taken, the operator stopping on an error) is reported in one
-  or two lines with an exit code of gangsched/exits.py (handlers/failures.py `explain`).
-  Its first INFO line (`start_line`) names the version, the identity, the API server, leader election and where
-  metrics and probes listen. The API client's User-Agent is `gangsched/<identity>` (audit logs and the
-  emulator's request log show who sent what).
+- `run_kopf(operator, *, stop_flag, ready_flag, liveness_endpoint)` runs one replica (Kopf with a registry of its
+  own, plus the runtime's tasks) until `stop_flag` or SIGINT/SIGTERM; the operator's tasks stop in Kopf's cleanup;
+  Kopf failing as a whole is logged and raised (the process exits non-zero). Several replicas may share a process.
+- `connect(kubeconfig, config, identity, *, allow_insecure_http=False) -> KubeClient`: credentials never go to a
+  plain-http server unless allowed. `operate(...)` connects, builds the Operator and runs it.
+- `run_operator(...)` is the command: loads the config (a bad one: exit 2), serves probes and /metrics, checks the
+  API server first (handlers/failures.py `preflight`) and reports any failure in one or two lines with an exit code
+  of gangsched/exits.py; its first INFO line names version, identity, server, leader election and ports.
+More: docs/modules.md#handlersmainpy.
 """
 
 from __future__ import annotations

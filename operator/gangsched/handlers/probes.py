@@ -1,24 +1,15 @@
 """The probe endpoints of one replica: /livez, /readyz (and /healthz, both at once), served on the probes port.
 
 Contract:
-- `serve_probes(operator, port, host="0.0.0.0") -> runner` starts an aiohttp server in the running loop;
-  `await runner.cleanup()` stops it. Requests are not logged (no access log): kubelet probes every few seconds.
-- GET /livez: 200 {"ok": true} while the replica makes progress; 500 {"ok": false, "problems": [...]} while a
-  vital supervised task is down or the leader has owed a scheduling round for longer than
-  progressDeadlineSeconds (Operator.liveness_problems). A follower, or a gang that never fits, is alive.
-- GET /readyz: 200 when the caches are synced (a follower is ready too: rolling updates and the PDB need it),
-  503 otherwise, and 503 while leader election has a problem only the user can fix (a missing namespace, a
-  forbidden Lease) or the API has one (Operator.api_problems: a request answered 403 Forbidden, the pod cache
-  stale: no pod watch open for longer than readiness.staleCacheSeconds, bindings failing with none succeeding for
-  longer than readiness.bindsFailingSeconds). The JSON body has `ready`, `problem` (the first problem, naming the
-  fix where there is one, or null), `problems` (all), `leader` (the same answer as the gangsched_leader metric),
-  `identity`, `term`, `holder`, `cacheStaleSeconds`, `bindsFailingSeconds` and `forbidden` (the causes); the
-  metrics carry the same (runtime/metrics.py). API-side problems never fail /livez: a restart does not cure the
-  API, as kube-apiserver keeps such checks (etcd reachability) out of its own /livez.
-- GET /readyz/synced: 200 once the caches are synced, whatever else /readyz says (one check alone, as
-  kube-apiserver serves `/readyz/<check>`): the Deployment's startupProbe, which must not restart a replica for
-  the API's problems.
-- GET /healthz: both bodies; 200 only if live (kept for configurations that still probe /healthz).
+- `serve_probes(operator, port, host="0.0.0.0") -> runner` starts an aiohttp server (no access log);
+  `await runner.cleanup()` stops it.
+- GET /livez: 200 while the replica makes progress; 500 with `problems` while a vital task is down or the leader
+  owes a round past progressDeadlineSeconds. API-side problems never fail /livez.
+- GET /readyz: 200 when the caches are synced (followers too), 503 while leader election or the API has a problem
+  (403s, a stale pod cache, bindings failing); the JSON body lists `ready`, `problem(s)`, `leader`, `identity`,
+  `term`, `holder`, `cacheStaleSeconds`, `bindsFailingSeconds`, `forbidden`.
+- GET /readyz/synced: 200 once synced (the startupProbe); GET /healthz: both bodies, 200 only if live.
+More: docs/modules.md#handlersprobespy.
 """
 
 from __future__ import annotations

@@ -1,29 +1,15 @@
 """Typed calls for what the operator's runtime asks of the API server directly: the runtime names objects and says
-what it wants; the paths and bodies are built here (coalesced writes: k8s/writes.py; bindings: k8s/binder.py; events:
-k8s/writer.py's EventRecorder; the Lease: k8s/lease.py).
+what it wants; the paths and bodies are built here (coalesced writes: k8s/writes.py; bindings: k8s/binder.py).
 
 Contract:
-- `KubeApi(client)` calls through the KubeClient it is given; over the replica's FencedClient (k8s/fence.py) every
-  write is fenced (sent only while this replica may write), reads and watches go straight through. Every call
-  raises ApiError (k8s/errors.py) and runs under the client's retry policy (k8s/retry.py) unless it passes `retry=`.
-- Lists (every page; the items): `list_nodes()`, `list_podgroups(api_version=...)` (scheduling.x-k8s.io by default, or
-  scheduling.sigs.k8s.io; items stamped with their apiVersion), `list_priority_classes()`, `list_namespaces()`,
-  `list_pdbs()`.
-- Reflectors (k8s/reflector.py), not started: `pod_reflector(...)` lists and watches every pod of the cluster;
-  `configmap_reflector(namespace, name, ...)` exactly one ConfigMap (`fieldSelector=metadata.name=...`), so neither
-  the operator nor its RBAC touches any other ConfigMap of the cluster.
-- `evict(namespace, name)`: POST pods/{name}/eviction with a policy/v1 Eviction (PodDisruptionBudgets apply).
-- `delete_pod(namespace, name, uid=...)`: DELETE the pod, only that incarnation (a UID precondition), with its
-  own grace period (PodDisruptionBudgets do not apply: preemption's `pdb: prefer`).
-- `create_podgroup(spec, owners, workload=None)`: the PodGroup of an annotation-only gang, labelled `MANAGED_BY:
-  gangsched`, its spec mirroring the GangSpec, owned by the given pods (`PodOwner`: name and UID) so the garbage
-  collector deletes it with the last of them; a gang inferred from a workload: owned by that workload instead
-  (`workload`: an ownerReference with controller and blockOwnerDeletion false).
-- Gangs inferred from workloads: `get_object(path)` (one workload object), `list_labelled_namespaces(label)` and
-  `namespace_reflector(label, ...)` (the
-  namespaces labelled `<label>=true`, through a labelSelector: no other namespace is listed).
-- ConfigMaps: `get_configmap(namespace, name)`; `create_configmap(namespace, name, data)` (labelled `MANAGED_BY:
-  gangsched`: the operator's own); `patch_configmap_data(namespace, name, data)` (a merge patch of `data`).
+- `KubeApi(client)`: over the replica's FencedClient every write is fenced; every call raises ApiError and runs
+  under the client's retry policy unless it passes `retry=`.
+- Lists: `list_nodes`, `list_podgroups(api_version=...)`, `list_priority_classes`, `list_namespaces`, `list_pdbs`.
+- Reflectors (not started): `pod_reflector(...)`, `configmap_reflector(namespace, name, ...)` (one ConfigMap only),
+  `namespace_reflector(label, ...)`; `get_object(path)`, `list_labelled_namespaces(label)`.
+- `evict(namespace, name)` (PDBs apply); `delete_pod(namespace, name, uid=...)` (that incarnation, no PDB);
+  `create_podgroup(spec, owners, workload=None)` (labelled managed-by gangsched, owned by its pods or workload);
+  ConfigMaps: `get_configmap`, `create_configmap`, `patch_configmap_data`. More: docs/modules.md#k8sapipy.
 """
 
 from __future__ import annotations
@@ -127,6 +113,12 @@ class KubeApi:
         items, _ = await self.client.list_all(f"/apis/{api_version}/{PODGROUP_PLURAL}")
         return [{**item, "apiVersion": api_version, "kind": "PodGroup"} for item in items]
 
+    async def list_kind(self, api_version: str, plural: str, kind: str) -> list[dict[str, Any]]:
+        """Every object of that kind (CompositePodGroups, Grove's PodGangs, DRA objects), each with its apiVersion and
+        kind."""
+        items, _ = await self.client.list_all(f"/apis/{api_version}/{plural}")
+        return [{**item, "apiVersion": api_version, "kind": kind} for item in items]
+
     async def list_priority_classes(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/apis/scheduling.k8s.io/v1/priorityclasses")
         return items
@@ -141,11 +133,6 @@ class KubeApi:
 
     async def list_pvcs(self) -> list[dict[str, Any]]:
         items, _ = await self.client.list_all("/api/v1/persistentvolumeclaims")
-        return items
-
-    async def list_dra(self, plural: str) -> list[dict[str, Any]]:
-        """resourceslices, deviceclasses or resourceclaims (resource.k8s.io/v1, DRA)."""
-        items, _ = await self.client.list_all(f"/apis/resource.k8s.io/v1/{plural}")
         return items
 
     async def list_pvs(self) -> list[dict[str, Any]]:

@@ -1,28 +1,15 @@
-"""The operator's HTTP client for the Kubernetes API: raw JSON over aiohttp, parsed with orjson.
+"""The operator's HTTP client for the Kubernetes API: raw JSON over aiohttp, parsed with orjson (no model objects).
 
 Contract:
-- Connection settings and credentials come from k8s/credentials.py (kubeconfig list, exec plugins, OIDC,
-  in-cluster token file re-read as it rotates). Every request asks the credential source for the current
-  Authorization header; a 401 makes it obtain new credentials once and the request is sent again (once).
-- Requests and watches are made here, without kubernetes_asyncio's model (de)serialization, which costs about
-  1 ms per pod: bodies are dicts in, dicts out.
-- Every failure is an ApiError(status, reason, message) (k8s/errors.py), never a JSON or aiohttp exception: a
-  non-2xx answer carries the Kubernetes `Status` reason and message when the body is one, else the HTTP reason
-  phrase and a short excerpt of the body (an HTML 502 from a load balancer, a plain-text 503 from a proxy, an
-  empty body); a 2xx body that is not JSON (cut short) is `InvalidResponse`; no answer at all is status 0.
-  `Retry-After` (seconds) is kept on the error.
-- Retries: every call runs under a RetryPolicy (k8s/retry.py; the client's `retry`, default `retry.DEFAULT`;
-  a call may pass `retry=`): 429, 5xx, no answer and unreadable answers are retried with jittered exponential
-  backoff, honouring Retry-After, bounded by attempts and time; other 4xx are raised at once.
-- Rate limit: with `qps` set (the operator sets it from its config, `apiClient`), every request and every watch
-  start takes a token from one client-side token bucket (k8s/ratelimit.py), retries included, as client-go
-  throttles them; Lease requests are exempt, as kube-scheduler gives leader election a client (and rate limiter)
-  of its own: a renewal queued behind a burst of bindings would lose the lease. Without `qps`, no limit.
-- `requests` counts requests by (verb, HTTP code) ("error" when no answer came; watches as verb WATCH);
-  runtime/metrics.py exports it.
-- `watch()` yields (type, object) pairs from one watch request (`on_open` is called when the server accepted
-  it); it ends when the server closes the stream. A watch
-  ERROR event is raised as ApiError (410 Gone included), so callers relist; so is a line that is not JSON.
+- Credentials: k8s/credentials.py, asked per request; a 401 renews them and sends the request again, once.
+- Every failure is an ApiError(status, reason, message) (k8s/errors.py): the `Status` reason and message, or the
+  HTTP reason and an excerpt of the body; `InvalidResponse` for a 2xx that is not JSON; status 0 for no answer;
+  `Retry-After` kept.
+- Every call runs under a RetryPolicy (k8s/retry.py; `retry=` per call). With `qps` set, every request and watch
+  start takes a token from one client-side bucket (k8s/ratelimit.py); Lease requests are exempt.
+- `requests` counts requests by (verb, HTTP code); `watch()` yields (type, object) pairs of one watch request
+  (`on_open` when accepted) and raises a watch ERROR event (410 included) or a non-JSON line as ApiError.
+More: docs/modules.md#k8sclientpy.
 """
 
 from __future__ import annotations

@@ -1,36 +1,14 @@
-"""Where the API server is and how to authenticate, with credentials that stay fresh.
-
-Contract:
-- `await load_credentials(kubeconfig=None, *, context=None, environ=None)` -> Credentials (`environ` defaults to
-  os.environ). Sources, in order: the kubeconfig path given (itself a list of files separated by os.pathsep, like
-  $KUBECONFIG), else $KUBECONFIG, else ~/.kube/config, else the in-cluster service account. Several kubeconfig
-  files merge as kubectl merges them (client-go tools/clientcmd/loader.go): missing files are skipped, for each
-  named cluster, user and context the first file that defines it wins (entries are never merged field by field),
-  and the first file that sets `current-context` wins.
-- Honoured from the kubeconfig: `server`, `certificate-authority` / `-data`, `insecure-skip-tls-verify`,
-  `tls-server-name`, `proxy-url` (http/https proxies), `client-certificate` / `client-key` (file or `-data`;
-  relative paths are relative to the file that names them), the context's `namespace`; and one way to
-  authenticate: `token`, `tokenFile`, `exec` plugin, `auth-provider: oidc`, `username`/`password`.
-  Anything else (a `gcp` or `azure` auth-provider: removed from kubectl) is refused with a clear error.
-- Tokens are never read once (client-go transport/token_source.go, exec/exec.go):
-  - a token file (in-cluster, or `tokenFile`) is re-read when the file changes (checked by stat on use) and at
-    least once a minute (client-go's cachingTokenSource: period 1 min, leeway 10 s); a failed or empty read keeps
-    the last good token;
-  - an `exec` plugin's ExecCredential is cached until its `expirationTimestamp` (minus 10 s) and run again then;
-  - an OIDC id-token is used until its JWT `exp` (minus 10 s), then refreshed with the refresh-token at the
-    issuer's token endpoint;
-  - after a 401, the cached token is dropped and obtained again (re-read, plugin run again, OIDC refreshed).
-- `await credentials.authorization()` is the Authorization header value to send now (None: no token);
-  `await credentials.refresh(sent)` is called after a 401 for a request sent with `sent`: it drops the cached token
-  and obtains a new one (once, however many requests failed together) and says whether the header changed, i.e.
-  whether repeating the request can help.
-- `refuse_credentials_over_http(credentials, allow=False)` raises InsecureTransportError (a CredentialError) when
-  the server is plain http:// and credentials would be sent to it (a token, a token file, an exec or OIDC plugin,
-  username/password), unless `allow`. client-go never sends them over http (tools/clientcmd/client_config.go,
-  `DirectClientConfig.ClientConfig`: auth is read only when the transport is TLS); the operator refuses instead of
-  running without its identity. No credentials (an emulator with authentication off) over http is fine.
-- `await credentials.kopf_login()` gives the keyword arguments of `kopf.ConnectionInfo` built from the same source,
-  with an `expiration`, so Kopf asks again (its login handler) before the token goes stale.
+"""Where the API server is and how to authenticate, with credentials that stay fresh. Contract:
+- `await load_credentials(kubeconfig=None, *, context=None, environ=None)` -> Credentials: the kubeconfig path
+  given (a list, like $KUBECONFIG), else $KUBECONFIG, else ~/.kube/config, else in-cluster; files merge as kubectl
+  merges them. Honoured: server, TLS, proxy and client-certificate settings, the context's namespace, and one of
+  `token`, `tokenFile`, `exec`, `auth-provider: oidc`, `username`/`password`; anything else is refused clearly.
+- Tokens stay fresh (files re-read, exec and OIDC renewed before expiry); `await credentials.authorization()` is
+  the header to send now; `await credentials.refresh(sent)` after a 401 renews once and says whether repeating can
+  help; `await credentials.kopf_login()` gives Kopf the same source.
+- `refuse_credentials_over_http(credentials, allow=False)` raises InsecureTransportError for credentials to an
+  http:// server unless allowed, as client-go never sends them.
+More: docs/modules.md#k8scredentialspy.
 """
 
 from __future__ import annotations

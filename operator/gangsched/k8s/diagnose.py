@@ -1,18 +1,13 @@
 """What a failure to talk to the API server means for a user: the problem and the fix, as an exits.CommandError.
 
 Contract:
-- `credential_problem(exc)`: the kubeconfig (or in-cluster account) could not give credentials (bad input on the
-  user's side): exit code USAGE, the loader's message on one line, and the fix (a readable kubeconfig through
-  --kubeconfig or $KUBECONFIG, or running in a cluster).
-- `api_problem(exc, *, server, need)`: an ApiError of a call to `server` (None: not named): no answer (status 0:
-  connection refused, DNS, TLS, timeout; the cause named in words, never a Python repr), 401 (credentials
-  refused) and 403 (`need` names the permission the command needs) are exit code API; anything else is FAILURE
-  with the status and the server's message.
-- `api_failure(exc, *, server=None, need=READ_FIX)`: either of the above, for commands that catch both.
-- `await check_access(client, *, need)`: GET /version (the server answers, the credentials are accepted), then list
-  one node (the identity may read the cluster), under CHECK_RETRY (a few attempts within ~10 s: a server that is
-  down fails a command in seconds); raises api_problem's CommandError.
-- `cause_of(exc)`: the short words for why no answer came (the aiohttp exception under a status-0 ApiError).
+- `credential_problem(exc)`: the kubeconfig could not give credentials: USAGE, the loader's message, the fix.
+- `api_problem(exc, *, server, need)`: no answer (the cause in words), 401 and 403 (`need` names the permission)
+  are exit code API; anything else FAILURE with the status and message. `api_failure(...)`: either of the two.
+- `await check_access(client, *, need)`: GET /version, then list one node, within ~10 s (CHECK_RETRY); raises
+  api_problem's CommandError.
+- `cause_of(exc)`: the short words for why no answer came.
+More: docs/modules.md#k8sdiagnosepy.
 """
 
 from __future__ import annotations

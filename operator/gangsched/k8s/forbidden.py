@@ -1,21 +1,14 @@
 """403 Forbidden answers by cause: logged once per cause, counted, and listed for /readyz and the metrics.
 
 Contract:
-- `ForbiddenBook(clock=time.monotonic, hold=600.0)`; `note(request, exc) -> bool`: record a 403 answered to
-  `request` (e.g. "create pods/binding"); True the first time its cause is seen (since it was last cleared or
-  forgotten): the caller logs it then, with the fix, and only then (a 403 repeats at every retry: without this,
-  a deleted ClusterRoleBinding filled the log with megabytes a minute).
-  The cause is the request and the server's message without the object's name (kube-apiserver's RBAC message
-  `pods "x" is forbidden: User "u" cannot create resource "pods/binding" ... in the namespace "ns"`, built by
-  apiserver/pkg/endpoints/handlers/responsewriters/errors.go `ForbiddenStatusError`): one cause per
-  permission missing, not per object.
-- `clear(request)`: a request of that kind succeeded: its causes go (the permission is back); `active`: any cause
-  recorded (callers skip naming their request while there is none).
-- `request_of(verb, path)`: the request's name for a path ("patch pods/status"): the writers (k8s/writer.py) note
-  their 403s under it, the runtime its bindings' ("create pods/binding").
-- `causes(now=None)`: the causes seen within the last `hold` seconds and not cleared, oldest first;
-  `total`: 403 answers noted so far (the metric `gangsched_forbidden_total`).
+- `ForbiddenBook(clock=time.monotonic, hold=600.0)`; `note(request, exc) -> bool` records a 403 answered to
+  `request` ("create pods/binding"); True the first time its cause is seen, when the caller logs it with the fix.
+  A cause is the request and the server's message without the object's name: one per missing permission.
+- `clear(request)`: a request of that kind succeeded, its causes go; `active`: any cause recorded.
+- `request_of(verb, path)`: the request's name for a path ("patch pods/status").
+- `causes(now=None)`: causes seen within `hold` seconds and not cleared, oldest first; `total`: 403s noted.
 Plain reads (`causes`, `total`) are safe from another thread (the metrics server).
+More: docs/modules.md#k8sforbiddenpy.
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
-"""Leader election through a coordination.k8s.io/v1 Lease, with client-go's semantics.
-
-Reference: client-go `tools/leaderelection/leaderelection.go` (`tryAcquireOrRenew`, `renew`, `isLeaseValid`).
+"""Leader election through a coordination.k8s.io/v1 Lease, with client-go's semantics (leaderelection.go).
 
 Contract:
-- Time is read from an injectable `Clock`: `now()` (wall time, only for the timestamps written into the Lease)
-  and `monotonic()` (every duration this elector measures). Nothing ever compares another replica's wall clock
-  with ours: clocks skewed by more than the lease duration do not matter.
-- Follower: the Lease is taken over only when `leaseDurationSeconds` (as written in the record) of OUR monotonic
-  clock have passed since we last OBSERVED the record change (client-go's observedTime), or when it has no
-  holder. Every write carries the resourceVersion it read, so two replicas racing cannot both win (409).
-- Leader: each attempt to renew is bounded by what is left of `renew_deadline` since the start of the last
-  successful renewal (measured before its request was sent). `is_leader` is true only while that renewal is
-  younger than `renew_deadline`; the moment it is not (checked by `is_leader` itself, so a process resuming
-  from a freeze sees it before doing anything), leadership ends: `term` is bumped and the `on_stopped_leading`
-  callbacks run synchronously, before any other task of the replica can send anything (kube-scheduler exits
-  there; the operator cancels its work and rebuilds as a follower instead).
-- renewTime/acquireTime are MicroTime (`2026-01-01T00:00:00.123456Z`); acquireTime and leaseTransitions+1 are
-  written on takeover, kept on renewal.
-- `leading` (asyncio.Event) is set while leader; `term` counts leaderships won (a fence token for callers).
-- `release()` on shutdown empties holderIdentity so a follower need not wait for expiry. It is bounded by
-  `release_timeout` seconds in all (its read and its write): a leader that cannot release in time (an API stall)
-  gives up and lets the Lease expire, which a follower waits for anyway, so stopping never outlasts the pod's
-  termination grace period (client-go's release, leaderelection.go, has only its client's timeout).
-- A problem only the user can fix -- the namespace does not exist (404 on create), or the ServiceAccount may not
-  read or write the Lease (401/403) -- is logged once as an ERROR naming the fix and kept in `problem` (None once a
-  renewal succeeds again; /readyz shows it); other failures are WARNINGs.
-- Its requests are never retried by the client (`retry=NO_RETRY`): the retry period is its loop, and a renewal
-  must not keep retrying past renewDeadline.
+- Durations are measured on the injectable `Clock`'s monotonic time; wall time only fills the Lease's timestamps.
+- A follower takes the Lease over only when it has no holder or its record has not changed for
+  `leaseDurationSeconds` of our monotonic clock; writes carry the resourceVersion read (one winner).
+- A leader is leader only while its last successful renewal is younger than `renew_deadline` (checked by
+  `is_leader` itself); then `term` is bumped and `on_stopped_leading` callbacks run synchronously.
+- `leading` (asyncio.Event) is set while leader; `term` counts leaderships won (a fence token).
+- `release()` empties holderIdentity, within `release_timeout`. Problems only the user can fix (404, 401/403) are
+  logged once as an ERROR and kept in `problem`. Requests are never retried by the client (`retry=NO_RETRY`).
+More: docs/modules.md#k8sleasepy.
 """
 
 from __future__ import annotations

@@ -1,30 +1,15 @@
 """A lean list+watch loop (a "reflector") feeding a cache from one collection, in one task.
 
 Contract:
-- `run()` lists the collection (paged), hands the whole list to `on_list(items)` (the sink replaces what it had:
-  objects missing from the list were deleted while nobody watched), then watches from the list's
-  resourceVersion and hands each ADDED/MODIFIED/DELETED event to `on_event(type, obj)`.
-- A watch that ends is resumed from the last seen resourceVersion (BOOKMARKs advance it). 410 Gone leads to a
-  fresh list at once; a transient error (no answer, 429, 5xx) resumes the watch after a backoff; any other error
-  leads to a fresh list after that backoff. `synced` is set after the first list; `relists`, `watch_restarts`
-  and `sink_errors` count what happened (runtime/metrics.py).
-- The backoff (`WatchBackoff`): after the n-th consecutive failure without progress the reflector waits
-  `initial * 2**(n-1)` seconds (0.05 s doubling), at most `max_backoff` (10 s). Progress resets n before the
-  failure is counted: a watch that delivered an event (a BOOKMARK too) or stayed open `reset_after` seconds (120)
-  before it failed; a watch the server ended normally resumes at once. So a watch cut again and again while
-  delivering events retries after 0.05 s each time, never after 10 s (it climbed to 10 s before, and new pods went
-  unseen that long). A successful list is no progress (a list answered while every watch fails must not make a
-  relist storm). The rule is client-go's reflector's (k8s.io/client-go/tools/cache/reflector.go:
-  `wait.NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0, clock)`, which resets to its initial delay after
-  2 minutes without a backoff) with progress counted per watch, and a smaller start and cap. `retry_delay` is the
-  last delay slept (0 after progress).
-- `down_since`: monotonic time since which no watch has been open (the server accepted it; None while one is):
-  /readyz reports a stale cache past a bound (runtime/operator.py). A watch counts as open from its 200 answer
-  (`KubeClient.watch(on_open=)`) until it ends.
-- No per-object workers, no models: raw dicts parsed by orjson; a sink that raises on one object does not stop
-  the stream (the error is logged and counted).
-This exists because Kopf's per-object machinery costs about 1 ms per event, which would cap pod ingest near
-1,000 events/s (bench/bench_ingest.py measures it; docs/architecture.md, "From a watch event to a binding").
+- `run()` lists the collection (paged), hands it whole to `on_list(items)`, then watches from its resourceVersion
+  and hands each event to `on_event(type, obj)`; a watch that ends resumes from the last resourceVersion seen.
+- 410 Gone relists at once; a transient error resumes the watch after a backoff; any other error relists after it.
+  The backoff (`WatchBackoff`): 0.05 s doubling to 10 s per failure without progress (an event delivered, or a
+  watch open 120 s); `retry_delay` is the last delay slept.
+- `synced` after the first list; `relists`, `watch_restarts`, `sink_errors` count; `down_since` is when no watch
+  has been open since (None while one is).
+- Raw dicts, no per-object workers; a sink that raises on one object is logged and counted, the stream goes on.
+More: docs/modules.md#k8sreflectorpy.
 """
 
 from __future__ import annotations

@@ -2,24 +2,14 @@
 bounded by attempts and by total time.
 
 Contract:
-- `RetryPolicy` (frozen) holds the numbers; `policy.backoff(retry, rand)` is the sleep before retry number
-  `retry` (0-based) without a server hint: uniform in [0, min(max_backoff, initial_backoff * 2**retry)) ("full
-  jitter", so that replicas hit by the same outage do not retry in lock-step); `policy.delay(retry, error, rand)`
-  is the larger of that and the server's `Retry-After` (capped at `max_retry_after`), as client-go's
-  rest/with_retry.go sleeps the Retry-After wait and then its backoff.
-- `classify(error)`: "retry" for 429, 5xx, no answer and unreadable answers; "auth" for 401 (the client refreshes
-  its credentials once and repeats the call, outside this policy); "fail" for every other 4xx (the request
-  itself is wrong or the object's state refuses it: retrying cannot help).
-- `Retrier(policy, clock=, sleep=, rand=)` runs a call: `await retrier.call(fn)` repeats `fn()` while it raises a
-  retryable ApiError, until it succeeds, the attempts are spent or the next sleep would end after `max_elapsed`
-  seconds from the first attempt; then the last error is raised. Clock, sleep and randomness are injectable, so
-  tests run on a fake clock.
-- `DEFAULT` (the client's: 5 attempts within 30 s), `NO_RETRY` (1 attempt), `PERSISTENT` (no limit: for writes
-  that must land, see k8s/writer.py).
-
-Adopting it elsewhere (binder, lease, preemption): pass `retry=` to a KubeClient call (`client.create(path, body,
-retry=NO_RETRY)` where the caller has its own loop), or wrap a multi-step operation in
-`Retrier(policy).call(lambda: ...)`; do not add other retry loops.
+- `RetryPolicy` (frozen): `backoff(retry, rand)` is uniform in [0, min(max_backoff, initial_backoff * 2**retry));
+  `delay(retry, error, rand)` the larger of that and the server's capped `Retry-After`.
+- `classify(error)`: "retry" (429, 5xx, no or unreadable answer), "auth" (401), "fail" (other 4xx).
+- `Retrier(policy, clock=, sleep=, rand=)`: `await retrier.call(fn)` repeats `fn()` on retryable errors until it
+  succeeds, the attempts are spent or the next sleep would pass `max_elapsed`; then raises the last error.
+- `DEFAULT` (5 attempts within 30 s), `NO_RETRY` (1 attempt), `PERSISTENT` (no limit, for writes that must land).
+Elsewhere pass `retry=` to a KubeClient call or wrap a multi-step operation in a Retrier; no other retry loops.
+More: docs/modules.md#k8sretrypy.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """Typed, coalesced writes: pod annotations, pod conditions, nominations, and PodGroup owners and status, carried by
-the PatchWriter (k8s/writer.py), which merges what is asked for one object until it is sent and retries it until it
-is written or the object is gone. The paths and bodies are built here; the runtime names objects and values.
+the PatchWriter (k8s/writer.py), which merges what is asked for one object until it is sent and retries it.
 
 Contract (every call never blocks and never raises):
-- `annotate_pod(namespace, name, annotations)`: a merge patch of the pod's metadata.annotations, sent to pods/status
-  (kube-apiserver's pod status strategy lets metadata change there, never the spec: the ClusterRole needs no patch
-  on pods, which would let its token change any pod's image; kube-scheduler's role is shaped the same way).
-- `set_pod_condition(namespace, name, type_=, status=, reason=, message=)`: a strategic merge patch of pods/status
-  with that one condition (merged by type) and lastTransitionTime now.
-- `discard_pod_conditions(namespace, name)`: condition patches of the pod not sent yet are dropped (a pod being
-  bound: a PodScheduled=False sent later would overwrite the binding's PodScheduled=True).
-- `nominate(namespace, name, node)`: a merge patch of pods/status setting status.nominatedNodeName; `node=None`
-  clears it. Separate from condition patches (another patch type, so another request).
-- `set_podgroup_owners(namespace, name, owners)`: a merge patch of the PodGroup's metadata.ownerReferences (pods).
-- `set_podgroup_status(namespace, name, status, api_version=...)`: a merge patch of podgroups/status, of the PodGroup in
-  that API group (scheduling.x-k8s.io by default; scheduling.sigs.k8s.io for Koordinator's PodGroups).
-- `forget_podgroup(namespace, name)`: the PodGroup was created again under that name; the writer's memory of what it
-  wrote to the old object (its skip of unchanged patches) is dropped, so the new object gets its writes.
+- `annotate_pod(namespace, name, annotations)`: a merge patch of annotations, sent to pods/status.
+- `set_pod_condition(namespace, name, type_=, status=, reason=, message=)`: one condition (by type), now.
+- `discard_pod_conditions(namespace, name)`: condition patches not sent yet are dropped (a pod being bound).
+- `nominate(namespace, name, node)`: status.nominatedNodeName (`node=None` clears it).
+- `set_podgroup_owners(namespace, name, owners)`, `set_podgroup_status(namespace, name, status, api_version=...)`.
+- `forget_podgroup(namespace, name)`: the PodGroup was created again; the writer's memory of the old one goes.
+More: docs/modules.md#k8swritespy.
 """
 
 from __future__ import annotations

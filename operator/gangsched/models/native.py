@@ -15,12 +15,12 @@ Contract (pure, no I/O):
   resolves from `priorityClassName`), `spec.preemptionPolicy` and whether `disruptionMode` is `all` (the default
   `single` otherwise).
 - `unsupported_fields(obj, tier_keys=()) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on
-  scheduling and that gangsched does not honour yet (schedulingConstraints, parentCompositePodGroupName), as paths
-  (`spec.schedulingConstraints`): reported on the PodGroup, never silently ignored (its resourceClaims are
-  allocated with its pods' placement: state/dra.py).
-  A topology constraint whose key is one of `tier_keys` (the node labels gangsched's topology tiers are built from,
-  `topology.nodeLabelTiers`) is honoured (state/native.py), so not listed; any other key is. `priorityClassName` is
-  honoured through `spec.priority`: listed only when the API server left `priority` unset (no Priority admission).
+  scheduling and that gangsched does not honour yet (schedulingConstraints other than a topology key), as paths:
+  reported on the PodGroup, never silently ignored. A topology key is honoured (state/native.py): the label of one
+  of gangsched's topology tiers (`tier_keys`, `topology.nodeLabelTiers`) as a hard constraint at that tier, any
+  other node label as a one-level domain of its own. `parentCompositePodGroupName` (a gang tree: state/composite.py)
+  and `resourceClaims` (state/dra.py) are honoured too; `priorityClassName` through `spec.priority`: listed only
+  when the API server left `priority` unset (no Priority admission).
 Sources: staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSchedulingPolicy: exactly one of basic | gang,
 GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api/core/v1/types.go
 (PodSchedulingGroup.PodGroupName).
@@ -49,10 +49,7 @@ def scheduling_group_name(spec: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-_UNSUPPORTED = (
-    "schedulingConstraints",
-    "parentCompositePodGroupName",
-)  # (resourceClaims: its claims are allocated as its pods' are, state/dra.py)
+_UNSUPPORTED = ("schedulingConstraints",)  # (resourceClaims: allocated as its pods' claims are, state/dra.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +90,8 @@ def unsupported_fields(obj: Mapping[str, Any], tier_keys: Sequence[str] = ()) ->
         return ()
     found = [f"spec.{key}" for key in _UNSUPPORTED if spec.get(key) not in (None, "", [], {})]
     constraints = spec.get("schedulingConstraints")
-    if isinstance(constraints, Mapping) and set(constraints) <= {"topology"} and topology_key(obj) in tier_keys:
-        found.remove("spec.schedulingConstraints")  # a tier's label: honoured (a hard constraint at that tier)
+    if isinstance(constraints, Mapping) and set(constraints) <= {"topology"}:
+        found.remove("spec.schedulingConstraints")  # honoured: a tier's label at that tier, any other as its own domain
     if spec.get("priorityClassName") and group_priority(obj).priority is None:
         found.append("spec.priorityClassName")  # honoured through spec.priority, which the API server resolves
     return tuple(found)

@@ -40,6 +40,7 @@ from gangsched.models.podgroup import GROUP, PLURAL, VERSION
 from gangsched.models.topology import TOPOLOGY_KEY, parse_topology
 from gangsched.plugin.native import WorkloadRow, workload_rows
 from gangsched.plugin.records import top_record, tree_record, why_record
+from gangsched.plugin.trees import TreeView, render_trees, tree_nodes, trees_of, trees_record
 from gangsched.plugin.view import (
     TOP_WIDTH,
     Gang,
@@ -182,14 +183,42 @@ async def _why(
     return Output(explain_pod(pod, gang, related), why_record(pod, gang, related))
 
 
+async def _optional(client: KubeClient, path: str) -> list[dict[str, Any]]:
+    """The items of a kind the cluster may not serve (404, or 403 for a kind the user may not read: none)."""
+    try:
+        return await _items(client, path)
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return []
+        raise
+
+
+async def _trees(
+    client: KubeClient, scope: str, pods: list[dict[str, Any]], native: list[dict[str, Any]]
+) -> list[TreeView]:
+    """The gang trees in sight (plugin/trees.py): CompositePodGroups with native PodGroups, Grove PodGangs."""
+    composites = await _optional(client, f"/apis/scheduling.k8s.io/v1alpha3{scope}/compositepodgroups")
+    podgangs = await _optional(client, f"/apis/scheduler.grove.io/v1alpha1{scope}/podgangs")
+    return trees_of(composites, native if composites else [], podgangs, pods)
+
+
 async def _tree(
-    client: KubeClient, args: argparse.Namespace, namespace: str, gangs: dict[str, Gang], rows: list[WorkloadRow]
+    client: KubeClient,
+    args: argparse.Namespace,
+    namespace: str,
+    gangs: dict[str, Gang],
+    rows: list[WorkloadRow],
+    trees: list[TreeView],
 ) -> Output:
     names = args.names if args.command == "tree" else [args.command, *args.names]
     units = await _units(client, args.topology)
     shown = wanted_workloads(rows, names)
     out = Output(render_tree(gangs, names, units, rows), tree_record(gangs, tree_keys(gangs, names), units, shown))
-    missing = unmatched(gangs, names, rows)
+    if trees and (text := render_trees(trees, names)):  # gang trees (plugin/trees.py), after the gangs
+        out.text = text if out.text == "No gangs found." or not out.text else f"{out.text}\n{text}"
+        out.record["trees"] = trees_record(trees, names)
+    known = tree_nodes(trees)
+    missing = [n for n in unmatched(gangs, names, rows) if n not in known]
     if missing:
         listed = ", ".join(f'"{n}"' for n in missing)
         out.error = CommandError(
@@ -222,7 +251,8 @@ async def _run(args: argparse.Namespace) -> Output:
             if args.command == "why":
                 return await _why(client, args, namespace, gangs, pods)
             rows = workload_rows(await _native(client, scope, "workloads"), native)
-            return await _tree(client, args, namespace, gangs, rows)
+            trees = await _trees(client, scope, pods, native)
+            return await _tree(client, args, namespace, gangs, rows, trees)
         except ApiError as exc:
             raise api_problem(exc, server=creds.settings.server, need=READ_FIX) from None
 

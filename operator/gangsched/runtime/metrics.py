@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from prometheus_client import (
     CollectorRegistry,
@@ -37,9 +37,33 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from gangsched.core import Deadlock, GangState
+from gangsched.k8s.fence import FencedClient
+from gangsched.k8s.forbidden import ForbiddenBook
+from gangsched.k8s.reflector import Reflector
+from gangsched.runtime.supervisor import Supervisor
 
-if TYPE_CHECKING:
-    from gangsched.runtime.operator import Operator
+
+class Scraped(Protocol):
+    """What `Metrics.attach` reads when scraped (runtime/operator.py `Operator`): plain reads, no side effects."""
+
+    @property
+    def pod_reflector(self) -> Reflector: ...
+    @property
+    def supervisor(self) -> Supervisor: ...
+    @property
+    def fence(self) -> FencedClient: ...
+    @property
+    def forbidden(self) -> ForbiddenBook: ...
+    @property
+    def last_cycle_at(self) -> float: ...
+    @property
+    def rebuilds(self) -> int: ...
+    @property
+    def dropped_events(self) -> int: ...
+    def holds_lease(self) -> bool: ...
+    def readiness(self) -> dict[str, Any]: ...
+    def cache_stale_seconds(self, now: float | None = None) -> float: ...
+    def binds_failing_seconds(self, now: float | None = None) -> float: ...
 
 
 def oldest_waiting_seconds(gangs: Iterable[GangState], now: float) -> float:
@@ -81,7 +105,7 @@ class _Live(Collector):
                 yield GaugeMetricFamily(name, help_, value=value)
 
 
-def _api_health(op: Operator) -> list[tuple[str, str, str, float]]:  # (kind, name, help, value)
+def _api_health(op: Scraped) -> list[tuple[str, str, str, float]]:  # (kind, name, help, value)
     """What /readyz says about the API (Operator.api_problems), as series: alerts keep their data while the
     replica is not ready (the metrics Service publishes not-ready addresses, manifests/metrics-service.yaml)."""
     return [
@@ -160,7 +184,7 @@ class Metrics:
         )
         ProcessCollector(registry=self.registry)
 
-    def attach(self, op: Operator) -> None:
+    def attach(self, op: Scraped) -> None:
         def read() -> list[tuple[str, str, str, float]]:
             reflector = op.pod_reflector
             return [
@@ -192,7 +216,7 @@ class Metrics:
                     "counter",
                     "gangsched_dropped_events",
                     "Kubernetes events dropped (recorder backlog full)",
-                    float(op._dropped_before + op.events.dropped),
+                    float(op.dropped_events),
                 ),
                 (
                     "counter",

@@ -61,7 +61,11 @@ from gangsched.k8s.retry import NO_RETRY
 from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.models import keys
+from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
+from gangsched.models.composite import PLURAL as COMPOSITE_PLURAL
 from gangsched.models.config import OperatorConfig
+from gangsched.models.grove import API_VERSION as GROVE_API_VERSION
+from gangsched.models.grove import PLURAL as GROVE_PLURAL
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.podgroup import API_VERSION as PG_API_VERSION
 from gangsched.models.podgroup import SIGS_API_VERSION as SIGS_PODGROUP_API_VERSION
@@ -170,6 +174,7 @@ class Operator:
             on_status=self.wake_for_status,
         )
         self.cache.native.tier_keys = tuple(self.config.topology.node_label_tiers)  # native topology constraints
+        self.cache.grove.tier_keys = self.cache.native.tier_keys  # (and Grove's required topology keys)
         self.binder = Binder(self.fence, concurrency=self.config.bind_concurrency)
         self.device_claims = DeviceClaims(ClaimWriter(self.fence), self.cache)  # DRA: before the bindings
         backoff = self.config.bind_backoff
@@ -341,13 +346,20 @@ class Operator:
         native = self.api.list_podgroups(NATIVE_API_VERSION)
         for pg in await self._optional_list(f"PodGroup {NATIVE_API_VERSION}", native):
             self.cache.on_native_podgroup(None, pg)  # Kubernetes 1.37's own PodGroups, when served
+        composites = self.api.list_kind(COMPOSITE_API_VERSION, COMPOSITE_PLURAL, "CompositePodGroup")
+        for cpg in await self._optional_list(f"CompositePodGroup {COMPOSITE_API_VERSION}", composites):
+            self.cache.on_composite_podgroup(None, cpg)  # their trees (scheduling.k8s.io/v1alpha3), when served
+        podgangs = self.api.list_kind(GROVE_API_VERSION, GROVE_PLURAL, "PodGang")
+        for gang in await self._optional_list(f"PodGang {GROVE_API_VERSION}", podgangs):
+            self.cache.on_podgang(None, gang)  # Grove's PodGangs, when their CRD is installed
         dra = (
-            ("deviceclasses", self.cache.on_device_class),
-            ("resourceslices", self.cache.on_resource_slice),
-            ("resourceclaims", self.cache.on_resource_claim),
+            ("deviceclasses", "DeviceClass", self.cache.on_device_class),
+            ("resourceslices", "ResourceSlice", self.cache.on_resource_slice),
+            ("resourceclaims", "ResourceClaim", self.cache.on_resource_claim),
         )
-        for plural, feed in dra:  # DRA (resource.k8s.io/v1, GA since 1.34): read when served
-            for obj in await self._optional_list(f"{plural}.resource.k8s.io/v1", self.api.list_dra(plural)):
+        for plural, kind, feed in dra:  # DRA (resource.k8s.io/v1, GA since 1.34): read when served
+            listing = self.api.list_kind("resource.k8s.io/v1", plural, kind)
+            for obj in await self._optional_list(f"{kind} resource.k8s.io/v1", listing):
                 feed(None, obj)
         seeds = (
             ("PodDisruptionBudgets", self.api.list_pdbs, self.cache.on_pdb),
@@ -385,6 +397,11 @@ class Operator:
         """Whether this replica leads, without side effects: safe from any thread (tests, the metrics server).
         The runtime itself checks `may_write()`, which also ends a leadership whose renewal is too old."""
         return self.holds_lease()
+
+    @property
+    def dropped_events(self) -> int:
+        """Kubernetes events dropped (recorder backlog full) by every recorder this replica had: a plain read."""
+        return self._dropped_before + self.events.dropped
 
     def holds_lease(self) -> bool:
         """Leadership without side effects (safe from the metrics thread); what /readyz and gangsched_leader say."""

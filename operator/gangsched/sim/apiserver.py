@@ -1,43 +1,15 @@
 """The Kubernetes API emulator's HTTP server (aiohttp, in-process): REST routing, content negotiation, watch streams.
 
-Contract:
-- `server = ApiServer(history_limit=..., auth=False)`; `await server.start(host="127.0.0.1", port=0)`; `server.url`
-  ("http://127.0.0.1:PORT"); `server.write_kubeconfig(path, token=None) -> Path` (plain http, context
-  "gangsched-sim", namespace default; the admin's token when auth is on); `await server.stop()`. With auth on the
-  server speaks https with a self-signed certificate (tls.py; kubectl sends tokens only over https), which the
-  kubeconfig carries as certificate-authority-data.
-- Authentication and authorization (auth.py, rbac.py, their HTTP side in authapi.py): with `auth=True` a middleware
-  answers 401 to requests without a valid bearer token and 403 (the real message) to those RBAC does not allow, and
-  records each user's (verb, group, resource, subresource) in `server.authorizer.usage`; with `auth=False` (the default
-  for in-process tests) nothing is checked and every request acts as the admin. Either way the server holds the
-  bootstrap ClusterRoles/bindings, mints service-account tokens (POST .../serviceaccounts/{name}/token,
-  TokenRequest) and answers SelfSubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview
-  (`kubectl auth can-i --list`) and SelfSubjectReview (`kubectl auth whoami`). `server.registry` and `server.store` give
-  direct in-process access (tests should prefer HTTP).
-- `ApiServer(disruption_controller=True)` runs the disruption controller (sim/disruption.py: PodDisruptionBudget
-  status) while started; `server.disruption` is it (or None). `ApiServer(claim_controller=True)` likewise runs the
-  resourceclaim controller (sim/dra/claims.py: claims from ResourceClaimTemplates, reservations released);
-  `server.claims` is it (or None). `server.podgroup_protection` (sim/podgroup_protection.py) removes the PodGroup
-  protection finalizer while started, when PodGroups are served. `server.request_counts[(method, "pods/eviction")]`
-  counts the resource requests served (tests' witness). `server.faults` (sim/faults.py) injects faults.
-- Serves discovery (/version, /api, /api/v1, /apis, /apis/{g}, /apis/{g}/{v}), OpenAPI v3 (/openapi/v3 and
-  /openapi/v3/{api/v1|apis/g/v}) and v2 (/openapi/v2, protobuf or JSON) through openapi.py, /healthz /readyz /livez, and
-  every kind of the registry: list (labelSelector, fieldSelector, limit/continue), watch (?watch=true and /watch/ paths;
-  resume from a resourceVersion, "" or "0" starts with ADDED for every object, BOOKMARKs when allowWatchBookmarks=true
-  periodically and before a timeoutSeconds end, a 410 Expired ERROR event when the resourceVersion is older than
-  the retained history or the watcher's queue overflowed), get, create, update, patch (merge, JSON, strategic,
-  apply), delete, deletecollection, request bodies as JSON, YAML or Kubernetes protobuf (protobuf.py) of at most
-  3 MiB (413 RequestEntityTooLarge beyond, as kube-apiserver; validation/limits.py), the status
-  subresource, pods/binding, pods/eviction, Table output (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`,
-  through table.py) and dryRun=All.
-- Connections do not depend on other code's tasks in the shared event loop (Kopf, stopping, cancels every task
-  created while it ran): a keep-alive connection whose idle task is cancelled is served on by a fresh task, and a
-  watch whose task is cancelled ends as a complete response (the client resumes) before its connection closes.
-- Fault injection (sim/faults.py): `server.faults` (a FaultInjector) is consulted for resource requests only while
-  `server.faults.active`; `/sim/faults` (GET rules and counts, POST rules, DELETE them) and `/sim/faults/bindings`
-  (the binding log) are its admin endpoints, under a path no real API server serves.
-- Semantics live in registry.py, storage and fan-out in store.py; this module only speaks HTTP. Responses are
-  encoded with orjson; stored objects are sent as their cached bytes.
+Contract: `server = ApiServer(history_limit=..., auth=False)`; `await server.start(host, port=0)`; `server.url`;
+`server.write_kubeconfig(path, token=None) -> Path`; `await server.stop()`. With auth on it speaks https (tls.py),
+answers 401/403 as RBAC decides (auth.py, rbac.py, authapi.py) and records each user's requests
+(`server.authorizer.usage`); with auth off every request acts as the admin. Optional controllers while started:
+`server.disruption`, `server.claims`, `server.podgroup_protection`; `server.faults` injects faults (sim/faults.py,
+admin endpoints under /sim/faults); `server.request_counts` counts resource requests served.
+Serves discovery, OpenAPI v2/v3 (openapi.py), health, and every kind of the registry (list, watch with bookmarks and
+410 Expired, get, create, update, patch, delete, deletecollection, subresources, Table output, dryRun=All).
+Semantics live in registry.py, storage and fan-out in store.py: this module only speaks HTTP.
+More: docs/modules.md#simapiserverpy.
 """
 
 from __future__ import annotations
@@ -73,9 +45,9 @@ from gangsched.sim.registry import (
     APPLY_PATCH,
     PATCH_TYPES,
     Registry,
-    RequestContext,
     storage_key,
 )
+from gangsched.sim.request import RequestContext
 from gangsched.sim.requestlog import RequestLog
 from gangsched.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from gangsched.sim.store import Entry, Store, Watcher, WatchEvent

@@ -2,19 +2,13 @@
 
 Contract:
 - `UserInfo(name, uid, groups, extra)` is who a request is from (k8s.io/apiserver/pkg/authentication/user).
-- `Authenticator(store)` knows two kinds of token:
-  - static tokens (`add_static_token(token, user)`, as `--token-auth-file`); `admin_token` is made at start for
-    "kubernetes-admin" in group system:masters (what `gangsched sim serve` writes into its kubeconfig);
-  - service-account tokens minted by `mint_service_account_token(...)` (the TokenRequest API,
-    pkg/registry/core/serviceaccount/storage/token.go): a JWT signed with HS256 by a per-server secret, with the
-    claims a real bound token carries (iss, sub, aud, exp, iat, nbf, kubernetes.io.namespace/serviceaccount).
-    It authenticates while unexpired, if one of its audiences is the API server's, and while its ServiceAccount
-    exists with the same uid (as the legacy
-    validator in pkg/serviceaccount/claims.go checks), as system:serviceaccount:NS:NAME in groups
-    system:serviceaccounts, system:serviceaccounts:NS and system:authenticated.
-- `authenticate(authorization, path) -> UserInfo | None`: None means 401. A request without a token is
-  system:anonymous only on the health endpoints (/healthz, /livez, /readyz: 1.32's
-  AnonymousAuthConfigurableEndpoints, anonymous limited to those paths); elsewhere it is 401.
+- `Authenticator(store)` knows static tokens (`add_static_token`, as `--token-auth-file`; `admin_token` for
+  "kubernetes-admin" in system:masters) and service-account tokens minted by `mint_service_account_token(...)`
+  (TokenRequest: HS256 JWTs with a bound token's claims), valid while unexpired, for the API server's audience and
+  while their ServiceAccount exists with the same uid.
+- `authenticate(authorization, path) -> UserInfo | None`: None means 401; without a token a request is
+  system:anonymous only on /healthz, /livez and /readyz.
+More: docs/modules.md#simauthpy.
 """
 
 from __future__ import annotations

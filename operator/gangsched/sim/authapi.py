@@ -1,16 +1,14 @@
 """The emulator's authentication and authorization over HTTP: the middleware, TokenRequest and the reviews.
 
 Contract:
-- `AuthEndpoints(registry=, authenticator=, authorizer=, enforcing=, read_body=)`; `add_routes(router)` adds
-  POST /api/v1/namespaces/{ns}/serviceaccounts/{name}/token (TokenRequest, `kubectl create token`),
-  /apis/authorization.k8s.io/v1/selfsubjectaccessreviews (`kubectl auth can-i`), .../selfsubjectrulesreviews
-  (`kubectl auth can-i --list`) and /apis/authentication.k8s.io/v1/selfsubjectreviews (`kubectl auth whoami`);
-  they must be added before the catch-all resource routes. They read kubectl's protobuf bodies too
-  (protowire.py) and answer JSON.
-- `middleware` (installed by apiserver.py only when `enforcing`): 401 without a valid token (auth.py), the
-  authorizer's record of what was asked, 403 with the real message unless RBAC allows it (rbac.py); the
-  authenticated user is kept on the request for the reviews. With enforcing off every request acts as the admin
-  (as with AlwaysAllow): the reviews say so.
+- `AuthEndpoints(registry=, authenticator=, authorizer=, enforcing=, read_body=)`; `add_routes(router)` (before the
+  catch-all resource routes) adds TokenRequest (`kubectl create token`), SelfSubjectAccessReview (`kubectl auth
+  can-i`), SelfSubjectRulesReview (`--list`) and SelfSubjectReview (`kubectl auth whoami`); JSON or protobuf in,
+  JSON out.
+- `middleware` (installed only when `enforcing`): 401 without a valid token (auth.py), the authorizer's record of
+  what was asked, 403 with the real message unless RBAC allows it (rbac.py). With enforcing off every request
+  acts as the admin (as with AlwaysAllow), and the reviews say so.
+More: docs/modules.md#simauthapipy.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """`pods/binding` as kube-apiserver v1.37 serves it (pkg/registry/core/pod/storage/storage.go, BindingREST).
 
-Contract: `bind_pod(store, rtype, namespace, name, body, *, now, dry_run) -> Status dict` binds the pod `name` to
-`body.target.name`, or raises status.ApiError exactly where, and as, the real registry does:
-- 400 when the body is not a Binding object or its metadata.name is not the URL's pod name ("name in URL does
-  not match name in Binding object"), or its metadata.namespace is not the request's;
-- 500 (no reason, as 1.32 answers: `ValidatePodBinding`'s aggregate error is not a Status) when target.kind is
-  neither "Node" nor empty, or target.name is empty (fixed upstream later by kubernetes#139581: 422);
-- 404 when the pod does not exist;
-- 409 on the "pods" resource when the Binding's metadata.uid or metadata.resourceVersion (preconditions) do not
-  match the pod's (the storage's "StorageError: invalid object, Code: 4, ... Precondition failed: ..." text);
-- 409 on "pods/binding" when the pod is being deleted, is already assigned to a node, or has
-  spec.schedulingGates (setPodNodeAndMetadata's checks, in that order).
-On success the pod gets spec.nodeName, the Binding's metadata.annotations merged into its own (labels are not
-copied in 1.32: PodTopologyLabelsAdmission came in 1.33), and its PodScheduled condition set True as
-`podutil.UpdatePodCondition` does (replaced in place; lastTransitionTime kept if it was already True).
-status.nominatedNodeName is cleared (setPodNodeAndMetadata under ClearingNominatedNodeNameAfterBinding: beta and on by
-default in kube-apiserver since 1.35, kubernetes#135103).
-The namespace lifecycle admission (a terminating namespace refuses creates, bindings included) is the caller's.
+Contract: `bind_pod(store, rtype, namespace, name, body, *, now, dry_run) -> Status dict` binds the pod to
+`body.target.name`, or raises status.ApiError where and as the real registry does: 400 (not a Binding, or name
+or namespace not the request's), 500 (target.kind neither "Node" nor empty, or no target.name), 404 (no pod),
+409 on "pods" (uid or resourceVersion preconditions) and 409 on "pods/binding" (being deleted, already assigned,
+or scheduling gates, in that order).
+On success: spec.nodeName, the Binding's annotations merged, PodScheduled True (as `podutil.UpdatePodCondition`),
+status.nominatedNodeName cleared. The namespace lifecycle admission is the caller's.
+More: docs/modules.md#simbindingpy.
 """
 
 from __future__ import annotations

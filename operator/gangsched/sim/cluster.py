@@ -1,22 +1,15 @@
 """Simulated nodes: their manifests, the `--node-resources` and topology-file parsing, and their creation.
 
 Contract:
-- `parse_node_resources("cpu=32,memory=256Gi,nvidia.com/gpu=8,pods=110") -> {"cpu": "32", ...}`: every item is
-  `name=quantity`; a malformed item, an empty name, a repeated name or a bad quantity raises
-  core.errors.InvalidField naming the item (field `--node-resources`).
-- `node_manifest(name, *, resources, labels={}, taints=(), address=None, now=None) -> dict`: a v1 Node as a
-  kubelet registers it: capacity == allocatable == resources (plus `pods: "110"` when not given), conditions
-  Ready=True and the pressure conditions False, addresses (InternalIP, Hostname), nodeInfo.kubeletVersion
-  "v1.37.0-sim" (a 1.37 cluster's kubelets), labels kubernetes.io/hostname, kubernetes.io/os,
-  kubernetes.io/arch plus `labels`.
-- `read_topology(path_or_list) -> list[dict]` reads the topology ConfigMap's format (a JSON list of
-  {"layer": int, "name": str, "parents": [...], "children": [...]}), checking each entry;
-  `node_names_from_topology(path_or_list)` lists the children of layer-1 entries (the nodes), in file order;
-  `topology_labels(path_or_list)` maps each node to labels `topology.gangsched.io/tier-<layer>: <domain>` for
-  every domain above it.
-- `async create_nodes(client, names, resources, *, labels_for_name=None, concurrency=32) -> list[str]` creates the
-  nodes through the API (POST /api/v1/nodes, then the status subresource if the server dropped the status);
-  nodes that already exist are left as they are. Returns the names created.
+- `parse_node_resources("cpu=32,memory=256Gi,nvidia.com/gpu=8")`: `name=quantity` items; a bad item raises
+  InvalidField (field `--node-resources`) naming it.
+- `node_manifest(name, *, resources, labels={}, taints=(), address=None, now=None) -> dict`: a Ready v1 Node as a
+  1.37 kubelet registers it (capacity == allocatable, `pods: "110"` by default, hostname/os/arch labels).
+- `read_topology(path_or_list)`, `node_names_from_topology(...)`, `topology_labels(...)`: the topology ConfigMap's
+  format, its nodes in file order, and each node's `topology.gangsched.io/tier-<layer>` labels.
+- `async create_nodes(client, names, resources, *, labels_for_name=None, concurrency=32) -> list[str]`: creates
+  the missing nodes through the API (then their status if dropped); returns the names created.
+More: docs/modules.md#simclusterpy.
 """
 
 from __future__ import annotations

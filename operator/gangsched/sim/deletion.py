@@ -1,24 +1,14 @@
-"""What a DELETE does to an object, as kube-apiserver v1.32 decides it, independent of storage.
+"""What a DELETE does to an object, as kube-apiserver v1.32 decides it, independent of storage (rest/delete.go,
+generic/registry/store.go, pod/strategy.go CheckGracefulDelete).
 
-Mirrors staging/src/k8s.io/apiserver/pkg/registry/rest/delete.go (BeforeDelete),
-staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go (Delete, updateForGracefulDeletionAndFinalizers,
-markAsDeleting) and pkg/registry/core/pod/strategy.go (CheckGracefulDelete: pods are the only built-in kind
-deleted gracefully).
-
-Contract: `plan_delete(obj, options, *, graceful_kind, now) -> DeletePlan` never mutates `obj`; it raises
-status.ApiError(409) when `options.preconditions` (uid, resourceVersion) do not match, with BeforeDelete's
-message. The plan's `action` is:
-- "pending": a graceful deletion is under way and the request does not shorten it: nothing is written, the
-  current object is the answer;
-- "update": write `obj` (deletionTimestamp / deletionGracePeriodSeconds / generation set) and keep the object
-  (grace period left, or finalizers pending);
-- "update-then-remove": write `obj` then remove it (a graceful deletion with grace 0 and no finalizers);
-- "remove": remove the object now.
-Pods: the grace period is options.gracePeriodSeconds, else spec.terminationGracePeriodSeconds, else 0; 0 when the
-pod is not bound or is terminal (Succeeded/Failed); negative values count as 1; deletionTimestamp is now + the
-grace period. A second DELETE may only shorten it (the timestamp moves by the difference).
-Objects with finalizers and no grace period get deletionTimestamp now (or keep an earlier one) and
-deletionGracePeriodSeconds 0.
+Contract: `plan_delete(obj, options, *, graceful_kind, now) -> DeletePlan` never mutates `obj`; raises
+status.ApiError(409) when `options.preconditions` do not match. The plan's `action`: "pending" (a graceful
+deletion under way, not shortened: nothing written), "update" (deletion fields set, the object kept),
+"update-then-remove" (graceful with grace 0 and no finalizers) or "remove".
+Pods: grace from options, else spec.terminationGracePeriodSeconds, else 0; 0 when unbound or terminal; negative
+counts as 1; a second DELETE may only shorten it. Objects with finalizers and no grace period get
+deletionTimestamp now (or keep an earlier one) and deletionGracePeriodSeconds 0.
+More: docs/modules.md#simdeletionpy.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
-"""The emulator's disruption controller: PodDisruptionBudget status, as kube-controller-manager maintains it.
-
-Modelled on kubernetes/kubernetes pkg/controller/disruption/disruption.go (v1.32); the helpers for the
-DisruptionAllowed condition follow staging/src/k8s.io/component-helpers/apps/poddisruptionbudget/helpers.go.
+"""The emulator's disruption controller: PodDisruptionBudget status, as kube-controller-manager maintains it (v1.32).
 
 Contract:
-- `DisruptionController(registry, *, delay=0.0, clock=None)`; `start()` taps the store (pods, PDBs and the
-  scale-able workload kinds: ReplicationController, ReplicaSet, Deployment, StatefulSet) and queues every PDB;
-  `stop()` removes the taps and cancels timers. The taps are store watchers whose `offer` only marks PDBs dirty
-  (a dict lookup per pod write in a namespace without PDBs); dirty PDBs are synced together on the event loop
-  `delay` seconds later (0: at the next loop iteration), so a burst of writes costs one sync per PDB.
-  `sync_all()` syncs every dirty PDB now (tests; no loop needed).
-- A sync computes, from the pods the PDB's selector selects (nil selector: none; `{}`: all in the namespace):
-  expectedPods and desiredHealthy (`getExpectedPodCount`: integer minAvailable counts the selected pods;
-  maxUnavailable or a percentage minAvailable sums the `spec.replicas` of the pods' controllers, found through
-  their controller ownerReference: ReplicationController, ReplicaSet (or its Deployment), StatefulSet, or a
-  custom resource with the scale subresource; pods without a controller are "unmanaged" (Warning event
-  UnmanagedPods) and not counted; a controller that cannot be found or has no scale subresource fails the sync),
-  currentHealthy (pods Ready=True, not being deleted, not in disruptedPods), disruptedPods (entries of the
-  Eviction API kept while the pod is not yet being deleted and for at most 2 minutes, DeletionTimeout; a
-  recheck is scheduled at the earliest expiry), disruptionsAllowed = currentHealthy - desiredHealthy (0 when
-  negative or when expectedPods is 0), observedGeneration = metadata.generation, and the DisruptionAllowed
-  condition (True/SufficientPods or False/InsufficientPods). The status is written (through the store, as a
-  status update) only when it changed.
-- A failed sync runs the real fail-safe: disruptionsAllowed 0 and DisruptionAllowed False with reason
-  SyncFailed and the error as message, the rest of the status untouched (so observedGeneration may lag and the
-  Eviction API answers 429 "being processed"); a Warning event CalculateExpectedPodCountFailed is recorded.
-- Stale DisruptionTarget conditions: a pod with DisruptionTarget=True (set by the Eviction API) that is not
-  being deleted 2 minutes later (stalePodDisruptionTimeout) gets it reset to False.
-- Events (core/v1, source controllermanager) are recorded once per (PDB, reason, message).
+- `DisruptionController(registry, *, delay=0.0, clock=None)`; `start()` taps the store (pods, PDBs, scale-able
+  workload kinds) and queues every PDB; `stop()` removes the taps. Dirty PDBs are synced together on the event loop
+  `delay` seconds later; `sync_all()` syncs them now.
+- A sync computes expectedPods, desiredHealthy, currentHealthy, disruptedPods, disruptionsAllowed,
+  observedGeneration and the DisruptionAllowed condition, and writes the status only when it changed; a failed
+  sync runs the real fail-safe (disruptionsAllowed 0, reason SyncFailed, Warning event).
+- Stale DisruptionTarget conditions are reset after 2 minutes; events are recorded once per (PDB, reason, message).
+More: docs/modules.md#simdisruptionpy.
 """
 
 from __future__ import annotations
@@ -42,6 +23,7 @@ from typing import Any
 
 from gangsched.models.timestamps import format_time as metav1_time
 from gangsched.models.timestamps import parse_datetime
+from gangsched.sim.request import RequestContext
 from gangsched.sim.selectors import LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Watcher, WatchEvent
 
@@ -679,7 +661,6 @@ class DisruptionController:
         rtype = self.registry.resolve("", "v1", "events")
         if rtype is None:
             return
-        from gangsched.sim.registry import RequestContext  # (registry imports this module's helpers)
 
         try:
             self.registry.create(rtype, ns, event, RequestContext())

@@ -1,37 +1,15 @@
 """Fault injection for the API emulator: the failures a client of a real kube-apiserver meets, on demand.
 
 Contract:
-- A `FaultRule` says which requests it matches (`verb`, `resource`, `agent`), when it fires among them (`p`: a
-  probability; `every`: every Nth; `next`: the next N; `skip`: let the first N through first; `limit`: at most N
-  injections in all) and what happens (`kind`, one of KINDS, with its parameters). Rules are parsed from the CLI
-  form `'kind=http500,verb=create,resource=pods/binding,p=0.2'` (`parse_rule_spec`) or from JSON objects with
-  the same keys (`rule_from_mapping`); a bad rule raises FaultSpecError naming the field, the value and what is
-  allowed.
-- `FaultInjector(rules, seed=...)` decides per request, deterministically for a given seed and request order
-  (each rule draws from its own `random.Random(f"{seed}/{index}")`). `active` is the one attribute the API
-  server's hot path reads: false when there is no rule, no stall and no recording.
-- `await injector.intercept(info, serve, *, inconsistent_token=...)` (called by the API server for every
-  resource request while `active`): waits out a global stall, adds latency, then either answers the fault (an
-  `Answer`; `continue-expired` builds its token with `inconsistent_token`) or calls `serve()` for the real
-  answer. `commit=true` on http500 / http504 / reset carries the request out first and then loses the
-  answer, as a real apiserver does when its timeout filter fires after the handler already wrote to etcd.
-- Watch faults are handed to the watch loop as a `WatchCut` (`info.cut`); `watch-gone` and `continue-expired`
-  are answered here.
-- `record=True` keeps a log of every `pods/binding` request that reached the registry (`bindings`): pod key,
-  node, HTTP status, and the fault that lost its answer, if any. `injected` counts injections by kind.
-
-Kinds and what they imitate (the tests cite the Kubernetes sources):
-  http429          kube-apiserver's max-in-flight / priority-and-fairness filters: 429, `Retry-After`, text body
-  http500          an internal error: a JSON Status, reason InternalError
-  http502          a load balancer whose upstream apiserver failed mid-answer: 502 Bad Gateway, text/html body
-  http503          a load balancer in front of the apiserver with no healthy backend: text/html body
-  http504          the apiserver's timeout filter: JSON Status reason Timeout, after `delay` seconds
-  reset            the connection dropped without an answer (TCP RST)
-  latency          `delay` seconds added to the request
-  stall            every request held for `seconds` (an overloaded or partitioned apiserver), watches included
-  watch-cut        a watch stream ended mid-way after `events` events or `seconds` seconds (abruptly)
-  watch-gone       a watch resumed from a resourceVersion answered with a 410 Expired ERROR event (compaction)
-  continue-expired a list with `continue` answered 410 Expired with an inconsistent continue token
+- A `FaultRule` matches requests (`verb`, `resource`, `agent`), fires among them (`p`, `every`, `next`, `skip`,
+  `limit`) and does `kind` (one of KINDS: http429/500/502/503/504, reset, latency, stall, watch-cut, watch-gone,
+  continue-expired). Parsed from `'kind=http500,verb=create,p=0.2'` (`parse_rule_spec`) or JSON
+  (`rule_from_mapping`); a bad rule raises FaultSpecError naming field, value and what is allowed.
+- `FaultInjector(rules, seed=...)` decides deterministically per seed and request order; `active` is all the hot
+  path reads. `await injector.intercept(info, serve, ...)` answers the fault or serves (`commit=true`: serve, then
+  lose the answer); watch faults go to the watch loop as `WatchCut`.
+- `record=True` logs every `pods/binding` request (`bindings`); `injected` counts injections by kind.
+More: docs/modules.md#simfaultspy.
 """
 
 from __future__ import annotations

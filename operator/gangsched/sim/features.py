@@ -2,28 +2,13 @@
 
 Contract:
 - `FeatureGates` is an immutable set of enabled gates; `gates.enabled(name)`.
-- `PROFILES`: `full` (the default: every gate of `GATES` on except `OPT_IN`, so `scheduling.k8s.io/v1beta1`
-  Workload and PodGroup, `scheduling.k8s.io/v1alpha3` CompositePodGroup and pod `spec.schedulingGroup` are
-  served) and `plain-1.37` (a
-  kube-apiserver 1.37 started without flags: alpha and beta gates of `GATES` off, beta APIs not in
-  `--runtime-config`, so none of the above is served and pods' `spec.schedulingGroup` is dropped on write).
-- `resolve(profile, overrides) -> FeatureGates`: a profile, then `--feature-gates` overrides in kube-apiserver's
-  form (`Name=true,Other=false`); unknown names or values raise ValueError with kube-apiserver's wording
-  (`unrecognized feature gate: X`, `invalid value of X=maybe, err: ...`).
-Gates, as pkg/features/kube_features.go names them (all default false in 1.37):
-- GenericWorkload: the Workload and PodGroup APIs and `Pod.spec.schedulingGroup` (pkg/api/pod/util.go
-  dropDisabledPodFields drops the field when off and the old pod did not use it).
-- CompositePodGroup: the CompositePodGroup API, `PodGroup.spec.parentCompositePodGroupName` and
-  `Workload.spec.compositePodGroupTemplates` (forbidden when off: `+k8s:ifDisabled(CompositePodGroup)=+k8s:forbidden`).
-- TopologyAwareWorkloadScheduling: `schedulingConstraints` of PodGroups (dropped when off,
-  pkg/registry/scheduling/podgroup/strategy.go dropDisabledSchedulingConstraintsFields) and templates.
-- DRAWorkloadResourceClaims: `resourceClaims` of PodGroups (dropped when off,
-  dropDisabledDRAWorkloadResourceClaimsFields).
-- PodGroupPreemptionPolicy: `preemptionPolicy` of PodGroups and templates (forbidden when off).
-- WorkloadAwarePreemption (in OPT_IN: off in every profile, `--feature-gates WorkloadAwarePreemption=true` turns it
-  on): the Priority admission plugin resolves a PodGroup's priorityClassName into its priority (and
-  preemptionPolicy) on create (sim/podgroup_priority.py).
-Pure.
+- `PROFILES`: `full` (default: every gate of `GATES` on except `OPT_IN`) and `plain-1.37` (a kube-apiserver 1.37
+  without flags: none of them on, so no Workload, PodGroup, CompositePodGroup or pod `spec.schedulingGroup`).
+- `resolve(profile, overrides) -> FeatureGates`: a profile, then `--feature-gates Name=true,Other=false`; unknown
+  names or values raise ValueError in kube-apiserver's wording.
+- Gates (pkg/features/kube_features.go): GenericWorkload, CompositePodGroup, TopologyAwareWorkloadScheduling,
+  DRAWorkloadResourceClaims, PodGroupPreemptionPolicy, WorkloadAwarePreemption (OPT_IN). Pure.
+More: docs/modules.md#simfeaturespy.
 """
 
 from __future__ import annotations

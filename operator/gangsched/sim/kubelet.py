@@ -1,27 +1,15 @@
 """A simulated kubelet for every node of the emulator: bound pods start running, and finish when asked to.
 
 Contract:
-- `SimKubelet(client, *, start_delay=0.0, nodes=None, concurrency=64)`; `await kubelet.run()` runs until
-  cancelled. It list+watches nodes and pods (k8s.reflector.Reflector, raw JSON). It manages the nodes named in
-  `nodes`, or, when None, every node whose Ready condition is True.
-- A pod bound to a managed node (spec.nodeName set), in phase Pending (or without a phase) and not being deleted,
-  is moved to Running `start_delay` seconds after it is seen: a merge patch of the status subresource with
-  phase Running, conditions PodScheduled/Initialized/ContainersReady/Ready True, startTime, hostIP(s) (the
-  node's InternalIP), a unique fake podIP(s) 10.x.y.z, and one running, ready containerStatus per container.
-  Patches are made by `concurrency` workers from one queue, so thousands of pods start quickly.
-- A running pod annotated `sim.gangsched.io/duration: <Go duration>` (500ms, 30s, 2m, 1h) succeeds that long
-  after it started running: phase Succeeded, Ready/ContainersReady False (reason PodCompleted), containers
-  terminated with exit code 0 and reason Completed. Timers are event-loop timers, not a sleep per pod; after a
-  restart they are rebuilt from status.startTime. A bad duration is logged and ignored (the pod keeps running).
-- Pods being deleted (deletionTimestamp) are left alone: the end of a graceful deletion (the kubelet's final
-  DELETE with grace 0 after the pod's `sim.gangsched.io/termination-delay`) runs in the emulator's own process
-  (sim/termination.py), so that every emulated cluster finishes deletions, with or without this kubelet.
-- DRA (sim/dra/node.py, as pkg/kubelet/cm/dra/manager.go PrepareResources): a bound pod with `spec.resourceClaims`
-  starts only when every claim exists, is allocated and is reserved for it (or for its PodGroup); until then it
-  stays Pending with its containers waiting (ContainerCreating), reported once by a status patch and a Warning
-  event FailedPrepareDynamicResources; it starts when a ResourceClaim watch event makes it ready.
-- `synced` is set once the lists (nodes, pods, resourceclaims) were seen; `started`, `succeeded` and
-  `patch_errors` count what happened.
+- `SimKubelet(client, *, start_delay=0.0, nodes=None, concurrency=64)`; `await kubelet.run()` until cancelled;
+  manages the nodes named in `nodes`, or every Ready node.
+- A bound Pending pod (not being deleted) runs `start_delay` seconds after it is seen (a status patch: Running,
+  Ready conditions, IPs, container statuses); one annotated `sim.gangsched.io/duration: <Go duration>` succeeds
+  that long after it started (a bad one is logged and ignored). Pods being deleted: sim/termination.py.
+- DRA (sim/dra/node.py): a pod with `spec.resourceClaims` starts only once every claim is allocated and reserved
+  for it (or its PodGroup); until then it waits in ContainerCreating with a FailedPrepareDynamicResources event.
+- `synced` is set once the lists were seen; `started`, `succeeded`, `patch_errors` count what happened.
+More: docs/modules.md#simkubeletpy.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""The emulator's namespace controller: empties a Terminating namespace, then removes it.
+"""The emulator's namespace controller: empties a Terminating namespace, then removes it (kube-controller-manager's
+namespaced_resources_deleter.go, run in-process on the API server's event loop).
 
-Mirrors pkg/controller/namespace/deletion/namespaced_resources_deleter.go (kube-controller-manager), run
-in-process on the API server's event loop instead of over HTTP.
-
-Contract: `NamespaceController(registry)`; `schedule(namespace)` queues one sync of that namespace on the event
-loop (at once when no loop runs); the registry calls it when a namespace starts terminating and whenever an
-object of a terminating namespace is removed. A sync:
-- deletes every object of the namespace not yet being deleted (DELETE with the default options, so pods are
-  deleted gracefully and objects with finalizers wait for them);
-- sets the namespace's conditions as the real controller reports them (NamespaceContentRemaining,
-  NamespaceFinalizersRemaining; the discovery/parsing/deletion failure conditions False);
-- once nothing is left, removes the "kubernetes" finalizer from spec.finalizers (what PUT .../finalize does) and,
-  when metadata.finalizers is empty too, removes the namespace.
-Nothing here raises: a failed deletion of one object is retried on the next sync.
+Contract: `NamespaceController(registry)`; `schedule(namespace)` queues one sync of it on the event loop (at once
+without a loop); the registry calls it when a namespace starts terminating and when an object of one is removed.
+A sync deletes every object of the namespace not yet being deleted (default options), sets the real controller's
+namespace conditions, and once nothing is left removes the "kubernetes" finalizer and then, with no other
+finalizer, the namespace. Nothing raises: a failed deletion is retried on the next sync.
+More: docs/modules.md#simnamespace_controllerpy.
 """
 
 from __future__ import annotations
@@ -20,19 +14,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gangsched.sim import status as st
 from gangsched.sim.namespace_lifecycle import NAMESPACES_KEY, is_terminating
-
-if TYPE_CHECKING:
-    from gangsched.sim.registry import Registry
+from gangsched.sim.request import RegistryCalls, RequestContext
 
 log = logging.getLogger(__name__)
 
 
 class NamespaceController:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: RegistryCalls) -> None:
         self._registry = registry
         self._queued: set[str] = set()
         self._syncing = False
@@ -71,7 +63,6 @@ class NamespaceController:
         entry = store.get(NAMESPACES_KEY, "", namespace)
         if entry is None or not is_terminating(entry.obj):
             return
-        from gangsched.sim.registry import RequestContext  # registry imports this module
 
         counts: Counter[str] = Counter()
         finalizers: Counter[str] = Counter()

@@ -1,18 +1,13 @@
-"""Namespace lifecycle rules of kube-apiserver v1.32, independent of storage and HTTP.
-
-Mirrors staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go (the
-NamespaceLifecycle admission plugin) and pkg/registry/core/namespace/storage/storage.go (REST.Delete).
+"""Namespace lifecycle rules of kube-apiserver v1.32, independent of storage and HTTP (the NamespaceLifecycle
+admission plugin and the namespace REST.Delete).
 
 Contract:
-- `refuse_create(store, namespace, rtype, name)`: raises 404 (`namespaces "x" not found`) when the namespace
-  does not exist and 403 Forbidden (`<resource> "<name>" is forbidden: unable to create new content in namespace
-  X because it is being terminated`, with a `NamespaceTerminating` cause on `metadata.namespace`) when it is
-  Terminating. Every create in a namespace goes through it, subresource creates (pods/binding, pods/eviction)
-  included, as the admission plugin sees them.
+- `refuse_create(store, namespace, rtype, name)`: 404 when the namespace does not exist, 403 (cause
+  `NamespaceTerminating`) when it is Terminating; every create, subresource creates included, goes through it.
 - `refuse_delete(name)`: 403 for the immortal namespaces default, kube-system and kube-public.
-- `terminating(obj) -> dict`: the namespace as the first DELETE leaves it: deletionTimestamp now (kept if set),
-  status.phase Terminating, spec.finalizers untouched (["kubernetes"] from creation). The namespace controller
-  (namespace_controller.py) empties it and removes it.
+- `terminating(obj) -> dict`: the namespace as the first DELETE leaves it (deletionTimestamp, phase Terminating,
+  spec.finalizers untouched); namespace_controller.py empties and removes it.
+More: docs/modules.md#simnamespace_lifecyclepy.
 """
 
 from __future__ import annotations

@@ -1,33 +1,15 @@
-"""Discovery documents and OpenAPI v3 documents of the emulator (pure: dicts in, dicts out).
+"""Discovery documents and OpenAPI documents of the emulator (pure: dicts in, dicts out; apiserver.py serves them).
 
-Contract (the REST layer, apiserver.py, serves these as JSON):
-- `api_versions(*, server_address=...)` -> the body of `GET /api` (kind APIVersions, versions ["v1"]).
-- `api_group_list(types)` -> the body of `GET /apis` (APIGroupList; every non-core group with its versions, the
-  preferred version being the highest by Kubernetes version priority: v1 > v1beta2 > v1beta1 > v1alpha1).
-  Groups keep the order in which they first appear in `types` (built-ins first, then CRDs).
-- `api_resource_list(types, group, version)` -> the body of `GET /api/v1` or `GET /apis/{group}/{version}`
-  (APIResourceList): one entry per kind plus "{plural}/status", "pods/binding", "pods/eviction" and
-  "{plural}/scale" entries for the subresources a type declares.
-- `openapi_v3_root(types)` -> the body of `GET /openapi/v3`: {"paths": {"api/v1": {"serverRelativeURL":
-  "/openapi/v3/api/v1?hash=H"}, "apis/{g}/{v}": {...}}}. H is a hash of that group-version's document, so it
-  changes whenever the set of types (or a schema) of the group-version changes; kubectl caches by it.
-- `openapi_v3_group_doc(types, group, version)` -> the body of `GET /openapi/v3/api/v1` or
-  `GET /openapi/v3/apis/{g}/{v}`: for each kind, the item path with get/put/patch/delete operations and the
-  collection path with get/post. Every operation carries `x-kubernetes-group-version-kind` as an object
-  {group, version, kind} and the PATCH operation the query parameter `fieldValidation`, so kubectl's default
-  client-side validation sends `fieldValidation=Strict` and leaves validation to the server. The PATCH request
-  body deliberately lists no strategic-merge-patch media type, so kubectl apply computes strategic merge patches
-  from its compiled-in types (merge patches for CRDs) rather than from these schemas. `components.schemas` holds
-  each kind's schema (a CRD's openAPIV3Schema; a permissive object for built-ins) tagged with the list form of
-  `x-kubernetes-group-version-kind` (what `kubectl explain` looks for).
-- `group_doc_hash(types, group, version)` -> the hash used in the root document.
-- Built-in kinds' `components.schemas` are the REAL Kubernetes v1.37.0 definitions (from the kubernetes-validate
-  package, validation/schemas.py), with every definition they reference, converted to OpenAPI v3 (`$ref`s to
-  `#/components/schemas/`, nullable type lists to one type); so `kubectl explain pod.spec` shows the real
-  fields. Synthesized: the paths, operations and their parameters (above), the `info` block, and, without that
-  package, a permissive schema per built-in kind.
-- `openapi_v2_protobuf()` / `openapi_v2_json()` -> the body of GET /openapi/v2 (a synthesized empty document; see
-  the function's docstring for why that is what kubectl needs).
+Contract:
+- `api_versions(...)`, `api_group_list(types)`, `api_resource_list(types, group, version)`: the bodies of
+  `GET /api`, `GET /apis` (preferred version by Kubernetes version priority) and a group-version's resource list
+  (with the subresources each type declares).
+- `openapi_v3_root(types)` (each group-version's document under a hash of it, which kubectl caches by),
+  `openapi_v3_group_doc(types, group, version)` and `group_doc_hash(...)`: built-in kinds carry the real v1.37
+  definitions (validation/schemas.py), CRDs their openAPIV3Schema; PATCH offers `fieldValidation` and no
+  strategic-merge media type, so kubectl validates server-side and diffs from its own types.
+- `openapi_v2_protobuf()` / `openapi_v2_json()`: GET /openapi/v2, a synthesized empty document.
+More: docs/modules.md#simopenapipy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
-"""What an update of a Pod may change, as kube-apiserver v1.32 validates it.
-
-Mirrors pkg/apis/core/validation/validation.go (ValidatePodUpdate, ValidateContainerUpdates,
-validateOnlyAddedTolerations, validateOnlyDeletedSchedulingGates), the defaults the API server applies when it
-decodes the new object (pkg/apis/core/v1/defaults.go: schedulerName, restartPolicy, dnsPolicy,
-terminationGracePeriodSeconds) and the Priority admission plugin, which keeps spec.priority and
-spec.preemptionPolicy from the stored pod on update.
+"""What an update of a Pod may change, as kube-apiserver v1.32 validates it (ValidatePodUpdate and the helpers it
+calls, the v1 defaults applied on decode, the Priority admission plugin keeping priority and preemptionPolicy).
 
 Contract: `check_pod_update(old, new) -> list[(field, detail, reason)]` (empty: allowed) after defaulting `new`'s
-spec in place. Allowed: metadata (labels, annotations, ...), spec.containers[*].image and
-spec.initContainers[*].image (not emptied), spec.activeDeadlineSeconds (set when unset, or lowered; never
-unset), spec.tolerations (additions only; tolerationSeconds may change), spec.schedulingGates (removals only),
-spec.terminationGracePeriodSeconds set to 1 when it was negative, spec.nodeSelector additions while the pod
-has scheduling gates (node affinity mutations of gated pods are not modelled: forbidden). Anything else in spec is 422
-"Forbidden: pod updates may not change fields other than ..." followed by the fields that differ (the real one prints a
-Go cmp diff). Comparison is semantic as Go's: absent, null, empty and false/"" values are equal.
+spec in place. Allowed: metadata, container and init-container images (not emptied), activeDeadlineSeconds (set
+or lowered), tolerations (additions; tolerationSeconds may change), schedulingGates (removals),
+terminationGracePeriodSeconds to 1 from negative, nodeSelector additions while gated. Anything else in spec is
+422 "Forbidden: pod updates may not change fields other than ..." with the differing fields. Comparison is
+semantic as Go's: absent, null, empty and false/"" are equal.
+More: docs/modules.md#simpod_updatepy.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import logging
 from typing import Any, Final
 
 from gangsched.sim.disruption import StoreTap
+from gangsched.sim.request import RequestContext
 from gangsched.sim.store import StorageKey, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,6 @@ class PodGroupProtectionController:
         entry = self.store.get(PODGROUPS, namespace, name)
         if entry is None or not _deletion_candidate(entry.obj) or self._in_use(namespace, name):
             return
-        from gangsched.sim.registry import RequestContext  # (the registry imports this module's admit_create)
 
         obj = entry.copy()
         obj["metadata"]["finalizers"] = [f for f in obj["metadata"]["finalizers"] if f != FINALIZER]

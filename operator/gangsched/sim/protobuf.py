@@ -1,38 +1,14 @@
-"""Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) into JSON-shaped dicts.
-
-kubectl (1.32) sends the typed objects it builds itself (`kubectl create namespace|configmap|secret|serviceaccount|
-priorityclass|poddisruptionbudget|role|rolebinding|clusterrole|clusterrolebinding|quota|deployment|job`) as
-protobuf. This module turns
-such a body into the dict the JSON body would have been, so the rest of the emulator sees one form.
+"""Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) into JSON-shaped dicts:
+kubectl sends the objects of `kubectl create <kind>` as protobuf, the rest of the emulator sees one form.
 
 Contract:
-- `decode_object(body: bytes) -> dict`: the body is the envelope of
-  staging/src/k8s.io/apimachinery/pkg/runtime/serializer/protobuf/protobuf.go: the 4-byte magic `k8s\\x00` then a
-  `runtime.Unknown` message {typeMeta{apiVersion=1, kind=2}=1, raw=2, contentEncoding=3, contentType=4}
-  (staging/src/k8s.io/apimachinery/pkg/runtime/generated.proto); raw is the object's own message.
-  Returns {"apiVersion", "kind", ...fields}. Raises ProtobufError (the REST layer answers 400 BadRequest, as
-  the real protobuf decoder does for a malformed body) for a bad envelope or wire format, and
-  UnsupportedKind (415: this emulator decodes only the kinds in MESSAGES) for other kinds.
-- Field numbers are data (MESSAGES), copied from the generated.proto files of Kubernetes 1.32:
-  staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto (ObjectMeta, OwnerReference, Time,
-  LabelSelector, LabelSelectorRequirement), staging/src/k8s.io/apimachinery/pkg/util/intstr/generated.proto
-  (IntOrString), staging/src/k8s.io/api/core/v1/generated.proto (Namespace, NamespaceSpec, NamespaceStatus,
-  ConfigMap, Secret, ServiceAccount, ObjectReference, LocalObjectReference),
-  staging/src/k8s.io/api/scheduling/v1/generated.proto (PriorityClass),
-  staging/src/k8s.io/api/policy/v1/generated.proto (PodDisruptionBudget, PodDisruptionBudgetSpec,
-  PodDisruptionBudgetStatus), staging/src/k8s.io/api/rbac/v1/generated.proto (Role, ClusterRole,
-  AggregationRule, RoleBinding, ClusterRoleBinding, PolicyRule, Subject, RoleRef), core/v1 again for
-  ResourceQuota, PodTemplateSpec, PodSpec, Container, ContainerPort, EnvVar, ResourceRequirements, Toleration
-  (PodSpec and Container only the fields `kubectl create deployment|job` fills in; other field numbers are
-  skipped), staging/src/k8s.io/apimachinery/pkg/api/resource/generated.proto (Quantity {string = 1}),
-  staging/src/k8s.io/api/apps/v1/generated.proto (Deployment, DeploymentSpec, DeploymentStrategy,
-  RollingUpdateDeployment), staging/src/k8s.io/api/batch/v1/generated.proto (Job, JobSpec). Statuses of
-  Deployment, Job and ResourceQuota are decoded as {} (the server resets them on create). The numbers were
-  checked against the bytes kubectl 1.32 sends for `kubectl create ...` compared with its `--dry-run=client
-  -o json` output.
-- Go's generated marshallers write every non-pointer field, also empty ones; as Go's JSON encoder with
-  `omitempty` would, empty strings, zero numbers (except fields in KEEP_ZERO), false booleans, empty lists/maps
-  and zero Times are left out. Unknown field numbers are skipped (as proto2 does). Pure; no I/O.
+- `decode_object(body: bytes) -> dict` reads the 4-byte magic + `runtime.Unknown` envelope and the object's own
+  message; returns {"apiVersion", "kind", ...fields}. Raises ProtobufError (400) for a bad envelope or wire
+  format, UnsupportedKind (415) for a kind not in MESSAGES.
+- Field numbers are data (MESSAGES), from the generated.proto files of Kubernetes 1.32, checked against the bytes
+  kubectl sends. Empty values are left out as Go's JSON `omitempty` would (except KEEP_ZERO); unknown field
+  numbers are skipped. Pure.
+More: docs/modules.md#simprotobufpy.
 """
 
 from __future__ import annotations

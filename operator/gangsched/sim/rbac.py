@@ -1,35 +1,15 @@
 """Authorization for the emulator: request attributes and the RBAC authorizer, as kube-apiserver computes them.
 
 Contract:
-- `request_attributes(user, method, path, query) -> Attributes` derives what an authorizer sees from a request,
-  as staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go does: /api and /apis/{group} paths with a
-  version are resource requests (verb from the method: POST create, GET get/list/watch, PUT update, PATCH patch,
-  DELETE delete/deletecollection; `?watch=true` and /watch/ paths watch); the namespace from /namespaces/{ns}/
-  (for the namespaces resource itself, the name is also the namespace); a subresource after the name;
-  list/watch with a `metadata.name=X` (or ==) field selector carry the name X (so resourceNames can authorize
-  them). 1.32's AuthorizeWithSelectors (beta, on) also hands the parsed field and label selectors to the
-  authorizers, but only webhook authorizers look at them: RBAC ignores them, and so does this. Everything else
-  (discovery paths without a resource, /healthz, /openapi/..., /version) is a non-resource request whose verb is the
-  lower-cased method.
-- `RbacAuthorizer(store)` decides from the Roles, ClusterRoles, RoleBindings and ClusterRoleBindings in the store,
-  as plugin/pkg/auth/authorizer/rbac/rbac.go does: members of system:masters are always allowed (the privileged
-  group authorizer); else a ClusterRoleBinding, or (for namespaced requests) a RoleBinding of the request's
-  namespace, whose subject is the user (User), one of its groups (Group) or the service account (ServiceAccount;
-  a RoleBinding's subject without namespace means the binding's), refers to a rule that matches: verb (or *),
-  API group (or *), resource "res" or "res/sub" (or *, or "*/sub"), resourceNames (empty: any; else the name of
-  the request, so create, and list/watch without a metadata.name field selector, never match), and for
-  non-resource requests nonResourceURLs (exact, *, or a prefix ending in *). Aggregated ClusterRoles are not
-  modelled. `authorize(attrs) -> bool` is cached per (user, groups, verb, group, resource, subresource,
-  namespace[, name]) and the cache is dropped whenever an RBAC object changes (a watcher on their storage).
-  `explain(attrs) -> (allowed, reason)` is the uncached form, with the real "RBAC: allowed by ..." reason;
-  `rules_for(user, namespace)` lists the rules that apply (SelfSubjectRulesReview, `kubectl auth can-i --list`).
-- `forbidden(attrs) -> status.ApiError`: the 403 kube-apiserver sends (responsewriters/errors.go forbiddenMessage
-  wrapped in NewForbidden).
-- `record(attrs)`: the authorizer keeps, per user, every (verb, group, resource, subresource) it was asked
-  about (`usage[user]`), so tests can compare what a component used with what its manifests grant.
-- `BOOTSTRAP_OBJECTS`: the default policy objects the tests and tools rely on (cluster-admin bound to
-  system:masters; system:discovery, system:basic-user and system:public-info-viewer, as
-  plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go defines them).
+- `request_attributes(user, method, path, query) -> Attributes`: resource or non-resource request, verb,
+  namespace, name (also from a `metadata.name` field selector) and subresource, as requestinfo.go derives them.
+- `RbacAuthorizer(store)`: system:masters always allowed; else a (Cluster)RoleBinding whose subject is the user,
+  a group or the service account refers to a matching rule (verbs, groups, resources, resourceNames,
+  nonResourceURLs), as rbac.go. `authorize(attrs)` is cached until an RBAC object changes; `explain(attrs)` gives
+  the reason; `rules_for(user, namespace)` lists the rules. Aggregated ClusterRoles are not modelled.
+- `forbidden(attrs)`: the real 403; `record(attrs)` keeps per user what was asked (`usage[user]`).
+- `BOOTSTRAP_OBJECTS`: cluster-admin for system:masters, discovery, basic-user and public-info-viewer.
+More: docs/modules.md#simrbacpy.
 """
 
 from __future__ import annotations

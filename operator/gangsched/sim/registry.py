@@ -1,26 +1,15 @@
 """What the emulator's API means, independent of HTTP: the kinds served and the semantics of every verb.
 
 Contract:
-- `Registry(store)` serves the built-in kinds (builtin.py) and, once a CustomResourceDefinition is created, one
-  ResourceType per served version of it; deleting the CRD stops serving it and drops its objects.
-- Verbs (`create`, `update`, `patch`, `delete`, `list_entries`, `bind`, `evict`) take a ResourceType, a
-  namespace ("" for cluster-scoped kinds) and a `RequestContext` (dryRun, fieldValidation, warnings out), and
-  return stored `Entry`s (dicts plus their JSON bytes) or plain dicts; failures raise status.ApiError with
-  kube-apiserver's codes, reasons and messages.
-- Semantics: uid, creationTimestamp, generation (bumped when anything outside metadata, and outside status for
-  kinds with a status subresource, changes), one global resourceVersion, optimistic concurrency (stale
-  metadata.resourceVersion -> 409), no-op writes do not bump the resourceVersion, status subresource separation
-  (pods/status may change metadata but not spec or ownerReferences: pod_status.py),
-  finalizers and deletionTimestamp (deletion.py: graceful deletion of pods, finished by termination.py; no new
-  finalizers on an object being deleted), ownerReference garbage collection (scheduled on the event loop right
-  after the delete), pod admission (defaults, priority from PriorityClass, the RuntimeClass plugin:
-  runtimeclass.py), pod update validation
-  (pod_update.py), namespace lifecycle (namespace_lifecycle.py: 403 for creates in a terminating namespace;
-  namespace_controller.py empties and removes it), pods/binding (binding.py), pods/eviction decided from the
-  PodDisruptionBudget's status as eviction.go does (the status is the disruption controller's,
-  sim/disruption.py), strategic merge patch by the kind's schema (strategic.py), consistent list snapshots,
-  CRD schema validation/pruning/defaulting through schema.py.
-- Everything is synchronous: one verb is atomic with respect to the event loop.
+- `Registry(store)` serves the built-in kinds (builtin.py) and one ResourceType per served version of each
+  CustomResourceDefinition, until it is deleted (its objects dropped).
+- Verbs (`create`, `update`, `patch`, `delete`, `list_entries`, `bind`, `evict`) take a ResourceType, a namespace
+  ("" for cluster-scoped kinds) and a `RequestContext` (sim/request.py), return stored `Entry`s or dicts, and
+  raise status.ApiError with kube-apiserver's codes, reasons and messages.
+- Semantics: metadata, generation, one global resourceVersion, optimistic concurrency, status subresources,
+  deletion and finalizers, garbage collection, admission, namespace lifecycle, binding, eviction by PDB status,
+  strategic merge patch, list snapshots, CRD schemas: each in its own module (listed in the notes).
+- Everything is synchronous: one verb is atomic with respect to the event loop. More: docs/modules.md#simregistrypy.
 """
 
 from __future__ import annotations
@@ -33,7 +22,6 @@ import random
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -58,6 +46,7 @@ from gangsched.sim.disruption import disruption_allowed_condition, is_pod_ready,
 from gangsched.sim.namespace_controller import NamespaceController
 from gangsched.sim.pod_update import check_pod_update
 from gangsched.sim.podgroup_priority import admit_podgroup
+from gangsched.sim.request import RequestContext
 from gangsched.sim.scheduling import pod as pod_scheduling
 from gangsched.sim.selectors import FieldSelector, LabelSelector, SelectorError, selector_from_object
 from gangsched.sim.store import Entry, StorageKey, Store
@@ -92,13 +81,6 @@ def _strategy_for(group: str, kind: str) -> scheduling.Strategy | None:
 
 def timestamp(now: datetime.datetime) -> str:
     return format_time(now)
-
-
-@dataclass
-class RequestContext:
-    dry_run: bool = False
-    field_validation: str = "Warn"  # Strict | Warn | Ignore
-    warnings: list[str] = field(default_factory=list)
 
 
 def storage_key(rtype: ResourceType) -> StorageKey:

@@ -1,26 +1,13 @@
 """RuntimeClass (node.k8s.io/v1): its strategy, and the RuntimeClass admission plugin for new pods (pure).
 
 Contract:
-- `validate_runtime_class(obj)` / `validate_runtime_class_update(cur, new)` -> problems (field, detail, cause
-  reason), as pkg/apis/node/validation/validation.go ValidateRuntimeClass / ValidateRuntimeClassUpdate: `handler`
-  must be a DNS-1123 label (NameIsDNSLabel) and is immutable; `overhead.podFixed` quantities >= 0. The body's types
-  and required fields are checked against the real schema by sim/validation/ like every built-in kind.
-- `admit_pod(spec, lookup)`: plugin/pkg/admission/runtimeclass/admission.go on pod CREATE (the plugin registers
-  for Create only), Admit then Validate. `lookup(name)` returns the RuntimeClass object or None. Raises
-  `Rejected(why)`, which the registry answers as 403 Forbidden `pods "<name>" is forbidden: <why>`
-  (admission.NewForbidden):
-  - prepareObjects: spec.runtimeClassName naming no RuntimeClass -> `pod rejected: RuntimeClass "x" not found`;
-  - setOverhead: the class's overhead.podFixed becomes spec.overhead; a pod that already sets a different one
-    -> `pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead` (quantities compared by
-    value, as apiequality.Semantic does);
-  - setScheduling: the class's scheduling.nodeSelector is merged into spec.nodeSelector (a key the pod gives
-    another value -> `conflict: runtimeClass.scheduling.nodeSelector[k] = v; pod.spec.nodeSelector[k] = w`), its
-    tolerations merged with the pod's (pkg/util/tolerations MergeTolerations: a toleration another one tolerates
-    a superset of is dropped, equal ones kept once);
-  - validateOverhead: a pod with spec.overhead but no class defining an overhead -> `pod rejected: Pod Overhead
-    set without corresponding RuntimeClass defined Overhead`.
-  kube-scheduler then counts spec.overhead in the pod's requests (NodeResourcesFit computePodResourceRequest);
-  the operator does so in models/pod.py pod_requests.
+- `validate_runtime_class(obj)` / `validate_runtime_class_update(cur, new)` -> problems (field, detail, reason):
+  `handler` a DNS-1123 label, immutable; `overhead.podFixed` quantities >= 0.
+- `admit_pod(spec, lookup)`: the plugin on pod CREATE (Admit then Validate); `lookup(name)` gives the class or
+  None. Raises `Rejected(why)` (403 Forbidden) for an unknown class, an overhead other than the class's, a
+  nodeSelector conflict, or an overhead without a class defining one; sets spec.overhead from the class and
+  merges its nodeSelector and tolerations into the pod's.
+More: docs/modules.md#simruntimeclasspy.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """Structural-schema validation, defaulting and pruning of custom objects, as a real API server does it (pure).
 
 Contract:
-- `validate(obj, schema, *, strict) -> list[FieldError]`: checks `obj` against a CRD's openAPIV3Schema. Supported:
-  type (object, string, integer, number, boolean, array), properties, required, enum, minimum/maximum (with
-  exclusiveMinimum/exclusiveMaximum as booleans), minLength/maxLength, pattern, minItems/maxItems, items,
-  additionalProperties (bool or schema), nullable, x-kubernetes-preserve-unknown-fields,
-  x-kubernetes-int-or-string, x-kubernetes-embedded-resource, allOf/anyOf/oneOf (values only), format date-time
-  (loosely). At the root, apiVersion, kind and metadata are the server's business and are never reported.
-  With strict=True, fields the schema does not know are reported as kind "unknown" (the server answers 400
-  `strict decoding error: unknown field "spec.foo"`); with strict=False they are not reported (prune them).
-  Every error's `message` is the line a real server prints, e.g.
-  `spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1`,
-  `spec.mode: Unsupported value: "Loose": supported values: "Strict", "NonStrict"`,
-  `spec.minMember: Required value`, `unknown field "spec.foo"`.
-  `FieldError.detail` is the message without the leading "path: ", `FieldError.reason` the Status cause reason.
-- `apply_defaults(obj, schema) -> None`: fills in `default`s of absent properties (recursively, also inside
-  arrays and additionalProperties maps); a null held by a non-nullable property is dropped first (and then
-  defaulted if the property has a default), as a real server does.
-- `prune_unknown(obj, schema) -> None`: drops fields the schema does not know (keeping apiVersion/kind/metadata at
-  the root, and everything under x-kubernetes-preserve-unknown-fields).
-A server handling a write typically does: `validate(strict=True)` when fieldValidation=Strict (unknown fields ->
-400), then `prune_unknown`, `apply_defaults`, and `validate(strict=False)` (errors -> 422 Invalid).
+- `validate(obj, schema, *, strict) -> list[FieldError]`: checks `obj` against a CRD's openAPIV3Schema (the
+  keywords supported are listed in the notes); apiVersion, kind and metadata at the root are never reported.
+  strict=True reports unknown fields (kind "unknown": 400). Each `message` is the line a real server prints;
+  `detail` is it without the path, `reason` the Status cause reason.
+- `apply_defaults(obj, schema)`: fills in `default`s of absent properties (nulls of non-nullable ones dropped
+  first); `prune_unknown(obj, schema)`: drops fields the schema does not know.
+A write: `validate(strict=True)` under fieldValidation=Strict, then prune, default, `validate(strict=False)` (422).
+More: docs/modules.md#simschemapy.
 """
 
 from __future__ import annotations

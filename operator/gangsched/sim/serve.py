@@ -1,35 +1,15 @@
 """A whole simulated cluster: the API server emulator, the CRDs, simulated nodes and the simulated kubelet.
 
 Contract:
-- `async with running_cluster(*, nodes, node_resources, topology=None, kubeconfig_path=None, port=0,
-  kubelet_start_delay=0.0) as cluster:` starts ApiServer on 127.0.0.1:port, writes a kubeconfig (to a temporary
-  file, removed on exit, when kubeconfig_path is None), applies every CRD of the repository's `crds/` directory and then
-  of `crds/compat/` (the opt-in scheduling.sigs.k8s.io PodGroup, registered after gangsched's own; a real API
-  server would list that group first, see the CRD file; with the default API profile a bare `kubectl get podgroups`
-  is the built-in scheduling.k8s.io/v1beta1 PodGroup anyway: name the CRD `podgroups.scheduling.x-k8s.io`),
-  creates the nodes and runs SimKubelet until exit. By default (`auth=True`) the server authenticates and enforces
-  RBAC (https, the kubeconfig carries the admin's token, see apiserver.py) and `install_manifests=True` applies
-  manifests/namespace.yaml and manifests/rbac.yaml (a cluster with gangsched installed, minus its Deployment);
-  `topology_configmap_from=FILE` also creates the topology ConfigMap gangsched-system/gangsched-topology
-  (key topology.json) from the file. Nodes are named after the topology's nodes when `topology`
-  (a file path or a parsed list of domains) is given, else node-0 ... node-(N-1); with a topology, each
-  node is also labelled with its domains (`topology.gangsched.io/tier-1: <unit>`, ...); every node of the
-  topology is created and `nodes` is then ignored (the topology file is the source of truth). The `Cluster` yielded has
-  `server`, `url`, `kubeconfig` (path), `client` (a KubeClient), `kubelet` and `node_names`. `faults` (sim/faults.py
-  rules) are switched on once the cluster is set up (CRDs, manifests, nodes, kubelet synced), never during it.
-- `running_cluster(..., gates=FeatureGates)`: the API profile served (sim/features.py; default `full`: 1.37's
-  scheduling.k8s.io Workload, PodGroup, CompositePodGroup and pod spec.schedulingGroup on).
-- `serve_forever(*, nodes, node_resources, topology_path, port, kubeconfig_path, fault_specs=(), faults_path=None,
-  fault_seed=None, auth=True, api_profile="full", feature_gates="") -> int` is `gangsched sim serve`
-  (`--api-profile full|plain-1.37`, `--feature-gates Name=bool,...` on top of it; docs/emulator.md): the same
-  cluster (auth on, manifests installed, with --topology the topology ConfigMap too, and the faults of `--fault`
-  / `--faults`), serving until SIGINT or SIGTERM; prints the kubeconfig path and a kubectl hint.
-  Bad arguments print the error (naming the field, the value and what is allowed) and return 2; so does a
-  kubeconfig path that cannot be written (checked first); a --port already in use returns 5 (gangsched/exits.py).
-- `running_cluster(..., dra=True)` / `gangsched sim serve --dra`: the simulated GPU DRA driver (sim/dra/driver.py)
-  publishes each node's `nvidia.com/gpu` count as a ResourceSlice of driver gpu.nvidia.com plus the DeviceClass
-  gpu.nvidia.com, and the nodes then do not advertise `nvidia.com/gpu` (nothing counted twice).
-- `find_crds_dir()` locates `crds/` next to the source tree (operator/gangsched/../../crds) or under $GANGSCHED_ROOT.
+- `async with running_cluster(*, nodes, node_resources, topology=None, ...) as cluster:` starts ApiServer, writes
+  a kubeconfig, applies `crds/` then `crds/compat/`, (by default) enforces auth and RBAC and installs
+  manifests/namespace.yaml and rbac.yaml, creates the nodes (named and labelled after the topology when given)
+  and runs SimKubelet until exit; `faults` are switched on once all that is set up. Options: `gates` (the API
+  profile), `dra` (the simulated GPU DRA driver publishes the GPUs instead of the nodes), `topology_configmap_from`.
+- `serve_forever(...) -> int` is `gangsched sim serve`: that cluster until SIGINT or SIGTERM. Bad arguments or an
+  unwritable kubeconfig path return 2, a --port in use 5 (gangsched/exits.py).
+- `find_crds_dir()` locates `crds/` next to the source tree or under $GANGSCHED_ROOT.
+More: docs/modules.md#simservepy.
 """
 
 from __future__ import annotations

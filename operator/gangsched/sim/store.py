@@ -1,22 +1,14 @@
 """The emulator's object storage, with one global resourceVersion, event history and watch fan-out.
 
 Contract:
-- Objects are kept per storage key `(group, plural)` and object key `(namespace, name)` ("" for cluster-scoped)
-  as `Entry(obj, raw)`: the dict and its orjson bytes. A stored dict is never mutated afterwards (copy on write:
-  writers build a new dict), so readers may share it; `Entry.copy()` gives a private deep copy.
-- Every write (`put`, `remove`) takes the next global resourceVersion, writes it into the object's
-  metadata.resourceVersion, appends a `WatchEvent` to that storage key's bounded history and offers it to every
-  watcher of the key, synchronously: there is no await inside the store, so a write and its fan-out are atomic
-  with respect to the event loop.
-- A `Watcher` is a bounded queue of ready-to-send event lines (bytes). Offering is O(1) per watcher; a watcher
-  whose queue overflows is marked `overflowed` and closed instead of blocking the writer.
-- History is bounded by count (`history_limit` events per key) and by age (`history_seconds`, on the injectable
-  monotonic `clock`), as a compacted etcd is (kube-apiserver compacts every 5 minutes by default:
-  `--etcd-compaction-interval`). `history_since(key, rv)` returns the retained events after rv, or None when rv
-  is older than the history (the API server answers 410 Gone).
-- `snapshot(key, namespace, rv)` gives the entries as they were at resourceVersion rv (the current ones with the
-  retained events after rv undone), or None when rv is older than the history: what consistent list pages and
-  `resourceVersionMatch=Exact` are served from.
+- Objects are kept per storage key `(group, plural)` and `(namespace, name)` as `Entry(obj, raw)`; a stored dict
+  is never mutated (copy on write); `Entry.copy()` gives a private deep copy.
+- Every write (`put`, `remove`) takes the next global resourceVersion and appends a `WatchEvent` to the key's
+  history, offered to every watcher synchronously: a write and its fan-out are atomic for the event loop.
+- A `Watcher` is a bounded queue of event lines; one that overflows is marked `overflowed` and closed.
+- History is bounded by count and age (`history_limit`, `history_seconds`); `history_since(key, rv)` is None when
+  rv is older (410 Gone); `snapshot(key, namespace, rv)` is the entries as they were at rv, or None.
+More: docs/modules.md#simstorepy.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Strategic merge patch, applied server-side as kube-apiserver applies it, driven by the kind's OpenAPI schema.
 
 Contract:
-- `strategic_merge_patch(original, patch, meta)` returns a NEW object (inputs are never mutated); problems raise
-  `PatchError` (a 422/400 in the API server) with upstream's wording where tests match on it.
-- `meta` tells, field by field, how lists and maps merge: a `SchemaPatchMeta` over an OpenAPI/JSON schema reads
-  `x-kubernetes-patch-strategy` (`merge`, `replace`, `retainKeys`, `merge,retainKeys`) and
-  `x-kubernetes-patch-merge-key`, following `$ref`s into the schema's definitions. `patch_meta_for(group,
-  version, kind)` gives the meta of a built-in kind from Kubernetes 1.37's own schemas (sim/validation/schemas.py,
-  from the `kubernetes-validate` package); without that package, or for unknown kinds, a table of the common merge keys
-  of core/v1 stands in (`NAME_TABLE_META`).
-- Semantics follow staging/src/k8s.io/apimachinery/pkg/util/strategicpatch/patch.go (StrategicMergeMapPatch with
-  MergeParallelList and IgnoreUnmatchedNulls): `$patch: replace|delete` on maps and in merging lists (each
-  `delete` element removes one matching entry), `$retainKeys`, `$deleteFromPrimitiveList/<f>`,
-  `$setElementOrder/<f>` (validated against the patch list, then the order enforced), lists of scalars with the
-  merge strategy merged as sets, lists without a strategy replaced, null deleting a key; merged lists keep the
-  patch's order for the patch's items and the live order for server-only items, interleaved as upstream's
-  mergeSortedSlice does.
+- `strategic_merge_patch(original, patch, meta)` returns a NEW object (inputs never mutated); problems raise
+  `PatchError` (422/400) with upstream's wording.
+- `meta` says how lists and maps merge: `SchemaPatchMeta` reads `x-kubernetes-patch-strategy` and
+  `x-kubernetes-patch-merge-key` from a schema; `patch_meta_for(group, version, kind)` uses Kubernetes 1.37's
+  schemas (sim/validation/schemas.py), else the table `NAME_TABLE_META`.
+- Semantics of strategicpatch/patch.go: `$patch`, `$retainKeys`, `$deleteFromPrimitiveList`, `$setElementOrder`,
+  merged lists ordered as upstream's mergeSortedSlice.
+More: docs/modules.md#simstrategicpy.
 """
 
 from __future__ import annotations

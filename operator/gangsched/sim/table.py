@@ -1,22 +1,13 @@
 """`kubectl get` columns: meta.k8s.io/v1 Table output of the emulator (pure: objects and a clock in, a dict out).
 
 Contract:
-- `to_table(rtype, objects, *, now, wide=False, include_object="Metadata") -> dict`: a Table with
-  columnDefinitions (name, type, format, description, priority) and one row per object. Each row's `object` is
-  a PartialObjectMetadata (include_object "Metadata", the default, as kubectl asks), the whole object ("Object"),
-  or absent ("None"). Like a real server, every column is sent, priority-1 columns included (kubectl shows
-  those only with `-o wide`); wide=True sets every priority to 0, for printers that show priority 0 only.
-  The caller (the REST layer) fills in the Table's metadata (resourceVersion, continue).
-- Built-in columns as kubectl users know them: pods NAME READY STATUS RESTARTS AGE (+ IP NODE NOMINATED NODE
-  READINESS GATES), nodes NAME STATUS ROLES AGE VERSION (+ INTERNAL-IP ...), core and events.k8s.io events
-  LAST SEEN TYPE REASON OBJECT MESSAGE, namespaces NAME STATUS AGE, configmaps NAME DATA AGE, leases NAME HOLDER
-  AGE, priorityclasses, poddisruptionbudgets, CRDs NAME CREATED AT, resourceclaims NAME STATE AGE (pending,
-  allocated,reserved, ...), resourceslices NAME NODE DRIVER POOL AGE; every other built-in NAME AGE.
-- Custom resources: NAME, then the CRD's additionalPrinterColumns (default: Age from .metadata.creationTimestamp).
-  JSONPaths such as `.status.phase`, `.spec.items[0].name` and `.status.conditions[?(@.type=="Ready")].status`
-  are evaluated; a missing value is sent as null (as a real server does; kubectl prints it as "<none>");
-  type date renders as an age (5m, 2d3h), integer/number/boolean as JSON values, string as text.
+- `to_table(rtype, objects, *, now, wide=False, include_object="Metadata") -> dict`: columnDefinitions and one row
+  per object, each with its PartialObjectMetadata, the whole object or none. Every column is sent (priority-1
+  ones too); wide=True sets every priority to 0. The caller fills in the Table's metadata.
+- Built-in kinds have kubectl's columns; custom resources NAME and the CRD's additionalPrinterColumns (JSONPaths
+  evaluated, a missing value null, dates as ages); other kinds NAME AGE.
 - `human_duration(seconds)` is apimachinery's HumanDuration (what AGE columns show).
+More: docs/modules.md#simtablepy.
 """
 
 from __future__ import annotations

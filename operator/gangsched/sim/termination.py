@@ -1,32 +1,26 @@
-"""The end of a graceful pod deletion: what a node's kubelet does once a bound pod has a deletionTimestamp.
-
-A real kubelet stops the pod's containers (within deletionGracePeriodSeconds), then deletes the pod with
-gracePeriodSeconds=0 and a UID precondition (pkg/kubelet/status/status_manager.go); only that final DELETE
-removes it. The emulator runs this part of every node's kubelet in-process, on the API server's event loop, so
-that every emulated cluster finishes graceful deletions (the operator's integration tests run no SimKubelet).
+"""The end of a graceful pod deletion: what a node's kubelet does once a bound pod has a deletionTimestamp, run
+in-process for every node so that every emulated cluster finishes graceful deletions.
 
 Contract: `PodTerminator(registry)`; the registry calls `deleting(rtype, entry)` whenever it stores a bound pod
-being deleted with a grace period left. The pod is stopped `sim.gangsched.io/termination-delay` (a Go duration;
-default 0; a bad value is logged and counts as 0) after the first time it was seen deleting, but never later
-than its grace period allows (a shortened grace period brings it forward); then the final DELETE (grace 0, UID
-precondition) is sent through the registry: the pod disappears, or, with finalizers, waits for them with
-deletionGracePeriodSeconds 0. Timers are event-loop timers; without a running loop the pod is finished at once.
+being deleted with grace left. The pod is stopped `sim.gangsched.io/termination-delay` (a Go duration; default 0;
+a bad value logged and taken as 0) after it was first seen deleting, but never later than its grace period
+allows; then the final DELETE (grace 0, UID precondition) is sent through the registry. Without a running event
+loop the pod is finished at once.
+More: docs/modules.md#simterminationpy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gangsched.core import InvalidField
 from gangsched.models.duration import parse_duration
 from gangsched.sim import status as st
+from gangsched.sim.request import RegistryCalls, RequestContext
 from gangsched.sim.store import Entry
 from gangsched.sim.types import ResourceType
-
-if TYPE_CHECKING:
-    from gangsched.sim.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +40,7 @@ def termination_delay(pod: dict[str, Any]) -> float:
 
 
 class PodTerminator:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: RegistryCalls) -> None:
         self._registry = registry
         self._first_seen: dict[str, float] = {}  # pod uid -> loop time its deletion was first seen
 
@@ -66,7 +60,6 @@ class PodTerminator:
         loop.call_at(first + delay, self._finish, *key)
 
     def _finish(self, rtype: ResourceType, namespace: str, name: str, uid: str) -> None:
-        from gangsched.sim.registry import RequestContext  # registry imports this module
 
         current = self._registry.store.get((rtype.group, rtype.plural), namespace, name)
         if current is None or current.obj["metadata"].get("uid") != uid:

@@ -37,6 +37,14 @@ Contract:
   other); `PodGroupInfo.api_version` says which, so status and events go to that object.
 - Volcano PodGroups (`on_volcano_podgroup`, read only, state/volcano.py) give the quorum of gangs named by the
   Volcano-style annotation `scheduling.k8s.io/group-name` (over LeaderWorkerSet's size; the pods' min-available wins).
+- Grove's PodGangs (`on_podgang`, scheduler.grove.io/v1alpha1, state/grove.py): a pod a PodGang references and that
+  declares no gang of its own is a member of its Grove pod group's gang, in the PodGang's tree (a pod naming a native
+  PodGroup belongs to that one: the gang is declared once). No PodGroup is created for a Grove gang.
+- Kubernetes 1.37's CompositePodGroups (`on_composite_podgroup`, scheduling.k8s.io/v1alpha3, state/composite.py): a
+  native gang whose PodGroup names a parent is in that gang tree (its spec's `tree`); an invalid tree (a cycle, a
+  missing parent, too deep, spanning Workloads) keeps the gang out of scheduling, reported once (event
+  `InvalidGangTree` on the PodGroup and on the CompositePodGroup it was found at, the PodGroup's SchedulerError
+  condition) and shown by `invalid_message`.
 - Kubernetes 1.37's own PodGroups (`on_native_podgroup`, scheduling.k8s.io/v1beta1, state/native.py): a pod naming
   one in `spec.schedulingGroup.podGroupName` is a member of the gang of that name, `gang.minCount` its quorum; a
   `basic` one makes its pods no gang (members met earlier leave it); until the PodGroup exists the pods wait.
@@ -76,9 +84,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import GangSpec, InvalidField, PodRecord, SchedulerState, TopologyTree
+from gangsched.core import GangSpec, GangTree, InvalidField, PodRecord, SchedulerState, TopologyTree
 from gangsched.models import keys
+from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
+from gangsched.models.grove import API_VERSION as GROVE_API_VERSION
+from gangsched.models.grove import DECLARED_BY as GROVE_DECLARED_BY
 from gangsched.models.koordinator import gang_notices
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.native import SCHEDULING_GROUP
@@ -88,9 +99,12 @@ from gangsched.models.podgroup import SIGS_API_VERSION, occupied_by, podgroup_sp
 from gangsched.models.rank import MemberMeta, member_rank_key
 from gangsched.models.timestamps import parse_time
 from gangsched.state.budgets import DisruptionBudgets
+from gangsched.state.composite import KIND as COMPOSITE_KIND
+from gangsched.state.composite import CompositeGroups, TreeProblem
 from gangsched.state.dra import DraBook
 from gangsched.state.dra_feed import on_dra, with_devices
 from gangsched.state.foreign import ForeignMembers
+from gangsched.state.grove import GrovePodGangs
 from gangsched.state.inferred import InferredGangs
 from gangsched.state.native import NativePodGroups
 from gangsched.state.notices import GangNotices
@@ -176,6 +190,7 @@ class _GangSources:
     decl_pod: str | None = None  # the pod key member_decl came from
     declared: GangSpec | None = None  # the effective spec before the group check
     group_error: str | None = None  # the gang group is inconsistent (see the module docstring)
+    tree_error: str | None = None  # its CompositePodGroup tree is invalid (state/composite.py)
     warned_group_size: str | None = None  # the GroupSizeTooLarge message last reported
     applied: GangSpec | None = None  # what the SchedulerState has now
 
@@ -229,6 +244,9 @@ class ClusterCache:
         self.status_clears: list[tuple[str, str]] = []  # scheduling.sigs.k8s.io PodGroups set aside: status to remove
         self.volcano = VolcanoPodGroups()  # Volcano PodGroups' minMember (read only), for Volcano-style gangs
         self.native = NativePodGroups()  # Kubernetes 1.37's own PodGroups (read), for pods' spec.schedulingGroup
+        self.composites = CompositeGroups()  # their CompositePodGroups (read): the gang trees
+        self.grove = GrovePodGangs()  # Grove's PodGangs (read): the gang trees of the pods they reference
+        self._told_tree: dict[str, str] = {}  # CompositePodGroup key -> the InvalidGangTree message said on it
         self._gangs: dict[str, _GangSources] = {}
         self._pod_gang: dict[str, str] = {}  # pod key -> gang key
         self._gang_pods: dict[str, set[str]] = {}  # gang key -> its member pod keys (the inverse of _pod_gang)
@@ -305,6 +323,8 @@ class ClusterCache:
             if decl is not None and decl.declared_by == SCHEDULING_GROUP and self.native.basic(decl.key):
                 decl = None  # a basic native PodGroup: no gang, its pods are scheduled one by one
             self.native.check_member(decl, spec)  # a member's priority must be its native PodGroup's
+            if decl is None and ours:
+                decl = self.grove.declaration(key)  # a pod a Grove PodGang references (state/grove.py)
             if self.inferred is not None:
                 decl = self._infer(key, obj, decl, ours=ours)
             record = pod_from_api(
@@ -742,9 +762,11 @@ class ClusterCache:
         """A scheduling.k8s.io/v1beta1 PodGroup event (its gang.minCount is the quorum of the pods naming it in
         spec.schedulingGroup; basic: they are no gang); never raises."""
         try:
+            meta = obj.get("metadata") or {}
+            was = self._root(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
             change = self.native.on_event(kind, obj)
             namespace, name = change.key.split("/", 1)
-            uid = str((obj.get("metadata") or {}).get("uid", ""))
+            uid = str(meta.get("uid", ""))
             for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
                 if message is not None:
                     self.problems.append(Problem("PodGroup", NATIVE_API_VERSION, namespace, name, uid, reason, message))
@@ -762,9 +784,105 @@ class ClusterCache:
                 self._native_members(change.key)
             if change.key in self._gangs:
                 self._refresh_gang(change.key)
+            self._refresh_trees(namespace, {was, self._root(change.key)})
             self.on_change()
         except Exception:
             log.exception("native PodGroup skipped: it could not be cached")
+
+    def on_composite_podgroup(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A scheduling.k8s.io/v1alpha3 CompositePodGroup event: the gang trees of its namespace are built again
+        (state/composite.py); never raises."""
+        try:
+            meta = obj.get("metadata") or {}
+            was = self._root(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+            change = self.composites.on_event(kind, obj)
+            namespace, name = change.key.split("/", 1)
+            uid = self.composites.uids.get(change.key, "")
+            for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
+                if message is not None:
+                    where = (COMPOSITE_KIND, COMPOSITE_API_VERSION, namespace, name, uid)
+                    self.problems.append(Problem(*where, reason, message))
+            self._refresh_trees(namespace, {was, self._root(change.key)})
+            self.on_change()
+        except Exception:
+            log.exception("CompositePodGroup skipped: it could not be cached")
+
+    def on_podgang(self, kind: str | None, obj: dict[str, Any]) -> None:
+        """A Grove PodGang event (scheduler.grove.io/v1alpha1): the pods it references (or did) are declared again
+        (state/grove.py); never raises."""
+        try:
+            change = self.grove.on_event(kind, obj)
+            namespace, name = change.key.split("/", 1)
+            uid = self.grove.uids.get(change.key, "")
+            for reason, message in (("InvalidSpec", change.problem), ("UnsupportedField", change.unsupported)):
+                if message is not None:
+                    self.problems.append(Problem("PodGang", GROVE_API_VERSION, namespace, name, uid, reason, message))
+            for pod in sorted(change.pods):
+                self._regrove(pod)
+            self.on_change()
+        except Exception:
+            log.exception("PodGang skipped: it could not be cached")
+
+    def _regrove(self, key: str) -> None:
+        """A pod a PodGang references (or did): it joins its Grove gang, or leaves it, unless it declares a gang of
+        its own."""
+        record = self.cluster.pods.get(key)
+        if record is None or not record.ours or key in self._bad_pods:
+            return
+        current = self._gangs.get(record.gang) if record.gang is not None else None
+        decl_now = current.member_decl if current is not None else None
+        if decl_now is not None and decl_now.declared_by != GROVE_DECLARED_BY and record.gang is not None:
+            return  # declared by the pod itself (labels, annotations, spec.schedulingGroup): that one wins
+        decl = self.grove.declaration(key)
+        gang = decl.key if decl is not None else None
+        self._join(key, gang)
+        if decl is not None:
+            sources = self._gangs.setdefault(decl.key, _GangSources())
+            sources.member_decl, sources.decl_pod = decl, key
+        if gang != record.gang:
+            self.cluster.upsert_pod(
+                dataclasses.replace(record, gang=gang, role=None, rank=record.rank if gang else None)
+            )
+        if decl is not None:
+            self.dirty_gangs.add(decl.key)
+            self._refresh_gang(decl.key)
+
+    def _root(self, key: str) -> str:
+        """The key a group's parent links lead to: its root, or the first parent missing (or the group where a cycle
+        closes); the group itself when it names no parent."""
+        namespace = key.partition("/")[0]
+        seen = {key}
+        while True:
+            group = self.composites.groups.get(key)
+            link = group.link if group is not None else self.native.links.get(key)
+            if link is None or link.parent is None:
+                return key
+            up = f"{namespace}/{link.parent}"
+            if up in seen:
+                return up
+            seen.add(up)
+            key = up
+
+    def _refresh_trees(self, namespace: str, roots: set[str]) -> None:
+        """The native gangs of the namespace whose tree leads to one of `roots` (or that were in an invalid tree), their
+        spec again: only the trees an event touched are built again."""
+        for key, sources in list(self._gangs.items()):
+            if key.partition("/")[0] != namespace:
+                continue
+            if (
+                sources.tree_error is not None
+                or self._root(key) in roots
+                or (
+                    sources.declared is not None
+                    and sources.declared.tree is not None
+                    and sources.declared.tree.root in roots
+                )
+            ):
+                self._refresh_gang(key)
+
+    def tree(self, key: str) -> GangTree | TreeProblem | None:
+        """The gang tree of a native gang (a message when it is invalid; None when it is in none)."""
+        return self.composites.tree_for(key, self.native.links, self.native.policy, self.native.tier_keys)
 
     def _native_members(self, key: str) -> None:
         """A native PodGroup seen (created): its pending members met before it get its preemptionPolicy, and those
@@ -802,7 +920,7 @@ class ClusterCache:
             return None
         if sources.podgroup is not None and sources.podgroup.error is not None:
             return sources.podgroup.error
-        return sources.group_error
+        return sources.group_error or sources.tree_error
 
     def _refresh_gang(self, key: str) -> None:
         sources = self._gangs.get(key)
@@ -816,7 +934,10 @@ class ClusterCache:
         else:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
             effective = self.native.adjust(key, decl, self.volcano.adjust(key, decl, effective))
+            effective = self._in_tree(key, sources, decl, effective)
         wanted = self.volcano.adjust(key, decl, decl.spec, topology=False) if decl is not None else None
+        if decl is not None and decl.declared_by == GROVE_DECLARED_BY:
+            wanted = None  # a Grove gang: its PodGang is the declaration (no PodGroup is created for it)
         if pg is None and wanted is not None and key not in self.podgroups_to_create:
             self.podgroups_to_create[key] = wanted
         # messages: an invalid PodGroup is not "a PodGroup that does not exist yet"
@@ -838,6 +959,39 @@ class ClusterCache:
             touched.add(partner)
         touched.update(self._listed_by.get(key, ()))  # the gangs that name this one as a partner
         self._check_groups(touched)
+
+    def _in_tree(self, key: str, sources: _GangSources, decl: PodGang | None, spec: GangSpec | None) -> GangSpec | None:
+        """The spec of a native gang with its CompositePodGroup tree; None (and the reason reported once: an event on
+        the PodGroup, its SchedulerError condition) while the tree is invalid."""
+        native = decl is not None and decl.declared_by == SCHEDULING_GROUP
+        tree = self.tree(key) if native and spec is not None else None
+        error = str(tree) if isinstance(tree, TreeProblem) else None
+        if error != sources.tree_error:
+            sources.tree_error = error
+            self.dirty_gangs.add(key)
+            if isinstance(tree, TreeProblem):
+                namespace, name = key.split("/", 1)
+                obj = self.native.objects.get(key)
+                uid = obj.uid if obj is not None else ""
+                where = ("PodGroup", NATIVE_API_VERSION, namespace, name, uid)
+                self.problems.append(Problem(*where, "InvalidGangTree", tree.message))
+                self._tell_composite(tree)
+        if error is not None:
+            return None
+        if spec is not None and isinstance(tree, GangTree) and spec.tree != tree:
+            return dataclasses.replace(spec, tree=tree)
+        return spec
+
+    def _tell_composite(self, problem: TreeProblem) -> None:
+        """The CompositePodGroup an invalid tree was found at gets the event too (once per message)."""
+        if problem.at not in self.composites.groups and problem.at not in self.composites.uids:
+            return
+        if self._told_tree.get(problem.at) == problem.message:
+            return
+        self._told_tree[problem.at] = problem.message
+        namespace, name = problem.at.split("/", 1)
+        where = (COMPOSITE_KIND, COMPOSITE_API_VERSION, namespace, name, self.composites.uids.get(problem.at, ""))
+        self.problems.append(Problem(*where, "InvalidGangTree", problem.message))
 
     def _check_groups(self, gangs: Iterable[str]) -> None:
         """Re-check the gang-group consistency of these gangs and apply each one's spec (or None while invalid)."""
@@ -963,13 +1117,18 @@ class ClusterCache:
 
     # ------------------------------------------------------------------ DRA
     def on_resource_slice(self, kind: str | None, obj: dict[str, Any]) -> None:
-        on_dra(self, "ResourceSlice", kind, obj)
+        self._on_dra("ResourceSlice", kind, obj)
 
     def on_device_class(self, kind: str | None, obj: dict[str, Any]) -> None:
-        on_dra(self, "DeviceClass", kind, obj)
+        self._on_dra("DeviceClass", kind, obj)
 
     def on_resource_claim(self, kind: str | None, obj: dict[str, Any]) -> None:
-        on_dra(self, "ResourceClaim", kind, obj)
+        self._on_dra("ResourceClaim", kind, obj)
+
+    def _on_dra(self, which: str, kind: str | None, obj: dict[str, Any]) -> None:
+        report = on_dra(self, which, kind, obj)  # (state/dra_feed.py)
+        if report is not None:
+            self.problems.append(Problem(*report))
 
     # ---------------------------------------------------------------- nodes
     def on_node(self, kind: str | None, obj: dict[str, Any]) -> None:

@@ -31,9 +31,7 @@ from gangsched.core.devices import (
     Inventory,
     PodFit,
     ResourceSlice,
-    claim_demand,
-    free_devices,
-    shape_of,
+    Shapes,
 )
 from gangsched.models.dra import ClaimInfo, claim_from_api, device_class_from_api, slice_from_api
 
@@ -246,7 +244,7 @@ class DraBook:
             elif claim_key in pod.made and base.uid not in entry.owner_uids and not _groups(pod, entry):
                 reasons.append(f"ResourceClaim {claim_key} was not created for pod {key} (pod is not owner)")
             else:
-                asked = claim_demand(entry.info.claim)
+                asked = Shapes.demand(entry.info.claim)
                 failed = [self.shape_errors[r] for r in sorted(asked) if r in self.shape_errors]
                 if failed:  # upstream: the pod is unschedulable with the selector's error
                     reasons.append(failed[0].replace("{claim}", claim_key))
@@ -321,11 +319,11 @@ class DraBook:
             extra: dict[str, int] = {}
             if node is not None:
                 for r in sorted(shapes):
-                    shape = shape_of(r)
+                    shape = Shapes.of(r)
                     if shape is not None and shape[0] not in self.classes:
                         errors.setdefault(r, f"claim {{claim}}: could not retrieve device class {shape[0]}: not found")
                     elif shape is not None:
-                        n, error = free_devices(allocator, name, node.labels, shape, held)
+                        n, error = Shapes.free(allocator, name, node.labels, shape, held)
                         if n:
                             extra[r] = n
                         if error is not None:
@@ -382,7 +380,7 @@ class DraBook:
         for _, claim_key in pod.refs:
             entry = self.claims.get(claim_key or "")
             if entry is not None:
-                out.update(claim_demand(entry.info.claim))
+                out.update(Shapes.demand(entry.info.claim))
         return out
 
     def node_extra(self, name: str) -> Mapping[str, int]:

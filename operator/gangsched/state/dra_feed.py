@@ -1,9 +1,9 @@
 """Feeding DRA events into the cluster cache (state/cache.py calls these; no I/O).
 
 Contract:
-- `on_dra(cache, kind, event, obj)`: a ResourceSlice / DeviceClass / ResourceClaim event (`kind` names which)
-  into `cache.dra` (state/dra.py); an object that cannot be read or has fields gangsched does not evaluate is
-  reported on it (`cache.problems`), never raised; the records of the pods using a claim are derived again.
+- `on_dra(cache, which, kind, obj) -> Report | None`: a ResourceSlice / DeviceClass / ResourceClaim event into
+  `cache.dra` (state/dra.py), never raising; what to report on an object that cannot be read or has fields
+  gangsched does not evaluate is returned (the cache makes it a Problem); the pods using a claim are re-derived.
 - `flush_devices(cache)`: before a scheduling cycle, the nodes' free device counts brought up to date (a node's
   allocatable carries them as resources, core/devices/index.py) and the SchedulerState's DeviceState set;
   nothing is done when nothing moved.
@@ -13,19 +13,33 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from gangsched.core import InvalidField, NodeRecord
-from gangsched.core.devices import is_device_resource
+from gangsched.core import InvalidField, NodeRecord, SchedulerState
+from gangsched.core.devices import Shapes
+from gangsched.state.dra import DraBook
 
-if TYPE_CHECKING:
-    from gangsched.state.cache import ClusterCache
+
+class ClusterCache(Protocol):
+    """What these functions use of state/cache.py's ClusterCache (which imports this module)."""
+
+    dra: DraBook
+    cluster: SchedulerState
+    dirty_gangs: set[str]
+    devices_dirty: bool
+    on_change: Callable[[], None]
+
+
+Report = tuple[
+    str, str, str, str, str, str, str
+]  # a Problem's fields: kind, apiVersion, ns, name, uid, reason, message
 
 log = logging.getLogger(__name__)
 DRA_API_VERSION = "resource.k8s.io/v1"
 
 
-def on_dra(cache: ClusterCache, which: str, kind: str | None, obj: dict[str, Any]) -> None:
+def on_dra(cache: ClusterCache, which: str, kind: str | None, obj: dict[str, Any]) -> Report | None:
     meta = obj.get("metadata") or {}
     ns, name, uid = meta.get("namespace") or "", meta.get("name", ""), meta.get("uid", "")
     pods: set[str] = set()
@@ -42,14 +56,11 @@ def on_dra(cache: ClusterCache, which: str, kind: str | None, obj: dict[str, Any
         problem, reason = str(exc), "Invalid" + which
     except Exception:
         log.exception("%s event could not be handled", which)
-        return
-    if problem is not None:
-        from gangsched.state.cache import Problem  # (cache.py imports this module)
-
-        cache.problems.append(Problem(which, DRA_API_VERSION, ns, name, uid, reason, problem))
+        return None
     refresh_pods(cache, pods)
     cache.devices_dirty = True
     cache.on_change()
+    return None if problem is None else (which, DRA_API_VERSION, ns, name, uid, reason, problem)
 
 
 def refresh_pods(cache: ClusterCache, keys: set[str]) -> None:
@@ -71,9 +82,9 @@ def refresh_pods(cache: ClusterCache, keys: set[str]) -> None:
 def with_devices(cache: ClusterCache, node: NodeRecord) -> NodeRecord:
     """The node's record with its free device counts as resources (and none it no longer has)."""
     extra = cache.dra.node_extra(node.name)
-    if not extra and not any(is_device_resource(r) for r in node.allocatable):
+    if not extra and not any(Shapes.is_resource(r) for r in node.allocatable):
         return node
-    alloc = {r: q for r, q in node.allocatable.items() if not is_device_resource(r)}
+    alloc = {r: q for r, q in node.allocatable.items() if not Shapes.is_resource(r)}
     alloc.update(extra)
     return dataclasses.replace(node, allocatable=alloc)
 

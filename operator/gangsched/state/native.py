@@ -13,8 +13,10 @@ Contract:
 - Topology: a PodGroup whose `schedulingConstraints.topology[0].key` is the node label of topology tier t
   (`tier_keys`, set from the config's topology.nodeLabelTiers) gets `networkTopology` hard with highestTierAllowed t
   (all its pods in one domain of that tier, or none placed) from `adjust`, unless the gang declares a networkTopology
-  of its own (a gangsched PodGroup of that name); any other key is reported as unsupported (a domain of an arbitrary
-  node label would need a second topology per gang in the core's placement).
+  of its own (a gangsched PodGroup of that name); any other key is a domain of its own: the spec's `domain`
+  (DomainKey(label=key): all its pods on nodes sharing one value of that label; core/placement/domains.py).
+- Trees: `links[key]` is every native PodGroup's GroupLink (spec.parentCompositePodGroupName, workloadRef), from which
+  state/composite.py builds its gang tree.
 - Priority (kube-scheduler 1.37 gang-schedules a group at its PodGroup's priority: pkg/scheduler/framework/
   preemption/podgrouppreemption.go getPodPriority "If the pod belongs to a pod group, it returns the priority of the
   pod group", util.PodGroupPriority): when the PodGroup has `spec.priority`, `check_member(decl, pod_spec)` raises
@@ -45,7 +47,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from gangsched.core import GangSpec, InvalidField, NetworkTopology, PodRecord, TopologyMode
+from gangsched.core import DomainKey, GangSpec, InvalidField, NetworkTopology, PodRecord, TopologyMode
+from gangsched.models.composite import GroupLink, group_link
 from gangsched.models.gang import PodGang
 from gangsched.models.native import (
     SCHEDULING_GROUP,
@@ -81,6 +84,8 @@ class NativePodGroups:
         self.tier_keys: tuple[str, ...] = ()  # node label key per topology tier (config topology.nodeLabelTiers)
         self.tier: dict[str, int] = {}  # gang key -> the tier its schedulingConstraints.topology key names
         self.group: dict[str, GroupPriority] = {}  # gang key -> its priority, preemptionPolicy, disruptionMode
+        self.label: dict[str, str] = {}  # gang key -> a topology key that is no tier's label (its own domain)
+        self.links: dict[str, GroupLink] = {}  # gang key -> its parent CompositePodGroup and Workload
         self._reported: dict[str, str] = {}
         self._unsupported: dict[str, tuple[str, ...]] = {}  # gang key -> the unsupported fields last reported
 
@@ -94,7 +99,10 @@ class NativePodGroups:
             self.objects.pop(key, None)
             self.tier.pop(key, None)
             self.group.pop(key, None)
+            self.label.pop(key, None)
+            self.links.pop(key, None)
         else:
+            self.links[key] = group_link(obj)
             self._remember(key, obj)
             self._remember_tier(key, obj)
             self.group[key] = group_priority(obj)
@@ -125,10 +133,12 @@ class NativePodGroups:
 
     def _remember_tier(self, key: str, obj: dict[str, Any]) -> None:
         label = topology_key(obj)
+        self.tier.pop(key, None)
+        self.label.pop(key, None)
         if label is not None and label in self.tier_keys:
             self.tier[key] = self.tier_keys.index(label) + 1
-        else:
-            self.tier.pop(key, None)
+        elif label is not None:
+            self.label[key] = label
 
     def check_member(self, decl: PodGang | None, pod_spec: Mapping[str, Any]) -> None:
         """Raises InvalidField for a member whose own priority is not its native PodGroup's `spec.priority`."""
@@ -177,19 +187,10 @@ class NativePodGroups:
             self._unsupported.pop(key, None)
             return None
         self._unsupported[key] = fields
-        message = (
+        return (
             f"{', '.join(fields)}: not honoured by gangsched yet (the gang is scheduled without them); use "
             "kube-scheduler for these, or leave them unset"
         )
-        label = topology_key(obj) if "spec.schedulingConstraints" in fields else None
-        if label is not None:
-            tiers = ", ".join(self.tier_keys) or "none configured"
-            message += (
-                f". spec.schedulingConstraints.topology[0].key {label!r}: gangsched honours a topology constraint only"
-                f" on the node label of one of its topology tiers (config topology.nodeLabelTiers: {tiers}), as a hard"
-                " constraint at that tier; a domain of any other node label is not honoured yet"
-            )
-        return message
 
     def basic(self, key: str) -> bool:
         return self.policy.get(key) == BASIC
@@ -208,6 +209,9 @@ class NativePodGroups:
         group = self.group.get(key)
         if group is not None and group.disrupt_whole and not spec.disrupt_whole:
             spec = dataclasses.replace(spec, disrupt_whole=True)
+        label = self.label.get(key)
+        if label is not None and spec.domain is None:
+            spec = dataclasses.replace(spec, domain=DomainKey(label=label))
         tier = self.tier.get(key)
         if tier is None or spec.network_topology is not None:
             return spec  # a networkTopology declared for the gang by gangsched's own means wins

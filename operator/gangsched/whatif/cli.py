@@ -1,7 +1,7 @@
 """`gangsched sim replay`: the what-if simulator's command line (operator/gangsched/cli.py delegates here).
 
 Contract: `add_arguments(parser)` declares the options; `run(args) -> int` (exit code) replays the scenario at every
-`--load` through every `--policies` entry (whatif/policies.py names) on the same workload per load, writes the
+`--load` through every `--policies` entry (whatif/lineup.py names) on the same workload per load, writes the
 outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotlib is installed: extra
 `gangsched[whatif]`, else it says they were skipped) and prints the comparison table.
 - `--demo`: the small synthetic scenario of whatif/demo.py (32 nodes x 8 GPUs, 8 h of arrivals; under a minute).
@@ -22,7 +22,7 @@ outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotl
   baselines keep their own upstream defaults (coscheduling: permitWaitingTimeSeconds 60 s; permit-wait-600s: 600 s);
   a job's own waiting time (its PodGroup's scheduleTimeoutSeconds) applies to every policy.
 - `--policies`: default gangsched, gangsched+nohold and the three faithful baselines (kube-scheduler, coscheduling,
-  kube-scheduler-gang: whatif/policies.py).
+  kube-scheduler-gang: whatif/lineup.py).
 - summary.json also records `parameters` (every option, as given or defaulted), `horizon` (hours of arrivals, the
   warm-up, the measured window per load) and `commit` (`git rev-parse HEAD` of the checkout, else "unknown").
 - `add_workload_arguments` declares the options `gangsched sim sweep` (whatif/sweep.py) shares.
@@ -206,8 +206,8 @@ def replay_all(
     speed: SpeedModel | None = None,
 ) -> list[LoadRun]:
     from gangsched.whatif.engine import replay
+    from gangsched.whatif.lineup import make_policy
     from gangsched.whatif.metrics import summarize
-    from gangsched.whatif.policies import make_policy
     from gangsched.whatif.report import LoadRun
 
     runs = []
@@ -320,7 +320,7 @@ def check_warmup(hours: float, workloads: dict[float, Workload]) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gangsched.whatif.policies import parse_policies
+    from gangsched.whatif.lineup import parse_policies
     from gangsched.whatif.report import RunResult, table, write_outputs
 
     try:

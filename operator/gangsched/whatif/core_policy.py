@@ -20,7 +20,7 @@ Contract (implements whatif/policies.py `Policy`):
 - `node_down(name)`: the incarnations with a pod charged on the node (bound, binding, reserved) end
   (`Ended("failure")`, their pods and gangs removed), then the node is removed from the state (nominations there are
   the core's to drop); `node_up(name)`: the node is upserted again, empty.
-Variants (policies.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
+Variants (lineup.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
 `notopo`, `nopreempt` (pods' preemptionPolicy Never), `nohold` (starvation holds off: hold_after_seconds 0).
 """
 

@@ -1,4 +1,4 @@
-"""The policy interface of the what-if engine and the registry of policies replayed side by side.
+"""The policy interface of the what-if engine: what a scheduler under test is asked and what it reports.
 
 Contract:
 - A policy is one scheduler under test. The engine (whatif/engine.py) hands it job incarnations (`submit`), asks it
@@ -9,18 +9,7 @@ Contract:
   preemption, or timed out and to be recreated), with the next time it wants to be woken and the wall time each
   decision took (the only wall-clock figure of a replay).
 - A pod HELD keeps its resources without running (a reservation, a Permit wait); RUNNING is bound and started.
-- `make_policy(name, workload, wait_seconds)` builds a policy by name: `gangsched` and its variants (the real core:
-  whatif/core_policy.py); the faithful models of what users run instead (issue 24), each in its own module:
-  `kube-scheduler` (whatif/kube_scheduler.py), `coscheduling` (scheduler-plugins' Coscheduling plugin:
-  whatif/coscheduling.py), `kube-scheduler-gang` (Kubernetes 1.37's GangScheduling: whatif/kube_gang.py); and two
-  simplified baselines named for what they are (whatif/baselines.py, not in the default set): `pod-by-pod-fifo`
-  (arrival order, best fit, no preemption) and `permit-wait-600s` (coscheduling's Permit with a 600 s wait and no
-  PostFilter rejection). `POLICY_NAMES` lists them; `DEFAULT_BASELINES` are the faithful ones.
-Variants of gangsched (suffixes, combinable with "+"): `spread` (score strategy spread instead of binpack), `strict` /
-`nonstrict` (override every job's gang mode), `notopo` (no topology tree, no network-topology constraint),
-`nopreempt` (pods never preempt: preemptionPolicy Never), `nohold` (no capacity held for a starving gang:
-core/gang/starvation.py off), `nopack` (gangs without a network topology are not packed into one domain:
-core/placement/packing.py off). E.g. `gangsched+nonstrict+notopo`.
+The policies by name and their variants: whatif/lineup.py.
 """
 
 from __future__ import annotations
@@ -29,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal, Protocol
 
-from gangsched.whatif.model import JobSpec, Workload
+from gangsched.whatif.model import JobSpec
 
 
 class PodPhase(IntEnum):
@@ -102,54 +91,3 @@ class Policy(Protocol):
 
     def node_up(self, name: str, now: float) -> None:
         """The node is back, empty."""
-
-
-FAITHFUL_BASELINES = ("kube-scheduler", "coscheduling", "kube-scheduler-gang")
-BASELINES = (*FAITHFUL_BASELINES, "pod-by-pod-fifo", "permit-wait-600s")
-PERMIT_WAIT_SECONDS = 600.0  # permit-wait-600s's Permit timeout (a job's own waiting time overrides it)
-GANGSCHED_VARIANTS = ("spread", "strict", "nonstrict", "notopo", "nopreempt", "nohold", "nopack")
-POLICY_NAMES = ("gangsched", *(f"gangsched+{v}" for v in GANGSCHED_VARIANTS), *BASELINES)
-
-
-def parse_policies(text: str) -> list[str]:
-    """Comma-separated policy names, validated (ValueError names the bad one and what is allowed)."""
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    for name in names:
-        base, *variants = name.split("+")
-        if name in BASELINES:
-            continue
-        if base != "gangsched" or any(v not in GANGSCHED_VARIANTS for v in variants):
-            raise ValueError(
-                f"--policies: unknown policy {name!r}; allowed: {', '.join(BASELINES)}, gangsched"
-                f" with optional +variants from {', '.join(GANGSCHED_VARIANTS)}"
-            )
-    if not names:
-        raise ValueError("--policies: at least one policy is needed")
-    return names
-
-
-def make_policy(name: str, workload: Workload, wait_seconds: float) -> Policy:
-    """A fresh policy (no state shared between replays)."""
-    if name in BASELINES:
-        return _baseline(name, workload)
-    from gangsched.whatif.core_policy import CorePolicy, variant_options
-
-    return CorePolicy(name, workload, variant_options(name.split("+")[1:]), wait_seconds)
-
-
-def _baseline(name: str, workload: Workload) -> Policy:
-    if name == "kube-scheduler":
-        from gangsched.whatif.kube_scheduler import KubeScheduler
-
-        return KubeScheduler(workload.nodes)
-    if name == "coscheduling":
-        from gangsched.whatif.coscheduling import Coscheduling
-
-        return Coscheduling(workload.nodes)
-    if name == "kube-scheduler-gang":
-        from gangsched.whatif.kube_gang import KubeSchedulerGang
-
-        return KubeSchedulerGang(workload.nodes, workload.domains)
-    from gangsched.whatif.baselines import PermitWait, PodByPod
-
-    return PodByPod(workload.nodes) if name == "pod-by-pod-fifo" else PermitWait(workload.nodes, PERMIT_WAIT_SECONDS)

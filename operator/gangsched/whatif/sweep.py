@@ -139,7 +139,7 @@ def task_name(task: dict[str, Any]) -> str:
 
 def tasks_of(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Every (load, seed, model, policy) task, workload by workload (a worker's cache then serves its neighbours)."""
-    from gangsched.whatif.policies import parse_policies
+    from gangsched.whatif.lineup import parse_policies
 
     loads = [0.0] if args.trace is not None else replay_cli.parse_loads(args.load)
     policies = parse_policies(args.policies)
@@ -178,8 +178,8 @@ def _workload(key: bytes) -> tuple[Any, Any, float]:
 def run_task(task: dict[str, Any]) -> dict[str, Any]:
     """One replay: the task's workload through its policy; {"parameters", "offered", "window", "metrics"}."""
     from gangsched.whatif.engine import replay
+    from gangsched.whatif.lineup import make_policy
     from gangsched.whatif.metrics import summarize
-    from gangsched.whatif.policies import make_policy
 
     started = time.monotonic()
     key = orjson.dumps({k: v for k, v in task.items() if k != "policy"}, option=orjson.OPT_SORT_KEYS)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gangsched.core import DomainKey
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.gang import parse_pod_gang, referenced_gang
 from gangsched.models.native import SCHEDULING_GROUP, native_policy, scheduling_group_name
@@ -88,14 +89,15 @@ def test_fields_not_honoured_yet_are_reported_once() -> None:
     )
     notice = book.on_event("MODIFIED", rich).unsupported
     assert notice is not None
-    assert notice.startswith("spec.schedulingConstraints, spec.priorityClassName: not honoured")  # claims: state/dra.py
+    assert notice.startswith("spec.priorityClassName: not honoured")  # any topology key; claims: state/dra.py
     rich["spec"]["priority"] = 1000
-    notice = book.on_event("MODIFIED", rich).unsupported
-    assert notice is not None and "priorityClassName" not in notice
-    assert book.on_event("MODIFIED", rich).unsupported is None  # said once
+    assert book.on_event("MODIFIED", rich).unsupported is None  # priority resolved: nothing left to report
+    assert book.on_event("MODIFIED", rich).unsupported is None
 
 
-def test_topology_key_of_a_tier_is_honoured_any_other_reported() -> None:
+def test_topology_key_of_a_tier_is_honoured_any_other_too() -> None:
+    """Issue 25: a key that is a tier's label uses the tier; any other node label is a domain of its own (honoured:
+    core/placement/domains.py). Only other schedulingConstraints fields are reported."""
     from gangsched.models.native import topology_key, unsupported_fields
 
     pg = {
@@ -107,8 +109,10 @@ def test_topology_key_of_a_tier_is_honoured_any_other_reported() -> None:
     assert topology_key(pg) == "example.com/rack"
     assert topology_key({"spec": {"schedulingConstraints": {"topology": []}}}) is None
     assert unsupported_fields(pg, ("example.com/rack", "example.com/spine")) == ()
-    assert unsupported_fields(pg, ("example.com/spine",)) == ("spec.schedulingConstraints",)
-    assert unsupported_fields(pg) == ("spec.schedulingConstraints",)
+    assert unsupported_fields(pg, ("example.com/spine",)) == ()
+    assert unsupported_fields(pg) == ()
+    other = {"spec": {"schedulingConstraints": {"topology": [{"key": "rack"}], "future": {}}}}
+    assert unsupported_fields(other) == ("spec.schedulingConstraints",)
 
 
 def test_native_topology_becomes_a_hard_network_topology_at_that_tier() -> None:
@@ -136,16 +140,17 @@ def test_native_topology_becomes_a_hard_network_topology_at_that_tier() -> None:
     assert (spec.network_topology.mode, spec.network_topology.highest_tier_allowed) == (TopologyMode.HARD, 2)
     pg["spec"]["schedulingConstraints"] = {"topology": [{"key": "topology.kubernetes.io/zone"}]}
     change = native.on_event("MODIFIED", pg)
-    assert change.unsupported is not None and "'topology.kubernetes.io/zone'" in change.unsupported
+    assert change.unsupported is None  # a label that is no tier: a domain of its own
     spec = native.adjust("default/g", parse_pod_gang(member), None)
     assert spec is not None and spec.network_topology is None
+    assert spec.domain == DomainKey(label="topology.kubernetes.io/zone")
 
 
 def test_group_priority_policy_and_disruption_apply_to_members() -> None:
     import pytest
 
+    from gangsched.core.records.records import PodRecord, scheduling_class
     from gangsched.core.values.errors import InvalidField
-    from gangsched.core.values.records import PodRecord, scheduling_class
     from gangsched.models.gang import parse_pod_gang
 
     book = NativePodGroups()

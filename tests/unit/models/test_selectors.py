@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from gangsched.core.records.records import requirement_matches
 from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import requirement_matches
 from gangsched.models.selectors import LABEL_OPERATORS, NODE_OPERATORS, label_selector, node_selector_term, requirement
 
 LABELS = {"app": "web", "tier": "3"}

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from gangsched.core.memory.plan import GangStatus
+from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.values.errors import InvalidField
-from gangsched.core.values.records import PodRecord
 from gangsched.models.config import config_from_mapping
 from gangsched.models.keys import KOORD_TIMEOUT
 from gangsched.models.pod import pod_from_api

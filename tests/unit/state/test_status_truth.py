@@ -16,8 +16,8 @@ import pytest
 
 from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.memory.plan import GangStatus
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
-from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook, MemberCounts, podgroup_phase

@@ -23,8 +23,8 @@ import pytest
 
 from gangsched.core.cycle.simulate import step
 from gangsched.core.fit.matching import term_matches
+from gangsched.core.records.records import NodeRecord, Requirement, Term
 from gangsched.core.values.config import SchedulerConfig
-from gangsched.core.values.records import NodeRecord, Requirement, Term
 from gangsched.models.volumes import (
     BIND_COMPLETED,
     MAX_TERMS,

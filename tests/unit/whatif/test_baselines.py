@@ -13,9 +13,9 @@ from __future__ import annotations
 from gangsched.core.topology import Domain
 from gangsched.whatif.coscheduling import Coscheduling
 from gangsched.whatif.engine import JobResult, Replay, replay
+from gangsched.whatif.lineup import make_policy
 from gangsched.whatif.metrics import queue_delay
 from gangsched.whatif.model import JobSpec, NodeSpec, Workload
-from gangsched.whatif.policies import make_policy
 from tests.builders import whatif_job, whatif_nodes
 
 

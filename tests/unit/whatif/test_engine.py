@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from gangsched.core.topology import Domain
 from gangsched.whatif.engine import JobResult, Replay, replay
+from gangsched.whatif.lineup import BASELINES, make_policy
 from gangsched.whatif.model import JobSpec, NodeEvent, Workload
-from gangsched.whatif.policies import BASELINES, make_policy
 from tests.builders import whatif_job, whatif_nodes
 
 GIB = 1024

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gangsched.whatif.engine import replay
+from gangsched.whatif.lineup import POLICY_NAMES, make_policy
 from gangsched.whatif.metrics import summarize
 from gangsched.whatif.model import JobSpec, NodeEvent, NodeSpec, RoleSpec, Workload
-from gangsched.whatif.policies import POLICY_NAMES, CycleOutcome, PodMove, PodPhase, Policy, make_policy
+from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase, Policy
 
 GIB = 1024
 HOLD_AFTER = 60.0  # core/values/config.py SchedulerConfig.hold_after_seconds default

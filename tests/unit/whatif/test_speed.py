@@ -13,8 +13,8 @@ import pytest
 from gangsched.core.topology import Domain
 from gangsched.whatif.engine import replay
 from gangsched.whatif.inputs.estimates import declare_run_times
+from gangsched.whatif.lineup import make_policy
 from gangsched.whatif.model import Workload
-from gangsched.whatif.policies import make_policy
 from gangsched.whatif.speed import SpeedModel, TierMap, assign_comm_shares, slowdown
 from tests.builders import whatif_job, whatif_nodes
 

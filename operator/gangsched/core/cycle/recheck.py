@@ -1,31 +1,14 @@
 """Reservations and nominations re-checked at the start of every cycle, before anything is bound.
 
-A reservation is capacity this scheduler decided on and holds in memory (core/memory/podstate.py RESERVED); meanwhile
-the cluster moves: nodes are cordoned, tainted or deleted, other schedulers bind pods (charged by the store as soon as
-they are seen), a PodGroup is deleted. kube-scheduler's answer for a pod waiting in Permit is Unreserve
-(pkg/scheduler/framework/interface.go `ReservePlugin`); the kubelet's admission (pkg/kubelet/lifecycle/predicate.go
-`generalFilter`) rejects a binding that over-commits a node or breaks its filters. Here no reservation reaches a
-binding without passing the same checks in the cycle that binds it.
-
-Contract: `recheck(session) -> set[UnitKey]`, run first in every cycle (core/cycle/scheduler.py), over the store as it
-is now; every change goes through the session (releases, cleared nominations, waiting-time clears, events):
-- A reservation of a gang without a spec (its PodGroup deleted, or invalid, and no annotations declaring it) is
-  released at once and the gang's waiting time is cleared: it never times out for it (scheduler-plugins'
-  coscheduling Permit rejects a pod whose PodGroup is not found at once). Its pods wait for a PodGroup
-  (core/cycle/scheduler.py, WaitingForPodGroup). Event `ReservationsReleased` on the gang.
-- A reservation on a node that is gone, cordoned (and the pod does not tolerate it), has a NoSchedule or
-  NoExecute taint the pod does not tolerate, or no longer matches the pod's node selector or required node
-  affinity, is released; so is one whose host ports are now in use there by another pod. Where the node's
-  charged requests exceed its allocatable (pods bound by others since), reservations on it are released, lowest
-  priority and last rank first, until it fits again or none is left. Event `ReservationsReleased` on the gang
-  ("reservation on n0 released: node cordoned").
-- A nomination on a node that is gone, cordoned or tainted for the pod (or no longer matched) is given up with
-  every nomination of its gang (they were chosen together): the capacity held for them is released in the
-  workspace and event `NominationLost` says why; the preemptor chooses again.
-- Returns the units that lost something for a node reason: the cycle attempts them now, backoff or not
-  (core/cycle/scheduler.py), so a gang whose reservations moved is placed again in the same cycle when it can be,
-  all of it or its Strict nothing (core/gang/gang_rules.py). Bound pods are never touched (a NoExecute taint is the
-  kubelet's business). Cost: O(reservations + nominations) per cycle, nothing per node or per bound pod.
+Contract: `recheck(session) -> set[UnitKey]`, run first in every cycle over the store as it is now; every change
+goes through the session (releases, cleared nominations, waiting-time clears, events):
+- a gang without a spec (PodGroup deleted or invalid) loses its reservations at once and its waiting time;
+- a reservation on a node that is gone, cordoned or tainted for the pod, no longer matched, or whose host ports
+  are taken, is released; an over-committed node loses reservations (lowest priority, last rank first) until it
+  fits (event `ReservationsReleased`);
+- a nomination on such a node is given up with every nomination of its gang (event `NominationLost`).
+Returns the units that lost something for a node reason: attempted this cycle, backoff or not. Bound pods are
+never touched. Cost: O(reservations + nominations). More: docs/modules.md#corecyclerecheckpy.
 """
 
 from __future__ import annotations
@@ -37,9 +20,9 @@ from gangsched.core.fit.filters import add_ports, port_conflict
 from gangsched.core.fit.matching import UNSCHEDULABLE_TAINT, static_block
 from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.podstate import RESERVED
+from gangsched.core.records.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.transaction.messages import conditions, event
 from gangsched.core.transaction.session import CycleSession, holds_key
-from gangsched.core.values.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.values.units import UnitKey
 
 _NO_RANK = 1 << 62

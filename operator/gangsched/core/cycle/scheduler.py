@@ -1,41 +1,15 @@
 """One scheduling cycle as a pure function: `schedule(state, now, config) -> Plan`.
 
 Contract:
-- Sees the state through read-only views (core/memory/views.py) and never changes it (it only refreshes the store's
-  capacity memos); the runtime calls `state.apply(plan)` to record the decisions, then carries the Plan out
-  against the API.
-- The cycle is a session (core/transaction/session.py): every decision is a recorded operation, and a unit's attempt
-  that fails is rolled back to its checkpoint.
-- Order of work: (0) every reservation and nomination is re-checked against the node and its usage now
-  (core/cycle/recheck.py): those that no longer fit are released, and their units are attempted this cycle even if
-  backed off; (1) gangs whose waiting time has ended time out (core/cycle/timers.py); (1b) NonStrict deadlocks (a
-  wait-for cycle among gangs holding reservations) release the victim's reservations (core/gang/deadlock.py): the
-  others of the cycle are attempted this cycle, the victim is not; (2) the queue: units (gangs,
-  and pods without a gang as units of one) with pending members, not backed off, sorted by priority desc,
-  then creation time (a failed unit uses its last failure time), then gangs before pods, then key (a backed-off
-  gang that capacity freed since cannot help stays backed off: core/hints/queue_hints.py); a gang
-  whose PodGroup is not known yet waits (WaitingForPodGroup; InvalidPodGroup, with the reason, when its PodGroup
-  exists but is invalid) and loses its nominations; (3) up to
-  config.max_units_per_cycle units are attempted on the session's shared workspace, so later units see
-  earlier units' placements: a gang by the gang rules (core/gang/gang_rules.py, placement in
-  core/placement/placement.py, group preemption in core/preemption/preempting.py), a pod without a gang or a member of a
-  satisfied gang alone; (4) Warnings for the constraints bound pods were placed without (core/gang/readiness.py); (5)
-  runtime gang health (core/gang/health.py: degraded gangs reported, stale ones evicted by policy); (6) the next wakeup.
-- Group preemption: a gang (Strict or NonStrict) whose pending members do not reach its quorum looks for
-  lower-priority victims (a pod alone, for itself); the plan then carries the evictions, the members'
-  nominations and events. While its victims still exist the gang waits (reason Preempting); pods already
-  leaving are never victims; its own nominated capacity is available to it on every attempt, so it binds in
-  the first cycle after the victims are gone. Held capacity is never given to a gang (or pod) of lower or equal
-  priority; a higher-priority gang or pod may use it, and the preemptor then
-  loses its nominations (event NominationLost) and chooses again later. Nominations are cleared when the
-  gang times out, loses its PodGroup, or finds nothing to preempt any more.
-- Starvation (core/gang/starvation.py): before the queue, capacity is held for the gang that has been unschedulable
-  longest (at most one per priority level, config.max_held_gangs in all, after config.hold_after_seconds), and
-  that gang is attempted first among the units of its priority; each
-  unit's attempt sees held capacity only when it is that gang, has a higher priority, or declares a run time that
-  ends before that gang could start (bounded backfill).
-- Messages (core/transaction/messages.py): events and pod conditions of a unit are only emitted when its
-  message changes.
+- Sees the state through read-only views and never changes it (only the store's capacity memos are refreshed);
+  the runtime records the Plan (`state.apply(plan)`), then carries it out. A session: failed attempts roll back.
+- Order: (0) recheck reservations and nominations (core/cycle/recheck.py); (1) waiting times end
+  (core/cycle/timers.py); (1b) NonStrict deadlocks resolved (core/gang/deadlock.py); starvation holds
+  (core/gang/starvation.py); (2) the queue in order (priority, creation or last failure, gangs before pods, key;
+  queueing hints, core/hints); (3) up to config.max_units_per_cycle units (a gang tree's gangs as one) attempted
+  on one shared workspace (gang rules, placement, preemption); (4) Warnings for constraints bound pods were
+  placed without; (5) gang health; (6) the next wakeup. Events and conditions follow a change of a unit's message only.
+More: docs/modules.md#corecycleschedulerpy.
 """
 
 from __future__ import annotations
@@ -67,16 +41,21 @@ def schedule(state: StateView, now: float, config: SchedulerConfig) -> Plan:
     holds = hold_capacity(session)
     budget = config.max_units_per_cycle
     hintable: set[UnitKey] = set()  # backed off, but capacity was freed since: attempted unless the hint says no
-    for unit in first_in_level(session, holds, queue_order(session, retry, hintable)):
+    order = first_in_level(session, holds, queue_order(session, retry, hintable))
+    done: set[UnitKey] = set()  # gangs of a tree attempted with the first of their tree
+    for unit in order:
         if budget <= 0:
             break
-        if unit in victims:  # its reservations were just released for a deadlock: not attempted this cycle
+        if unit in victims or unit in done:  # (victims: reservations just released for a deadlock)
             continue
-        if holds.active:
-            with lifted(session, holds, unit):  # (the hint sees the capacity the unit may use: held or not)
-                attempted = _attempt(session, unit, hintable)
-        else:
-            attempted = _attempt(session, unit, hintable)
+        attempted = False
+        for one in [unit, *_tree_mates(session, unit, order, done | victims)]:
+            done.add(one)
+            if holds.active:
+                with lifted(session, holds, one):  # (the hint sees the capacity the unit may use: held or not)
+                    attempted = _attempt(session, one, hintable) or attempted
+            else:
+                attempted = _attempt(session, one, hintable) or attempted
         if attempted:
             budget -= 1
     finish(session, holds)
@@ -143,6 +122,19 @@ def queue_order(
         items.append((-pod.priority, created, 1, pod_key, unit))
     items.sort()
     return [item[4] for item in items]
+
+
+def _tree_mates(
+    session: CycleSession, unit: UnitKey, order: list[UnitKey], skip: AbstractSet[UnitKey]
+) -> list[UnitKey]:
+    """The other queued gangs of the unit's gang tree (spec.tree), in queue order: attempted right after it, as one
+    unit (kube-scheduler 1.37 schedules a CompositePodGroup tree from its root as one entity)."""
+    gang = None if unit.is_pod else session.store.gangs.get(unit.key)
+    tree = gang.spec.tree if gang is not None and gang.spec is not None else None
+    if tree is None:
+        return []
+    leaves = set(tree.leaves()) - {unit.key}
+    return [u for u in order if not u.is_pod and u.key in leaves and u not in skip]
 
 
 def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey] = frozenset()) -> bool:

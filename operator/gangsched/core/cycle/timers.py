@@ -2,18 +2,12 @@
 
 Contract (over a CycleSession):
 - `expire_waiting_times(session)`: a gang whose waiting time (from its first reservation; spec.wait_seconds or
-  config.default_wait_seconds) has ended times out. A preemptor's waiting time does not run while its victims
-  terminate: it counts from the later of its start and `termination_deadline(gang)` (when the victims chosen for
-  it must be gone: the choice's time plus their grace period, or their deletionTimestamp), so it is bounded by
-  the victims' grace periods (kube-scheduler's preemptor is nominated and waits in the queue, outside Permit,
-  while its victims terminate: pkg/scheduler/framework/preemption/preemption.go). On timeout every reservation
-  is released, its nominations are cleared, the gang is marked timed out (reason GangTimeout, status Failed,
-  an event) and its pods are listed for the timeout annotation. A gang without a spec (its PodGroup deleted)
-  never times out: it holds nothing (core/cycle/recheck.py releases what it held).
-  an event) and its pods are listed for the timeout annotation. A partially bound Strict gang (a bind burst cut
-  short, core/gang/partial_gangs.py) is not timed out: its bound members are evicted and it starts again whole.
-- `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time ends or a
-  backoff ends (the Plan's next_wakeup).
+  config.default_wait_seconds) has ended times out: reservations released, nominations cleared, reason GangTimeout
+  (status Failed, an event), its pods listed for the timeout annotation. A preemptor's waiting time counts from
+  the later of its start and `termination_deadline(gang)` (its victims' grace periods). A gang without a spec
+  never times out; a partially bound Strict gang is not timed out (core/gang/partial_gangs.py restarts it).
+- `next_wakeup(session) -> float | None`: the earliest time after `now` at which a waiting time or a backoff ends.
+More: docs/modules.md#corecycletimerspy.
 """
 
 from __future__ import annotations

@@ -8,13 +8,11 @@ and shared claims, undone through the cycle's Workspace (core/fit/capacity.py `t
 
 from gangsched.core.devices.allocator import Allocator
 from gangsched.core.devices.cel import CelCache, CelCompileError, CelRuntimeError
-from gangsched.core.devices.index import claim_demand, describe, free_devices, is_device_resource, shape_of
-from gangsched.core.devices.ledger import ClaimState, DeviceBook, DeviceState, DeviceTake, PodFit
+from gangsched.core.devices.index import Shapes
+from gangsched.core.devices.ledger import ClaimState, DeviceBook, DeviceState, PodFit
 from gangsched.core.devices.model import (
     ALL,
-    EXACT_COUNT,
     MAX_CONSUMERS,
-    MAX_DEVICES_PER_CLAIM,
     AllocationError,
     AllocationResult,
     AttrValue,
@@ -36,9 +34,7 @@ from gangsched.core.devices.pools import Inventory, Pool
 
 __all__ = [
     "ALL",
-    "EXACT_COUNT",
     "MAX_CONSUMERS",
-    "MAX_DEVICES_PER_CLAIM",
     "AllocationError",
     "AllocationResult",
     "Allocator",
@@ -58,7 +54,6 @@ __all__ = [
     "DeviceRequest",
     "DeviceResult",
     "DeviceState",
-    "DeviceTake",
     "ExactRequest",
     "Features",
     "Inventory",
@@ -66,9 +61,5 @@ __all__ = [
     "PodFit",
     "Pool",
     "ResourceSlice",
-    "claim_demand",
-    "describe",
-    "free_devices",
-    "is_device_resource",
-    "shape_of",
+    "Shapes",
 ]

@@ -1,13 +1,13 @@
 """The cheap side of DRA placement: what a pod's claims ask for, as counts of "shapes", and each node's free count.
 
-Contract (the per-node filter before the allocator, which decides): a shape is a request's (device class,
-selectors), named as a resource by `shape_resource` (`devices.gangsched.io/<class>.<digest>`) so the capacity
-indexes (core/fit/capacity.py) count it per node; `shape_of`, `describe` (a sentence) give it back.
-`claim_demand(claim)`: what an unallocated claim takes, for `exactly` requests in ExactCount mode without
-adminAccess (alternatives, `All` and adminAccess add nothing). `free_devices(allocator, node, labels, shape,
-in_use) -> (count, error)`: devices of the node's complete pools selected and held by no claim, and a selector's
-runtime error met (upstream's words, `{claim}` for the claim's key). One shape is never overcounted; shapes that
-share devices may each count them: CycleSession.take_devices on the chosen node decides.
+Contract (`Shapes`; the per-node filter before the allocator, which decides): a shape is a request's (device
+class, selectors), named as a resource by `Shapes.resource` (`devices.gangsched.io/<class>.<digest>`) so the
+capacity indexes (core/fit/capacity.py) count it per node; `of`, `describe` (a sentence), `is_resource`.
+`demand(claim)`: what an unallocated claim takes, for `exactly` requests in ExactCount mode without adminAccess
+(alternatives, `All` and adminAccess add nothing). `free(allocator, node, labels, shape, in_use) -> (count,
+error)`: devices of the node's complete pools selected and held by no claim, and a selector's runtime error met
+(upstream's words, `{claim}` for the claim's key). One shape is never overcounted; shapes that share devices may
+each count them: CycleSession.take_devices on the chosen node decides.
 """
 
 from __future__ import annotations
@@ -24,50 +24,54 @@ Shape = tuple[str, tuple[str | None, ...]]
 _shapes: dict[str, Shape] = {}  # resource name -> its shape (process-wide, only growing: names are digests)
 
 
-def shape_resource(device_class: str, selectors: tuple[str | None, ...]) -> str:
-    digest = hashlib.blake2s(repr(selectors).encode(), digest_size=5).hexdigest()
-    name = f"{PREFIX}{device_class}.{digest}"
-    _shapes.setdefault(name, (device_class, selectors))
-    return name
+class Shapes:
+    """The functions of this module (the package exports this one name)."""
 
+    @staticmethod
+    def resource(device_class: str, selectors: tuple[str | None, ...]) -> str:
+        digest = hashlib.blake2s(repr(selectors).encode(), digest_size=5).hexdigest()
+        name = f"{PREFIX}{device_class}.{digest}"
+        _shapes.setdefault(name, (device_class, selectors))
+        return name
 
-def shape_of(resource: str) -> Shape | None:
-    return _shapes.get(resource)
+    @staticmethod
+    def of(resource: str) -> Shape | None:
+        return _shapes.get(resource)
 
+    @staticmethod
+    def is_resource(resource: str) -> bool:
+        return resource.startswith(PREFIX)
 
-def is_device_resource(resource: str) -> bool:
-    return resource.startswith(PREFIX)
+    @staticmethod
+    def describe(resource: str, count: int) -> str:
+        """`8 x gpu.nvidia.com with <selector>`: a device demand as a sentence."""
+        shape = _shapes.get(resource)
+        if shape is None:
+            return f"{count} x {resource}"
+        cls, selectors = shape
+        shown = " && ".join(s for s in selectors if s)
+        return f"{count} x {cls}" + (f" with {shown}" if shown else "")
 
+    @staticmethod
+    def demand(claim: Claim) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for request in claim.requests:
+            spec = request.exactly
+            if spec is None or request.first_available or spec.mode != EXACT_COUNT or spec.admin_access:
+                continue
+            name = Shapes.resource(spec.device_class, spec.selectors)
+            out[name] = out.get(name, 0) + spec.count
+        return out
 
-def describe(resource: str, count: int) -> str:
-    """`8 x gpu.nvidia.com with <selector>`: a device demand as a sentence."""
-    shape = _shapes.get(resource)
-    if shape is None:
-        return f"{count} x {resource}"
-    cls, selectors = shape
-    shown = " && ".join(s for s in selectors if s)
-    return f"{count} x {cls}" + (f" with {shown}" if shown else "")
-
-
-def claim_demand(claim: Claim) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for request in claim.requests:
-        spec = request.exactly
-        if spec is None or request.first_available or spec.mode != EXACT_COUNT or spec.admin_access:
-            continue
-        name = shape_resource(spec.device_class, spec.selectors)
-        out[name] = out.get(name, 0) + spec.count
-    return out
-
-
-def free_devices(
-    allocator: Allocator, node: str, labels: Mapping[str, str], shape: Shape, in_use: AbstractSet[DeviceID]
-) -> tuple[int, str | None]:
-    n = 0
-    error: str | None = None
-    for c in allocator.matching(node, labels, shape[0], shape[1]):
-        if c.error is not None:
-            error = error or c.error.replace(CLAIM, "{claim}")
-        elif c.id not in in_use:
-            n += 1
-    return n, error
+    @staticmethod
+    def free(
+        allocator: Allocator, node: str, labels: Mapping[str, str], shape: Shape, in_use: AbstractSet[DeviceID]
+    ) -> tuple[int, str | None]:
+        n = 0
+        error: str | None = None
+        for c in allocator.matching(node, labels, shape[0], shape[1]):
+            if c.error is not None:
+                error = error or c.error.replace(CLAIM, "{claim}")
+            elif c.id not in in_use:
+                n += 1
+        return n, error

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal, NamedTuple
 
-from gangsched.core.values.records import Term
+from gangsched.core.records.records import Term
 
 MAX_DEVICES_PER_CLAIM = 32  # resourceapi.AllocationResultsMaxSize
 MAX_CONSUMERS = 256  # resourceapi.ResourceClaimReservedForMaxSize

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gangsched.core.devices.model import ResourceSlice
-from gangsched.core.values.records import Term, requirement_matches
+from gangsched.core.records.records import Term, requirement_matches
 
 
 @dataclass(frozen=True, slots=True)

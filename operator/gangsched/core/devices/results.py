@@ -28,7 +28,7 @@ from gangsched.core.devices.model import (
     DeviceID,
     ResourceSlice,
 )
-from gangsched.core.values.records import Requirement, Term
+from gangsched.core.records.records import Requirement, Term
 
 
 def lookup(device: Device, driver: str, name: str) -> AttrValue | None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gangsched.core.fit.pod_counts import Change, Counter, Overlay, PodCounts, matches_all
-from gangsched.core.values.records import NamespaceLabels, PodTerm, SchedulingClass
+from gangsched.core.records.records import NamespaceLabels, PodTerm, SchedulingClass
 
 if TYPE_CHECKING:
     from gangsched.core.fit.usage import Usage

@@ -32,14 +32,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from gangsched.core.devices import DeviceBook, DeviceTake, PodFit
+from gangsched.core.devices import DeviceBook, PodFit
+from gangsched.core.devices.ledger import DeviceTake
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.filters import NodeFilter, add_ports, filters_for, limit
 from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
 from gangsched.core.fit.pod_score import SCORER, score
 from gangsched.core.fit.usage import PortCounts, Usage
-from gangsched.core.values.records import HostPort, NodeRecord, SchedulingClass
+from gangsched.core.records.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.values.resources import Resources
 
 _CAP = 1 << 30

@@ -36,7 +36,7 @@ from gangsched.core.fit.affinity import InterPodAffinity
 from gangsched.core.fit.pod_counts import Change, PodCounts
 from gangsched.core.fit.pod_spread import PodTopologySpread
 from gangsched.core.fit.usage import PortCounts, PortKey, Usage
-from gangsched.core.values.records import HostPort, SchedulingClass
+from gangsched.core.records.records import HostPort, SchedulingClass
 
 WILDCARD = "0.0.0.0"
 _UNLIMITED = 1 << 30

@@ -17,7 +17,7 @@ Contract:
 
 from __future__ import annotations
 
-from gangsched.core.values.records import NodeRecord, SchedulingClass, Taint, Term, requirement_matches
+from gangsched.core.records.records import NodeRecord, SchedulingClass, Taint, Term, requirement_matches
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 

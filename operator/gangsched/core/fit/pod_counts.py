@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
-from gangsched.core.values.records import NamespaceLabels, NodeRecord, PodSelector, PodTerm
+from gangsched.core.records.records import NamespaceLabels, NodeRecord, PodSelector, PodTerm
 
 Labels = tuple[tuple[str, str], ...]
 Change = tuple[int, str | None]

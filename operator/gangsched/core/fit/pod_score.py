@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gangsched.core.fit.pod_counts import Change, Counter, PodCounts
-from gangsched.core.values.records import SchedulingClass
+from gangsched.core.records.records import SchedulingClass
 
 if TYPE_CHECKING:
     from gangsched.core.fit.usage import Usage

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from gangsched.core.fit.matching import term_matches
-from gangsched.core.values.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
+from gangsched.core.records.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
 
 if TYPE_CHECKING:
     from gangsched.core.fit.pod_counts import Change, PodCounts

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gangsched.core.fit.pod_counts import Overlay, PodCounts
-from gangsched.core.values.records import HostPort, NodeRecord
+from gangsched.core.records.records import HostPort, NodeRecord
 
 PortKey = HostPort | tuple[str, int]
 PortCounts = dict[PortKey, int]

@@ -51,10 +51,10 @@ from gangsched.core.fit.filters import filters_for
 from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import Deadlock, GangStatus
+from gangsched.core.records.records import NodeRecord, SchedulingClass
 from gangsched.core.transaction.messages import backoff, event, report_status
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangMode
-from gangsched.core.values.records import NodeRecord, SchedulingClass
 from gangsched.core.values.units import UnitKey
 
 Room = dict[str, dict[str, int]]  # node -> resources

@@ -6,15 +6,17 @@ Contract (over a CycleSession):
   budget). A partially bound Strict gang (core/gang/partial_gangs.py) waits while members evicted for it terminate,
   and otherwise keeps a waiting time through its Strict failures. A gang with fewer live members than minMember
   (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
-  of the group exists with at least its minMember pods (Koordinator's basic requirements check; the message
-  names the gang missing or short; reservations the gang held are released and its waiting time cleared); a
-  gang with gated or held members waits (core/gang/readiness.py). minResources above the cluster's free capacity
+  of the group exists with at least its minMember pods (Koordinator's basic requirements check), and a gang of a
+  tree until its path to the root is complete (core/gang/trees.py); the message names the gang or group missing or
+  short; reservations the gang held are released and its waiting time cleared; a gang with gated or held members
+  waits (core/gang/readiness.py). minResources above the cluster's free capacity
   fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
   Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
   placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
   whole or not at all, a replacement of a running gang needs only itself to fit.
-  Quorum reached: if the gang group (spec.group) has every gang at quorum or satisfied, every reservation of
-  the group is bound and the gangs become satisfied; otherwise the placements are kept as reservations.
+  Quorum reached: if the gang's tree (a gang group, spec.group, or a tree of groups, spec.tree: core/gang/trees.py)
+  admits it, every reservation of the gangs the tree admits now is bound and they become satisfied; otherwise the
+  placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
   room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempting.py), else releases
   everything the gang holds and backs off. NonStrict does the same as a gang (Koordinator's job preemption takes a
@@ -30,21 +32,23 @@ Contract (over a CycleSession):
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.pod_spread import hard as spread_hard
 from gangsched.core.gang.partial_gangs import partial_gate, partial_note
 from gangsched.core.gang.readiness import gang_blocked, held_alone
+from gangsched.core.gang.trees import describe, roles_short, tree_of, tree_ready, tree_short
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
+from gangsched.core.placement.domains import domain_tree
 from gangsched.core.placement.late_members import place_near_gang
 from gangsched.core.placement.placement import nominated_fit, place
 from gangsched.core.preemption.preempt_alone import preempt_alone
 from gangsched.core.preemption.preempting import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import (
     Shortfall,
     backoff,
@@ -60,7 +64,6 @@ from gangsched.core.transaction.messages import (
 )
 from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
 
@@ -89,15 +92,6 @@ def _why(session: CycleSession, spec: GangSpec, attempt: _Attempt) -> str:
     return "; ".join(parts) or f"{attempt.have} of minMember {spec.min_member} placed"
 
 
-def roles_short(spec: GangSpec, counts: Counter[str | None], *, placeable: bool = False) -> str | None:
-    for role, minimum in spec.roles:
-        if counts.get(role, 0) < minimum:
-            if placeable:
-                return f"role {role}: {counts.get(role, 0)} of minimum {minimum} placeable"
-            return f"role {role}: {counts.get(role, 0)} of {minimum}"
-    return None
-
-
 def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     spec = gang.spec
     assert spec is not None
@@ -109,7 +103,7 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
         return False
-    if spec.group and not _group_has_pods(session, gang, spec, members):
+    if (spec.group or spec.tree) and not _tree_has_pods(session, gang, spec, members):
         return False
     pending = members.pending
     if spec.total_member is not None:
@@ -157,35 +151,19 @@ def _enough_pods(session: CycleSession, gang: GangState, spec: GangSpec, members
     return True
 
 
-def group_short(session: CycleSession, gang: GangState, spec: GangSpec) -> str | None:
-    """The first gang of the group (other than `gang`) missing or with fewer than minMember pods, described;
-    None when every one exists with its pods or is satisfied."""
-    for other_key in spec.group:
-        if other_key == gang.key:
-            continue
-        other = session.store.gangs.get(other_key)
-        if other is None or other.spec is None:
-            return f"{other_key} does not exist"
-        if session.is_satisfied(other):
-            continue
-        m = session.members(other)
-        alive = len(m.bound) + len(m.reserved) + len(m.pending)
-        if alive < other.spec.min_member:
-            return f"{other_key} has {alive} of minMember {other.spec.min_member} pods"
-    return None
-
-
-def _group_has_pods(session: CycleSession, gang: GangState, spec: GangSpec, members: Members) -> bool:
-    """Koordinator's basic requirements check: until it passes the gang holds nothing and its waiting time
-    does not run."""
-    short = group_short(session, gang, spec)
+def _tree_has_pods(session: CycleSession, gang: GangState, spec: GangSpec, members: Members) -> bool:
+    """Koordinator's basic requirements check (a gang group), kube-scheduler's PreEnqueue (a gang tree): until it
+    passes the gang holds nothing and its waiting time does not run (core/gang/trees.py)."""
+    tree = tree_of(spec)
+    assert tree is not None
+    short = tree_short(session, gang, tree)
     if short is None:
         return True
     for pod_key, node in members.reserved:
         session.release(pod_key, node)
     if gang.first_reserved is not None:
         session.set_wait_start(gang.key, None)
-    wait(session, gang, "WaitingForGangGroup", f"waiting for gang group: {short}")
+    wait(session, gang, "WaitingForGangGroup", f"waiting for {describe(tree).partition(' [')[0]}: {short}")
     return False
 
 
@@ -198,7 +176,8 @@ def _try_place(
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
         held = members.roles(session.store.pods)
-        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, held=held)
+        domains = domain_tree(session, gang)  # Kubernetes' hard topology constraints (core/placement/domains.py)
+        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, held=held, domains=domains)
     placed, short, tier = outcome
     have = len(members.bound) + len(members.reserved) + len(placed)
     new = [pod for pod, _ in placed]
@@ -295,13 +274,15 @@ def _nonstrict_progress(
 def _quorum_reached(
     session: CycleSession, gang: GangState, spec: GangSpec, members: Members, attempt: _Attempt, alive: int
 ) -> None:
-    group = _group_ready(session, gang, spec)
+    tree = tree_of(spec)
+    group = tree_ready(session, gang, tree) if tree is not None else [gang]
     if group is not None:
         for member_gang in group:
             _bind_gang(session, member_gang, attempt.tier if member_gang is gang else None)
         return
     session.reserve([(pod.key, node) for pod, node in attempt.placed])
-    message = f"quorum reached ({attempt.have} of {spec.min_member}); waiting for gang group {list(spec.group)}"
+    assert tree is not None
+    message = f"quorum reached ({attempt.have} of {spec.min_member}); waiting for {describe(tree)}"
     reserved = len(members.reserved) + len(attempt.placed)
     status = GangStatus(
         len(members.bound),
@@ -328,28 +309,6 @@ def _bind_gang(session: CycleSession, gang: GangState, tier: int | None) -> None
         # hard never gets here (core/placement/placement.py)
         why = "soft networkTopology not applied: no topology is known"
         event(session, "PodGroup", gang.key, "Warning", "TopologyUnknown", why)
-
-
-def _group_ready(session: CycleSession, gang: GangState, spec: GangSpec) -> list[GangState] | None:
-    """Every gang of the gang's group at quorum or satisfied: the gangs to bind; else None."""
-    out = [gang]
-    for other_key in spec.group:
-        if other_key == gang.key:
-            continue
-        other = session.store.gangs.get(other_key)
-        if other is None:
-            return None
-        if session.is_satisfied(other):
-            continue
-        if other.spec is None or session.is_timed_out(other):
-            return None
-        m = session.members(other)
-        if len(m.bound) + len(m.reserved) < other.spec.min_member:
-            return None
-        if roles_short(other.spec, m.roles(session.store.pods)):
-            return None
-        out.append(other)
-    return out
 
 
 def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec, members: Members) -> bool:

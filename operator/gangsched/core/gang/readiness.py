@@ -27,9 +27,9 @@ from collections.abc import Iterable
 
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.transaction.session import CycleSession, Members
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 UNSUPPORTED = "Unsupported"

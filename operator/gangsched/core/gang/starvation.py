@@ -45,10 +45,10 @@ from dataclasses import dataclass, field, replace
 from gangsched.core.fit.capacity import fit_count
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import CapacityHold, GangStatus
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import event
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import TopologyMode
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.units import UnitKey
 

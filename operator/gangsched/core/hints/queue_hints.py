@@ -1,22 +1,14 @@
 """Queueing hints: whether capacity freed since a gang backed off could let it progress, without attempting it.
 
-Contract: `cannot_progress(session, gang) -> bool`, asked by core/cycle/scheduler.py, in place of its attempt, for a
-gang that backed off after a failure and whose backoff would end early only because capacity was freed since. True
-only when a necessary condition for any progress fails: its pending members, each in a free slot of its class as
-the attempt would find them (the cycle's workspace view, core/fit/capacity.py: its fit counts summed, after the
-preemptors' nominations and the starvation holds it may not use, core/gang/starvation.py), are fewer than it needs
-(Strict: minMember, holding nothing yet; NonStrict: one), or when they could not be placed even with every pod of
-lower priority gone (core/hints/reach.py: an upper bound of free capacity, reclaimed reservations and preemption
-victims, with a Strict gang's hard network topology; asked of a gang that could preempt or reclaim, a pod of lower
-priority existing, and of a Strict gang with a hard topology, whose free slots may lie in the wrong domains). It
-answers False (attempt it) whenever those counts could understate what an attempt sees: the gang holds
-reservations or nominations, has bound, gated or held members, is in a gang group, declares minResources, has
-pending members of several classes while it could preempt, or a member's class has its own pod (anti-)affinity
-or topology spread terms (their limits follow the pods the gang places itself; host ports and existing pods'
-anti-affinity only lower them). The idea is kube-scheduler's
-QueueingHintFn (an event requeues a pod only when it may make it schedulable): a skipped gang's backoff still ends
-with time (config.backoff_max_seconds at the latest), and the plan records the freed generation it covered
-(`Plan.hint_skips`), so the next cycles at the same capacity do not ask again.
+Contract: `cannot_progress(session, gang) -> bool`, asked by core/cycle/scheduler.py instead of an attempt, for a
+gang whose backoff would end early only because capacity was freed. True only when a necessary condition for any
+progress fails: its pending members, in the free slots an attempt would find (core/fit/capacity.py, after holds
+it may not use), are fewer than it needs (Strict: minMember; NonStrict: one), or they could not be placed even
+with every lower-priority pod gone (core/hints/reach.py). False (attempt it) whenever those counts could
+understate what an attempt sees (reservations, nominations, bound, gated or held members, gang groups,
+minResources, several classes while it could preempt, pod (anti-)affinity or spread terms). A skipped gang's
+backoff still ends with time; `Plan.hint_skips` records the freed generation it covered.
+More: docs/modules.md#corehintsqueue_hintspy.
 """
 
 from __future__ import annotations
@@ -27,16 +19,16 @@ from gangsched.core.fit.pod_spread import PodTopologySpread
 from gangsched.core.hints.reach import reach_fits
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.podstate import NOMINATED
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.topology import TopologyPlacement, place_network
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangMode, GangSpec, TopologyMode
-from gangsched.core.values.records import PodRecord, SchedulingClass
 
 
 def cannot_progress(session: CycleSession, gang: GangState) -> bool:
     """See the module docstring."""
     spec = gang.spec
-    if spec is None or gang.satisfied or spec.group or spec.min_resources:
+    if spec is None or gang.satisfied or spec.group or spec.tree or spec.domain or spec.min_resources:
         return False
     members = session.members(gang)
     if members.bound or members.gated or members.held or not members.pending:

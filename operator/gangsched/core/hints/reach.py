@@ -1,24 +1,13 @@
 """The most a gang's members could reach: their fit on each node with every pod of lower priority gone.
 
-Contract: `reach_fits(session, gang, cls, count, priority, topology, *, workspace=False) -> bool`, asked by
-core/hints/queue_hints.py: whether `count` members of scheduling class `cls` could be placed on the class's feasible
-nodes (its static constraints, core/fit/capacity.py's class index) if every pod charged there with a priority lower
-than `priority` were gone (running, reserved or leaving, a victim candidate or not) and nothing else were held
-(nominations, starvation holds and this cycle's placements ignored); with a hard network `topology`, as one
-`place_network` over the topology tree (core/topology), otherwise by the summed counts. Host ports: one member
-per node. With `workspace=True` (for a gang that can release nothing another unit holds: no lower priority
-exists), the cycle's workspace usage on the nodes it touches counts as taken (the capacity the attempt's own view
-shows).
-It is an upper bound of everything an attempt could use: free capacity, the reservations reclaim takes
-(core/preemption/reclaim.py) and the victims preemption chooses (core/preemption/preemption.py: its candidates are some
-of those pods), so False means no attempt can place them until the cluster changes. The pods removed are not chosen: it
-never says who would go.
-Memo (per unit, `UnitState.reach` through `Plan.reach_memos`): the per-node counts and the accounting log's
-position (core/memory/accounting.py); a later call recounts only the nodes the log names since (a pod of any priority
-charged or uncharged there) and places again only when a count moved; with a hard topology it also keeps each
-domain's sum at the highest tier allowed, and places only when one of them could hold all `count` (a necessary
-condition: the placement stays within one such domain). A node or class change (static generation,
-class, priority) or a trimmed log rebuilds it: O(feasible nodes + their pods), about one victim search.
+Contract: `reach_fits(session, gang, cls, count, priority, topology, *, workspace=False) -> bool`: whether `count`
+members of class `cls` could be placed on its feasible nodes if every pod charged there with a priority below
+`priority` were gone and nothing else were held; with a hard network `topology` as one `place_network`, else by
+summed counts; one member per node with host ports. `workspace=True` counts the cycle's workspace usage as taken.
+An upper bound of free capacity, reclaimed reservations and preemption victims: False means no attempt can place
+them until the cluster changes; it never says who would go.
+Memo per unit (`UnitState.reach`, `Plan.reach_memos`), updated from the accounting log; a node or class change or
+a trimmed log rebuilds it. More: docs/modules.md#corehintsreachpy.
 """
 
 from __future__ import annotations
@@ -30,10 +19,10 @@ from gangsched.core.fit.capacity import class_index, fit_count
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import ReachMemo
 from gangsched.core.memory.views import StoreView
+from gangsched.core.records.records import SchedulingClass
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import NetworkTopology, TopologyMode
-from gangsched.core.values.records import SchedulingClass
 from gangsched.core.values.resources import sub_into
 
 

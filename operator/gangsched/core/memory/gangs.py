@@ -1,27 +1,14 @@
 """The gang table: each gang's state (spec, members, pending members, members holding its quorum, waiting time,
 satisfied, timed out, last reported status) and the index of gangs whose waiting time runs.
 
-Contract (owned by the store, core/memory/store.py, which tells it about members and their pending state):
-- `get(key)` creates an empty state for an unknown gang (a member seen before its PodGroup);
-  `upsert(spec, created)`, `remove(key)` (the spec goes; the gang is forgotten once it has no members either,
-  and the `PendingSink` hears `gang_forgotten`).
-- `join(pod)` / `leave(pod, pods)`: membership, the gang's priority (max over members) and earliest member
-  creation time; `set_pending(pod_key, gang_key, flag)` keeps `pending` and tells the sink when the gang's
-  pending set becomes non-empty (`gang_queued(True)`) or empty.
-- `set_wait_start(key, start | None)`, `set_timed_out(key)`; `reserving()` lists gangs with a waiting-time
-  start that are not satisfied.
-- Satisfaction (gang incarnations): a gang is satisfied only while at least minMember of its members are
-  bound or finished (`holding`: BINDING, ASSUMED, BOUND, or Succeeded; a LEAVING pod holds nothing); while
-  satisfied its later members (replacements) schedule alone; below that its pending members are gang-scheduled
-  again (a JobSet/TrainJob restart: every pod deleted and re-created under the same names starts whole or not
-  at all). It changes only by named transitions (`GangTransition`), each returning whether the flag changed:
-  SATISFY (the scheduler bound the quorum; refused while the pods do not show it, e.g. binds skipped),
-  QUORUM_HELD (the pods show the quorum: a start-up, another scheduler's binds; also a PodGroup status
-  confirmed by the pods; never the status alone), QUORUM_LOST (fewer than minMember bound or finished: pods
-  deleted, binds failed, leaving), PREEMPTED (every running member is being evicted: it must gather its
-  quorum again, even while its victims still show bound). `set_holding(pod_key, gang_key, flag)` (the store)
-  keeps `holding` and fires QUORUM_HELD on an upward crossing of minMember, QUORUM_LOST on a downward one;
-  `upsert` of a spec whose minMember changed (or a first spec) re-derives the flag from the pods.
+Contract (owned by the store, core/memory/store.py):
+- `get(key)` (an empty state for an unknown gang), `upsert(spec, created)`, `remove(key)` (forgotten once it has
+  no members either: `PendingSink.gang_forgotten`); `join(pod)` / `leave(pod, pods)`; `set_pending(...)` tells
+  the sink when the pending set becomes non-empty or empty; `set_wait_start`, `set_timed_out`, `reserving()`.
+- A gang is satisfied only while >= minMember of its members are bound or finished (`holding`); the flag changes
+  only by named `GangTransition`s (SATISFY, QUORUM_HELD, QUORUM_LOST, PREEMPTED), each returning whether it
+  changed; `set_holding(...)` fires them on crossings of minMember, and a new minMember re-derives the flag.
+More: docs/modules.md#corememorygangspy.
 """
 
 from __future__ import annotations
@@ -33,8 +20,8 @@ from typing import Protocol
 
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import ASSUMED, BINDING, BOUND, TERMINAL, PodState
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 

@@ -1,40 +1,13 @@
 """The result of one scheduling cycle: decisions as data, recorded in memory, then carried out by the runtime.
 
-Contract: `schedule()` (core/cycle/scheduler.py) returns a `Plan`. The runtime first calls
-`SchedulerState.apply(plan)` (core/memory/scheduler_state.py) so the in-memory model records what was decided (the
-pod state machine's transitions: reservations, bindings in flight, releases, nominations; victims; gang and
-queue bookkeeping), and the next cycle never hands the same capacity out again; then it performs the API side
-effects (bindings through pods/binding, evictions, pod annotations and conditions, PodGroup status, events)
-and reports the binder's answers back (`bind_succeeded` / `bind_failed`). The `unit_*`, `satisfied`,
-`first_reserved` and `waiting_reasons` fields are bookkeeping for `SchedulerState.apply` only; the runtime
-may ignore them.
-
-Fields:
-- bindings: [(pod_key, node)] to bind now (the gang, or its whole gang group, reached quorum).
-- reservations: [(pod_key, node)] held in memory only (NonStrict progress, or waiting for the gang group).
-- releases: [pod_key] reservations given up (Strict failure, timeout).
-- timeouts: [GangTimeout] gangs whose waiting time ended: annotate each listed pod
-  `gang.scheduling.koordinator.sh/timeout: "true"`.
-- gang_status: {gang_key: GangStatus} PodGroup status to write (only gangs that changed).
-- events: [Event] to emit. pod_events: [PodEvents] one event for each of many pods (FailedScheduling on every
-  member of a failed attempt), expanded by the runtime.
-- conditions: [PodCondition] PodScheduled=False conditions for pods that cannot be placed or wait.
-- next_wakeup: earliest absolute time at which a timer matters (waiting-time expiry, backoff end), or None.
-- evictions: [pod_key] victims to evict through the Eviction API (group preemption, core/preemption/preemption.py; the
-  bound members of a partially bound gang, core/gang/partial_gangs.py, with the gang as their preemptor).
-- nominations: [(pod_key, node)] preemptor members to nominate (status.nominatedNodeName); the scheduler holds
-  that capacity for them. nomination_clears: [pod_key] nominations given up (patch nominatedNodeName null).
-- preemptions: {gang_key: victim pod keys} for SchedulerState.apply (victims are never taken twice).
-- health: {gang_key: GangHealth | None} runtime gang-health records that changed (core/gang/health.py; None: dropped);
-  bookkeeping for SchedulerState.apply, and the runtime rewrites those gangs' PodGroup status (Degraded condition).
-- capacity_holds: {gang_key: CapacityHold | None} capacity held for a starving gang, started or recomputed (None:
-  ended); bookkeeping for SchedulerState.apply (core/gang/starvation.py).
-- hint_skips: {unit: freed_gen} backed-off gangs the queueing hint skipped (core/hints/queue_hints.py): the capacity
-  freed up to that generation ends their backoff no more; empty_fits: {unit: (memo key, fits)} whether a gang fits empty
-  nodes, reach_memos: {unit: ReachMemo} what it could reach with lower priorities gone (the hint's memos,
-  core/hints/reach.py); bookkeeping only (a plan with nothing else is empty).
-- deadlocks: [Deadlock] NonStrict deadlocks found and resolved this cycle (core/gang/deadlock.py); read by the replay
-  and the metrics, nothing to apply (the releases and events carry the effect).
+Contract: `schedule()` returns a `Plan`. The runtime first calls `SchedulerState.apply(plan)` so the memory records
+the decisions (the next cycle never hands the same capacity out again), then performs the API side effects
+(bindings, evictions, nominations, annotations, conditions, PodGroup status, events) and reports the binder's
+answers back (`bind_succeeded` / `bind_failed`). Fields to carry out: bindings, reservations, releases, timeouts,
+gang_status, events, pod_events, conditions, next_wakeup, evictions, nominations, nomination_clears, health;
+bookkeeping for `apply` only: unit_*, satisfied, first_reserved, waiting_reasons, preemptions, capacity_holds,
+hint_skips, empty_fits, reach_memos; deadlocks is read by the replay and the metrics. Each field's meaning is
+commented where it is declared. More: docs/modules.md#corememoryplanpy.
 """
 
 from __future__ import annotations
@@ -134,19 +107,19 @@ class Deadlock:
 
 @dataclass(slots=True)
 class Plan:
-    bindings: list[tuple[str, str]] = field(default_factory=list)
-    reservations: list[tuple[str, str]] = field(default_factory=list)
-    releases: list[str] = field(default_factory=list)
-    timeouts: list[GangTimeout] = field(default_factory=list)
-    gang_status: dict[str, GangStatus] = field(default_factory=dict)
+    bindings: list[tuple[str, str]] = field(default_factory=list)  # (pod, node) to bind now (quorum or gang group)
+    reservations: list[tuple[str, str]] = field(default_factory=list)  # (pod, node) held in memory only
+    releases: list[str] = field(default_factory=list)  # reservations given up (Strict failure, timeout)
+    timeouts: list[GangTimeout] = field(default_factory=list)  # annotate each pod koordinator's timeout: "true"
+    gang_status: dict[str, GangStatus] = field(default_factory=dict)  # PodGroup status to write (changed only)
     events: list[Event] = field(default_factory=list)
-    pod_events: list[PodEvents] = field(default_factory=list)
-    conditions: list[PodCondition] = field(default_factory=list)
-    next_wakeup: float | None = None
-    evictions: list[str] = field(default_factory=list)
-    nominations: list[tuple[str, str]] = field(default_factory=list)
-    nomination_clears: list[str] = field(default_factory=list)
-    preemptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    pod_events: list[PodEvents] = field(default_factory=list)  # one event on each of many pods (FailedScheduling)
+    conditions: list[PodCondition] = field(default_factory=list)  # PodScheduled=False of pods not placed or waiting
+    next_wakeup: float | None = None  # earliest absolute time a timer matters (waiting time, backoff end)
+    evictions: list[str] = field(default_factory=list)  # victims to evict (Eviction API), or a partial gang's pods
+    nominations: list[tuple[str, str]] = field(default_factory=list)  # (preemptor pod, node): nominatedNodeName
+    nomination_clears: list[str] = field(default_factory=list)  # nominations given up (patched to null)
+    preemptions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # gang -> its victims (never taken twice)
     victim_deadlines: dict[str, float] = field(default_factory=dict)  # preemptor -> its victims gone by (grace)
     # bookkeeping for SchedulerState.apply
     unit_backoffs: dict[UnitKey, UnitBackoff] = field(default_factory=dict)

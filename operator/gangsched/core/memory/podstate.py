@@ -1,20 +1,14 @@
 """The lifecycle of one pod in the scheduler's memory: a state machine with named, checked transitions.
 
 Contract:
-- `PodState`: PENDING (waiting to be placed), NOMINATED (pending, capacity held on a node while its victims
-  terminate), RESERVED (placed in memory, not bound: NonStrict progress or waiting for a gang group), BINDING
-  (a pods/binding call in flight), ASSUMED (bound by us, the watch has not shown it bound yet), BOUND (the
-  API shows spec.nodeName), LEAVING (bound, metadata.deletionTimestamp set; a pod not bound yet that has one
-  keeps its state, the store's `leaving` set records the fact), TERMINAL (Succeeded/Failed).
-- `Transition`: every change of state has a name. `advance(state, transition)` returns the new state or
-  raises `IllegalTransition` (naming the state, the transition and the transitions legal from that state).
-  Decisions of the scheduler and the binder's answers are strict (e.g. RELEASE only from RESERVED);
-  observations of the API (`OBSERVE_*`) are legal from every state, because the API is the truth.
-- `charges(state)`: whether a pod in that state counts against its node's resources. The store
-  (core/memory/store.py) derives a node's used resources from this and nothing else: RESERVED, BINDING, ASSUMED,
-  BOUND and LEAVING charge their node; PENDING, NOMINATED (held per cycle by the scheduler, not charged)
-  and TERMINAL do not.
-- `pending(state)`: the pod is waiting to be placed (PENDING or NOMINATED).
+- `PodState`: PENDING, NOMINATED (capacity held while victims terminate), RESERVED (placed in memory), BINDING
+  (a pods/binding call in flight), ASSUMED (bound by us, not yet seen bound), BOUND, LEAVING (bound, being
+  deleted), TERMINAL (Succeeded/Failed).
+- `advance(state, transition)` returns the new state or raises `IllegalTransition` (naming the state, the
+  transition and the legal ones); decisions and the binder's answers are strict, observations of the API
+  (`OBSERVE_*`) are legal from every state.
+- `charges(state)`: RESERVED, BINDING, ASSUMED, BOUND and LEAVING charge their node (the store derives used
+  resources from this only); `pending(state)`: PENDING or NOMINATED. More: docs/modules.md#corememorypodstatepy.
 """
 
 from __future__ import annotations

@@ -2,20 +2,14 @@
 and the order in which a cycle attempts them.
 
 Contract:
-- Fed by the store (core/memory/store.py) as a `PendingSink`: `pod_pending` for pods without a gang, `gang_queued`
-  when a gang's pending set becomes non-empty or empty, `gang_forgotten` when the store forgets a gang.
-- `unit_state(unit)` is the backoff bookkeeping of a unit (attempts, backoff end, last failure, the freed
-  generation it backed off at, the last waiting reason reported); `record_backoff`, `record_success`,
-  `record_waiting_reason`, `record_told` (the pods whose condition says that reason) change it (from an applied
-  Plan). A pod's state goes when it stops pending without
-  having failed, or when it is removed (`forget_pod`); a gang's when the store forgets the gang.
-- `queued_gangs()`, `alone_pending()`: the pending units; `ready(unit, now, freed_gen)`: not backed off (a
-  backoff ends early when capacity was freed after it began, as kube-scheduler requeues on cluster events);
-  `rebase_freed(freed_gen)`: capacity freed so far ends no backoff (a deadlock victim's release); `rebase_unit` the
-  same for one unit (a queueing hint, core/hints/queue_hints.py).
-- `waiting_since` of a unit: its first failure since it last succeeded (core/gang/starvation.py ages gangs by it).
-- `holds`: capacity held for starving gangs (core/gang/starvation.py), by gang; `apply_holds(changes)` records a
-  plan's (None: the hold ended); a forgotten gang's hold goes with it.
+- Fed by the store as a `PendingSink` (`pod_pending`, `gang_queued`, `gang_forgotten`).
+- `unit_state(unit)`: a unit's backoff bookkeeping, changed from an applied Plan (`record_backoff`,
+  `record_success`, `record_waiting_reason`, `record_told`); `forget_pod` and a forgotten gang drop it.
+- `queued_gangs()`, `alone_pending()`; `ready(unit, now, freed_gen)`: not backed off (freed capacity ends a
+  backoff early); `rebase_freed(freed_gen)` / `rebase_unit`: freed capacity ends no backoff.
+- `waiting_since` of a unit: its first failure since it last succeeded (starvation ages gangs by it).
+- `holds`: capacity held for starving gangs, by gang; `apply_holds(changes)` records a plan's (None: ended).
+More: docs/modules.md#corememoryqueuepy.
 """
 
 from __future__ import annotations

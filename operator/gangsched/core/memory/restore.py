@@ -1,17 +1,14 @@
-"""A new leader's restoration of nominations and their victims from the pods' status.
+"""A new leader's restoration of nominations, their victims and timeouts from the pods.
 
-Contract: `restore_nominations(state, now=...)`: every pod whose status.nominatedNodeName names an existing
-node, pending, not leaving, and either without a gang or of a gang still able to use it (spec known, not
-satisfied, not timed out) gets its nomination back (capacity held), and the leaving, lower-priority pods bound
-on its preemptor's nominated nodes become that preemptor's victims (soon free: it waits for them and evicts
-nobody else); a gang without a waiting-time start starts it at `now`. Returns the pods whose status shows a
-nomination that was not restored (the runtime clears them). First, every partially bound Strict gang (a bind burst
-cut short by the previous leader's end, core/gang/partial_gangs.py) has its waiting time start at `now`: it is counted
-from the restart. Before that, `restore_timeouts(state)`: a gang (spec known, not satisfied) with an unbound live member
-carrying the timeout annotation the previous leader wrote (`gang.scheduling.koordinator.sh/timeout: "true"`, pod
-.timed_out) is timed out again, with a GangTimeout status, so its PodGroup stays Timeout across restarts (the
-annotation, not the PodGroup's Timeout condition, is the evidence: it goes with the pods, so a gang whose pods were
-all re-created is not timed out, and the condition is what this status recomputes). Returns those gangs.
+Contract:
+- `restore_timeouts(state)`: a gang (spec known, not satisfied) with an unbound live member carrying the previous
+  leader's timeout annotation is timed out again (GangTimeout status); returns those gangs.
+- `restore_nominations(state, now=...)`: every partially bound Strict gang starts its waiting time at `now`; every
+  pending, not leaving pod whose status.nominatedNodeName names an existing node, without a gang or of a gang
+  still able to use it, gets its nomination back, and the leaving lower-priority pods bound on its nominated
+  nodes become its victims; a gang without a waiting-time start starts it at `now`. Returns the pods whose
+  nomination was not restored (the runtime clears them).
+More: docs/modules.md#corememoryrestorepy.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import LEAVING, TERMINAL, PodState
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victims import VictimBook
-from gangsched.core.values.records import PodRecord
+from gangsched.core.records.records import PodRecord
 
 
 class Restorable(Protocol):

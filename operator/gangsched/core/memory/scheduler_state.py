@@ -1,44 +1,15 @@
 """The scheduler's in-memory model of the cluster: a facade over the store, the queue and the victim book.
 
 Contract (the state/ layer feeds it from watch events; the runtime applies plans to it):
-- Parts: `store` (core/memory/store.py: nodes, pods, gangs, each pod's lifecycle state and the resource accounting
-  that follows from it), `queue` (core/memory/queue.py: pending units and backoff), `victims` (core/memory/victims.py:
-  victims being evicted, gangs preempted whole, protected pods). The scheduler reads them through their
-  public readers; only this facade changes them.
-- Nodes: `upsert_node(NodeRecord)`, `remove_node(name)` (pods binding on a removed node are pending again;
-  reservations there are released by the next cycle, core/cycle/recheck.py).
-  Namespaces: `set_namespace(name, labels | None)` (pod affinity's namespaceSelector reads them).
-- Pods by key "namespace/name": `upsert_pod(PodRecord)`, `remove_pod(key)`. A pod is charged to a node exactly
-  while its state (core/memory/podstate.py) is RESERVED, BINDING, ASSUMED, BOUND or LEAVING.
-- Gangs by key "namespace/name": `upsert_gang(spec, *, created=None)`, `remove_gang(key)`;
-  `set_no_spec_reason(key, why)`: a gang without a spec whose PodGroup exists but is invalid (messages say so).
-  Pods whose gang has no spec yet are collected and wait. A gang is satisfied only while >= minMember of its
-  members are bound or finished (core/memory/gangs.py: derived from the pods, with named transitions).
-  `mark_satisfied(key)` (a PodGroup status says Scheduled/Running) is believed only when the pods show it; a
-  gang preempted whole ignores it until the scheduler satisfies it again.
-- `set_topology(tree | None)`: the topology tree handed to placement.
-- `health` (core/memory/health_book.py): runtime gang health of the gangs whose spec sets a grace period (upsert_gang
-  watches, remove_gang forgets; `apply` records Plan.health).
-- `apply(plan)`: records what a cycle decided (nominations and their clearing, victims, releases,
-  reservations, bindings in flight, waiting-time starts, satisfied gangs, timeouts, backoffs, last reported
-  statuses). The runtime calls it right after `schedule()`, before it carries the plan out against the API,
-  so the next cycle never hands out what this one decided.
-- Nominations are not charged to `used` (the victims still are, so `used` never exceeds allocatable); the
-  scheduler holds that capacity for the gang in each cycle's workspace. `eviction_failed(pod_key)`: the
-  Eviction API refused: the victim is protected from then on, and its preemptor chooses again after its backoff
-  (a refusal frees nothing), never that pod again until its budget, the pod or the cluster's nodes change
-  (`refused_for(gang)`); `victim_spared(pod_key)`: the runtime did not evict it (another member of its gang was
-  refused first): it is no victim any more, nothing else changes.
-  `set_protected(pod_key, flag)`: the pod is selected by a PodDisruptionBudget.
-- `bind_succeeded(pod_key)`: the pod is ASSUMED bound to its node until a watch event shows it bound (any
-  node), terminal, or deleted, or a pod of the same name with another uid appears; a stale event (nodeName
-  unset, same uid) keeps the node. `bind_failed(pod_key)`: the charge goes and the pod is pending again.
-- Restart safety: `set_leaving(pod_key, flag, deadline)` (metadata.deletionTimestamp: never chosen as a victim;
-  a victim's deletionTimestamp also bounds how long its preemptor waits for it: `termination_deadline(gang)`),
-  `restore_wait_start(gang, start)`, `restore_nominations(now=...)` (core/memory/restore.py).
-Readers: `nodes`, `pods`, `gangs`, `used`, `topology`, `leaving`, `assumed`, `evicting`, `protected`,
-`reservation_of`, `nomination_of`, `nominations`, `victims_of`, `bindings_in_flight`, `free`, `sizes`,
-`no_spec_reason`.
+- Parts: `store` (core/memory/store.py), `queue` (core/memory/queue.py), `victims` (core/memory/victims.py),
+  `health` (core/memory/health_book.py); the scheduler reads them, only this facade changes them.
+- Observations: `upsert_node`/`remove_node`, `set_namespace`, `upsert_pod`/`remove_pod`, `upsert_gang`/`remove_gang`,
+  `set_no_spec_reason`, `mark_satisfied` (believed only when the pods show it), `set_topology`, `set_protected`,
+  `set_leaving`; restart: `restore_wait_start`, `restore_nominations`.
+- `apply(plan)` records a cycle's decisions before the runtime carries them out; outcomes: `bind_succeeded`,
+  `bind_failed`, `eviction_failed` (the victim is protected from then on), `victim_spared`.
+- Nominations are not charged to `used`; readers: `nodes`, `pods`, `gangs`, `used`, `free`, `nominations`, ...
+More: docs/modules.md#corememoryscheduler_statepy.
 """
 
 from __future__ import annotations
@@ -54,9 +25,9 @@ from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victims import VictimBook
+from gangsched.core.records.records import NodeRecord, PodRecord, projected
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import NodeRecord, PodRecord, projected
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.units import UnitKey
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from gangsched.core.memory.accounting import Charge
 from gangsched.core.memory.podstate import BINDING, NOMINATED, RESERVED, PodState
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.naming import natural_key
-from gangsched.core.values.records import PodRecord
 
 
 @dataclass(slots=True)

@@ -1,27 +1,15 @@
 """The store: nodes, pods, gangs and each pod's lifecycle state, with the resource accounting that follows from it.
 
 Contract (fed by core/memory/scheduler_state.py, read by the scheduler through its public readers):
-- Nodes: `upsert_node`, `remove_node` (pods binding on a removed node are pending again; reserved ones stay charged
-  until the next cycle releases them with an event, core/cycle/recheck.py).
-- Pods by key "namespace/name": `upsert_pod`, `remove_pod`. Each known pod has a `PodState` (core/memory/podstate.py) in
-  its slot (core/memory/slots.py, whose readers the store inherits),
-  changed only through `_transition`, which checks the transition table; a pod charges its node's `used` resources
-  (core/memory/accounting.py) exactly while its state charges, never twice, incrementally (and its host ports).
-- An observed record decides the state: Succeeded/Failed is TERMINAL, spec.nodeName is BOUND (LEAVING with a
-  deletionTimestamp, see `set_leaving`); an unbound record keeps an in-memory state without a node. An ASSUMED pod
-  (bound by us, `bind_succeeded`) keeps its node when a stale event (same uid, no nodeName) arrives.
-- Decisions: `nominate`, `clear_nomination`, `reserve(binding=False|True)`, `bind_all`, `release`, `bind_succeeded`,
-  `bind_failed`: named transitions (illegal ones raise). A NOMINATED pod is not charged.
-- A pod whose gang changes (its labels or annotations name another gang, or none) leaves the old gang and joins the
-  new one; a reservation it held was the old gang's and is released (it is pending in the new gang); a pod bound,
-  binding or nominated keeps its state and counts in the new gang (a scheduler never moves a bound pod).
-- Gangs: core/memory/gangs.py. A pod is pending when it is ours, not timed out, PENDING or NOMINATED, and in a gang or
-  not gated (a gang's gated members pend: it says it waits for them); changes go to the `PendingSink`; each member's
-  transition tells its gang if it holds the quorum (satisfaction follows).
-- For the capacity caches (core/fit/capacity.py): `static_gen`, `changes_since`, `freed_gen`, `class_caches`,
-  `pod_counts` (core/fit/pod_counts.py, charged as the resources are). Our pods' classes are `records.projected`.
-- `timed`: the pods that declare a run time (PodRecord.run_seconds), for the capacity a deadlock check counts as
-  coming (core/gang/deadlock.py) without reading every node's pods.
+- Nodes: `upsert_node`, `remove_node`; pods: `upsert_pod`, `remove_pod`. Each pod's `PodState` changes only
+  through `_transition` (illegal ones raise); a pod charges its node's `used` (and host ports) exactly while its
+  state charges, incrementally.
+- An observed record decides the state (terminal, bound, leaving); an ASSUMED pod keeps its node on a stale event.
+- Decisions: `nominate`, `clear_nomination`, `reserve`, `bind_all`, `release`, `bind_succeeded`, `bind_failed`.
+- A pod that changes gang leaves the old one (a reservation is released) and joins the new one. Gangs:
+  core/memory/gangs.py; pending pods go to the `PendingSink`.
+- For the capacity caches: `static_gen`, `changes_since`, `freed_gen`, `class_caches`, `pod_counts`; `timed`.
+More: docs/modules.md#corememorystorepy.
 """
 
 from __future__ import annotations
@@ -53,9 +41,9 @@ from gangsched.core.memory.podstate import (
 )
 from gangsched.core.memory.priorities import PriorityCounts
 from gangsched.core.memory.slots import PodSlot, SlotReaders
+from gangsched.core.records.records import NodeRecord, PodRecord, label_keys_gen, projected
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import NodeRecord, PodRecord, label_keys_gen, projected
 from gangsched.core.values.resources import Resources, sub_into
 
 T = Transition

@@ -1,23 +1,15 @@
 """The victim book: pods being evicted for a preemptor gang, gangs preempted whole, and protected pods.
 
-Contract (nominations themselves are a pod state, NOMINATED, kept by core/memory/store.py):
-- `add_victim(pod, preemptor_gang)`: the pod is being evicted for that gang and is never chosen again while
-  it exists; `victims_of(gang)` lists them; `forget_victim(pod)` when it is gone or its eviction was refused.
-- `preempted`: gangs evicted whole; their (stale) PodGroup status no longer counts as satisfied until the
-  scheduler satisfies them again (`mark_preempted`, `clear_preempted`).
-- `protected`: pods selected by a PodDisruptionBudget, or whose eviction was refused (`set_protected`).
-- Termination deadlines: `extend_deadline(gang, t)` (the victims chosen for it must be gone by t: the choice's
-  time plus their terminationGracePeriodSeconds; `victim_leaving(pod, t)`: a victim's deletionTimestamp, which
-  the apiserver sets to the deletion time plus its grace period, moves its preemptor's deadline to t if later);
-  `termination_deadline(gang)`: its preemptor's waiting time is suspended until then (core/cycle/timers.py); kept
-  until `clear_deadline(gang)` (the gang was satisfied, timed out or gave up its waiting time) or the gang is
-  forgotten.
-- Refusals: `refuse(pod, cluster_gen)`: the Eviction API refused the victim (a PodDisruptionBudget): it stops
-  being a victim, is protected from then on, and is never chosen again for that preemptor (`refused_for(gang,
-  cluster_gen)`) until something changes: its budget allows it (`set_protected(pod, False)`), the pod itself
-  changes (`victim_changed(pod)`), or the cluster does (`cluster_gen`, the store's static_gen, moved). A
-  refusal frees no capacity: it does not end anyone's backoff.
-- `forget_pod(pod)`, `forget_gang(gang)`: every entry of a deleted pod or gang goes.
+Contract (nominations themselves are a pod state, kept by core/memory/store.py):
+- `add_victim(pod, gang)`, `victims_of(gang)`, `forget_victim(pod)`: a victim is never chosen again while it exists.
+- `preempted` gangs (`mark_preempted`, `clear_preempted`): their stale PodGroup status does not count as satisfied.
+- `protected` pods (`set_protected`): selected by a PDB, or their eviction was refused.
+- `extend_deadline(gang, t)`, `victim_leaving(pod, t)`, `termination_deadline(gang)`, `clear_deadline(gang)`: when
+  the victims chosen for a gang must be gone (its waiting time is suspended until then).
+- `refuse(pod, cluster_gen)` / `refused_for(gang, cluster_gen)`: a refused victim is never chosen again for that
+  preemptor until its budget, the pod or the cluster changes; a refusal frees no capacity.
+- `forget_pod(pod)`, `forget_gang(gang)`: a deleted pod's or gang's entries go.
+More: docs/modules.md#corememoryvictimspy.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from gangsched.core.memory.health_book import HealthBook
 from gangsched.core.memory.plan import CapacityHold
 from gangsched.core.memory.podstate import PodState
 from gangsched.core.memory.queue import UnitState
+from gangsched.core.records.records import NodeRecord, PodRecord
 from gangsched.core.topology import TopologyTree
-from gangsched.core.values.records import NodeRecord, PodRecord
 from gangsched.core.values.units import UnitKey
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.pod_spread import hard
 from gangsched.core.placement.pickers import Outcome, Placed
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord
 
 MAX_MOVES = 64
 

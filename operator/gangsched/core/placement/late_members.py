@@ -15,11 +15,11 @@ from __future__ import annotations
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.placement.devices import devices_checked
 from gangsched.core.placement.pickers import Outcome, Placed, place_batches
+from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import TopologyMode
-from gangsched.core.values.records import PodRecord
 
 
 def _batches(pods: list[PodRecord]) -> list[list[PodRecord]]:

@@ -18,10 +18,10 @@ PodGroup declared none). Cost: one place_network call and a walk down the chosen
 from __future__ import annotations
 
 from gangsched.core.placement.pickers import Outcome, place_batches
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
-from gangsched.core.values.records import PodRecord, SchedulingClass
 
 __all__ = ["pack"]
 

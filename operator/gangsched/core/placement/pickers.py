@@ -19,9 +19,9 @@ from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.capacity import ClassView
 from gangsched.core.placement.score_place import pick_scored
 from gangsched.core.placement.spread_place import pick_spread
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord, SchedulingClass
 
 Placed = list[tuple[PodRecord, str]]
 Outcome = tuple[Placed, list[Shortfall], int | None]  # (placed, shortfalls, topology tier)

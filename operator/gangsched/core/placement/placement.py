@@ -15,6 +15,8 @@ roles of the gang's bound and reserved members.
 - Otherwise (one class, or pods without a gang), core/placement/pickers.py: binpack takes the fullest node that fits as
   many as it can; spread deals one pod per node round the emptiest nodes; preferred affinity and
   PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
+- Hard constraints of Kubernetes' gang API that the topology's tiers do not express (a node label key, a gang tree's
+  groups: core/placement/domains.py) come as `domains`, a one-level tree: the gang is placed as hard at its tier 1.
 - Node filters (core/fit/filters.py, e.g. host ports) are part of the per-node fit counts of the class views, and
   every placement takes the class's host ports in the workspace, so members placed in the same cycle see them.
 - Pod affinity in the topology and quorum paths: they plan from per-node counts, which are exact only while
@@ -31,6 +33,7 @@ roles of the gang's bound and reserved members.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 from gangsched.core.fit.affinity import NAME as AFFINITY
 from gangsched.core.fit.pod_spread import hard
@@ -41,11 +44,11 @@ from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.placement.quorum_placement import place_quorum
 from gangsched.core.placement.spread_place import check_spread
 from gangsched.core.placement.topology_mixed import place_mixed_topology
+from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.gangspec import GangSpec, TopologyMode
-from gangsched.core.values.records import PodRecord
+from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 
 __all__ = ["Outcome", "Placed", "nominated_fit", "place"]
 
@@ -59,12 +62,15 @@ def place(
     *,
     partial: bool,
     held: Counter[str | None] | None = None,
+    domains: TopologyTree | None = None,
 ) -> Outcome:
     """Place pods on the workspace (see the module docstring). `held`: roles of the gang's bound and reserved
-    members (their total counts towards minMember). Their DRA claims are allocated on the nodes chosen
-    (core/placement/devices.py)."""
-    movable = spec is None or spec.network_topology is None
-    return devices_checked(session, _place(session, spec, pods, partial=partial, held=held), movable=movable)
+    members (their total counts towards minMember). `domains`: a one-level tree whose domains the pods must all go
+    to one of (core/placement/domains.py), instead of the gang's networkTopology. Their DRA claims are allocated
+    on the nodes chosen (core/placement/devices.py)."""
+    movable = domains is None and (spec is None or spec.network_topology is None)
+    outcome = _place(session, spec, pods, partial=partial, held=held, domains=domains)
+    return devices_checked(session, outcome, movable=movable)
 
 
 def _place(
@@ -74,12 +80,15 @@ def _place(
     *,
     partial: bool,
     held: Counter[str | None] | None,
+    domains: TopologyTree | None,
 ) -> Outcome:
     by_class: dict[int, list[PodRecord]] = {}
     for pod in pods:
         by_class.setdefault(pod.sclass.id, []).append(pod)
     tree = session.store.topology
     held = held if held is not None else Counter()
+    if domains is not None and spec is not None:
+        tree, spec = domains, replace(spec, network_topology=NetworkTopology(TopologyMode.HARD, highest_tier_allowed=1))
     network = spec.network_topology if spec is not None else None
     if tree is None and network is not None and network.mode == TopologyMode.HARD:
         why = f"topology: hard network topology requested but no topology is known ({NO_TOPOLOGY_HINT})"

@@ -23,10 +23,10 @@ from collections import Counter
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.placement.quorum import MAX_CLASSES, MAX_NODES, Candidate, Group, Quorum, search
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec
-from gangsched.core.values.records import PodRecord, SchedulingClass
 from gangsched.core.values.resources import PODS
 
 _SMALL = ("cpu", "memory", "ephemeral-storage", PODS)

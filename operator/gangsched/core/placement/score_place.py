@@ -23,8 +23,8 @@ from collections.abc import Container
 
 from gangsched.core.fit.capacity import ClassView
 from gangsched.core.fit.pod_score import terms
+from gangsched.core.records.records import SchedulingClass
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import SchedulingClass
 
 Chosen = list[tuple[str, int]]
 Sig = tuple[str | None, ...]  # a node's values of the terms' topology keys

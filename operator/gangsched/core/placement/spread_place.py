@@ -29,8 +29,8 @@ from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.capacity import ClassView
 from gangsched.core.fit.pod_counts import Counter, Overlay
 from gangsched.core.fit.pod_spread import Domains, domain_map, hard, missing_key
+from gangsched.core.records.records import PodRecord, PodSelector, SchedulingClass, SpreadConstraint
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord, PodSelector, SchedulingClass, SpreadConstraint
 
 Chosen = list[tuple[str, int]]
 

@@ -33,11 +33,11 @@ from collections.abc import Mapping
 from gangsched.core.placement.pickers import Outcome, Placed
 from gangsched.core.placement.quorum import MAX_NODES, Candidate, Group, first_fit, search
 from gangsched.core.placement.quorum_placement import class_order, place_quorum
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.topology import TopologyTree, natural_key
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, TopologyMode
-from gangsched.core.values.records import PodRecord, SchedulingClass
 
 
 def place_mixed_topology(

@@ -1,28 +1,13 @@
 """Preemption for a pod scheduled alone (without a gang, or a late member or replacement of a satisfied gang):
-kube-scheduler's DefaultPreemption for a single pod.
-
-Oracle: pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go (`SelectVictimsOnNode`: remove
-every lower-priority pod of a node, then add back as many as still let the preemptor fit, the PDB-violating
-ones first considered for keeping) and pkg/scheduler/framework/preemption/preemption.go (`pickOneNodeForPreemption`:
-fewest PDB violations, then the lowest highest victim priority, ..., fewest victims; the preemptor is nominated
-and waits in the queue while its victims terminate; `prepareCandidate`: a victim waiting in Permit is rejected
-instead of evicted, for any preemptor). Here reservations go first: the reservations of lower-priority gangs still
-waiting are taken (core/preemption/reclaim.py) when that places the pod, and nothing running is evicted. Otherwise the
-victim search is group preemption's (core/preemption/preemption.py `find_victims` with count 1 and no topology):
-protected (PDB) victims only as a last resort, the lowest highest victim priority, then the fewest victims; a victim
-gang is taken whole (or by its members above its quorum), so no gang is left running below its quorum, which
-kube-scheduler does not know about. A late member of a satisfied gang with a hard network topology preempts only
-inside the gang's domain (core/placement/late_members.py `hard_domain`), where it may be placed at all.
+kube-scheduler's DefaultPreemption for a single pod, reservations first, gangs taken whole.
 
 Contract (over a CycleSession): `preempt_alone(session, unit, pod, gang=None) -> str` for a pending pod that did
-not fit (`gang`: its satisfied gang, for a late member; the pod's holds are under `holds_key(unit)`).
-- "bound": lower-priority reservations were taken and the pod is bound (events `ReservationsReleased` on the
-  losers, `Preempting` on the pod).
-- "preempting": victims chosen (evictions, with the pod as their preemptor; the pod nominated on the node they
-  free, events `Preempted` on the victims, condition and event `Preempting` on the pod), or its victims are still
-  terminating and it waits.
+not fit (`gang`: its satisfied gang, for a late member; the pod's holds are under `holds_key(unit)`):
+- "bound": lower-priority reservations were taken (core/preemption/reclaim.py) and the pod is bound;
+- "preempting": victims chosen by group preemption's search (count 1; a late member of a hard-topology gang only
+  inside its domain) and the pod nominated, or its victims are still terminating and it waits;
 - "": nothing to take (preemptionPolicy Never, no lower priority, no choice); its nomination is cleared.
-The caller backs the unit off unless it is done.
+The caller backs the unit off unless it is done. More: docs/modules.md#corepreemptionpreempt_alonepy.
 """
 
 from __future__ import annotations
@@ -38,9 +23,9 @@ from gangsched.core.preemption.preempting import release_nominations
 from gangsched.core.preemption.preemption import find_victims
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import changed, conditions, event
 from gangsched.core.transaction.session import Checkpoint, CycleSession, holds_key
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 

@@ -17,8 +17,8 @@ from collections.abc import Set as AbstractSet
 
 from gangsched.core.fit.capacity import ClassView
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord
 
 
 def _size(pod: PodRecord) -> tuple[int, ...]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gangsched.core.values.records import LabelSelector
+from gangsched.core.records.records import LabelSelector
 
 
 @dataclass(slots=True)

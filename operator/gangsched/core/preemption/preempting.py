@@ -1,23 +1,15 @@
-"""The preemption step of a cycle: a gang that does not reach its quorum (Strict or NonStrict:
-core/gang/gang_rules.py) evicts lower-priority victims, and the capacity held for preemptors while their victims
-terminate.
+"""The preemption step of a cycle: a gang that does not reach its quorum evicts lower-priority victims, and the
+capacity held for preemptors while their victims terminate.
 
 Contract (over a CycleSession; the victim search itself is core/preemption/preemption.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
-  Never; members of several sizes (scheduling classes) are handled class by class (core/preemption/preempt_classes.py),
-  except in a gang with a networkTopology (Warning `PreemptionUnsupported` says so); members with host ports
-  or DoNotSchedule topology spread constraints do not preempt (core/preemption/preemption.py frees resources, not ports,
-  and does not keep the skew: such a gang waits).
-  True: handled (victims chosen: evictions, nominations, events Preempting /
-  Preempted, status Preempting; or the gang's victims are still terminating: it waits). False: nothing to
-  preempt; the gang's nominations are cleared and the caller reports the failure (Warning `PreemptionRefused`
-  says so when victims were refused to it, or, under `preemption.pdb: respect`, when only victim gangs a
-  PodDisruptionBudget would cut short make room: core/preemption/preemption.py).
-- `release_nominations(session, pods)`: a preemptor's held capacity is its own to use (in the open
-  transaction). `release_lower_holds(session, own, pending)`: the holds of lower-priority preemptors (gangs, or
-  pods alone) do not bind these members (`own`: their own holds' key); `settle_holds` afterwards: a
-  lower-priority preemptor whose held nodes were used loses its nominations (event NominationLost; it chooses
-  again later), the others' holds are put back.
+  Never; classes handled one by one (core/preemption/preempt_classes.py) except with a networkTopology; members
+  with host ports or DoNotSchedule spread constraints do not preempt. True: victims chosen (evictions,
+  nominations, events, status Preempting) or still terminating; False: nothing to preempt, nominations cleared.
+- `release_nominations(session, pods)`: a preemptor's held capacity is its own to use; `release_lower_holds`: the
+  holds of lower-priority preemptors do not bind these members; `settle_holds`: a lower-priority preemptor whose
+  held nodes were used loses its nominations (event NominationLost), the others' holds are put back.
+More: docs/modules.md#corepreemptionpreemptingpy.
 """
 
 from __future__ import annotations
@@ -32,9 +24,9 @@ from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import NOMINATED
 from gangsched.core.preemption.preempt_classes import choose_classes
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
-from gangsched.core.values.records import PodRecord
 
 
 def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:

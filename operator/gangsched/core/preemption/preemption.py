@@ -1,37 +1,15 @@
 """Group preemption: which lower-priority pods a gang that does not fit should evict, and where it then goes.
 
-Contract (pure: no I/O, no clock; the scheduler calls it, see core/cycle/scheduler.py):
-`find_victims(cluster, *, requests, count, priority, feasible, extra, topology, tree, excluded, protected,
-respect_pdb, refused) -> PreemptionChoice | None` for `count` members of one scheduling class (`requests`) of a
-gang of priority `priority`. `feasible` is the set of nodes the class may use at all (static constraints); `extra`
-is the workspace's tentative usage on top of `cluster.used` (the preemptor's own nominations already released).
-
-- Candidates: bound, non-terminal pods of priority strictly lower than `priority`, ours or other schedulers',
-  not in `excluded` (pods already being evicted for some preemptor: two preemptors never take the same victim)
-  nor in `refused` (their eviction was refused for this preemptor: never its victims, nor is their gang taken
-  whole without them).
-- Victim units: a gang is taken whole (every bound member at once; only when all of them have a lower
-  priority); of a gang with B bound members and quorum M, up to B - M members may instead be taken singly,
-  so the gang stays at or above its quorum. Members already being evicted count as gone. A pod without a gang
-  is a unit of its own.
-- Order of preference: (1) the best topology placement for the preemptor (the lowest (whole tier, group tier)
-  pair, as core/topology.place orders them), computed on the capacity each node would have with every
-  candidate removed; (2) the lowest highest-victim-priority; (3) the least work destroyed (with `now`: the
-  victims' run time so far x devices, victim_tracker.work_lost; a job restarts from zero); (4) the fewest victim
-  pods; (5) place()'s best-fit / natural order. Units containing a `protected` pod (one a PodDisruptionBudget's
-  status says the Eviction API would refuse now, or whose eviction was refused) are used only when no choice
-  without them exists; with `respect_pdb` (config `preemption.pdb: respect`) a whole victim gang with a protected
-  member is never used: its other members would be evicted and it would be left running below its quorum.
-- Method (never pods x nodes): per-node capacity with and without candidates; one place() call fixes the tier;
-  every domain of that tier that could hold the gang gets a greedy choice of units (lowest priority first, then
-  least work destroyed per capacity gained, then most capacity gained per victim pod; once with small units
-  first, once with large ones first), checked
-  incrementally with place()'s own slot rule; each choice is pruned (a unit whose removal keeps the placement
-  feasible is dropped) and the cheapest wins. Greedy: the victim pod count is not guaranteed minimal.
-- Without a topology (no tree or no networkTopology), the whole cluster is one domain and a choice is
-  feasible when the summed per-node fit reaches `count`.
-The result lists the victim pods, the victim units (gang keys, or pod keys of pods without a gang), the node
-of every member in rank order (to nominate), and the tier reached.
+Contract (pure): `find_victims(cluster, *, requests, count, priority, feasible, extra, topology, tree, excluded,
+protected, respect_pdb, refused) -> PreemptionChoice | None` for `count` members of one class of a gang.
+- Candidates: bound, non-terminal pods of lower priority, not already being evicted (`excluded`) nor refused to
+  this preemptor; victim units: a gang whole, or its members above its quorum, or a pod alone.
+- Preference: the best topology placement, then the lowest highest-victim priority, the least work destroyed,
+  the fewest victim pods, place()'s order; units with a `protected` pod only as a last resort (never a whole
+  gang with one under `respect_pdb`).
+- Greedy per domain, pruned, never pods x nodes; the victim count is not guaranteed minimal.
+The result: victim pods, victim units, each member's node in rank order (to nominate) and the tier reached.
+More: docs/modules.md#corepreemptionpreemptionpy.
 """
 
 from __future__ import annotations

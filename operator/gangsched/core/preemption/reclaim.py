@@ -1,27 +1,15 @@
-"""Reservations are preemptable: a gang that does not reach its quorum, or a pod that does not fit (without a gang,
-or a late member of a satisfied gang), takes the reservations of lower-priority gangs that are still waiting
-(NonStrict gangs holding part of their quorum, gangs waiting for their gang group) before any bound pod is evicted.
-
-kube-scheduler's preemption treats a pod waiting in Permit (the waiting-pods map) as a victim like any other,
-but rejects it in memory instead of deleting it (pkg/scheduler/framework/preemption/preemption.go
-`prepareCandidate`: `fh.GetWaitingPod(victim.UID)` ... `waitingPod.Reject(pluginName, "preempted")`), whatever
-the preemptor is; a reservation here is such a waiting pod.
+"""Reservations are preemptable: a gang below its quorum, or a pod that does not fit, takes the reservations of
+lower-priority gangs still waiting before any bound pod is evicted (kube-scheduler rejects Permit-waiting victims).
 
 Contract (over a CycleSession; pure):
-- `lower_reservations(session, own, pending)`: the gangs other than `own` (the preemptor's gang key, or its pod
-  key), not satisfied, of priority strictly lower than
-  the pending members' (preemptionPolicy Never: none), with reservations from earlier cycles (bindings in
-  flight are not taken), lowest priority first, then the most recently started waiting time first (the one
-  that waited least loses first), then key; at most `MAX_GANGS`.
-- `reclaim(session, own, pending, try_place) -> (Checkpoint, Attempt, released) | None`: inside a checkpoint,
-  releases those gangs' reservations one gang at a time (a gang loses all of them: its partial quorum is
-  worthless without them, and it reserves again later) and calls `try_place()` after each, until it reaches
-  the quorum (for a pod: until it is placed). On success the caller keeps the attempt and commits the returned
-  checkpoint, then calls `report(session, kind, key, released)` (kind "PodGroup" or "Pod"): each losing gang (its
-  waiting time runs on) gets a Warning `ReservationsReleased` "reservations released for higher-priority gang X"
-  (or "pod X"); the preemptor gets a Normal `Preempting` event. None (everything rolled back): releasing them all
-  does not make room, and bound victims are searched as before (core/preemption/preempting.py,
-  core/preemption/preempt_alone.py) with the reservations left in place.
+- `lower_reservations(session, own, pending)`: gangs other than `own`, not satisfied, of lower priority than the
+  pending members (preemptionPolicy Never: none), with reservations from earlier cycles; lowest priority, then the
+  most recently started waiting time, then key; at most `MAX_GANGS`.
+- `reclaim(session, own, pending, try_place) -> (Checkpoint, Attempt, released) | None`: in a checkpoint, releases
+  those gangs' reservations one whole gang at a time and tries to place after each; on success the caller commits
+  and calls `report(session, kind, key, released)` (Warning `ReservationsReleased` on the losers, `Preempting` on
+  the preemptor). None: everything rolled back; bound victims are searched as before.
+More: docs/modules.md#corepreemptionreclaimpy.
 """
 
 from __future__ import annotations
@@ -31,9 +19,9 @@ from typing import Protocol, TypeVar
 
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
+from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import event, report_status
 from gangsched.core.transaction.session import Checkpoint, CycleSession
-from gangsched.core.values.records import PodRecord
 
 MAX_GANGS = 32  # lower-priority reserving gangs considered per attempt (each costs one placement)
 

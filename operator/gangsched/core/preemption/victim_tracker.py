@@ -1,20 +1,14 @@
 """Victim units and the per-domain tracker of group preemption's search (core/preemption/preemption.py).
 
 Contract:
-- `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: the candidate
-  victim units: a gang taken whole (only when every bound member has a lower priority), single members of a gang
-  with more bound members than its quorum (up to `spare[gang]` of them; none for a gang whose spec says
-  `disrupt_whole`, Kubernetes' PodGroup `disruptionMode: all`), and pods without a gang; pods in
-  `excluded` (being evicted) count as gone; a pod in `refused` (its eviction was refused for this preemptor) stays:
-  it is never a unit itself and its gang is never taken whole (its other members would go, the gang would be left
-  below its quorum); a unit containing a `protected` pod is marked. With `nodes` (the preemptor's feasible nodes)
-  only units with a pod charged on one of them are built (found through `pods_on`, not by reading every pod), in
-  the same order. With `now`, each unit carries `loss`, the work its eviction destroys (`work_lost`: run time so far
-  x devices, no checkpoint assumed).
-- `Tracker(search, nodes, target, potential)`: the capacity of one candidate domain as units are added or
-  removed, with an O(1) feasibility test equal to core.topology.place's; `greedy` chooses units (lowest priority
-  first, then the least work destroyed per capacity gained, then the most capacity per victim pod), `prune` drops
-  the ones the placement does not need (the costliest first).
+- `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: a gang taken
+  whole (every bound member of lower priority), single members above its quorum (up to `spare[gang]`; none with
+  `disrupt_whole`), pods without a gang. Pods being evicted count as gone; a refused pod is never a unit and its
+  gang is never taken whole; units with a protected pod are marked. With `nodes`, only units charged there; with
+  `now`, each unit's `loss` (`work_lost`: run time so far x devices).
+- `Tracker(search, nodes, target, potential)`: one domain's capacity as units are added or removed, with
+  core.topology.place's feasibility test in O(1); `greedy` chooses units, `prune` drops the ones not needed.
+More: docs/modules.md#corepreemptionvictim_trackerpy.
 """
 
 from __future__ import annotations
@@ -24,9 +18,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gangsched.core.memory.views import StoreView
+from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import NetworkTopology
-from gangsched.core.values.records import PodRecord
 
 
 class Candidates(Protocol):

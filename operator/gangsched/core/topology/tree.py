@@ -1,22 +1,15 @@
 """The topology tree: validated domains and the per-tier level structure placement works on (pure).
 
 Contract:
-- `Domain(layer, name, parents, children)`: one entry of the topology ConfigMap's format. Layer 1 is the lowest
-  domain (ToR/unit); its children are node names. Children of higher layers are domains of lower layers.
-- `TopologyTree.from_domains(domains, *, source="domains")` validates and raises `InvalidField` (field named
-  `{source}[i].<field>`) on: empty names, layers that are not integers >= 1, duplicate domain names, a parent or
-  (above layer 1) a child that is not a domain, cycles, layer numbers that do not increase upwards, a node or
-  domain under two parents at one tier (or under two parents that are not on one chain). A parent/child link may
-  be declared on either side (or both).
-- Queries: `.tiers` (the top layer number), `.nodes()`, `.node_path(node)` (the node's domain names for tiers
-  1..tiers, or None for a node not in the tree), `.domains` (the normalized entries: one parent, the union of
-  declared children), `.domains_at(tier)`. A domain whose parent skips a layer, or a root below the top layer,
-  stands in for itself at the missing tiers: a node's domain at tier t is its highest ancestor of layer <= t.
-- Levels (read-only, for placement): level 0 is the nodes, level t (1..tiers) the tier-t domains, level tiers+1
-  the whole cluster (one domain); indexes at every level follow natural name order. `level_names[t][i]`,
-  `node_index[name]`, `parent_at[t][i]` (the index at level t+1), `children_at[t][i]` (indexes at level t-1);
-  `domain_index(node, tier)`: the index at `tier` of the domain holding the node of index `node`.
-- `natural_key(name)`: the sort key of natural order ("node2" < "node10"), defined once in core/values/naming.py.
+- `Domain(layer, name, parents, children)`: one entry of the topology ConfigMap (layer 1's children are nodes).
+- `TopologyTree.from_domains(domains, *, source="domains")` validates (names, layers, duplicates, unknown links,
+  cycles, layer order, two parents) and raises `InvalidField` naming `{source}[i].<field>`.
+- Queries: `.tiers`, `.nodes()`, `.node_path(node)`, `.domains`, `.domains_at(tier)`; a domain whose parent skips
+  a layer stands in for itself at the missing tiers.
+- Levels for placement: 0 the nodes, t the tier-t domains, tiers+1 the cluster, in natural name order:
+  `level_names`, `node_index`, `parent_at`, `children_at`, `domain_index(node, tier)`.
+- `natural_key(name)`: natural order ("node2" < "node10"), defined in core/values/naming.py.
+More: docs/modules.md#coretopologytreepy.
 """
 
 from __future__ import annotations

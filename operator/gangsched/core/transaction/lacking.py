@@ -1,18 +1,12 @@
 """Which eligible nodes lack room for one more pod of a class, and the first resource each lacks: the counts a
-failure message shows (core/transaction/messages.py `explain`), kept up to date from the accounting log instead of
-recounted.
+failure message shows (core/transaction/messages.py `explain`), kept up to date from the accounting log.
 
-Contract: `lacking(session, idx) -> (fit, reasons)`: of the nodes the class is statically eligible for (its
-capacity index `idx.pref`, core/fit/capacity.py), how many have room for one more pod of the class in the cycle's
-workspace (the store's used resources plus the workspace's tentative usage), and the others counted by
-"insufficient <resource>" (the first resource, in name order, the node lacks). Exactly what a pass over every
-eligible node would count; the cost is the nodes changed since the last call plus the nodes the workspace
-touched this cycle.
-Memo: per class in the store's `class_caches` (key ("lacking", class id)): the store-level reason of every node
-that lacks room (used resources only) and their counts, with the accounting log position and static generation
-it is up to date with; the nodes the log names since are checked again; a node change (static generation) or a
-trimmed log rebuilds it (one pass). Only for classes without per-node filters (host ports, pod affinity, spread:
-their reasons follow the workspace's pods and are counted by the caller).
+Contract: `lacking(session, idx) -> (fit, reasons)`: of the nodes the class is statically eligible for
+(core/fit/capacity.py), how many have room for one more pod in the cycle's workspace, and the others counted by
+"insufficient <resource>" (the first lacking resource in name order). Exactly what a pass over every eligible
+node would count, at the cost of the nodes changed since the last call plus those the workspace touched.
+Memo per class in the store's `class_caches`; only for classes without per-node filters (host ports, pod
+affinity, spread: the caller counts those). More: docs/modules.md#coretransactionlackingpy.
 """
 
 from __future__ import annotations

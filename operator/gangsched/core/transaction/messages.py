@@ -1,25 +1,15 @@
 """What a cycle tells users and the queue: PodGroup status, events, pod conditions, backoff, failure messages.
 
 Contract (functions over a CycleSession, writing to its plan):
-- `report_status(session, gang, status)`: the PodGroup status, only when it differs from the last reported.
-- `tell(session, unit, pods, reason, message)`: PodScheduled=False on the pods that do not say this message yet
-  (all when it changed; else the members that joined since); True when it changed.
-- `changed(session, unit, message)`: records the unit's waiting reason; True when it differs from the last
-  reported one (the PodGroup's events and status, and the pods' conditions, follow a change of the message; the
-  pods' FailedScheduling events follow every attempt).
-- `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, every attempt, as
-  one plan entry (PodEvents: the keys and the message) the runtime writes to each pod; its event recorder
-  aggregates repeats (one Event per pod, its count rising) and rate-limits each object as client-go does.
-- `event`, `conditions` (never on a gated pod: its SchedulingGated condition is the apiserver's), `backoff`
-  (exponential: config.backoff_seconds), `success` (the backoff resets).
-- `wait(session, gang, reason, message)`: a gang that waits without trying (Pending).
-- `fail(session, gang, message, pods, ..., holding=())`: a gang attempt that failed: backoff, status, the PodGroup's
-  event (when the message changed), the pods' conditions (`tell`; the members it holds: WaitingForGang),
-  FailedScheduling on each pod that found no node (every attempt).
-- `explain(session, shortfalls)`: why nodes are blocked; every count names what it counts (pods or nodes), as
-  kube-scheduler's FitError does ("0/3 nodes are available: 1 Insufficient cpu, ..."), e.g. `needs 8 pods x
-  {nvidia.com/gpu: 8}; 5 nodes fit; 3 more pods blocked by: insufficient nvidia.com/gpu (3 nodes), taint
-  dedicated=infer (2 nodes)`. One message per unit and attempt, the same for every member.
+- `report_status(session, gang, status)`: only when it differs from the last reported.
+- `tell(...)`: PodScheduled=False on the pods not saying this message yet; `changed(...)`: records the waiting
+  reason, True when it changed (events, status and conditions follow a change; FailedScheduling every attempt).
+- `failed_scheduling(session, pods, message)`: FailedScheduling on every pod of a failed attempt, as one entry.
+- `event`, `conditions` (never on a gated pod), `backoff` (exponential), `success` (backoff reset); `wait` (a gang
+  waiting without trying); `fail(...)` (a failed gang attempt: backoff, status, event, conditions).
+- `explain(session, shortfalls)`: why nodes are blocked, every count naming what it counts, as kube-scheduler's
+  FitError ("5 nodes fit; 3 more pods blocked by: insufficient nvidia.com/gpu (3 nodes)").
+More: docs/modules.md#coretransactionmessagespy.
 """
 
 from __future__ import annotations
@@ -28,16 +18,16 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gangsched.core.devices import describe, is_device_resource
+from gangsched.core.devices import Shapes
 from gangsched.core.fit.affinity import one_per_domain
 from gangsched.core.fit.capacity import ClassIndex, class_index
 from gangsched.core.fit.filters import block_reason, filters_for
 from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import Event, GangStatus, PodCondition, PodEvents, UnitBackoff
+from gangsched.core.records.records import PodRecord, SchedulingClass
 from gangsched.core.transaction.lacking import lacking, reason
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.records import PodRecord, SchedulingClass
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
 
@@ -210,12 +200,12 @@ def _head(session: CycleSession, short: Shortfall) -> str:
     """`needs 9 pods x {cpu: 1}`, and per pod its DRA devices with the nodes that have them free: `+ 8 x
     gpu.nvidia.com with <selector> (3 nodes have them free)` (core/devices/index.py names them)."""
     requests = short.cls.requests
-    plain = {r: q for r, q in requests.items() if not is_device_resource(r)}
+    plain = {r: q for r, q in requests.items() if not Shapes.is_resource(r)}
     head = f"needs {counted(short.need, 'pod')} x {format_resources(plain)}"
     for r, q in sorted(requests.items()):
-        if is_device_resource(r) and q > 0:
+        if Shapes.is_resource(r) and q > 0:
             free = _nodes_with_free(session, r, q)
-            head += f" + {describe(r, q)} ({counted(free, 'node')} {'has' if free == 1 else 'have'} them free)"
+            head += f" + {Shapes.describe(r, q)} ({counted(free, 'node')} {'has' if free == 1 else 'have'} them free)"
     return head
 
 
@@ -234,8 +224,8 @@ def _nodes_with_free(session: CycleSession, resource: str, quantity: int) -> int
 def _reason_shown(why: str) -> str:
     """`insufficient devices.gangsched.io/...` as the devices it stands for."""
     name = why.removeprefix("insufficient ")
-    if name != why and is_device_resource(name):
-        return f"not enough free {describe(name, 0).removeprefix('0 x ')}"
+    if name != why and Shapes.is_resource(name):
+        return f"not enough free {Shapes.describe(name, 0).removeprefix('0 x ')}"
     return why
 
 

@@ -1,25 +1,15 @@
-"""One scheduling cycle's session: a transaction over the SchedulerState, in the spirit of Volcano's Statement
-and KAI-scheduler's checkpoints.
+"""One scheduling cycle's session: a transaction over the SchedulerState (as Volcano's Statement, KAI's checkpoints).
 
 Contract:
-- `members(gang)`: bound, reserved and pending members; pending members that are gated or held (a required
-  constraint gangsched does not evaluate) are listed apart and never placed.
-- `CycleSession(state, now, config)` never changes `state` (a read-only StateView, core/memory/views.py). It holds
-  the cycle's `plan`, its `workspace` (core/fit/capacity.py: tentative capacity on top of the store) and what this
-  cycle decided so far, as seen by the rest of the cycle (`members`, `nomination`, `is_satisfied`,
-  `is_timed_out`, `is_evicting`).
-- Every decision is an operation of the session: `place` (tentative, this cycle), `reserve` (kept in memory),
-  `bind`, `release`, `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`,
-  `take_holds` (capacity held for preemptors), `take_devices` (a pod's DRA claims allocated on a node, in the
-  workspace's undo log; `bind` puts the bound pods' allocations in `plan.device_fits`). Each records its effect
-  on the plan and on the session's view, and its undo.
-- `checkpoint()` opens a transaction; `rollback(mark)` undoes every operation and every workspace change since
-  the mark, in reverse order, so a unit's attempt that fails leaves nothing behind; `commit(mark)` keeps them.
-  Undo is recorded only while a checkpoint is open (the common path allocates nothing for it).
-- Preemptors' nominations hold capacity in the workspace from the start of the cycle (`holds`, by gang, or by pod
-  for a pod without a gang, under `holds_key(unit)`: "pod/<namespace>/<name>", never a gang's key);
-  `nominate(holder, pods, nodes)` replaces the holds of those pods under `holder` and keeps its others (a late
-  member of a satisfied gang is nominated alone, under its gang's key).
+- `members(gang)`: bound, reserved and pending members; gated or held pending members apart, never placed.
+- `CycleSession(state, now, config)` never changes `state`; it holds the cycle's `plan`, its `workspace`
+  (core/fit/capacity.py) and what the cycle decided so far (`members`, `nomination`, `is_satisfied`, ...).
+- Every decision is an operation recording its effect and its undo: `place`, `reserve`, `bind`, `release`,
+  `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`, `take_holds`, `take_devices`
+  (DRA claims, in the workspace's undo log; `bind` puts them in `plan.device_fits`). `checkpoint()`,
+  `rollback(mark)` (undoes every operation and workspace change since), `commit(mark)`; undo only in a checkpoint.
+- Preemptors' holds are in the workspace from the start (`holds`, keyed by gang or `holds_key(unit)`).
+More: docs/modules.md#coretransactionsessionpy.
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gangsched.core.devices import DeviceBook, PodFit
 from gangsched.core.fit.capacity import Workspace
@@ -37,8 +27,8 @@ from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangTimeout, Plan
 from gangsched.core.memory.podstate import BINDING, LEAVING, NOMINATED, RESERVED
 from gangsched.core.memory.views import StateView
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
-from gangsched.core.values.records import PodRecord
 from gangsched.core.values.units import UnitKey
 
 POD_HOLDS = "pod/"  # prefix of the holds key of a pod alone (a gang key has no second "/")
@@ -96,6 +86,7 @@ class CycleSession:
         self.holds: dict[str, list[Hold]] = {}  # preemptor gang (or pod alone) -> capacity held for its members
         self._book: DeviceBook | None = None  # DRA: the devices and claims as this cycle took them
         self._fits: dict[str, PodFit] = {}  # pod placed this cycle -> its claims' allocation (take_devices)
+        self.memo: dict[Any, Any] = {}  # facts that stay true for the whole cycle, by whoever derives them
         for pod_key, node in state.nominations():
             pod = state.pods.get(pod_key)
             if pod is not None:

@@ -1,58 +1,31 @@
-"""Values: what the core knows of nodes, pods and gangs, as plain data and arithmetic.
+"""Values: what the core knows of resources and gangs, as plain data and arithmetic.
 
-The lowest package of the core: records of nodes and pods (the interned scheduling classes they share, and the
-selectors, pod terms and spread constraints they declare), Kubernetes quantities and resource arithmetic in
-canonical units, the normalized gang declaration, the scheduler's tunables, scheduling-unit keys, natural name
-order and the one error type for bad input. Parsers (models/) build
-these values; every other package of the core reads them.
+The lowest package of the core: Kubernetes quantities and resource arithmetic in canonical units, the normalized
+gang declaration and gang tree, the scheduler's tunables, scheduling-unit keys, natural name order and the one
+error type for bad input. Parsers (models/) build these values; every other package of the core reads them (node
+and pod records: core/records, one floor up).
 """
 
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, StalePolicy, TopologyMode, gang_key
+from gangsched.core.values.gangtree import DomainKey, GangTree, TreeNode
 from gangsched.core.values.naming import natural_key
-from gangsched.core.values.records import (
-    HostPort,
-    LabelSelector,
-    NodeRecord,
-    PodRecord,
-    PodSelector,
-    PodTerm,
-    Requirement,
-    SchedulingClass,
-    SpreadConstraint,
-    Taint,
-    Term,
-    Toleration,
-    register_label_keys,
-    scheduling_class,
-    with_requests,
-    with_required,
-)
 from gangsched.core.values.resources import Resources, add, add_into, canonical, maximum, parse_quantity, resource_list
 from gangsched.core.values.units import UnitKey
 
 __all__ = [
+    "DomainKey",
     "GangMode",
     "GangSpec",
-    "HostPort",
+    "GangTree",
     "InvalidField",
-    "LabelSelector",
     "NetworkTopology",
-    "NodeRecord",
-    "PodRecord",
-    "PodSelector",
-    "PodTerm",
-    "Requirement",
     "Resources",
     "SchedulerConfig",
-    "SchedulingClass",
-    "SpreadConstraint",
     "StalePolicy",
-    "Taint",
-    "Term",
-    "Toleration",
     "TopologyMode",
+    "TreeNode",
     "UnitKey",
     "add",
     "add_into",
@@ -61,9 +34,5 @@ __all__ = [
     "maximum",
     "natural_key",
     "parse_quantity",
-    "register_label_keys",
     "resource_list",
-    "scheduling_class",
-    "with_requests",
-    "with_required",
 ]

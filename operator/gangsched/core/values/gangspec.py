@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gangsched.core.values.gangtree import DomainKey, GangTree
+
 
 class GangMode(StrEnum):
     STRICT = "Strict"  # a member that cannot be placed releases the whole gang's reservations
@@ -64,6 +66,12 @@ class GangSpec:
     # the gang is one victim unit only (Kubernetes' PodGroup disruptionMode: all): no member above the quorum is
     # evicted singly (core/preemption/victim_tracker.py)
     disrupt_whole: bool = False
+    # the gang's place in a tree of groups (core/values/gangtree.py): admitted only with the tree; None: alone (or a
+    # gang group, spec.group)
+    tree: GangTree | None = None
+    # a hard topology constraint on a node label that is no tier of the topology: all members on nodes sharing one
+    # value of it (Kubernetes' schedulingConstraints.topology key); a tier's label is network_topology instead
+    domain: DomainKey | None = None
 
     @property
     def key(self) -> str:

@@ -1,17 +1,13 @@
 """Kubernetes quantities and resource arithmetic in canonical integer units.
 
 Contract:
-- `parse_quantity(value, *, field) -> Fraction`: the exact value of a Kubernetes quantity ("100m", "1.5",
-  "2Gi", "1e3", "500k", 4, 0.5). Negative or malformed quantities raise `InvalidField(field, value, ...)`.
-- `canonical(name, value, *, field) -> int`: the quantity of resource `name` in canonical units: cpu in
-  millicores (ceil), memory / ephemeral-storage / storage / hugepages-* in bytes (ceil), everything else
-  (pods, nvidia.com/gpu, other extended resources) as a whole count: a fractional count is an InvalidField.
-- `Resources` is a plain `dict[str, int]` of canonical amounts; absent means 0. Functions here never mutate
-  their arguments unless the name says so (`add_into`, `sub_into`).
-- `resource_list(obj, *, field) -> Resources` parses a ResourceList mapping (e.g. `requests`).
-- `add_into`, `sub_into` (in place), `add`, `maximum` (new dicts): resource arithmetic. A pod's effective requests
-  are computed from its spec by models/pod.py `pod_requests`.
-- `format_resources(res) -> str` renders e.g. `{cpu: 500m, memory: 1Gi, nvidia.com/gpu: 8}` for messages.
+- `parse_quantity(value, *, field) -> Fraction`: a Kubernetes quantity's exact value; negative or malformed ones
+  raise `InvalidField`.
+- `canonical(name, value, *, field) -> int`: cpu in millicores (ceil), memory, storage and hugepages in bytes
+  (ceil), anything else a whole count (a fraction is an InvalidField).
+- `Resources` is a `dict[str, int]` of canonical amounts (absent means 0); `resource_list(obj, *, field)` parses
+  a ResourceList; `add_into`, `sub_into` (in place), `add`, `maximum` (new dicts); `format_resources(res)`.
+Nothing here mutates its arguments unless its name says so. More: docs/modules.md#corevaluesresourcespy.
 """
 
 from __future__ import annotations

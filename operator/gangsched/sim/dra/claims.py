@@ -29,6 +29,7 @@ import uuid
 from typing import Any
 
 from gangsched.sim.disruption import StoreTap
+from gangsched.sim.request import RequestContext
 from gangsched.sim.store import StorageKey, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -221,8 +222,6 @@ class ResourceClaimController:
         return self.registry.resolve(group, version, plural)
 
     def _ctx(self) -> Any:
-        from gangsched.sim.registry import RequestContext  # the registry imports this package
-
         return RequestContext()
 
     def _get(self, key: StorageKey, ns: str, name: str) -> Obj | None:

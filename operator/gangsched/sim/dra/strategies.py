@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.sim.dra import rules as r
+import gangsched.sim.dra.rules as r
 from gangsched.sim.scheduling import fields as f
 
 Obj = dict[str, Any]

@@ -1,26 +1,22 @@
-"""CompositePodGroup (scheduling.k8s.io/v1alpha3): its strategy, as pkg/registry/scheduling/compositepodgroup/
-strategy.go, ValidateCompositePodGroup / ValidateCompositePodGroupUpdate / ValidateCompositePodGroupStatusUpdate
-(pkg/apis/scheduling/validation/validation.go) and the declarative tags of CompositePodGroupSpec
-(staging/src/k8s.io/api/scheduling/v1alpha3/types.go) shape it. Served only with the CompositePodGroup gate.
+"""CompositePodGroup (scheduling.k8s.io/v1alpha3): its strategy and validation, as upstream's
+compositepodgroup/strategy.go and validation.go shape it. Served only with the CompositePodGroup gate.
 
 Contract (pure; problems are `(field path, detail, cause reason)`):
 - `prepare_create(obj)`: status cleared. `prepare_update(cur, new)`: status kept from the stored object.
-- `validate(obj, gates)`: workloadRef required (workloadName a DNS subdomain, templateName a DNS label);
-  schedulingPolicy exactly one of basic | gang with minGroupCount >= 1; parentCompositePodGroupName a DNS
-  subdomain; schedulingConstraints.topology at most one label key; disruptionMode exactly one of single | all;
-  priorityClassName a DNS subdomain, priority <= 1000000000, preemptionPolicy Never | PreemptLowerPriority.
-- `validate_update(cur, new, gates)`: `validate(new)`; the whole spec is immutable (every field carries
-  `+k8s:immutable`).
+- `validate(obj, gates)`: workloadRef, schedulingPolicy (basic | gang, minGroupCount >= 1), parent name,
+  topology, disruptionMode, priority fields. `validate_update(cur, new, gates)`: the whole spec is immutable.
 - `validate_status_update(cur, new)`: conditions as ValidateConditions checks them.
+More: docs/modules.md#simschedulingcompositepodgrouppy.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
+import gangsched.sim.scheduling.podgroup as podgroup
+import gangsched.sim.scheduling.workload as workload
 from gangsched.sim.features import FeatureGates
-from gangsched.sim.scheduling import fields as f
-from gangsched.sim.scheduling import podgroup, workload
 
 Problem = f.Problem
 SPEC_FIELDS = (

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
 from gangsched.sim.features import FeatureGates
-from gangsched.sim.scheduling import fields as f
 
 
 def drop_disabled(spec: dict[str, Any], old_spec: dict[str, Any] | None, gates: FeatureGates) -> None:

@@ -1,33 +1,23 @@
 """PodGroup (scheduling.k8s.io/v1beta1): its strategy, as pkg/registry/scheduling/podgroup/strategy.go and the
-declarative validation of staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSpec's `+k8s:` tags) shape it.
+declarative validation of PodGroupSpec's `+k8s:` tags shape it.
 
 Contract (pure; problems are `(field path, detail, cause reason)`, answered as 422 Invalid by the registry):
-- `prepare_create(obj, gates)`: the PodGroupProtection admission (finalizer scheduling.k8s.io/podgroup-protection,
-  sim/podgroup_protection.py), then PrepareForCreate: status cleared; dropDisabledPodGroupFields (schedulingConstraints
-  without TopologyAwareWorkloadScheduling, resourceClaims without DRAWorkloadResourceClaims); the `+default`
-  `disruptionMode: {single: {}}`.
-- `validate(obj, gates)`: schedulingPolicy exactly one of basic | gang (validate.Union); gang.minCount required and
-  >= 1; schedulingConstraints.topology at most 1 item, each key required and a label key; resourceClaims at most 4,
-  unique names (DNS labels), exactly one of resourceClaimName | resourceClaimTemplateName (DNS subdomains);
-  disruptionMode exactly one of single | all; priorityClassName a DNS subdomain; priority <= 1000000000;
-  preemptionPolicy Never | PreemptLowerPriority (forbidden without PodGroupPreemptionPolicy);
-  parentCompositePodGroupName a DNS subdomain, requires workloadRef (dependentRequired), forbidden without
-  CompositePodGroup; workloadRef.workloadName a DNS subdomain, templateName a DNS label.
-- `prepare_update(cur, new, gates)`: PrepareForUpdate: status kept from the stored object; disabled fields dropped
-  unless the stored object uses them.
-- `validate_update(cur, new, gates)`: `validate(new)` plus immutability: everything in spec except
-  `schedulingPolicy.gang.minCount` (basic immutable; gang NoSet/NoUnset).
-- `validate_status_update(cur, new)`: ValidatePodGroupStatusUpdate: conditions (ValidateConditions) and
-  resourceClaimStatuses (at most 4; each name must match an entry of spec.resourceClaims).
+- `prepare_create(obj, gates)`: the protection finalizer (sim/podgroup_protection.py), status cleared, fields of
+  disabled gates dropped, `disruptionMode: {single: {}}` defaulted.
+- `validate(obj, gates)`: schedulingPolicy, minCount, topology, resourceClaims, disruptionMode, priority fields,
+  parent CompositePodGroup and workloadRef, each gated as upstream.
+- `prepare_update` / `validate_update(cur, new, gates)`: status kept; spec immutable except the gang's minCount.
+- `validate_status_update(cur, new)`: conditions and resourceClaimStatuses.
+More: docs/modules.md#simschedulingpodgrouppy.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
 from gangsched.sim.features import FeatureGates
 from gangsched.sim.podgroup_protection import admit_create
-from gangsched.sim.scheduling import fields as f
 
 Problem = f.Problem
 

@@ -1,29 +1,23 @@
-"""Workload (scheduling.k8s.io/v1beta1): its strategy, as pkg/registry/scheduling/workload/strategy.go, the
-hand-written pkg/apis/scheduling/validation/validation.go (ValidateWorkload, ValidateWorkloadSpec,
-ValidateWorkloadUpdate) and the declarative tags of WorkloadSpec / PodGroupTemplate / CompositePodGroupTemplate
-(staging/src/k8s.io/api/scheduling/v1beta1/types.go) shape it. A Workload has no status.
+"""Workload (scheduling.k8s.io/v1beta1): its strategy and validation, as upstream's workload/strategy.go,
+validation.go and WorkloadSpec's declarative tags shape it. A Workload has no status.
 
 Contract (pure; problems are `(field path, detail, cause reason)`):
-- `prepare_create(obj, gates)` / `prepare_update(cur, new, gates)`: templates' schedulingConstraints dropped without
-  TopologyAwareWorkloadScheduling (unless the stored object uses them).
-- `validate(obj, gates)`: exactly one of podGroupTemplates | compositePodGroupTemplates (the latter forbidden
-  without CompositePodGroup), each at most 8 with unique names; controllerRef (apiGroup a DNS subdomain, kind and
-  name required path segment names); every template as podgroup.py checks a PodGroup's fields (names DNS labels,
-  scheduling policy, topology, claims, disruption mode, priority); composite templates: basic | gang with
-  minGroupCount >= 1, at least one child, depth at most 4 (validateWorkloadTemplatesDepth), template names unique
-  across the whole tree (validateWorkloadTemplateNamesUniqueness), one priority and priorityClassName for all
-  (validateWorkloadPriority).
-- `validate_update(cur, new, gates)`: `validate(new)`; controllerRef immutable; templates may be neither added nor
-  removed (NoAddItem / NoRemoveItem); a template's fields immutable except its gang minCount.
+- `prepare_create(obj, gates)` / `prepare_update(cur, new, gates)`: templates' schedulingConstraints dropped
+  without TopologyAwareWorkloadScheduling (unless the stored object uses them).
+- `validate(obj, gates)`: exactly one of podGroupTemplates | compositePodGroupTemplates, controllerRef, every
+  template as podgroup.py checks a PodGroup, composite trees (depth, unique names, one priority).
+- `validate_update(cur, new, gates)`: controllerRef immutable; templates neither added nor removed; a template's
+  fields immutable except its gang minCount.
+More: docs/modules.md#simschedulingworkloadpy.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import gangsched.sim.scheduling.fields as f
+import gangsched.sim.scheduling.podgroup as podgroup
 from gangsched.sim.features import FeatureGates
-from gangsched.sim.scheduling import fields as f
-from gangsched.sim.scheduling import podgroup
 
 Problem = f.Problem
 MAX_TEMPLATES = 8

@@ -1,17 +1,12 @@
 """Validation of built-in kinds against the real Kubernetes v1.37 schemas and rules (admission-time checks).
 
 Contract (called by registry.py on every write; a CRD object's body goes through schema.py, its metadata here):
-- `decode_body(rtype, obj, field_validation, warnings)`: what the real JSON decoder does with the body
-  (decode.py): a type error -> ApiError 400 BadRequest `<Kind> in version "<v>" cannot be handled as a <Kind>:
-  <decoder message>`; unknown fields -> 400 `... strict decoding error: unknown field "spec.foo"` under
-  fieldValidation=Strict, a warning `unknown field "spec.foo"` under Warn (appended to `warnings`), nothing under
-  Ignore. See staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go (transformDecodeError,
-  addStrictDecodingWarnings). Unknown fields are then dropped, as decoding into the Go struct drops them.
-- `apply_defaults(rtype, obj)`: the defaulting of pkg/apis/core/v1/defaults.go the emulator models (SetDefaults_Secret:
-  type Opaque).
-- `validate_object(rtype, obj, namespace, create)`: required properties of the definitions and the kind rules
-  of rules.py, ConfigMap data at most 1 MiB, and (for every kind, custom ones too) annotations at most 256 KiB
-  (limits.py) -> ApiError 422 Invalid with one cause per problem.
+- `decode_body(rtype, obj, field_validation, warnings)`: the real JSON decoder's checks (decode.py): type errors
+  400 BadRequest; unknown fields 400 under Strict, a warning under Warn, nothing under Ignore; then dropped.
+- `apply_defaults(rtype, obj)`: the v1 defaulting the emulator models (Secret type Opaque).
+- `validate_object(rtype, obj, namespace, create)`: required properties, the kind rules of rules.py and the size
+  limits of limits.py -> ApiError 422 Invalid with one cause per problem.
+More: docs/modules.md#simvalidation__init__py.
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
-"""Decoding checks of built-in objects: what the real apiserver's JSON decoder refuses (400) or reports as unknown.
-
-A real kube-apiserver decodes a JSON body into the kind's Go struct with sigs.k8s.io/json (case-sensitive, strict
-mode reporting unknown fields). Errors surface from staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go
-(and update.go, patch.go) through `transformDecodeError` as 400 BadRequest:
-`Lease in version "v1" cannot be handled as a Lease: json: cannot unmarshal string into Go struct field
-LeaseSpec.spec.leaseDurationSeconds of type int32`. Unknown fields are a strict decoding error: with
-fieldValidation=Strict a 400 `... cannot be handled as a Lease: strict decoding error: unknown field "spec.foo"`,
-with Warn a warning `unknown field "spec.foo"`, with Ignore nothing.
+"""Decoding checks of built-in objects: what the real apiserver's JSON decoder (sigs.k8s.io/json) refuses (400) or
+reports as unknown.
 
 Contract:
-- `check(group, version, kind, obj) -> list[str]`: the unknown-field paths of `obj` (as sigs.k8s.io/json names
-  them: `spec.containers[0].foo`); raises DecodeError(message) for the first type error, where message is the
-  Go decoder's text (`json: cannot unmarshal ...`, a time parse error, a quantity or base64 error).
-  Checked from the v1.37 definitions (schemas.py): JSON types, int32/int64 ranges and integrality, Time
-  (RFC 3339) and MicroTime (RFC3339Micro: exactly six fractional digits, as metav1.MicroTime.UnmarshalJSON
-  parses with "2006-01-02T15:04:05.000000Z07:00"), IntOrString, Quantity syntax, base64 of []byte fields.
-  `null` is accepted anywhere (the zero value), as in Go. apiVersion and kind at the root are left to the REST
-  layer. A kind without a definition (or without the kubernetes-validate package) is not checked.
-- `required(group, version, kind, obj) -> list[str]`: paths of properties the definitions mark `required` that are
-  missing (below the root, outside metadata and status); the caller answers 422 `Required value`. Status is left
-  out because the real status validation is more lenient than the `+required` markers (ContainerStatus marks
-  imageID required; ValidatePodStatusUpdate does not check it).
-- Checkers are compiled once per definition and cached (the pod create path is hot).
+- `check(group, version, kind, obj) -> list[str]`: the unknown-field paths of `obj` as sigs.k8s.io/json names
+  them; raises DecodeError(the Go decoder's message) for the first type error. Checked from the v1.37 definitions
+  (schemas.py): JSON types, integer ranges, Time and MicroTime, IntOrString, Quantity, base64; `null` accepted
+  anywhere; a kind without a definition is not checked.
+- `required(group, version, kind, obj) -> list[str]`: missing `required` properties below the root, outside
+  metadata and status (the caller answers 422 `Required value`).
+- Checkers are compiled once per definition and cached.
+More: docs/modules.md#simvalidationdecodepy.
 """
 
 from __future__ import annotations
@@ -33,7 +21,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gangsched.sim.validation import schemas
+import gangsched.sim.validation.schemas as schemas
 
 
 class DecodeError(ValueError):

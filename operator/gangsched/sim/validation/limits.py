@@ -1,19 +1,13 @@
 """Size limits a real kube-apiserver enforces on every write (pure; the REST layer answers 413 or 422).
 
 Contract:
-- `MAX_REQUEST_BODY_BYTES` (3 MiB): kube-apiserver's default `--max-resource-write-bytes`
-  (staging/src/k8s.io/apiserver/pkg/server/config.go NewConfig: MaxRequestBodyBytes = 3 * 1024 * 1024);
-  `body_too_large()` is the answer to a larger body, as handlers/rest.go limitedReadBody words it:
-  413 RequestEntityTooLarge `Request entity too large: limit is 3145728`
-  (apimachinery/pkg/api/errors NewRequestEntityTooLargeError).
-- `meta_problems(obj)`: staging/src/k8s.io/apimachinery/pkg/api/validation/objectmeta.go ValidateAnnotations /
-  ValidateAnnotationsSize: the annotations' keys and values together (bytes) above TotalAnnotationSizeLimitB
-  (256 KiB = 262144) -> `metadata.annotations: Too long: must have at most 262144 bytes` (field.TooLong).
-  Applies to every kind, built-in or custom, on create and update.
-- `configmap_problems(obj)`: pkg/apis/core/validation/validation.go ValidateConfigMap: the values of `data`
-  (bytes of UTF-8) and of `binaryData` (decoded bytes) together above core.MaxSecretSize (1 MiB = 1048576) ->
-  `[]: Too long: must have at most 1048576 bytes` (field.TooLong on field.NewPath(""), printed `[]`).
+- `MAX_REQUEST_BODY_BYTES` (3 MiB, `--max-resource-write-bytes`'s default); `body_too_large()` is the 413
+  RequestEntityTooLarge answer to a larger body.
+- `meta_problems(obj)`: annotations above 256 KiB in all -> `metadata.annotations: Too long` (every kind, on
+  create and update).
+- `configmap_problems(obj)`: `data` and `binaryData` above 1 MiB together -> `[]: Too long`.
 Problems are (field, detail, cause reason) as rules.py gives them.
+More: docs/modules.md#simvalidationlimitspy.
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
 """Semantic validation of built-in kinds that the operator could violate (pure; the REST layer answers 422).
 
 Contract: `validate(group, kind, obj, *, namespace) -> list[(field path, detail, reason)]` (empty when valid), with
-the details a real apiserver prints (`Invalid value: "x": does not match event.namespace`, `Required value`).
-
-- Events (core/v1 and events.k8s.io/v1), pkg/apis/core/validation/events.go ValidateEventCreate and
-  legacyValidateEvent (constants ReportingInstanceLengthLimit, ActionLengthLimit, ReasonLengthLimit = 128,
-  NoteLengthLimit = 1024): an Event without eventTime (the core/v1 legacy form) must live in its involved object's
-  namespace (or in "" / "default" when the involved object is cluster-scoped); one with eventTime needs
-  reportingController (a qualified name), reportingInstance, action, reason (each at most 128 characters), a
-  message of at most 1024 characters, and an involved object namespace unless it lives in "default" or
-  "kube-system". Created through events.k8s.io/v1 it must also have eventTime, type Normal or Warning, no
-  deprecated first/last timestamp, count or source, and a series with count >= 2 and lastObservedTime.
-  core/v1 (and v1beta1) creation is legacy only: a real apiserver accepts any `type` there.
-  An events.k8s.io/v1 object is mapped to the core fields it is stored as (regarding -> involvedObject,
-  note -> message, deprecatedSource -> source, ...), as pkg/apis/events/v1/conversion.go does.
-- Leases, pkg/apis/coordination/validation/validation.go ValidateLeaseSpec: leaseDurationSeconds > 0,
-  leaseTransitions >= 0, strategy OldestEmulationVersion or a qualified name with a prefix
-  (ValidateCoordinatedLeaseStrategy), preferredHolder only with strategy.
+the details a real apiserver prints, for:
+- Events (core/v1 and events.k8s.io/v1, as ValidateEventCreate and legacyValidateEvent): the namespace rules of
+  legacy events, the reporting fields and length limits of new ones, the stricter events.k8s.io/v1 create (an
+  events.k8s.io/v1 object mapped to the core fields it is stored as);
+- Leases (ValidateLeaseSpec): leaseDurationSeconds > 0, leaseTransitions >= 0, strategy, preferredHolder.
+More: docs/modules.md#simvalidationrulespy.
 """
 
 from __future__ import annotations

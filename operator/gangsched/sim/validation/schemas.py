@@ -1,16 +1,12 @@
 """The real OpenAPI definitions of the built-in kinds (Kubernetes v1.37.0), as data from `kubernetes-validate`.
 
 Contract:
-- `definitions() -> dict[str, dict]`: every definition (name -> JSON Schema) of Kubernetes v1.37.0, loaded once
-  from the `kubernetes-validate` package's `kubernetes-json-schema/v1.37.0-local/_definitions.json` (generated
-  from the real apiserver's OpenAPI document; nullable fields are `type: [T, "null"]`, references are
-  `#/$defs/NAME`). Empty when the package is not installed (the optional `sim` extra): then built-in kinds are
-  not type-checked, as before.
-- `definition_name(group, version, kind) -> str | None`: the definition of a kind, found by its
-  `x-kubernetes-group-version-kind` tag.
-- `available() -> bool`.
-- `K8S_VERSION` ("v1.37.0"), `K8S_MINOR` ("37"): the release the emulator serves (/version, /openapi info).
+- `definitions() -> dict[str, dict]`: every definition (name -> JSON Schema), loaded once from the package's
+  `_definitions.json`; empty when the package is not installed (then built-in kinds are not type-checked).
+- `definition_name(group, version, kind) -> str | None`: found by the `x-kubernetes-group-version-kind` tag.
+- `available() -> bool`; `K8S_VERSION` ("v1.37.0"), `K8S_MINOR` ("37"): the release the emulator serves.
 Pure apart from reading the package data once.
+More: docs/modules.md#simvalidationschemaspy.
 """
 
 from __future__ import annotations

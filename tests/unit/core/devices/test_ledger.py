@@ -30,7 +30,7 @@ from gangsched.core.devices import (
 )
 from gangsched.core.fit.capacity import Workspace
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.values.records import Requirement, Term
+from gangsched.core.records.records import Requirement, Term
 
 GPU = "gpu.example.com"
 CLASS = DeviceClass("gpu", (f'device.driver == "{GPU}"',))

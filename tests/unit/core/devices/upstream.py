@@ -37,7 +37,7 @@ from gangsched.core.devices import (
     OpaqueConfig,
     ResourceSlice,
 )
-from gangsched.core.values.records import Requirement, Term
+from gangsched.core.records.records import Requirement, Term
 from gangsched.core.values.resources import parse_quantity
 
 REGION1, REGION2, NODE1, NODE2 = "region-1", "region-2", "node-1", "node-2"

@@ -16,7 +16,7 @@ import pytest
 from gangsched.core.fit.capacity import ClassIndex, Workspace, class_index, fit_count
 from gangsched.core.fit.filters import limit
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.values.records import SchedulingClass
+from gangsched.core.records.records import SchedulingClass
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
 from tests.builders import node_obj, pod_obj

@@ -19,10 +19,10 @@ from gangsched.core.cycle.simulate import step
 from gangsched.core.fit.filters import port_conflict
 from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.records.records import HostPort
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.core.values.records import HostPort
 from gangsched.models.pod import pod_from_api
 from tests.builders import add_gang, add_nodes, add_pod, pod_obj
 

@@ -6,7 +6,7 @@ podtopologyspread/common.go countPodsMatchSelector (terminating pods skipped: `l
 from __future__ import annotations
 
 from gangsched.core.fit.pod_counts import Overlay, PodCounts, PodInfo
-from gangsched.core.values.records import LabelSelector, NodeRecord, PodSelector, PodTerm
+from gangsched.core.records.records import LabelSelector, NodeRecord, PodSelector, PodTerm
 
 APP_WEB = LabelSelector((("app", "web"),), ())
 

@@ -498,7 +498,7 @@ def test_duplicate_pair_is_refused() -> None:
 
 
 def _constraint(**kw: Any) -> Any:
-    from gangsched.core.values.records import LabelSelector, SpreadConstraint
+    from gangsched.core.records.records import LabelSelector, SpreadConstraint
 
     return SpreadConstraint(
         **{

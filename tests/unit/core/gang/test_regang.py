@@ -15,9 +15,9 @@ from gangsched.core.cycle.simulate import step
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import BOUND, PENDING, RESERVED
 from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.core.values.records import PodRecord
 from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook

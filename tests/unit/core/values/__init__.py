@@ -1,1 +1,1 @@
-"""Unit tests of core/values: records, resources, specs, config, errors, naming."""
+"""Unit tests of core/values: resources, gang declarations, config, errors, naming."""

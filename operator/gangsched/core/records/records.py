@@ -1,34 +1,15 @@
-"""Compact, immutable-by-convention records of nodes and pods: what the core knows of them (built from API objects
-by models/node.py and models/pod.py).
+"""Compact, immutable-by-convention records of nodes and pods: what the core knows of them (built by models/).
 
 Contract:
-- `NodeRecord`: name, allocatable (canonical units, see core/values/resources.py), labels, taints, unschedulable.
-- `PodRecord`: identity, priority, preemption policy, creation time (epoch seconds), spec.nodeName, status.phase,
-  status.nominatedNodeName, gang/role/rank, whether it is ours, the timeout mark, its termination grace period
-  (seconds), its declared run time and start time (core/gang/starvation.py), its labels (sorted pairs: pod selectors
-  match them, core/fit/pod_counts.py) and its `SchedulingClass`.
-- `scheduling_class(requests, *, node_selector, required, preferred, tolerations, host_ports, affinity,
-  anti_affinity, spread, pod_preferred)`: the constraints and requests of a pod interned into a `SchedulingClass`
-  (same constraints -> the same object, with a small integer `id`; the implicit `pods: 1` request added): feasibility
-  is computed once per class, and records share the class's dicts instead of holding their own. Required pod
-  affinity and anti-affinity terms (`PodTerm`, core/fit/pod_counts.py) are part of the class; `spread`: the topology
-  spread constraints (core/fit/pod_spread.py; with the pod's namespace and selfMatch); `pod_preferred`: the preferred
-  pod affinity terms as (weight, term), anti-affinity ones with a negative weight (core/fit/pod_score.py).
-- `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)`: the label keys some
-  pod selector reads (process-wide); a class re-interned with its pods' namespace and those of their labels
-  (`projected(pod)`; the store applies it to our pods, core/memory/store.py), so pod selectors can match a class.
-- `Taint`, `Toleration` (with `tolerates`), `Requirement` and `Term` (node selector terms; matched by
-  core/fit/matching.py), `HostPort` (a container's hostIP/protocol/hostPort, checked by core/fit/filters.py).
-- `PodRecord.gated`: spec.schedulingGates is not empty (KEP-3521: never placed); `PodRecord.unsupported`: the
-  pod's constraints gangsched does not evaluate (field paths), `PodRecord.holds`: whether one of them is a
-  required constraint (the pod is then held, never placed); `PodRecord.hold_reasons`: other reasons it is held,
-  as sentences (its volume claims, state/volumes.py).
-- `with_required(cls, required)`: the interned class of `cls` with another required node affinity.
-- What a pod declares about labels and other pods, each matching by its own `matches` (Kubernetes semantics):
-  `requirement_matches(req, labels)`, `LabelSelector` (metav1.LabelSelector), `PodSelector` (with the namespaces'
-  labels, `NamespaceLabels`), `PodTerm` (a required pod affinity or anti-affinity term) and `SpreadConstraint`;
-  core/fit counts and filters with them (core/fit/pod_counts.py, core/fit/affinity.py, core/fit/pod_spread.py).
-Records are slots dataclasses; do not mutate them in place: build a new one (`dataclasses.replace`).
+- `NodeRecord` (name, allocatable in canonical units, labels, taints, unschedulable); `PodRecord` (identity,
+  priority, times, node, phase, nomination, gang/role/rank, labels, `gated`, `unsupported`, `holds`, its class).
+- `scheduling_class(requests, *, node_selector, ...)` interns a pod's constraints and requests (`pods: 1` added)
+  into a `SchedulingClass` (same constraints, same object, a small `id`); `with_required(cls, required)`.
+- `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)` / `projected(pod)`:
+  the label keys pod selectors read (process-wide), so selectors can match a class.
+- `Taint`, `Toleration`, `Requirement`, `Term`, `HostPort`, `requirement_matches`, `LabelSelector`, `PodSelector`,
+  `PodTerm`, `SpreadConstraint`: what pods declare, each matching with Kubernetes semantics.
+Records are slots dataclasses: never mutate one, `dataclasses.replace` it. More: docs/modules.md#corerecordsrecordspy.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Unit tests of core/records: node and pod records, scheduling classes, selectors, terms, taints."""
