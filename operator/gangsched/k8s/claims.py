@@ -33,6 +33,12 @@ def _path(claim_key: str, *, status: bool) -> str:
     )
 
 
+def _devices(allocation: Any) -> list[tuple[Any, ...]]:
+    """The devices an allocation names (the API may add fields, e.g. defaults, to what was written)."""
+    results = ((allocation or {}).get("devices") or {}).get("results") or []
+    return sorted((r.get("request"), r.get("driver"), r.get("pool"), r.get("device")) for r in results)
+
+
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a.get("uid") == b.get("uid") and a.get("name") == b.get("name") and a.get("resource") == b.get("resource")
 
@@ -53,7 +59,7 @@ class ClaimWriter:
             status = dict(claim.get("status") or {})
             reserved = list(status.get("reservedFor") or [])
             current = status.get("allocation")
-            if current is not None and allocation is not None and current != allocation:
+            if current is not None and allocation is not None and _devices(current) != _devices(allocation):
                 return f"ResourceClaim {claim_key} was allocated meanwhile by someone else"
             if current is None:
                 if allocation is None:

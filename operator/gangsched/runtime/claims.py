@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from gangsched.core.devices import PodFit
+from gangsched.core.devices import AllocationResult, PodFit
 from gangsched.k8s.claims import ClaimWriter
 from gangsched.models.dra import allocation_to_api
 from gangsched.state.cache import ClusterCache
@@ -40,18 +40,20 @@ class DeviceClaims:
 
     async def reserve(self, bindings: Sequence[tuple[str, str]], fits: Mapping[str, PodFit]) -> dict[str, str]:
         todo = [key for key, _node in bindings if key in fits]
-        reasons = await asyncio.gather(*(self._reserve_pod(key, fits[key]) for key in todo))
+        # a claim shared by pods of the batch is allocated by one fit: any of them may write it first
+        made = {claim: result for fit in fits.values() for claim, result in fit.new.items()}
+        reasons = await asyncio.gather(*(self._reserve_pod(key, fits[key], made) for key in todo))
         refused = {key: why for key, why in zip(todo, reasons, strict=True) if why is not None}
         if refused:
             self.cache.devices_dirty = True
         return refused
 
-    async def _reserve_pod(self, pod_key: str, fit: PodFit) -> str | None:
+    async def _reserve_pod(self, pod_key: str, fit: PodFit, made: Mapping[str, AllocationResult]) -> str | None:
         if not fit.fits:  # (decided when its reservation was bound: core/transaction/session.py bind)
             return fit.reason or "its claims do not fit its node"
         done: list[str] = []
         for claim_key in fit.claims:
-            new = fit.new.get(claim_key)
+            new = made.get(claim_key)
             consumer = self._consumer(pod_key, claim_key)
             why = await self.writer.reserve(claim_key, allocation_to_api(new) if new else None, consumer)
             if why is not None:

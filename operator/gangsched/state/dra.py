@@ -262,9 +262,12 @@ class DraBook:
         )
 
     def _counted(self) -> set[str]:
-        """Claims whose devices our pods' requests hold: owned by a pod we count."""
+        """Claims whose devices our pods' requests hold: owned by a pod we count (not finished: a finished pod's
+        requests count nowhere, its claim's devices stay taken until the resourceclaim controller releases them)."""
         out: set[str] = set()
         for pod in self.pods.values():
+            if pod.base.terminal:
+                continue
             for _, claim_key in pod.refs:
                 entry = self.claims.get(claim_key or "")
                 if entry is not None and pod.base.uid in entry.owner_uids:

@@ -235,3 +235,19 @@ def test_an_allocation_assumed_is_not_taken_again_before_its_event() -> None:
     taken = {d.device for r in first.device_fits["default/a"].new.values() for d in r.devices}
     again = {d.device for r in second.device_fits["default/b"].new.values() for d in r.devices}
     assert len(taken) == len(again) == 4 and not taken & again
+
+
+def test_a_finished_pods_claim_keeps_its_devices_until_released() -> None:
+    """A Succeeded pod's requests count nowhere, but its claim holds the devices until the resourceclaim controller
+    releases it (pkg/controller/resourceclaim/controller.go syncClaim): a new pod does not get them meanwhile."""
+    cache = cluster()
+    results = [{"request": "gpus", "driver": driver.DRIVER, "pool": "n0", "device": f"gpu-{i}"} for i in range(8)]
+    done = claim("done-gpu", owner="done", status={"allocation": {"devices": {"results": results}}})
+    cache.on_resource_claim("ADDED", done)
+    cache.on_pod_event("ADDED", template_pod("done", "done-gpu", node="n0", phase="Succeeded"))
+    cache.on_resource_claim("ADDED", claim("p-gpu", owner="p"))
+    cache.on_pod_event("ADDED", template_pod("p", "p-gpu"))
+    plan = run(cache)
+    assert not plan.bindings
+    cache.on_resource_claim("MODIFIED", {**done, "status": {}})  # released
+    assert run(cache, 10.0).bindings == [("default/p", "n0")]
