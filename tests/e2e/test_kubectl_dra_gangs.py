@@ -94,6 +94,8 @@ async def test_a_gang_of_8_pods_of_8_gpus_binds_whole_with_every_claim_allocated
             return True if phases.count("Running") == 8 else None
 
         await eventually(running, what="the kubelet started every member (claims allocated and reserved)")
+        events = json.loads(await kubectl(eight_nodes, "get", "events", "-o", "json"))["items"]
+        assert not [e["message"] for e in events if e["type"] == "Warning"]  # (claims seen late only wait)
 
 
 async def test_a_gang_that_does_not_fit_allocates_nothing_and_says_which_devices(eight_nodes: Cluster) -> None:

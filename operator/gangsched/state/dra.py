@@ -231,14 +231,17 @@ class DraBook:
         pod = self.pods[key]
         base = pod.base
         reasons: list[str] = []
+        waiting = 0  # reasons that only wait for the cluster (a claim not made, or made and not seen yet)
         demand: dict[str, int] = {}
         for name, claim_key in pod.refs:
             entry = self.claims.get(claim_key) if claim_key is not None else None
             # (upstream's words: dynamicresources.go PreEnqueue, foreachPodResourceClaim)
             if claim_key is None:
                 reasons.append(f'pod "{key}": ResourceClaim not created yet (pod claim {name!r}, from its template)')
+                waiting += 1
             elif entry is None:
                 reasons.append(f'resourceclaim.resource.k8s.io "{claim_key.partition("/")[2]}" not found')
+                waiting += claim_key in pod.made  # (made: it exists, its event is on the way)
             elif entry.deleting:
                 reasons.append(f'resourceclaim "{claim_key.partition("/")[2]}" is being deleted')
             elif claim_key in pod.made and base.uid not in entry.owner_uids and not _groups(pod, entry):
@@ -259,6 +262,7 @@ class DraBook:
             sclass=sclass,
             holds=base.holds or bool(reasons),
             hold_reasons=(*base.hold_reasons, *reasons),
+            waits=bool(reasons) and waiting == len(reasons) and not base.holds,
         )
 
     def _counted(self) -> set[str]:

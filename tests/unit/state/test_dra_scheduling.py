@@ -113,6 +113,9 @@ def test_missing_claim() -> None:
     plan = run(cache)
     assert not plan.bindings
     assert 'pod "default/p": ResourceClaim not created yet' in held_message(plan, "default/p")
+    # a wait for the resourceclaim controller, not a problem: no Warning (upstream's PreEnqueue emits no event)
+    assert {c.reason for c in plan.conditions} == {"WaitingForResourceClaim"}
+    assert not [e for e in plan.events if e.type == "Warning"]
 
 
 def test_deleted_claim() -> None:
@@ -122,6 +125,7 @@ def test_deleted_claim() -> None:
     plan = run(cache)
     assert not plan.bindings
     assert 'resourceclaim "p-gpu" is being deleted' in held_message(plan, "default/p")
+    assert {c.reason for c in plan.conditions} == {"Unsupported"}  # a problem: Warning events
 
 
 def test_wrong_claim() -> None:

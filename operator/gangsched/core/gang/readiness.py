@@ -2,10 +2,10 @@
 evaluate yet.
 
 Contract (over a CycleSession):
-- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (DRA resource claims: gangsched
-  does not evaluate them, and a silently violated requirement is worse than a pod that waits) waits with
-  "unsupported: <fields> (gangsched does not evaluate it yet)" (Warning events on the PodGroup and the held
-  pods, PodScheduled=False reason Unsupported); else a gang with a gated member waits with "N of M members
+- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (a silently violated requirement is
+  worse than a pod that waits) waits with "unsupported: <fields> (...)" and the hold reasons (Warning events on
+  the PodGroup and the held pods, reason Unsupported; only `waits` pods, a DRA claim not seen yet: reason
+  WaitingForResourceClaim, Normal, no pod event); else a gang with a gated member waits with "N of M members
   gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;
   its other members get the condition, gated pods keep the apiserver's SchedulingGated condition
   (core/transaction/messages.py `conditions`). The status, event and conditions are written when the message changes,
@@ -34,6 +34,7 @@ from gangsched.core.values.units import UnitKey
 
 UNSUPPORTED = "Unsupported"
 GATED = "SchedulingGated"
+WAITING = "WaitingForResourceClaim"  # held pods that only wait for their DRA claims to appear (`PodRecord.waits`)
 MAX_REASONS = 3  # hold reasons shown in one message
 
 
@@ -54,7 +55,10 @@ def gang_blocked(session: CycleSession, gang: GangState, members: Members) -> bo
     if not members.gated and not members.held:
         return False
     total = len(members.bound) + len(members.reserved) + len(members.pending) + len(members.gated) + len(members.held)
-    if members.held:
+    quiet = bool(members.held) and all(pod.waits for pod in members.held)
+    if quiet:
+        reason, type_, message = WAITING, "Normal", unsupported_message(members.held)
+    elif members.held:
         reason, type_, message = UNSUPPORTED, "Warning", unsupported_message(members.held)
     else:
         reason, type_, message = GATED, "Normal", f"{len(members.gated)} of {total} members gated"
@@ -63,7 +67,7 @@ def gang_blocked(session: CycleSession, gang: GangState, members: Members) -> bo
         waiting = total - len(members.bound) - len(members.reserved)
         report_status(session, gang, GangStatus(len(members.bound), len(members.reserved), waiting, reason, message))
         event(session, "PodGroup", gang.key, type_, reason, message)
-        for pod in members.held:
+        for pod in members.held if not quiet else ():
             event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
     return True
 
@@ -74,9 +78,10 @@ def held_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord]) -> l
     if not held:
         return pods
     message = unsupported_message(held)
+    quiet = all(pod.waits for pod in held)
     if changed(session, unit, message):
-        conditions(session, held, UNSUPPORTED, message)
-        for pod in held:
+        conditions(session, held, WAITING if quiet else UNSUPPORTED, message)
+        for pod in held if not quiet else ():
             event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
     rest = [pod for pod in pods if not pod.holds]
     if not rest:  # retried after a backoff, as an unschedulable pod is: it never takes every cycle's budget
