@@ -1,4 +1,4 @@
-"""Nodes read from the API into the core's `NodeRecord` (core/values/records.py).
+"""Nodes read from the API into the core's `NodeRecord` (core/records/records.py).
 
 Contract: `node_from_api(obj) -> NodeRecord`: metadata.name, allocatable (status.allocatable, else
 status.capacity; canonical units, see core/values/resources.py), labels, spec.taints (effect NoSchedule,

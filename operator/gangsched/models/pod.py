@@ -1,4 +1,4 @@
-"""Pods read from the API into the core's `PodRecord` (core/values/records.py): the per-pod hot path (plain dicts as
+"""Pods read from the API into the core's `PodRecord` (core/records/records.py): the per-pod hot path (plain dicts as
 orjson returns them; no pydantic here).
 
 Contract:
@@ -10,7 +10,7 @@ Contract:
   constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
   of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
   them, pod affinity/anti-affinity terms, required and preferred, models/pod_affinity.py, the topology spread
-  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/values/records.py `scheduling_class`);
+  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records/records.py `scheduling_class`);
   the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
   evaluate (`unsupported`, field paths; 1.37's spec.evictionResponders is placed and reported: gangsched preempts
   without an EvictionRequest). Volumes and DRA claims are not read here: the cache applies a pod's claims

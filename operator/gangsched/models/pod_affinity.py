@@ -12,7 +12,7 @@ Contract:
   (value)` / `key NotIn (value)`, a key the pod lacks is skipped, nothing with a nil selector), as the
   apiserver does on creation (KEP-3633, pkg/registry/core/pod/strategy.go applyMatchLabelKeysAndMismatchLabelKeys;
   merging again is harmless). The label keys the selectors read are registered
-  (core/values/records.py `register_label_keys`).
+  (core/records/records.py `register_label_keys`).
 Bad input raises InvalidField naming the field path (e.g.
 `spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey`).
 """

@@ -1,4 +1,4 @@
-"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/values/records.py).
+"""A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/records/records.py).
 
 Contract:
 - `spread_constraints(spec, *, namespace, labels) -> constraints`: the constraints as records, DoNotSchedule
@@ -8,7 +8,7 @@ Contract:
   unset is 1; nodeAffinityPolicy unset is Honor, nodeTaintsPolicy unset is Ignore; each matchLabelKeys key the pod
   has is merged into the selector with the pod's value (keys it lacks are left out); selfMatch is whether the
   selector matches the pod's own labels. The label keys a selector reads are registered
-  (core/values/records.py `register_label_keys`) so the cycle's placements are matched by their class.
+  (core/records/records.py `register_label_keys`) so the cycle's placements are matched by their class.
 - Validation as the apiserver's (pkg/apis/core/validation `validateTopologySpreadConstraints`): maxSkew an integer
   from 1 to 2147483647, topologyKey a non-empty string, whenUnsatisfiable DoNotSchedule or ScheduleAnyway, minDomains
   from 1 to 2147483647 and only with DoNotSchedule, the policies Honor or Ignore, no two constraints with the same

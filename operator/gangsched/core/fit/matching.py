@@ -10,7 +10,7 @@ Contract:
   node-affinity terms, minus 100 per PreferNoSchedule taint the class does not tolerate.
 - `term_matches(term, node) -> bool`: Kubernetes node selector semantics (a term without any requirement matches
   nothing; Gt/Lt compare integers; a label that is not an integer never matches Gt/Lt), through
-  `requirement_matches` (core/values/records.py, where `LabelSelector`, a metav1.LabelSelector parsed by
+  `requirement_matches` (core/records/records.py, where `LabelSelector`, a metav1.LabelSelector parsed by
   models/selectors.py, matches labels the same way; an empty selector matches everything: callers that give it
   another meaning, such as the Eviction API's "selects nothing", say so themselves, core/preemption/preempt_pdb.py).
 """

@@ -4,7 +4,7 @@ of the filters that look at other pods (InterPodAffinity in core/fit/affinity.py
 Contract:
 - A matcher is a tuple of `PodSelector`s that must all match (one per anti-affinity term or spread constraint;
   all required terms for pod affinity, as kube-scheduler counts a pod only when it matches every term).
-  `PodSelector(namespaces, selector, namespace_selector=None)` (core/values/records.py): `namespaces` None is
+  `PodSelector(namespaces, selector, namespace_selector=None)` (core/records/records.py): `namespaces` None is
   every namespace; `namespace_selector` adds the namespaces whose labels it matches (AffinityTerm.Matches);
   `selector` None is a nil selector, matching nothing (LabelSelectorAsSelector(nil) = labels.Nothing()).
   `matches(namespace, labels, spaces)`, `spaces` the namespaces' labels, kept by `set_namespace(name,
@@ -30,7 +30,7 @@ Contract:
   overlay. Counters registered while an overlay exists get its placements replayed when first read, at the next
   `add`, or at `catch_up()` (which returns those changes, so a view made after the counter refreshes them).
 - The workspace knows a placement by its class: `SchedulingClass.namespace/labels` are projected on the label
-  keys selectors read (core/values/records.py `register_label_keys`, called by the parsers, models/pod_affinity.py).
+  keys selectors read (core/records/records.py `register_label_keys`, called by the parsers, models/pod_affinity.py).
   Caveat: a key that differs per member (an index label) read by some selector splits a gang into classes.
 Pure bookkeeping, no I/O. `memo` holds the filters' per-class state (keyed by them).
 """

@@ -3,12 +3,12 @@ podtopologyspread/filtering.go and common.go), as records and domain counts (pur
 core/topology/.
 
 Contract:
-- `SpreadConstraint` (core/values/records.py): one constraint of a pod as the plugin reads it (models/pod_spread.py
+- `SpreadConstraint` (core/records/records.py): one constraint of a pod as the plugin reads it (models/pod_spread.py
   builds it): maxSkew, topologyKey, the pod's namespace, the selector (None: a nil labelSelector, which selects no pod;
   matchLabelKeys already merged in), selfMatch (the selector matches the pod's own labels), minDomains, and the
   node inclusion policies (nodeAffinityPolicy Honor: only nodes the pod's nodeSelector and required node
   affinity accept count; nodeTaintsPolicy Honor: only nodes whose NoSchedule/NoExecute taints the pod tolerates
-  count). A class keeps its constraints in `SchedulingClass.spread` (core/values/records.py).
+  count). A class keeps its constraints in `SchedulingClass.spread` (core/records/records.py).
 - ScheduleAnyway constraints (`hard` False) are kept too: they never refuse a node, they order the candidates
   (core/placement/spread_place.py), as kube-scheduler's PodTopologySpread Score prefers the domains with the fewest
   matching pods. `hard(cls)`: the class has a DoNotSchedule constraint.
