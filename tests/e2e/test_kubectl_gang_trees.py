@@ -143,6 +143,21 @@ async def test_three_level_composite_tree_binds_whole(cluster: Cluster, tmp_path
         assert "    composite default/train-mid  minGroupCount 2  groups 2/2 ready  ready" in shown, shown
         assert "      podgroup default/train-a  minCount 2  pods 2/2 bound  ready" in shown, shown
 
+        async def conditions_written() -> bool:
+            out = yaml.safe_load(await kubectl(cluster, "get", "compositepodgroups", "-o", "yaml"))
+            got = {
+                o["metadata"]["name"]: [
+                    (c["type"], c["status"], c["reason"]) for c in (o.get("status") or {}).get("conditions") or []
+                ]
+                for o in out["items"]
+            }
+            want = [("CompositePodGroupInitiallyScheduled", "True", "Scheduled")]
+            return got == {"train-root": want, "train-mid": want}
+
+        # kube-scheduler 1.37 pkg/scheduler/schedule_one_podgroup.go submitCompositePodGroupResult (Success: True,
+        # CompositePodGroupReasonScheduled), as test/e2e/scheduling's verifyCompositePodGroupCondition reads it
+        await eventually(conditions_written, what="CompositePodGroupInitiallyScheduled True on both composites")
+
 
 def grove_pod(name: str) -> dict[str, Any]:
     body = pod(name, gpu=8)

@@ -7,6 +7,7 @@ Contract (every call never blocks and never raises):
 - `discard_pod_conditions(namespace, name)`: condition patches not sent yet are dropped (a pod being bound).
 - `nominate(namespace, name, node)`: status.nominatedNodeName (`node=None` clears it).
 - `set_podgroup_owners(namespace, name, owners)`, `set_podgroup_status(namespace, name, status, api_version=...)`.
+- `set_composite_status(namespace, name, status)`: a CompositePodGroup's status (scheduling.k8s.io/v1alpha3).
 - `forget_podgroup(namespace, name)`: the PodGroup was created again; the writer's memory of the old one goes.
 More: docs/modules.md#k8swritespy.
 """
@@ -17,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gangsched.k8s.api import PodOwner, owner_references, pod_path, podgroup_path
-from gangsched.k8s.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH
+from gangsched.k8s.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, resource_path
 from gangsched.k8s.writer import PatchWriter, now_rfc3339
+from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
+from gangsched.models.composite import PLURAL as COMPOSITE_PLURAL
 from gangsched.models.podgroup import API_VERSION
 
 
@@ -62,6 +65,13 @@ class Writes:
         self, namespace: str, name: str, status: dict[str, Any], *, api_version: str = API_VERSION
     ) -> None:
         self.writer.patch(podgroup_path(namespace, name, "status", api_version=api_version), {"status": status})
+
+    def set_composite_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        group, _, version = COMPOSITE_API_VERSION.partition("/")
+        path = resource_path(
+            group=group, version=version, plural=COMPOSITE_PLURAL, namespace=namespace, name=name, subresource="status"
+        )
+        self.writer.patch(path, {"status": status})
 
     def forget_podgroup(self, namespace: str, name: str, *, api_version: str = API_VERSION) -> None:
         """The PodGroup under this name is a new object: what was written to the old one no longer counts."""

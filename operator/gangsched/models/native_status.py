@@ -10,11 +10,15 @@ Contract (pure, no I/O, no clock: the time is passed in):
   an invalid spec, an invalid gang group; the message names the field); False/Unschedulable when the last decision left
   the gang unplaced for any reason but waiting for its pods (kube-scheduler's PreEnqueue holds a group short of minCount
   pods before any cycle, so it writes nothing then); None when there is nothing to say yet.
-- `set_condition(conditions, wanted, *, generation, now_iso) -> list | None`: apimachinery's SetStatusCondition on a
-  copy of the PodGroup's `status.conditions`, guarded as kube-scheduler's updatePodGroupCondition guards it: the
+- `set_condition(conditions, wanted, *, generation, now_iso, type_=INITIALLY_SCHEDULED) -> list | None`:
+  apimachinery's SetStatusCondition on a copy of the PodGroup's (or CompositePodGroup's) `status.conditions`, guarded as kube-scheduler's updatePodGroupCondition guards it: the
   condition is terminal once True (a True one is never moved back to False, nor rewritten); lastTransitionTime moves
   only when the status does; `observedGeneration` is the PodGroup's generation. None when nothing would change (no
   write).
+- `COMPOSITE_INITIALLY_SCHEDULED` ("CompositePodGroupInitiallyScheduled"), same reasons:
+  `wanted_composite(*, admitted, minimum, decided_reason, decided_message, invalid)`: a CompositePodGroup's condition
+  (submitCompositePodGroupResult, updateCompositePodGroupCondition: the same guard): True/Scheduled once `minimum`
+  (minGroupCount) of its children are scheduled (`admitted`), the rest as `wanted_condition`.
 - `DISRUPTION_TARGET` ("DisruptionTarget"), reason `PREEMPTION_BY_SCHEDULER` ("PreemptionByScheduler"):
   `disruption_condition(conditions, *, message, generation, now_iso) -> list | None`: the conditions with
   DisruptionTarget True/PreemptionByScheduler set (SetStatusCondition: lastTransitionTime kept when it was True
@@ -36,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+COMPOSITE_INITIALLY_SCHEDULED = "CompositePodGroupInitiallyScheduled"
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 SCHEDULED = "Scheduled"
@@ -59,17 +64,33 @@ def wanted_condition(
     return "False", UNSCHEDULABLE, decided_message or decided_reason
 
 
+def wanted_composite(
+    *, admitted: int, minimum: int, decided_reason: str | None, decided_message: str, invalid: str | None
+) -> Wanted | None:
+    """See module docstring."""
+    if admitted >= minimum:
+        return "True", SCHEDULED, f"{admitted} child groups scheduled (minGroupCount {minimum})"
+    return wanted_condition(
+        bound=0, min_count=1, decided_reason=decided_reason, decided_message=decided_message, invalid=invalid
+    )
+
+
 def set_condition(
-    conditions: Sequence[Mapping[str, Any]], wanted: Wanted, *, generation: int, now_iso: str
+    conditions: Sequence[Mapping[str, Any]],
+    wanted: Wanted,
+    *,
+    generation: int,
+    now_iso: str,
+    type_: str = INITIALLY_SCHEDULED,
 ) -> list[dict[str, Any]] | None:
     """See module docstring."""
     status, reason, message = wanted
     out = [dict(c) for c in conditions if isinstance(c, Mapping)]
-    existing = next((c for c in out if c.get("type") == INITIALLY_SCHEDULED), None)
+    existing = next((c for c in out if c.get("type") == type_), None)
     if existing is not None and existing.get("status") == "True":
         return None  # terminal once True (its message is not refreshed either: no write per later bind)
     new = {
-        "type": INITIALLY_SCHEDULED,
+        "type": type_,
         "status": status,
         "observedGeneration": generation,
         "lastTransitionTime": now_iso,

@@ -51,17 +51,19 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from gangsched.core import GangSpec, PodRecord
+from gangsched.core import GangSpec, GangTree, PodRecord
 from gangsched.k8s.api import KubeApi, PodOwner
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
-from gangsched.models.native_status import set_condition, wanted_condition
+from gangsched.models.native_status import COMPOSITE_INITIALLY_SCHEDULED as COMPOSITE_CONDITION
+from gangsched.models.native_status import set_condition, wanted_composite, wanted_condition
 from gangsched.models.podgroup import SIGS_API_VERSION, PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
 from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
+from gangsched.state.composite import KIND as COMPOSITE_KIND
 from gangsched.state.status import GANGSCHED
 
 log = logging.getLogger(__name__)
@@ -223,6 +225,7 @@ class PodGroupReporter:
                 pod = cluster.pods.get(pod_key)
                 if pod is not None and pod.gang in dirty and not pod.node_name:
                     in_flight[pod.gang] = in_flight.get(pod.gang, 0) + 1
+        self._composite_statuses(dirty, now)
         for key in dirty:
             pg = self.cache.podgroup(key)
             if pg is None:
@@ -299,6 +302,50 @@ class PodGroupReporter:
             return
         native.wrote(key, conditions)
         self.writes.set_podgroup_status(*split_key(key), {"conditions": conditions}, api_version=NATIVE_API_VERSION)
+
+    def _composite_statuses(self, dirty: set[str], now_iso: str) -> None:
+        """The CompositePodGroupInitiallyScheduled condition of every CompositePodGroup in the trees of the dirty native
+        gangs, as kube-scheduler 1.37 writes it (models/native_status.py wanted_composite): a composite is scheduled
+        once minGroupCount of its children are (a leaf: its quorum bound), recursively; never again once True."""
+        gangs = self.cache.cluster.gangs
+        trees: dict[str, GangTree] = {}
+        for key in dirty:
+            gs = gangs.get(key)
+            tree = gs.spec.tree if gs is not None and gs.spec is not None else None
+            if tree is not None and tree.kind == COMPOSITE_KIND:
+                trees[tree.root] = tree
+        composites = self.cache.composites
+        for tree in trees.values():
+            done: dict[str, bool] = {}
+            for leaf in tree.leaves():
+                gs = gangs.get(leaf)
+                quorum = gs.spec.min_member if gs is not None and gs.spec is not None else 0
+                done[leaf] = quorum > 0 and sum(1 for pod in self.cache.members(leaf) if pod.node_name) >= quorum
+            decided = next(
+                (g.last_status for leaf in tree.leaves() if (g := gangs.get(leaf)) is not None and g.last_status),
+                None,
+            )
+            for node in reversed(tree.nodes):  # children before their parents (the nodes are listed level by level)
+                if node.leaf:
+                    continue
+                admitted = sum(1 for child in node.children if done.get(child))
+                done[node.key] = admitted >= node.minimum
+                obj = composites.objects.get(node.key)
+                wanted = wanted_composite(
+                    admitted=admitted,
+                    minimum=node.minimum,
+                    decided_reason=decided.reason if decided is not None else None,
+                    decided_message=decided.message if decided is not None else "",
+                    invalid=None,
+                )
+                if obj is None or wanted is None:
+                    continue
+                conditions = set_condition(
+                    obj.conditions, wanted, generation=obj.generation, now_iso=now_iso, type_=COMPOSITE_CONDITION
+                )
+                if conditions is not None:
+                    composites.wrote(node.key, conditions)
+                    self.writes.set_composite_status(*split_key(node.key), {"conditions": conditions})
 
     def _placed(self, spec: GangSpec | None, members: list[PodRecord]) -> PlacedTiers | None:
         """The tiers the gang's bound members occupy (a gang with networkTopology, a topology known)."""

@@ -19,7 +19,8 @@ Contract:
   one tree naming different Workloads in spec.workloadRef. Any of these: a TreeProblem (the message naming the group
   and the field, `at` the group it was found at), and the gang is not scheduled until it is fixed (state/cache.py
   reports it on the PodGroup: condition and event).
-- `keys(namespace)`: the CompositePodGroups of a namespace; `uids[key]` for events.
+- `keys(namespace)`: the CompositePodGroups of a namespace; `uids[key]` for events; `objects[key]` (NativeObject:
+  uid, generation, `status.conditions` as last seen or written: `wrote(key, conditions)`) for the status written.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gangsched.models.composite import (
     composite_node,
     unsupported_composite_fields,
 )
+from gangsched.state.native import NativeObject
 
 KIND = "CompositePodGroup"
 PARENT = "spec.parentCompositePodGroupName"
@@ -61,6 +63,7 @@ class CompositeGroups:
     def __init__(self) -> None:
         self.groups: dict[str, CompositeInfo] = {}
         self.uids: dict[str, str] = {}
+        self.objects: dict[str, NativeObject] = {}
         self._said: dict[str, tuple[str | None, str | None]] = {}
 
     def on_event(self, kind: str | None, obj: dict[str, Any]) -> CompositeChange:
@@ -70,9 +73,18 @@ class CompositeGroups:
         if kind == "DELETED":
             self.groups.pop(key, None)
             self.uids.pop(key, None)
+            self.objects.pop(key, None)
             self._said.pop(key, None)
             return CompositeChange(key)
         self.uids[key] = str(meta.get("uid") or "")
+        status = obj.get("status") or {}
+        conditions = status.get("conditions") if isinstance(status, dict) else None
+        generation = meta.get("generation")
+        self.objects[key] = NativeObject(
+            self.uids[key],
+            generation if isinstance(generation, int) else 0,
+            [dict(c) for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else [],
+        )
         try:
             self.groups[key] = composite_node(obj)
         except InvalidField as exc:
@@ -89,6 +101,12 @@ class CompositeGroups:
         return CompositeChange(
             key, problem if problem != said[0] else None, unsupported if unsupported != said[1] else None
         )
+
+    def wrote(self, key: str, conditions: list[dict[str, Any]]) -> None:
+        """The operator patched these conditions onto the CompositePodGroup (its echo may come later)."""
+        found = self.objects.get(key)
+        if found is not None:
+            found.conditions = conditions
 
     def keys(self, namespace: str) -> list[str]:
         return [k for k in self.groups if k.partition("/")[0] == namespace]

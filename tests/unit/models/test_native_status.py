@@ -68,3 +68,24 @@ def test_disruption_condition_is_added_once_and_keeps_the_others() -> None:
     assert disruption_condition(first, message=message, generation=1, now_iso="T2") is None
     other = disruption_condition(first, message="gangsched: ... pod", generation=2, now_iso="T3")
     assert other is not None and other[1]["lastTransitionTime"] == "T1" and other[1]["observedGeneration"] == 2
+
+
+def test_composite_condition_counts_children_and_is_terminal() -> None:
+    """kube-scheduler 1.37 pkg/scheduler/schedule_one_podgroup.go submitCompositePodGroupResult: Success -> True
+    CompositePodGroupReasonScheduled, Rejected -> False Unschedulable; updateCompositePodGroupCondition: a True
+    CompositePodGroupInitiallyScheduled is not regressed; the PodGroup's own condition type is left alone."""
+    from gangsched.models.native_status import COMPOSITE_INITIALLY_SCHEDULED, wanted_composite
+
+    assert wanted_composite(admitted=1, minimum=2, decided_reason=None, decided_message="", invalid=None) is None
+    short = wanted_composite(
+        admitted=1, minimum=2, decided_reason="Unschedulable", decided_message="0/3 nodes", invalid=None
+    )
+    assert short == ("False", "Unschedulable", "0/3 nodes")
+    done = wanted_composite(admitted=2, minimum=2, decided_reason="Unschedulable", decided_message="x", invalid=None)
+    assert done is not None and done[:2] == ("True", "Scheduled")
+    leaf = {"type": INITIALLY_SCHEDULED, "status": "False", "reason": "Unschedulable"}
+    first = set_condition([leaf], short, generation=1, now_iso="t0", type_=COMPOSITE_INITIALLY_SCHEDULED)
+    assert first is not None and first[0] == leaf and first[1]["type"] == COMPOSITE_INITIALLY_SCHEDULED
+    second = set_condition(first, done, generation=1, now_iso="t1", type_=COMPOSITE_INITIALLY_SCHEDULED)
+    assert second is not None and second[1]["status"] == "True" and second[1]["lastTransitionTime"] == "t1"
+    assert set_condition(second, short, generation=1, now_iso="t2", type_=COMPOSITE_INITIALLY_SCHEDULED) is None
