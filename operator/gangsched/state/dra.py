@@ -9,6 +9,10 @@ with upstream's words while a claim is missing, being deleted, not owned, or its
 claims our counted pods own stay in it; only nodes whose pools moved, when nothing else did) and `state()` is the
 cycle's core/devices `DeviceState`. `assume_fit(fit)`: allocations decided, held until the claims' events show
 them (`unassume`). `consumer(claim, pod)`: the reservedFor entry (the PodGroup for a PodGroup's claim).
+A shared claim (one the pod does not own: named by several pods, or its PodGroup's) in the filter, as the
+DynamicResources plugin's Filter treats an allocated claim: allocated (seen or assumed), its node selector is ANDed
+into the pod's required node affinity; not allocated, its devices are counted once, in the requests of its first
+consumer by key that is not finished (`errors_moved` gets the pods whose carrying moved, for the flush to re-derive).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import NodeRecord, PodRecord, with_requests
+from gangsched.core import NodeRecord, PodRecord, with_requests, with_required
 from gangsched.core.devices import (
     AllocationResult,
     Allocator,
@@ -34,6 +38,7 @@ from gangsched.core.devices import (
     Shapes,
 )
 from gangsched.models.dra import ClaimInfo, claim_from_api, device_class_from_api, slice_from_api
+from gangsched.models.volumes import MAX_TERMS, TooManyTerms, and_terms
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,7 @@ class DraBook:
         self.errors_moved: set[str] = set()  # pods whose claims' selector errors moved at the last flush
         self._last: tuple[Allocator, frozenset[str], frozenset[DeviceID], frozenset[str]] | None = None
         self._pools: tuple[Allocator, dict[tuple[str, str], set[str]]] | None = None
+        self._carriers: dict[str, str] = {}  # unallocated shared claim -> the pod whose requests count its devices
 
     # ------------------------------------------------------------------ objects
     def on_slice(self, kind: str | None, obj: Mapping[str, Any]) -> str | None:
@@ -155,6 +161,7 @@ class DraBook:
     def assume(self, key: str, allocation: AllocationResult, consumers: int) -> None:
         self.assumed[key] = (allocation, consumers)
         self._moved(inventory=False)
+        self.errors_moved |= self.users.get(key, set())  # (a shared claim now pins its consumers)
 
     def assume_fit(self, fit: PodFit) -> None:
         """A pod's claims as its fit allocated or shares them (one more consumer each), until seen."""
@@ -169,6 +176,7 @@ class DraBook:
     def unassume(self, key: str) -> None:
         if self.assumed.pop(key, None) is not None:
             self._moved(inventory=False)
+            self.errors_moved |= self.users.get(key, set())
 
     def consumer(self, claim_key: str, pod_key: str, pod_uid: str) -> dict[str, Any]:
         """Whom a pod's use of the claim reserves it for: the PodGroup for a PodGroup's claim (as 1.37 does), else
@@ -202,21 +210,47 @@ class DraBook:
         if not refs:
             self.forget(key)
             return record
+        old = self.pods.get(key)
         self._unlink(key)
         self.pods[key] = _Pod(record, refs, made, group)
         for _, claim in refs:
             if claim is not None:
                 self.users.setdefault(claim, set()).add(key)
         self._state = None
+        self._recarry(key, old)
         return self._apply(key)
 
     def refresh(self, key: str) -> PodRecord | None:
         return self._apply(key) if key in self.pods else None
 
     def forget(self, key: str) -> None:
-        if self.pods.pop(key, None) is not None:
+        old = self.pods.get(key)
+        if old is not None:
             self._unlink(key)
+            del self.pods[key]
             self._state = None
+            self._recarry(key, old)
+
+    def _carrier(self, claim_key: str) -> str | None:
+        """The consumer whose requests count an unallocated shared claim's devices: the first by key, unfinished."""
+        users = [k for k in self.users.get(claim_key, ()) if not self.pods[k].base.terminal]
+        return min(users) if users else None
+
+    def _recarry(self, key: str, old: _Pod | None) -> None:
+        """Pods to re-derive because the carrier of a claim of `key` (before or now) moved to another pod."""
+        now = self.pods.get(key)
+        claims = {c for _, c in (old.refs if old is not None else ()) if c} | {
+            c for _, c in (now.refs if now is not None else ()) if c
+        }
+        for claim in claims:
+            was = self._carriers.get(claim)
+            new = self._carrier(claim)
+            if was != new:
+                self.errors_moved |= {k for k in (was, new) if k is not None and k != key and k in self.pods}
+                if new is None:
+                    self._carriers.pop(claim, None)
+                else:
+                    self._carriers[claim] = new
 
     def _unlink(self, key: str) -> None:
         old = self.pods.get(key)
@@ -233,6 +267,8 @@ class DraBook:
         reasons: list[str] = []
         waiting = 0  # reasons that only wait for the cluster (a claim not made, or made and not seen yet)
         demand: dict[str, int] = {}
+        required = base.sclass.required
+        assumed = self.assumed
         for name, claim_key in pod.refs:
             entry = self.claims.get(claim_key) if claim_key is not None else None
             # (upstream's words: dynamicresources.go PreEnqueue, foreachPodResourceClaim)
@@ -251,10 +287,22 @@ class DraBook:
                 failed = [self.shape_errors[r] for r in sorted(asked) if r in self.shape_errors]
                 if failed:  # upstream: the pod is unschedulable with the selector's error
                     reasons.append(failed[0].replace("{claim}", claim_key))
-                if base.uid in entry.owner_uids:  # the pod's own claim: its devices counted as its requests
+                allocation = entry.info.allocation or (assumed[claim_key][0] if claim_key in assumed else None)
+                shared = base.uid not in entry.owner_uids
+                if shared and allocation is not None:  # Filter: an allocated claim's node selector must match
+                    try:
+                        required = and_terms(required, allocation.node_selector)
+                    except TooManyTerms:
+                        reasons.append(
+                            f"unsupported: the node affinity of the pod and the node selector of claim {claim_key}'s"
+                            f" allocation combine into more than {MAX_TERMS} node selector terms"
+                        )
+                elif not shared or self._carrier(claim_key) == key:  # its devices counted once, as requests
                     for r, q in asked.items():
                         demand[r] = demand.get(r, 0) + q
         sclass = with_requests(base.sclass, demand)
+        if required is not sclass.required:
+            sclass = with_required(sclass, required)
         if not reasons and sclass is base.sclass:
             return base
         return dataclasses.replace(
