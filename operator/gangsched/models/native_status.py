@@ -11,10 +11,10 @@ Contract (pure, no I/O, no clock: the time is passed in):
   the gang unplaced for any reason but waiting for its pods (kube-scheduler's PreEnqueue holds a group short of minCount
   pods before any cycle, so it writes nothing then); None when there is nothing to say yet.
 - `set_condition(conditions, wanted, *, generation, now_iso, type_=INITIALLY_SCHEDULED) -> list | None`:
-  apimachinery's SetStatusCondition on a copy of the PodGroup's (or CompositePodGroup's) `status.conditions`, guarded as kube-scheduler's updatePodGroupCondition guards it: the
-  condition is terminal once True (a True one is never moved back to False, nor rewritten); lastTransitionTime moves
-  only when the status does; `observedGeneration` is the PodGroup's generation. None when nothing would change (no
-  write).
+  apimachinery's SetStatusCondition on a copy of the PodGroup's (or CompositePodGroup's) `status.conditions`,
+  guarded as kube-scheduler's updatePodGroupCondition guards it: the condition is terminal once True (a True one is
+  never moved back to False, nor rewritten); lastTransitionTime moves only when the status does;
+  `observedGeneration` is the object's generation. None when nothing would change (no write).
 - `COMPOSITE_INITIALLY_SCHEDULED` ("CompositePodGroupInitiallyScheduled"), same reasons:
   `wanted_composite(*, admitted, minimum, decided_reason, decided_message, invalid)`: a CompositePodGroup's condition
   (submitCompositePodGroupResult, updateCompositePodGroupCondition: the same guard): True/Scheduled once `minimum`

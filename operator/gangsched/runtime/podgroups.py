@@ -62,8 +62,8 @@ from gangsched.models.native_status import set_condition, wanted_composite, want
 from gangsched.models.podgroup import SIGS_API_VERSION, PodGroupPhase
 from gangsched.models.timestamps import now_time
 from gangsched.state.cache import ClusterCache, PodGroupInfo
-from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
 from gangsched.state.composite import KIND as COMPOSITE_KIND
+from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
 from gangsched.state.status import GANGSCHED
 
 log = logging.getLogger(__name__)

@@ -32,9 +32,7 @@ SPREAD = {
 
 
 def allocated_on(node: str, count: int = 1) -> dict[str, Any]:
-    results = [
-        {"request": "gpus", "driver": driver.DRIVER, "pool": node, "device": f"gpu-{i}"} for i in range(count)
-    ]
+    results = [{"request": "gpus", "driver": driver.DRIVER, "pool": node, "device": f"gpu-{i}"} for i in range(count)]
     terms = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]
     return {"allocation": {"devices": {"results": results}, "nodeSelector": {"nodeSelectorTerms": terms}}}
 
@@ -85,4 +83,3 @@ def test_the_next_consumer_carries_the_claim_when_the_first_finishes() -> None:
 
 def _pods(cache: ClusterCache) -> list[tuple[str, Any]]:
     return sorted((k, p) for k, p in cache.cluster.pods.items() if k.startswith("default/p"))
-
