@@ -242,8 +242,10 @@ async def running_cluster(
                 await apply_manifests(client, [topology_configmap(topology_configmap_from)])
             await create_nodes(client, names, resources, labels_for_name=lambda n: labels.get(n, {}))
             if dra:
-                cliques = {n: labels.get(n, {}).get(f"{TOPOLOGY_LABEL_PREFIX}1", n) for n in names}
-                await gpu_driver.publish(client, names, gpus, cliques=cliques)
+                tier1 = f"{TOPOLOGY_LABEL_PREFIX}1"
+                cliques = {n: labels.get(n, {}).get(tier1, n) for n in names}
+                shared = tier1 if any(tier1 in labels.get(n, {}) for n in names) else None
+                await gpu_driver.publish(client, names, gpus, cliques=cliques, clique_label=shared)
             kubelet = SimKubelet(client, start_delay=kubelet_start_delay)
             task = asyncio.create_task(kubelet.run(), name="sim-kubelet")
             try:

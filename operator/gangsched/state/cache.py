@@ -84,7 +84,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import GangSpec, GangTree, InvalidField, PodRecord, SchedulerState, TopologyTree
+from gangsched.core import DomainKey, GangSpec, GangTree, InvalidField, PodRecord, SchedulerState, TopologyTree
 from gangsched.models import keys
 from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
 from gangsched.models.gang import PodGang, parse_pod_gang, referenced_gang
@@ -935,6 +935,8 @@ class ClusterCache:
             effective = decl.resolve(pg.spec if pg else None) if decl is not None else (pg.spec if pg else None)
             effective = self.native.adjust(key, decl, self.volcano.adjust(key, decl, effective))
             effective = self._in_tree(key, sources, decl, effective)
+            if effective is not None and effective.domain is None and (label := self.dra.claim_domain(key)):
+                effective = dataclasses.replace(effective, domain=DomainKey(label=label))  # (a PodGroup claim's)
         wanted = self.volcano.adjust(key, decl, decl.spec, topology=False) if decl is not None else None
         if decl is not None and decl.declared_by == GROVE_DECLARED_BY:
             wanted = None  # a Grove gang: its PodGang is the declaration (no PodGroup is created for it)
@@ -1124,6 +1126,13 @@ class ClusterCache:
 
     def on_resource_claim(self, kind: str | None, obj: dict[str, Any]) -> None:
         self._on_dra("ResourceClaim", kind, obj)
+        meta = obj.get("metadata") or {}
+        try:
+            for owner in meta.get("ownerReferences") or ():  # a PodGroup's claim may give its gang a domain
+                if isinstance(owner, dict) and owner.get("kind") == "PodGroup":
+                    self._refresh_gang(f"{meta.get('namespace') or 'default'}/{owner.get('name', '')}")
+        except Exception:
+            log.exception("the gang of a PodGroup's claim could not be refreshed")
 
     def _on_dra(self, which: str, kind: str | None, obj: dict[str, Any]) -> None:
         report = on_dra(self, which, kind, obj)  # (state/dra_feed.py)

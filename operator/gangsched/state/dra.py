@@ -1,18 +1,14 @@
 """The DRA side of the cluster cache: ResourceSlices, DeviceClasses, ResourceClaims, and our pods' claims.
 
-Contract (`DraBook`, owned by state/cache.py; no I/O): `on_slice` / `on_class` / `on_claim(kind, obj)` take events
-(the pods to re-derive, the problem to report). `rebase(record, obj | None)` remembers a pod's claims (named
-directly, or made from a template as `status.resourceClaimStatuses` says; a PodGroup's claim for its members) and
-returns its record with the device demand of the claims it owns added to its class (core/devices/index.py) and held
-with upstream's words while a claim is missing, being deleted, not owned, or its selector fails (`hold_reasons`);
-`refresh(key)`, `forget(key)`. `flush(nodes)` recounts the nodes' free devices per shape (`node_extra`; devices of
-claims our counted pods own stay in it; only nodes whose pools moved, when nothing else did) and `state()` is the
-cycle's core/devices `DeviceState`. `assume_fit(fit)`: allocations decided, held until the claims' events show
-them (`unassume`). `consumer(claim, pod)`: the reservedFor entry (the PodGroup for a PodGroup's claim).
-A shared claim (one the pod does not own: named by several pods, or its PodGroup's) in the filter, as the
-DynamicResources plugin's Filter treats an allocated claim: allocated (seen or assumed), its node selector is ANDed
-into the pod's required node affinity; not allocated, its devices are counted once, in the requests of its first
-consumer by key that is not finished (`errors_moved` gets the pods whose carrying moved, for the flush to re-derive).
+Contract (`DraBook`, owned by state/cache.py; no I/O; details in docs/devices.md): `on_slice` / `on_class` /
+`on_claim(kind, obj)` take events. `rebase(record, obj | None)` remembers a pod's claims and returns its record with
+the demand of the claims it owns added to its class (core/devices/index.py), a shared claim's (not owned) once, by
+its first unfinished consumer, or, allocated, its node selector ANDed into the required node affinity (the
+DynamicResources Filter), held with upstream's words while a claim is missing, deleted, not owned, or its selector
+fails; `refresh(key)`, `forget(key)`; `errors_moved`: pods to re-derive at the next flush. `flush(nodes)` recounts
+free devices per shape (`node_extra`); `state()`: the cycle's `DeviceState`. `assume_fit(fit)` / `unassume(key)`;
+`consumer(claim, pod)`: the reservedFor entry. `claim_domain(gang)`: the node label key by which the multi-node
+pools serving its PodGroup's claim select their nodes (the gang's domain: KEP-5732's DRA constraint), or None.
 """
 
 from __future__ import annotations
@@ -437,6 +433,51 @@ class DraBook:
             if entry is not None:
                 out.update(Shapes.demand(entry.info.claim))
         return out
+
+    def claim_domain(self, gang_key: str) -> str | None:
+        """See module docstring."""
+        namespace, _, name = gang_key.partition("/")
+        for key, entry in sorted(self.claims.items()):
+            if entry.podgroup is None or entry.podgroup[0] != name or key.partition("/")[0] != namespace:
+                continue
+            for resource in sorted(Shapes.demand(entry.info.claim)):
+                label = self._pool_label(resource)
+                if label is not None:
+                    return label
+        return None
+
+    def _pool_label(self, resource: str) -> str | None:
+        """The node label by which every pool that has devices of this shape selects its nodes, if one does."""
+        shape = Shapes.of(resource)
+        if shape is None:
+            return None
+        allocator = self.allocator()
+        found: set[str] = set()
+        drivers: set[str] = set()
+        for s in allocator.inventory.slices:
+            terms = s.node_selector
+            if s.node_name is not None or s.all_nodes or terms is None or len(terms) != 1:
+                continue
+            if terms[0].fields or len(terms[0].expressions) != 1:
+                continue
+            req = terms[0].expressions[0]
+            if req.operator != "In" or len(req.values) != 1:
+                continue
+            picked = allocator.matching("", {req.key: req.values[0]}, *shape)
+            if any(c.id.pool == s.pool and c.id.driver == s.driver for c in picked):
+                found.add(req.key)
+                drivers.add(s.driver)
+        if len(found) != 1:
+            return None
+        for s in allocator.inventory.slices:  # devices of the shape elsewhere (node-local, everywhere): no domain
+            local = s.node_name is not None or s.all_nodes
+            if (
+                local
+                and s.driver in drivers
+                and any(c.id.pool == s.pool for c in allocator.matching(s.node_name or "", {}, *shape))
+            ):
+                return None
+        return found.pop()
 
     def node_extra(self, name: str) -> Mapping[str, int]:
         return self._extra.get(name, {})

@@ -83,3 +83,21 @@ def test_the_next_consumer_carries_the_claim_when_the_first_finishes() -> None:
 
 def _pods(cache: ClusterCache) -> list[tuple[str, Any]]:
     return sorted((k, p) for k, p in cache.cluster.pods.items() if k.startswith("default/p"))
+
+
+def test_a_podgroup_claim_of_a_multi_node_pool_gives_its_gang_the_pools_node_label_as_domain() -> None:
+    """KEP-5732 "DRA Constraint" (the placement's node selector is the shared claim's allocation's): a PodGroup's claim
+    whose devices come only from pools selecting their nodes by one node label makes that label the gang's domain;
+    a claim of node-local devices gives none (the pin of an allocated claim does the rest)."""
+    cache = cluster(2)
+    cache.on_device_class(None, driver.channel_class())
+    for clique in ("c0", "c1"):
+        cache.on_resource_slice(None, driver.clique_slice(clique, "rack"))
+    owner = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "name": "g", "uid": "pg-g"}
+    channel = claim("g-clique", count=1, cls=driver.CHANNEL_CLASS, meta={"ownerReferences": [owner]})
+    cache.on_resource_claim("ADDED", channel)
+    assert cache.dra.claim_domain("default/g") == "rack"
+    gpus = claim("h-gpus", count=1, meta={"ownerReferences": [{**owner, "name": "h", "uid": "pg-h"}]})
+    cache.on_resource_claim("ADDED", gpus)
+    assert cache.dra.claim_domain("default/h") is None
+    assert cache.dra.claim_domain("other/g") is None

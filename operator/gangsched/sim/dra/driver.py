@@ -14,8 +14,15 @@ Contract:
   root) and `cliqueID`: the NVLink clique, `<clusterUUID>.<cliqueId>` as GPU feature discovery's
   `nvidia.com/gpu.clique` node label shows it (the real GPU devices do not carry it; the simulation does, so
   that selectors and matchAttribute constraints can use it). Nodes of one topology tier-1 domain share a clique.
-- `async publish(client, nodes, count, *, cliques)`: creates the DeviceClass and every node's slice (an existing
-  one is left alone). Pure apart from `publish`.
+- `CHANNEL_DRIVER` ("compute-domain.nvidia.com"), `channel_class()`: DeviceClass
+  `compute-domain-default-channel.nvidia.com` (NVIDIA's chart's name); `clique_slice(domain, label)`: one
+  ResourceSlice per NVLink clique (pool `clique-<domain>`, `nodeSelector`: the nodes whose node label `label` is
+  `domain`) with one multi-node device `channel-0` (type "channel", cliqueID): what a claim shared by a gang
+  (a PodGroup's `resourceClaims`) takes so that every member is on a node of one clique (KEP-5732's DRA constraint:
+  the placement's node selector is the allocation's).
+- `async publish(client, nodes, count, *, cliques, clique_label=None)`: creates the DeviceClasses, every node's
+  slice and (with `clique_label`, the node label of the nodes' tier-1 domain) every clique's slice (an existing one
+  is left alone). Pure apart from `publish`.
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ from typing import Any
 from gangsched.k8s.client import ApiError, KubeClient
 
 DRIVER = "gpu.nvidia.com"
+CHANNEL_DRIVER = "compute-domain.nvidia.com"
+CHANNEL_CLASS = "compute-domain-default-channel.nvidia.com"
 GPU_RESOURCE = "nvidia.com/gpu"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
 SLICES_PATH = "/apis/resource.k8s.io/v1/resourceslices"
@@ -117,8 +126,45 @@ def resource_slice(node: str, count: int, *, clique: str, model: GpuModel = H100
     }
 
 
+def channel_class() -> dict[str, Any]:
+    """See module docstring."""
+    expression = f"device.driver == '{CHANNEL_DRIVER}' && device.attributes['{CHANNEL_DRIVER}'].type == 'channel'"
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": CHANNEL_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def clique_slice(domain: str, label: str) -> dict[str, Any]:
+    """See module docstring."""
+    term = {"matchExpressions": [{"key": label, "operator": "In", "values": [domain]}]}
+    device = {
+        "name": "channel-0",
+        "attributes": {"type": {"string": "channel"}, "cliqueID": {"string": clique_id(domain)}},
+    }
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"clique-{domain}-{CHANNEL_DRIVER}"},
+        "spec": {
+            "driver": CHANNEL_DRIVER,
+            "nodeSelector": {"nodeSelectorTerms": [term]},
+            "pool": {"name": f"clique-{domain}", "generation": 1, "resourceSliceCount": 1},
+            "devices": [device],
+        },
+    }
+
+
 async def publish(
-    client: KubeClient, nodes: Sequence[str], count: int, *, cliques: Mapping[str, str], concurrency: int = 32
+    client: KubeClient,
+    nodes: Sequence[str],
+    count: int,
+    *,
+    cliques: Mapping[str, str],
+    clique_label: str | None = None,
+    concurrency: int = 32,
 ) -> None:
     """See module docstring."""
 
@@ -132,6 +178,10 @@ async def publish(
     await create(CLASSES_PATH, device_class())
     if count <= 0:
         return
+    if clique_label is not None:
+        await create(CLASSES_PATH, channel_class())
+        for domain in sorted({cliques[n] for n in nodes if n in cliques}):
+            await create(SLICES_PATH, clique_slice(domain, clique_label))
     limit = asyncio.Semaphore(max(1, concurrency))
 
     async def one(node: str) -> None:
