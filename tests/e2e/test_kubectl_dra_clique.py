@@ -74,7 +74,7 @@ async def test_a_gang_sharing_a_clique_channel_lands_in_one_clique_or_not_at_all
     k = cliques.client
     async with replica(cliques.kubeconfig):
         await kubectl_apply(cliques, template("eight"), channel_template())
-        blocker = pod("blocker", cpu=32)
+        blocker = pod("blocker", cpu="32")
         blocker["spec"]["nodeName"] = "n0"
         await kubectl_apply(cliques, blocker)
         await k.create(NATIVE, native_group("two", 2))
