@@ -237,13 +237,25 @@ async def volcano_podgroups(cluster: Cluster) -> None:
 
 async def native_podgroups(cluster: Cluster) -> None:
     """Kubernetes 1.37's own gang API: a scheduling.k8s.io/v1beta1 PodGroup (gang minCount 2) and pods naming it in
-    spec.schedulingGroup; the operator writes its PodGroupInitiallyScheduled condition through podgroups/status
-    (kubernetes pkg/scheduler/schedule_one_podgroup.go updatePodGroupCondition)."""
+    spec.schedulingGroup, under a CompositePodGroup (v1alpha3, minGroupCount 1); the operator writes their
+    PodGroupInitiallyScheduled and CompositePodGroupInitiallyScheduled conditions through podgroups/status and
+    compositepodgroups/status (kubernetes pkg/scheduler/schedule_one_podgroup.go updatePodGroupCondition,
+    updateCompositePodGroupCondition)."""
     k = cluster.client
     native = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups"
+    composite = "/apis/scheduling.k8s.io/v1alpha3/namespaces/default/compositepodgroups"
     async with replica(cluster.kubeconfig):
+        root = {"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup", "metadata": {"name": "root"}}
+        ref = {"workloadName": "job", "templateName": "root"}
+        root_spec = {"schedulingPolicy": {"gang": {"minGroupCount": 1}}, "workloadRef": ref}
+        await k.create(composite, {**root, "spec": root_spec})
         body = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": "npg"}}
-        await k.create(native, {**body, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        spec = {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "parentCompositePodGroupName": "root",
+            "workloadRef": {"workloadName": "job", "templateName": "npg"},
+        }
+        await k.create(native, {**body, "spec": spec})
         members = [pod(f"npg-{i}", gpu=8) for i in range(2)]
         for member in members:
             member["spec"]["schedulingGroup"] = {"podGroupName": "npg"}
@@ -254,6 +266,12 @@ async def native_podgroups(cluster: Cluster) -> None:
             return any(c.get("type") == "PodGroupInitiallyScheduled" and c.get("status") == "True" for c in conditions)
 
         await eventually(scheduled, what="the native PodGroup's PodGroupInitiallyScheduled condition written")
+
+        async def composite_scheduled() -> bool:
+            conditions = (await k.get(f"{composite}/root")).get("status", {}).get("conditions", [])
+            return any(c.get("type") == "CompositePodGroupInitiallyScheduled" for c in conditions)
+
+        await eventually(composite_scheduled, what="the CompositePodGroup's condition written")
 
 
 async def dra_gang(cluster: Cluster) -> None:

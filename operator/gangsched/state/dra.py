@@ -390,7 +390,7 @@ class DraBook:
             changed = set(errors.items()) ^ set(self.shape_errors.items())
             self.shape_errors = errors
             shapes_moved = {r for r, _ in changed}
-            self.errors_moved = {k for k, pod in self.pods.items() if shapes_moved & self._apply_demand(pod).keys()}
+            self.errors_moved |= {k for k, pod in self.pods.items() if shapes_moved & self._apply_demand(pod).keys()}
         return moved
 
     def _touched(
