@@ -80,6 +80,7 @@ class Node:
     memory_mib: int
     model: str | None
     up: bool = True
+    index: int = 0  # its position in the inventory
     pods: dict[str, KPod] = field(default_factory=dict)  # assumed or bound here
     req: list[int] = field(default_factory=lambda: [0, 0, 0])  # gpus, cpu, memory requested by `pods`
 
@@ -120,6 +121,8 @@ def balanced_allocation(requested: tuple[int, ...], allocatable: tuple[int, ...]
 class Cluster:
     def __init__(self, nodes: Iterable[NodeSpec], seed: int = 0, percentage: int = 0) -> None:
         self.nodes = [Node(n.name, n.gpus, n.cpu_milli, n.memory_mib, n.gpu_model) for n in nodes]
+        for i, node in enumerate(self.nodes):
+            node.index = i
         self.by_name = {n.name: n for n in self.nodes}
         self.by_model: dict[str | None, list[int]] = {}  # GPU model -> the indexes of its nodes, ascending
         for i, node in enumerate(self.nodes):
@@ -134,6 +137,9 @@ class Cluster:
         self.priorities: dict[int, int] = {}  # priority -> assumed or bound pods of it
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
         self.capacity = [0, 0, 0, 0]  # of the nodes that are up
+        self.grown: list[int] = []  # the nodes whose room grew (a pod removed, a nomination cleared, up or down), in order
+        self.nofit: dict[tuple[object, ...], int] = {}  # request -> len(grown) when it last fitted on no node
+        self.usable: dict[tuple[object, ...], tuple[list[int], list[Node]]] = {}  # `_usable` memo
         for node in self.nodes:
             self._count(node, 1)
 
@@ -148,6 +154,8 @@ class Cluster:
             node.up = up
             self._count(node, 1 if up else -1)
             self.version += 1
+            self.grown.append(node.index)
+            self.usable.clear()
 
     def free_total(self) -> list[int]:
         """GPUs, CPU, memory and pods left on the nodes that are up, summed."""
@@ -194,6 +202,12 @@ class Cluster:
         if not total:
             return feasible, short
         start = self.next_start % total
+        key: tuple[object, ...] | None = None
+        if pod.nominated is None and (placement is None or isinstance(placement, frozenset)):
+            key = (placement, pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model, pod.priority)
+            if self._still_nofit(pod, key, placement, total):
+                self.next_start = start  # (next_start + total) % total, as below
+                return feasible, self._usable(placement, pod.model, nodes, start)
         processed = total  # unless enough feasible nodes are found first
         gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
         nominated = self.nominated
@@ -226,7 +240,42 @@ class Cluster:
             else:
                 short.append(node)
         self.next_start = (self.next_start + processed) % total
+        if key is not None and not feasible:
+            self.nofit[key] = len(self.grown)
         return feasible, short
+
+    def _still_nofit(self, pod: KPod, key: tuple[object, ...], placement: Collection[str] | None, total: int) -> bool:
+        """Whether a request that fitted on no node of the placement (no nomination of its own) still fits on none:
+        since then only the nodes in `grown` got more room (placing pods and nominating them only takes room), so
+        those are checked again, unless there are too many of them (then the caller searches every node)."""
+        seen = self.nofit.get(key)
+        if seen is None:
+            return False
+        grown = self.grown
+        if len(grown) - seen > total // 8:
+            return False
+        nodes = self.nodes
+        for i in set(grown[seen:]):
+            node = nodes[i]
+            if (placement is None or node.name in placement) and self.fit(pod, node) == Fit.FIT:
+                return False
+        self.nofit[key] = len(grown)
+        return True
+
+    def _usable(self, placement: Collection[str] | None, model: str | None, nodes: list[Node], start: int) -> list[Node]:
+        """The nodes of the placement that are up and of the model, from `start` on and wrapping around: what
+        `find_feasible` returns as failing for resources when no node fits (the usable nodes by position are
+        memoized until a node goes down or comes back)."""
+        memo = self.usable.get((placement, model))
+        if memo is None:
+            if placement is None and model is not None:
+                positions = [i for i in self.by_model.get(model, []) if nodes[i].up]
+            else:
+                positions = [i for i, n in enumerate(nodes) if n.up and (model is None or n.model == model)]
+            memo = self.usable[(placement, model)] = (positions, [nodes[i] for i in positions])
+        positions, usable = memo
+        k = bisect.bisect_left(positions, start)
+        return usable[k:] + usable[:k]
 
     def restricted(self, placement: Collection[str]) -> list[Node]:
         """The nodes of a placement in inventory order (memoized per placement: pod group cycles pass the same
@@ -305,6 +354,7 @@ class Cluster:
         self._use(pod, -1)
         pod.node = None
         self.version += 1
+        self.grown.append(node.index)
 
     def nominate(self, pod: KPod, node: str) -> None:
         self.clear_nomination(pod)
@@ -317,5 +367,8 @@ class Cluster:
             there.pop(pod.key, None)
             if not there:
                 self.nominated.pop(pod.nominated, None)
+            node = self.by_name.get(pod.nominated)
+            if node is not None:
+                self.grown.append(node.index)
             pod.nominated = None
             self.version += 1
