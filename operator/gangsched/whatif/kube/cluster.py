@@ -16,8 +16,11 @@ Contract:
   - `find_feasible(pod)`: schedule_one.go `findNodesThatFitPod`: the nominated node first when the pod still fits
     there (`evaluateNominatedNode`); else the nodes from the rotating `next_start` index on, stopping after
     `num_feasible_nodes_to_find(len(nodes))` feasible ones, then advancing the index by the nodes processed.
-    Returns (feasible, the nodes that failed only for resources). `placement`: only these nodes are considered (a
-    pod group cycle's placement: the snapshot restricted to one topology domain).
+    Returns (feasible, the nodes that failed only for resources: only needed, and only complete, when none is
+    feasible: then every node up of the pod's model, in search order). `placement`: only these nodes are considered
+    (a pod group cycle's placement: the snapshot restricted to one topology domain). Indexes that change no answer:
+    the nodes by free GPUs (`roomy`: a node with fewer GPUs free than requested is never feasible), and per request
+    that fitted nowhere the point in `grown` (the nodes whose room grew since) from which it is checked again.
   - `select_host(pod, feasible)`: the default scores that tell these nodes apart, NodeResourcesFit LeastAllocated
     (least_allocated.go, cpu and memory weight 1) plus NodeResourcesBalancedAllocation (balanced_allocation.go, cpu
     and memory), each weight 1 (the other default score plugins give every node of the replay the same score); ties
@@ -47,6 +50,7 @@ MAX_NODE_SCORE = 100
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
 PODS_PER_NODE = 110  # the kubelet's default maxPods: the node's allocatable "pods"
+ANY_MODEL = "*any*"  # `roomy` key of a pod without a GPU model
 
 
 class Fit(IntEnum):
@@ -95,6 +99,12 @@ def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
     return max(num_all * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+def req_short(node: Node, cpu: int, mem: int) -> bool:
+    """Whether CPU, memory or the pod count is short on a node without nominations (its GPUs are known to fit)."""
+    req = node.req
+    return req[1] + cpu > node.cpu_milli or req[2] + mem > node.memory_mib or len(node.pods) >= PODS_PER_NODE
+
+
 def least_allocated(requested: tuple[int, ...], allocatable: tuple[int, ...]) -> int:
     """least_allocated.go `leastResourceScorer` with weight 1 per resource: the mean of (free after the pod) x 100 /
     allocatable, integer arithmetic, 0 for a resource requested beyond allocatable."""
@@ -137,11 +147,13 @@ class Cluster:
         self.priorities: dict[int, int] = {}  # priority -> assumed or bound pods of it
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
         self.capacity = [0, 0, 0, 0]  # of the nodes that are up
-        self.grown: list[int] = []  # the nodes whose room grew (a pod removed, a nomination cleared, up or down), in order
+        self.grown: list[int] = []  # nodes whose room grew (pod removed, nomination cleared, up or down), in order
         self.nofit: dict[tuple[object, ...], int] = {}  # request -> len(grown) when it last fitted on no node
         self.usable: dict[tuple[object, ...], tuple[list[int], list[Node]]] = {}  # `_usable` memo
+        self.roomy: dict[tuple[str | None, int], list[int]] = {}  # (model, g) -> nodes with >= g GPUs free, ascending
         for node in self.nodes:
             self._count(node, 1)
+            self._room(node, 0, node.gpus)
 
     def _count(self, node: Node, sign: int) -> None:
         for i, value in enumerate((node.gpus, node.cpu_milli, node.memory_mib, PODS_PER_NODE)):
@@ -211,6 +223,14 @@ class Cluster:
         processed = total  # unless enough feasible nodes are found first
         gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
         nominated = self.nominated
+        if placement is None and gpus > 0:  # only the nodes with `gpus` GPUs free (of its model) can be feasible
+            processed = self._search_roomy(pod, start, total, wanted, feasible)
+            self.next_start = (self.next_start + processed) % total
+            if feasible:
+                return feasible, short
+            if key is not None:
+                self.nofit[key] = len(self.grown)
+            return feasible, self._usable(placement, model, nodes, start)  # every usable node failed
         if placement is None and model is not None:  # only the nodes of its model can be anything but UNRESOLVABLE
             index = self.by_model.get(model, [])
             k = bisect.bisect_left(index, start)
@@ -244,6 +264,26 @@ class Cluster:
             self.nofit[key] = len(self.grown)
         return feasible, short
 
+    def _search_roomy(self, pod: KPod, start: int, total: int, wanted: int, feasible: list[Node]) -> int:
+        """`find_feasible`'s search over every node for a pod requesting GPUs, visiting only the nodes with enough
+        GPUs free (the others fail for resources); fills `feasible`, returns the nodes processed."""
+        nodes, nominated, cpu, mem = self.nodes, self.nominated, pod.cpu_milli, pod.memory_mib
+        index = self.roomy.get((ANY_MODEL if pod.model is None else pod.model, pod.gpus), [])
+        k = bisect.bisect_left(index, start)
+        for j in index[k:] + index[:k]:
+            node = nodes[j]
+            if not node.up:
+                continue
+            if node.name in nominated:
+                if self.fit(pod, node) != Fit.FIT:
+                    continue
+            elif req_short(node, cpu, mem):
+                continue
+            feasible.append(node)
+            if len(feasible) >= wanted:
+                return (j - start) % total + 1
+        return total
+
     def _still_nofit(self, pod: KPod, key: tuple[object, ...], placement: Collection[str] | None, total: int) -> bool:
         """Whether a request that fitted on no node of the placement (no nomination of its own) still fits on none:
         since then only the nodes in `grown` got more room (placing pods and nominating them only takes room), so
@@ -262,7 +302,9 @@ class Cluster:
         self.nofit[key] = len(grown)
         return True
 
-    def _usable(self, placement: Collection[str] | None, model: str | None, nodes: list[Node], start: int) -> list[Node]:
+    def _usable(
+        self, placement: Collection[str] | None, model: str | None, nodes: list[Node], start: int
+    ) -> list[Node]:
         """The nodes of the placement that are up and of the model, from `start` on and wrapping around: what
         `find_feasible` returns as failing for resources when no node fits (the usable nodes by position are
         memoized until a node goes down or comes back)."""
@@ -327,12 +369,25 @@ class Cluster:
     def charge(self, pod: KPod, node: Node) -> None:
         """The pod counts on the node (its nomination untouched: a pod group cycle's tentative placement)."""
         node.pods[pod.key] = pod
+        if pod.gpus:
+            self._room(node, node.gpus - node.req[0], node.gpus - node.req[0] - pod.gpus)
         node.req[0] += pod.gpus
         node.req[1] += pod.cpu_milli
         node.req[2] += pod.memory_mib
         self._use(pod, 1)
         pod.node = node.name
         self.version += 1  # (a lower-priority pod placed may give a preemption candidate)
+
+    def _room(self, node: Node, old: int, new: int) -> None:
+        """The node's free GPUs went from `old` to `new`: the `roomy` index follows."""
+        old, new = max(old, 0), max(new, 0)
+        for g in range(new + 1, old + 1):
+            for model in (node.model, ANY_MODEL):
+                index = self.roomy[(model, g)]
+                del index[bisect.bisect_left(index, node.index)]
+        for g in range(old + 1, new + 1):
+            for model in (node.model, ANY_MODEL):
+                bisect.insort(self.roomy.setdefault((model, g), []), node.index)
 
     def _use(self, pod: KPod, sign: int) -> None:
         for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
@@ -348,6 +403,8 @@ class Cluster:
             return
         node = self.by_name[pod.node]
         del node.pods[pod.key]
+        if pod.gpus:
+            self._room(node, node.gpus - node.req[0], node.gpus - node.req[0] + pod.gpus)
         node.req[0] -= pod.gpus
         node.req[1] -= pod.cpu_milli
         node.req[2] -= pod.memory_mib
