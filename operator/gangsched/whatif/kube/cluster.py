@@ -99,12 +99,6 @@ def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
     return max(num_all * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def req_short(node: Node, cpu: int, mem: int) -> bool:
-    """Whether CPU, memory or the pod count is short on a node without nominations (its GPUs are known to fit)."""
-    req = node.req
-    return req[1] + cpu > node.cpu_milli or req[2] + mem > node.memory_mib or len(node.pods) >= PODS_PER_NODE
-
-
 def least_allocated(requested: tuple[int, ...], allocatable: tuple[int, ...]) -> int:
     """least_allocated.go `leastResourceScorer` with weight 1 per resource: the mean of (free after the pod) x 100 /
     allocatable, integer arithmetic, 0 for a resource requested beyond allocatable."""
@@ -277,8 +271,10 @@ class Cluster:
             if node.name in nominated:
                 if self.fit(pod, node) != Fit.FIT:
                     continue
-            elif req_short(node, cpu, mem):
-                continue
+            else:
+                req = node.req  # `fit` inlined: the GPUs fit
+                if req[1] + cpu > node.cpu_milli or req[2] + mem > node.memory_mib or len(node.pods) >= PODS_PER_NODE:
+                    continue
             feasible.append(node)
             if len(feasible) >= wanted:
                 return (j - start) % total + 1

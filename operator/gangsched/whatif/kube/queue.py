@@ -36,6 +36,15 @@ MAX_IN_UNSCHEDULABLE_SECONDS = 300.0  # podMaxInUnschedulablePodsDuration
 FLUSH_PERIOD_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
 RETRY_SECONDS = 1.0  # a pod activated again in the instant it was tried is tried again this much later
 
+# cluster events (framework/events.go) and what the plugins that reject pods register for them (EventsToRegister)
+POD_DELETE = "AssignedPodDelete"  # a bound or assumed pod deleted (completion, eviction, a Permit rejection)
+NODE_CHANGE = "NodeAdd/Update"  # a node comes back
+POD_GROUP = "PodGroupAdd/Update"  # scheduler-plugins' PodGroup created or its status changed
+FIT = "NodeResourcesFit"  # Filter rejections: fit.go isSchedulableAfterPodEvent / isSchedulableAfterNodeChange
+COSCHEDULING = "Coscheduling"  # scheduler-plugins coscheduling.go EventsToRegister: Pod Add, PodGroup Add|Update
+ANY = ""  # no EnqueueExtensions (DefaultPreemption rejecting a waiting victim): every event
+REGISTERED = {FIT: (POD_DELETE, NODE_CHANGE), COSCHEDULING: (POD_GROUP,), ANY: (POD_DELETE, NODE_CHANGE, POD_GROUP)}
+
 SortKey = Callable[[str, float], tuple[Any, ...]]
 
 
@@ -61,15 +70,16 @@ class SchedulingQueue:
         self.sort_key = sort_key
         self.active: list[tuple[tuple[Any, ...], int, str]] = []
         self.backoffq: list[tuple[float, str, int]] = []
-        self.unschedq: list[tuple[float, str, int]] = []
+        self.unschedq: dict[str, list[tuple[float, str, int]]] = {r: [] for r in REGISTERED}  # per rejector
+        self.rejector: dict[str, str] = {}  # unschedulable pod -> the plugin that rejected it
         self.seq = 0
         self.where: dict[str, str] = {}  # pod -> "active" | "backoff" | "unschedulable" (absent: in flight)
         self.entry: dict[str, int] = {}  # pod -> seq of its live entry
         self.timestamp: dict[str, float] = {}
         self.attempts: dict[str, int] = {}
         self.last_attempt: dict[str, float] = {}
-        self.moves = 0  # move requests so far
-        self.popped_at: dict[str, int] = {}  # pod -> `moves` when it was popped
+        self.moves = dict.fromkeys((POD_DELETE, NODE_CHANGE, POD_GROUP), 0)  # move requests so far, per event
+        self.popped_at: dict[str, dict[str, int]] = {}  # pod -> `moves` when it was popped
         self.now = 0.0  # the instant of the last pop
 
     def __len__(self) -> int:
@@ -90,11 +100,12 @@ class SchedulingQueue:
         self.entry[pod] = self.seq
         heapq.heappush(self.backoffq, (self.backoff_until(pod), pod, self.seq))
 
-    def _push_unschedulable(self, pod: str) -> None:
+    def _push_unschedulable(self, pod: str, rejector: str) -> None:
         self.seq += 1
         self.where[pod] = "unschedulable"
         self.entry[pod] = self.seq
-        heapq.heappush(self.unschedq, (self.timestamp[pod], pod, self.seq))
+        self.rejector[pod] = rejector
+        heapq.heappush(self.unschedq[rejector], (self.timestamp[pod], pod, self.seq))
 
     def add(self, pod: str, now: float) -> None:
         self.timestamp[pod] = now
@@ -149,15 +160,16 @@ class SchedulingQueue:
         self.entry.pop(pod, None)
         self.attempts[pod] += 1
         self.last_attempt[pod] = now
-        self.popped_at[pod] = self.moves
+        self.popped_at[pod] = dict(self.moves)
         return pod
 
-    def failed(self, pod: str, now: float) -> None:
+    def failed(self, pod: str, now: float, rejector: str = FIT) -> None:
         self.timestamp[pod] = now
-        if self.moves > self.popped_at.get(pod, self.moves):
+        popped = self.popped_at.get(pod, self.moves)
+        if any(self.moves[e] > popped[e] for e in REGISTERED[rejector]):
             self._to_backoff_or_active(pod, now)
         else:
-            self._push_unschedulable(pod)
+            self._push_unschedulable(pod, rejector)
 
     def _to_backoff_or_active(self, pod: str, now: float) -> None:
         if self.backoff_until(pod) > now:
@@ -165,12 +177,15 @@ class SchedulingQueue:
         else:
             self._push_active(pod)
 
-    def move_all(self, now: float) -> None:
-        self.moves += 1
-        entries, self.unschedq = self.unschedq, []
-        for _, pod, seq in entries:
-            if self._live(pod, "unschedulable", seq):
-                self._to_backoff_or_active(pod, now)
+    def move_all(self, now: float, event: str = POD_DELETE) -> None:
+        self.moves[event] += 1
+        for rejector, registered in REGISTERED.items():
+            if event not in registered:
+                continue
+            entries, self.unschedq[rejector] = self.unschedq[rejector], []
+            for _, pod, seq in entries:
+                if self._live(pod, "unschedulable", seq):
+                    self._to_backoff_or_active(pod, now)
 
     def activate(self, pods: Iterable[str], now: float) -> None:
         for pod in pods:
@@ -184,10 +199,11 @@ class SchedulingQueue:
             if self._live(pod, "backoff", seq):
                 due.append(pod)
         leftover = []
-        while self.unschedq and now - self.unschedq[0][0] > MAX_IN_UNSCHEDULABLE_SECONDS:
-            _, pod, seq = heapq.heappop(self.unschedq)
-            if self._live(pod, "unschedulable", seq):
-                leftover.append(pod)
+        for heap in self.unschedq.values():
+            while heap and now - heap[0][0] > MAX_IN_UNSCHEDULABLE_SECONDS:
+                _, pod, seq = heapq.heappop(heap)
+                if self._live(pod, "unschedulable", seq):
+                    leftover.append(pod)
         for pod in due:
             self._push_active(pod)
         for pod in leftover:
@@ -210,12 +226,14 @@ class SchedulingQueue:
         head = self._head(self.backoffq, "backoff")
         if head is not None:
             times.append(head[0])
-        head = self._head(self.unschedq, "unschedulable")
-        if head is not None:  # the first 30 s tick after the 5 min
-            due = head[0] + MAX_IN_UNSCHEDULABLE_SECONDS
-            times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
+        for heap in self.unschedq.values():
+            head = self._head(heap, "unschedulable")
+            if head is not None:  # the first 30 s tick after the 5 min
+                due = head[0] + MAX_IN_UNSCHEDULABLE_SECONDS
+                times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
         return min(times, default=None)
 
     def remove(self, pod: str) -> None:
-        for table in (self.where, self.entry, self.timestamp, self.attempts, self.last_attempt, self.popped_at):
+        tables = (self.where, self.entry, self.timestamp, self.attempts, self.last_attempt, self.popped_at)
+        for table in (*tables, self.rejector):
             table.pop(pod, None)
