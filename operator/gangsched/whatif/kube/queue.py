@@ -12,11 +12,12 @@ whose backoff ends first (SchedulerPopFromBackoffQ, beta and on by default since
 per virtual instant (an attempt takes time; without this, sibling activation and rejection would loop within one
 instant): a pod activated again after its attempt waits in activeQ and is tried `RETRY_SECONDS` (1 s) later.
 Popping counts an attempt; `take(pod, now)` pops one given pod (PopSpecificPod).
-`failed(pod, now)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event moved pods during
-the attempt (`move_all` called since the pop: moveRequestCycle) the pod goes to backoffQ (activeQ when its backoff
-is already over), else to unschedulablePods. `move_all(now)`: MoveAllToActiveOrBackoffQueue (a pod deleted, a node
-added: QueueingHints of NodeResourcesFit return Queue for both): every unschedulable pod goes to backoffQ or, backoff
-over, activeQ. `activate(pods, now)`: the PodsToActivate mechanism (to activeQ from wherever they wait).
+`failed(pod, now, rejector)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event that the
+rejecting plugin registers happened during the attempt (`move_all` since the pop: the in-flight events) the pod goes
+to backoffQ (activeQ when its backoff is already over), else to unschedulablePods. `move_all(now, event, exclude)`:
+MoveAllToActiveOrBackoffQueue with QueueingHints (`isPodWorthRequeuing`): the unschedulable pods whose rejecting
+plugin registers the event (REGISTERED) go to backoffQ or, backoff over, activeQ; `exclude` stay.
+`activate(pods, now)`: the PodsToActivate mechanism (to activeQ from wherever they wait).
 `flush(now)`: flushBackoffQCompleted and flushUnschedulablePodsLeftover (every 30 s, pods unschedulable for longer
 than podMaxInUnschedulablePodsDuration, 5 min, are moved). `next_wakeup()`: when the next of those is due.
 `remove(pod)`: the pod left the queue for good (bound, or deleted).
@@ -27,7 +28,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 INITIAL_BACKOFF_SECONDS = 1.0
@@ -177,15 +178,23 @@ class SchedulingQueue:
         else:
             self._push_active(pod)
 
-    def move_all(self, now: float, event: str = POD_DELETE) -> None:
+    def move_all(self, now: float, event: str = POD_DELETE, exclude: Collection[str] = ()) -> None:
         self.moves[event] += 1
         for rejector, registered in REGISTERED.items():
-            if event not in registered:
+            if event not in registered or not self.unschedq[rejector]:
                 continue
             entries, self.unschedq[rejector] = self.unschedq[rejector], []
-            for _, pod, seq in entries:
-                if self._live(pod, "unschedulable", seq):
+            kept = []
+            for entry in entries:
+                pod, seq = entry[1], entry[2]
+                if not self._live(pod, "unschedulable", seq):
+                    continue
+                if pod in exclude:
+                    kept.append(entry)
+                else:
                     self._to_backoff_or_active(pod, now)
+            for entry in kept:
+                heapq.heappush(self.unschedq[rejector], entry)
 
     def activate(self, pods: Iterable[str], now: float) -> None:
         for pod in pods:
