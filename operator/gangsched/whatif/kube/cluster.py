@@ -19,7 +19,7 @@ Contract:
     Returns (feasible, the nodes that failed only for resources: only needed, and only complete, when none is
     feasible: then every node up of the pod's model, in search order). `placement`: only these nodes are considered
     (a pod group cycle's placement: the snapshot restricted to one topology domain). Indexes that change no answer:
-    the nodes by free GPUs (`roomy`: a node with fewer GPUs free than requested is never feasible), and per request
+    the free GPUs per node (`roomy`: a node with fewer GPUs free than requested is never feasible), and per request
     that fitted nowhere the point in `grown` (the nodes whose room grew since) from which it is checked again.
   - `select_host(pod, feasible)`: the default scores that tell these nodes apart, NodeResourcesFit LeastAllocated
     (least_allocated.go, cpu and memory weight 1) plus NodeResourcesBalancedAllocation (balanced_allocation.go, cpu
@@ -38,10 +38,13 @@ Units: CPU millicores, memory MiB, GPUs whole devices.
 from __future__ import annotations
 
 import bisect
+import functools
 import random
+import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import chain
 
 from gangsched.whatif.model import NodeSpec
 from gangsched.whatif.policies import PodPhase
@@ -51,6 +54,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
 PODS_PER_NODE = 110  # the kubelet's default maxPods: the node's allocatable "pods"
 ANY_MODEL = "*any*"  # `roomy` key of a pod without a GPU model
+MAX_GPUS = 255  # `roomy` stores free GPUs as bytes
 
 
 class Fit(IntEnum):
@@ -99,6 +103,12 @@ def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
     return max(num_all * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+@functools.cache
+def at_least(gpus: int) -> re.Pattern[bytes]:
+    """A byte of value `gpus` or more (a node of `roomy` with that many GPUs free)."""
+    return re.compile(b"[" + re.escape(bytes([gpus])) + b"-\xff]")
+
+
 def least_allocated(requested: tuple[int, ...], allocatable: tuple[int, ...]) -> int:
     """least_allocated.go `leastResourceScorer` with weight 1 per resource: the mean of (free after the pod) x 100 /
     allocatable, integer arithmetic, 0 for a resource requested beyond allocatable."""
@@ -127,6 +137,8 @@ class Cluster:
         self.nodes = [Node(n.name, n.gpus, n.cpu_milli, n.memory_mib, n.gpu_model) for n in nodes]
         for i, node in enumerate(self.nodes):
             node.index = i
+            if not 0 <= node.gpus <= MAX_GPUS:
+                raise ValueError(f"node {node.name}: gpus {node.gpus}: the replay's nodes have 0 to {MAX_GPUS} GPUs")
         self.by_name = {n.name: n for n in self.nodes}
         self.by_model: dict[str | None, list[int]] = {}  # GPU model -> the indexes of its nodes, ascending
         for i, node in enumerate(self.nodes):
@@ -144,10 +156,11 @@ class Cluster:
         self.grown: list[int] = []  # nodes whose room grew (pod removed, nomination cleared, up or down), in order
         self.nofit: dict[tuple[object, ...], int] = {}  # request -> len(grown) when it last fitted on no node
         self.usable: dict[tuple[object, ...], tuple[list[int], list[Node]]] = {}  # `_usable` memo
-        self.roomy: dict[tuple[str | None, int], list[int]] = {}  # (model, g) -> nodes with >= g GPUs free, ascending
+        # per GPU model (and ANY_MODEL): each node's free GPUs (0 for nodes of other models), one byte per node
+        self.roomy: dict[str | None, bytearray] = {m: bytearray(len(self.nodes)) for m in (*self.by_model, ANY_MODEL)}
         for node in self.nodes:
             self._count(node, 1)
-            self._room(node, 0, node.gpus)
+            self._room(node, node.gpus)
 
     def _count(self, node: Node, sign: int) -> None:
         for i, value in enumerate((node.gpus, node.cpu_milli, node.memory_mib, PODS_PER_NODE)):
@@ -262,9 +275,12 @@ class Cluster:
         """`find_feasible`'s search over every node for a pod requesting GPUs, visiting only the nodes with enough
         GPUs free (the others fail for resources); fills `feasible`, returns the nodes processed."""
         nodes, nominated, cpu, mem = self.nodes, self.nominated, pod.cpu_milli, pod.memory_mib
-        index = self.roomy.get((ANY_MODEL if pod.model is None else pod.model, pod.gpus), [])
-        k = bisect.bisect_left(index, start)
-        for j in index[k:] + index[:k]:
+        free = self.roomy.get(ANY_MODEL if pod.model is None else pod.model)
+        if free is None or pod.gpus > MAX_GPUS:
+            return total  # no node has that many
+        pattern = at_least(pod.gpus)
+        for m in chain(pattern.finditer(free, start), pattern.finditer(free, 0, start)):
+            j = m.start()
             node = nodes[j]
             if not node.up:
                 continue
@@ -366,7 +382,7 @@ class Cluster:
         """The pod counts on the node (its nomination untouched: a pod group cycle's tentative placement)."""
         node.pods[pod.key] = pod
         if pod.gpus:
-            self._room(node, node.gpus - node.req[0], node.gpus - node.req[0] - pod.gpus)
+            self._room(node, node.gpus - node.req[0] - pod.gpus)
         node.req[0] += pod.gpus
         node.req[1] += pod.cpu_milli
         node.req[2] += pod.memory_mib
@@ -374,16 +390,11 @@ class Cluster:
         pod.node = node.name
         self.version += 1  # (a lower-priority pod placed may give a preemption candidate)
 
-    def _room(self, node: Node, old: int, new: int) -> None:
-        """The node's free GPUs went from `old` to `new`: the `roomy` index follows."""
-        old, new = max(old, 0), max(new, 0)
-        for g in range(new + 1, old + 1):
-            for model in (node.model, ANY_MODEL):
-                index = self.roomy[(model, g)]
-                del index[bisect.bisect_left(index, node.index)]
-        for g in range(old + 1, new + 1):
-            for model in (node.model, ANY_MODEL):
-                bisect.insort(self.roomy.setdefault((model, g), []), node.index)
+    def _room(self, node: Node, free: int) -> None:
+        """The node has `free` GPUs free now: the `roomy` index follows."""
+        value = min(max(free, 0), MAX_GPUS)
+        self.roomy[node.model][node.index] = value
+        self.roomy[ANY_MODEL][node.index] = value
 
     def _use(self, pod: KPod, sign: int) -> None:
         for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
@@ -400,7 +411,7 @@ class Cluster:
         node = self.by_name[pod.node]
         del node.pods[pod.key]
         if pod.gpus:
-            self._room(node, node.gpus - node.req[0], node.gpus - node.req[0] + pod.gpus)
+            self._room(node, node.gpus - node.req[0] + pod.gpus)
         node.req[0] -= pod.gpus
         node.req[1] -= pod.cpu_milli
         node.req[2] -= pod.memory_mib
