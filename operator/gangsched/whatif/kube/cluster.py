@@ -45,6 +45,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from itertools import chain
+from operator import itemgetter
 
 from gangsched.whatif.model import NodeSpec
 from gangsched.whatif.policies import PodPhase
@@ -156,6 +157,7 @@ class Cluster:
         self.grown: list[int] = []  # nodes whose room grew (pod removed, nomination cleared, up or down), in order
         self.nofit: dict[tuple[object, ...], int] = {}  # request -> len(grown) when it last fitted on no node
         self.usable: dict[tuple[object, ...], tuple[list[int], list[Node]]] = {}  # `_usable` memo
+        self.indexes: dict[frozenset[str], list[int]] = {}  # `_indexes` memo
         # per GPU model (and ANY_MODEL): each node's free GPUs (0 for nodes of other models), one byte per node
         self.roomy: dict[str | None, bytearray] = {m: bytearray(len(self.nodes)) for m in (*self.by_model, ANY_MODEL)}
         for node in self.nodes:
@@ -230,8 +232,8 @@ class Cluster:
         processed = total  # unless enough feasible nodes are found first
         gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
         nominated = self.nominated
-        if placement is None and gpus > 0:  # only the nodes with `gpus` GPUs free (of its model) can be feasible
-            processed = self._search_roomy(pod, start, total, wanted, feasible)
+        if gpus > 0:  # only the nodes with `gpus` GPUs free (of its model) can be feasible
+            processed = self._search_roomy(pod, nodes, placement, start, wanted, feasible)
             self.next_start = (self.next_start + processed) % total
             if feasible:
                 return feasible, short
@@ -271,13 +273,24 @@ class Cluster:
             self.nofit[key] = len(self.grown)
         return feasible, short
 
-    def _search_roomy(self, pod: KPod, start: int, total: int, wanted: int, feasible: list[Node]) -> int:
-        """`find_feasible`'s search over every node for a pod requesting GPUs, visiting only the nodes with enough
-        GPUs free (the others fail for resources); fills `feasible`, returns the nodes processed."""
-        nodes, nominated, cpu, mem = self.nodes, self.nominated, pod.cpu_milli, pod.memory_mib
-        free = self.roomy.get(ANY_MODEL if pod.model is None else pod.model)
+    def _search_roomy(
+        self,
+        pod: KPod,
+        nodes: list[Node],
+        placement: Collection[str] | None,
+        start: int,
+        wanted: int,
+        feasible: list[Node],
+    ) -> int:
+        """`find_feasible`'s search for a pod requesting GPUs, visiting only the nodes (all, or a placement's) with
+        enough GPUs free (the others fail for resources); fills `feasible`, returns the nodes processed."""
+        nominated, cpu, mem, total = self.nominated, pod.cpu_milli, pod.memory_mib, len(nodes)
+        free: bytes | bytearray | None = self.roomy.get(ANY_MODEL if pod.model is None else pod.model)
         if free is None or pod.gpus > MAX_GPUS:
             return total  # no node has that many
+        if placement is not None:  # the placement's nodes' bytes, in its order
+            indexes = self._indexes(placement, nodes)
+            free = bytes([free[indexes[0]]]) if total == 1 else bytes(itemgetter(*indexes)(free))
         pattern = at_least(pod.gpus)
         for m in chain(pattern.finditer(free, start), pattern.finditer(free, 0, start)):
             j = m.start()
@@ -330,6 +343,15 @@ class Cluster:
         positions, usable = memo
         k = bisect.bisect_left(positions, start)
         return usable[k:] + usable[:k]
+
+    def _indexes(self, placement: Collection[str], nodes: list[Node]) -> list[int]:
+        """The inventory positions of a placement's nodes (memoized per placement, as `restricted`)."""
+        if not isinstance(placement, frozenset):
+            return [n.index for n in nodes]
+        found = self.indexes.get(placement)
+        if found is None:
+            found = self.indexes[placement] = [n.index for n in nodes]
+        return found
 
     def restricted(self, placement: Collection[str]) -> list[Node]:
         """The nodes of a placement in inventory order (memoized per placement: pod group cycles pass the same
