@@ -19,7 +19,10 @@ Reproduces (kube-scheduler's machinery as in whatif/kube_scheduler.py; each job 
   podGroupRejectPercentage (10%) of minMember are missing, every waiting pod of the group is rejected ("optimistic
   rejection in PostFilter"), the group is marked failed and its minResources pass forgotten;
 - a waiting pod chosen as a preemption victim is rejected (preemption.go `prepareCandidate`), which rejects its
-  waiting siblings through Unreserve.
+  waiting siblings through Unreserve;
+- a pod rejected by Coscheduling (PreFilter, Permit) is re-queued only by a PodGroup Add|Update (`EventsToRegister`):
+  a job submitted, or its group's status changed by the PodGroup controller (a job started, completed or ended), or
+  by the 5 min flush; a pod deletion or a node coming back does not move it (whatif/kube/queue.py).
 minResources: set to the requests of minMember members, as Kubeflow training-operator fills them
 (pkg/controller.v1/common `CalcPGMinResources`); `min_resources=False` leaves them unset.
 Deviations: those of whatif/kube_scheduler.py; the group's failure time is virtual time (upstream: wall clock).
@@ -32,6 +35,7 @@ from typing import Any
 
 from gangsched.whatif.kube.cluster import KPod, Node
 from gangsched.whatif.kube.framework import KubeFramework
+from gangsched.whatif.kube.queue import ANY, COSCHEDULING, POD_GROUP
 from gangsched.whatif.model import NodeSpec
 from gangsched.whatif.policies import CycleOutcome, PodMove, PodPhase
 
@@ -69,7 +73,7 @@ class Coscheduling(KubeFramework):
     def schedule_one(self, pod: KPod, now: float, out: CycleOutcome) -> None:
         if not self.prefilter(pod, now):
             self.postfilter(pod, now, out)
-            self.queue.failed(pod.key, now)
+            self.queue.failed(pod.key, now, COSCHEDULING)
             return
         node, cand = self.place(pod)
         if node is not None:
@@ -117,6 +121,7 @@ class Coscheduling(KubeFramework):
                     self.bind(other, self.cluster.by_name[other.node or node.name], now, out)
             self.waiting.pop(group, None)
             self.bind(pod, node, now, out)
+            self.group_changed(now)  # the PodGroup controller counts the group's running pods
             return
         self.hold(pod, node, out)
         wait = spec.wait_seconds if spec.wait_seconds else self.permit_wait
@@ -134,18 +139,26 @@ class Coscheduling(KubeFramework):
             self.backed_off[group] = now + self.backoff
         self.reject_group(group, now, out)
 
-    def reject_group(self, group: str, now: float, out: CycleOutcome) -> None:
-        """Every waiting pod of the group is rejected; the group is marked failed (sorted by this failure) and its
-        minResources pass forgotten (`DeletePermittedPodGroup`, `MarkPodGroupScheduleFailure`)."""
+    def reject_group(self, group: str, now: float, out: CycleOutcome, victim: KPod | None = None) -> None:
+        """Every waiting pod of the group is rejected (by Coscheduling; a preemption `victim` by DefaultPreemption);
+        the group is marked failed (sorted by this failure) and its minResources pass forgotten
+        (`DeletePermittedPodGroup`, `MarkPodGroupScheduleFailure`)."""
         self.last_failed[group] = now
         self.permitted.pop(group, None)
         self.waiting.pop(group, None)
+        if victim is not None and victim.phase == PodPhase.HELD:
+            self.release([victim], now, out, ANY)
         held = [p for p in self.jobs[group] if p.phase == PodPhase.HELD]
         if held:
-            self.release(held, now, out)
+            self.release(held, now, out, COSCHEDULING)
 
     def reject_waiting(self, pod: KPod, now: float, out: CycleOutcome) -> None:
-        self.reject_group(pod.job, now, out)
+        self.reject_group(pod.job, now, out, pod)
+
+    def group_changed(self, now: float) -> None:
+        """The PodGroup was created or its status changed (the scheduler-plugins controller's counts of running and
+        succeeded pods): a PodGroup Add/Update event, the only one that requeues pods Coscheduling rejected."""
+        self.queue.move_all(now, POD_GROUP)
 
     def expire(self, now: float, out: CycleOutcome) -> None:
         for group in [g for g, w in self.waiting.items() if min(w.values()) <= now]:

@@ -160,3 +160,22 @@ def test_coscheduling_prefilter_min_resources_holds_nothing_when_the_cluster_lac
         "coscheduling", [whatif_job("busy", 0, 100, 1, 1), whatif_job("gang", 0, 10, 10, 1)], n=10, gpus=1
     )
     assert result.gpu_seconds == result.useful_gpu_seconds and by_id["gang"].start == 100
+
+
+def test_coscheduling_prefilter_rejections_wait_for_a_podgroup_event() -> None:
+    """A pod rejected by Coscheduling's PreFilter has UnschedulablePlugins {Coscheduling} (schedule_one.go
+    findNodesThatFitPod: diagnosis.AddPluginStatus), and v0.34.7 coscheduling.go EventsToRegister names Pod Add and
+    PodGroup Add|Update only: a pod deletion leaves it in unschedulablePods (scheduling_queue.go isPodWorthRequeuing);
+    a PodGroup created (a job submitted) or updated (the scheduler-plugins PodGroup controller's status counts,
+    pkg/controllers/podgroup_controller.go Reconcile) moves it."""
+    policy = Coscheduling(whatif_nodes(2, 1))
+    policy.submit(whatif_job("busy", 0, 100, 1, 1), "busy", 0.0)
+    policy.submit(whatif_job("gang", 0, 10, 2, 1), "gang", 0.0)
+    out = policy.cycle(0.0)
+    assert [m.job for m in out.moves] == ["busy"]
+    gang = ["gang-0", "gang-1"]
+    assert [policy.queue.where[p] for p in gang] == ["unschedulable"] * 2
+    policy.queue.move_all(0.5)  # AssignedPodDelete alone
+    assert [policy.queue.where[p] for p in gang] == ["unschedulable"] * 2
+    policy.submit(whatif_job("later", 0.5, 10, 1, 1), "later", 0.5)  # its PodGroup is created
+    assert [policy.queue.where[p] for p in gang] == ["backoff"] * 2

@@ -3,7 +3,8 @@ upstream's own tests or code (kubernetes/kubernetes, files named per test).
 
 Oracles: pkg/scheduler/schedule_one_test.go `TestNumFeasibleNodesToFind`; noderesources/least_allocated_test.go and
 balanced_allocation_test.go ("nothing scheduled, resources requested, differently sized nodes");
-backend/queue/scheduling_queue_test.go `TestBackOffFlow`; queuesort/priority_sort_test.go `TestLess`;
+backend/queue/scheduling_queue_test.go `TestBackOffFlow` and
+`TestPriorityQueue_MoveAllToActiveOrBackoffQueueWithQueueingHint`; queuesort/priority_sort_test.go `TestLess`;
 defaultpreemption/default_preemption_test.go `TestSelectNodesForPreemption` and preemption/preemption.go
 `pickOneNodeForPreemption`'s documented order.
 """
@@ -23,7 +24,16 @@ from gangsched.whatif.kube.cluster import (
     num_feasible_nodes_to_find,
 )
 from gangsched.whatif.kube.preemption import Candidate, num_candidates, pick_one_node, preempt, select_victims_on_node
-from gangsched.whatif.kube.queue import SchedulingQueue, backoff_duration
+from gangsched.whatif.kube.queue import (
+    ANY,
+    COSCHEDULING,
+    FIT,
+    NODE_CHANGE,
+    POD_DELETE,
+    POD_GROUP,
+    SchedulingQueue,
+    backoff_duration,
+)
 from gangsched.whatif.model import NodeSpec
 
 
@@ -192,3 +202,46 @@ def test_pods_whose_eviction_would_violate_a_pdb_are_reprieved_first() -> None:
     assert cand is not None and [v.key for v in cand.victims] == ["protected"]
     cand = select_victims_on_node(c, pod("preemptor", 8, 100), node, violates=lambda p: p.key == "protected")
     assert cand is not None and {v.key for v in cand.victims} == {"plain", "protected"} and cand.pdb_violations == 1
+
+
+def test_unschedulable_pods_are_requeued_only_by_events_their_rejecting_plugin_registers() -> None:
+    """scheduling_queue.go isPodWorthRequeuing (QueueingHints, GA): an unschedulable pod moves on a cluster event only
+    when a plugin in its UnschedulablePlugins registered the event (scheduling_queue_test.go
+    TestPriorityQueue_MoveAllToActiveOrBackoffQueueWithQueueingHint: a QueueSkip leaves it in unschedulablePods).
+    NodeResourcesFit registers pod deletion and node changes (fit.go EventsToRegister, isSchedulableAfterPodEvent);
+    scheduler-plugins v0.34.7 Coscheduling only Pod Add and PodGroup Add|Update (coscheduling.go EventsToRegister;
+    Pod Add moves no pod here: AssignedPodAdded takes only pods with cross-topology affinity terms). Events that
+    happened during the attempt count the same way (determineSchedulingHintForInFlightPod)."""
+    q = SchedulingQueue(lambda p, ts: (ts, p))
+    for name in ("fit", "cosched", "inflight"):
+        q.add(name, 0.0)
+    assert [q.pop(0.0), q.pop(0.0)] == ["cosched", "fit"]
+    q.failed("fit", 0.0, FIT)
+    q.failed("cosched", 0.0, COSCHEDULING)
+    q.move_all(0.5, POD_DELETE)
+    assert (q.where["fit"], q.where["cosched"]) == ("backoff", "unschedulable")
+    q.move_all(0.5, POD_GROUP)
+    assert q.where["cosched"] == "backoff"
+    assert q.pop(5.0) == "inflight"
+    q.move_all(5.0, POD_DELETE)  # during its attempt: not one Coscheduling registered
+    q.failed("inflight", 5.0, COSCHEDULING)
+    assert q.where["inflight"] == "unschedulable"
+    q.move_all(5.0, NODE_CHANGE)
+    assert q.where["inflight"] == "unschedulable"
+    q.flush(306.0)  # the 5 min leftover flush moves it whatever rejected it
+    assert q.where["inflight"] == "active"
+
+
+def test_a_pod_rejected_at_permit_is_not_moved_by_its_own_deletion_event() -> None:
+    """schedule_one.go handleBindingCycleError: a pod rejected at Permit is unreserved and re-queued first, then the
+    deferred MoveAllToActiveOrBackoffQueue(AssignedPodDelete) moves the others, not the pod itself ("Avoid moving the
+    assumed Pod itself as it's always Unschedulable")."""
+    q = SchedulingQueue(lambda p, ts: (ts, p))
+    q.add("rejected", 0.0)
+    q.add("other", 0.0)
+    assert q.pop(0.0) == "other"
+    q.failed("other", 0.0)
+    assert q.pop(0.0) == "rejected"
+    q.failed("rejected", 0.0, ANY)
+    q.move_all(0.0, POD_DELETE, exclude={"rejected"})
+    assert (q.where["rejected"], q.where["other"]) == ("unschedulable", "backoff")

@@ -16,8 +16,11 @@ Contract:
   - `find_feasible(pod)`: schedule_one.go `findNodesThatFitPod`: the nominated node first when the pod still fits
     there (`evaluateNominatedNode`); else the nodes from the rotating `next_start` index on, stopping after
     `num_feasible_nodes_to_find(len(nodes))` feasible ones, then advancing the index by the nodes processed.
-    Returns (feasible, the nodes that failed only for resources). `placement`: only these nodes are considered (a
-    pod group cycle's placement: the snapshot restricted to one topology domain).
+    Returns (feasible, the nodes that failed only for resources: only needed, and only complete, when none is
+    feasible: then every node up of the pod's model, in search order). `placement`: only these nodes are considered
+    (a pod group cycle's placement: the snapshot restricted to one topology domain). Indexes that change no answer:
+    the free GPUs per node (`roomy`: a node with fewer GPUs free than requested is never feasible), and per request
+    that fitted nowhere the point in `grown` (the nodes whose room grew since) from which it is checked again.
   - `select_host(pod, feasible)`: the default scores that tell these nodes apart, NodeResourcesFit LeastAllocated
     (least_allocated.go, cpu and memory weight 1) plus NodeResourcesBalancedAllocation (balanced_allocation.go, cpu
     and memory), each weight 1 (the other default score plugins give every node of the replay the same score); ties
@@ -35,10 +38,14 @@ Units: CPU millicores, memory MiB, GPUs whole devices.
 from __future__ import annotations
 
 import bisect
+import functools
 import random
+import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import chain
+from operator import itemgetter
 
 from gangsched.whatif.model import NodeSpec
 from gangsched.whatif.policies import PodPhase
@@ -47,6 +54,8 @@ MAX_NODE_SCORE = 100
 MIN_FEASIBLE_NODES_TO_FIND = 100  # schedule_one.go minFeasibleNodesToFind
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5  # schedule_one.go minFeasibleNodesPercentageToFind
 PODS_PER_NODE = 110  # the kubelet's default maxPods: the node's allocatable "pods"
+ANY_MODEL = "*any*"  # `roomy` key of a pod without a GPU model
+MAX_GPUS = 255  # `roomy` stores free GPUs as bytes
 
 
 class Fit(IntEnum):
@@ -80,6 +89,7 @@ class Node:
     memory_mib: int
     model: str | None
     up: bool = True
+    index: int = 0  # its position in the inventory
     pods: dict[str, KPod] = field(default_factory=dict)  # assumed or bound here
     req: list[int] = field(default_factory=lambda: [0, 0, 0])  # gpus, cpu, memory requested by `pods`
 
@@ -92,6 +102,12 @@ def num_feasible_nodes_to_find(num_all: int, percentage: int = 0) -> int:
     if percentage == 0:
         percentage = max(50 - num_all // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     return max(num_all * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@functools.cache
+def at_least(gpus: int) -> re.Pattern[bytes]:
+    """A byte of value `gpus` or more (a node of `roomy` with that many GPUs free)."""
+    return re.compile(b"[" + re.escape(bytes([gpus])) + b"-\xff]")
 
 
 def least_allocated(requested: tuple[int, ...], allocatable: tuple[int, ...]) -> int:
@@ -120,6 +136,10 @@ def balanced_allocation(requested: tuple[int, ...], allocatable: tuple[int, ...]
 class Cluster:
     def __init__(self, nodes: Iterable[NodeSpec], seed: int = 0, percentage: int = 0) -> None:
         self.nodes = [Node(n.name, n.gpus, n.cpu_milli, n.memory_mib, n.gpu_model) for n in nodes]
+        for i, node in enumerate(self.nodes):
+            node.index = i
+            if not 0 <= node.gpus <= MAX_GPUS:
+                raise ValueError(f"node {node.name}: gpus {node.gpus}: the replay's nodes have 0 to {MAX_GPUS} GPUs")
         self.by_name = {n.name: n for n in self.nodes}
         self.by_model: dict[str | None, list[int]] = {}  # GPU model -> the indexes of its nodes, ascending
         for i, node in enumerate(self.nodes):
@@ -134,8 +154,15 @@ class Cluster:
         self.priorities: dict[int, int] = {}  # priority -> assumed or bound pods of it
         self.used = [0, 0, 0, 0]  # gpus, cpu, memory, pods of every assumed or bound pod
         self.capacity = [0, 0, 0, 0]  # of the nodes that are up
+        self.grown: list[int] = []  # nodes whose room grew (pod removed, nomination cleared, up or down), in order
+        self.nofit: dict[tuple[object, ...], int] = {}  # request -> len(grown) when it last fitted on no node
+        self.usable: dict[tuple[object, ...], tuple[list[int], list[Node]]] = {}  # `_usable` memo
+        self.indexes: dict[frozenset[str], list[int]] = {}  # `_indexes` memo
+        # per GPU model (and ANY_MODEL): each node's free GPUs (0 for nodes of other models), one byte per node
+        self.roomy: dict[str | None, bytearray] = {m: bytearray(len(self.nodes)) for m in (*self.by_model, ANY_MODEL)}
         for node in self.nodes:
             self._count(node, 1)
+            self._room(node, node.gpus)
 
     def _count(self, node: Node, sign: int) -> None:
         for i, value in enumerate((node.gpus, node.cpu_milli, node.memory_mib, PODS_PER_NODE)):
@@ -148,6 +175,8 @@ class Cluster:
             node.up = up
             self._count(node, 1 if up else -1)
             self.version += 1
+            self.grown.append(node.index)
+            self.usable.clear()
 
     def free_total(self) -> list[int]:
         """GPUs, CPU, memory and pods left on the nodes that are up, summed."""
@@ -194,9 +223,23 @@ class Cluster:
         if not total:
             return feasible, short
         start = self.next_start % total
+        key: tuple[object, ...] | None = None
+        if pod.nominated is None and (placement is None or isinstance(placement, frozenset)):
+            key = (placement, pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model, pod.priority)
+            if self._still_nofit(pod, key, placement, total):
+                self.next_start = start  # (next_start + total) % total, as below
+                return feasible, self._usable(placement, pod.model, nodes, start)
         processed = total  # unless enough feasible nodes are found first
         gpus, cpu, mem, model = pod.gpus, pod.cpu_milli, pod.memory_mib, pod.model
         nominated = self.nominated
+        if gpus > 0:  # only the nodes with `gpus` GPUs free (of its model) can be feasible
+            processed = self._search_roomy(pod, nodes, placement, start, wanted, feasible)
+            self.next_start = (self.next_start + processed) % total
+            if feasible:
+                return feasible, short
+            if key is not None:
+                self.nofit[key] = len(self.grown)
+            return feasible, self._usable(placement, model, nodes, start)  # every usable node failed
         if placement is None and model is not None:  # only the nodes of its model can be anything but UNRESOLVABLE
             index = self.by_model.get(model, [])
             k = bisect.bisect_left(index, start)
@@ -226,7 +269,89 @@ class Cluster:
             else:
                 short.append(node)
         self.next_start = (self.next_start + processed) % total
+        if key is not None and not feasible:
+            self.nofit[key] = len(self.grown)
         return feasible, short
+
+    def _search_roomy(
+        self,
+        pod: KPod,
+        nodes: list[Node],
+        placement: Collection[str] | None,
+        start: int,
+        wanted: int,
+        feasible: list[Node],
+    ) -> int:
+        """`find_feasible`'s search for a pod requesting GPUs, visiting only the nodes (all, or a placement's) with
+        enough GPUs free (the others fail for resources); fills `feasible`, returns the nodes processed."""
+        nominated, cpu, mem, total = self.nominated, pod.cpu_milli, pod.memory_mib, len(nodes)
+        free: bytes | bytearray | None = self.roomy.get(ANY_MODEL if pod.model is None else pod.model)
+        if free is None or pod.gpus > MAX_GPUS:
+            return total  # no node has that many
+        if placement is not None:  # the placement's nodes' bytes, in its order
+            indexes = self._indexes(placement, nodes)
+            free = bytes([free[indexes[0]]]) if total == 1 else bytes(itemgetter(*indexes)(free))
+        pattern = at_least(pod.gpus)
+        for m in chain(pattern.finditer(free, start), pattern.finditer(free, 0, start)):
+            j = m.start()
+            node = nodes[j]
+            if not node.up:
+                continue
+            if node.name in nominated:
+                if self.fit(pod, node) != Fit.FIT:
+                    continue
+            else:
+                req = node.req  # `fit` inlined: the GPUs fit
+                if req[1] + cpu > node.cpu_milli or req[2] + mem > node.memory_mib or len(node.pods) >= PODS_PER_NODE:
+                    continue
+            feasible.append(node)
+            if len(feasible) >= wanted:
+                return (j - start) % total + 1
+        return total
+
+    def _still_nofit(self, pod: KPod, key: tuple[object, ...], placement: Collection[str] | None, total: int) -> bool:
+        """Whether a request that fitted on no node of the placement (no nomination of its own) still fits on none:
+        since then only the nodes in `grown` got more room (placing pods and nominating them only takes room), so
+        those are checked again, unless there are too many of them (then the caller searches every node)."""
+        seen = self.nofit.get(key)
+        if seen is None:
+            return False
+        grown = self.grown
+        if len(grown) - seen > total // 8:
+            return False
+        nodes = self.nodes
+        for i in set(grown[seen:]):
+            node = nodes[i]
+            if (placement is None or node.name in placement) and self.fit(pod, node) == Fit.FIT:
+                return False
+        self.nofit[key] = len(grown)
+        return True
+
+    def _usable(
+        self, placement: Collection[str] | None, model: str | None, nodes: list[Node], start: int
+    ) -> list[Node]:
+        """The nodes of the placement that are up and of the model, from `start` on and wrapping around: what
+        `find_feasible` returns as failing for resources when no node fits (the usable nodes by position are
+        memoized until a node goes down or comes back)."""
+        memo = self.usable.get((placement, model))
+        if memo is None:
+            if placement is None and model is not None:
+                positions = [i for i in self.by_model.get(model, []) if nodes[i].up]
+            else:
+                positions = [i for i, n in enumerate(nodes) if n.up and (model is None or n.model == model)]
+            memo = self.usable[(placement, model)] = (positions, [nodes[i] for i in positions])
+        positions, usable = memo
+        k = bisect.bisect_left(positions, start)
+        return usable[k:] + usable[:k]
+
+    def _indexes(self, placement: Collection[str], nodes: list[Node]) -> list[int]:
+        """The inventory positions of a placement's nodes (memoized per placement, as `restricted`)."""
+        if not isinstance(placement, frozenset):
+            return [n.index for n in nodes]
+        found = self.indexes.get(placement)
+        if found is None:
+            found = self.indexes[placement] = [n.index for n in nodes]
+        return found
 
     def restricted(self, placement: Collection[str]) -> list[Node]:
         """The nodes of a placement in inventory order (memoized per placement: pod group cycles pass the same
@@ -278,12 +403,20 @@ class Cluster:
     def charge(self, pod: KPod, node: Node) -> None:
         """The pod counts on the node (its nomination untouched: a pod group cycle's tentative placement)."""
         node.pods[pod.key] = pod
+        if pod.gpus:
+            self._room(node, node.gpus - node.req[0] - pod.gpus)
         node.req[0] += pod.gpus
         node.req[1] += pod.cpu_milli
         node.req[2] += pod.memory_mib
         self._use(pod, 1)
         pod.node = node.name
         self.version += 1  # (a lower-priority pod placed may give a preemption candidate)
+
+    def _room(self, node: Node, free: int) -> None:
+        """The node has `free` GPUs free now: the `roomy` index follows."""
+        value = min(max(free, 0), MAX_GPUS)
+        self.roomy[node.model][node.index] = value
+        self.roomy[ANY_MODEL][node.index] = value
 
     def _use(self, pod: KPod, sign: int) -> None:
         for i, value in enumerate((pod.gpus, pod.cpu_milli, pod.memory_mib, 1)):
@@ -299,12 +432,15 @@ class Cluster:
             return
         node = self.by_name[pod.node]
         del node.pods[pod.key]
+        if pod.gpus:
+            self._room(node, node.gpus - node.req[0] + pod.gpus)
         node.req[0] -= pod.gpus
         node.req[1] -= pod.cpu_milli
         node.req[2] -= pod.memory_mib
         self._use(pod, -1)
         pod.node = None
         self.version += 1
+        self.grown.append(node.index)
 
     def nominate(self, pod: KPod, node: str) -> None:
         self.clear_nomination(pod)
@@ -317,5 +453,8 @@ class Cluster:
             there.pop(pod.key, None)
             if not there:
                 self.nominated.pop(pod.nominated, None)
+            node = self.by_name.get(pod.nominated)
+            if node is not None:
+                self.grown.append(node.index)
             pod.nominated = None
             self.version += 1

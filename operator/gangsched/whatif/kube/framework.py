@@ -9,13 +9,14 @@ Contract (`KubeFramework(name, nodes, seed)`):
   pod popped until the queue has nothing to give at `now` (timed as one decision); `next_wakeup` is the queue's or a
   subclass timer's (`wakeup()`), whichever is first.
 - `bind` (Permit passed: the pod is bound and RUNNING), `hold` (assumed and waiting at Permit: HELD), `release` (a
-  waiting pod rejected: unreserved, back to the queue as a failure; a cluster event for the others: the binding
-  cycle's MoveAllToActiveOrBackoffQueue on AssignedPodDelete).
+  waiting pod rejected: unreserved, back to the queue as a failure of the rejecting plugin; a cluster event for the
+  others: the binding cycle's MoveAllToActiveOrBackoffQueue on AssignedPodDelete).
 - `evict(victim)`: a bound victim's deletion ends its whole incarnation (`Ended("evicted")`: the replay's model, a
   distributed job dies with any member, every pod of it removed); a waiting victim is rejected at Permit
   (`reject_waiting`, preemption.go `prepareCandidate`: `waitingPod.Reject`) and stays pending.
   Victims terminate at once (deviation: upstream honours their terminationGracePeriodSeconds, 30 s by default).
-- Pod deletions (completion, eviction, a node failing) and a node coming back are cluster events: `move_all`.
+- Pod deletions (completion, eviction, a node failing) and a node coming back are cluster events: `move_all`;
+  `group_changed` (the subclass's): a job's group object created (submit) or its status changed (completion, end).
 - `finish`, `node_down`, `node_up` as the protocol says.
 """
 
@@ -23,12 +24,12 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from gangsched.whatif.kube.cluster import Cluster, KPod, Node
 from gangsched.whatif.kube.preemption import Candidate, preempt
-from gangsched.whatif.kube.queue import SchedulingQueue
+from gangsched.whatif.kube.queue import ANY, NODE_CHANGE, SchedulingQueue
 from gangsched.whatif.model import JobSpec, NodeSpec
 from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase
 
@@ -60,7 +61,11 @@ class KubeFramework:
         return None
 
     def reject_waiting(self, pod: KPod, now: float, out: CycleOutcome) -> None:
-        self.release([pod], now, out)
+        """A waiting pod chosen as a victim is rejected by DefaultPreemption (no EnqueueExtensions: any event)."""
+        self.release([pod], now, out, ANY)
+
+    def group_changed(self, now: float) -> None:
+        """A job's group object was created or changed status (none here)."""
 
     # -- protocol ---------------------------------------------------------------------------------------------
     def submit(self, job: JobSpec, key: str, now: float) -> None:
@@ -80,6 +85,7 @@ class KubeFramework:
         self.created[key] = now
         for pod in pods:
             self.queue.add(pod.key, now)
+        self.group_changed(now)
 
     def cycle(self, now: float) -> CycleOutcome:
         out = CycleOutcome()
@@ -96,6 +102,7 @@ class KubeFramework:
     def finish(self, key: str, now: float) -> list[PodMove]:
         moves = self._remove(key)
         self.queue.move_all(now)
+        self.group_changed(now)
         return moves
 
     def node_down(self, name: str, now: float) -> CycleOutcome:
@@ -108,7 +115,7 @@ class KubeFramework:
 
     def node_up(self, name: str, now: float) -> None:
         self.cluster.set_up(name, True)
-        self.queue.move_all(now)
+        self.queue.move_all(now, NODE_CHANGE)
 
     def place(self, pod: KPod) -> tuple[Node | None, Candidate | None]:
         """Filter and score (the node), else DefaultPreemption (the candidate), else (None, None). A pod without a
@@ -140,18 +147,19 @@ class KubeFramework:
         out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.HELD, node.name))
         pod.phase = PodPhase.HELD
 
-    def release(self, pods: Iterable[KPod], now: float, out: CycleOutcome) -> None:
+    def release(self, pods: Collection[KPod], now: float, out: CycleOutcome, rejector: str) -> None:
         for pod in pods:
             out.moves.append(PodMove(pod.job, pod.gpus, pod.cpu_milli, pod.phase, PodPhase.NONE, pod.node or ""))
             self.cluster.forget(pod)
             pod.phase = PodPhase.NONE
-            self.queue.failed(pod.key, now)
-        self.queue.move_all(now)
+            self.queue.failed(pod.key, now, rejector)
+        self.queue.move_all(now, exclude={pod.key for pod in pods})  # deferred, not moving the pods themselves
 
     def end(self, key: str, reason: EndReason, now: float, out: CycleOutcome) -> None:
         out.moves += self._remove(key)
         out.ended.append(Ended(key, reason))
         self.queue.move_all(now)
+        self.group_changed(now)
 
     def evict(self, victims: Iterable[KPod], now: float, out: CycleOutcome) -> None:
         for victim in victims:

@@ -12,11 +12,12 @@ whose backoff ends first (SchedulerPopFromBackoffQ, beta and on by default since
 per virtual instant (an attempt takes time; without this, sibling activation and rejection would loop within one
 instant): a pod activated again after its attempt waits in activeQ and is tried `RETRY_SECONDS` (1 s) later.
 Popping counts an attempt; `take(pod, now)` pops one given pod (PopSpecificPod).
-`failed(pod, now)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event moved pods during
-the attempt (`move_all` called since the pop: moveRequestCycle) the pod goes to backoffQ (activeQ when its backoff
-is already over), else to unschedulablePods. `move_all(now)`: MoveAllToActiveOrBackoffQueue (a pod deleted, a node
-added: QueueingHints of NodeResourcesFit return Queue for both): every unschedulable pod goes to backoffQ or, backoff
-over, activeQ. `activate(pods, now)`: the PodsToActivate mechanism (to activeQ from wherever they wait).
+`failed(pod, now, rejector)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event that the
+rejecting plugin registers happened during the attempt (`move_all` since the pop: the in-flight events) the pod goes
+to backoffQ (activeQ when its backoff is already over), else to unschedulablePods. `move_all(now, event, exclude)`:
+MoveAllToActiveOrBackoffQueue with QueueingHints (`isPodWorthRequeuing`): the unschedulable pods whose rejecting
+plugin registers the event (REGISTERED) go to backoffQ or, backoff over, activeQ; `exclude` stay.
+`activate(pods, now)`: the PodsToActivate mechanism (to activeQ from wherever they wait).
 `flush(now)`: flushBackoffQCompleted and flushUnschedulablePodsLeftover (every 30 s, pods unschedulable for longer
 than podMaxInUnschedulablePodsDuration, 5 min, are moved). `next_wakeup()`: when the next of those is due.
 `remove(pod)`: the pod left the queue for good (bound, or deleted).
@@ -27,7 +28,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 INITIAL_BACKOFF_SECONDS = 1.0
@@ -35,6 +36,15 @@ MAX_BACKOFF_SECONDS = 10.0
 MAX_IN_UNSCHEDULABLE_SECONDS = 300.0  # podMaxInUnschedulablePodsDuration
 FLUSH_PERIOD_SECONDS = 30.0  # flushUnschedulablePodsLeftover's period
 RETRY_SECONDS = 1.0  # a pod activated again in the instant it was tried is tried again this much later
+
+# cluster events (framework/events.go) and what the plugins that reject pods register for them (EventsToRegister)
+POD_DELETE = "AssignedPodDelete"  # a bound or assumed pod deleted (completion, eviction, a Permit rejection)
+NODE_CHANGE = "NodeAdd/Update"  # a node comes back
+POD_GROUP = "PodGroupAdd/Update"  # scheduler-plugins' PodGroup created or its status changed
+FIT = "NodeResourcesFit"  # Filter rejections: fit.go isSchedulableAfterPodEvent / isSchedulableAfterNodeChange
+COSCHEDULING = "Coscheduling"  # scheduler-plugins coscheduling.go EventsToRegister: Pod Add, PodGroup Add|Update
+ANY = ""  # no EnqueueExtensions (DefaultPreemption rejecting a waiting victim): every event
+REGISTERED = {FIT: (POD_DELETE, NODE_CHANGE), COSCHEDULING: (POD_GROUP,), ANY: (POD_DELETE, NODE_CHANGE, POD_GROUP)}
 
 SortKey = Callable[[str, float], tuple[Any, ...]]
 
@@ -61,15 +71,16 @@ class SchedulingQueue:
         self.sort_key = sort_key
         self.active: list[tuple[tuple[Any, ...], int, str]] = []
         self.backoffq: list[tuple[float, str, int]] = []
-        self.unschedq: list[tuple[float, str, int]] = []
+        self.unschedq: dict[str, list[tuple[float, str, int]]] = {r: [] for r in REGISTERED}  # per rejector
+        self.rejector: dict[str, str] = {}  # unschedulable pod -> the plugin that rejected it
         self.seq = 0
         self.where: dict[str, str] = {}  # pod -> "active" | "backoff" | "unschedulable" (absent: in flight)
         self.entry: dict[str, int] = {}  # pod -> seq of its live entry
         self.timestamp: dict[str, float] = {}
         self.attempts: dict[str, int] = {}
         self.last_attempt: dict[str, float] = {}
-        self.moves = 0  # move requests so far
-        self.popped_at: dict[str, int] = {}  # pod -> `moves` when it was popped
+        self.moves = dict.fromkeys((POD_DELETE, NODE_CHANGE, POD_GROUP), 0)  # move requests so far, per event
+        self.popped_at: dict[str, dict[str, int]] = {}  # pod -> `moves` when it was popped
         self.now = 0.0  # the instant of the last pop
 
     def __len__(self) -> int:
@@ -90,11 +101,12 @@ class SchedulingQueue:
         self.entry[pod] = self.seq
         heapq.heappush(self.backoffq, (self.backoff_until(pod), pod, self.seq))
 
-    def _push_unschedulable(self, pod: str) -> None:
+    def _push_unschedulable(self, pod: str, rejector: str) -> None:
         self.seq += 1
         self.where[pod] = "unschedulable"
         self.entry[pod] = self.seq
-        heapq.heappush(self.unschedq, (self.timestamp[pod], pod, self.seq))
+        self.rejector[pod] = rejector
+        heapq.heappush(self.unschedq[rejector], (self.timestamp[pod], pod, self.seq))
 
     def add(self, pod: str, now: float) -> None:
         self.timestamp[pod] = now
@@ -149,15 +161,16 @@ class SchedulingQueue:
         self.entry.pop(pod, None)
         self.attempts[pod] += 1
         self.last_attempt[pod] = now
-        self.popped_at[pod] = self.moves
+        self.popped_at[pod] = dict(self.moves)
         return pod
 
-    def failed(self, pod: str, now: float) -> None:
+    def failed(self, pod: str, now: float, rejector: str = FIT) -> None:
         self.timestamp[pod] = now
-        if self.moves > self.popped_at.get(pod, self.moves):
+        popped = self.popped_at.get(pod, self.moves)
+        if any(self.moves[e] > popped[e] for e in REGISTERED[rejector]):
             self._to_backoff_or_active(pod, now)
         else:
-            self._push_unschedulable(pod)
+            self._push_unschedulable(pod, rejector)
 
     def _to_backoff_or_active(self, pod: str, now: float) -> None:
         if self.backoff_until(pod) > now:
@@ -165,12 +178,23 @@ class SchedulingQueue:
         else:
             self._push_active(pod)
 
-    def move_all(self, now: float) -> None:
-        self.moves += 1
-        entries, self.unschedq = self.unschedq, []
-        for _, pod, seq in entries:
-            if self._live(pod, "unschedulable", seq):
-                self._to_backoff_or_active(pod, now)
+    def move_all(self, now: float, event: str = POD_DELETE, exclude: Collection[str] = ()) -> None:
+        self.moves[event] += 1
+        for rejector, registered in REGISTERED.items():
+            if event not in registered or not self.unschedq[rejector]:
+                continue
+            entries, self.unschedq[rejector] = self.unschedq[rejector], []
+            kept = []
+            for entry in entries:
+                pod, seq = entry[1], entry[2]
+                if not self._live(pod, "unschedulable", seq):
+                    continue
+                if pod in exclude:
+                    kept.append(entry)
+                else:
+                    self._to_backoff_or_active(pod, now)
+            for entry in kept:
+                heapq.heappush(self.unschedq[rejector], entry)
 
     def activate(self, pods: Iterable[str], now: float) -> None:
         for pod in pods:
@@ -184,10 +208,11 @@ class SchedulingQueue:
             if self._live(pod, "backoff", seq):
                 due.append(pod)
         leftover = []
-        while self.unschedq and now - self.unschedq[0][0] > MAX_IN_UNSCHEDULABLE_SECONDS:
-            _, pod, seq = heapq.heappop(self.unschedq)
-            if self._live(pod, "unschedulable", seq):
-                leftover.append(pod)
+        for heap in self.unschedq.values():
+            while heap and now - heap[0][0] > MAX_IN_UNSCHEDULABLE_SECONDS:
+                _, pod, seq = heapq.heappop(heap)
+                if self._live(pod, "unschedulable", seq):
+                    leftover.append(pod)
         for pod in due:
             self._push_active(pod)
         for pod in leftover:
@@ -210,12 +235,14 @@ class SchedulingQueue:
         head = self._head(self.backoffq, "backoff")
         if head is not None:
             times.append(head[0])
-        head = self._head(self.unschedq, "unschedulable")
-        if head is not None:  # the first 30 s tick after the 5 min
-            due = head[0] + MAX_IN_UNSCHEDULABLE_SECONDS
-            times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
+        for heap in self.unschedq.values():
+            head = self._head(heap, "unschedulable")
+            if head is not None:  # the first 30 s tick after the 5 min
+                due = head[0] + MAX_IN_UNSCHEDULABLE_SECONDS
+                times.append((math.floor(due / FLUSH_PERIOD_SECONDS) + 1) * FLUSH_PERIOD_SECONDS)
         return min(times, default=None)
 
     def remove(self, pod: str) -> None:
-        for table in (self.where, self.entry, self.timestamp, self.attempts, self.last_attempt, self.popped_at):
+        tables = (self.where, self.entry, self.timestamp, self.attempts, self.last_attempt, self.popped_at)
+        for table in (*tables, self.rejector):
             table.pop(pod, None)
