@@ -7,6 +7,7 @@ partially and leaves no deadlock unresolved) and the CSV format of RFC 4180 as P
 
 from __future__ import annotations
 
+import copy
 import csv
 import os
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from gangsched.whatif.lineup import FAITHFUL_BASELINES
 
-# the demo replays five policies (coscheduling's faithful Permit/PostFilter loop is the slowest): about 40 s on an
+# the demo replays five policies (coscheduling's faithful Permit/PostFilter loop is the slowest): about 20 s on an
 # idle 2-core machine, more on a busy one; a replay that hangs still fails, within these limits
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -37,6 +38,18 @@ def without_wall_time(summary: dict[str, Any]) -> dict[str, Any]:
             for key in ("decision_ms", "wall_seconds", "events_per_s"):
                 s.pop(key)
     return summary
+
+
+def only_load(summary: dict[str, Any], load: float) -> dict[str, Any]:
+    """The summary as a replay of `load` alone writes it: each load's workload is drawn from (load, seed) alone
+    (whatif/demo.py demo_workload, whatif/inputs/estimates.py with_traits) and replayed on its own."""
+    out = copy.deepcopy(summary)
+    out["parameters"]["load"] = f"{load:g}"
+    out["loads"] = [load]
+    out["results"] = [r for r in out["results"] if r["load"] == load]
+    windows = out["horizon"]["measured_window_hours"]
+    out["horizon"]["measured_window_hours"] = {f"{load:g}": windows[f"{load:g}"]}
+    return out
 
 
 def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) -> None:
@@ -58,10 +71,12 @@ def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) ->
         assert {r["load"] for r in rows} == {"0.6", "0.95"}
         assert len(rows) == sum(r["policies"][policy]["jobs"] for r in summary["results"])
     assert "| load | offered | policy |" in (tmp_path / "a" / "report.md").read_text()
-    again = replay(tmp_path / "b", "--load", "0.6,0.95", "--no-plots", hash_seed="12345")
+    # reproducible, even across string hash seeds: the second replay runs the cheaper load only (0.95 takes about
+    # five times as long) and must give that part of the first summary exactly
+    again = replay(tmp_path / "b", "--load", "0.6", "--no-plots", hash_seed="12345")
     assert again.returncode == 0, again.stderr
     second = orjson.loads((tmp_path / "b" / "summary.json").read_bytes())
-    assert without_wall_time(second) == without_wall_time(summary)
+    assert without_wall_time(second) == only_load(without_wall_time(summary), 0.6)
     # issue 24 item 3: every parameter, the seed, the horizon and the commit
     assert summary["parameters"]["seed"] == 1 and summary["parameters"]["load"] == "0.6,0.95"
     assert summary["parameters"]["speed_model"] == "tier" and summary["parameters"]["wait_seconds"] == 600.0
@@ -140,7 +155,8 @@ def test_an_inventory_file_and_a_trace_replay_as_given(tmp_path: Path) -> None:
 
 
 def test_node_failures_end_the_jobs_on_the_failed_nodes_for_every_policy(tmp_path: Path) -> None:
-    proc = replay(tmp_path / "f", "--load", "0.8", "--node-failures", "24", "--repair-hours", "1", "--no-plots")
+    # load 0.6: every assertion below holds there too (9-10 failures per policy), in a third of 0.8's time
+    proc = replay(tmp_path / "f", "--load", "0.6", "--node-failures", "24", "--repair-hours", "1", "--no-plots")
     assert proc.returncode == 0, proc.stderr
     (result,) = orjson.loads((tmp_path / "f" / "summary.json").read_bytes())["results"]
     for name, s in result["policies"].items():
