@@ -115,15 +115,16 @@ async def test_kubectl_gang_shows_trees_explains_pending_pods_and_lists_waiting_
         await eventually(huge_reported, what="the waiting gang's condition")
 
         # independent reads of a settled state: run side by side (each is a process start, mostly CPU)
-        tree, everything, why, blocker_json, top_out, waiting_json, missing = await asyncio.gather(
+        not_found = asyncio.ensure_future(asyncio.to_thread(_run, cluster, "gang", "why", "nope"))
+        tree, everything, why, blocker_json, top_out, waiting_json = await asyncio.gather(
             kubectl(cluster, "gang", "train"),
             kubectl(cluster, "gang", "tree"),
             kubectl(cluster, "gang", "why", "huge-1"),
             kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", "huge", "-o", "json"),
             kubectl(cluster, "gang", "top"),
             kubectl(cluster, "gang", "top", "-o", "json"),
-            asyncio.to_thread(_run, cluster, "gang", "why", "nope"),
         )
+        missing = await not_found
         assert tree.splitlines()[0] == "group [default/evaluate, default/train]", tree
         assert "gang default/train" in tree and "gang default/evaluate" in tree
         assert "role ps (1)" in tree and "role worker (2)" in tree
