@@ -8,10 +8,8 @@ when there is one; its scheduling.sigs.k8s.io PodGroup otherwise. A scheduling.s
 gets one Warning (PodGroupConflict) per object (uid), and when it was in use until then (its watch event came first)
 and shows a status, it is listed in `cleared` so the status written to it is removed; when the scheduling.x-k8s.io
 one is deleted, the set-aside one is applied in its place (the cache sees a new object: its status is written
-afresh). Only scheduling.sigs.k8s.io objects are kept here (as received), and only while they exist.
-A DELETED event for another object (uid) than the one held under that name is dropped: Kopf runs each object's
-events in its own worker (keyed by uid), so the deletion of a PodGroup may arrive after the ADDED of the one created
-again under its name; applied, it would make the cache forget the live object (and never write its status)."""
+afresh). Only scheduling.sigs.k8s.io objects are kept here (as received), and only while they exist. A DELETED of
+another object (uid) than the one held is dropped: Kopf orders events per uid only (a successor's may come first)."""
 
 from __future__ import annotations
 
