@@ -25,10 +25,23 @@ from gangsched.whatif.lineup import FAITHFUL_BASELINES
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 
-def replay(out: Path, *args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+def start_replay(out: Path, *args: str, hash_seed: str = "0") -> subprocess.Popen[str]:
     cmd = [sys.executable, "-m", "gangsched", "sim", "replay", "--demo", "--out", str(out), *args]
     env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=280, env=env, check=False)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finished(proc: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        stdout, stderr = proc.communicate(timeout=280)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+def replay(out: Path, *args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+    return finished(start_replay(out, *args, hash_seed=hash_seed))
 
 
 def without_wall_time(summary: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +65,11 @@ def only_load(summary: dict[str, Any], load: float) -> dict[str, Any]:
     return out
 
 
-def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) -> None:
+def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    # reproducible, even across string hash seeds: a second replay of the cheaper load alone (0.95 takes about five
+    # times as long), run meanwhile in its own process, must give that part of the first summary exactly
+    second_run = start_replay(tmp_path / "b", "--load", "0.6", "--no-plots", hash_seed="12345")
+    request.addfinalizer(second_run.kill)  # (no-op once it has ended)
     proc = replay(tmp_path / "a", "--load", "0.6,0.95", "--no-plots")
     assert proc.returncode == 0, proc.stderr
     header = proc.stdout.splitlines()[0].split()
@@ -71,9 +88,7 @@ def test_demo_prints_the_table_and_writes_json_csv_and_report(tmp_path: Path) ->
         assert {r["load"] for r in rows} == {"0.6", "0.95"}
         assert len(rows) == sum(r["policies"][policy]["jobs"] for r in summary["results"])
     assert "| load | offered | policy |" in (tmp_path / "a" / "report.md").read_text()
-    # reproducible, even across string hash seeds: the second replay runs the cheaper load only (0.95 takes about
-    # five times as long) and must give that part of the first summary exactly
-    again = replay(tmp_path / "b", "--load", "0.6", "--no-plots", hash_seed="12345")
+    again = finished(second_run)
     assert again.returncode == 0, again.stderr
     second = orjson.loads((tmp_path / "b" / "summary.json").read_bytes())
     assert without_wall_time(second) == only_load(without_wall_time(summary), 0.6)
