@@ -59,13 +59,19 @@ async def _gangsched_run(
     )
 
 
-async def _runs(proc: asyncio.subprocess.Process, server: ApiServer) -> None:
-    """The process talks to the API (it lists pods) and keeps running; then SIGTERM ends it cleanly."""
+async def _runs(proc: asyncio.subprocess.Process, server: ApiServer, probes: int) -> None:
+    """The process talks to the API (it lists pods) and keeps running until ready; then SIGTERM ends it cleanly.
+    (Ready first: a SIGTERM during Kopf's start-up waits out Kopf's 5 s for the tasks it started, kopf/_core/reactor
+    running.py run_tasks; that path is tests/e2e/test_shutdown_stall.py's, not this test's.)"""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 30
     while not any(e.path == "/api/v1/pods" for e in server.requests.entries):
         assert proc.returncode is None, (await proc.communicate())[1].decode()
         assert loop.time() < deadline, "the operator never listed pods"
+        await asyncio.sleep(0.05)
+    while await _get(f"http://127.0.0.1:{probes}/readyz") != 200:
+        assert proc.returncode is None, (await proc.communicate())[1].decode()
+        assert loop.time() < deadline, "the operator never answered ready"
         await asyncio.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
@@ -88,10 +94,12 @@ async def test_allow_insecure_http_sends_it_and_no_credentials_need_no_flag(
     plain_http: ApiServer, tmp_path: Path
 ) -> None:
     with_token = plain_http.write_kubeconfig(tmp_path / "with-token", token=TOKEN)
-    await _runs(await _gangsched_run(with_token, tmp_path, "--allow-insecure-http"), plain_http)
+    ports = (free_port(), free_port())
+    await _runs(await _gangsched_run(with_token, tmp_path, "--allow-insecure-http", ports=ports), plain_http, ports[1])
     plain_http.requests.entries.clear()
     without = plain_http.write_kubeconfig(tmp_path / "no-auth")  # as `gangsched sim serve --no-auth` writes it
-    await _runs(await _gangsched_run(without, tmp_path), plain_http)
+    ports = (free_port(), free_port())
+    await _runs(await _gangsched_run(without, tmp_path, ports=ports), plain_http, ports[1])
 
 
 async def _get(url: str) -> int | None:

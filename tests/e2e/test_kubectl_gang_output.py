@@ -87,7 +87,13 @@ async def waiting_gang(cluster: Cluster) -> None:
 
 async def test_output_json_and_yaml_have_stable_keys(cluster: Cluster) -> None:
     await waiting_gang(cluster)
-    tree = await gang(cluster, "train", "-o", "json")
+    # independent reads: run side by side (each is a process start, mostly CPU: a second core is used)
+    tree, as_yaml, top_run, why_run = await asyncio.gather(
+        gang(cluster, "train", "-o", "json"),
+        gang(cluster, "tree", "-o", "yaml"),
+        gang(cluster, "top", "-o", "json"),
+        gang(cluster, "why", "train-1", "-o", "json"),
+    )
     assert tree.returncode == 0, tree.stderr
     record = json.loads(tree.stdout)
     assert record["kind"] == "GangList" and len(record["gangs"]) == 1
@@ -113,55 +119,58 @@ async def test_output_json_and_yaml_have_stable_keys(cluster: Cluster) -> None:
         "terminating": False,
     }
 
-    as_yaml = await gang(cluster, "tree", "-o", "yaml")
     assert as_yaml.returncode == 0 and yaml.safe_load(as_yaml.stdout) == record, as_yaml.stdout
 
-    top = json.loads((await gang(cluster, "top", "-o", "json")).stdout)
+    top = json.loads(top_run.stdout)
     assert top["kind"] == "WaitingGangList"
     assert [(g["name"], g["bound"], g["minMember"], g["blockedBy"]) for g in top["gangs"]] == [("train", 0, 4, LONG)]
 
-    why = json.loads((await gang(cluster, "why", "train-1", "-o", "json")).stdout)
+    why = json.loads(why_run.stdout)
     assert why["kind"] == "PodExplanation" and why["name"] == "train-1" and why["node"] is None
     assert why["gang"] == {"namespace": "default", "name": "train", "phase": "Pending", "blockedBy": LONG}
 
 
 async def test_top_fits_120_columns_and_wide_shows_everything(cluster: Cluster) -> None:
     await waiting_gang(cluster)
-    top = await gang(cluster, "top")
+    top, wide_run = await asyncio.gather(gang(cluster, "top"), gang(cluster, "top", "-o", "wide"))
     assert top.returncode == 0, top.stderr
     lines = top.stdout.splitlines()
     assert lines[0].split()[:4] == ["GANG", "PHASE", "BOUND/MIN", "WAITING"], lines
     assert all(len(line) <= 120 for line in lines), [len(line) for line in lines]
     assert lines[1].startswith("default/train") and lines[1].endswith("...") and LONG[:40] in lines[1], lines
-    wide = (await gang(cluster, "top", "-o", "wide")).stdout.splitlines()
+    wide = wide_run.stdout.splitlines()
     assert wide[1].endswith(LONG.strip()) or wide[1].endswith(LONG), wide
 
 
 async def test_an_unknown_gang_or_pod_is_not_found(cluster: Cluster) -> None:
     await waiting_gang(cluster)
-    result = await gang(cluster, "nope")
+    result, everywhere, partly, pod, empty = await asyncio.gather(
+        gang(cluster, "nope"),
+        gang(cluster, "tree", "nope", "-A"),
+        gang(cluster, "tree", "train", "nope"),  # what exists is shown, the rest is an error
+        gang(cluster, "why", "nope-0"),
+        gang(cluster, "-n", "kube-system"),  # nothing asked by name: not an error
+    )
     assert_failed(result, ExitCode.NOT_FOUND, 'gang "nope" not found in namespace default')
     assert result.stdout == "", result.stdout
-    everywhere = await gang(cluster, "tree", "nope", "-A")
     assert_failed(everywhere, ExitCode.NOT_FOUND, 'gang "nope" not found in any namespace')
-    partly = await gang(cluster, "tree", "train", "nope")  # what exists is shown, the rest is an error
     assert_failed(partly, ExitCode.NOT_FOUND, 'gang "nope" not found in namespace default')
     assert partly.stdout.startswith("gang default/train"), partly.stdout
-    pod = await gang(cluster, "why", "nope-0")
     assert_failed(pod, ExitCode.NOT_FOUND, 'pod "nope-0" not found in namespace default')
-    empty = await gang(cluster, "-n", "kube-system")  # nothing asked by name: not an error
     assert empty.returncode == 0 and empty.stdout.strip() == "No gangs found.", empty
 
 
 async def test_topology_and_usage_are_checked(cluster: Cluster) -> None:
     await waiting_gang(cluster)
-    bad = await gang(cluster, "--topology", "bad")
+    bad, missing, fine, two = await asyncio.gather(
+        gang(cluster, "--topology", "bad"),
+        gang(cluster, "--topology", "default/no-such-topology"),
+        gang(cluster),  # the default ConfigMap missing: units are simply not shown
+        gang(cluster, "why", "train-0", "train-1"),
+    )
     assert_failed(bad, ExitCode.USAGE, "--topology 'bad': must be NAMESPACE/NAME of a ConfigMap")
-    missing = await gang(cluster, "--topology", "default/no-such-topology")
     assert_failed(missing, ExitCode.NOT_FOUND, "topology ConfigMap default/no-such-topology not found")
-    fine = await gang(cluster)  # the default ConfigMap missing: units are simply not shown
     assert fine.returncode == 0 and "gang default/train" in fine.stdout, fine
-    two = await gang(cluster, "why", "train-0", "train-1")
     assert_failed(two, ExitCode.USAGE, "why: name exactly one pod")
 
 

@@ -114,7 +114,17 @@ async def test_kubectl_gang_shows_trees_explains_pending_pods_and_lists_waiting_
 
         await eventually(huge_reported, what="the waiting gang's condition")
 
-        tree = await kubectl(cluster, "gang", "train")
+        # independent reads of a settled state: run side by side (each is a process start, mostly CPU)
+        not_found = asyncio.ensure_future(asyncio.to_thread(_run, cluster, "gang", "why", "nope"))
+        tree, everything, why, blocker_json, top_out, waiting_json = await asyncio.gather(
+            kubectl(cluster, "gang", "train"),
+            kubectl(cluster, "gang", "tree"),
+            kubectl(cluster, "gang", "why", "huge-1"),
+            kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", "huge", "-o", "json"),
+            kubectl(cluster, "gang", "top"),
+            kubectl(cluster, "gang", "top", "-o", "json"),
+        )
+        missing = await not_found
         assert tree.splitlines()[0] == "group [default/evaluate, default/train]", tree
         assert "gang default/train" in tree and "gang default/evaluate" in tree
         assert "role ps (1)" in tree and "role worker (2)" in tree
@@ -124,25 +134,20 @@ async def test_kubectl_gang_shows_trees_explains_pending_pods_and_lists_waiting_
             assert f"- {name}  node={node}  unit={units[node]}" in tree, tree
         assert "huge" not in tree
 
-        everything = await kubectl(cluster, "gang", "tree")
         assert "gang default/huge" in everything and "huge-1  node=-" in everything
 
-        why = await kubectl(cluster, "gang", "why", "huge-1")
         assert why.startswith("pod default/huge-1 is pending (schedulerName gangsched)."), why
-        blocker = json.loads(await kubectl(cluster, "get", "podgroups.scheduling.x-k8s.io", "huge", "-o", "json"))[
-            "status"
-        ]
+        blocker = json.loads(blocker_json)["status"]
         scheduled = next(c for c in blocker["conditions"] if c["type"] == "Scheduled")
         assert f"gang default/huge: {blocker['phase']}; {scheduled['message']}" in why, why
 
-        top = (await kubectl(cluster, "gang", "top")).splitlines()
+        top = top_out.splitlines()
         assert top[0].split()[:4] == ["GANG", "PHASE", "BOUND/MIN", "WAITING"], top
         assert len(top) == 2 and top[1].startswith("default/huge"), top
         assert all(len(line) <= 120 for line in top), top  # BLOCKED BY is cut to fit; -o json keeps it whole
         message = scheduled["message"]
         assert message in top[1] if len(top[1]) < 120 else top[1].endswith("...") and message[:20] in top[1], top
-        waiting = json.loads(await kubectl(cluster, "gang", "top", "-o", "json"))["gangs"]
+        waiting = json.loads(waiting_json)["gangs"]
         assert [(g["name"], g["blockedBy"]) for g in waiting] == [("huge", message)], waiting
 
-        missing = await asyncio.to_thread(_run, cluster, "gang", "why", "nope")
         assert missing.returncode == 4 and 'pod "nope" not found in namespace default' in missing.stderr

@@ -157,6 +157,35 @@ async def test_podgroup_recreated_by_the_user_gets_its_status_again(cluster2: Cl
             await eventually(lambda: _phase_is(k, "re", "Running"), what="status written on the re-created PodGroup")
 
 
+async def test_deletion_handled_after_the_recreated_podgroup_still_gets_its_status(cluster2: Cluster) -> None:
+    """The flake of the test above, made deterministic: Kopf handles each object's events in its own worker, keyed
+    by uid (kopf/_core/reactor/queueing.py get_uid, worker), so the re-created PodGroup's ADDED may be handled before
+    the old one's DELETED. That deletion must not make the operator forget the live object: its status is written."""
+    k = cluster2.client
+    spec = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"}
+    body = {**spec, "metadata": {"name": "late", "namespace": "default"}, "spec": {"minMember": 1}}
+    await create(k, body, pod("late-0", group="late"))
+    cache = ClusterCache(scheduler_name="gangsched")
+    writer = PatchWriter(k, settle=0.0, min_gap=0.0)
+    reporter = PodGroupReporter(api=KubeApi(k), cache=cache, writes=Writes(writer), create_for_annotation_gangs=False)
+    cache.on_pod_event("ADDED", await k.get("/api/v1/namespaces/default/pods/late-0"))
+    old = await get_podgroup(k, "late")
+    assert old is not None
+    cache.on_podgroup("ADDED", old)
+    reporter.write_statuses({"default/late"})
+    await writer.flush(everything=True)
+    assert await phase_of(k, "late") == "Pending"
+    await k.delete(f"{PG}/namespaces/default/podgroups/late")
+    await create(k, body)
+    new = await get_podgroup(k, "late")
+    assert new is not None and await phase_of(k, "late") is None
+    cache.on_podgroup("ADDED", new)
+    cache.on_podgroup("DELETED", old)  # the old object's worker ran late
+    reporter.write_statuses({"default/late"})
+    await writer.flush(everything=True)
+    assert await phase_of(k, "late") == "Pending"
+
+
 async def _absent(k: KubeClient, name: str) -> bool:
     return await get_podgroup(k, name) is None
 

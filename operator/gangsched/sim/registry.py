@@ -103,6 +103,9 @@ class Registry:
         store.owners_changed = self._owners_changed
         self.clock = clock or (lambda: datetime.datetime.now(datetime.UTC))
         self.rng = rng or random.Random()
+        # Retry-After of the 429 for a PDB not yet observed (eviction.go createTooManyRequestsError: 10); tests
+        # that wait it out may shorten it
+        self.pdb_retry_after = 10
         self.types: dict[tuple[str, str, str], ResourceType] = {}
         self._by_storage: dict[StorageKey, ResourceType] = {}
         self._crd_keys: dict[str, list[ResourceType]] = {}
@@ -909,7 +912,7 @@ class Registry:
                 429,
                 "TooManyRequests",
                 message,
-                retry_after=10,
+                retry_after=self.pdb_retry_after,
                 causes=[
                     {
                         "reason": "DisruptionBudget",

@@ -8,7 +8,8 @@ when there is one; its scheduling.sigs.k8s.io PodGroup otherwise. A scheduling.s
 gets one Warning (PodGroupConflict) per object (uid), and when it was in use until then (its watch event came first)
 and shows a status, it is listed in `cleared` so the status written to it is removed; when the scheduling.x-k8s.io
 one is deleted, the set-aside one is applied in its place (the cache sees a new object: its status is written
-afresh). Only scheduling.sigs.k8s.io objects are kept here (as received), and only while they exist."""
+afresh). Only scheduling.sigs.k8s.io objects are kept here (as received), and only while they exist. A DELETED of
+another object (uid) than the one held is dropped: Kopf orders events per uid only (a successor's may come first)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def _conflict(key: str) -> str:
 
 class PodGroupKinds:
     def __init__(self) -> None:
-        self._preferred: set[str] = set()  # gangs with a scheduling.x-k8s.io PodGroup
+        self._preferred: dict[str, str] = {}  # gang -> uid of its scheduling.x-k8s.io PodGroup
         self._sigs: dict[str, dict[str, Any]] = {}  # gang -> its scheduling.sigs.k8s.io PodGroup, as last received
         self._warned: dict[str, str] = {}  # gang -> uid of the scheduling.sigs.k8s.io object warned about
 
@@ -48,6 +49,9 @@ class PodGroupKinds:
     def _sigs_event(self, key: str, kind: str | None, obj: dict[str, Any]) -> Routed:
         out = Routed()
         if kind == "DELETED":
+            held = self._sigs.get(key)
+            if held is not None and _uid(held) != _uid(obj):
+                return out  # an older object's deletion, seen after the one re-created under its name
             self._sigs.pop(key, None)
             self._warned.pop(key, None)
             if key not in self._preferred:
@@ -63,13 +67,15 @@ class PodGroupKinds:
     def _preferred_event(self, key: str, kind: str | None, obj: dict[str, Any]) -> Routed:
         out = Routed()
         if kind == "DELETED":
-            self._preferred.discard(key)
+            if self._preferred.get(key, _uid(obj)) != _uid(obj):
+                return out  # an older object's deletion, seen after the one re-created under its name
+            self._preferred.pop(key, None)
             shadowed = self._sigs.get(key)
             out.events.append((kind, obj) if shadowed is None else (None, shadowed))
             self._warned.pop(key, None)
             return out
         was_used = key not in self._preferred  # (its scheduling.sigs.k8s.io PodGroup, if any, was the one in use)
-        self._preferred.add(key)
+        self._preferred[key] = _uid(obj)
         out.events.append((kind, obj))
         shadowed = self._sigs.get(key)
         if shadowed is not None:
@@ -79,11 +85,15 @@ class PodGroupKinds:
         return out
 
     def _warn(self, key: str, obj: dict[str, Any], out: Routed) -> None:
-        uid = str((obj.get("metadata") or {}).get("uid", ""))
+        uid = _uid(obj)
         if self._warned.get(key) != uid:
             self._warned[key] = uid
             out.conflicts.append((obj, _conflict(key)))
 
     def sizes(self) -> int:
         """How many gangs this remembers anything of (tests check that deleted PodGroups leave nothing)."""
-        return len(self._preferred | set(self._sigs) | set(self._warned))
+        return len(set(self._preferred) | set(self._sigs) | set(self._warned))
+
+
+def _uid(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid", ""))

@@ -133,3 +133,22 @@ def test_compat_crd_has_the_same_schema_in_the_sigs_group_without_short_names() 
     assert compat["spec"]["versions"] == ours["spec"]["versions"]
     assert "shortNames" not in compat["spec"]["names"]  # `kubectl get pg` stays gangsched's PodGroup
     assert {k: v for k, v in ours["spec"]["names"].items() if k != "shortNames"} == compat["spec"]["names"]
+
+
+@pytest.mark.parametrize("api_version", [XK8S, SIGS])
+def test_deletion_of_the_old_object_seen_after_the_recreated_one_keeps_the_new_one(api_version: str) -> None:
+    """Kopf runs each object's events in its own worker, keyed by uid (kopf/_core/reactor/queueing.py get_uid and
+    worker): nothing orders the events of two objects, so the DELETED of a PodGroup may be handled after the ADDED of
+    the one created again under its name. The cache keeps the live object (and the deletion leaves the other group's
+    routing alone); the live object's own deletion still removes it."""
+    cache = ClusterCache(scheduler_name="gangsched")
+    old, new = pg(api_version, uid="old"), pg(api_version, uid="new")
+    cache.on_podgroup("ADDED", old)
+    cache.on_podgroup("ADDED", new)
+    cache.on_podgroup("DELETED", old)
+    current = cache.podgroup("default/g")
+    assert current is not None and current.uid == "new"
+    assert "default/g" in cache.dirty_gangs
+    cache.on_podgroup("DELETED", new)
+    assert cache.podgroup("default/g") is None
+    assert cache.podgroup_kinds.sizes() == 0
