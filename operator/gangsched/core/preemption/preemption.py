@@ -70,17 +70,18 @@ class _Search:
         self.tree = tree if topology is not None else None
         self.units = units
         self.spare = spare
-        self.base: dict[str, dict[str, int]] = {}  # node -> used + extra
+        # node -> (allocatable, used, extra): read, never copied (4,000 nodes per search at cluster scale)
+        self.base: dict[str, tuple[Mapping[str, int], Mapping[str, int] | None, Mapping[str, int] | None]] = {}
         self.cap0: dict[str, int] = {}
+        nodes, used_of, extra_of = cluster.nodes, cluster.used, extra
+        base, cap0 = self.base, self.cap0
         for name in feasible:
-            rec = cluster.nodes.get(name)
+            rec = nodes.get(name)
             if rec is None:
                 continue
-            used = dict(cluster.used.get(name) or {})
-            for r, q in (extra.get(name) or {}).items():
-                used[r] = used.get(r, 0) + q
-            self.base[name] = used
-            self.cap0[name] = fit_count(requests, rec.allocatable, used)
+            alloc, used, more = rec.allocatable, used_of.get(name), extra_of.get(name)
+            base[name] = (alloc, used, more)
+            cap0[name] = fit_count(requests, alloc, used, more)
         self.node_units: dict[str, list[int]] = {}
         for i, u in enumerate(units):
             for _, n, _ in u.pods:
@@ -90,12 +91,13 @@ class _Search:
                         lst.append(i)
 
     def fit(self, node: str, freed: Mapping[str, int] | None) -> int:
-        rec = self.cluster.nodes[node]
         if not freed:
             return self.cap0[node]
-        used = self.base[node]
-        net = {r: used.get(r, 0) - freed.get(r, 0) for r in self.req}
-        return fit_count(self.req, rec.allocatable, net)
+        alloc, used, more = self.base[node]
+        if more is None:
+            return fit_count(self.req, alloc, used, {r: -q for r, q in freed.items()})
+        net = {r: more.get(r, 0) - freed.get(r, 0) for r in self.req}
+        return fit_count(self.req, alloc, used, net)
 
     def _freed_all(self) -> dict[str, dict[str, int]]:
         freed: dict[str, dict[str, int]] = {}
@@ -118,7 +120,9 @@ class _Search:
 
     def run(self) -> PreemptionChoice | None:
         freed = self._freed_all()
-        potential = {n: self.fit(n, freed.get(n)) for n in self.base}
+        potential = dict(self.cap0)  # (the same keys, in the same order, as self.base)
+        for n, f in freed.items():
+            potential[n] = self.fit(n, f)
         if sum(potential.values()) < self.count:
             return None
         target: tuple[int, int] | None = None

@@ -52,15 +52,18 @@ class Unit:
 def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
     """The pods charged on `nodes`, with every member of their gangs (a gang is taken whole or not at all)."""
     keys: set[str] = set()
-    gangs: set[str] = set()
-    pods, pods_on = cluster.pods, cluster.pods_on
+    gangs: set[str | None] = {None}
+    pods, pods_on, states = cluster.pods, cluster.pods_on, cluster.gangs
     for node in nodes:
-        for key in pods_on.get(node, ()):
-            keys.add(key)
+        on = pods_on.get(node)
+        if not on:
+            continue
+        keys.update(on)
+        for key in on:
             gang = pods[key].gang
-            if gang is not None and gang not in gangs:
+            if gang not in gangs:
                 gangs.add(gang)
-                state = cluster.gangs.get(gang)
+                state = states.get(gang)  # type: ignore[arg-type]  # (None is in `gangs`: never asked)
                 if state is not None:
                     keys.update(state.members)
     return keys
@@ -88,26 +91,30 @@ def victim_units(
     """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
     with a pod charged on one of them (the others free nothing there); with `now`, each unit's `loss`."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
-    loss: dict[str, float] = {}
+    loss: dict[str, float] = {}  # (only of the pods that may be taken: the others' is never read)
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
     near = _near(cluster, nodes) if nodes is not None else None
-    for key, pod in cluster.pods.items():
-        if near is not None and key not in near:
-            continue
+    pods = cluster.pods
+    for key, pod in pods.items():
         node = pod.node_name
         if node is None or pod.terminal:
             continue
+        if near is not None and key not in near:
+            continue
         if key in excluded:  # already being evicted for some preemptor: as good as gone
             continue
-        loss[key] = work_lost(pod, now)
-        if pod.gang is not None:
-            if pod.priority >= priority or key in refused:
-                blocked.add(pod.gang)
-                continue
-            gangs.setdefault(pod.gang, []).append((key, node, pod.sclass.requests, pod.priority))
-            continue
+        gang = pod.gang
         if pod.priority >= priority or key in refused:
+            if gang is not None:
+                blocked.add(gang)
+            continue
+        loss[key] = work_lost(pod, now)
+        if gang is not None:
+            members = gangs.get(gang)
+            if members is None:
+                members = gangs[gang] = []
+            members.append((key, node, pod.sclass.requests, pod.priority))
             continue
         units.append(
             Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected, loss=loss[key])
