@@ -14,7 +14,7 @@ More: docs/modules.md#corepreemptionpreemptionpy.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.fit.capacity import fit_count
@@ -62,6 +62,7 @@ class _Search:
         tree: TopologyTree | None,
         units: list[Unit],
         spare: Mapping[str, int],
+        counts: Callable[[str], int] | None,
     ) -> None:
         self.cluster = cluster
         self.req = requests
@@ -70,18 +71,20 @@ class _Search:
         self.tree = tree if topology is not None else None
         self.units = units
         self.spare = spare
-        # node -> (allocatable, used, extra): read, never copied (4,000 nodes per search at cluster scale)
-        self.base: dict[str, tuple[Mapping[str, int], Mapping[str, int] | None, Mapping[str, int] | None]] = {}
-        self.cap0: dict[str, int] = {}
-        nodes, used_of, extra_of = cluster.nodes, cluster.used, extra
-        base, cap0 = self.base, self.cap0
-        for name in feasible:
-            rec = nodes.get(name)
-            if rec is None:
-                continue
-            alloc, used, more = rec.allocatable, used_of.get(name), extra_of.get(name)
-            base[name] = (alloc, used, more)
-            cap0[name] = fit_count(requests, alloc, used, more)
+        self.extra = extra
+        self.cap0: dict[str, int] = {}  # node -> members that fit now (the feasible nodes the cluster knows)
+        nodes, cap0 = cluster.nodes, self.cap0
+        if counts is not None:  # the caller's workspace view has them (read, not computed again per node)
+            for name in feasible:
+                if name in nodes:
+                    cap0[name] = counts(name)
+        else:
+            used_of = cluster.used
+            for name in feasible:
+                rec = nodes.get(name)
+                if rec is not None:
+                    cap0[name] = fit_count(requests, rec.allocatable, used_of.get(name), extra.get(name))
+        self.base = cap0  # (its keys: the nodes searched)
         self.node_units: dict[str, list[int]] = {}
         for i, u in enumerate(units):
             for _, n, _ in u.pods:
@@ -93,11 +96,13 @@ class _Search:
     def fit(self, node: str, freed: Mapping[str, int] | None) -> int:
         if not freed:
             return self.cap0[node]
-        alloc, used, more = self.base[node]
-        if more is None:
-            return fit_count(self.req, alloc, used, {r: -q for r, q in freed.items()})
-        net = {r: more.get(r, 0) - freed.get(r, 0) for r in self.req}
-        return fit_count(self.req, alloc, used, net)
+        more = self.extra.get(node)
+        net = (
+            {r: -q for r, q in freed.items()}
+            if more is None
+            else {r: more.get(r, 0) - freed.get(r, 0) for r in self.req}
+        )
+        return fit_count(self.req, self.cluster.nodes[node].allocatable, self.cluster.used.get(node), net)
 
     def _freed_all(self) -> dict[str, dict[str, int]]:
         freed: dict[str, dict[str, int]] = {}
@@ -237,8 +242,10 @@ def find_victims(
     respect_pdb: bool = False,
     refused: Collection[str] = (),
     now: float | None = None,
+    counts: Callable[[str], int] | None = None,
 ) -> PreemptionChoice | None:
-    """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
+    """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room. `counts`: how
+    many members fit each feasible node now (free = allocatable - used - extra), when the caller already has it."""
     units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused, now)
     if respect_pdb:
         units = [u for u in units if not (u.whole and u.protected)]
@@ -259,6 +266,7 @@ def find_victims(
             tree=tree,
             units=pool,
             spare=spare,
+            counts=counts,
         ).run()
         if choice is not None and choice.victims:
             return choice
