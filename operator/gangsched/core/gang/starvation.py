@@ -220,8 +220,7 @@ def _take(session: CycleSession, active: _Active) -> None:
     for name, target in active.record.targets:
         if name not in nodes:
             continue
-        free = workspace.free(name)
-        amount = {r: m for r, q in target.items() if (m := min(q, free.get(r, 0))) > 0}
+        amount = workspace.free_of(name, target)
         if amount:
             workspace.place(name, amount)
             active.taken[name] = amount
