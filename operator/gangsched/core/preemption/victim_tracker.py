@@ -14,6 +14,7 @@ More: docs/modules.md#corepreemptionvictim_trackerpy.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -69,6 +70,12 @@ def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
     return keys
 
 
+def _covers(nodes: Collection[str], pods_on: Mapping[str, object]) -> bool:
+    """Whether every node with a pod charged is among `nodes` (a set): then every bound pod is near them (a bound,
+    non-terminal pod is charged on its node, core/memory/store.py), and `_near` would keep them all."""
+    return isinstance(nodes, AbstractSet) and all(n in nodes for n in pods_on)
+
+
 def work_lost(pod: PodRecord, now: float | None) -> float:
     """What evicting a running pod destroys: its run time so far (no checkpoint assumed), in device-seconds (the sum
     of its extended resources such as nvidia.com/gpu, at least 1: pod-seconds for a pod without devices). 0 when no
@@ -94,7 +101,7 @@ def victim_units(
     loss: dict[str, float] = {}  # (only of the pods that may be taken: the others' is never read)
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
-    near = _near(cluster, nodes) if nodes is not None else None
+    near = _near(cluster, nodes) if nodes is not None and not _covers(nodes, cluster.pods_on) else None
     pods = cluster.pods
     for key, pod in pods.items():
         node = pod.node_name
