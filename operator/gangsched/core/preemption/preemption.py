@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gangsched.core.fit.capacity import fit_count
 from gangsched.core.memory.views import StoreView
-from gangsched.core.preemption.victim_tracker import Tracker, Unit, victim_units
+from gangsched.core.preemption.victim_tracker import Tracker, Unit, victim_units, work_lost
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.values.gangspec import NetworkTopology
 from gangsched.core.values.naming import natural_key
@@ -63,8 +63,10 @@ class _Search:
         units: list[Unit],
         spare: Mapping[str, int],
         counts: Callable[[str], int] | None,
+        now: float | None,
     ) -> None:
         self.cluster = cluster
+        self.now = now
         self.req = requests
         self.count = count
         self.topology = topology
@@ -117,6 +119,14 @@ class _Search:
                     f[res] = f.get(res, 0) + q
         return freed
 
+    def _fill_loss(self) -> None:
+        """Each unit's loss: the sum of its pods' `work_lost` (as victim_units gives it with `now`)."""
+        if self.now is None:
+            return
+        pods, now = self.cluster.pods, self.now
+        for u in self.units:
+            u.loss = sum(work_lost(pods[k], now) for k, _, _ in u.pods)
+
     def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
         network, tree = self.topology, self.tree
         assert network is not None and tree is not None
@@ -140,6 +150,7 @@ class _Search:
             domains = self._domains(best.whole_tier, potential)
         else:
             domains = [sorted(self.base, key=natural_key)]
+        self._fill_loss()
         scored: list[tuple[tuple[int, float, int, int], int, list[int]]] = []
         for order, nodes in enumerate(domains):
             cheapest: list[int] | None = None
@@ -246,7 +257,8 @@ def find_victims(
 ) -> PreemptionChoice | None:
     """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room. `counts`: how
     many members fit each feasible node now (free = allocatable - used - extra), when the caller already has it."""
-    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused, now)
+    # (each unit's loss is filled in only by a search that gets past its capacity test: most stop there)
+    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused)
     if respect_pdb:
         units = [u for u in units if not (u.whole and u.protected)]
     if not units:
@@ -267,6 +279,7 @@ def find_victims(
             units=pool,
             spare=spare,
             counts=counts,
+            now=now,
         ).run()
         if choice is not None and choice.victims:
             return choice
