@@ -342,6 +342,9 @@ def finish(session: CycleSession, holds: Holds) -> None:
             continue
         count = sum(1 for name, _ in active.record.targets if name in session.store.nodes)
         message = f"{_strip(base.message)}; {SUFFIX} {count} nodes for this gang since {rfc3339(active.record.since)}"
+        if base is gang.last_status and message == base.message:  # (the status it has: nothing to report)
+            plan.gang_status.pop(key, None)
+            continue
         status = replace(base, message=message)
         if status != gang.last_status:
             plan.gang_status[key] = status
