@@ -4,8 +4,8 @@ Contract:
 - `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: a gang taken
   whole (every bound member of lower priority), single members above its quorum (up to `spare[gang]`; none with
   `disrupt_whole`), pods without a gang. Pods being evicted count as gone; a refused pod is never a unit and its
-  gang is never taken whole; units with a protected pod are marked. With `nodes`, only units charged there; with
-  `now`, each unit's `loss` (`work_lost`: run time so far x devices).
+  gang is never taken whole; units with a protected pod are marked. With `nodes` (few), only units charged there
+  (the others free nothing there); with `now`, each unit's `loss` (`work_lost`: run time so far x devices).
 - `Tracker(search, nodes, target, potential)`: one domain's capacity as units are added or removed, with
   core.topology.place's feasibility test in O(1); `greedy` chooses units, `prune` drops the ones not needed.
 More: docs/modules.md#corepreemptionvictim_trackerpy.
@@ -14,7 +14,6 @@ More: docs/modules.md#corepreemptionvictim_trackerpy.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -70,12 +69,6 @@ def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
     return keys
 
 
-def _covers(nodes: Collection[str], pods_on: Mapping[str, object]) -> bool:
-    """Whether every node with a pod charged is among `nodes` (a set): then every bound pod is near them (a bound,
-    non-terminal pod is charged on its node, core/memory/store.py), and `_near` would keep them all."""
-    return isinstance(nodes, AbstractSet) and all(n in nodes for n in pods_on)
-
-
 def work_lost(pod: PodRecord, now: float | None) -> float:
     """What evicting a running pod destroys: its run time so far (no checkpoint assumed), in device-seconds (the sum
     of its extended resources such as nvidia.com/gpu, at least 1: pod-seconds for a pod without devices). 0 when no
@@ -95,13 +88,16 @@ def victim_units(
     refused: Collection[str] = (),
     now: float | None = None,
 ) -> tuple[list[Unit], dict[str, int]]:
-    """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
-    with a pod charged on one of them (the others free nothing there); with `now`, each unit's `loss`."""
+    """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, the units with a
+    pod charged on one of them, and when they are most of the cluster's perhaps others (that free nothing there);
+    with `now`, each unit's `loss`."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
     loss: dict[str, float] = {}  # (only of the pods that may be taken: the others' is never read)
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
-    near = _near(cluster, nodes) if nodes is not None and not _covers(nodes, cluster.pods_on) else None
+    # units charged only elsewhere free nothing on `nodes` and are never chosen: leaving them out only saves work,
+    # worth a pass over the nodes' pods when they are few (a search over most of the cluster keeps them)
+    near = _near(cluster, nodes) if nodes is not None and 2 * len(nodes) < len(cluster.pods_on) else None
     pods = cluster.pods
     for key, pod in pods.items():
         node = pod.node_name
