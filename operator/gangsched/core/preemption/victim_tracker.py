@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.views import StoreView
 from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyTree
@@ -69,6 +70,26 @@ def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
     return keys
 
 
+def _blocks(cluster: StoreView, gang: GangState | None, priority: int, excluded: Collection[str]) -> bool:
+    """Whether a bound, non-terminal member of the gang not being evicted has a priority >= `priority` (the gang is
+    then not taken whole). Its members are the store's pods of that gang (core/memory/gangs.py `join`/`leave`), all
+    near the searched nodes when one of them is (`_near` takes gangs whole)."""
+    if gang is None:
+        return False
+    pods = cluster.pods
+    for key in gang.members:
+        pod = pods.get(key)
+        if (
+            pod is not None
+            and pod.priority >= priority
+            and pod.node_name is not None
+            and not pod.terminal
+            and key not in excluded
+        ):
+            return True
+    return False
+
+
 def work_lost(pod: PodRecord, now: float | None) -> float:
     """What evicting a running pod destroys: its run time so far (no checkpoint assumed), in device-seconds (the sum
     of its extended resources such as nvidia.com/gpu, at least 1: pod-seconds for a pod without devices). 0 when no
@@ -100,6 +121,8 @@ def victim_units(
     near = _near(cluster, nodes) if nodes is not None and 2 * len(nodes) < len(cluster.pods_on) else None
     pods = cluster.pods
     for key, pod in pods.items():
+        if pod.priority >= priority:  # never a unit; whether it keeps its gang whole is asked below (_blocks)
+            continue
         node = pod.node_name
         if node is None or pod.terminal:
             continue
@@ -108,7 +131,7 @@ def victim_units(
         if key in excluded:  # already being evicted for some preemptor: as good as gone
             continue
         gang = pod.gang
-        if pod.priority >= priority or key in refused:
+        if key in refused:
             if gang is not None:
                 blocked.add(gang)
             continue
@@ -128,7 +151,7 @@ def victim_units(
         quorum = gang.spec.min_member if gang is not None and gang.spec is not None else len(members)
         prot = any(k in protected for k, _, _, _ in members)
         top = max(p for _, _, _, p in members)
-        if gang_key not in blocked:
+        if gang_key not in blocked and not _blocks(cluster, gang, priority, excluded):
             pods = tuple((k, n, r) for k, n, r, _ in members)
             whole_loss = sum(loss[k] for k, _, _, _ in members)
             units.append(Unit(gang_key, None, top, pods, prot, whole=True, loss=whole_loss))
