@@ -119,8 +119,7 @@ def victim_units(
     # units charged only elsewhere free nothing on `nodes` and are never chosen: leaving them out only saves work,
     # worth a pass over the nodes' pods when they are few (a search over most of the cluster keeps them)
     near = _near(cluster, nodes) if nodes is not None and 2 * len(nodes) < len(cluster.pods_on) else None
-    pods = cluster.pods
-    for key, pod in pods.items():
+    for key, pod in cluster.pods.items():
         if pod.priority >= priority:  # never a unit; whether it keeps its gang whole is asked below (_blocks)
             continue
         node = pod.node_name
@@ -130,17 +129,17 @@ def victim_units(
             continue
         if key in excluded:  # already being evicted for some preemptor: as good as gone
             continue
-        gang = pod.gang
+        of = pod.gang
         if key in refused:
-            if gang is not None:
-                blocked.add(gang)
+            if of is not None:
+                blocked.add(of)
             continue
         loss[key] = work_lost(pod, now)
-        if gang is not None:
-            members = gangs.get(gang)
-            if members is None:
-                members = gangs[gang] = []
-            members.append((key, node, pod.sclass.requests, pod.priority))
+        if of is not None:
+            mates = gangs.get(of)
+            if mates is None:
+                mates = gangs[of] = []
+            mates.append((key, node, pod.sclass.requests, pod.priority))
             continue
         units.append(
             Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected, loss=loss[key])

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-import gangsched.core.preemption.preemption as preemption
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.preemption.preemption import PreemptionChoice, find_victims
+from gangsched.core.preemption.victim_tracker import victim_units
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import NetworkTopology
@@ -66,10 +66,10 @@ def test_counts_from_the_view_decide_as_computed_room() -> None:
 def test_near_set_left_out_changes_no_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     c, first = _instance()
     with_near = _search(c, first, excluded=())
-    real = preemption.victim_units
 
     def every_unit(cluster: Any, priority: int, excluded: Any, protected: Any, nodes: Any, *rest: Any) -> Any:
-        return real(cluster, priority, excluded, protected, None, *rest)  # (no near-set: every unit of the cluster)
+        # (no near-set: every unit of the cluster)
+        return victim_units(cluster, priority, excluded, protected, None, *rest)
 
-    monkeypatch.setattr(preemption, "victim_units", every_unit)
+    monkeypatch.setattr("gangsched.core.preemption.preemption.victim_units", every_unit)
     assert _search(c, first, excluded=()) == with_near
