@@ -4,8 +4,8 @@ Contract:
 - `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: a gang taken
   whole (every bound member of lower priority), single members above its quorum (up to `spare[gang]`; none with
   `disrupt_whole`), pods without a gang. Pods being evicted count as gone; a refused pod is never a unit and its
-  gang is never taken whole; units with a protected pod are marked. With `nodes` (few), only units charged there
-  (the others free nothing there); with `now`, each unit's `loss` (`work_lost`: run time so far x devices).
+  gang is never taken whole; units with a protected pod are marked. With `nodes`, only units charged there; with
+  `now`, each unit's `loss` (`work_lost`: run time so far x devices).
 - `Tracker(search, nodes, target, potential)`: one domain's capacity as units are added or removed, with
   core.topology.place's feasibility test in O(1); `greedy` chooses units, `prune` drops the ones not needed.
 More: docs/modules.md#corepreemptionvictim_trackerpy.
@@ -109,16 +109,13 @@ def victim_units(
     refused: Collection[str] = (),
     now: float | None = None,
 ) -> tuple[list[Unit], dict[str, int]]:
-    """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, the units with a
-    pod charged on one of them, and when they are most of the cluster's perhaps others (that free nothing there);
-    with `now`, each unit's `loss`."""
+    """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
+    with a pod charged on one of them (the others free nothing there); with `now`, each unit's `loss`."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
     loss: dict[str, float] = {}  # (only of the pods that may be taken: the others' is never read)
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
-    # units charged only elsewhere free nothing on `nodes` and are never chosen: leaving them out only saves work,
-    # worth a pass over the nodes' pods when they are few (a search over most of the cluster keeps them)
-    near = _near(cluster, nodes) if nodes is not None and 2 * len(nodes) < len(cluster.pods_on) else None
+    near = _near(cluster, nodes) if nodes is not None else None
     for key, pod in cluster.pods.items():
         if pod.priority >= priority:  # never a unit; whether it keeps its gang whole is asked below (_blocks)
             continue
