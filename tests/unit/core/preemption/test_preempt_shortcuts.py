@@ -1,8 +1,9 @@
-"""The victim search's shortcuts at cluster scale decide exactly as the full computation (docs/development.md
-"Behaviour-neutral changes of the core"): the members that fit each node read from the workspace's class view
-(`counts`), and the near-set of victim_units left out when the search covers most nodes. The oracle is the
-search's own contract (core/preemption/preemption.py module docstring): units charged off the searched nodes free
-nothing there, and a node's room is allocatable - used - the workspace's tentative usage."""
+"""The victim search's shortcuts decide exactly as the full computation (docs/development.md "Behaviour-neutral
+changes of the core"): the members that fit each node read from the workspace's class view (`counts`), and
+victim_units' near-set (units charged off the searched nodes left out; a gang is near whole, so whether a member of
+higher priority blocks it is asked of its members). The oracle is the search's own contract (core/preemption/
+preemption.py module docstring): units charged off the searched nodes free nothing there, and a node's room is
+allocatable - used - the workspace's tentative usage."""
 
 from __future__ import annotations
 
