@@ -427,6 +427,22 @@ class Workspace:
             else:
                 self._change(u, -u.sign)
 
+    def free_of(self, node: str, resources: Mapping[str, int]) -> Resources:
+        """`free(node)`, componentwise min with `resources`, only where positive (what a hold may take there)."""
+        alloc = self.cluster.nodes[node].allocatable
+        used, extra = self.cluster.used.get(node), self.extra.get(node)
+        out: Resources = {}
+        for r, q in resources.items():
+            free = alloc.get(r, 0)
+            if used:
+                free -= used.get(r, 0)
+            if extra:
+                free -= extra.get(r, 0)
+            m = q if q < free else free
+            if m > 0:
+                out[r] = m
+        return out
+
     def free(self, node: str) -> Resources:
         rec = self.cluster.nodes[node]
         out = dict(rec.allocatable)

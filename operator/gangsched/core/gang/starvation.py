@@ -220,8 +220,7 @@ def _take(session: CycleSession, active: _Active) -> None:
     for name, target in active.record.targets:
         if name not in nodes:
             continue
-        free = workspace.free(name)
-        amount = {r: m for r, q in target.items() if (m := min(q, free.get(r, 0))) > 0}
+        amount = workspace.free_of(name, target)
         if amount:
             workspace.place(name, amount)
             active.taken[name] = amount
@@ -343,6 +342,9 @@ def finish(session: CycleSession, holds: Holds) -> None:
             continue
         count = sum(1 for name, _ in active.record.targets if name in session.store.nodes)
         message = f"{_strip(base.message)}; {SUFFIX} {count} nodes for this gang since {rfc3339(active.record.since)}"
+        if base is gang.last_status and message == base.message:  # (the status it has: nothing to report)
+            plan.gang_status.pop(key, None)
+            continue
         status = replace(base, message=message)
         if status != gang.last_status:
             plan.gang_status[key] = status

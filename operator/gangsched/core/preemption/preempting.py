@@ -208,6 +208,7 @@ def _choose(
         protected=session.state.protected,
         respect_pdb=session.config.preemption_pdb == "respect" if respect_pdb is None else respect_pdb,
         now=session.now,
+        counts=None if view.idx.filters else view.count_of,  # (no filter: its counts are the free room's)
     )
     if choice is None or not keep:
         session.rollback(mark)

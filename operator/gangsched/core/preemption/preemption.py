@@ -14,12 +14,12 @@ More: docs/modules.md#corepreemptionpreemptionpy.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from gangsched.core.fit.capacity import fit_count
 from gangsched.core.memory.views import StoreView
-from gangsched.core.preemption.victim_tracker import Tracker, Unit, victim_units
+from gangsched.core.preemption.victim_tracker import Tracker, Unit, victim_units, work_lost
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.values.gangspec import NetworkTopology
 from gangsched.core.values.naming import natural_key
@@ -62,25 +62,31 @@ class _Search:
         tree: TopologyTree | None,
         units: list[Unit],
         spare: Mapping[str, int],
+        counts: Callable[[str], int] | None,
+        now: float | None,
     ) -> None:
         self.cluster = cluster
+        self.now = now
         self.req = requests
         self.count = count
         self.topology = topology
         self.tree = tree if topology is not None else None
         self.units = units
         self.spare = spare
-        self.base: dict[str, dict[str, int]] = {}  # node -> used + extra
-        self.cap0: dict[str, int] = {}
-        for name in feasible:
-            rec = cluster.nodes.get(name)
-            if rec is None:
-                continue
-            used = dict(cluster.used.get(name) or {})
-            for r, q in (extra.get(name) or {}).items():
-                used[r] = used.get(r, 0) + q
-            self.base[name] = used
-            self.cap0[name] = fit_count(requests, rec.allocatable, used)
+        self.extra = extra
+        self.cap0: dict[str, int] = {}  # node -> members that fit now (the feasible nodes the cluster knows)
+        nodes, cap0 = cluster.nodes, self.cap0
+        if counts is not None:  # the caller's workspace view has them (read, not computed again per node)
+            for name in feasible:
+                if name in nodes:
+                    cap0[name] = counts(name)
+        else:
+            used_of = cluster.used
+            for name in feasible:
+                rec = nodes.get(name)
+                if rec is not None:
+                    cap0[name] = fit_count(requests, rec.allocatable, used_of.get(name), extra.get(name))
+        self.base = cap0  # (its keys: the nodes searched)
         self.node_units: dict[str, list[int]] = {}
         for i, u in enumerate(units):
             for _, n, _ in u.pods:
@@ -90,12 +96,15 @@ class _Search:
                         lst.append(i)
 
     def fit(self, node: str, freed: Mapping[str, int] | None) -> int:
-        rec = self.cluster.nodes[node]
         if not freed:
             return self.cap0[node]
-        used = self.base[node]
-        net = {r: used.get(r, 0) - freed.get(r, 0) for r in self.req}
-        return fit_count(self.req, rec.allocatable, net)
+        more = self.extra.get(node)
+        net = (
+            {r: -q for r, q in freed.items()}
+            if more is None
+            else {r: more.get(r, 0) - freed.get(r, 0) for r in self.req}
+        )
+        return fit_count(self.req, self.cluster.nodes[node].allocatable, self.cluster.used.get(node), net)
 
     def _freed_all(self) -> dict[str, dict[str, int]]:
         freed: dict[str, dict[str, int]] = {}
@@ -110,6 +119,14 @@ class _Search:
                     f[res] = f.get(res, 0) + q
         return freed
 
+    def _fill_loss(self) -> None:
+        """Each unit's loss: the sum of its pods' `work_lost` (as victim_units gives it with `now`)."""
+        if self.now is None:
+            return
+        pods, now = self.cluster.pods, self.now
+        for u in self.units:
+            u.loss = sum(work_lost(pods[k], now) for k, _, _ in u.pods)
+
     def _place(self, cap: Mapping[str, int]) -> TopologyPlacement | None:
         network, tree = self.topology, self.tree
         assert network is not None and tree is not None
@@ -118,7 +135,9 @@ class _Search:
 
     def run(self) -> PreemptionChoice | None:
         freed = self._freed_all()
-        potential = {n: self.fit(n, freed.get(n)) for n in self.base}
+        potential = dict(self.cap0)  # (the same keys, in the same order, as self.base)
+        for n, f in freed.items():
+            potential[n] = self.fit(n, f)
         if sum(potential.values()) < self.count:
             return None
         target: tuple[int, int] | None = None
@@ -131,6 +150,7 @@ class _Search:
             domains = self._domains(best.whole_tier, potential)
         else:
             domains = [sorted(self.base, key=natural_key)]
+        self._fill_loss()
         scored: list[tuple[tuple[int, float, int, int], int, list[int]]] = []
         for order, nodes in enumerate(domains):
             cheapest: list[int] | None = None
@@ -233,9 +253,12 @@ def find_victims(
     respect_pdb: bool = False,
     refused: Collection[str] = (),
     now: float | None = None,
+    counts: Callable[[str], int] | None = None,
 ) -> PreemptionChoice | None:
-    """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room."""
-    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused, now)
+    """The victims to evict and the nodes to nominate; None when no lower-priority choice makes room. `counts`: how
+    many members fit each feasible node now (free = allocatable - used - extra), when the caller already has it."""
+    # (each unit's loss is filled in only by a search that gets past its capacity test: most stop there)
+    units, spare = victim_units(cluster, priority, excluded, protected, feasible, refused)
     if respect_pdb:
         units = [u for u in units if not (u.whole and u.protected)]
     if not units:
@@ -255,6 +278,8 @@ def find_victims(
             tree=tree,
             units=pool,
             spare=spare,
+            counts=counts,
+            now=now,
         ).run()
         if choice is not None and choice.victims:
             return choice

@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.views import StoreView
 from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyTree
@@ -52,18 +53,41 @@ class Unit:
 def _near(cluster: StoreView, nodes: Collection[str]) -> set[str]:
     """The pods charged on `nodes`, with every member of their gangs (a gang is taken whole or not at all)."""
     keys: set[str] = set()
-    gangs: set[str] = set()
-    pods, pods_on = cluster.pods, cluster.pods_on
+    gangs: set[str | None] = {None}
+    pods, pods_on, states = cluster.pods, cluster.pods_on, cluster.gangs
     for node in nodes:
-        for key in pods_on.get(node, ()):
-            keys.add(key)
+        on = pods_on.get(node)
+        if not on:
+            continue
+        keys.update(on)
+        for key in on:
             gang = pods[key].gang
-            if gang is not None and gang not in gangs:
+            if gang not in gangs:
                 gangs.add(gang)
-                state = cluster.gangs.get(gang)
+                state = states.get(gang)  # type: ignore[arg-type]  # (None is in `gangs`: never asked)
                 if state is not None:
                     keys.update(state.members)
     return keys
+
+
+def _blocks(cluster: StoreView, gang: GangState | None, priority: int, excluded: Collection[str]) -> bool:
+    """Whether a bound, non-terminal member of the gang not being evicted has a priority >= `priority` (the gang is
+    then not taken whole). Its members are the store's pods of that gang (core/memory/gangs.py `join`/`leave`), all
+    near the searched nodes when one of them is (`_near` takes gangs whole)."""
+    if gang is None:
+        return False
+    pods = cluster.pods
+    for key in gang.members:
+        pod = pods.get(key)
+        if (
+            pod is not None
+            and pod.priority >= priority
+            and pod.node_name is not None
+            and not pod.terminal
+            and key not in excluded
+        ):
+            return True
+    return False
 
 
 def work_lost(pod: PodRecord, now: float | None) -> float:
@@ -88,26 +112,31 @@ def victim_units(
     """Victim units, and the spare count (members that may be taken singly) per gang; with `nodes`, only the units
     with a pod charged on one of them (the others free nothing there); with `now`, each unit's `loss`."""
     gangs: dict[str, list[tuple[str, str, Mapping[str, int], int]]] = {}
-    loss: dict[str, float] = {}
+    loss: dict[str, float] = {}  # (only of the pods that may be taken: the others' is never read)
     blocked: set[str] = set()  # gangs with a member that may not be taken
     units: list[Unit] = []
     near = _near(cluster, nodes) if nodes is not None else None
     for key, pod in cluster.pods.items():
-        if near is not None and key not in near:
+        if pod.priority >= priority:  # never a unit; whether it keeps its gang whole is asked below (_blocks)
             continue
         node = pod.node_name
         if node is None or pod.terminal:
             continue
+        if near is not None and key not in near:
+            continue
         if key in excluded:  # already being evicted for some preemptor: as good as gone
             continue
-        loss[key] = work_lost(pod, now)
-        if pod.gang is not None:
-            if pod.priority >= priority or key in refused:
-                blocked.add(pod.gang)
-                continue
-            gangs.setdefault(pod.gang, []).append((key, node, pod.sclass.requests, pod.priority))
+        of = pod.gang
+        if key in refused:
+            if of is not None:
+                blocked.add(of)
             continue
-        if pod.priority >= priority or key in refused:
+        loss[key] = work_lost(pod, now)
+        if of is not None:
+            mates = gangs.get(of)
+            if mates is None:
+                mates = gangs[of] = []
+            mates.append((key, node, pod.sclass.requests, pod.priority))
             continue
         units.append(
             Unit(key, None, pod.priority, ((key, node, pod.sclass.requests),), key in protected, loss=loss[key])
@@ -118,7 +147,7 @@ def victim_units(
         quorum = gang.spec.min_member if gang is not None and gang.spec is not None else len(members)
         prot = any(k in protected for k, _, _, _ in members)
         top = max(p for _, _, _, p in members)
-        if gang_key not in blocked:
+        if gang_key not in blocked and not _blocks(cluster, gang, priority, excluded):
             pods = tuple((k, n, r) for k, n, r, _ in members)
             whole_loss = sum(loss[k] for k, _, _, _ in members)
             units.append(Unit(gang_key, None, top, pods, prot, whole=True, loss=whole_loss))
