@@ -56,6 +56,13 @@ async def test_a_large_gang_behind_a_stream_of_small_pods_gets_capacity_held_and
         await eventually(full, what="8 small pods bound")
         stream = asyncio.create_task(_stream(k, 8))
         try:
+            # the first 8 started together and end together: 8 GPUs free at once would let the big gang in without
+            # a hold; once they are gone, the GPUs are held by stream pods ending one by one, as in a real stream
+            async def first_ones_gone() -> bool:
+                phases = {name: p.get("status", {}).get("phase") for name, p in (await pods(k)).items()}
+                return all(phases.get(f"small-{i}") in (None, "Succeeded") for i in range(8))
+
+            await eventually(first_ones_gone, what="the first 8 small pods ended")
             created = time.monotonic()
             await create(k, podgroup("big", min_member=2), *(pod(f"big-{i}", group="big", gpu=4) for i in range(2)))
 
