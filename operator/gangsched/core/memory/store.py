@@ -67,7 +67,7 @@ class ClusterStore(SlotReaders):
         self.topology: TopologyTree | None = None
         self.devices: DeviceState | None = None  # DRA: slices, claims, pods' claims (state/dra.py)
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
-        self.timed: dict[str, None] = {}  # pods that declare a run time (PodRecord.run_seconds)
+        self.timed: dict[str, None] = {}  # bound, unfinished pods that declare a run time (`_track_timed`)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
         self._sink = sink
         self._slots: dict[str, PodSlot] = {}
@@ -154,10 +154,7 @@ class ClusterStore(SlotReaders):
             stale = True
         old = self.pods.get(key)
         self.pods[key] = pod
-        if pod.run_seconds is not None:
-            self.timed[key] = None
-        elif old is not None:
-            self.timed.pop(key, None)
+        self._track_timed(key, pod)
         if old is None or old.priority != pod.priority:
             self.priorities.count(pod.priority, 1)
             if old is not None:
@@ -238,8 +235,17 @@ class ClusterStore(SlotReaders):
         slot = self._slots[key]
         pod = self.pods[key]
         slot.uid = pod.uid
-        self.pods[key] = dataclasses.replace(pod, node_name=slot.node)
+        self.pods[key] = pod = dataclasses.replace(pod, node_name=slot.node)
+        self._track_timed(key, pod)
         self._transition(key, T.BIND_SUCCEEDED, slot.node)
+
+    def _track_timed(self, key: str, pod: PodRecord) -> None:
+        """`timed`: the pods on a node, not finished, that declare a run time (the deadlock check's capacity that is
+        coming); pending ones are left out, so reading it costs O(running timed pods), not O(queue)."""
+        if pod.run_seconds is not None and pod.node_name is not None and not pod.terminal:
+            self.timed[key] = None
+        else:
+            self.timed.pop(key, None)
 
     def bind_all(self, bindings: list[tuple[str, str]]) -> None:
         """Start binding each (pod, node) whose pod is still waiting or reserved (others are skipped: the API
