@@ -33,9 +33,11 @@ fmt: venv
 	$(RUFF) check --fix-only .
 	$(RUFF) format .
 
-# what CI runs (.ci/run): the static checks, then every test
+# what CI runs (.ci/run): the static checks, then every test, the test files shared by two workers (pytest-xdist;
+# each file on one worker, so a module's shared fixture starts once). TEST_WORKERS=0 runs them in this process
+TEST_WORKERS ?= 2
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # the layers alone: import-linter's contracts in pyproject.toml [tool.importlinter] (docs/architecture.md "Layers")
 lint-imports: venv
