@@ -433,7 +433,7 @@ def test_topology_placement_never_breaks_zone_anti_affinity() -> None:
 
 def test_an_unchanged_pod_stays_equal_once_classes_carry_labels() -> None:
     """The store keeps our pods with projected classes; the same API object read again is not a change (a change
-    forgets a victim's refused eviction: core/memory/victims.py victim_changed)."""
+    forgets a victim's refused eviction: core/memory/victim_book.py victim_changed)."""
     c = SchedulerState()
     (node,) = add_nodes(c, 1)
     _add(c, "guard", {"app": "x"}, ANTI_HOST, ours=False, node=node, phase="Running")  # registers label keys
