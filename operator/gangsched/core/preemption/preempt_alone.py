@@ -20,9 +20,9 @@ from gangsched.core.placement.late_members import hard_domain, place_near_gang
 from gangsched.core.placement.pickers import Placed
 from gangsched.core.placement.placement import place
 from gangsched.core.preemption.preempting import release_nominations
-from gangsched.core.preemption.preemption import find_victims
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.preemption.victim_search import find_victims
 from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import changed, conditions, event
 from gangsched.core.transaction.session import Checkpoint, CycleSession, holds_key

@@ -1,7 +1,7 @@
 """The preemption step of a cycle: a gang that does not reach its quorum evicts lower-priority victims, and the
 capacity held for preemptors while their victims terminate.
 
-Contract (over a CycleSession; the victim search itself is core/preemption/preemption.py):
+Contract (over a CycleSession; the victim search itself is core/preemption/victim_search.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
   Never; classes handled one by one (core/preemption/preempt_classes.py) except with a networkTopology; members
   with host ports or DoNotSchedule spread constraints do not preempt. True: victims chosen (evictions,
@@ -23,7 +23,7 @@ from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import NOMINATED
 from gangsched.core.preemption.preempt_classes import choose_classes
-from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
+from gangsched.core.preemption.victim_search import PreemptionChoice, find_victims, tier_label
 from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
 from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
