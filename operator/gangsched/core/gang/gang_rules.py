@@ -18,7 +18,7 @@ Contract (over a CycleSession):
   admits it, every reservation of the gangs the tree admits now is bound and they become satisfied; otherwise the
   placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
-  room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempting.py), else releases
+  room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempt_gang.py), else releases
   everything the gang holds and backs off. NonStrict does the same as a gang (Koordinator's job preemption takes a
   gang's pending pods together whatever its mode: pkg/scheduler/plugins/coscheduling/core/preemption.go) when
   something of lower priority exists, its reservations kept; when there is nothing to take it keeps its
@@ -45,7 +45,7 @@ from gangsched.core.placement.domains import domain_tree
 from gangsched.core.placement.late_members import place_near_gang
 from gangsched.core.placement.placement import nominated_fit, place
 from gangsched.core.preemption.preempt_alone import preempt_alone
-from gangsched.core.preemption.preempting import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.preemption.preempt_gang import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
 from gangsched.core.records.records import PodRecord

@@ -19,7 +19,7 @@ from gangsched.core.memory.gangs import GangState
 from gangsched.core.placement.late_members import hard_domain, place_near_gang
 from gangsched.core.placement.pickers import Placed
 from gangsched.core.placement.placement import place
-from gangsched.core.preemption.preempting import release_nominations
+from gangsched.core.preemption.preempt_gang import release_nominations
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
 from gangsched.core.preemption.victim_search import find_victims

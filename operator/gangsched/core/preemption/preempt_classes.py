@@ -1,6 +1,6 @@
 """Group preemption for a gang whose pending members have different sizes (several scheduling classes).
 
-Contract (over a CycleSession; called by core/preemption/preempting.py for a gang without topology):
+Contract (over a CycleSession; called by core/preemption/preempt_gang.py for a gang without topology):
 `choose_classes(session, pending, priority, excluded, refused=()) -> (ordered_pending, PreemptionChoice) | None`
 (`refused`: as find_victims takes it). The classes
 are taken largest request first (the hardest to fit), each on the capacity the previous ones left: a class that

@@ -9,7 +9,7 @@ Contract (over a CycleSession; the victim search itself is core/preemption/victi
 - `release_nominations(session, pods)`: a preemptor's held capacity is its own to use; `release_lower_holds`: the
   holds of lower-priority preemptors do not bind these members; `settle_holds`: a lower-priority preemptor whose
   held nodes were used loses its nominations (event NominationLost), the others' holds are put back.
-More: docs/modules.md#corepreemptionpreemptingpy.
+More: docs/modules.md#corepreemptionpreempt_gangpy.
 """
 
 from __future__ import annotations
