@@ -53,8 +53,8 @@ from typing import Any
 
 from gangsched.core import GangSpec, GangTree, PodRecord
 from gangsched.k8s.api import KubeApi, PodOwner
+from gangsched.k8s.coalescing import EventRecorder, ObjectRef
 from gangsched.k8s.errors import ApiError
-from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.native_status import COMPOSITE_INITIALLY_SCHEDULED as COMPOSITE_CONDITION
