@@ -26,7 +26,7 @@ from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import Event, GangStatus, PodCondition, PodEvents, UnitBackoff
 from gangsched.core.records.records import PodRecord, SchedulingClass
-from gangsched.core.transaction.lacking import lacking, reason
+from gangsched.core.transaction.fit_counts import fit_counts, reason
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
@@ -166,12 +166,12 @@ def _static_reasons(session: CycleSession, idx: ClassIndex) -> dict[str, int]:
 
 def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[str]]:
     """How many nodes fit one more pod of the class, and why the others do not (the statically eligible nodes'
-    resources from core/transaction/lacking.py's memo; a class with per-node filters is looked at node by node)."""
+    resources from core/transaction/fit_counts.py's memo; a class with per-node filters is looked at node by node)."""
     cls = short.cls
     idx = class_index(session.store, cls, spread=session.workspace.spread)
     reasons: Counter[str] = Counter(_static_reasons(session, idx))
     if not filters_for(cls):
-        fit, short_of = lacking(session, idx)
+        fit, short_of = fit_counts(session, idx)
         reasons.update(short_of)
         return fit, reasons
     fit = 0
