@@ -45,7 +45,12 @@ from gangsched.core.placement.domains import domain_tree
 from gangsched.core.placement.late_members import place_near_gang
 from gangsched.core.placement.placement import nominated_fit, place
 from gangsched.core.preemption.preempt_alone import preempt_alone
-from gangsched.core.preemption.preempt_gang import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.preemption.preempt_gang import (
+    preempt,
+    release_lower_nominations,
+    release_nominations,
+    settle_nominations,
+)
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
 from gangsched.core.records.records import PodRecord
@@ -62,7 +67,7 @@ from gangsched.core.transaction.messages import (
     tell,
     wait,
 )
-from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
+from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, preemptor_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
@@ -75,7 +80,7 @@ class _Attempt:
     """The placement tried for a gang's pending members, inside a checkpoint."""
 
     mark: Checkpoint
-    lower: list[str]  # lower-priority preemptors whose holds were released for it
+    lower: list[str]  # lower-priority preemptors whose nominations were released for it
     placed: list[tuple[PodRecord, str]]
     short: list[Shortfall]
     tier: int | None
@@ -172,7 +177,9 @@ def _try_place(
 ) -> _Attempt:
     mark = session.checkpoint()
     release_nominations(session, pending)  # a preemptor's held capacity is its own to use
-    lower = release_lower_holds(session, gang.key, pending)  # and lower-priority preemptors' holds do not bind it
+    lower = release_lower_nominations(
+        session, gang.key, pending
+    )  # and lower-priority preemptors' nominations do not bind it
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
         held = members.roles(session.store.pods)
@@ -237,10 +244,10 @@ def _strict_failure(
 
 
 def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
-    """The placements stay (this cycle): the gang's own holds became placements."""
-    session.take_holds(gang.key)
+    """The placements stay (this cycle): the gang's own nominations became placements."""
+    session.take_nominated(gang.key)
     if attempt.lower:
-        settle_holds(session, f"gang {gang.key}", attempt.lower, attempt.placed)
+        settle_nominations(session, f"gang {gang.key}", attempt.lower, attempt.placed)
     session.place([(pod.key, node) for pod, node in attempt.placed])
     if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)
@@ -344,7 +351,9 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
         return
     mark = session.checkpoint()
     release_nominations(session, pods)  # a preemptor's held node is its own to use
-    lower = release_lower_holds(session, holds_key(unit), pods)  # and lower-priority preemptors' holds do not bind it
+    lower = release_lower_nominations(
+        session, preemptor_key(unit), pods
+    )  # and lower-priority preemptors' nominations do not bind it
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
@@ -355,12 +364,12 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
             return
         mark = session.checkpoint()
         release_nominations(session, pods)
-        lower = release_lower_holds(session, holds_key(unit), pods)
+        lower = release_lower_nominations(session, preemptor_key(unit), pods)
         placed, short, _ = place_near_gang(session, gang, pods) if gang else place(session, None, pods, partial=True)
     session.commit(mark)
-    session.take_holds(holds_key(unit), {pod.key for pod in pods})
+    session.take_nominated(preemptor_key(unit), {pod.key for pod in pods})
     if lower:
-        settle_holds(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
+        settle_nominations(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)
