@@ -149,8 +149,8 @@ def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey
     gang = session.store.gangs[unit.key]
     if gang.satisfied:
         members = session.members(gang)
-        if not members.pending and not members.held:
+        if not members.pending and not members.unready:
             return False
-        schedule_alone(session, unit, members.pending + members.held, gang=gang)
+        schedule_alone(session, unit, members.pending + members.unready, gang=gang)
         return True
     return attempt_gang(session, gang)

@@ -8,7 +8,7 @@ Contract (over a CycleSession):
   (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
   of the group exists with at least its minMember pods (Koordinator's basic requirements check), and a gang of a
   tree until its path to the root is complete (core/gang/trees.py); the message names the gang or group missing or
-  short; reservations the gang held are released and its waiting time cleared; a gang with gated or held members
+  short; reservations the gang held are released and its waiting time cleared; a gang with gated or unready members
   waits (core/gang/readiness.py). minResources above the cluster's free capacity
   fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
   Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.pod_spread import hard as spread_hard
 from gangsched.core.gang.partial_gangs import partial_gate, partial_note
-from gangsched.core.gang.readiness import gang_blocked, held_alone
+from gangsched.core.gang.readiness import gang_blocked, ready_alone
 from gangsched.core.gang.trees import describe, roles_short, tree_of, tree_ready, tree_short
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
@@ -103,7 +103,7 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     if partial_gate(session, gang):  # a bind burst cut short (core/gang/partial_gangs.py)
         return False
     members = session.members(gang)
-    if gang_blocked(session, gang, members):  # gated or held members (core/gang/readiness.py)
+    if gang_blocked(session, gang, members):  # gated or unready members (core/gang/readiness.py)
         return False
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
@@ -346,7 +346,7 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. When none of them fits,
     each preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
-    pods = held_alone(session, unit, pods)
+    pods = ready_alone(session, unit, pods)
     if not pods:
         return
     mark = session.checkpoint()

@@ -1,7 +1,7 @@
 """One scheduling cycle's session: a transaction over the SchedulerState (as Volcano's Statement, KAI's checkpoints).
 
 Contract:
-- `members(gang)`: bound, reserved and pending members; gated or held pending members apart, never placed.
+- `members(gang)`: bound, reserved and pending members; gated or unready pending members apart, never placed.
 - `CycleSession(state, now, config)` never changes `state`; it holds the cycle's `plan`, its `workspace`
   (core/fit/capacity.py) and what the cycle decided so far (`members`, `nomination`, `is_satisfied`, ...).
 - Every decision is an operation recording its effect and its undo: `place`, `reserve`, `bind`, `release`,
@@ -50,7 +50,7 @@ class Members:
     reserved: list[tuple[str, str]]  # (pod_key, node) held in memory
     pending: list[PodRecord]  # waiting to be placed, in rank order
     gated: list[PodRecord] = field(default_factory=list)  # waiting, spec.schedulingGates not empty: never placed
-    held: list[PodRecord] = field(default_factory=list)  # waiting, with a required constraint gangsched ignores
+    unready: list[PodRecord] = field(default_factory=list)  # waiting, with a required constraint gangsched ignores
 
     def roles(self, pods: Mapping[str, PodRecord], extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
         counts: Counter[str | None] = Counter()
@@ -150,7 +150,7 @@ class CycleSession:
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
         gated: list[PodRecord] = []
-        holding: list[PodRecord] = []
+        unready: list[PodRecord] = []
         for key in gang.members:
             pod = pods.get(key)
             if pod is None or pod.phase == "Failed":
@@ -172,10 +172,10 @@ class CycleSession:
                 else:
                     reserved.append((key, held[0]))
             elif pod.ours and not pod.timed_out:
-                (gated if pod.gated else holding if pod.holds else pending).append(pod)
+                (gated if pod.gated else unready if pod.unready else pending).append(pod)
         if len(pending) > 1:
             self._rank_order(pending)
-        return Members(bound, reserved, pending, gated, holding)
+        return Members(bound, reserved, pending, gated, unready)
 
     def _rank_order(self, pending: list[PodRecord]) -> None:
         """Rank first (members without one last), then natural name order (w-2 before w-10)."""

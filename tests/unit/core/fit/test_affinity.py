@@ -333,7 +333,7 @@ def test_empty_namespace_selector_means_every_namespace() -> None:
         _obj("p", {}, _affinity(anti=[_term(HOST, IN_SCAN, namespaceSelector={})])), gang=None, ours=True
     )
     (term,) = everywhere.sclass.anti_affinity
-    assert term.selector.namespaces is None and not everywhere.holds
+    assert term.selector.namespaces is None and not everywhere.unready
 
 
 def test_namespace_selector_reads_the_namespaces_labels() -> None:

@@ -454,7 +454,7 @@ def test_schedule_anyway_is_kept_as_a_preference() -> None:
     soft = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": FOO}
     pod = _parse([soft, spread(1, "node")])
     assert [c.hard for c in pod.sclass.spread] == [True, False]  # DoNotSchedule first
-    assert not pod.holds and not pod.unsupported
+    assert not pod.unready and not pod.unsupported
 
 
 @pytest.mark.parametrize(
