@@ -176,15 +176,15 @@ def _try_place(
     session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
 ) -> _Attempt:
     mark = session.checkpoint()
-    release_nominations(session, pending)  # a preemptor's held capacity is its own to use
-    lower = release_lower_nominations(
-        session, gang.key, pending
-    )  # and lower-priority preemptors' nominations do not bind it
+    release_nominations(session, pending)  # a preemptor's nominated capacity is its own to use
+    lower = release_lower_nominations(session, gang.key, pending)  # lower-priority preemptors' do not bind it
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
-        held = members.roles(session.store.pods)
+        counted = members.roles(session.store.pods)
         domains = domain_tree(session, gang)  # Kubernetes' hard topology constraints (core/placement/domains.py)
-        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, held=held, domains=domains)
+        outcome = place(
+            session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, counted=counted, domains=domains
+        )
     placed, short, tier = outcome
     have = len(members.bound) + len(members.reserved) + len(placed)
     new = [pod for pod, _ in placed]
@@ -274,7 +274,7 @@ def _nonstrict_progress(
         scheduled=len(members.bound),
         reserved=len(members.reserved) + len(attempt.placed),
         pending=alive - attempt.have,
-        holding=[*(pods[key] for key, _node in members.reserved), *(pod for pod, _node in attempt.placed)],
+        reserved_pods=[*(pods[key] for key, _node in members.reserved), *(pod for pod, _node in attempt.placed)],
     )
 
 
@@ -350,10 +350,8 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
     if not pods:
         return
     mark = session.checkpoint()
-    release_nominations(session, pods)  # a preemptor's held node is its own to use
-    lower = release_lower_nominations(
-        session, preemptor_key(unit), pods
-    )  # and lower-priority preemptors' nominations do not bind it
+    release_nominations(session, pods)  # a preemptor's nominated node is its own to use
+    lower = release_lower_nominations(session, preemptor_key(unit), pods)  # lower-priority preemptors' do not bind it
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )

@@ -3,11 +3,11 @@
 Contract: `queue_skip(session, gang) -> bool`, asked by core/cycle/scheduler.py instead of an attempt, for a gang whose
 backoff would end early only because capacity was freed. True (skip: kube-scheduler's QueueSkip) only when a necessary
 condition for any progress fails: its pending members, in the free slots an attempt would find (core/fit/capacity.py,
-after holds it may not use), are fewer than it needs (Strict: minMember; NonStrict: one), or they could not be placed
-even with every lower-priority pod gone (core/hints/reach.py). False (attempt it) whenever those counts could understate
-what an attempt sees (reservations, nominations, bound, gated or unready members, gang groups, minResources, several
-classes while it could preempt, pod (anti-)affinity or spread terms). A skipped gang's backoff still ends with time;
-`Plan.hint_skips` records the freed generation it covered.
+after nominations and capacity holds it may not use), are fewer than it needs (Strict: minMember; NonStrict: one), or
+they could not be placed even with every lower-priority pod gone (core/hints/reach.py). False (attempt it) whenever
+those counts could understate what an attempt sees (reservations, nominations, bound, gated or unready members, gang
+groups, minResources, several classes while it could preempt, pod (anti-)affinity or spread terms). A skipped gang's
+backoff still ends with time; `Plan.hint_skips` records the freed generation it covered.
 More: docs/modules.md#corehintsqueue_hintspy.
 """
 

@@ -93,24 +93,24 @@ def tell(
     reason: str,
     message: str,
     *,
-    holding: Iterable[PodRecord] = (),
+    reserved_pods: Iterable[PodRecord] = (),
 ) -> bool:
     """PodScheduled=False (reason, message) on the unit's waiting pods that do not say it yet: all of them when the
     message changed, else only pods that joined since (a member created or re-created meanwhile: the unit remembers
     the UIDs it told), as kube-scheduler's updatePod writes the condition only where it differs
-    (pkg/scheduler/schedule_one.go). `holding`: members placed in memory that wait for the rest of their gang (a
+    (pkg/scheduler/schedule_one.go). `reserved_pods`: members placed in memory that wait for the rest of their gang (a
     NonStrict gang's reservations): the same message, reason WaitingForGang. True when the message changed."""
     fresh = changed(session, unit, message)
     state = session.state.queue.unit_state(unit)
     told = frozenset() if fresh or state is None else state.told
     new = [pod for pod in pods if pod.uid not in told and not pod.gated]
-    held = [pod for pod in holding if pod.uid not in told]
+    waiting = [pod for pod in reserved_pods if pod.uid not in told]
     if new:
         conditions(session, new, reason, message)
-    if held:
-        conditions(session, held, WAITING_FOR_GANG, message)
-    if fresh or new or held:
-        session.plan.waiting_told[unit] = told.union(pod.uid for pod in [*new, *held])
+    if waiting:
+        conditions(session, waiting, WAITING_FOR_GANG, message)
+    if fresh or new or waiting:
+        session.plan.waiting_told[unit] = told.union(pod.uid for pod in [*new, *waiting])
     return fresh
 
 
@@ -144,13 +144,13 @@ def fail(
     scheduled: int,
     reserved: int,
     pending: int,
-    holding: Iterable[PodRecord] = (),
+    reserved_pods: Iterable[PodRecord] = (),
 ) -> None:
     unit = gang.unit
     backoff(session, unit)
     report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
     failed_scheduling(session, pods, message)
-    if tell(session, unit, pods, "Unschedulable", message, holding=holding):
+    if tell(session, unit, pods, "Unschedulable", message, reserved_pods=reserved_pods):
         event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
 
 

@@ -47,7 +47,7 @@ class Members:
     """A gang's members as this cycle sees them."""
 
     bound: list[str]  # bound and not leaving, binding (in flight or decided this cycle), or Succeeded
-    reserved: list[tuple[str, str]]  # (pod_key, node) held in memory
+    reserved: list[tuple[str, str]]  # (pod_key, node) reserved in memory
     pending: list[PodRecord]  # waiting to be placed, in rank order
     gated: list[PodRecord] = field(default_factory=list)  # waiting, spec.schedulingGates not empty: never placed
     unready: list[PodRecord] = field(default_factory=list)  # waiting, with a required constraint gangsched ignores
@@ -82,7 +82,7 @@ class CycleSession:
         self._satisfied: set[str] = set()
         self._timed_out: set[str] = set()
         self._evicting: set[str] = set()
-        self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer held
+        self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer taken
         self.nominated: dict[str, list[Nomination]] = {}  # preemptor gang (or pod alone) -> its members' nominations
         self._book: DeviceBook | None = None  # DRA: the devices and claims as this cycle took them
         self._fits: dict[str, PodFit] = {}  # pod placed this cycle -> its claims' allocation (take_devices)
@@ -165,12 +165,12 @@ class CycleSession:
             elif (node := self._placed.get(key)) is not None:
                 reserved.append((key, node))
             elif (key in reserved_pods or key in binding_pods) and key not in self._released:
-                held = self.store.reservation_of(key)
-                assert held is not None
-                if held[1]:
+                reservation = self.store.reservation_of(key)
+                assert reservation is not None
+                if reservation[1]:
                     bound.append(key)
                 else:
-                    reserved.append((key, held[0]))
+                    reserved.append((key, reservation[0]))
             elif pod.ours and not pod.timed_out:
                 (gated if pod.gated else unready if pod.unready else pending).append(pod)
         if len(pending) > 1:
