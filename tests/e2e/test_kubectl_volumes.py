@@ -132,7 +132,7 @@ async def test_an_unbound_claim_holds_the_gang_and_says_why_until_it_is_bound(th
             text = await kubectl(three_nodes, "describe", "pod", "g-1")
             return text if 'persistentvolumeclaim "data-1" is not bound' in text and "Unsupported" in text else None
 
-        await eventually(described, what="kubectl describe shows the Warning on the held pod")
+        await eventually(described, what="kubectl describe shows the Warning on the unready pod")
         await bind(three_nodes, "data-1", "pv-1")
 
         async def placed() -> dict[str, str] | None:

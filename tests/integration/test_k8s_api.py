@@ -21,8 +21,8 @@ import yaml
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.k8s.api import MANAGED_BY, KubeApi, PodOwner
 from gangsched.k8s.client import ApiError, KubeClient
+from gangsched.k8s.coalescing import PatchWriter
 from gangsched.k8s.fence import FencedClient, NotLeader
-from gangsched.k8s.writer import PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.sim.apiserver import ApiServer
 from tests.builders import pod_manifest

@@ -253,7 +253,7 @@ async def test_gang_that_gives_up_clears_its_nominations(four: Cluster) -> None:
 
         await eventually(nominated, what="urgent's members nominated")
         await eventually(cleared, timeout=15, what="nominations cleared after the waiting time ended")
-        # the PodGroup's status is written apart from the pods' (its own path, coalesced: k8s/writer.py min_gap)
+        # the PodGroup's status is written apart from the pods' (its own path, coalesced: k8s/coalescing.py min_gap)
         await eventually(_phase_is(k, "urgent", "Timeout"), timeout=5, what="urgent's PodGroup phase Timeout")
         for i in range(4):
             await k.patch(f"/api/v1/namespaces/default/pods/low-{i}", {"metadata": {"finalizers": None}})

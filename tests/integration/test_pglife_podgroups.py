@@ -18,7 +18,7 @@ import pytest
 
 from gangsched.k8s.api import KubeApi
 from gangsched.k8s.client import KubeClient
-from gangsched.k8s.writer import PatchWriter
+from gangsched.k8s.coalescing import PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.runtime.operator import Operator
 from gangsched.runtime.podgroups import PodGroupReporter

@@ -53,7 +53,12 @@ Use = tuple[str, str, str, str]  # (verb, API group, resource, subresource)
 # Grants only an error path uses, which no profile provokes; each names the code that needs it.
 ERROR_PATHS: dict[Use, str] = {
     ("get", "", "pods", ""): "k8s/binder.py _reconcile_conflict: after a 409 on binding, reads who bound the pod",
-    ("patch", "", "events", ""): "k8s/writer.py EventRecorder: the count of an event repeated with the same message",
+    (
+        "patch",
+        "",
+        "events",
+        "",
+    ): "k8s/coalescing.py EventRecorder: the count of an event repeated with the same message",
 }
 
 

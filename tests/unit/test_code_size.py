@@ -45,7 +45,7 @@ OVER_DOCSTRING = {
     "core/placement/spread_place.py",
     "core/placement/topology_mixed.py",
     "k8s/binder.py",
-    "k8s/writer.py",
+    "k8s/coalescing.py",
     "models/__init__.py",
     "models/annotations.py",
     "models/composite.py",

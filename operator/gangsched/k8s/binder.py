@@ -23,7 +23,7 @@ runtime/bind_backoff.py); `BindResult.status` is the HTTP status behind a failur
 itself does not retry a binding (each attempt is `retry=NO_RETRY`), so the two never multiply.
 `errors` counts the bindings that ended in "conflict" or "failed"; `in_flight` counts bindings under way; `idle` (an
 asyncio.Event) is set whenever none is, so that lower-priority writers (events, status patches) can stay out of the
-bindings' way (see k8s/writer.py, `defer_to`).
+bindings' way (see k8s/coalescing.py, `defer_to`).
 """
 
 from __future__ import annotations

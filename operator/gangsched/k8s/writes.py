@@ -1,5 +1,5 @@
 """Typed, coalesced writes: pod annotations, pod conditions, nominations, and PodGroup owners and status, carried by
-the PatchWriter (k8s/writer.py), which merges what is asked for one object until it is sent and retries it.
+the PatchWriter (k8s/coalescing.py), which merges what is asked for one object until it is sent and retries it.
 
 Contract (every call never blocks and never raises):
 - `annotate_pod(namespace, name, annotations)`: a merge patch of annotations, sent to pods/status.
@@ -19,7 +19,7 @@ from typing import Any
 
 from gangsched.k8s.api import PodOwner, owner_references, pod_path, podgroup_path
 from gangsched.k8s.client import MERGE_PATCH, STRATEGIC_MERGE_PATCH, resource_path
-from gangsched.k8s.writer import PatchWriter, now_rfc3339
+from gangsched.k8s.coalescing import PatchWriter, now_rfc3339
 from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
 from gangsched.models.composite import PLURAL as COMPOSITE_PLURAL
 from gangsched.models.podgroup import API_VERSION

@@ -113,7 +113,7 @@ class ReadinessConfig(_Section):
 class TopologyConfig(_Section):
     config_map_name: Annotated[str, Field(min_length=1)] = Field("gangsched-topology", alias="configMapName")
     key: Annotated[str, Field(min_length=1)] = "topology.json"
-    # node label key per tier, lowest tier first (tier 1 = unit/ToR); empty: the ConfigMap is the only source
+    # node label key per tier, lowest tier first (tier 1 = rack/ToR); empty: the ConfigMap is the only source
     node_label_tiers: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list, alias="nodeLabelTiers")
     # a gang that declares no networkTopology is packed into the lowest domain that holds it (core/placement/packing.py)
     pack_gangs: bool = Field(True, alias="packGangs")

@@ -147,10 +147,10 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
 def _unsupported(spec: Mapping[str, Any]) -> tuple[tuple[str, ...], bool]:
     """(field paths of the constraints gangsched does not evaluate, whether one of them is required)."""
     found: list[str] = []  # pod affinity, required and preferred: models/pod_affinity.py
-    holds = False
+    unready = False
     if spec.get("evictionResponders"):  # 1.37: gangsched's preemption deletes the pod, no EvictionRequest first
         found.append("spec.evictionResponders")
-    return tuple(found), holds
+    return tuple(found), unready
 
 
 def _container_requests(container: Any, *, field: str) -> Resources:
@@ -327,7 +327,7 @@ def pod_from_api(
         pod_preferred=terms.preferred,
     )
     maybe = "evictionResponders" in spec  # (spec.resourceClaims: state/dra.py allocates them)
-    unsupported, holds = _unsupported(spec) if maybe else ((), False)
+    unsupported, unready = _unsupported(spec) if maybe else ((), False)
     annotations = meta.get("annotations") or {}
     return PodRecord(
         namespace=namespace,
@@ -347,7 +347,7 @@ def pod_from_api(
         timed_out=isinstance(annotations, Mapping) and annotations.get(KOORD_TIMEOUT) == "true",
         gated=bool(spec.get("schedulingGates")),
         unsupported=unsupported,
-        holds=holds,
+        unready=unready,
         grace=_grace(spec),
         run_seconds=_run_seconds(spec, annotations, strict=ours),
         started=_started(status),

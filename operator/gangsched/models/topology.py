@@ -21,7 +21,7 @@ Contract:
   cluster's nodes), in natural order; `unknown_nodes_message(unknown)` is the Warning shown for them (placement
   never uses a node that does not exist, so they only make domains look bigger than they are).
 - `domains_from_node_labels(node_labels, tier_keys) -> list[Domain]` and `tree_from_node_labels(...)`:
-  `tier_keys[0]` is the label key of tier 1 (e.g. the unit/ToR), `tier_keys[1]` tier 2, and so on. A node
+  `tier_keys[0]` is the label key of tier 1 (e.g. the rack/ToR), `tier_keys[1]` tier 2, and so on. A node
   lacking any of the keys (or with an empty value) is left out of the tree (it stays usable by gangs without
   topology). Label values are the domain names, so they must be unique across the whole topology: a value
   seen under two different parents, or at two tiers, raises `InvalidField` naming the nodes and labels.

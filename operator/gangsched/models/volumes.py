@@ -35,7 +35,7 @@ from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import node_selector_term
 
 BIND_COMPLETED: Final = "pv.kubernetes.io/bind-completed"  # pkg/controller/volume/persistentvolume annBindCompleted
-MAX_TERMS: Final = 256  # a pod's terms x its volumes' terms beyond this are not evaluated (the pod is held)
+MAX_TERMS: Final = 256  # a pod's terms x its volumes' terms beyond this are not evaluated (the pod is unready)
 # VolumeZone's topologyLabels and translateToGALabel (pkg/scheduler/framework/plugins/volumezone/volume_zone.go)
 ZONE_LABELS: Final = {
     "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",

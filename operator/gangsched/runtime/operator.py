@@ -53,12 +53,12 @@ from gangsched.k8s.api import KubeApi
 from gangsched.k8s.binder import Binder, BindResult
 from gangsched.k8s.claims import ClaimWriter
 from gangsched.k8s.client import KubeClient
+from gangsched.k8s.coalescing import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.fence import FencedClient
 from gangsched.k8s.forbidden import ForbiddenBook
 from gangsched.k8s.lease import Clock, LeaderElector
 from gangsched.k8s.retry import NO_RETRY
-from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.writes import Writes
 from gangsched.models import keys
 from gangsched.models.composite import API_VERSION as COMPOSITE_API_VERSION
@@ -699,7 +699,9 @@ class Operator:
         self.cluster.bind_failed(key, now=time.time(), retry_at=retry_at)
         if result.status == 403:
             self._forbidden(BIND_REQUEST, result)
-        if result.outcome != "gone":  # one event per pod, its count raised (k8s/writer.py): the message names no node
+        if (
+            result.outcome != "gone"
+        ):  # one event per pod, its count raised (k8s/coalescing.py): the message names no node
             self.events.record(
                 self._ref("Pod", result.namespace, result.name),
                 "Warning",

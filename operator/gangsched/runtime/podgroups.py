@@ -53,8 +53,8 @@ from typing import Any
 
 from gangsched.core import GangSpec, GangTree, PodRecord
 from gangsched.k8s.api import KubeApi, PodOwner
+from gangsched.k8s.coalescing import EventRecorder, ObjectRef
 from gangsched.k8s.errors import ApiError
-from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.native_status import COMPOSITE_INITIALLY_SCHEDULED as COMPOSITE_CONDITION
@@ -249,11 +249,11 @@ class PodGroupReporter:
             elif overwritten:  # our members' status, overwritten by another writer: ours again, in full
                 self.statuses.rewrite(key)
                 self.writes.forget_podgroup(*split_key(key), api_version=pg.api_version)
-            held = 0
+            reserved_now = 0
             for member in members:
                 reservation = cluster.reservation_of(member.key)
                 if reservation is not None and not reservation[1]:
-                    held += 1
+                    reserved_now += 1
             body = self.statuses.status_of(
                 key,
                 min_member=min_member,
@@ -265,7 +265,7 @@ class PodGroupReporter:
                 invalid=self.cache.invalid_message(key),
                 in_flight=in_flight.get(key, 0),
                 now_iso=now,
-                held=held,
+                reserved_now=reserved_now,
                 note=note,
                 degraded=cluster.health.condition(key),
                 placed=self._placed(spec, members),

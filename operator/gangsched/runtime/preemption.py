@@ -47,9 +47,9 @@ from typing import Any
 
 from gangsched.core import Plan, PodRecord
 from gangsched.k8s.api import KubeApi
+from gangsched.k8s.coalescing import EventRecorder, ObjectRef
 from gangsched.k8s.errors import ApiError
 from gangsched.k8s.retry import NO_RETRY
-from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.k8s.writes import Writes
 from gangsched.models.native import API_VERSION as NATIVE_API_VERSION
 from gangsched.models.native_status import disruption_condition

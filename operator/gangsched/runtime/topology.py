@@ -21,8 +21,8 @@ from typing import Any
 
 from gangsched.core import InvalidField, TopologyTree
 from gangsched.k8s.api import KubeApi
+from gangsched.k8s.coalescing import EventRecorder, ObjectRef
 from gangsched.k8s.errors import ApiError
-from gangsched.k8s.writer import EventRecorder, ObjectRef
 from gangsched.models.config import TopologyConfig
 from gangsched.models.topology import (
     parse_topology,

@@ -1114,7 +1114,7 @@ class ClusterCache:
                     self.dirty_gangs.add(new.gang)
                 moved = True
         if moved:
-            self.cluster.store.bump_freed()  # a held pod backed off: it is tried again at once
+            self.cluster.store.bump_freed()  # an unready pod backed off: it is tried again at once
             self.on_change()
 
     # ------------------------------------------------------------------ DRA

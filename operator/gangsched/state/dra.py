@@ -304,9 +304,9 @@ class DraBook:
         return dataclasses.replace(
             base,
             sclass=sclass,
-            holds=base.holds or bool(reasons),
-            hold_reasons=(*base.hold_reasons, *reasons),
-            waits=bool(reasons) and waiting == len(reasons) and not base.holds,
+            unready=base.unready or bool(reasons),
+            unready_reasons=(*base.unready_reasons, *reasons),
+            waits=bool(reasons) and waiting == len(reasons) and not base.unready,
         )
 
     def _counted(self) -> set[str]:

@@ -1,8 +1,8 @@
 """PodGroup status as `kubectl get podgroups` should show it, computed from the cache.
 
 Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out, invalid,
-in_flight, now_iso, held)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's fields),
-or None when nothing would change since the last time it returned a body for that gang; `note` (pods of other
+in_flight, now_iso, reserved_now)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's
+fields), or None when nothing would change since the last time it returned a body for that gang; `note` (pods of other
 schedulers naming the PodGroup) is appended to the message (and, with no member, to the Scheduled condition's).
 `placed` (state/placed_tiers.py: the tiers the bound members occupy now) gives placedTier and placedGroupTier; with
 none, the core's tier while it holds reservations or bindings in flight, else both null (a tier never outlives the
@@ -36,7 +36,7 @@ gang's current members):
   succeed; never members whose bindings are only decided or in flight, and never the core's satisfied mark alone
   (it is set when the binds are decided: the status says Scheduled only after they succeeded);
 - Timeout: its waiting time ended before the quorum;
-- Scheduling: some members hold reservations (`held`, the reservations the gang holds now, when given: the
+- Scheduling: some members have reservations (`reserved_now`, the reservations the gang has now, when given: the
   core's last decision may be stale after members were deleted; without reservations left it is not reported),
   or bindings are in flight;
 - Pending: otherwise.
@@ -198,7 +198,7 @@ class GangStatusBook:
         invalid: str | None,
         in_flight: int,
         now_iso: str,
-        held: int | None = None,
+        reserved_now: int | None = None,
         note: str | None = None,
         degraded: DegradedCondition | None = None,
         placed: PlacedTiers | None = None,
@@ -209,10 +209,10 @@ class GangStatusBook:
             mem.occupied = occupied_by  # scheduler-plugins fills it once, when minMember pods exist
         counts = count_members(members, in_flight=in_flight)
         reserved = decided.reserved if decided is not None else 0
-        if held is not None and held < reserved:
-            # the core's last decision held more than the gang holds now (members deleted, a node gone): stale
-            reserved = held
-            if held == 0:
+        if reserved_now is not None and reserved_now < reserved:
+            # the core's last decision reserved more than the gang has now (members deleted, a node gone): stale
+            reserved = reserved_now
+            if reserved_now == 0:
                 decided = None
         if decided is not None and decided.scheduled > counts.scheduled:
             decided = None  # it counted members bound or binding the gang no longer has (deleted, moved away): stale

@@ -8,15 +8,15 @@ Contract (`VolumeBook`, owned by state/cache.py, which calls it; no I/O):
   that cannot be read, the message to report on it. Kept per claim: `ClaimInfo`; per volume: its node
   constraint as one OR-list of terms (models/volumes.py), never the raw object.
 - `resolve(record, obj)` on a pod's full parse: remembers the pod's claims (only pods of ours with claims) with the
-  parts of its record the volumes change (scheduling class, unsupported, holds), and returns the record with its
+  parts of its record the volumes change (scheduling class, unsupported, unready), and returns the record with its
   volumes applied; `refresh(record)`: the same for a record already cached, from what was remembered (after a
   claim or volume event). `forget(key)` when the pod goes.
 - Applying the volumes: every claim fully bound to a known volume -> the class's required node affinity is ANDed
   with each volume's terms (models/volumes.py and_terms; a volume without constraint adds nothing). A claim that
   does not exist, is not bound (gangsched binds no claim: WaitForFirstConsumer is not supported, an Immediate
   claim waits for the PersistentVolume controller), is Lost, being deleted, bound to a volume not found, an
-  ephemeral claim not owned by the pod, or terms beyond models/volumes.py MAX_TERMS: the pod is held (`holds`)
-  with a sentence naming the claim in `hold_reasons` (core/gang/readiness.py reports it). A ReadWriteOncePod claim is
+  ephemeral claim not owned by the pod, or terms beyond models/volumes.py MAX_TERMS: the pod is unready (`unready`)
+  with a sentence naming the claim in `unready_reasons` (core/gang/readiness.py reports it). A ReadWriteOncePod claim is
   placed without that check and reported in `unsupported`.
 """
 
@@ -48,7 +48,7 @@ class _PodBase:
     volumes: PodVolumes
     sclass: SchedulingClass
     unsupported: tuple[str, ...]
-    holds: bool
+    unready: bool
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -123,7 +123,7 @@ class VolumeBook:
         if not volumes.claims and not volumes.unsupported:
             self.forget(key)
             return record
-        base = _PodBase(volumes, record.sclass, record.unsupported, record.holds)
+        base = _PodBase(volumes, record.sclass, record.unsupported, record.unready)
         old = self._pods.get(key)
         if old is None or old.volumes.claims != volumes.claims:
             self.forget(key)
@@ -180,8 +180,8 @@ class VolumeBook:
             record,
             sclass=sclass,
             unsupported=tuple(unsupported),
-            holds=base.holds or bool(reasons),
-            hold_reasons=tuple(reasons),
+            unready=base.unready or bool(reasons),
+            unready_reasons=tuple(reasons),
         )
 
     def _claim_problem(self, pod: PodRecord, name: str, ephemeral: bool, info: ClaimInfo | None) -> str | None:

@@ -23,7 +23,7 @@ def test_eviction_responders_are_placed_and_reported() -> None:
     pod is scheduled (the field does not constrain placement) and named unsupported (a Warning when it binds,
     core/gang/readiness.py report_unsupported)."""
     record = pod_from_api(pod_obj("p", spec_extra={"evictionResponders": RESPONDERS}), gang=None, ours=True)
-    assert record.unsupported == ("spec.evictionResponders",) and not record.holds
+    assert record.unsupported == ("spec.evictionResponders",) and not record.unready
     plain = pod_from_api(pod_obj("q"), gang=None, ours=True)
     assert plain.unsupported == ()
 

@@ -201,7 +201,7 @@ def test_structured_skip_bind() -> None:
 
 
 def test_cel_runtime_error() -> None:
-    """A selector reading an attribute the devices lack: the pod is held with the CEL error (upstream's Filter
+    """A selector reading an attribute the devices lack: the pod is unready with the CEL error (upstream's Filter
     status names it), nothing else breaks."""
     cache = cluster()
     bad = 'device.attributes["gpu.nvidia.com"].noSuchAttribute == "x"'

@@ -219,7 +219,7 @@ def test_all_bound_a_pod_goes_where_its_volume_is() -> None:
     cache.on_pod_event("ADDED", _with_claim("p"))
     record = cache.cluster.pods["default/p"]
     assert record.sclass.required == (term(req(HOST, "In", "n1")),)
-    assert not record.holds and not record.unsupported
+    assert not record.unready and not record.unsupported
     assert step(cache.cluster, CFG, 0.0).bindings == [("default/p", "n1")]
 
 
@@ -253,7 +253,7 @@ NOT_BOUND = (
     'unsupported: persistentvolumeclaim "data" is not bound (gangsched binds no volume: WaitForFirstConsumer'
     " binding is not supported; the pod waits until the claim is bound)"
 )
-HELD_CASES = [  # (case, claim objects, the message on the held pod)
+UNREADY_CASES = [  # (case, claim objects, the message on the unready pod)
     ("PVC does not exist", [], 'persistentvolumeclaim "data" not found'),
     (
         "unbound claim with WaitForFirstConsumer",
@@ -278,7 +278,7 @@ HELD_CASES = [  # (case, claim objects, the message on the held pod)
 ]
 
 
-@pytest.mark.parametrize(("case", "claims", "message"), HELD_CASES, ids=[c[0] for c in HELD_CASES])
+@pytest.mark.parametrize(("case", "claims", "message"), UNREADY_CASES, ids=[c[0] for c in UNREADY_CASES])
 def test_a_pod_whose_claim_is_not_usable_is_held_and_reported(
     case: str, claims: list[dict[str, Any]], message: str
 ) -> None:
@@ -318,14 +318,14 @@ def test_a_claim_bound_later_releases_the_pod_to_its_volumes_node() -> None:
     plan = step(cache.cluster, CFG, 0.0)
     assert not plan.bindings and plan.unit_backoffs
     cache.on_pvc(None, _pvc("data"))
-    assert cache.cluster.pods["default/p"].holds
+    assert cache.cluster.pods["default/p"].unready
     cache.on_pvc(None, _pvc("data", volume="pv-local", phase="Bound"))
-    assert cache.cluster.pods["default/p"].hold_reasons == (
+    assert cache.cluster.pods["default/p"].unready_reasons == (
         'persistentvolumeclaim "data" is bound to persistentvolume "pv-local", which was not found',
     )
     cache.on_pv(None, _pv("pv-local", affinity=LOCAL))
     record = cache.cluster.pods["default/p"]
-    assert not record.holds and record.sclass.required == (term(req(HOST, "In", "n1")),)
+    assert not record.unready and record.sclass.required == (term(req(HOST, "In", "n1")),)
     assert step(cache.cluster, CFG, 0.5).bindings == [("default/p", "n1")]
 
 
@@ -337,7 +337,7 @@ def test_a_pod_whose_claim_goes_away_is_held_again_and_other_pods_are_untouched(
     cache.on_pod_event("ADDED", pod_obj("plain"))
     plain = cache.cluster.pods["default/plain"]
     cache.on_pvc("DELETED", _pvc("data", volume="pv", phase="Bound"))
-    assert cache.cluster.pods["default/p"].hold_reasons == ('persistentvolumeclaim "data" not found',)
+    assert cache.cluster.pods["default/p"].unready_reasons == ('persistentvolumeclaim "data" not found',)
     assert cache.cluster.pods["default/plain"] is plain
     cache.on_pod_event("DELETED", _with_claim("p"))
     assert cache.volumes.sizes() == {"claims": 0, "volumes": 1, "pods": 0}
@@ -349,12 +349,12 @@ def test_ephemeral_volumes_use_the_claim_created_for_the_pod() -> None:
     obj = pod_obj("p")
     obj["spec"]["volumes"] = [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]
     cache.on_pod_event("ADDED", obj)
-    assert cache.cluster.pods["default/p"].hold_reasons == (
+    assert cache.cluster.pods["default/p"].unready_reasons == (
         'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-scratch"',
     )
     cache.on_pv(None, _pv("pv", affinity=LOCAL))
     cache.on_pvc(None, _pvc("p-scratch", volume="pv", phase="Bound", owner="someone-else"))
-    assert cache.cluster.pods["default/p"].hold_reasons == (
+    assert cache.cluster.pods["default/p"].unready_reasons == (
         "PVC default/p-scratch was not created for pod default/p (pod is not owner)",
     )
     cache.on_pvc(None, _pvc("p-scratch", volume="pv", phase="Bound", owner="uid-p"))
@@ -393,7 +393,7 @@ def test_an_unreadable_volume_is_reported_and_holds_its_pods() -> None:
     cache.on_pv(None, _pv("bad", affinity=[]))
     assert [(p.kind, p.name, p.reason) for p in cache.problems] == [("PersistentVolume", "bad", "InvalidNodeAffinity")]
     assert "spec.nodeAffinity.required.nodeSelectorTerms" in cache.problems[0].message
-    assert cache.cluster.pods["default/p"].holds
+    assert cache.cluster.pods["default/p"].unready
 
 
 def test_a_big_gang_s_message_names_a_few_claims() -> None:

@@ -22,7 +22,7 @@ from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.podstate import RESERVED
 from gangsched.core.records.records import NodeRecord, PodRecord, SchedulingClass
 from gangsched.core.transaction.messages import conditions, event
-from gangsched.core.transaction.session import CycleSession, holds_key
+from gangsched.core.transaction.session import CycleSession, preemptor_key
 from gangsched.core.values.units import UnitKey
 
 _NO_RANK = 1 << 62
@@ -165,16 +165,16 @@ def _release_nominations(session: CycleSession, retry: set[UnitKey]) -> None:
         if why is not None:
             lost[_unit(pod)] = (node, why)
     for unit, (node, why) in sorted(lost.items()):
-        keys = _drop_holds(session, session.take_holds(holds_key(unit)))
+        keys = _drop_nominated(session, session.take_nominated(preemptor_key(unit)))
         session.clear_nominations(keys)
         message = f"nomination on {node} released: {why}; it will choose again"
         event(session, "Pod" if unit.is_pod else "PodGroup", unit.key, "Warning", "NominationLost", message)
         retry.add(unit)
 
 
-def _drop_holds(session: CycleSession, holds: Iterable[tuple[str, str, Mapping[str, int]]]) -> list[str]:
+def _drop_nominated(session: CycleSession, noms: Iterable[tuple[str, str, Mapping[str, int]]]) -> list[str]:
     keys = []
-    for pod_key, node, requests in holds:
+    for pod_key, node, requests in noms:
         session.workspace.release(node, requests)
         keys.append(pod_key)
     return keys

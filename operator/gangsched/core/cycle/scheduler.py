@@ -23,7 +23,7 @@ from gangsched.core.gang.gang_rules import attempt_gang, schedule_alone
 from gangsched.core.gang.health import check_health, health_wakeup
 from gangsched.core.gang.readiness import report_unsupported
 from gangsched.core.gang.starvation import finish, first_in_level, hold_capacity, hold_wakeup, lifted
-from gangsched.core.hints.queue_hints import cannot_progress
+from gangsched.core.hints.queue_hints import queue_skip
 from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.views import StateView
 from gangsched.core.transaction.messages import wait
@@ -140,7 +140,7 @@ def _tree_mates(
 def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey] = frozenset()) -> bool:
     """Attempt one unit; False when it only waited, or the queueing hint skipped it (core/hints/queue_hints.py: the
     capacity freed since it backed off cannot help it); such units do not count against the cycle's budget."""
-    if unit in hintable and cannot_progress(session, session.store.gangs[unit.key]):
+    if unit in hintable and queue_skip(session, session.store.gangs[unit.key]):
         session.plan.hint_skips[unit] = session.store.freed_gen
         return False
     if unit.is_pod:
@@ -149,8 +149,8 @@ def _attempt(session: CycleSession, unit: UnitKey, hintable: AbstractSet[UnitKey
     gang = session.store.gangs[unit.key]
     if gang.satisfied:
         members = session.members(gang)
-        if not members.pending and not members.held:
+        if not members.pending and not members.unready:
             return False
-        schedule_alone(session, unit, members.pending + members.held, gang=gang)
+        schedule_alone(session, unit, members.pending + members.unready, gang=gang)
         return True
     return attempt_gang(session, gang)

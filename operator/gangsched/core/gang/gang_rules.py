@@ -8,7 +8,7 @@ Contract (over a CycleSession):
   (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
   of the group exists with at least its minMember pods (Koordinator's basic requirements check), and a gang of a
   tree until its path to the root is complete (core/gang/trees.py); the message names the gang or group missing or
-  short; reservations the gang held are released and its waiting time cleared; a gang with gated or held members
+  short; reservations the gang held are released and its waiting time cleared; a gang with gated or unready members
   waits (core/gang/readiness.py). minResources above the cluster's free capacity
   fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
   Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
@@ -18,7 +18,7 @@ Contract (over a CycleSession):
   admits it, every reservation of the gangs the tree admits now is bound and they become satisfied; otherwise the
   placements are kept as reservations.
   Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
-  room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempting.py), else releases
+  room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempt_gang.py), else releases
   everything the gang holds and backs off. NonStrict does the same as a gang (Koordinator's job preemption takes a
   gang's pending pods together whatever its mode: pkg/scheduler/plugins/coscheduling/core/preemption.go) when
   something of lower priority exists, its reservations kept; when there is nothing to take it keeps its
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.pod_spread import hard as spread_hard
 from gangsched.core.gang.partial_gangs import partial_gate, partial_note
-from gangsched.core.gang.readiness import gang_blocked, held_alone
+from gangsched.core.gang.readiness import gang_blocked, ready_alone
 from gangsched.core.gang.trees import describe, roles_short, tree_of, tree_ready, tree_short
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
@@ -45,7 +45,12 @@ from gangsched.core.placement.domains import domain_tree
 from gangsched.core.placement.late_members import place_near_gang
 from gangsched.core.placement.placement import nominated_fit, place
 from gangsched.core.preemption.preempt_alone import preempt_alone
-from gangsched.core.preemption.preempting import preempt, release_lower_holds, release_nominations, settle_holds
+from gangsched.core.preemption.preempt_gang import (
+    preempt,
+    release_lower_nominations,
+    release_nominations,
+    settle_nominations,
+)
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
 from gangsched.core.records.records import PodRecord
@@ -62,7 +67,7 @@ from gangsched.core.transaction.messages import (
     tell,
     wait,
 )
-from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, holds_key
+from gangsched.core.transaction.session import Checkpoint, CycleSession, Members, preemptor_key
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
@@ -75,7 +80,7 @@ class _Attempt:
     """The placement tried for a gang's pending members, inside a checkpoint."""
 
     mark: Checkpoint
-    lower: list[str]  # lower-priority preemptors whose holds were released for it
+    lower: list[str]  # lower-priority preemptors whose nominations were released for it
     placed: list[tuple[PodRecord, str]]
     short: list[Shortfall]
     tier: int | None
@@ -98,7 +103,7 @@ def attempt_gang(session: CycleSession, gang: GangState) -> bool:
     if partial_gate(session, gang):  # a bind burst cut short (core/gang/partial_gangs.py)
         return False
     members = session.members(gang)
-    if gang_blocked(session, gang, members):  # gated or held members (core/gang/readiness.py)
+    if gang_blocked(session, gang, members):  # gated or unready members (core/gang/readiness.py)
         return False
     alive = len(members.bound) + len(members.reserved) + len(members.pending)
     if not _enough_pods(session, gang, spec, members, alive):
@@ -171,13 +176,15 @@ def _try_place(
     session: CycleSession, gang: GangState, spec: GangSpec, members: Members, pending: list[PodRecord]
 ) -> _Attempt:
     mark = session.checkpoint()
-    release_nominations(session, pending)  # a preemptor's held capacity is its own to use
-    lower = release_lower_holds(session, gang.key, pending)  # and lower-priority preemptors' holds do not bind it
+    release_nominations(session, pending)  # a preemptor's nominated capacity is its own to use
+    lower = release_lower_nominations(session, gang.key, pending)  # lower-priority preemptors' do not bind it
     outcome = nominated_fit(session, gang, pending)  # victims gone: the members go where they were nominated
     if outcome is None:
-        held = members.roles(session.store.pods)
+        counted = members.roles(session.store.pods)
         domains = domain_tree(session, gang)  # Kubernetes' hard topology constraints (core/placement/domains.py)
-        outcome = place(session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, held=held, domains=domains)
+        outcome = place(
+            session, spec, pending, partial=spec.mode == GangMode.NON_STRICT, counted=counted, domains=domains
+        )
     placed, short, tier = outcome
     have = len(members.bound) + len(members.reserved) + len(placed)
     new = [pod for pod, _ in placed]
@@ -237,10 +244,10 @@ def _strict_failure(
 
 
 def _keep(session: CycleSession, gang: GangState, attempt: _Attempt) -> None:
-    """The placements stay (this cycle): the gang's own holds became placements."""
-    session.take_holds(gang.key)
+    """The placements stay (this cycle): the gang's own nominations became placements."""
+    session.take_nominated(gang.key)
     if attempt.lower:
-        settle_holds(session, f"gang {gang.key}", attempt.lower, attempt.placed)
+        settle_nominations(session, f"gang {gang.key}", attempt.lower, attempt.placed)
     session.place([(pod.key, node) for pod, node in attempt.placed])
     if gang.first_reserved is None and attempt.placed and gang.key not in session.plan.first_reserved:
         session.set_wait_start(gang.key, session.now)
@@ -267,7 +274,7 @@ def _nonstrict_progress(
         scheduled=len(members.bound),
         reserved=len(members.reserved) + len(attempt.placed),
         pending=alive - attempt.have,
-        holding=[*(pods[key] for key, _node in members.reserved), *(pod for pod, _node in attempt.placed)],
+        reserved_pods=[*(pods[key] for key, _node in members.reserved), *(pod for pod, _node in attempt.placed)],
     )
 
 
@@ -339,12 +346,12 @@ def _min_resources_short(session: CycleSession, gang: GangState, spec: GangSpec,
 def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], *, gang: GangState | None) -> None:
     """Pods scheduled as ordinary pods: a pod without a gang, or members of a satisfied gang. When none of them fits,
     each preempts as kube-scheduler's DefaultPreemption would (core/preemption/preempt_alone.py)."""
-    pods = held_alone(session, unit, pods)
+    pods = ready_alone(session, unit, pods)
     if not pods:
         return
     mark = session.checkpoint()
-    release_nominations(session, pods)  # a preemptor's held node is its own to use
-    lower = release_lower_holds(session, holds_key(unit), pods)  # and lower-priority preemptors' holds do not bind it
+    release_nominations(session, pods)  # a preemptor's nominated node is its own to use
+    lower = release_lower_nominations(session, preemptor_key(unit), pods)  # lower-priority preemptors' do not bind it
     placed, short, _ = (
         place_near_gang(session, gang, pods) if gang is not None else place(session, None, pods, partial=True)
     )
@@ -355,12 +362,12 @@ def schedule_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord], 
             return
         mark = session.checkpoint()
         release_nominations(session, pods)
-        lower = release_lower_holds(session, holds_key(unit), pods)
+        lower = release_lower_nominations(session, preemptor_key(unit), pods)
         placed, short, _ = place_near_gang(session, gang, pods) if gang else place(session, None, pods, partial=True)
     session.commit(mark)
-    session.take_holds(holds_key(unit), {pod.key for pod in pods})
+    session.take_nominated(preemptor_key(unit), {pod.key for pod in pods})
     if lower:
-        settle_holds(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
+        settle_nominations(session, f"{'pod' if gang is None else 'gang'} {unit.key}", lower, placed)
     session.bind([(pod.key, node) for pod, node in placed])
     if not short:
         success(session, unit)

@@ -2,23 +2,23 @@
 evaluate yet.
 
 Contract (over a CycleSession):
-- `gang_blocked(session, gang, members) -> bool`: a gang with a held member (a silently violated requirement is
-  worse than a pod that waits) waits with "unsupported: <fields> (...)" and the hold reasons (Warning events on
-  the PodGroup and the held pods, reason Unsupported; only `waits` pods, a DRA claim not seen yet: reason
+- `gang_blocked(session, gang, members) -> bool`: a gang with an unready member (a silently violated requirement is
+  worse than a pod that waits) waits with "unsupported: <fields> (...)" and the unready reasons (Warning events on
+  the PodGroup and the unready pods, reason Unsupported; only `waits` pods, a DRA claim not seen yet: reason
   WaitingForResourceClaim, Normal, no pod event); else a gang with a gated member waits with "N of M members
   gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;
   its other members get the condition, gated pods keep the apiserver's SchedulingGated condition
   (core/transaction/messages.py `conditions`). The status, event and conditions are written when the message changes,
-  not per cycle; once the gates (or the held pods) are gone, the gang is placed as a whole by the gang rules.
-- `held_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: held pods are kept
+  not per cycle; once the gates (or the unready pods) are gone, the gang is placed as a whole by the gang rules.
+- `ready_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: unready pods are kept
   out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
-- A pod's volume claims that are not usable (`PodRecord.hold_reasons`: not found, not bound, Lost...,
-  state/volumes.py) hold it the same way; the message then carries those sentences after the unsupported fields
+- A pod's volume claims that are not usable (`PodRecord.unready_reasons`: not found, not bound, Lost...,
+  state/volumes.py) make it unready the same way; the message then carries those sentences after the unsupported fields
   (at most MAX_REASONS of them, then "and N more").
 - `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
   affinity/anti-affinity, ReadWriteOncePod claims, inline disk volumes) get a Warning
   event on each pod the cycle binds without evaluating them, and one on its PodGroup: once, when the pod is
-  bound (a bound pod's PodScheduled condition is the binding's True; held pods get the condition).
+  bound (a bound pod's PodScheduled condition is the binding's True; unready pods get the condition).
 """
 
 from __future__ import annotations
@@ -34,16 +34,16 @@ from gangsched.core.values.units import UnitKey
 
 UNSUPPORTED = "Unsupported"
 GATED = "SchedulingGated"
-WAITING = "WaitingForResourceClaim"  # held pods that only wait for their DRA claims to appear (`PodRecord.waits`)
-MAX_REASONS = 3  # hold reasons shown in one message
+WAITING = "WaitingForResourceClaim"  # unready pods that only wait for their DRA claims to appear (`PodRecord.waits`)
+MAX_REASONS = 3  # unready reasons shown in one message
 
 
 def unsupported_message(pods: Iterable[PodRecord]) -> str:
-    """The unsupported fields, then the other reasons the pods are held (`hold_reasons`, the first MAX_REASONS
+    """The unsupported fields, then the other reasons the pods are unready (`unready_reasons`, the first MAX_REASONS
     of them: a gang of many members with a claim each stays readable), joined by "; "."""
     pods = list(pods)
     fields = sorted({f for pod in pods for f in pod.unsupported})
-    reasons = sorted({r for pod in pods for r in pod.hold_reasons})
+    reasons = sorted({r for pod in pods for r in pod.unready_reasons})
     if len(reasons) > MAX_REASONS:
         reasons = [*reasons[:MAX_REASONS], f"and {len(reasons) - MAX_REASONS} more"]
     parts = [f"unsupported: {', '.join(fields)} (gangsched does not evaluate it yet)"] if fields else []
@@ -51,39 +51,41 @@ def unsupported_message(pods: Iterable[PodRecord]) -> str:
 
 
 def gang_blocked(session: CycleSession, gang: GangState, members: Members) -> bool:
-    """Gated or held members: the gang waits (see the module docstring)."""
-    if not members.gated and not members.held:
+    """Gated or unready members: the gang waits (see the module docstring)."""
+    if not members.gated and not members.unready:
         return False
-    total = len(members.bound) + len(members.reserved) + len(members.pending) + len(members.gated) + len(members.held)
-    quiet = bool(members.held) and all(pod.waits for pod in members.held)
+    total = (
+        len(members.bound) + len(members.reserved) + len(members.pending) + len(members.gated) + len(members.unready)
+    )
+    quiet = bool(members.unready) and all(pod.waits for pod in members.unready)
     if quiet:
-        reason, type_, message = WAITING, "Normal", unsupported_message(members.held)
-    elif members.held:
-        reason, type_, message = UNSUPPORTED, "Warning", unsupported_message(members.held)
+        reason, type_, message = WAITING, "Normal", unsupported_message(members.unready)
+    elif members.unready:
+        reason, type_, message = UNSUPPORTED, "Warning", unsupported_message(members.unready)
     else:
         reason, type_, message = GATED, "Normal", f"{len(members.gated)} of {total} members gated"
     if changed(session, gang.unit, message):
-        conditions(session, [*members.pending, *members.held], reason, message)
+        conditions(session, [*members.pending, *members.unready], reason, message)
         waiting = total - len(members.bound) - len(members.reserved)
         report_status(session, gang, GangStatus(len(members.bound), len(members.reserved), waiting, reason, message))
         event(session, "PodGroup", gang.key, type_, reason, message)
-        for pod in members.held if not quiet else ():
+        for pod in members.unready if not quiet else ():
             event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
     return True
 
 
-def held_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord]) -> list[PodRecord]:
-    """The pods to place alone: held pods are kept out, with a message when it changes."""
-    held = [pod for pod in pods if pod.holds]
-    if not held:
+def ready_alone(session: CycleSession, unit: UnitKey, pods: list[PodRecord]) -> list[PodRecord]:
+    """The pods to place alone: unready pods are kept out, with a message when it changes."""
+    unready = [pod for pod in pods if pod.unready]
+    if not unready:
         return pods
-    message = unsupported_message(held)
-    quiet = all(pod.waits for pod in held)
+    message = unsupported_message(unready)
+    quiet = all(pod.waits for pod in unready)
     if changed(session, unit, message):
-        conditions(session, held, WAITING if quiet else UNSUPPORTED, message)
-        for pod in held if not quiet else ():
+        conditions(session, unready, WAITING if quiet else UNSUPPORTED, message)
+        for pod in unready if not quiet else ():
             event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
-    rest = [pod for pod in pods if not pod.holds]
+    rest = [pod for pod in pods if not pod.unready]
     if not rest:  # retried after a backoff, as an unschedulable pod is: it never takes every cycle's budget
         backoff(session, unit)
     return rest
@@ -95,7 +97,7 @@ def report_unsupported(session: CycleSession) -> None:
     by_gang: dict[str, list[PodRecord]] = {}
     for pod_key, _node in session.plan.bindings:
         pod = pods.get(pod_key)
-        if pod is None or not pod.unsupported or pod.holds:
+        if pod is None or not pod.unsupported or pod.unready:
             continue
         event(session, "Pod", pod.key, "Warning", UNSUPPORTED, unsupported_message([pod]))
         if pod.gang is not None:

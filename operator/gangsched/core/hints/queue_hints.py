@@ -1,12 +1,12 @@
 """Queueing hints: whether capacity freed since a gang backed off could let it progress, without attempting it.
 
-Contract: `cannot_progress(session, gang) -> bool`, asked by core/cycle/scheduler.py instead of an attempt, for a
-gang whose backoff would end early only because capacity was freed. True only when a necessary condition for any
-progress fails: its pending members, in the free slots an attempt would find (core/fit/capacity.py, after holds
-it may not use), are fewer than it needs (Strict: minMember; NonStrict: one), or they could not be placed even
-with every lower-priority pod gone (core/hints/reach.py). False (attempt it) whenever those counts could
-understate what an attempt sees (reservations, nominations, bound, gated or held members, gang groups,
-minResources, several classes while it could preempt, pod (anti-)affinity or spread terms). A skipped gang's
+Contract: `queue_skip(session, gang) -> bool`, asked by core/cycle/scheduler.py instead of an attempt, for a gang whose
+backoff would end early only because capacity was freed. True (skip: kube-scheduler's QueueSkip) only when a necessary
+condition for any progress fails: its pending members, in the free slots an attempt would find (core/fit/capacity.py,
+after nominations and capacity holds it may not use), are fewer than it needs (Strict: minMember; NonStrict: one), or
+they could not be placed even with every lower-priority pod gone (core/hints/reach.py). False (attempt it) whenever
+those counts could understate what an attempt sees (reservations, nominations, bound, gated or unready members, gang
+groups, minResources, several classes while it could preempt, pod (anti-)affinity or spread terms). A skipped gang's
 backoff still ends with time; `Plan.hint_skips` records the freed generation it covered.
 More: docs/modules.md#corehintsqueue_hintspy.
 """
@@ -25,13 +25,13 @@ from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangMode, GangSpec, TopologyMode
 
 
-def cannot_progress(session: CycleSession, gang: GangState) -> bool:
+def queue_skip(session: CycleSession, gang: GangState) -> bool:
     """See the module docstring."""
     spec = gang.spec
     if spec is None or gang.satisfied or spec.group or spec.tree or spec.domain or spec.min_resources:
         return False
     members = session.members(gang)
-    if members.bound or members.gated or members.held or not members.pending:
+    if members.bound or members.gated or members.unready or not members.pending:
         return False
     strict = spec.mode == GangMode.STRICT
     if members.reserved and strict:

@@ -20,7 +20,7 @@ from gangsched.core.memory.gangs import may_be_partial
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import LEAVING, TERMINAL, PodState
 from gangsched.core.memory.store import ClusterStore
-from gangsched.core.memory.victims import VictimBook
+from gangsched.core.memory.victim_book import VictimBook
 from gangsched.core.records.records import PodRecord
 
 

@@ -1,7 +1,7 @@
 """The scheduler's in-memory model of the cluster: a facade over the store, the queue and the victim book.
 
 Contract (the state/ layer feeds it from watch events; the runtime applies plans to it):
-- Parts: `store` (core/memory/store.py), `queue` (core/memory/queue.py), `victims` (core/memory/victims.py),
+- Parts: `store` (core/memory/store.py), `queue` (core/memory/queue.py), `victims` (core/memory/victim_book.py),
   `health` (core/memory/health_book.py); the scheduler reads them, only this facade changes them.
 - Observations: `upsert_node`/`remove_node`, `set_namespace`, `upsert_pod`/`remove_pod`, `upsert_gang`/`remove_gang`,
   `set_no_spec_reason`, `mark_satisfied` (believed only when the pods show it), `set_topology`, `set_protected`,
@@ -24,7 +24,7 @@ from gangsched.core.memory.podstate import BINDING, NOMINATED, PENDING, RESERVED
 from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
-from gangsched.core.memory.victims import VictimBook
+from gangsched.core.memory.victim_book import VictimBook
 from gangsched.core.records.records import NodeRecord, PodRecord, projected
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec

@@ -46,8 +46,8 @@ def _held_nodes(session: CycleSession, gang: GangState) -> list[str]:
     out = [node for _, node in members.reserved]
     for key in members.bound:
         pod = session.store.pods[key]
-        held = session.store.reservation_of(key)
-        node = pod.node_name or (held[0] if held is not None else None)
+        reservation = session.store.reservation_of(key)
+        node = pod.node_name or (reservation[0] if reservation is not None else None)
         if node is not None:
             out.append(node)
     return out

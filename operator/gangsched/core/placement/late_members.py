@@ -36,8 +36,8 @@ def _gang_nodes(session: CycleSession, gang: GangState, tree: TopologyTree) -> l
         pod = session.store.pods[key]
         node = pod.node_name
         if node is None:
-            held = session.store.reservation_of(key)
-            node = held[0] if held is not None else None
+            reservation = session.store.reservation_of(key)
+            node = reservation[0] if reservation is not None else None
         if node is not None and node in tree.node_index:
             out.append(tree.node_index[node])
     return out

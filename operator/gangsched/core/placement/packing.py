@@ -1,6 +1,6 @@
 """Packing: a gang that declares no network topology is placed inside the lowest topology domain that holds it.
 
-Members of one job talk to each other; spread over more nodes, units or leaves than they need they run slower
+Members of one job talk to each other; placed over more nodes, racks or leaves than they need they run slower
 (docs/whatif.md "Placement-aware speed"). kube-scheduler places pod by pod and cannot see the gang; gangsched can.
 
 Contract: `pack(session, spec, by_class, pods) -> Outcome | None`. It applies (else None: the caller places as it

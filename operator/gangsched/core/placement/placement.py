@@ -1,7 +1,7 @@
 """Placement of pods on the cycle's workspace: which node each pod goes to.
 
-Contract: `place(session, spec, pods, partial=..., held=...) -> (placed, shortfalls, tier)` takes capacity in the
-session's workspace for every pod placed; the caller records the placements (or rolls back). `held` counts the
+Contract: `place(session, spec, pods, partial=..., counted=...) -> (placed, shortfalls, tier)` takes capacity in the
+session's workspace for every pod placed; the caller records the placements (or rolls back). `counted` counts the
 roles of the gang's bound and reserved members.
 - Topology (the gang spec has network_topology, the state a tree): one scheduling class, core.topology.place on
   per-node capacity, pods taken in the given (rank) order; several classes, core/placement/topology_mixed.py (the same
@@ -61,15 +61,15 @@ def place(
     pods: list[PodRecord],
     *,
     partial: bool,
-    held: Counter[str | None] | None = None,
+    counted: Counter[str | None] | None = None,
     domains: TopologyTree | None = None,
 ) -> Outcome:
-    """Place pods on the workspace (see the module docstring). `held`: roles of the gang's bound and reserved
+    """Place pods on the workspace (see the module docstring). `counted`: roles of the gang's bound and reserved
     members (their total counts towards minMember). `domains`: a one-level tree whose domains the pods must all go
     to one of (core/placement/domains.py), instead of the gang's networkTopology. Their DRA claims are allocated
     on the nodes chosen (core/placement/devices.py)."""
     movable = domains is None and (spec is None or spec.network_topology is None)
-    outcome = _place(session, spec, pods, partial=partial, held=held, domains=domains)
+    outcome = _place(session, spec, pods, partial=partial, counted=counted, domains=domains)
     return devices_checked(session, outcome, movable=movable)
 
 
@@ -79,14 +79,14 @@ def _place(
     pods: list[PodRecord],
     *,
     partial: bool,
-    held: Counter[str | None] | None,
+    counted: Counter[str | None] | None,
     domains: TopologyTree | None,
 ) -> Outcome:
     by_class: dict[int, list[PodRecord]] = {}
     for pod in pods:
         by_class.setdefault(pod.sclass.id, []).append(pod)
     tree = session.store.topology
-    held = held if held is not None else Counter()
+    counted = counted if counted is not None else Counter()
     if domains is not None and spec is not None:
         tree, spec = domains, replace(spec, network_topology=NetworkTopology(TopologyMode.HARD, highest_tier_allowed=1))
     network = spec.network_topology if spec is not None else None
@@ -98,9 +98,9 @@ def _place(
     if tree is not None and spec is not None and spec.network_topology is not None:
         if len(by_class) == 1:
             return _checked(session, mark, _place_topology(session, tree, spec, pods))
-        return _checked(session, mark, place_mixed_topology(session, tree, spec, pods, held))
+        return _checked(session, mark, place_mixed_topology(session, tree, spec, pods, counted))
     if spec is not None and (len(by_class) > 1 or spec.roles):
-        return _checked(session, mark, place_quorum(session, spec, pods, held))
+        return _checked(session, mark, place_quorum(session, spec, pods, counted))
     packed = pack(session, spec, by_class, pods)
     if packed is not None:
         return packed

@@ -4,7 +4,7 @@ Contract: `search(classes, groups, demands, need, nodes) -> SearchResult`.
 - `classes[c]` is the requests of scheduling class c; `groups` are the gang's pending pods counted by (class,
   role still short) — `Group.role` is None for pods whose role has no minimum left to meet; `demands[role]` is
   how many more pods of that role the quorum needs; `need` is how many pods the quorum needs in all
-  (max(minMember - held, sum of demands)); `nodes` are the candidate nodes with their free resources and the
+  (max(minMember - counted, sum of demands)); `nodes` are the candidate nodes with their free resources and the
   classes allowed on each (static filters already applied).
 - Result: `quorum` = how many pods to take from each group and on which node each class's pods go, with exactly
   `need` pods and every demand met, never over-committing a node; None when no such quorum exists (when

@@ -1,8 +1,8 @@
 """Placement of a gang whose pending pods have several scheduling classes or roles with minimums: a quorum
 whenever one exists on the free capacity (within core/placement/quorum.py's bound), every role's minimum met.
 
-Contract: `place_quorum(session, spec, pods, held) -> (placed, shortfalls, None)` takes capacity in the
-session's workspace for every pod placed (like core/placement/placement.py's `place`); `held` counts the roles of the
+Contract: `place_quorum(session, spec, pods, counted) -> (placed, shortfalls, None)` takes capacity in the
+session's workspace for every pod placed (like core/placement/placement.py's `place`); `counted` counts the roles of the
 gang's bound and reserved members (their total counts towards minMember).
 1. Greedy pass, quorum-first: the pods each role still needs (rank order), then the others, larger classes
    first (extended resources such as GPUs, then cpu, then memory), each class on core/placement/pickers.py's nodes, no
@@ -32,19 +32,19 @@ from gangsched.core.values.resources import PODS
 _SMALL = ("cpu", "memory", "ephemeral-storage", PODS)
 
 
-def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], held: Counter[str | None]) -> Outcome:
-    demands = {role: m - held.get(role, 0) for role, m in spec.roles if m > held.get(role, 0)}
+def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], counted: Counter[str | None]) -> Outcome:
+    demands = {role: m - counted.get(role, 0) for role, m in spec.roles if m > counted.get(role, 0)}
     classes = class_order(pods)
     order = _runs(_quorum_first(pods, demands, classes))
     mark = session.workspace.begin()
     placed, _, _ = place_batches(session, order, partial=True)
     short = _shortfalls(pods, placed)
-    if not short or quorum_met(spec, held, placed) or _beyond_bound(session, classes, placed):
+    if not short or quorum_met(spec, counted, placed) or _beyond_bound(session, classes, placed):
         return placed, short, None
     if any(cls.host_ports or coupled(cls) for cls in classes):  # the exact search plans from per-node counts
         return placed, short, None
     session.workspace.rollback(mark)
-    need = max(spec.min_member - sum(held.values()), sum(demands.values()))
+    need = max(spec.min_member - sum(counted.values()), sum(demands.values()))
     index = {cls.id: i for i, cls in enumerate(classes)}
     grouped: dict[tuple[int, str | None], list[PodRecord]] = {}
     for pod in pods:
@@ -74,9 +74,9 @@ def _beyond_bound(session: CycleSession, classes: list[SchedulingClass], placed:
     return len(nodes) > MAX_NODES
 
 
-def quorum_met(spec: GangSpec, held: Counter[str | None], placed: Placed) -> bool:
+def quorum_met(spec: GangSpec, counted: Counter[str | None], placed: Placed) -> bool:
     """Held plus placed members make minMember and every role's minimum."""
-    counts = Counter(held)
+    counts = Counter(counted)
     counts.update(pod.role for pod, _ in placed)
     return counts.total() >= spec.min_member and all(counts.get(role, 0) >= m for role, m in spec.roles)
 

@@ -1,7 +1,7 @@
 """Topology for gangs of several scheduling classes (MPI launcher + workers, Ray head + workers): the same
 (whole-gang tier, DP-group tier) ladder and rank layout as single-class gangs (core/topology).
 
-Contract: `place_mixed_topology(session, tree, spec, pods, held) -> (placed, shortfalls, tier)` takes capacity in the
+Contract: `place_mixed_topology(session, tree, spec, pods, counted) -> (placed, shortfalls, tier)` takes capacity in the
 session's workspace for every pod placed. It walks the tiers 1, 2, ..., tree.tiers + 1 (the whole cluster) and,
 at each, the domains holding candidate nodes, tightest first (least capacity left over for the gang's largest
 class, then natural name order); the first domain where every pod fits (its DP groups as below) wins and its tier
@@ -41,7 +41,7 @@ from gangsched.core.values.gangspec import GangSpec, TopologyMode
 
 
 def place_mixed_topology(
-    session: CycleSession, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord], held: Counter[str | None]
+    session: CycleSession, tree: TopologyTree, spec: GangSpec, pods: list[PodRecord], counted: Counter[str | None]
 ) -> Outcome:
     network = spec.network_topology
     assert network is not None
@@ -66,7 +66,7 @@ def place_mixed_topology(
             if assignment is not None:
                 return _apply(session, pods, classes, assignment), [], tier
     if highest is None:
-        return place_quorum(session, spec, pods, held)
+        return place_quorum(session, spec, pods, counted)
     reason = f"topology: hard network topology: no domain of tier <= {highest} can hold the gang's {len(pods)} members"
     return [], [Shortfall(cls, need[i], 0, reason) for i, cls in enumerate(classes)], None
 

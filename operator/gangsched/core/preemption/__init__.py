@@ -5,8 +5,13 @@ PodDisruptionBudgets that protect pods, and reclaiming reservations and nominati
 """
 
 from gangsched.core.preemption.preempt_alone import preempt_alone
+from gangsched.core.preemption.preempt_gang import (
+    preempt,
+    release_lower_nominations,
+    release_nominations,
+    settle_nominations,
+)
 from gangsched.core.preemption.preempt_pdb import PdbBudget, pdb_protects
-from gangsched.core.preemption.preempting import preempt, release_lower_holds, release_nominations, settle_holds
 from gangsched.core.preemption.reclaim import reclaim
 
 __all__ = [
@@ -15,7 +20,7 @@ __all__ = [
     "preempt",
     "preempt_alone",
     "reclaim",
-    "release_lower_holds",
+    "release_lower_nominations",
     "release_nominations",
-    "settle_holds",
+    "settle_nominations",
 ]

@@ -2,7 +2,7 @@
 kube-scheduler's DefaultPreemption for a single pod, reservations first, gangs taken whole.
 
 Contract (over a CycleSession): `preempt_alone(session, unit, pod, gang=None) -> str` for a pending pod that did
-not fit (`gang`: its satisfied gang, for a late member; the pod's holds are under `holds_key(unit)`):
+not fit (`gang`: its satisfied gang, for a late member; the pod's nominations are under `preemptor_key(unit)`):
 - "bound": lower-priority reservations were taken (core/preemption/reclaim.py) and the pod is bound;
 - "preempting": victims chosen by group preemption's search (count 1; a late member of a hard-topology gang only
   inside its domain) and the pod nominated, or its victims are still terminating and it waits;
@@ -19,13 +19,13 @@ from gangsched.core.memory.gangs import GangState
 from gangsched.core.placement.late_members import hard_domain, place_near_gang
 from gangsched.core.placement.pickers import Placed
 from gangsched.core.placement.placement import place
-from gangsched.core.preemption.preempting import release_nominations
-from gangsched.core.preemption.preemption import find_victims
+from gangsched.core.preemption.preempt_gang import release_nominations
 from gangsched.core.preemption.reclaim import reclaim
 from gangsched.core.preemption.reclaim import report as report_reclaimed
+from gangsched.core.preemption.victim_search import find_victims
 from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import changed, conditions, event
-from gangsched.core.transaction.session import Checkpoint, CycleSession, holds_key
+from gangsched.core.transaction.session import Checkpoint, CycleSession, preemptor_key
 from gangsched.core.values.units import UnitKey
 
 
@@ -91,7 +91,7 @@ def preempt_alone(session: CycleSession, unit: UnitKey, pod: PodRecord, gang: Ga
     grace = max((pods[v].grace for v in choice.victims if v in pods), default=0.0)
     session.evict(pod.key, choice.victims, session.now + grace)
     node = choice.nodes[0]
-    session.nominate(holds_key(unit), [pod], [node])
+    session.nominate(preemptor_key(unit), [pod], [node])
     message = (
         f"preempting {len(choice.victims)} lower-priority pod(s) of {', '.join(choice.victim_units)}; "
         f"nominated on {node}"
@@ -116,7 +116,7 @@ def _reclaim(session: CycleSession, unit: UnitKey, pod: PodRecord, gang: GangSta
     mark, attempt, released = got
     session.commit(attempt.mark)
     session.commit(mark)
-    session.take_holds(holds_key(unit), {pod.key})
+    session.take_nominated(preemptor_key(unit), {pod.key})
     session.bind([(p.key, node) for p, node in attempt.placed])
     report_reclaimed(session, "Pod", pod.key, released)
     return True

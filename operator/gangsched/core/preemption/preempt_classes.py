@@ -1,11 +1,11 @@
 """Group preemption for a gang whose pending members have different sizes (several scheduling classes).
 
-Contract (over a CycleSession; called by core/preemption/preempting.py for a gang without topology):
+Contract (over a CycleSession; called by core/preemption/preempt_gang.py for a gang without topology):
 `choose_classes(session, pending, priority, excluded, refused=()) -> (ordered_pending, PreemptionChoice) | None`
 (`refused`: as find_victims takes it). The classes
 are taken largest request first (the hardest to fit), each on the capacity the previous ones left: a class that
-fits on the free capacity takes it without victims; otherwise `find_victims` (core/preemption/preemption.py, count = the
-class's members) chooses victims for it among the pods not yet chosen, and their capacity counts as freed for the
+fits on the free capacity takes it without victims; otherwise `find_victims` (core/preemption/victim_search.py, count =
+the class's members) chooses victims for it among the pods not yet chosen, and their capacity counts as freed for the
 later classes. Greedy: the victim set is not guaranteed minimal over all class orders. None when some class finds
 no room, or when no victim is needed at all (the gang fits: nothing to preempt). Everything it does to the
 workspace is rolled back: the caller evicts and nominates (`ordered_pending[i]` goes to `choice.nodes[i]`).
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 from gangsched.core.fit.capacity import ClassView
-from gangsched.core.preemption.preemption import PreemptionChoice, find_victims
+from gangsched.core.preemption.victim_search import PreemptionChoice, find_victims
 from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.session import CycleSession
 

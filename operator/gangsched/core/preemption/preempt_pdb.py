@@ -7,7 +7,7 @@ Contract:
   whose protection may have changed). `pdb_protects(key, budgets)`: the pod would be refused now (selected by
   more than one PDB: 500; by a blocked one; or its unit has more selected pods than disruptionsAllowed).
 The core treats protected pods as victims of last resort, and under `preemption.pdb: respect` never takes a whole
-victim gang with a protected member (core/preemption/preemption.py); the Eviction API has the final
+victim gang with a protected member (core/preemption/victim_search.py); the Eviction API has the final
 word (a 429 is retried with backoff, then the scheduler chooses again: runtime/preemption.py).
 """
 

@@ -1,4 +1,4 @@
-"""Victim units and the per-domain tracker of group preemption's search (core/preemption/preemption.py).
+"""Victim units and the per-domain tracker of group preemption's search (core/preemption/victim_search.py).
 
 Contract:
 - `victim_units(store, priority, excluded, protected, nodes=None, refused=()) -> (units, spare)`: a gang taken

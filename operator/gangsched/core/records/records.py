@@ -310,9 +310,9 @@ class PodRecord:
     timed_out: bool = False
     gated: bool = False  # spec.schedulingGates not empty
     unsupported: tuple[str, ...] = ()  # constraints not evaluated (field paths), see models/pod.py
-    holds: bool = False  # one of them is required: the pod is held (never placed) until it goes
-    hold_reasons: tuple[str, ...] = ()  # why else it is held, as sentences (a claim not bound: state/volumes.py)
-    waits: bool = False  # held only until the cluster makes what it needs (a DRA claim not seen yet): no Warning
+    unready: bool = False  # one of them is required: the pod is unready (never placed) until it goes
+    unready_reasons: tuple[str, ...] = ()  # why else it is unready, as sentences (a claim not bound: state/volumes.py)
+    waits: bool = False  # unready only until the cluster makes what it needs (a DRA claim not seen yet): no Warning
     grace: float = 30.0  # spec.terminationGracePeriodSeconds (the API's default 30): how long its eviction may take
     run_seconds: float | None = None  # declared run time (activeDeadlineSeconds, expected-duration): backfill
     started: float | None = None  # status.startTime (epoch seconds)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from gangsched.core.topology.spread import NEVER_FITS, spread
+from gangsched.core.topology.apportion import NEVER_FITS, apportion
 from gangsched.core.topology.tree import TopologyTree
 from gangsched.core.values.errors import InvalidField
 
@@ -123,7 +123,7 @@ class _Placer:
     def group_slots(self, group_tier: int) -> GroupSlots:
         """(slots, short_fits): slots[level][domain] is how many whole DP groups the domain holds with each group
         inside one domain of `group_tier`; short_fits[level][domain] whether the short last group also fits beside
-        that many in one of them (see spread.py)."""
+        that many in one of them (see apportion.py)."""
         cached = self._group_slots.get(group_tier)
         if cached is None:
             cached = self._count_group_slots(group_tier)
@@ -248,7 +248,7 @@ class _Placer:
         self, level: int, children: list[int], chunks: list[int], group_level: int, out: list[int]
     ) -> None:
         slots, short_fits = self.group_slots(group_level)
-        plan = spread(
+        plan = apportion(
             children,
             slots[level - 1],
             short_fits[level - 1],
@@ -270,7 +270,7 @@ class _Placer:
         short = chunks[-1] if chunks[-1] < size else 0
         slots = {c: child_capacity[c] // size for c in children}
         short_fits = {c: short > 0 and child_capacity[c] % size >= short for c in children}
-        plan = spread(
+        plan = apportion(
             children,
             slots,
             short_fits,
@@ -290,7 +290,7 @@ class _Placer:
     ) -> None:
         """Split by members: as few children as possible, consecutive ranks together."""
         child_capacity = self.capacity[level - 1]
-        plan = spread(
+        plan = apportion(
             children,
             child_capacity,
             NEVER_FITS,

@@ -26,7 +26,7 @@ from gangsched.core.fit.matching import static_block
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import Event, GangStatus, PodCondition, PodEvents, UnitBackoff
 from gangsched.core.records.records import PodRecord, SchedulingClass
-from gangsched.core.transaction.lacking import lacking, reason
+from gangsched.core.transaction.fit_counts import fit_counts, reason
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.resources import format_resources
 from gangsched.core.values.units import UnitKey
@@ -93,24 +93,24 @@ def tell(
     reason: str,
     message: str,
     *,
-    holding: Iterable[PodRecord] = (),
+    reserved_pods: Iterable[PodRecord] = (),
 ) -> bool:
     """PodScheduled=False (reason, message) on the unit's waiting pods that do not say it yet: all of them when the
     message changed, else only pods that joined since (a member created or re-created meanwhile: the unit remembers
     the UIDs it told), as kube-scheduler's updatePod writes the condition only where it differs
-    (pkg/scheduler/schedule_one.go). `holding`: members placed in memory that wait for the rest of their gang (a
+    (pkg/scheduler/schedule_one.go). `reserved_pods`: members placed in memory that wait for the rest of their gang (a
     NonStrict gang's reservations): the same message, reason WaitingForGang. True when the message changed."""
     fresh = changed(session, unit, message)
     state = session.state.queue.unit_state(unit)
     told = frozenset() if fresh or state is None else state.told
     new = [pod for pod in pods if pod.uid not in told and not pod.gated]
-    held = [pod for pod in holding if pod.uid not in told]
+    waiting = [pod for pod in reserved_pods if pod.uid not in told]
     if new:
         conditions(session, new, reason, message)
-    if held:
-        conditions(session, held, WAITING_FOR_GANG, message)
-    if fresh or new or held:
-        session.plan.waiting_told[unit] = told.union(pod.uid for pod in [*new, *held])
+    if waiting:
+        conditions(session, waiting, WAITING_FOR_GANG, message)
+    if fresh or new or waiting:
+        session.plan.waiting_told[unit] = told.union(pod.uid for pod in [*new, *waiting])
     return fresh
 
 
@@ -144,13 +144,13 @@ def fail(
     scheduled: int,
     reserved: int,
     pending: int,
-    holding: Iterable[PodRecord] = (),
+    reserved_pods: Iterable[PodRecord] = (),
 ) -> None:
     unit = gang.unit
     backoff(session, unit)
     report_status(session, gang, GangStatus(scheduled, reserved, pending, "Unschedulable", message))
     failed_scheduling(session, pods, message)
-    if tell(session, unit, pods, "Unschedulable", message, holding=holding):
+    if tell(session, unit, pods, "Unschedulable", message, reserved_pods=reserved_pods):
         event(session, "PodGroup", gang.key, "Warning", "Unschedulable", message)
 
 
@@ -166,12 +166,12 @@ def _static_reasons(session: CycleSession, idx: ClassIndex) -> dict[str, int]:
 
 def _blocked_by(session: CycleSession, short: Shortfall) -> tuple[int, Counter[str]]:
     """How many nodes fit one more pod of the class, and why the others do not (the statically eligible nodes'
-    resources from core/transaction/lacking.py's memo; a class with per-node filters is looked at node by node)."""
+    resources from core/transaction/fit_counts.py's memo; a class with per-node filters is looked at node by node)."""
     cls = short.cls
     idx = class_index(session.store, cls, spread=session.workspace.spread)
     reasons: Counter[str] = Counter(_static_reasons(session, idx))
     if not filters_for(cls):
-        fit, short_of = lacking(session, idx)
+        fit, short_of = fit_counts(session, idx)
         reasons.update(short_of)
         return fit, reasons
     fit = 0

@@ -1,14 +1,14 @@
 """One scheduling cycle's session: a transaction over the SchedulerState (as Volcano's Statement, KAI's checkpoints).
 
 Contract:
-- `members(gang)`: bound, reserved and pending members; gated or held pending members apart, never placed.
+- `members(gang)`: bound, reserved and pending members; gated or unready pending members apart, never placed.
 - `CycleSession(state, now, config)` never changes `state`; it holds the cycle's `plan`, its `workspace`
   (core/fit/capacity.py) and what the cycle decided so far (`members`, `nomination`, `is_satisfied`, ...).
 - Every decision is an operation recording its effect and its undo: `place`, `reserve`, `bind`, `release`,
-  `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`, `take_holds`, `take_devices`
+  `nominate`, `clear_nominations`, `evict`, `satisfy`, `time_out`, `set_wait_start`, `take_nominated`, `take_devices`
   (DRA claims, in the workspace's undo log; `bind` puts them in `plan.device_fits`). `checkpoint()`,
   `rollback(mark)` (undoes every operation and workspace change since), `commit(mark)`; undo only in a checkpoint.
-- Preemptors' holds are in the workspace from the start (`holds`, keyed by gang or `holds_key(unit)`).
+- Preemptors' nominations are in the workspace from the start (`nominated`, keyed by gang or `preemptor_key(unit)`).
 More: docs/modules.md#coretransactionsessionpy.
 """
 
@@ -31,15 +31,15 @@ from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.units import UnitKey
 
-POD_HOLDS = "pod/"  # prefix of the holds key of a pod alone (a gang key has no second "/")
-Hold = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) held for a preemptor member
+POD_PREEMPTOR = "pod/"  # prefix of the preemptor key of a pod alone (a gang key has no second "/")
+Nomination = tuple[str, str, Mapping[str, int]]  # (pod_key, node, requests) nominated for a preemptor member
 _NO_RANK = 1 << 62
 V = TypeVar("V")
 
 
-def holds_key(unit: UnitKey) -> str:
-    """Where a unit's holds are kept in `CycleSession.holds`: its gang key, or "pod/" + its pod key."""
-    return POD_HOLDS + unit.key if unit.is_pod else unit.key
+def preemptor_key(unit: UnitKey) -> str:
+    """Where a unit's nominations are kept in `CycleSession.nominated`: its gang key, or "pod/" + its pod key."""
+    return POD_PREEMPTOR + unit.key if unit.is_pod else unit.key
 
 
 @dataclass(slots=True)
@@ -47,10 +47,10 @@ class Members:
     """A gang's members as this cycle sees them."""
 
     bound: list[str]  # bound and not leaving, binding (in flight or decided this cycle), or Succeeded
-    reserved: list[tuple[str, str]]  # (pod_key, node) held in memory
+    reserved: list[tuple[str, str]]  # (pod_key, node) reserved in memory
     pending: list[PodRecord]  # waiting to be placed, in rank order
     gated: list[PodRecord] = field(default_factory=list)  # waiting, spec.schedulingGates not empty: never placed
-    held: list[PodRecord] = field(default_factory=list)  # waiting, with a required constraint gangsched ignores
+    unready: list[PodRecord] = field(default_factory=list)  # waiting, with a required constraint gangsched ignores
 
     def roles(self, pods: Mapping[str, PodRecord], extra: Iterable[PodRecord] = ()) -> Counter[str | None]:
         counts: Counter[str | None] = Counter()
@@ -82,8 +82,8 @@ class CycleSession:
         self._satisfied: set[str] = set()
         self._timed_out: set[str] = set()
         self._evicting: set[str] = set()
-        self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer held
-        self.holds: dict[str, list[Hold]] = {}  # preemptor gang (or pod alone) -> capacity held for its members
+        self._cleared: set[str] = set()  # nominations cleared this cycle: their capacity is no longer taken
+        self.nominated: dict[str, list[Nomination]] = {}  # preemptor gang (or pod alone) -> its members' nominations
         self._book: DeviceBook | None = None  # DRA: the devices and claims as this cycle took them
         self._fits: dict[str, PodFit] = {}  # pod placed this cycle -> its claims' allocation (take_devices)
         self.memo: dict[Any, Any] = {}  # facts that stay true for the whole cycle, by whoever derives them
@@ -91,8 +91,8 @@ class CycleSession:
             pod = state.pods.get(pod_key)
             if pod is not None:
                 self.workspace.place(node, pod.sclass.requests)
-                holder = pod.gang if pod.gang is not None else POD_HOLDS + pod_key
-                self.holds.setdefault(holder, []).append((pod_key, node, pod.sclass.requests))
+                preemptor = pod.gang if pod.gang is not None else POD_PREEMPTOR + pod_key
+                self.nominated.setdefault(preemptor, []).append((pod_key, node, pod.sclass.requests))
 
     # ----- transactions -----
     def checkpoint(self) -> Checkpoint:
@@ -150,7 +150,7 @@ class CycleSession:
         reserved: list[tuple[str, str]] = []
         pending: list[PodRecord] = []
         gated: list[PodRecord] = []
-        holding: list[PodRecord] = []
+        unready: list[PodRecord] = []
         for key in gang.members:
             pod = pods.get(key)
             if pod is None or pod.phase == "Failed":
@@ -165,17 +165,17 @@ class CycleSession:
             elif (node := self._placed.get(key)) is not None:
                 reserved.append((key, node))
             elif (key in reserved_pods or key in binding_pods) and key not in self._released:
-                held = self.store.reservation_of(key)
-                assert held is not None
-                if held[1]:
+                reservation = self.store.reservation_of(key)
+                assert reservation is not None
+                if reservation[1]:
                     bound.append(key)
                 else:
-                    reserved.append((key, held[0]))
+                    reserved.append((key, reservation[0]))
             elif pod.ours and not pod.timed_out:
-                (gated if pod.gated else holding if pod.holds else pending).append(pod)
+                (gated if pod.gated else unready if pod.unready else pending).append(pod)
         if len(pending) > 1:
             self._rank_order(pending)
-        return Members(bound, reserved, pending, gated, holding)
+        return Members(bound, reserved, pending, gated, unready)
 
     def _rank_order(self, pending: list[PodRecord]) -> None:
         """Rank first (members without one last), then natural name order (w-2 before w-10)."""
@@ -284,23 +284,23 @@ class CycleSession:
 
     def nominate(self, gang_key: str, pods: list[PodRecord], nodes: list[str]) -> None:
         """Nominate each member on its node; the workspace holds that capacity for the rest of the cycle (under
-        `gang_key`: the gang, or the pod alone; the holder's holds of other pods stay)."""
-        holds: list[Hold] = []
+        `gang_key`: the gang, or the pod alone; the preemptor's nominations of other pods stay)."""
+        noms: list[Nomination] = []
         for pod, node in zip(pods, nodes, strict=True):
             self.workspace.place(node, pod.sclass.requests)
             self.plan.nominations.append((pod.key, node))
-            holds.append((pod.key, node, pod.sclass.requests))
-        start = len(self.plan.nominations) - len(holds)
-        previous = self.holds.get(gang_key)
+            noms.append((pod.key, node, pod.sclass.requests))
+        start = len(self.plan.nominations) - len(noms)
+        previous = self.nominated.get(gang_key)
         if previous:
             renominated = {pod.key for pod in pods}
-            holds = [hold for hold in previous if hold[0] not in renominated] + holds
-        self.holds[gang_key] = holds
+            noms = [nom for nom in previous if nom[0] not in renominated] + noms
+        self.nominated[gang_key] = noms
         if self._open:
 
             def undo() -> None:
                 self._truncate(self.plan.nominations, start)
-                self._restore(self.holds, gang_key, previous)
+                self._restore(self.nominated, gang_key, previous)
 
             self._record(undo)
 
@@ -376,19 +376,19 @@ class CycleSession:
 
             self._record(undo)
 
-    def take_holds(self, gang_key: str, pods: AbstractSet[str] | None = None) -> list[Hold]:
-        """Forget a preemptor's holds (only those of `pods` when given) for the rest of the cycle (their capacity
+    def take_nominated(self, gang_key: str, pods: AbstractSet[str] | None = None) -> list[Nomination]:
+        """Forget a preemptor's nominations (only those of `pods` when given) for the rest of the cycle (their capacity
         is handled by the caller)."""
-        holds = self.holds.pop(gang_key, [])
-        if pods is not None and holds:
-            kept = [hold for hold in holds if hold[0] not in pods]
+        noms = self.nominated.pop(gang_key, [])
+        if pods is not None and noms:
+            kept = [nom for nom in noms if nom[0] not in pods]
             if kept:
-                self.holds[gang_key] = kept
-            taken = [hold for hold in holds if hold[0] in pods]
+                self.nominated[gang_key] = kept
+            taken = [nom for nom in noms if nom[0] in pods]
         else:
-            taken = holds
+            taken = noms
         if taken and self._open:
-            self._record(lambda: self._restore(self.holds, gang_key, holds))
+            self._record(lambda: self._restore(self.nominated, gang_key, noms))
         return taken
 
     @staticmethod

@@ -333,7 +333,7 @@ def test_empty_namespace_selector_means_every_namespace() -> None:
         _obj("p", {}, _affinity(anti=[_term(HOST, IN_SCAN, namespaceSelector={})])), gang=None, ours=True
     )
     (term,) = everywhere.sclass.anti_affinity
-    assert term.selector.namespaces is None and not everywhere.holds
+    assert term.selector.namespaces is None and not everywhere.unready
 
 
 def test_namespace_selector_reads_the_namespaces_labels() -> None:
@@ -433,7 +433,7 @@ def test_topology_placement_never_breaks_zone_anti_affinity() -> None:
 
 def test_an_unchanged_pod_stays_equal_once_classes_carry_labels() -> None:
     """The store keeps our pods with projected classes; the same API object read again is not a change (a change
-    forgets a victim's refused eviction: core/memory/victims.py victim_changed)."""
+    forgets a victim's refused eviction: core/memory/victim_book.py victim_changed)."""
     c = SchedulerState()
     (node,) = add_nodes(c, 1)
     _add(c, "guard", {"app": "x"}, ANTI_HOST, ours=False, node=node, phase="Running")  # registers label keys

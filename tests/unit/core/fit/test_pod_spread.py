@@ -454,7 +454,7 @@ def test_schedule_anyway_is_kept_as_a_preference() -> None:
     soft = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": FOO}
     pod = _parse([soft, spread(1, "node")])
     assert [c.hard for c in pod.sclass.spread] == [True, False]  # DoNotSchedule first
-    assert not pod.holds and not pod.unsupported
+    assert not pod.unready and not pod.unsupported
 
 
 @pytest.mark.parametrize(
@@ -653,7 +653,7 @@ def test_schedule_anyway_next_to_do_not_schedule_never_refuses() -> None:
 def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
     """minDomains 4 over three zones: at most one member per zone, whatever is evicted; the low-priority pods
     filling every node must not be evicted in vain: the victim search counts resources, not the skew, so a gang
-    with a DoNotSchedule constraint does not preempt (core/preemption/preempting.py, as with host ports). Control: the
+    with a DoNotSchedule constraint does not preempt (core/preemption/preempt_gang.py, as with host ports). Control: the
     same gang without the constraint preempts."""
     c = SchedulerState()
     _zones(c)

@@ -1,6 +1,6 @@
 """Property: the memos that follow the accounting log instead of recounting give what a recount gives.
 
-- core/transaction/lacking.py (the counts of a failure message, "N nodes fit; ... insufficient <r> (k nodes)"):
+- core/transaction/fit_counts.py (the counts of a failure message, "N nodes fit; ... insufficient <r> (k nodes)"):
 equal to
   one pass over every eligible node with the workspace's tentative usage, after any sequence of pods charged,
   uncharged and workspace changes. The reasons follow kube-scheduler's NodeResourcesFit
@@ -21,7 +21,7 @@ from gangsched.core.fit.capacity import class_index, fit_count
 from gangsched.core.hints.reach import reach_fits
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.topology import Domain, TopologyPlacement, TopologyTree, place_network
-from gangsched.core.transaction.lacking import lacking, reason
+from gangsched.core.transaction.fit_counts import fit_counts, reason
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
@@ -78,7 +78,7 @@ def test_lacking_equals_a_recount(ops: list[tuple[int, int, int, int, int]], pro
         for where, amount in extra[-2:]:  # this cycle's tentative usage (a hold, a placement)
             session.workspace.place(where, amount)
         idx = class_index(c.store, c.store.pods[probe_key].sclass, spread=False)
-        assert lacking(session, idx) == brute(session, probe_key)
+        assert fit_counts(session, idx) == brute(session, probe_key)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,5 +1,5 @@
 """Preemption counts the work it destroys: among victims of equal priority, the ones that ran least go first
-(core/preemption/victim_tracker.py `work_lost`, core/preemption/preemption.py order of preference).
+(core/preemption/victim_tracker.py `work_lost`, core/preemption/victim_search.py order of preference).
 
 Oracles: kube-scheduler's DefaultPreemption prefers, among candidate nodes of equal victim priorities and counts,
 the one whose highest-priority victims started latest (pkg/scheduler/framework/preemption/preemption.go

@@ -2,7 +2,7 @@
 changes of the core"): the members that fit each node read from the workspace's class view (`counts`), and
 victim_units' near-set (units charged off the searched nodes left out; a gang is near whole, so whether a member of
 higher priority blocks it is asked of its members). The oracle is the search's own contract (core/preemption/
-preemption.py module docstring): units charged off the searched nodes free nothing there, and a node's room is
+victim_search.py module docstring): units charged off the searched nodes free nothing there, and a node's room is
 allocatable - used - the workspace's tentative usage."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.preemption.preemption import PreemptionChoice, find_victims
+from gangsched.core.preemption.victim_search import PreemptionChoice, find_victims
 from gangsched.core.preemption.victim_tracker import victim_units
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
@@ -72,5 +72,5 @@ def test_near_set_left_out_changes_no_choice(monkeypatch: pytest.MonkeyPatch) ->
         # (no near-set: every unit of the cluster)
         return victim_units(cluster, priority, excluded, protected, None, *rest)
 
-    monkeypatch.setattr("gangsched.core.preemption.preemption.victim_units", every_unit)
+    monkeypatch.setattr("gangsched.core.preemption.victim_search.victim_units", every_unit)
     assert _search(c, first, excluded=()) == with_near

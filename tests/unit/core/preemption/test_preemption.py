@@ -320,7 +320,7 @@ from itertools import product  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from gangsched.core.preemption.preemption import find_victims  # noqa: E402
+from gangsched.core.preemption.victim_search import find_victims  # noqa: E402
 
 
 @st.composite

@@ -55,7 +55,7 @@ def test_rollback_undoes_every_operation_since_the_checkpoint() -> None:
     s.rollback(mark)
     assert repr(_plan_lists(s.plan)) == before
     assert not s.is_satisfied(gang) and not s.is_placed("default/g-0") and not s.is_evicting("default/x")
-    assert s.holds == {} and s.timed_out_now == set()
+    assert s.nominated == {} and s.timed_out_now == set()
     assert s.workspace.free("n0") == free_before
     assert [p.name for p in s.members(gang).pending] == ["g-0", "g-1"]
 

@@ -17,8 +17,8 @@ import pytest
 
 from gangsched.k8s.binder import Binder
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, KubeClient
+from gangsched.k8s.coalescing import EventRecorder, ObjectRef, PatchWriter
 from gangsched.k8s.retry import NO_RETRY
-from gangsched.k8s.writer import EventRecorder, ObjectRef, PatchWriter
 from gangsched.sim.apiserver import ApiServer
 from gangsched.sim.requestlog import LoggedRequest
 from tests.builders import pod_manifest

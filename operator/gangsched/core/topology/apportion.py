@@ -1,7 +1,7 @@
-"""Spreading equal items (DP groups, or single members) over the children of one domain, in as few children as
+"""Apportioning equal items (DP groups, or single members) among the children of one domain, in as few children as
 possible (pure; used by placement.py).
 
-Contract: `spread(children, slots, short_fits, pod_capacity, *, items, short_last, item_pods, last_pods)` spreads
+Contract: `apportion(children, slots, short_fits, pod_capacity, *, items, short_last, item_pods, last_pods)` shares
 `items` equal items, the last one short (`last_pods` pods instead of `item_pods`) when `short_last`. A child c takes
 up to slots[c] items, or slots[c] + 1 when it receives the short last item and short_fits[c] (it has room for the
 short item beside its whole ones). Largest children first; the child that completes the set is the best fit (the
@@ -96,7 +96,7 @@ class _Spread:
         return _in_rank_order(head, (last, items - sum(n for _, n in head)), self.short_last)
 
 
-def spread(
+def apportion(
     children: list[int],
     slots: Slots,
     short_fits: ShortFits,

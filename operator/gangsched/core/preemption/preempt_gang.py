@@ -1,15 +1,15 @@
 """The preemption step of a cycle: a gang that does not reach its quorum evicts lower-priority victims, and the
-capacity held for preemptors while their victims terminate.
+capacity nominated for preemptors while their victims terminate.
 
-Contract (over a CycleSession; the victim search itself is core/preemption/preemption.py):
+Contract (over a CycleSession; the victim search itself is core/preemption/victim_search.py):
 - `preempt(session, gang, members, pending) -> bool`: for pending members none of which has preemptionPolicy
   Never; classes handled one by one (core/preemption/preempt_classes.py) except with a networkTopology; members
   with host ports or DoNotSchedule spread constraints do not preempt. True: victims chosen (evictions,
   nominations, events, status Preempting) or still terminating; False: nothing to preempt, nominations cleared.
-- `release_nominations(session, pods)`: a preemptor's held capacity is its own to use; `release_lower_holds`: the
-  holds of lower-priority preemptors do not bind these members; `settle_holds`: a lower-priority preemptor whose
-  held nodes were used loses its nominations (event NominationLost), the others' holds are put back.
-More: docs/modules.md#corepreemptionpreemptingpy.
+- `release_nominations(session, pods)`: a preemptor's nominated capacity is its own; `release_lower_nominations`:
+  lower-priority preemptors' nominations do not bind these members; `settle_nominations`: a lower-priority
+  preemptor whose nominated nodes were used loses them (event NominationLost), the others' are put back.
+More: docs/modules.md#corepreemptionpreempt_gangpy.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.memory.podstate import NOMINATED
 from gangsched.core.preemption.preempt_classes import choose_classes
-from gangsched.core.preemption.preemption import PreemptionChoice, find_victims, tier_label
+from gangsched.core.preemption.victim_search import PreemptionChoice, find_victims, tier_label
 from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import backoff, changed, conditions, event, report_status
-from gangsched.core.transaction.session import POD_HOLDS, CycleSession, Members
+from gangsched.core.transaction.session import POD_PREEMPTOR, CycleSession, Members
 
 
 def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:
@@ -38,48 +38,48 @@ def release_nominations(session: CycleSession, pods: list[PodRecord]) -> None:
             session.workspace.release(node, pod.sclass.requests)
 
 
-def _holder(session: CycleSession, key: str) -> tuple[str, str, int] | None:
-    """The kind ("PodGroup" or "Pod"), key and priority of the preemptor whose holds are under `key` (None:
+def _preemptor(session: CycleSession, key: str) -> tuple[str, str, int] | None:
+    """The kind ("PodGroup" or "Pod"), key and priority of the preemptor whose nominations are under `key` (None:
     gone)."""
-    if key.startswith(POD_HOLDS):
-        pod = session.store.pods.get(key[len(POD_HOLDS) :])
+    if key.startswith(POD_PREEMPTOR):
+        pod = session.store.pods.get(key[len(POD_PREEMPTOR) :])
         return ("Pod", pod.key, pod.priority) if pod is not None else None
     other = session.store.gangs.get(key)
     return ("PodGroup", key, other.priority) if other is not None else None
 
 
-def release_lower_holds(session: CycleSession, own: str, pending: list[PodRecord]) -> list[str]:
-    """Release (in the open transaction) the holds of preemptors (gangs, or pods alone) of lower priority than these
-    pods; `own`: the key of their own holds (session.py `holds_key`)."""
-    if not session.holds or not pending:
+def release_lower_nominations(session: CycleSession, own: str, pending: list[PodRecord]) -> list[str]:
+    """Release (in the open transaction) the nominations of preemptors (gangs, or pods alone) of lower priority than
+    these pods; `own`: the key of their own nominations (session.py `preemptor_key`)."""
+    if not session.nominated or not pending:
         return []
     priority = min(p.priority for p in pending)
     out = []
-    for other_key, holds in session.holds.items():
-        holder = _holder(session, other_key)
-        if other_key == own or holder is None or holder[2] >= priority:
+    for other_key, noms in session.nominated.items():
+        preemptor = _preemptor(session, other_key)
+        if other_key == own or preemptor is None or preemptor[2] >= priority:
             continue
-        for _, node, requests in holds:
+        for _, node, requests in noms:
             session.workspace.release(node, requests)
         out.append(other_key)
     return out
 
 
-def settle_holds(session: CycleSession, who: str, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
-    """After a kept placement: lower-priority preemptors lose the held nodes it used; other holds come back.
+def settle_nominations(session: CycleSession, who: str, lower: list[str], placed: list[tuple[PodRecord, str]]) -> None:
+    """After a kept placement: lower-priority preemptors lose the nominated nodes it used; other nominations come back.
     `who`: the preemptor that used them, as messages name it ("gang ns/g", "pod ns/p")."""
     used = {node for _, node in placed}
     for other_key in lower:
-        holds = session.holds[other_key]
-        if any(node in used for _, node, _ in holds):
-            session.clear_nominations(key for key, _, _ in holds)
-            session.take_holds(other_key)
+        noms = session.nominated[other_key]
+        if any(node in used for _, node, _ in noms):
+            session.clear_nominations(key for key, _, _ in noms)
+            session.take_nominated(other_key)
             message = f"its held nodes went to higher-priority {who}; it will choose again"
-            holder = _holder(session, other_key)
-            if holder is not None:
-                event(session, holder[0], holder[1], "Warning", "NominationLost", message)
+            preemptor = _preemptor(session, other_key)
+            if preemptor is not None:
+                event(session, preemptor[0], preemptor[1], "Warning", "NominationLost", message)
         else:
-            for _, node, requests in holds:
+            for _, node, requests in noms:
                 session.workspace.place(node, requests)
 
 

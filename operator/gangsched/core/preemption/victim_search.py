@@ -9,7 +9,7 @@ protected, respect_pdb, refused) -> PreemptionChoice | None` for `count` members
   gang with one under `respect_pdb`).
 - Greedy per domain, pruned, never pods x nodes; the victim count is not guaranteed minimal.
 The result: victim pods, victim units, each member's node in rank order (to nominate) and the tier reached.
-More: docs/modules.md#corepreemptionpreemptionpy.
+More: docs/modules.md#corepreemptionvictim_searchpy.
 """
 
 from __future__ import annotations

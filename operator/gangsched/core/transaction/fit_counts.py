@@ -1,12 +1,12 @@
 """Which eligible nodes lack room for one more pod of a class, and the first resource each lacks: the counts a
 failure message shows (core/transaction/messages.py `explain`), kept up to date from the accounting log.
 
-Contract: `lacking(session, idx) -> (fit, reasons)`: of the nodes the class is statically eligible for
+Contract: `fit_counts(session, idx) -> (fit, reasons)`: of the nodes the class is statically eligible for
 (core/fit/capacity.py), how many have room for one more pod in the cycle's workspace, and the others counted by
 "insufficient <resource>" (the first lacking resource in name order). Exactly what a pass over every eligible
 node would count, at the cost of the nodes changed since the last call plus those the workspace touched.
 Memo per class in the store's `class_caches`; only for classes without per-node filters (host ports, pod
-affinity, spread: the caller counts those). More: docs/modules.md#coretransactionlackingpy.
+affinity, spread: the caller counts those). More: docs/modules.md#coretransactionfit_countspy.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def reason(
     return None
 
 
-def lacking(session: CycleSession, idx: ClassIndex) -> tuple[int, Counter[str]]:
+def fit_counts(session: CycleSession, idx: ClassIndex) -> tuple[int, Counter[str]]:
     """See the module docstring."""
     store = session.store
     requests = sorted((r, q) for r, q in idx.cls.requests.items() if q > 0)
@@ -69,7 +69,7 @@ def lacking(session: CycleSession, idx: ClassIndex) -> tuple[int, Counter[str]]:
 
 def _synced(store: StoreView, idx: ClassIndex, requests: list[tuple[str, int]]) -> _Memo:
     caches = store.class_caches
-    key = ("lacking", idx.cls.id)
+    key = ("fit_counts", idx.cls.id)
     memo = caches.get(key)
     log = store.changes_since(memo.pos) if isinstance(memo, _Memo) and memo.gen == store.static_gen else None
     if not isinstance(memo, _Memo) or log is None:

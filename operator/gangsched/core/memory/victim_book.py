@@ -9,7 +9,7 @@ Contract (nominations themselves are a pod state, kept by core/memory/store.py):
 - `refuse(pod, cluster_gen)` / `refused_for(gang, cluster_gen)`: a refused victim is never chosen again for that
   preemptor until its budget, the pod or the cluster changes; a refusal frees no capacity.
 - `forget_pod(pod)`, `forget_gang(gang)`: a deleted pod's or gang's entries go.
-More: docs/modules.md#corememoryvictimspy.
+More: docs/modules.md#corememoryvictim_bookpy.
 """
 
 from __future__ import annotations

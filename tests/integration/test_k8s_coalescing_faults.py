@@ -1,4 +1,4 @@
-"""The writers against failing and real API servers (k8s/writer.py).
+"""The writers against failing and real API servers (k8s/coalescing.py).
 
 - PatchWriter, against the scripted stub server (real HTTP): a status write is retried until it is accepted
   however many 503s come first (no give-up after 5), after Retry-After, with newer content merged in, and counts as
@@ -23,7 +23,7 @@ import orjson
 from aiohttp import web
 
 from gangsched.k8s.client import STRATEGIC_MERGE_PATCH, ConnectionSettings, KubeClient
-from gangsched.k8s.writer import COMBINED, EventAggregator, EventRecorder, ObjectRef, PatchWriter
+from gangsched.k8s.coalescing import COMBINED, EventAggregator, EventRecorder, ObjectRef, PatchWriter
 from tests.integration.harness import eventually
 from tests.integration.stub_server import FakeTime, Script, json_answer, server, text
 

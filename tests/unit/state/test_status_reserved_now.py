@@ -1,4 +1,4 @@
-"""PodGroup status when the core's last decision is stale: reservations held now win over those decided.
+"""PodGroup status when the core's last decision is stale: reservations the gang has now win over those decided.
 
 Found by the soak test: a NonStrict gang held 4 of minMember 5; its pods were deleted, the gang was never
 attempted again (no pending members), and the PodGroup said Scheduling ("holding 4 of minMember 5") forever.
@@ -23,7 +23,7 @@ def record(name: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("members", "held", "phase", "reason"),
+    ("members", "reserved_now", "phase", "reason"),
     [
         pytest.param(["a", "b", "c"], None, "Scheduling", "Unschedulable", id="held-unknown-trusts-the-decision"),
         pytest.param(["a", "b", "c"], 2, "Scheduling", "Unschedulable", id="still-held"),
@@ -32,7 +32,9 @@ def record(name: str) -> Any:
         pytest.param([], 0, "Pending", "WaitingForPods", id="every-member-deleted"),
     ],
 )
-def test_phase_follows_the_reservations_held_now(members: list[str], held: int | None, phase: str, reason: str) -> None:
+def test_phase_follows_the_reservations_held_now(
+    members: list[str], reserved_now: int | None, phase: str, reason: str
+) -> None:
     body = GangStatusBook().status_of(
         "default/g",
         min_member=3,
@@ -44,10 +46,10 @@ def test_phase_follows_the_reservations_held_now(members: list[str], held: int |
         invalid=None,
         in_flight=0,
         now_iso="2024-01-01T00:00:00Z",
-        held=held,
+        reserved_now=reserved_now,
     )
     assert body is not None
     assert body["phase"] == phase
     assert body["conditions"][0]["reason"] == reason
-    if held == 0:
+    if reserved_now == 0:
         assert body["message"] is None and "holding" not in body["conditions"][0]["message"]
