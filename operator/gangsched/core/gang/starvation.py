@@ -11,9 +11,10 @@ attempt, `finish` at the end of the cycle):
 - Where (`targets`, computed when the hold starts and again when a node's static properties or the gang's
   pending members change): the nodes where it would start soonest, i.e. its pending members laid out next-fit on
   the nodes' allocatable, statically feasible nodes (core/fit/matching.py) taken by most free room for the class first;
-  its network topology is not used to choose them (its placement still follows it). A gang that cannot fit the
-  whole cluster's allocatable holds nothing and takes no one's turn (its record, with no targets, is remembered
-  so the layout is not recomputed every cycle).
+  with a hard network topology, inside one domain of its highest tier allowed (the one with the most free room for
+  the class among those that hold it on allocatable): capacity it could never use together is not held. A gang
+  that cannot fit the whole cluster's (or any allowed domain's) allocatable holds nothing and takes no one's turn
+  (its record, with no targets, is remembered so the layout is not recomputed every cycle).
 - What: in each cycle's workspace, on each target node, the free capacity up to what the gang would use there
   (componentwise min(free, target)): capacity freed on those nodes stays for it. A hold is never a reservation of
   pods and never over-commits: it only takes free capacity out of other units' sight for the cycle, after the
@@ -48,7 +49,7 @@ from gangsched.core.memory.plan import CapacityHold, GangStatus
 from gangsched.core.records.records import PodRecord
 from gangsched.core.transaction.messages import event
 from gangsched.core.transaction.session import CycleSession
-from gangsched.core.values.gangspec import TopologyMode
+from gangsched.core.values.gangspec import GangSpec, TopologyMode
 from gangsched.core.values.resources import Resources
 from gangsched.core.values.units import UnitKey
 
@@ -111,14 +112,41 @@ def _candidates(session: CycleSession) -> Iterator[GangState]:
             yield gangs[key]
 
 
-def _targets(session: CycleSession, pods: list[PodRecord]) -> tuple[tuple[str, Resources], ...] | None:
+def _targets(
+    session: CycleSession, pods: list[PodRecord], spec: GangSpec | None = None
+) -> tuple[tuple[str, Resources], ...] | None:
     """Where the members would go on the nodes' allocatable (module docstring); None: they never fit."""
+    first = session.workspace.view(pods[0].sclass)
+    order = sorted(first.idx.pref, key=lambda n: (-first.count_of(n), n))
+    tree = session.store.topology
+    network = spec.network_topology if spec is not None else None
+    if tree is None or network is None or network.mode != TopologyMode.HARD or network.highest_tier_allowed is None:
+        return _layout(session, pods, order, None)
+    tier = network.highest_tier_allowed
+    domains: dict[int, list[str]] = {}
+    for name in order:
+        index = tree.node_index.get(name)
+        if index is not None:
+            domains.setdefault(tree.domain_index(index, tier), []).append(name)
+    # the domains with the most free room for the first class first (where the gang would start soonest)
+    ranked = sorted(domains.items(), key=lambda item: (-sum(first.count_of(n) for n in item[1]), item[0]))
+    for _, names in ranked:
+        allowed = tree.domain_nodes(names[0], tier)
+        found = _layout(session, pods, names, allowed)
+        if found is not None:
+            return found
+    return None
+
+
+def _layout(
+    session: CycleSession, pods: list[PodRecord], order: list[str], allowed: frozenset[str] | None
+) -> tuple[tuple[str, Resources], ...] | None:
+    """The members laid out next-fit on the allocatable of `order`'s nodes (then the other classes' feasible nodes),
+    only on `allowed` nodes when given; None: they do not fit."""
     nodes = session.store.nodes
     by_class: dict[int, list[PodRecord]] = {}
     for pod in pods:
         by_class.setdefault(pod.sclass.id, []).append(pod)
-    first = session.workspace.view(pods[0].sclass)
-    order = sorted(first.idx.pref, key=lambda n: (-first.count_of(n), n))
     room: dict[str, Resources] = {}
     out: dict[str, Resources] = {}
     for members in by_class.values():
@@ -126,7 +154,7 @@ def _targets(session: CycleSession, pods: list[PodRecord]) -> tuple[tuple[str, R
         feasible = session.workspace.view(cls).idx.pref
         left = len(members)
         for name in order if cls is pods[0].sclass else order + sorted(set(feasible) - set(order)):
-            if name not in feasible:
+            if name not in feasible or (allowed is not None and name not in allowed):
                 continue
             free = room.setdefault(name, dict(nodes[name].allocatable))
             take = min(left, fit_count(cls.requests, free, None), 1 if cls.host_ports else left)
@@ -150,7 +178,7 @@ def _record(session: CycleSession, gang: GangState, old: CapacityHold | None) ->
     gen = session.store.static_gen
     if old is not None and old.static_gen == gen and old.members == len(pending):
         return old
-    targets = (_targets(session, pending) if pending else None) or ()
+    targets = (_targets(session, pending, gang.spec) if pending else None) or ()
     since = old.since if old is not None and old.targets else session.now
     return CapacityHold(gang.key, since, targets, gen, len(pending))
 

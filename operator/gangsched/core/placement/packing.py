@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from gangsched.core.placement.pickers import Outcome, place_batches
 from gangsched.core.records.records import PodRecord, SchedulingClass
-from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
+from gangsched.core.topology import TopologyPlacement, place_network
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
 
@@ -39,7 +39,7 @@ def pack(
     result = place_network(tree, session.workspace.view(cls).capacity(), len(pods), SOFT)
     if not isinstance(result, TopologyPlacement) or result.whole_tier > tree.tiers:
         return None
-    domain = _domain_nodes(tree, result.nodes[0], result.whole_tier)
+    domain = tree.domain_nodes(result.nodes[0], result.whole_tier)
     mark = session.workspace.begin()
     placed, short, _ = place_batches(session, [pods], partial=False, only=domain)
     if short:
@@ -64,13 +64,3 @@ def _applies(
 
 def _has_preferences(cls: SchedulingClass) -> bool:
     return bool(cls.preferred or cls.pod_preferred or cls.spread or cls.affinity or cls.anti_affinity)
-
-
-def _domain_nodes(tree: TopologyTree, node: str, tier: int) -> frozenset[str]:
-    """The nodes of the domain at `tier` (1..tiers) that holds `node`, walking down from it."""
-    index = tree.domain_index(tree.node_index[node], tier)
-    level, indexes = tier, [index]
-    while level > 0:
-        indexes = [child for i in indexes for child in tree.children_at[level][i]]
-        level -= 1
-    return frozenset(tree.node_names[i] for i in indexes)

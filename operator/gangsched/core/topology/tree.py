@@ -87,6 +87,14 @@ class TopologyTree:
             index = self.parent_at[level][index]
         return index if tier <= self.tiers else 0
 
+    def domain_nodes(self, node: str, tier: int) -> frozenset[str]:
+        """The nodes of the domain at `tier` (1..tiers) that holds `node` (a node of the tree), walking down."""
+        level, indexes = tier, [self.domain_index(self.node_index[node], tier)]
+        while level > 0:
+            indexes = [child for i in indexes for child in self.children_at[level][i]]
+            level -= 1
+        return frozenset(self.node_names[i] for i in indexes)
+
     def domains_at(self, tier: int) -> tuple[str, ...]:
         """Names of the domains that hold nodes at a tier (1..tiers), in natural order."""
         if not 1 <= tier <= self.tiers:

@@ -24,6 +24,7 @@ from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.gang.starvation import hold_capacity, rfc3339, shadow
 from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
@@ -264,6 +265,37 @@ def test_a_gang_that_never_fits_does_not_take_the_turn_of_one_that_waits_for_cap
     sim.advance(61.0)
     sim.cycles()
     assert sim.c.queue.holds[BIG].targets and not sim.c.queue.holds["default/huge"].targets
+
+
+def test_a_hard_topology_gang_holds_capacity_inside_one_domain_it_can_use() -> None:
+    """A gang whose members must share one tier-1 domain holds nodes of one such domain, not the freest nodes of the
+    cluster: GPUs held in two domains could never start it together (Slurm's backfill reservation is a placement the
+    job could start on, backfill.c `_attempt_backfill` via `_try_sched`/select_nodes with the job's topology; the
+    module docstring). Domains a = {n0, n2}, b = {n1, n3}; n0 and n1 are free, n2 and n3 busy."""
+    sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=5.0), nodes=4)
+    tors = {"a": ("node0", "node2"), "b": ("node1", "node3")}
+    sim.c.set_topology(TopologyTree.from_domains([Domain(1, n, (), members) for n, members in tors.items()]))
+    for i in range(8):
+        sim.running_pod(f"r2-{i}", "node2", run=100.0, ends=100.0)
+        sim.running_pod(f"r3-{i}", "node3", run=200.0, ends=200.0)
+    hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
+    sim.c.upsert_gang(GangSpec("default", "big", 2, network_topology=hard))
+    for i in range(2):
+        pod = pod_from_api(_pod(f"big-{i}", gang=BIG, gpu=8, run=None, created=0.0), gang=BIG, rank=i, ours=True)
+        sim.c.upsert_pod(pod)
+        sim.duration[pod.key] = 10.0
+    sim.cycles()
+    sim.advance(10.0)
+    sim.cycles()
+    held = {node for node, _ in sim.c.queue.holds[BIG].targets}
+    assert held in ({"node0", "node2"}, {"node1", "node3"})
+    assert held == {"node0", "node2"}  # the tie (one free node each) goes to the first domain
+    small = sim.gang("one", 1, 8, run=None, duration=1000.0, declare=False)
+    sim.cycles()
+    assert sim.c.pods[f"{small}-0"].node_name == "node1"  # the free node outside the held domain serves others
+    sim.advance(91.0)  # node2's pods end at 100
+    sim.cycles()
+    assert sim.started[BIG] == sim.now
 
 
 def test_rfc3339() -> None:
