@@ -7,7 +7,8 @@ plus what is coming than in its free capacity alone (`fits(...) - idx.count[node
 `_slots` counts them); `total` is their sum. Exactly what a pass over every node with coming capacity would give,
 at the cost of the nodes whose usage (the accounting log) or coming capacity (the coming log) changed since the
 last call; a rebuild (O(nodes with coming capacity)) when the static generation moved, a log was trimmed or the
-index was replaced. Memo per class in the store's `class_caches`. Read-only: the caller owns the returned map.
+index was replaced. Memo per class in the coming book's `memo` (least recently used dropped past MAX_MEMOS; not in
+the store's `class_caches`, whose LRU order decides which capacity indexes are rebuilt). The map is read-only.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gangsched.core.fit.capacity import ClassIndex
 from gangsched.core.memory.views import StoreView
 
 _NONE: Mapping[str, int] = {}
+MAX_MEMOS = 64
 
 
 def fits(have: Mapping[str, int], wanted: list[tuple[str, int]]) -> int:
@@ -39,20 +41,23 @@ class _Memo:
 
 def coming_gain(store: StoreView, idx: ClassIndex) -> tuple[int, Mapping[str, int]]:
     """See the module docstring."""
-    caches = store.class_caches
-    key = ("coming", idx.cls.id, idx.spread)
-    memo = caches.get(key)
     coming = store.coming
+    caches = coming.memo
+    key = (idx.cls.id, idx.spread)
+    memo = caches.pop(key, None)  # (re-inserted last: the dict's order is least recently used first)
+    while len(caches) >= MAX_MEMOS:
+        del caches[next(iter(caches))]
     used_log = coming_log = None
     if isinstance(memo, _Memo) and memo.gen == store.static_gen and memo.idx is idx:
         used_log, coming_log = store.changes_since(memo.pos), coming.changes_since(memo.cpos)
     names: Iterable[str]
-    if memo is None or not isinstance(memo, _Memo) or used_log is None or coming_log is None:
-        memo = caches[key] = _Memo(idx, store.static_gen, store.log_end(), coming.log_end())
+    if not isinstance(memo, _Memo) or used_log is None or coming_log is None:
+        memo = _Memo(idx, store.static_gen, store.log_end(), coming.log_end())
         names = coming.by_node
     else:
         memo.pos, memo.cpos = store.log_end(), coming.log_end()
         names = dict.fromkeys(used_log + coming_log)
+    caches[key] = memo
     wanted = [(r, q) for r, q in idx.cls.requests.items() if q > 0]
     nodes, used, by_node, gain = store.nodes, store.used, coming.by_node, memo.gain
     for name in names:

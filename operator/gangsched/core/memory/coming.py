@@ -6,12 +6,14 @@ Contract (kept by core/memory/store.py, which decides which pods count; read by 
 - `by_node`: node -> the requests summed over the pods counted there (present while at least one pod is counted,
   even if they request nothing); `of`: pod -> (node, requests) counted.
 - `log_end()` / `changes_since(position)`: the nodes whose coming capacity changed since a position of the log
-  (None: the log was trimmed past it, rebuild), as the accounting log (core/memory/accounting.py) does for `used`.
+  (None: the log was trimmed past it, rebuild), as the accounting log (core/memory/accounting.py) does for `used`;
+  `memo`: its readers' memos (core/gang/coming_fit.py), apart from the store's `class_caches` and their LRU order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from gangsched.core.values.resources import Resources, add_into, sub_into
 
@@ -25,6 +27,7 @@ class Coming:
         self._pods: dict[str, int] = {}  # node -> pods counted there
         self._log: list[str] = []  # nodes whose coming capacity changed, since _log_base
         self._log_base = 0
+        self.memo: dict[Any, Any] = {}
 
     def follow(self, key: str, target: Counted | None, nodes: int) -> None:
         """Count the pod as `target` from now on (None: not at all); `nodes` bounds the log's length."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from gangsched.core.fit.capacity import class_index
+from gangsched.core.gang.coming_fit import MAX_MEMOS, coming_gain
 from gangsched.core.memory.plan import Plan
 from gangsched.core.memory.scheduler_state import SchedulerState
 from tests.builders import add_nodes, add_pod
@@ -87,3 +89,18 @@ def test_the_coming_capacity_equals_a_pass_over_every_pod(ops: list[tuple[str, i
         log = coming.changes_since(pos)
         assert log is not None and moved <= set(log)
     assert set(coming.of) <= set(c.pods)
+
+
+def test_the_per_class_memos_are_bounded_and_a_dropped_one_is_rebuilt_alike() -> None:
+    """What the coming capacity adds per class (core/gang/coming_fit.py) is kept for at most MAX_MEMOS classes; a
+    class asked again after its memo was dropped gets the same counts (oracle: as above, by hand: 4 GPUs free and
+    4 coming on n0 take 4 more 1-GPU pods there, the other nodes none more)."""
+    c = SchedulerState()
+    names = add_nodes(c, 3, gpu=8)
+    add_pod(c, "run", node=names[0], phase="Running", gpu=4, spec_extra={"activeDeadlineSeconds": 60})
+    classes = [c.store.pods[add_pod(c, f"probe-{g}", gpu=1, cpu=f"{g + 1}m")].sclass for g in range(MAX_MEMOS + 6)]
+    assert len({cls.id for cls in classes}) == len(classes)
+    for cls in [*classes, classes[0]]:
+        total, gain = coming_gain(c.store, class_index(c.store, cls, spread=False))
+        assert (total, dict(gain)) == (4, {names[0]: 4})
+        assert len(c.store.coming.memo) <= MAX_MEMOS
