@@ -35,9 +35,10 @@ before the queue (core/cycle/scheduler.py); pure, every change through the sessi
   `Deadlock` (the replay and the metrics read it). Strict gangs and bound pods are never touched. Cost: nothing
   unless two NonStrict gangs hold reservations; then O(their members + classes x reserved nodes) for the graph
   of who could use whose capacity; only when that graph has a cycle is capacity read: per class, the workspace
-  view's fit counts (core/fit/capacity.py, kept incrementally), corrected when free capacity is short on the nodes
-  with pods that will end (found through the store's sets of pods with a declared run time, leaving or evicted,
-  not node by node); a class with node filters (host ports, pod affinity, spread) is counted node by node.
+  view's fit counts (core/fit/capacity.py, kept incrementally), plus when free capacity is short what the coming
+  capacity adds (the store's, core/memory/coming.py, per class in core/gang/coming_fit.py: O(what changed), plus
+  the victims it does not count and the nodes the workspace changed); a class with node filters (host ports, pod
+  affinity, spread) is counted node by node.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from dataclasses import dataclass, field
 from gangsched.core.fit.capacity import class_index
 from gangsched.core.fit.filters import filters_for
 from gangsched.core.fit.matching import static_block
+from gangsched.core.gang.coming_fit import coming_gain, fits
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import Deadlock, GangStatus
 from gangsched.core.records.records import NodeRecord, SchedulingClass
@@ -64,22 +66,32 @@ MAX_ROUNDS = 16  # victims chosen per cycle, at most (a larger knot is untied ov
 @dataclass(slots=True)
 class _Room:
     """Capacity free now in the cycle's workspace (releases included) and, once `coming` is set, what is coming,
-    per node, read the first time a node is asked for (`at`); the nodes where it differs from the workspace's free
-    capacity (`touched`: those with coming pods), and how many pods of a class fit in all of it (a memo)."""
+    per node, read the first time a node is asked for (`at`): the store's coming capacity (core/memory/coming.py)
+    plus `evicting`, the pods being evicted it does not count; and how many pods of a class fit in all of it (a
+    memo)."""
 
     session: CycleSession
     known: dict[str, dict[str, int]]
     counts: dict[SchedulingClass, tuple[int, bool]]  # class -> (pods that fit, whether that is all of them)
-    coming: dict[str, dict[str, int]] | None = None  # node -> requests of the pods there that will end (once asked)
-    touched: set[str] = field(default_factory=set)
+    coming: Mapping[str, Mapping[str, int]] | None = None  # node -> requests of the pods there that will end
+    evicting: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, of the victims not in `coming`
 
     def at(self, node: str) -> dict[str, int]:
         free = self.known.get(node)
         if free is None:
             free = self.known[node] = self.session.workspace.free(node)
-            if self.coming is not None and node in self.coming:
-                _add(free, self.coming[node], 1)
+            if self.coming is not None:
+                self._add_coming(node, free)
         return free
+
+    def _add_coming(self, node: str, free: dict[str, int]) -> None:
+        assert self.coming is not None
+        for src in (self.coming.get(node), self.evicting.get(node)):
+            if src is not None:
+                _add(free, src, 1)
+
+    def is_coming(self, node: str) -> bool:
+        return self.coming is not None and (node in self.coming or node in self.evicting)
 
     def released(self, node: str, requests: Mapping[str, int]) -> None:
         """A reservation on `node` was released in the workspace (which nodes not read yet will show)."""
@@ -169,22 +181,21 @@ def _room(session: CycleSession) -> _Room:
 
 def _add_coming(room: _Room) -> None:
     """From now on each node's room includes the requests of pods bound there that will end: a declared run time,
-    or leaving (evicted). Those pods are found through the store's and the state's sets of them, not node by
-    node."""
+    or leaving (the store keeps those per node as pods change, core/memory/coming.py), or evicted (the victims it
+    does not count, O(victims))."""
     session = room.session
     store = session.store
-    pods, pods_on = store.pods, store.pods_on
-    coming: dict[str, dict[str, int]] = {}
-    for pod_key in {**store.timed, **dict.fromkeys(session.state.leaving), **session.state.evicting}:
+    pods, pods_on, counted = store.pods, store.pods_on, store.coming.of
+    evicting: dict[str, dict[str, int]] = {}
+    for pod_key in session.state.evicting:
         pod = pods.get(pod_key)
-        if pod is None or pod.node_name is None or pod.terminal or pod_key not in pods_on.get(pod.node_name, ()):
+        if pod_key in counted or pod is None or pod.node_name is None or pod.terminal:
             continue
-        _add(coming.setdefault(pod.node_name, {}), pod.requests, 1)
+        if pod_key in pods_on.get(pod.node_name, ()):
+            _add(evicting.setdefault(pod.node_name, {}), pod.requests, 1)
+    room.coming, room.evicting = store.coming.by_node, evicting
     for name, free in room.known.items():
-        if name in coming:
-            _add(free, coming[name], 1)
-    room.coming = coming
-    room.touched.update(coming)
+        room._add_coming(name, free)
     room.counts.clear()
 
 
@@ -216,17 +227,22 @@ def _fits(session: CycleSession, need: Counter[SchedulingClass], room: _Room) ->
 def _slots(session: CycleSession, cls: SchedulingClass, count: int, room: _Room) -> tuple[int, bool]:
     """How many pods of the class fit on `room`, and whether that is all of them (else: at least `count`). Without a
     node filter: the workspace view's fit counts (core/fit/capacity.py: the same resources, kept incrementally),
-    corrected on the nodes `room` changed; with one, node by node until `count` fit."""
+    plus what the coming capacity adds (core/gang/coming_fit.py, kept per class in the store), corrected on the
+    nodes where the room differs from the store (the workspace's nominations and releases, the victims' nodes);
+    with one, node by node until `count` fit."""
     if filters_for(cls):
         taken = _take(session, cls, count, room, {})
         return taken, taken < count
     view = session.workspace.view(cls)
     total = view.slots()
+    if room.coming is None:
+        return total, True
+    gained, gain = coming_gain(session.store, view.idx)
+    total += gained
     wanted = [(r, q) for r, q in cls.requests.items() if q > 0]
-    for name in room.touched:
-        if name in view.idx.pref:
-            have = room.at(name)
-            total += max(0, min((have.get(r, 0) // q for r, q in wanted), default=1 << 62)) - view.count_of(name)
+    for name in {*session.workspace.extra, *room.evicting}:
+        if name in view.idx.pref and room.is_coming(name):
+            total += fits(room.at(name), wanted) - view.count_of(name) - gain.get(name, 0)
     return total, True
 
 

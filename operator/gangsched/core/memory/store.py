@@ -8,7 +8,7 @@ Contract (fed by core/memory/scheduler_state.py, read by the scheduler through i
 - Decisions: `nominate`, `clear_nomination`, `reserve`, `bind_all`, `release`, `bind_succeeded`, `bind_failed`.
 - A pod that changes gang leaves the old one (a reservation is released) and joins the new one. Gangs:
   core/memory/gangs.py; pending pods go to the `PendingSink`.
-- For the capacity caches: `static_gen`, `changes_since`, `freed_gen`, `class_caches`, `pod_counts`; `timed`.
+- For the capacity caches: `static_gen`, `changes_since`, `freed_gen`, `class_caches`, `pod_counts`; `coming`.
 More: docs/modules.md#corememorystorepy.
 """
 
@@ -22,6 +22,7 @@ from gangsched.core.devices import DeviceState
 from gangsched.core.fit.filters import PortTable
 from gangsched.core.fit.pod_counts import PodCounts
 from gangsched.core.memory.accounting import Accounting
+from gangsched.core.memory.coming import Coming
 from gangsched.core.memory.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
 from gangsched.core.memory.podstate import (
     ASSUMED,
@@ -67,7 +68,7 @@ class ClusterStore(SlotReaders):
         self.topology: TopologyTree | None = None
         self.devices: DeviceState | None = None  # DRA: slices, claims, pods' claims (state/dra.py)
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
-        self.timed: dict[str, None] = {}  # bound, unfinished pods that declare a run time (`_track_timed`)
+        self.coming = Coming()  # per node, what the pods there that will end request (`_follow_coming`)
         self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
         self._sink = sink
         self._slots: dict[str, PodSlot] = {}
@@ -110,6 +111,7 @@ class ClusterStore(SlotReaders):
         """Sizes of every per-pod and per-gang structure (tests: nothing grows without bound)."""
         tables: dict[str, Sized] = {"pods": self.pods, "gangs": self.gangs, "slots": self._slots, "used": self.used}
         tables.update(ports=self.ports, pod_counts=self.pod_counts, priorities=self.priorities, leaving=self.leaving)
+        tables.update(coming=self.coming)
         out = {name: len(table) for name, table in tables.items()}
         out.update({state.value: len(pods) for state, pods in self._by_state.items()})
         out.update(reserving=self.gang_table.reserving_count(), change_log=self.accounting.log_length())
@@ -154,7 +156,6 @@ class ClusterStore(SlotReaders):
             stale = True
         old = self.pods.get(key)
         self.pods[key] = pod
-        self._track_timed(key, pod)
         if old is None or old.priority != pod.priority:
             self.priorities.count(pod.priority, 1)
             if old is not None:
@@ -174,6 +175,7 @@ class ClusterStore(SlotReaders):
         if moved and slot.state is RESERVED:  # held for the gang it left: released (kube-scheduler's Unreserve)
             self._transition(key, T.RELEASE)
         self._refresh_pending(key)
+        self._follow_coming(key)
 
     def _observation(self, pod: PodRecord) -> Transition:
         if pod.terminal:
@@ -186,7 +188,7 @@ class ClusterStore(SlotReaders):
         if (pod := self.pods.pop(key, None)) is not None:
             self.priorities.count(pod.priority, -1)
         self.leaving.discard(key)
-        self.timed.pop(key, None)
+        self.coming.follow(key, None, len(self.nodes))
         if (slot := self._slots.pop(key, None)) is not None:
             if slot.state is NOMINATED:
                 self.accounting.freed_gen += 1
@@ -211,6 +213,7 @@ class ClusterStore(SlotReaders):
             self.leaving.discard(pod_key)
             if self.state_of(pod_key) is LEAVING:
                 self._transition(pod_key, T.OBSERVE_BOUND)
+        self._follow_coming(pod_key)
 
     # ----- decisions -----
     def nominate(self, key: str, node: str) -> None:
@@ -235,17 +238,19 @@ class ClusterStore(SlotReaders):
         slot = self._slots[key]
         pod = self.pods[key]
         slot.uid = pod.uid
-        self.pods[key] = pod = dataclasses.replace(pod, node_name=slot.node)
-        self._track_timed(key, pod)
+        self.pods[key] = dataclasses.replace(pod, node_name=slot.node)
         self._transition(key, T.BIND_SUCCEEDED, slot.node)
+        self._follow_coming(key)
 
-    def _track_timed(self, key: str, pod: PodRecord) -> None:
-        """`timed`: the pods on a node, not finished, that declare a run time (the deadlock check's capacity that is
-        coming); pending ones are left out, so reading it costs O(running timed pods), not O(queue)."""
-        if pod.run_seconds is not None and pod.node_name is not None and not pod.terminal:
-            self.timed[key] = None
-        else:
-            self.timed.pop(key, None)
+    def _follow_coming(self, key: str) -> None:
+        """`coming` counts the pod on its node while it is charged on the node it is bound to, not finished, and
+        declares a run time or is leaving (the deadlock check's capacity that will come free)."""
+        pod = self.pods.get(key)
+        target = None
+        if pod is not None and (node := pod.node_name) is not None and not pod.terminal:
+            ends = pod.run_seconds is not None or key in self.leaving
+            target = (node, pod.requests) if ends and key in self.pods_on.get(node, ()) else None
+        self.coming.follow(key, target, len(self.nodes))
 
     def bind_all(self, bindings: list[tuple[str, str]]) -> None:
         """Start binding each (pod, node) whose pod is still waiting or reserved (others are skipped: the API
@@ -317,6 +322,8 @@ class ClusterStore(SlotReaders):
         pod = self.pods[key]
         if pod.gang is not None:
             self.gang_table.set_holding(key, pod.gang, holds_quorum(new, pod))
+        if pod.run_seconds is not None or key in self.leaving or key in self.coming.of:
+            self._follow_coming(key)
 
     def _recharge(self, key: str, slot: PodSlot) -> None:
         """Make the charge follow the state: (node, requests) while the state charges, nothing otherwise."""

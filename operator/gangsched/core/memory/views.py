@@ -24,6 +24,19 @@ from gangsched.core.topology import TopologyTree
 from gangsched.core.values.units import UnitKey
 
 
+class ComingView(Protocol):
+    """The capacity that is coming, per node (core/memory/coming.py)."""
+
+    @property
+    def by_node(self) -> Mapping[str, Mapping[str, int]]: ...
+    @property
+    def of(self) -> Mapping[str, tuple[str, Mapping[str, int]]]: ...
+    @property
+    def memo(self) -> dict[Any, Any]: ...  # its readers' memos (core/gang/coming_fit.py)
+    def log_end(self) -> int: ...
+    def changes_since(self, position: int) -> list[str] | None: ...
+
+
 class StoreView(Protocol):
     @property
     def nodes(self) -> Mapping[str, NodeRecord]: ...
@@ -36,7 +49,7 @@ class StoreView(Protocol):
     @property
     def pods_on(self) -> Mapping[str, Mapping[str, None]]: ...  # node -> pods charged there
     @property
-    def timed(self) -> Mapping[str, None]: ...  # pods that declare a run time (PodRecord.run_seconds)
+    def coming(self) -> ComingView: ...  # per node, what the pods there that will end request
     @property
     def topology(self) -> TopologyTree | None: ...
     @property

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from gangsched.core.gang.deadlock import (
@@ -102,12 +102,16 @@ def test_no_cycle_remains_and_only_nonstrict_reservations_go(
     pods=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 8), st.booleans()), max_size=12),
     releases=st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=4),
     gpu=st.integers(1, 8),
+    later=st.lists(st.tuples(st.sampled_from(["end", "start", "evict", "leave"]), st.integers(0, 11)), max_size=4),
 )
+@example(pods=[(0, 4, False), (0, 3, True)], releases=[], gpu=5, later=[("end", 0)])  # (only `used` moved on n0)
 def test_room_counts_equal_a_pass_over_every_node(
-    pods: list[tuple[int, int, bool]], releases: list[tuple[int, bool]], gpu: int
+    pods: list[tuple[int, int, bool]], releases: list[tuple[int, bool]], gpu: int, later: list[tuple[str, int]]
 ) -> None:
-    """How many pods of a class fit on free + coming capacity after releases: the workspace view's counts corrected
-    on the nodes with coming pods (deadlock.py `_slots`) equal one pass over every eligible node (`_take`)."""
+    """How many pods of a class fit on free + coming capacity after releases: the workspace view's counts plus what
+    the coming capacity adds (kept per class in the store, core/gang/coming_fit.py), corrected where the cycle
+    differs (deadlock.py `_slots`), equal one pass over every eligible node (`_take`); and again in a later cycle,
+    after pods ended, started, were chosen as victims or began leaving (the memo follows the change logs)."""
     c = SchedulerState()
     names = add_nodes(c, 6, gpu=8)
     for i, (node, gpus, timed) in enumerate(pods):
@@ -131,3 +135,21 @@ def test_room_counts_equal_a_pass_over_every_node(
             _add_coming(room)
         counted, whole = _slots(session, probe, 1 << 62, room)  # (all of them, also when node filters apply)
         assert whole and counted == _take(session, probe, 1 << 62, room, {})
+    for op, i in later:
+        key = f"default/p{i}"
+        if op == "start":
+            add_pod(c, f"q{i}", node=names[i % 6], phase="Running", gpu=1, spec_extra={"activeDeadlineSeconds": 60})
+        elif key not in c.pods:
+            continue
+        elif op == "end":
+            node, gpus, timed = pods[i]
+            add_pod(c, f"p{i}", node=names[node], phase="Succeeded", gpu=gpus, cpu="1")
+        elif op == "evict":
+            c.victims.add_victim(key, "default/r")
+        else:
+            c.set_leaving(key, True)
+    session = CycleSession(c, 2.0, CFG)
+    room = _room(session)
+    _add_coming(room)
+    counted, whole = _slots(session, probe, 1 << 62, room)
+    assert whole and counted == _take(session, probe, 1 << 62, room, {})

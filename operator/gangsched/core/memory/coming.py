@@ -1,0 +1,73 @@
+"""Capacity that is coming: per node, the requests of the pods charged there that will end, kept as pods change.
+
+Contract (kept by core/memory/store.py, which decides which pods count; read by core/gang/deadlock.py):
+- A pod counts on a node while the store says so: `follow(key, target)` sets what the pod counts, `(node, requests)`
+  or None. An unchanged target costs nothing; every change costs O(its resources).
+- `by_node`: node -> the requests summed over the pods counted there (present while at least one pod is counted,
+  even if they request nothing); `of`: pod -> (node, requests) counted.
+- `log_end()` / `changes_since(position)`: the nodes whose coming capacity changed since a position of the log
+  (None: the log was trimmed past it, rebuild), as the accounting log (core/memory/accounting.py) does for `used`;
+  `memo`: its readers' memos (core/gang/coming_fit.py), apart from the store's `class_caches` and their LRU order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gangsched.core.values.resources import Resources, add_into, sub_into
+
+Counted = tuple[str, Mapping[str, int]]  # (node, requests)
+
+
+class Coming:
+    def __init__(self) -> None:
+        self.by_node: dict[str, Resources] = {}
+        self.of: dict[str, Counted] = {}
+        self._pods: dict[str, int] = {}  # node -> pods counted there
+        self._log: list[str] = []  # nodes whose coming capacity changed, since _log_base
+        self._log_base = 0
+        self.memo: dict[Any, Any] = {}
+
+    def follow(self, key: str, target: Counted | None, nodes: int) -> None:
+        """Count the pod as `target` from now on (None: not at all); `nodes` bounds the log's length."""
+        current = self.of.get(key)
+        if current is None:
+            if target is None:
+                return
+        elif target is not None and target[0] == current[0] and target[1] is current[1]:
+            return
+        else:
+            node, requests = current
+            del self.of[key]
+            left = self._pods[node] - 1
+            if left:
+                self._pods[node] = left
+                sub_into(self.by_node[node], requests)
+            else:
+                del self._pods[node], self.by_node[node]
+            self._logged(node, nodes)
+            if target is None:
+                return
+        node, requests = self.of[key] = target
+        self._pods[node] = self._pods.get(node, 0) + 1
+        add_into(self.by_node.setdefault(node, {}), requests)
+        self._logged(node, nodes)
+
+    def _logged(self, node: str, nodes: int) -> None:
+        self._log.append(node)
+        if len(self._log) > 4 * nodes + 10_000:
+            self._log_base += len(self._log)
+            self._log.clear()
+
+    def log_end(self) -> int:
+        return self._log_base + len(self._log)
+
+    def changes_since(self, position: int) -> list[str] | None:
+        """Nodes whose coming capacity changed since `position` (None: the log was trimmed past it)."""
+        if position < self._log_base:
+            return None
+        return self._log[position - self._log_base :]
+
+    def __len__(self) -> int:
+        return len(self.of)
