@@ -123,6 +123,8 @@ def _targets(
     if tree is None or network is None or network.mode != TopologyMode.HARD or network.highest_tier_allowed is None:
         return _layout(session, pods, order, None)
     tier = network.highest_tier_allowed
+    if tier > tree.tiers:  # a tier above the tree's: the whole cluster is one domain
+        return _layout(session, pods, order, None)
     domains: dict[int, list[str]] = {}
     for name in order:
         index = tree.node_index.get(name)

@@ -298,6 +298,28 @@ def test_a_hard_topology_gang_holds_capacity_inside_one_domain_it_can_use() -> N
     assert sim.started[BIG] == sim.now
 
 
+def test_a_hard_topology_above_the_trees_tiers_holds_on_the_whole_cluster() -> None:
+    """highestTierAllowed above the tree's tiers allows the whole cluster (core/topology/placement.py `_Placer.run`
+    caps it the same way): the hold is laid out as for a gang without a topology, across domains."""
+    sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=5.0), nodes=4)
+    tors = {"a": ("node0", "node2"), "b": ("node1", "node3")}
+    sim.c.set_topology(TopologyTree.from_domains([Domain(1, n, (), members) for n, members in tors.items()]))
+    for i in range(8):
+        sim.running_pod(f"r2-{i}", "node2", run=100.0, ends=100.0)
+        sim.running_pod(f"r3-{i}", "node3", run=200.0, ends=200.0)
+    hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=3)
+    sim.c.upsert_gang(GangSpec("default", "big", 3, network_topology=hard))
+    for i in range(3):
+        pod = pod_from_api(_pod(f"big-{i}", gang=BIG, gpu=8, run=None, created=0.0), gang=BIG, rank=i, ours=True)
+        sim.c.upsert_pod(pod)
+        sim.duration[pod.key] = 10.0
+    sim.cycles()
+    sim.advance(10.0)
+    sim.cycles()
+    held = {node for node, _ in sim.c.queue.holds[BIG].targets}
+    assert held == {"node0", "node1", "node2"}  # the two free nodes first, then the next by name
+
+
 def test_rfc3339() -> None:
     assert rfc3339(0) == "1970-01-01T00:00:00Z"
     assert rfc3339(1704067200.5) == "2024-01-01T00:00:00Z"
