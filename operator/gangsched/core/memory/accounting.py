@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from gangsched.core.memory.node_log import NodeLog
 from gangsched.core.values.resources import Resources, add_into, sub_into
 
 Charge = tuple[str, Mapping[str, int]]  # (node, requests) counted in `used`
@@ -27,8 +28,7 @@ class Accounting:
         self.pods_on: dict[str, dict[str, None]] = {}  # node -> pods charged there
         self.static_gen = 0
         self.freed_gen = 0
-        self._log: list[str] = []  # nodes whose used resources changed, since _log_base
-        self._log_base = 0
+        self._log = NodeLog()  # nodes whose used resources changed
 
     def charge(
         self, current: Charge | None, target: str | None, requests: Mapping[str, int] | None, nodes: int, key: str
@@ -48,9 +48,7 @@ class Accounting:
         if used is None:
             used = self.used[target] = {}
         add_into(used, requests)
-        self._log.append(target)
-        if len(self._log) > 4 * nodes + 10_000:
-            self._trim()
+        self._log.add(target, nodes)
         return (target, requests)
 
     def uncharge(self, current: Charge, nodes: int, key: str, moving_to: str | None = None) -> None:
@@ -65,27 +63,16 @@ class Accounting:
             sub_into(used, requests)
             if not used:
                 del self.used[node]
-        self._log_change(node, nodes)
+        self._log.add(node, nodes)
         if moving_to != node:
             self.freed_gen += 1
 
-    def _log_change(self, node: str, nodes: int) -> None:
-        self._log.append(node)
-        if len(self._log) > 4 * nodes + 10_000:
-            self._trim()
-
-    def _trim(self) -> None:
-        self._log_base += len(self._log)
-        self._log.clear()
-
     def log_end(self) -> int:
-        return self._log_base + len(self._log)
+        return self._log.end()
 
     def changes_since(self, position: int) -> list[str] | None:
         """Nodes whose used resources changed since `position` (None: the log was trimmed past it)."""
-        if position < self._log_base:
-            return None
-        return self._log[position - self._log_base :]
+        return self._log.since(position)
 
     def log_length(self) -> int:
         return len(self._log)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gangsched.core.memory.node_log import NodeLog
 from gangsched.core.values.resources import Resources, add_into, sub_into
 
 Counted = tuple[str, Mapping[str, int]]  # (node, requests)
@@ -25,8 +26,7 @@ class Coming:
         self.by_node: dict[str, Resources] = {}
         self.of: dict[str, Counted] = {}
         self._pods: dict[str, int] = {}  # node -> pods counted there
-        self._log: list[str] = []  # nodes whose coming capacity changed, since _log_base
-        self._log_base = 0
+        self._log = NodeLog()  # nodes whose coming capacity changed
         self.memo: dict[Any, Any] = {}
 
     def follow(self, key: str, target: Counted | None, nodes: int) -> None:
@@ -46,28 +46,20 @@ class Coming:
                 sub_into(self.by_node[node], requests)
             else:
                 del self._pods[node], self.by_node[node]
-            self._logged(node, nodes)
+            self._log.add(node, nodes)
             if target is None:
                 return
         node, requests = self.of[key] = target
         self._pods[node] = self._pods.get(node, 0) + 1
         add_into(self.by_node.setdefault(node, {}), requests)
-        self._logged(node, nodes)
-
-    def _logged(self, node: str, nodes: int) -> None:
-        self._log.append(node)
-        if len(self._log) > 4 * nodes + 10_000:
-            self._log_base += len(self._log)
-            self._log.clear()
+        self._log.add(node, nodes)
 
     def log_end(self) -> int:
-        return self._log_base + len(self._log)
+        return self._log.end()
 
     def changes_since(self, position: int) -> list[str] | None:
         """Nodes whose coming capacity changed since `position` (None: the log was trimmed past it)."""
-        if position < self._log_base:
-            return None
-        return self._log[position - self._log_base :]
+        return self._log.since(position)
 
     def __len__(self) -> int:
         return len(self.of)
