@@ -267,26 +267,34 @@ def test_a_gang_that_never_fits_does_not_take_the_turn_of_one_that_waits_for_cap
     assert sim.c.queue.holds[BIG].targets and not sim.c.queue.holds["default/huge"].targets
 
 
-def test_a_hard_topology_gang_holds_capacity_inside_one_domain_it_can_use() -> None:
-    """A gang whose members must share one tier-1 domain holds nodes of one such domain, not the freest nodes of the
-    cluster: GPUs held in two domains could never start it together (Slurm's backfill reservation is a placement the
-    job could start on, backfill.c `_attempt_backfill` via `_try_sched`/select_nodes with the job's topology; the
-    module docstring). Domains a = {n0, n2}, b = {n1, n3}; n0 and n1 are free, n2 and n3 busy."""
+def _held_in_two_racks(*, highest_tier: int, members: int) -> Sim:
+    """4 nodes x 8 GPUs in two tier-1 domains a = {node0, node2}, b = {node1, node3}; node0 and node1 free, node2
+    busy until t=100 and node3 until t=200; a gang of `members` x 8 GPUs with a hard topology of `highest_tier`
+    submitted at 0, starving (and holding) by t=10."""
     sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=5.0), nodes=4)
     tors = {"a": ("node0", "node2"), "b": ("node1", "node3")}
-    sim.c.set_topology(TopologyTree.from_domains([Domain(1, n, (), members) for n, members in tors.items()]))
+    sim.c.set_topology(TopologyTree.from_domains([Domain(1, n, (), nodes) for n, nodes in tors.items()]))
     for i in range(8):
         sim.running_pod(f"r2-{i}", "node2", run=100.0, ends=100.0)
         sim.running_pod(f"r3-{i}", "node3", run=200.0, ends=200.0)
-    hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
-    sim.c.upsert_gang(GangSpec("default", "big", 2, network_topology=hard))
-    for i in range(2):
+    hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=highest_tier)
+    sim.c.upsert_gang(GangSpec("default", "big", members, network_topology=hard))
+    for i in range(members):
         pod = pod_from_api(_pod(f"big-{i}", gang=BIG, gpu=8, run=None, created=0.0), gang=BIG, rank=i, ours=True)
         sim.c.upsert_pod(pod)
         sim.duration[pod.key] = 10.0
     sim.cycles()
     sim.advance(10.0)
     sim.cycles()
+    return sim
+
+
+def test_a_hard_topology_gang_holds_capacity_inside_one_domain_it_can_use() -> None:
+    """A gang whose members must share one tier-1 domain holds nodes of one such domain, not the freest nodes of the
+    cluster: GPUs held in two domains could never start it together (Slurm's backfill reservation is a placement the
+    job could start on, backfill.c `_attempt_backfill` via `_try_sched`/select_nodes with the job's topology; the
+    module docstring). Domains a = {n0, n2}, b = {n1, n3}; n0 and n1 are free, n2 and n3 busy."""
+    sim = _held_in_two_racks(highest_tier=1, members=2)
     held = {node for node, _ in sim.c.queue.holds[BIG].targets}
     assert held in ({"node0", "node2"}, {"node1", "node3"})
     assert held == {"node0", "node2"}  # the tie (one free node each) goes to the first domain
@@ -301,21 +309,7 @@ def test_a_hard_topology_gang_holds_capacity_inside_one_domain_it_can_use() -> N
 def test_a_hard_topology_above_the_trees_tiers_holds_on_the_whole_cluster() -> None:
     """highestTierAllowed above the tree's tiers allows the whole cluster (core/topology/placement.py `_Placer.run`
     caps it the same way): the hold is laid out as for a gang without a topology, across domains."""
-    sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=5.0), nodes=4)
-    tors = {"a": ("node0", "node2"), "b": ("node1", "node3")}
-    sim.c.set_topology(TopologyTree.from_domains([Domain(1, n, (), members) for n, members in tors.items()]))
-    for i in range(8):
-        sim.running_pod(f"r2-{i}", "node2", run=100.0, ends=100.0)
-        sim.running_pod(f"r3-{i}", "node3", run=200.0, ends=200.0)
-    hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=3)
-    sim.c.upsert_gang(GangSpec("default", "big", 3, network_topology=hard))
-    for i in range(3):
-        pod = pod_from_api(_pod(f"big-{i}", gang=BIG, gpu=8, run=None, created=0.0), gang=BIG, rank=i, ours=True)
-        sim.c.upsert_pod(pod)
-        sim.duration[pod.key] = 10.0
-    sim.cycles()
-    sim.advance(10.0)
-    sim.cycles()
+    sim = _held_in_two_racks(highest_tier=3, members=3)
     held = {node for node, _ in sim.c.queue.holds[BIG].targets}
     assert held == {"node0", "node1", "node2"}  # the two free nodes first, then the next by name
 
