@@ -26,7 +26,6 @@ OVER_DOCSTRING = {
     "plugin/records.py",
     "plugin/trees.py",
     "plugin/view.py",
-    "runtime/preemption.py",
     "sim/dra/__init__.py",
     "sim/dra/claims.py",
     "sim/dra/driver.py",
