@@ -1,5 +1,5 @@
-"""The pod bookkeeping every faithful baseline shares (implements whatif/policies.py `Policy`): job incarnations' pods in
-a `Cluster` and a `SchedulingQueue`, their fate on completion, node failure and preemption; the cycle is `schedule_one`.
+"""The pod bookkeeping every faithful baseline shares (implements whatif/policies.py `Policy`): the pods of job
+incarnations in a `Cluster` and a `SchedulingQueue`, on completion, node failure, preemption; cycle: `schedule_one`.
 
 Contract (`KubeFramework(name, nodes, seed)`):
 - `submit`: one `KPod` per member, queued (`admit` may hold it back: PreEnqueue).
