@@ -1,29 +1,14 @@
 """The binder: binds pods to nodes through `pods/binding`, many at once, with a bounded number in flight.
 
-Contract: `await binder.bind_all([(namespace, name, node, uid), ...])` returns one BindResult per binding, in
-order, and never raises for a single pod. Every Binding carries the pod's UID (`metadata.uid`, when given) as a
-precondition, as kube-scheduler's DefaultBinder does, so a pod deleted and re-created under the same name is
-never bound on a decision taken for the old one. Outcomes:
-- "bound": the server accepted the binding;
-- "already-bound": 409, and the pod (same UID) turned out to be bound to that same node (a retry after a lost
-  answer);
-- "conflict": 409, the pod is bound to another node (someone else bound it), or the server refused the binding
-  for good (another 4xx);
-- "gated": 409, the pod still has spec.schedulingGates (kube-apiserver refuses to bind it until they are
-  removed); the caller puts it back without retrying at once;
-- "gone": 404, or the pod was re-created (another UID), or it is being deleted, or its namespace is terminating
-  (403 "because it is being terminated");
-- "failed": transient errors (429, 5xx, broken connections) persisted through every retry.
-A 409 is reconciled by reading the pod (its current state decides the outcome), never retried blindly; a 409
-whose pod turns out bindable after all (e.g. its gates were just removed) is tried again within the attempts.
-Transient errors are retried under the operator's one retry policy (k8s/retry.py: full-jitter backoff, never sooner
-than the server's Retry-After), `BIND_RETRY` by default, or the policy given to `bind_all(..., retry=)` (the
-runtime passes NO_RETRY for a gang whose binding failed before: its backoff is the scheduler's,
-runtime/bind_backoff.py); `BindResult.status` is the HTTP status behind a failure (403: forbidden). The client
-itself does not retry a binding (each attempt is `retry=NO_RETRY`), so the two never multiply.
-`errors` counts the bindings that ended in "conflict" or "failed"; `in_flight` counts bindings under way; `idle` (an
-asyncio.Event) is set whenever none is, so that lower-priority writers (events, status patches) can stay out of the
-bindings' way (see k8s/coalescing.py, `defer_to`).
+Contract: `await binder.bind_all([(namespace, name, node, uid), ...])` returns one BindResult per binding, in order,
+and never raises for a single pod. Each Binding carries the pod's UID as a precondition (DefaultBinder's). Outcomes:
+"bound"; "already-bound" (409, same pod on that node); "conflict" (409 on another node, or another 4xx); "gated"
+(409, scheduling gates left); "gone" (404, re-created, being deleted, namespace terminating); "failed" (transient
+errors through every retry). A 409 is reconciled by reading the pod, never retried blindly. Transient errors are
+retried under k8s/retry.py's policy (`BIND_RETRY`, or `bind_all(..., retry=)`); the client itself never retries a
+binding. `BindResult.status` is the HTTP status behind a failure. `errors` counts "conflict" and "failed";
+`in_flight` the bindings under way; `idle` (an asyncio.Event) is set when none is, so lower-priority writers stay
+out of the bindings' way (k8s/coalescing.py `defer_to`). More: docs/modules.md#k8sbinderpy.
 """
 
 from __future__ import annotations

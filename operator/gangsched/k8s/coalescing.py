@@ -1,48 +1,15 @@
 """Coalescing writers: PodGroup status, pod conditions/annotations/nominations, and Kubernetes events.
 
 Contract:
-- `PatchWriter.patch(path, body, content_type=...)` never blocks and never raises: it records the desired patch.
-  Patches to the same path are deep-merged (latest value wins per field) until the next flush, so a burst of
-  status changes for one PodGroup becomes one request. A patch waits `settle` seconds after it was first asked
-  for, and a path written less than `min_gap` seconds ago waits out the rest of that gap, merging whatever comes
-  meanwhile (1 s: the batch period of the Job controller's status syncs, pkg/controller/job/job_controller.go
-  syncJobBatchPeriod): a gang's members turning Running one by one give one status write, not one each, and a pod's
-  PodScheduled=False for a gang still gathering its members is discarded, never sent, when the gang binds within
-  that time (at most one pod-status write per pod decision). A patch equal to the last one written to that path is
-  skipped (`forget_written(path)` drops that memory: the object was re-created; a write in flight at that moment
-  is not remembered either, so the same body is sent again to the new object). `flush()` sends everything due
-  with bounded concurrency; `run()` flushes whenever something is due.
-  A write is retried until it succeeds or the object is gone (404: dropped): never given up, with exponential
-  backoff and full jitter per path, honouring Retry-After (k8s/retry.py `PERSISTENT`); newer content for the path
-  merges over the failed body while it waits. A patch counts as written (and is remembered for the skip above)
-  only after the server accepted it. `errors` counts failed attempts, `writes` successful ones.
-  `flush()` sends what is due; `flush(everything=True)` also what waits (shutdown, tests).
-  `discard(path, content_type=...)` drops a patch not yet sent (e.g. a pod's PodScheduled=False condition once
-  the pod is being bound: sent later, it would overwrite the binding's PodScheduled=True).
-- `EventRecorder.record(ref, type_, reason, message)` never blocks. Events are recorded as client-go's event
-  broadcaster records them (k8s.io/client-go/tools/record/event.go and events_cache.go), which kube-scheduler uses:
-  - an event about a cluster-scoped object (a Node: no namespace) is written to the `default` namespace
-    (event.go makeEvent);
-  - EventAggregator: events with the same source, object, type and reason but different messages are counted
-    per 10 minutes; from the 10th distinct message on they become one event "(combined from similar events): "
-    + the latest message;
-  - EventLogger: a repeat of an event already written (same key, message included) patches its `count`,
-    `lastTimestamp` (and message) instead of creating another; a patch answered 404 (the event expired) creates it
-    anew; a create answered 409 (a retry after a lost answer) counts as written;
-  - a failed write is retried (up to 12 tries, as event.go's maxTriesPerEvent), then dropped and counted;
-  - EventSourceObjectSpamFilter: at most 25 events about one object at once, then one per 5 minutes (a token
-    bucket per object); the others are skipped (`spam.filtered` counts them) but still counted in the count of
-    the next write of the same event.
-  Repeats still queued are merged before sending (one create with count N, not a create and N-1 patches). The
-  backlog holds at most `backlog` distinct events; beyond that new ones are dropped and counted.
-- Both take `defer_to` (an asyncio.Event, e.g. the binder's `idle`) and `max_defer` seconds: before sending a
-  batch they wait until the event is set, for at most max_defer, so a burst of bindings is not slowed down by the
-  events and status patches it causes (they follow right after it, coalesced further). `deferrals` counts the
-  batches that had to wait (counted when the wait begins).
-- Both take `forbidden` (k8s/forbidden.py): a 403 is noted there and logged only the first time its cause is seen
-  (then at DEBUG), and a successful write clears its kind's causes.
-- Clock, sleep and randomness are injectable (tests); the writers' own requests are sent without the client's
-  retry loop (`retry.NO_RETRY`): the writers retry themselves, so that newer content merges in meanwhile.
+- `PatchWriter.patch(path, body, content_type=...)` never blocks nor raises: patches to one path are deep-merged
+  until sent (after `settle`, and `min_gap` since the path's last write); one equal to the last written is skipped
+  (`forget_written(path)`); retried until written or 404 (k8s/retry.py `PERSISTENT`), newer content merging in.
+  `flush(everything=False)`, `run()`, `discard(path, ...)`; `errors`, `writes`.
+- `EventRecorder.record(ref, type_, reason, message)` never blocks; events are recorded as client-go's broadcaster
+  does (cluster-scoped objects in `default`, aggregation of similar messages, count patches for repeats, 12 tries,
+  the per-object spam filter); the backlog is bounded (`backlog`), the rest dropped and counted.
+- Both wait for `defer_to` (the binder's `idle`) at most `max_defer` s before a batch (`deferrals`), note 403s in
+  `forbidden`, skip the client's retries; clock, sleep, random injectable. More: docs/modules.md#k8scoalescingpy.
 """
 
 from __future__ import annotations

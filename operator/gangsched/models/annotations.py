@@ -1,33 +1,14 @@
-"""Koordinator-style gang annotations (and the older coscheduling forms) -> GangSpec field overrides.
+"""Koordinator-style gang annotations (and the older coscheduling forms), and gangsched's own network-topology
+annotations, -> GangSpec field overrides.
 
-Koordinator's `network-topology-spec` (JSON) is mapped by models/koordinator.py onto the same field when gangsched's own
-topology annotations are absent (they win).
-Also gangsched's own network-topology annotations (keys.TOPOLOGY_*: mode hard|soft, highest-tier-allowed,
-group-size), the annotation form of PodGroup spec.networkTopology, overriding the `network_topology` field.
-
-Contract: `gang_overrides(annotations, labels, *, namespace, name)` returns a dict holding exactly the
-GangSpec fields the annotations set (`min_member`, `total_member`, `wait_seconds`, `mode`, `group`), already
-validated and normalized; `apply_overrides(spec, overrides, *, source)` lays them over a spec (annotations
-win). Anything invalid raises core.errors.InvalidField with the annotation key as the
-field, the value as written, and what is allowed. Used for pods (models/gang.py) and for the annotations of
-PodGroup objects (models/podgroup.py), because Koordinator lets both carry them.
-
-Bounds (what Koordinator's own parsers accept, koordinator-sh/koordinator apis/extension/coscheduling.go
-GetMinNum: strconv.ParseInt(value, 10, 32); pkg/scheduler/plugins/coscheduling/core/gang.go tryInitByPodConfig
-reads total-number with strconv.ParseInt(value, 10, 32) and waiting-time with Go's time.ParseDuration): every
-count (min-available, total-number, highest-tier-allowed, group-size) is a decimal integer from 1 to 2147483647
-(int32) and at most 10 digits are ever converted; waiting-time is at most MAX_WAIT_SECONDS (2147483647 s, what
-PodGroup spec.scheduleTimeoutSeconds, an int32, can hold: the PodGroup written for an annotation-only gang always
-carries it) and at most 64 characters; groups lists at most MAX_GROUP_GANGS gangs.
-
-Semantics (Koordinator's coscheduling): min-available is an integer >= 1 (the older
-`pod-group.scheduling.sigs.k8s.io/min-available`, annotation or label, is read when the Koordinator key is
-absent); total-number is an integer >= min-available (defaults to min-available where a gang is built from
-annotations alone, see models/gang.py); waiting-time is a Go duration; mode is Strict or NonStrict
-(anything else is Strict, as Koordinator falls back to Strict; models/koordinator.py's notices report it); groups
-is a JSON list of "namespace/name" (an empty string or [] means no group). A group is normalized to the
-sorted keys of its gangs with this gang included, or () when this gang is alone.
-Pure and cached: members of one gang carry identical annotations, so each distinct set is parsed once.
+Contract: `gang_overrides(annotations, labels, *, namespace, name)` returns exactly the GangSpec fields the
+annotations set (`min_member`, `total_member`, `wait_seconds`, `mode`, `group`, `network_topology`), validated and
+normalized; `apply_overrides(spec, overrides, *, source)` lays them over a spec (annotations win). Invalid values
+raise core.errors.InvalidField (the annotation key, the value as written, what is allowed). Counts are decimal
+int32 >= 1 (total-number >= min-available); waiting-time a Go duration up to MAX_WAIT_SECONDS; mode other than
+NonStrict is Strict; groups a JSON list of "namespace/name" (at most MAX_GROUP_GANGS), normalized to the sorted
+keys with this gang included. Used for pods (models/gang.py) and PodGroups (models/podgroup.py).
+Pure and cached: each distinct set of annotations is parsed once. More: docs/modules.md#modelsannotationspy.
 """
 
 from __future__ import annotations

@@ -2,18 +2,12 @@
 PodGroups to them.
 
 Contract (pure, no I/O):
-- `API_VERSION` ("scheduling.k8s.io/v1alpha3"), `PLURAL` ("compositepodgroups"), `MAX_DEPTH` (4: WorkloadMaxTreeDepth,
-  staging/src/k8s.io/api/scheduling/v1alpha3/types.go, the root counting as level one).
-- `GroupLink(parent, workload)`: an object's `spec.parentCompositePodGroupName` and `spec.workloadRef.workloadName`
-  (None when unset); `group_link(obj)` reads them from a PodGroup or a CompositePodGroup.
-- `composite_node(obj) -> CompositeInfo`: a CompositePodGroup's link, its minimum (`gang.minGroupCount`; `basic: {}`:
-  0, its children are scheduled independently) and its topology key (`schedulingConstraints.topology[0].key`, None when
-  unset); InvalidField for a schedulingPolicy that is not exactly one of basic | gang with minGroupCount >= 1.
-- `unsupported_composite_fields(obj) -> tuple[str, ...]`: the spec fields set that gangsched does not honour on a
-  CompositePodGroup (priority, priorityClassName, preemptionPolicy, disruptionMode `all`, schedulingConstraints other
-  than topology): reported, never silently ignored.
-Sources: staging/src/k8s.io/api/scheduling/v1alpha3/types.go (CompositePodGroupSpec, CompositePodGroupSchedulingPolicy,
-CompositeGangSchedulingPolicy.MinGroupCount), https://kubernetes.io/docs/concepts/workloads/compositepodgroup-api/.
+- `API_VERSION`, `PLURAL`, `MAX_DEPTH` (4: WorkloadMaxTreeDepth, the root counting as level one).
+- `GroupLink(parent, workload)`, `group_link(obj)`: an object's parent CompositePodGroup and workload name.
+- `composite_node(obj) -> CompositeInfo`: its link, minimum (`gang.minGroupCount`; `basic`: 0) and topology key;
+  InvalidField for a schedulingPolicy that is not exactly one of basic | gang with minGroupCount >= 1.
+- `unsupported_composite_fields(obj) -> tuple[str, ...]`: spec fields set that gangsched does not honour
+  (reported, never silently ignored). More: docs/modules.md#modelscompositepy.
 """
 
 from __future__ import annotations

@@ -2,50 +2,13 @@
 
 Contract:
 - `OperatorConfig` (pydantic, frozen): camelCase keys in the file, snake_case attributes; every field has a
-  default, so an empty file or no file gives a working configuration. Unknown keys are rejected (a typo must
-  not silently fall back to a default).
-- `load_config(path | None) -> OperatorConfig`; `config_from_mapping(data) -> OperatorConfig`. Bad input raises
-  InvalidConfig (an InvalidField naming the first problem) listing EVERY problem of the file at once, each naming
-  the key path (e.g. `leaderElection.leaseDurationSeconds`), the value and what is allowed; a missing or
-  unreadable file, text that is not YAML, nesting deeper than models/config_file.MAX_DEPTH are problems of
-  `--config`; a key given twice in one mapping is refused (models/config_file.py; YAML and JSON alike).
-  `gangsched run` prints the list (no traceback) and exits 2.
+  default (an empty file or no file works); unknown keys are rejected.
+- `load_config(path | None)`, `config_from_mapping(data)`: bad input raises InvalidConfig listing every problem of
+  the file at once, each naming the key path, the value and what is allowed (unreadable file, not YAML, too deep,
+  a key given twice: models/config_file.py). `gangsched run` prints the list and exits 2.
 - `OperatorConfig.scheduler_config()` builds the core's SchedulerConfig from the scheduling fields.
-- Seconds are finite numbers > 0; `defaultWaitSeconds` at most MAX_WAIT_SECONDS (2147483647: the waiting time's
-  documented maximum, what a PodGroup's scheduleTimeoutSeconds holds).
-
-Example (all defaults):
-    schedulerName: gangsched          # the one-name form of schedulerNames
-    # schedulerNames: [gangsched, scheduler-plugins-scheduler]  # every name served by this replica (one cache);
-    #   the first (or schedulerName, which must then be one of them) names events and leader election's component
-    namespace: gangsched-system
-    defaultWaitSeconds: 600
-    backoff: {initialSeconds: 1, maxSeconds: 60}
-    scoreStrategy: binpack            # or spread
-    bindConcurrency: 64
-    bindBackoff: {initialSeconds: 1, maxSeconds: 10}  # a gang whose binding failed waits, doubling (kube-scheduler's)
-    readiness: {staleCacheSeconds: 30, bindsFailingSeconds: 60}  # API-side problems /readyz reports
-    maxUnitsPerCycle: 64
-    topology: {configMapName: gangsched-topology, key: topology.json, nodeLabelTiers: [],
-               packGangs: true}       # a gang without networkTopology goes into the lowest domain holding it
-    leaderElection: {enabled: true, leaseName: gangsched, leaseDurationSeconds: 15,
-                     renewDeadlineSeconds: 10, retryPeriodSeconds: 2,
-                     releaseTimeoutSeconds: 2}  # on stop: release the Lease within this, or let it expire
-    apiClient: {qps: 1000, burst: 2000}  # client-side rate limit of API requests (token bucket)
-    metricsPort: 8080
-    probesPort: 8081
-    metricsBindAddress: 0.0.0.0       # every interface; 127.0.0.1: the pod's loopback only (a sidecar scraper)
-    probesBindAddress: 0.0.0.0        # the kubelet probes the pod's IP: keep it reachable there
-    progressDeadlineSeconds: 120
-    createPodGroupsForAnnotationGangs: true
-    preemption: {pdb: respect}        # or prefer: a victim a PodDisruptionBudget protects is deleted (last resort)
-    starvation: {holdAfterSeconds: 60, maxHeldGangs: 1}  # capacity held for a starving gang (0: off)
-    inferGangs: {enabled: false, allNamespaces: false, namespaceLabel: scheduling.gangsched.io/infer-gangs}
-      # gangs inferred from the owning workload (Indexed Job, JobSet, LWS, PyTorchJob/MPIJob, TrainJob, RayCluster)
-      # for pods that declare none; enabled: in namespaces labelled <namespaceLabel>: "true", or every namespace
-      # with allNamespaces (needs manifests/rbac-infer-gangs.yaml)
-    statusCompatibility: gangsched    # PodGroup phase once minMember members succeeded: Succeeded; or
-      # scheduler-plugins: Finished, scheduler-plugins' name (apis/scheduling/v1alpha1 PodGroupFinished)
+- Seconds are finite numbers > 0; `defaultWaitSeconds` at most MAX_WAIT_SECONDS (2147483647).
+Every key with its default: docs/configuration.md. More: docs/modules.md#modelsconfigpy.
 """
 
 from __future__ import annotations

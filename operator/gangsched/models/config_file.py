@@ -1,16 +1,13 @@
 """Reading a configuration file (YAML, or JSON): the document, or every problem of its text at once.
 
 Contract:
-- `read_document(text, *, json_syntax) -> (data, problems)`. `json_syntax` parses strict JSON (the `.json`
-  files); otherwise YAML (a superset of JSON). `problems` lists every key given twice in one mapping: a repeated
-  key is refused, never "last one wins" silently. In YAML the problem's field is the key's path (e.g.
-  `leaderElection.enabled`, `schedulerNames[0].x`) and `allowed` names both lines; JSON's decoder gives neither
-  path nor line, so there the field is the key itself. YAML merge keys (`<<`) may still be overridden, as YAML
-  1.1 specifies.
-- Nesting is bounded: a document deeper than MAX_DEPTH (collections inside collections) raises `InvalidField`
-  for the whole file, without recursing that deep (no RecursionError, however deep the file).
+- `read_document(text, *, json_syntax) -> (data, problems)`: strict JSON for `.json` files, else YAML. `problems`
+  lists every key given twice in one mapping (never "last one wins"), named by its path and lines in YAML, by the
+  key in JSON; YAML merge keys (`<<`) may still be overridden.
+- A document deeper than MAX_DEPTH raises `InvalidField` for the whole file, without recursing that deep.
 - Text that is not YAML (or JSON) raises `InvalidField` naming the parser's message (line and column).
-The caller (models/config.py) validates `data` and reports these problems together with its own.
+The caller (models/config.py) validates `data` and reports these problems with its own.
+More: docs/modules.md#modelsconfig_filepy.
 """
 
 from __future__ import annotations

@@ -1,40 +1,15 @@
 """The one parser of a pod's gang declaration, and the rule for merging it with its PodGroup.
 
 Contract:
-- `parse_pod_gang(pod) -> PodGang | None`: None when the pod declares no gang; otherwise the gang's
-  namespace/name (key "ns/name"), the member's role, the fields its annotations set (`overrides`) and, when
-  the annotations declare a quorum (min-available), a complete annotation-only `spec`. `spec` is None when
-  only a name references a gang (its PodGroup then supplies the spec). Invalid values raise
-  core.errors.InvalidField naming the label/annotation key, the value and what is allowed.
-- `merge_gang_specs(podgroup, annotations, *, fields=None) -> GangSpec | None`: annotations win
-  (Koordinator's rule), field by field for the fields they set.
-- `PodGang.resolve(podgroup)`: the effective spec of this member's gang given its PodGroup's spec (or None).
-- `referenced_gang(pod) -> str | None`: the key of the gang a pod names, never raising (None when it names none
-  or an invalid name): for pods of another scheduler, which are counted, not parsed.
-
-Where the gang's name comes from, first found wins: label `scheduling.x-k8s.io/pod-group`; label
-`pod-group.scheduling.sigs.k8s.io`; label `pod-group.scheduling.sigs.k8s.io/name`; label
-`kueue.x-k8s.io/pod-group-name` (Kueue plain-pod groups); annotation `gang.scheduling.koordinator.sh/name`;
-annotation `pod-group.scheduling.sigs.k8s.io/name`; annotation `pod-group.scheduling.sigs.k8s.io`; annotation
-`scheduling.k8s.io/group-name` (Volcano-style, e.g. LeaderWorkerSet's Volcano provider). A label and a Koordinator
-name annotation that disagree are an error. Kubernetes 1.37's own `spec.schedulingGroup.podGroupName` names a native
-PodGroup (models/native.py, state/native.py: its gang.minCount is the quorum); a pod naming a gang both that way and
-by a label or annotation is an error (a conflict report, not a guess).
-A gang named by Kueue's label takes its quorum from `kueue.x-k8s.io/pod-group-total-count` (every pod of the
-group), one named by the Volcano-style annotation from LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size`
-(annotation, else label): such a gang is annotation-only (a complete `spec`, a PodGroup is created for it) unless
-the Koordinator/legacy min-available annotations say otherwise (they win); without that key the name alone
-references a PodGroup, as for the other sources.
-The gang is always in the pod's namespace. The role comes from label `scheduling.gangsched.io/role`, else
-the annotation of the same key, else, for a gang named by `scheduling.k8s.io/group-name`, Volcano's task
-`volcano.sh/task-spec` (annotation, then label: volcano pkg/scheduler/api/job_info.go getTaskRole); it is matched
-against PodGroup `spec.roles[].name` (or a Volcano PodGroup's `minTaskMember`, state/volcano.py).
-The runtime gang-health annotations (`scheduling.gangsched.io/stale-grace-period`, `.../stale-policy`,
-models/health.py) are overrides like the gang annotations (they win over the PodGroup's spec) but never declare a
-gang by themselves.
-
-Hot path: runs per pod watch event. Plain dict access, no pydantic; annotation values are parsed once per
-distinct set (see models/annotations.py).
+- `parse_pod_gang(pod) -> PodGang | None`: None when the pod declares no gang; else the gang's key ("ns/name", the
+  pod's namespace), the member's role, the fields its annotations set (`overrides`) and, when they declare a quorum,
+  a complete annotation-only `spec` (else None: its PodGroup supplies it). The name's labels and annotations are
+  tried in a fixed order (scheduler-plugins, Kueue, Koordinator, Volcano-style; native schedulingGroup); sources
+  that disagree raise core.errors.InvalidField naming the key, the value and what is allowed.
+- `merge_gang_specs(podgroup, annotations, *, fields=None)`: annotations win, field by field;
+  `PodGang.resolve(podgroup)`: the member's spec; `referenced_gang(pod)`: the gang a pod names, never raising.
+Hot path (per pod watch event): plain dicts, no pydantic; annotations parsed once per distinct set.
+More: docs/modules.md#modelsgangpy.
 """
 
 from __future__ import annotations

@@ -1,21 +1,12 @@
 """Grove's PodGang (scheduler.grove.io/v1alpha1), parsed into a gang tree, as KAI scheduler serves it.
 
 Contract (pure, no I/O):
-- `API_VERSION`, `PLURAL` ("podgangs"), `DECLARED_BY` ("scheduler.grove.io/PodGang": the `declared_by` of a member).
-- `parse_podgang(obj, tier_keys=()) -> GroveGang`: `members` maps each referenced pod ("namespace/name", from
-  `spec.podgroups[].podReferences`) to the key of its Grove pod group's gang ("namespace/<pod group name>"); `specs`
-  the GangSpec of each pod group (quorum `minReplicas`, its hard topology `topologyConstraint.packConstraint.required`,
-  a node label key: the tier at that label when it is one of `tier_keys`, else `DomainKey(label=...)`), every one in
-  the PodGang's tree: the root (key "namespace/<podgang>") needs every child; a `topologyConstraintGroupConfigs` entry
-  is a composite node (key "namespace/<podgang>/<name>") needing every pod group it lists, with its own required
-  topology; the pod groups no config lists are children of the root, which carries `spec.topologyConstraint`.
-  `unsupported`: the fields set that gangsched does not honour (`packConstraint.preferred`, `reuseReservationRef`),
-  as paths. Bad input raises InvalidField naming the field (minReplicas below 1, a config naming an unknown pod group
-  or one listed twice, a pod group without a name).
-Sources: ai-dynamo/grove scheduler/api/core/v1alpha1/podgang.go (PodGangSpec, PodGroup.MinReplicas,
-TopologyConstraintGroupConfig, TopologyPackConstraint: Required holds a node label key); NVIDIA/KAI-Scheduler
-pkg/podgrouper/podgrouper/plugins/grove/grove_grouper.go (a subgroup per pod group, minAvailable = minReplicas, the
-pod group names from the pod references, topology group configs as parent subgroups, minReplicas must be > 0).
+- `API_VERSION`, `PLURAL` ("podgangs"), `DECLARED_BY` ("scheduler.grove.io/PodGang": a member's `declared_by`).
+- `parse_podgang(obj, tier_keys=()) -> GroveGang`: `members` maps each referenced pod to its pod group's gang key;
+  `specs` the GangSpec of each pod group (quorum `minReplicas`, required pack topology: a tier when its label is in
+  `tier_keys`, else a label domain) and of the tree's nodes (root "namespace/<podgang>", one composite per
+  `topologyConstraintGroupConfigs` entry); `unsupported`: fields set that gangsched does not honour, as paths.
+  Bad input raises InvalidField naming the field. More: docs/modules.md#modelsgrovepy.
 """
 
 from __future__ import annotations

@@ -1,38 +1,14 @@
 """Gangs inferred from the owning workload: which workload a pod belongs to, and the gang that workload makes.
 
-Contract (pure: no I/O; the runtime reads the workload objects, state/inferred.py keeps them):
-- `infer_member(pod) -> InferredMember | None`: the workload a pod (a raw API object) belongs to, read from the
-  labels and ownerReferences its controller sets, or None when it belongs to none of the kinds below. It names the
-  gang (`gang`: the workload's name; a LeaderWorkerSet group: `<lws>-<group-index>`), the member's role (replica type
-  / node type / replicated job; None for a Job or an LWS) and, for an LWS, the gang's size (the pod carries it).
-  Invalid values raise core.errors.InvalidField naming the key, the value and what is allowed.
-- `workload_info(ref, obj) -> WorkloadInfo | None`: from the workload object as read from the API, the gang's
-  quorum (minMember: the pods the controller starts at once), every pod (totalMember), its roles (minimum members
-  per role) and the owner of the PodGroup created for it (the workload itself; a JobSet owned by a TrainJob: the
-  TrainJob). None when the object makes no gang (a Job whose
-  completionMode is not Indexed). Invalid values raise InvalidField (field path in the workload, value, allowed).
+Contract (pure: the runtime reads the workload objects, state/inferred.py keeps them):
+- `infer_member(pod) -> InferredMember | None`: the workload a pod belongs to, from its controller's labels and
+  ownerReferences (LeaderWorkerSet, JobSet / TrainJob, PyTorchJob / MPIJob, RayCluster, Indexed Job), naming the
+  gang, the member's role and, for an LWS, the gang's size; None for any other pod.
+- `workload_info(ref, obj) -> WorkloadInfo | None`: from the workload object, the quorum (the pods started at
+  once), totalMember, the roles' minimums and the PodGroup's owner; None when it makes no gang.
 - `inferred_spec(namespace, name, info) -> GangSpec` (source "inferred").
-
-Keys, first match wins (the controller source that sets them is cited in tests/workloads.py):
-- LeaderWorkerSet (leaderworkerset.x-k8s.io/v1): labels `leaderworkerset.sigs.k8s.io/name`,
-  `leaderworkerset.sigs.k8s.io/group-index`, annotation `leaderworkerset.sigs.k8s.io/size`: one gang per group of
-  that size (spec.startupPolicy LeaderReady: the leader is the quorum, its workers are created once it is ready).
-- JobSet (jobset.x-k8s.io/v1alpha2): label `jobset.sigs.k8s.io/jobset-name` (role: label
-  `jobset.sigs.k8s.io/replicatedjob-name`); size = sum over spec.replicatedJobs of replicas x min(parallelism,
-  completions), the quorum only over those started at once (not `dependsOn`; InOrder: the first; with exclusive
-  placement `alpha.jobset.sigs.k8s.io/exclusive-topology`, unless by node selectors, only each Job's leader: its
-  followers are created once it is scheduled and join as late members). A TrainJob
-  (trainer.kubeflow.org) runs as a JobSet of the same name that it owns: the same gang,
-  the PodGroup owned by the TrainJob.
-- Kubeflow training-operator / mpi-operator: label `training.kubeflow.org/job-name` with the pod's controller a
-  PyTorchJob or MPIJob (an MPIJob's launcher pod: controller a Job, label `training.kubeflow.org/job-role:
-  launcher`, which mpi-operator v2 sets instead of a replica type: the MPIJob named by the label,
-  kubeflow.org/v2beta1); role = the replica type (lowercase), else the job role (mpi-operator v2: launcher /
-  worker); size = sum of the replicaSpecs' replicas (default 1).
-- RayCluster (ray.io/v1): label `ray.io/cluster`; role = label `ray.io/node-type` (head / worker); quorum = 1 + sum
-  over spec.workerGroupSpecs of replicas (minReplicas with enableInTreeAutoscaling or minReplicas > 0) x numOfHosts.
-- Indexed batch/v1 Job: the pod's controller a Job and a completion index (label or annotation
-  `batch.kubernetes.io/job-completion-index`); size = min(parallelism, completions).
+Invalid values raise core.errors.InvalidField (key or field path, value, what is allowed).
+More: docs/modules.md#modelsinferredpy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Label and annotation keys that declare gangs on pods and PodGroups.
 
-Contract: constants only, the single place these strings are spelled. Sources:
-- scheduler-plugins (kubernetes-sigs): label `scheduling.x-k8s.io/pod-group` naming a PodGroup.
-- Koordinator: annotations `gang.scheduling.koordinator.sh/*`; the timeout annotation the
-  scheduler writes on timed-out members.
-- The older coscheduling forms Koordinator also honours: label `pod-group.scheduling.sigs.k8s.io` and the
-  annotations `pod-group.scheduling.sigs.k8s.io/name` and `/min-available` (also accepted as labels).
-- gangsched's own: the member's role (label first, then annotation, same key).
-- Volcano-style: annotation `scheduling.k8s.io/group-name` (volcano.sh/apis scheduling/v1beta1 labels.go
-  KubeGroupNameAnnotationKey), with the member count from LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size`
-  (sigs.k8s.io/lws api/leaderworkerset/v1 SizeAnnotationKey; its Volcano provider, pkg/schedulerprovider/
-  volcano_provider.go, writes the group-name annotation); a Volcano job pod's task `volcano.sh/task-spec`
-  (volcano-sh/volcano pkg/controllers/job/job_controller_util.go createJobPod) is its role.
-- Kueue plain-pod groups: label `kueue.x-k8s.io/pod-group-name` and annotation `kueue.x-k8s.io/pod-group-total-count`
-  (sigs.k8s.io/kueue pkg/controller/jobs/pod/constants GroupNameLabel, GroupTotalCountAnnotation).
+Contract: constants only, the single place these strings are spelled: scheduler-plugins' PodGroup label,
+Koordinator's `gang.scheduling.koordinator.sh/*` annotations (and the timeout annotation written on timed-out
+members), the older coscheduling label and annotations, gangsched's own role key, the Volcano-style group-name
+annotation with LeaderWorkerSet's size and Volcano's task, and Kueue's plain-pod group label and total count.
+Their upstream sources: docs/modules.md#modelskeyspy.
 """
 
 from __future__ import annotations

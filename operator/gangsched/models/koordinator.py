@@ -2,33 +2,14 @@
 `match-policy` mapped onto the core's satisfaction rule, its lenient `mode`, and the keys gangsched does not support.
 
 Contract:
-- `parse_network_topology_spec(value) -> TopologyMapping`: Koordinator's NetworkTopologySpec (koordinator-sh/koordinator
-  apis/extension: `{"gatherStrategy": [{"layer": L, "strategy": "MustGather"|"PreferGather", "podCountMultiple": n}]}`)
-  as a `NetworkTopology` (None when nothing maps) and the rules that could not be mapped (`unmapped`, for a Warning).
-  Strict where Koordinator's json.Unmarshal is: not JSON, not an object, `gatherStrategy` not a list, a rule without a
-  string `layer`, a strategy other than MustGather/PreferGather, a `podCountMultiple` that is not an integer >= 1:
+- `parse_network_topology_spec(value) -> TopologyMapping`: the gather rules as a `NetworkTopology` (BlockLayer ->
+  tier 1, SpineLayer -> 2; MustGather: hard at the lowest such tier; PreferGather alone: soft; podCountMultiple ->
+  groupSize; None when nothing maps) and the rules that do not map (`unmapped`). Malformed JSON or rules raise
   InvalidField naming the annotation, the value and what is allowed.
-- `gang_notices(annotations) -> tuple[Notice, ...]`: what to tell the user, once per gang (state/notices.py keeps the
-  "once"): an unparsable `mode` (Strict is used: Koordinator falls back to Strict with a log line), a `match-policy`
-  that is approximated or invalid, a `network-topology-spec` rule that does not map, and every other
-  `gang.scheduling.koordinator.sh/*` key gangsched does not support.
-
-The mapping (gangsched's tiers count up from 1, the lowest domain above the nodes; Koordinator's layers are names
-declared in its ClusterNetworkTopology): the layers of Koordinator's own manual map to tiers, `BlockLayer` -> 1,
-`SpineLayer` -> 2; `ClusterTopologyLayer` (the whole cluster) asks for nothing. A MustGather rule makes the topology
-`hard` with `highestTierAllowed` = its tier (the lowest such tier when several); PreferGather rules alone make it
-`soft` (gangsched always prefers the lowest tier that fits); `podCountMultiple` becomes `groupSize` (ranks placed
-together in one domain; the first rule that sets it). `NodeTopologyLayer` (all on one node) and other layer names do
-not map: reported, not honoured.
-
-match-policy (Koordinator pkg/scheduler/plugins/coscheduling/core/gang.go isGangValidForPermit): `waiting-and-running`
-(waiting + bound members reach minMember) is gangsched's own rule (core/memory/gangs.py: members bound or finished hold
-the quorum): honoured, nothing said. `once-satisfied` (Koordinator's default: once the gang was satisfied, later members
-schedule alone for good) is approximated by that rule: later members schedule alone while minMember members stay
-bound or finished, and when fewer remain (every pod re-created) the pending ones are gang-scheduled again.
-`only-waiting` (only members waiting for their binding count) is approximated the same way: here bound members count
-too, so late members schedule alone while the gang holds its quorum. Both get one Normal event saying so. Any other
-value: Warning, treated as once-satisfied (Koordinator's default; it logs an error).
+- `gang_notices(annotations) -> tuple[Notice, ...]`: what to tell the user once per gang: an unparsable `mode`
+  (Strict used), a `match-policy` approximated (once-satisfied, only-waiting: Normal) or invalid (Warning), a
+  topology rule that does not map, and every other Koordinator gang key not supported.
+More: docs/modules.md#modelskoordinatorpy.
 """
 
 from __future__ import annotations

@@ -1,29 +1,14 @@
 """Kubernetes 1.37's own gang declaration (scheduling.k8s.io/v1beta1 PodGroup, pods' spec.schedulingGroup), parsed.
 
 Contract (pure, no I/O):
-- `API_VERSION` ("scheduling.k8s.io/v1beta1"); `SCHEDULING_GROUP` ("spec.schedulingGroup.podGroupName"), the field a
-  pod names its native PodGroup with, used as the `declared_by` of such a member (models/gang.py).
-- `scheduling_group_name(spec) -> str | None`: the PodGroup a pod spec names, None when it names none (a missing,
-  null or empty schedulingGroup or podGroupName).
-- `native_policy(obj) -> int | None`: a native PodGroup's quorum: `spec.schedulingPolicy.gang.minCount` (an integer
-  from 1 to 2147483647); None for `basic: {}`, which means no gang (kube-scheduler schedules such pods one by one).
-  Anything else raises InvalidField naming the field, the value and what is allowed (the API server validates
-  these objects, so this is a guard against a foreign API server, not a normal path).
-- `topology_key(obj) -> str | None`: the node label key of `spec.schedulingConstraints.topology[0].key` (all the
-  group's pods in one domain of that label; the API allows at most one), None when there is none.
-- `group_priority(obj) -> GroupPriority`: the group's `spec.priority` (the value kube-apiserver's Priority admission
-  resolves from `priorityClassName`), `spec.preemptionPolicy` and whether `disruptionMode` is `all` (the default
-  `single` otherwise).
-- `unsupported_fields(obj, tier_keys=()) -> tuple[str, ...]`: the fields of a native PodGroup's spec that bear on
-  scheduling and that gangsched does not honour yet (schedulingConstraints other than a topology key), as paths:
-  reported on the PodGroup, never silently ignored. A topology key is honoured (state/native.py): the label of one
-  of gangsched's topology tiers (`tier_keys`, `topology.nodeLabelTiers`) as a hard constraint at that tier, any
-  other node label as a one-level domain of its own. `parentCompositePodGroupName` (a gang tree: state/composite.py)
-  and `resourceClaims` (state/dra.py) are honoured too; `priorityClassName` through `spec.priority`: listed only
-  when the API server left `priority` unset (no Priority admission).
-Sources: staging/src/k8s.io/api/scheduling/v1beta1/types.go (PodGroupSchedulingPolicy: exactly one of basic | gang,
-GangSchedulingPolicy.MinCount `+k8s:minimum=1`, mutable), staging/src/k8s.io/api/core/v1/types.go
-(PodSchedulingGroup.PodGroupName).
+- `API_VERSION`; `SCHEDULING_GROUP` (the pod field naming its native PodGroup, a member's `declared_by`).
+- `scheduling_group_name(spec) -> str | None`: the PodGroup a pod spec names (None: none, null or empty).
+- `native_policy(obj) -> int | None`: the quorum `spec.schedulingPolicy.gang.minCount` (1..2147483647); None for
+  `basic: {}` (no gang); anything else raises InvalidField naming the field, the value and what is allowed.
+- `topology_key(obj)`: `spec.schedulingConstraints.topology[0].key` or None.
+- `group_priority(obj) -> GroupPriority`: `spec.priority`, `spec.preemptionPolicy`, whether disruptionMode is `all`.
+- `unsupported_fields(obj, tier_keys=())`: spec fields bearing on scheduling that gangsched does not honour, as
+  paths (reported on the PodGroup, never silently ignored). More: docs/modules.md#modelsnativepy.
 """
 
 from __future__ import annotations

@@ -2,28 +2,14 @@
 orjson returns them; no pydantic here).
 
 Contract:
-- `pod_from_api(obj, *, gang, role=None, rank=None, ours) -> PodRecord`: identity, priority, preemption policy,
-  creation time (epoch seconds, models/timestamps.py), requests (including the implicit `pods: 1`),
-  spec.nodeName, status.phase, status.nominatedNodeName, the `gang.scheduling.koordinator.sh/timeout: "true"`
-  mark, the declared run time (`run_seconds`: spec.activeDeadlineSeconds or the annotation
-  scheduling.gangsched.io/expected-duration, the shorter) and status.startTime (`started`), and the scheduling
-  constraints (nodeSelector, required/preferred node affinity, tolerations, host ports
-  of containers and sidecar init containers, hostPort > 0 only, as kube-scheduler's NodePorts plugin reads
-  them, pod affinity/anti-affinity terms, required and preferred, models/pod_affinity.py, the topology spread
-  constraints, models/pod_spread.py), interned into a `SchedulingClass` (core/records/records.py `scheduling_class`);
-  the labels (sorted pairs); `gated` (spec.schedulingGates not empty) and the constraints gangsched does not
-  evaluate (`unsupported`, field paths; 1.37's spec.evictionResponders is placed and reported: gangsched preempts
-  without an EvictionRequest). Volumes and DRA claims are not read here: the cache applies a pod's claims
-  (state/volumes.py, state/dra.py). No raw API dict is kept.
-- `pod_requests(spec, *, field="spec") -> Resources`: a pod's effective requests as the Kubernetes scheduler
-  computes them: the sum over containers; each init container raises it to at least its own request plus the
-  sidecars started before it; sidecar init containers (restartPolicy: Always) add to the running total; plus
-  spec.overhead. A container's missing request defaults to its limit (API server defaulting). The result does NOT
-  include the implicit `pods: 1` (scheduling_class adds it).
-- `pod_fingerprint(meta, spec)`: a hash of everything the parsers read except spec.nodeName and status;
-  `pod_with_status(previous, spec, status)`: the previous record with those (and startTime) re-read (None: parse it
-  fully). A bind or a phase change then costs no full parse.
-Bad input raises InvalidField naming the field path (e.g. `spec.containers[0].resources.requests.cpu`).
+- `pod_from_api(obj, *, gang, role=None, rank=None, ours) -> PodRecord`: identity, priority, times, requests (with
+  `pods: 1`), node, phase, nomination, declared run time, labels, `gated`, what gangsched does not evaluate
+  (`unsupported`), and the scheduling constraints interned into a `SchedulingClass`. No raw API dict is kept.
+- `pod_requests(spec, *, field="spec") -> Resources`: the effective requests as kube-scheduler computes them
+  (containers, init containers and sidecars, overhead; a missing request defaults to its limit), without `pods: 1`.
+- `pod_fingerprint(meta, spec)`, `pod_with_status(previous, spec, status)`: a bind or phase change re-reads only
+  the status (None: parse fully). Bad input raises InvalidField naming the field path.
+More: docs/modules.md#modelspodpy.
 """
 
 from __future__ import annotations

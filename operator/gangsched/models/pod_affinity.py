@@ -1,20 +1,15 @@
 """Pod affinity and anti-affinity terms (required and preferred) of a pod spec, parsed into the core's `PodTerm`s
-(core/fit/pod_counts.py), as kube-scheduler reads them (pkg/scheduler/framework/types.go newAffinityTerm).
+(core/fit/pod_counts.py), as kube-scheduler reads them (framework/types.go newAffinityTerm).
 
 Contract:
-- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti, preferred)`: the required terms
-  of spec.affinity.podAffinity and .podAntiAffinity, and their preferred terms as (weight, term) (weight 1-100,
-  as the apiserver validates it; anti-affinity terms with the weight negated, as scoring.go subtracts them).
-  A term's namespaces: `namespaces`, plus those whose labels `namespaceSelector` matches (`{}`: every
-  namespace); neither given: the pod's own namespace
-  (types.go getNamespacesFromPodAffinityTerm). A nil `labelSelector` matches nothing.
-  `matchLabelKeys` / `mismatchLabelKeys` are merged into the selector from the pod's own labels (`key In
-  (value)` / `key NotIn (value)`, a key the pod lacks is skipped, nothing with a nil selector), as the
-  apiserver does on creation (KEP-3633, pkg/registry/core/pod/strategy.go applyMatchLabelKeysAndMismatchLabelKeys;
-  merging again is harmless). The label keys the selectors read are registered
+- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti, preferred)`: the required terms and the
+  preferred ones as (weight, term) (anti-affinity weights negated). A term's namespaces: `namespaces` plus those
+  `namespaceSelector` matches, else the pod's own; a nil `labelSelector` matches nothing; `matchLabelKeys` /
+  `mismatchLabelKeys` merged in from the pod's labels (KEP-3633). The label keys the selectors read are registered
   (core/records/records.py `register_label_keys`).
 Bad input raises InvalidField naming the field path (e.g.
 `spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey`).
+More: docs/modules.md#modelspod_affinitypy.
 """
 
 from __future__ import annotations

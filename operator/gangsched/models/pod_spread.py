@@ -1,19 +1,13 @@
 """A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/records/records.py).
 
 Contract:
-- `spread_constraints(spec, *, namespace, labels) -> constraints`: the constraints as records, DoNotSchedule
-  ones first (kept in the pod's SchedulingClass: kube-scheduler's PodTopologySpread filter; ScheduleAnyway ones,
-  `hard` False, its score: they order the candidate nodes, core/placement/spread_place.py). As kube-scheduler's
-  `filterTopologySpreadConstraints` reads them: a nil labelSelector selects no pod (labels.Nothing()); minDomains
-  unset is 1; nodeAffinityPolicy unset is Honor, nodeTaintsPolicy unset is Ignore; each matchLabelKeys key the pod
-  has is merged into the selector with the pod's value (keys it lacks are left out); selfMatch is whether the
-  selector matches the pod's own labels. The label keys a selector reads are registered
-  (core/records/records.py `register_label_keys`) so the cycle's placements are matched by their class.
-- Validation as the apiserver's (pkg/apis/core/validation `validateTopologySpreadConstraints`): maxSkew an integer
-  from 1 to 2147483647, topologyKey a non-empty string, whenUnsatisfiable DoNotSchedule or ScheduleAnyway, minDomains
-  from 1 to 2147483647 and only with DoNotSchedule, the policies Honor or Ignore, no two constraints with the same
-  (topologyKey, whenUnsatisfiable), matchLabelKeys only with a labelSelector and never a key the selector names.
+- `spread_constraints(spec, *, namespace, labels) -> constraints`: DoNotSchedule ones first (filter), ScheduleAnyway
+  ones `hard` False (they order candidates), read as kube-scheduler's filterTopologySpreadConstraints: a nil
+  selector selects no pod, defaults minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore, matchLabelKeys
+  merged in, `selfMatch`; the selectors' label keys are registered.
+- Validated as the apiserver's validateTopologySpreadConstraints does.
 Bad input raises InvalidField naming the field path (e.g. `spec.topologySpreadConstraints[0].maxSkew`).
+More: docs/modules.md#modelspod_spreadpy.
 """
 
 from __future__ import annotations

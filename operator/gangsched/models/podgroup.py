@@ -1,22 +1,15 @@
-"""The PodGroup custom resource (scheduling.x-k8s.io/v1alpha1, and the same kind in scheduling.sigs.k8s.io/v1alpha1)
-as pydantic models, and its GangSpec.
+"""The PodGroup custom resource (scheduling.x-k8s.io/v1alpha1, and the same kind in scheduling.sigs.k8s.io/v1alpha1) as
+pydantic models, and its GangSpec.
 
 Contract:
-- `PodGroupSpec`, `PodGroupStatus`, `PodGroupCondition`, `PodGroup`: pydantic v2 models with the API's camelCase
-  names as aliases (construct with either name; `to_api()` dumps camelCase without unset/None fields). They mirror
-  crds/podgroups.yaml; a test keeps both in step.
-- `PodGroupPhase`: scheduler-plugins' phases plus Succeeded (gangsched's name for scheduler-plugins' Finished,
-  which config statusCompatibility: scheduler-plugins writes instead) and Timeout.
-- `podgroup_spec_from_api(obj) -> GangSpec`: a raw PodGroup object -> the normalized gang declaration.
-  Koordinator annotations on the PodGroup (total-number, mode, groups, waiting-time, min-available) win over
-  the spec's fields; so do the stale-gang annotations (models/health.py) over spec.staleGracePeriodSeconds and
-  spec.stalePolicy. Any invalid value raises core.errors.InvalidField naming the field ("spec.minMember",
-  "spec.roles[1].name", or the annotation key), the value and what is allowed.
-- `occupied_by(namespace, ownerReferences)`: a member pod's owners as status.occupiedBy shows them (scheduler-plugins'
-  format, "<namespace>/<owner name>" sorted and joined by ","), None without owners.
-- `podgroup_times(obj) -> PodGroupTimes`: metadata.creationTimestamp (epoch seconds, 0 when absent or unreadable)
-  and status.scheduleStartTime as written and in epoch seconds (None when absent or unreadable).
-Not on the per-pod hot path: PodGroups change rarely.
+- `PodGroupSpec`, `PodGroupStatus`, `PodGroupCondition`, `PodGroup`: pydantic models with camelCase aliases
+  (`to_api()` dumps camelCase without unset fields), mirroring crds/podgroups.yaml (a test keeps them in step).
+- `PodGroupPhase`: scheduler-plugins' phases plus Succeeded (its Finished) and Timeout.
+- `podgroup_spec_from_api(obj) -> GangSpec`: Koordinator and stale-gang annotations win over spec fields; invalid
+  values raise core.errors.InvalidField naming the field (or annotation key), the value and what is allowed.
+- `occupied_by(namespace, ownerReferences)`: status.occupiedBy as scheduler-plugins writes it, None without owners.
+- `podgroup_times(obj) -> PodGroupTimes`: creation and scheduleStartTime (None / 0 when absent or unreadable).
+Not on the per-pod hot path: PodGroups change rarely. More: docs/modules.md#modelspodgrouppy.
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
 """A gang member's rank: which slot of a topology placement it takes (placement.nodes[i] is rank i's node).
 
-Contract: `rank_order(members) -> list[str]` returns the members' names in rank order; position i in that
-list takes `TopologyPlacement.nodes[i]`. `member_rank_key(member)` is the explicit rank of one member (or
-None), `member_ranks(members)` the numeric ranks. Bad values raise `InvalidField` naming the label or
-annotation, the value and what is allowed.
-
-Where a rank comes from, first match wins per member:
-1. The gang's rank annotation `gang.scheduling.koordinator.sh/network-topology-index` (Koordinator's key for
-   "the index of a pod in the gang, e.g. the PyTorch rank", used by its network-topology-aware scheduling).
-2. JobSet: `jobset.sigs.k8s.io/job-global-index` (unique across the JobSet; else `jobset.sigs.k8s.io/job-index`),
-   label or annotation, together with the pod's completion index. Rank = job_index * pods_per_job +
-   completion_index. JobSet pods carry no parallelism label, so pods_per_job is taken as one more than the
-   largest completion index among the gang's JobSet members: this orders members exactly like the pair
-   (job index, completion index), which is all placement needs. This is checked before the plain completion
-   index because a JobSet pod also carries a completion index, which alone repeats across the JobSet's Jobs.
-3. `batch.kubernetes.io/job-completion-index` (annotation, or the label of Kubernetes >= 1.28): Indexed Jobs.
-4. Kubeflow: label `training.kubeflow.org/replica-index`; with `training.kubeflow.org/replica-type` the
-   master/chief/launcher replica comes before the workers (the PyTorch convention: master is rank 0, worker
-   i is rank i+1); other types come after the workers, in name order.
-5. LeaderWorkerSet: label `leaderworkerset.sigs.k8s.io/worker-index` (the leader is 0, its workers 1..size-1;
-   sigs.k8s.io/lws api/leaderworkerset/v1 WorkerIndexLabelKey), within one LWS group (one gang).
-6. KubeRay: label `ray.io/node-type: head` is rank 0 (the workers carry no index: natural name order after it).
-7. Otherwise the natural order of pod names ("w-2" before "w-10").
-Members with an explicit rank come first (ties broken by name), then the others in natural name order.
-Every index is a decimal integer from 0 to 2147483647 (int32; Koordinator reads its index with strconv.Atoi); longer
-values are refused before conversion (never Python's 4,300-digit ValueError).
+Contract: `rank_order(members) -> list[str]` returns the members' names in rank order; position i in that list takes
+`TopologyPlacement.nodes[i]`. `member_rank_key(member)` is the explicit rank of one member (or None),
+`member_ranks(members)` the numeric ranks. Sources, first match wins per member: Koordinator's network-topology-index
+annotation; JobSet's job (global) index with the completion index; an Indexed Job's completion index; Kubeflow's
+replica index (master/chief/launcher first); LeaderWorkerSet's worker index; KubeRay's head as 0; otherwise natural
+name order. Members with an explicit rank come first (ties by name), then the others in natural name order.
+Every index is a decimal int32 >= 0, refused before conversion when longer; bad values raise `InvalidField` naming
+the label or annotation, the value and what is allowed. More: docs/modules.md#modelsrankpy.
 """
 
 from __future__ import annotations

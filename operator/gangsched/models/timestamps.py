@@ -1,19 +1,14 @@
 """Kubernetes timestamps (metav1.Time, metav1.MicroTime) read and written with the standard library's datetime.
 
 Contract:
-- `parse_time(text, *, field) -> float`: seconds since the Unix epoch of an RFC 3339 date-time, the form Go's
-  `time.RFC3339` / `time.RFC3339Nano` layouts read and Kubernetes writes: `2024-05-01T12:00:00Z` (metav1.Time),
-  fractional seconds `2024-05-01T12:00:00.123456Z` (metav1.MicroTime; up to nanoseconds), a numeric offset
-  `+02:00` / `-05:30` instead of `Z`. RFC 3339 allows a lowercase `t` and `z`. The shape is checked here (RFC 3339
-  is stricter than ISO 8601: no date-only, basic or week forms); dates and times are checked by datetime, so
-  2023-02-29, month 13, hour 24 and second 60 are rejected (Go's time.Parse rejects them too). Anything else raises
-  InvalidField naming `field`, the value and the form allowed.
-- `parse_datetime(text) -> datetime | None`: the same, as an aware datetime in UTC; None for anything that
-  `parse_time` rejects (for readers that fall back to a default).
-- `format_time(moment) -> str`: metav1.Time of an aware datetime or epoch seconds: UTC, whole seconds (truncated, as
-  metav1.Time.MarshalJSON does), e.g. `2024-05-01T12:00:00Z`.
-- `format_micro_time(moment) -> str`: metav1.MicroTime: UTC, six fractional digits, e.g. `2024-05-01T12:00:00.123456Z`.
-- `now_time()`: `format_time` of the current wall clock (the boundary reads the clock; the core never does).
+- `parse_time(text, *, field) -> float`: epoch seconds of an RFC 3339 date-time as Go's RFC3339(Nano) layouts read
+  and Kubernetes writes (`Z` or a numeric offset, up to nanoseconds); stricter than ISO 8601, invalid dates and
+  times rejected (as Go's time.Parse); anything else raises InvalidField naming `field`, the value and the form.
+- `parse_datetime(text) -> datetime | None`: the same as an aware UTC datetime; None where `parse_time` raises.
+- `format_time(moment) -> str`: metav1.Time (UTC, whole seconds truncated), e.g. `2024-05-01T12:00:00Z`.
+- `format_micro_time(moment) -> str`: metav1.MicroTime (six fractional digits).
+- `now_time()`: `format_time` of the wall clock (the boundary reads the clock; the core never does).
+More: docs/modules.md#modelstimestampspy.
 """
 
 from __future__ import annotations

@@ -1,32 +1,15 @@
 """The topology ConfigMap at the boundary: parse and validate it, derive it from node labels, render it back.
 
 Contract:
-- `parse_topology(text) -> TopologyTree`: `text` is the value of key `topology.json` of the ConfigMap
-  `gangsched-topology` (str or bytes), in the network-topology-aware PodGroup design's format: a JSON list of
-  `{"layer": int, "name": str, "parents": [str, ...], "children": [str, ...]}` (parents and children
-  optional; the children of layer 1 are node names). Raises `InvalidField` naming the field
-  (`topology.json`, `topology.json[i].layer`, ...), the value and what is allowed, on: more than
-  MAX_TOPOLOGY_BYTES (5 MiB), not JSON, not a non-empty list of objects, unknown keys, wrong types, and
-  everything `TopologyTree.from_domains` rejects (cycles, unknown parents/children, two parents at one tier,
-  layers not increasing upwards, duplicate or empty names). Bounded: a layer is an integer from 1 to MAX_LAYER,
-  a name (of a domain or of a node) at most MAX_NAME_CHARS characters (a Kubernetes object name's limit), so no
-  number in a name reaches Python's 4,300-digit conversion limit when names are sorted naturally; any other error
-  while reading the document becomes an InvalidField too (one bad ConfigMap never stops the operator).
-  Bounded in size: at most MAX_TOPOLOGY_DOMAINS (10,000) domains, checked before any domain is built (a
-  topology of 90,000 entries is refused instead of costing 100 MB). Its tiers have no gap: every layer from 1
-  to the top layer has at least one domain (a tree of layers 1 and 5 only is refused, naming the missing
-  layers); one domain whose parent skips a layer, beside others that have it, is an irregular tree and allowed
-  (core/topology/tree.py: it stands in for itself at the missing tier).
-- `unknown_nodes(tree, known) -> list[str]`: the tree's nodes (children of layer 1) that are not in `known` (the
-  cluster's nodes), in natural order; `unknown_nodes_message(unknown)` is the Warning shown for them (placement
-  never uses a node that does not exist, so they only make domains look bigger than they are).
-- `domains_from_node_labels(node_labels, tier_keys) -> list[Domain]` and `tree_from_node_labels(...)`:
-  `tier_keys[0]` is the label key of tier 1 (e.g. the rack/ToR), `tier_keys[1]` tier 2, and so on. A node
-  lacking any of the keys (or with an empty value) is left out of the tree (it stays usable by gangs without
-  topology). Label values are the domain names, so they must be unique across the whole topology: a value
-  seen under two different parents, or at two tiers, raises `InvalidField` naming the nodes and labels.
-- `render_topology(tree) -> str`: the ConfigMap's JSON (top layer first, `parents` omitted at the roots), such
-  that `parse_topology(render_topology(t)) == t`; this is what the operator writes to the ConfigMap.
+- `parse_topology(text) -> TopologyTree`: the `topology.json` value (a JSON list of `{"layer", "name", "parents",
+  "children"}`, layer 1's children being nodes). Bounded (MAX_TOPOLOGY_BYTES, MAX_TOPOLOGY_DOMAINS, MAX_LAYER,
+  MAX_NAME_CHARS) and without gaps between layers; any error raises `InvalidField` naming the field, the value and
+  what is allowed (one bad ConfigMap never stops the operator).
+- `unknown_nodes(tree, known)`, `unknown_nodes_message(unknown)`: the tree's nodes not in the cluster; the Warning.
+- `domains_from_node_labels(node_labels, tier_keys)`, `tree_from_node_labels(...)`: `tier_keys[i]` is tier i+1's
+  label; nodes lacking a key are left out; a value under two parents or at two tiers raises `InvalidField`.
+- `render_topology(tree) -> str`: the ConfigMap's JSON; `parse_topology(render_topology(t)) == t`.
+More: docs/modules.md#modelstopologypy.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """PersistentVolumeClaims, PersistentVolumes and a pod's claims, read from the API for the volume filters
-(kube-scheduler's VolumeBinding, VolumeZone and VolumeRestrictions plugins, pkg/scheduler/framework/plugins/).
+(kube-scheduler's VolumeBinding, VolumeZone and VolumeRestrictions plugins).
 
 Contract:
-- `pod_claims(obj) -> PodVolumes`: the claims of a pod's spec.volumes: `persistentVolumeClaim.claimName`, and
-  `ephemeral` volumes, whose claim the ephemeral volume controller creates as `<pod>-<volume>` (k8s.io/component-
-  helpers/storage/ephemeral VolumeClaimName); plus the inline volume kinds VolumeRestrictions checks for disk
-  conflicts (gcePersistentDisk, awsElasticBlockStore, rbd, iscsi), which gangsched does not evaluate (field paths,
-  only reported). Every other kind (emptyDir, configMap, secret, hostPath, projected, downwardAPI, csi, ...)
-  constrains no node choice here and is not read.
-- `claim_from_api(obj) -> ClaimInfo`: what a claim says for scheduling: fully bound (spec.volumeName set and the
-  annotation `pv.kubernetes.io/bind-completed`, kube-scheduler's isPVCFullyBound), status.phase, being deleted,
-  the uid of its controller owner (an ephemeral claim must be owned by its pod: ephemeral.VolumeIsForPod) and
-  whether it asks for ReadWriteOncePod.
-- `volume_from_api(obj) -> VolumeInfo`: the node constraint of a PersistentVolume as one OR-list of node selector
-  terms (None: it constrains nothing): spec.nodeAffinity.required (VolumeBinding's CheckNodeAffinity matches it
-  against a node built from the labels only, so matchFields compare against an empty name: they are decided here
-  once) ANDed with the zone and region labels VolumeZone reads (a node with none of those labels passes; a beta
-  label of the volume matches the node's beta label, else its GA one; a value may list several zones joined by
-  `__`). An invalid nodeAffinity raises InvalidField naming the field.
-- `and_terms(a, b)`: two OR-lists of terms ANDed (None: no constraint): the cross product of their terms, each pair
-  merged into one term; a term without requirements matches nothing and is dropped (core/fit/matching.py). More than
-  MAX_TERMS terms raises TooManyTerms.
+- `pod_claims(obj) -> PodVolumes`: a pod's claims (`persistentVolumeClaim`, and `ephemeral` volumes' `<pod>-<volume>`
+  claims) and the inline disk volumes VolumeRestrictions checks (reported, not evaluated); other kinds are not read.
+- `claim_from_api(obj) -> ClaimInfo`: fully bound, phase, being deleted, controller owner uid, ReadWriteOncePod.
+- `volume_from_api(obj) -> VolumeInfo`: a PersistentVolume's node constraint as one OR-list of node selector terms
+  (None: none): its required nodeAffinity ANDed with the zone and region labels VolumeZone reads. An invalid
+  nodeAffinity raises InvalidField naming the field.
+- `and_terms(a, b)`: two OR-lists ANDed (their cross product); more than MAX_TERMS raises TooManyTerms.
+More: docs/modules.md#modelsvolumespy.
 """
 
 from __future__ import annotations

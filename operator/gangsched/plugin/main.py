@@ -1,20 +1,13 @@
-"""The `kubectl-gang` executable (`kubectl gang ...`): reads PodGroups, pods, events and the topology ConfigMap with
-the project's client (and Kubernetes 1.37's own PodGroups and Workloads, scheduling.k8s.io/v1beta1, when the cluster
-serves them: plugin/native.py) and prints what plugin/view.py computes (text) or plugin/records.py (`-o json|yaml`).
+"""The `kubectl-gang` executable (`kubectl gang ...`): reads PodGroups, pods, events and the topology ConfigMap with the
+project's client (and Kubernetes 1.37's PodGroups and Workloads when served: plugin/native.py) and prints what
+plugin/view.py computes (text) or plugin/records.py (`-o json|yaml`).
 
-Usage (kubectl passes every argument after `gang` through):
-  kubectl gang [tree] [NAME...] [-n NS | -A]     gangs as trees (all gangs of the namespace without NAME)
-  kubectl gang why POD [-n NS]                   why a pod is pending
-  kubectl gang top [-n NS | -A]                  waiting gangs, longest waiting first (fits 120 columns)
-Options: --kubeconfig FILE (else $KUBECONFIG, ~/.kube/config), --context NAME, --topology NS/NAME (the topology
-ConfigMap, default gangsched-system/gangsched-topology; units are shown when it is readable; one named explicitly
-must exist), -o json|yaml|wide (wide: `top` without cutting BLOCKED BY).
-
+Usage: `kubectl gang [tree] [NAME...] [-n NS | -A]`, `kubectl gang why POD [-n NS]`, `kubectl gang top [-n NS | -A]`;
+options `--kubeconfig`, `--context`, `--topology NS/NAME`, `-o json|yaml|wide` (docs/cli.md).
 Failures are one or two lines on stderr (`kubectl gang: <problem>`, `  fix: <fix>`), no traceback, with the exit
-codes of gangsched/exits.py (docs/cli.md): 2 a bad option (`--topology` not NS/NAME, `why` without exactly one pod)
-or no usable kubeconfig, 3 the API server unreachable or refusing the credentials or permissions, 4 a gang, pod or
-explicitly named topology ConfigMap not found (the gangs found are still printed), 1 anything else (the PodGroup CRD
-missing).
+codes of gangsched/exits.py: 2 a bad option or no usable kubeconfig, 3 the API server unreachable or refusing, 4 a
+gang, pod or named topology ConfigMap not found (the gangs found still printed), 1 anything else.
+More: docs/modules.md#pluginmainpy.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """What `kubectl gang -o json|yaml` prints: the facts plugin/view.py shows as text, as plain data with stable keys.
-Pure (API objects in, dicts out). The keys are a contract (docs/cli.md): scripts read them; new keys may be added,
-none renamed or removed.
+Pure (API objects in, dicts out). The keys are a contract (docs/cli.md): new keys may be added, none renamed or
+removed.
 
 Contract:
-- `tree_record(gangs, keys, units, workloads=())`: `{"kind": "GangList", "gangs": [...], "workloads": [...]}` for the
-  gangs `keys` names (view.py `tree_keys`), each `{namespace, name, phase, minMember, scheduled, placedTier,
-  podGroup, nativePodGroup, workload, group, message, pods}`; `workloads` the Workloads shown (plugin/native.py
-  workload_record); `nativePodGroup` whether a scheduling.k8s.io/v1beta1 PodGroup of that name exists,
-  `workload` its workloadRef `{name, template}` or null;
-  `phase` is "" without a status, `minMember` and `placedTier` null when unknown, `podGroup` whether a PodGroup
-  exists, `group` the gang group's "namespace/name" keys ([] alone), `message` the blocker of a waiting gang or the
-  status message; each pod `{name, role, node, unit, phase, gated, terminating}` (node and unit null when unknown).
+- `tree_record(gangs, keys, units, workloads=())`: `{"kind": "GangList", "gangs": [...], "workloads": [...]}`,
+  each gang `{namespace, name, phase, minMember, scheduled, placedTier, podGroup, nativePodGroup, workload, group,
+  message, pods}`, each pod `{name, role, node, unit, phase, gated, terminating}`; unknown values null.
 - `top_record(gangs, now)`: `{"kind": "WaitingGangList", "gangs": [...]}`, longest waiting first, each
   `{namespace, name, phase, bound, minMember, waitingSeconds, blockedBy}` (blockedBy never truncated).
 - `why_record(pod, gang, events)`: `{"kind": "PodExplanation", namespace, name, node, phase, schedulerName,
-  schedulingGates, podScheduled, gang, events}`; `podScheduled` is `{status, reason, message}` or null, `gang`
-  `{namespace, name, phase, blockedBy}` or null, `events` the five most recent Warnings `{kind, name, reason,
-  message}`.
+  schedulingGates, podScheduled, gang, events}` (the five most recent Warnings). More: docs/modules.md#pluginrecordspy.
 """
 
 from __future__ import annotations

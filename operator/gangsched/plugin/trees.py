@@ -1,17 +1,13 @@
 """What `kubectl gang` shows of gang trees (Kubernetes 1.37 CompositePodGroups, Grove PodGangs), from raw API objects.
 
 Contract (no I/O):
-- `trees_of(composites, native_podgroups, podgangs, pods) -> list[TreeView]`: one TreeView per tree: each root
-  CompositePodGroup with every CompositePodGroup and native PodGroup below it (spec.parentCompositePodGroupName), and
-  each PodGang (its topologyConstraintGroupConfigs as middle nodes, its pod groups as leaves). A leaf's pods: those
-  naming its native PodGroup in spec.schedulingGroup.podGroupName, or those a PodGang's pod group references.
-- `render_trees(trees, names) -> str`: every tree (those with a node named in `names`, all when empty), one line per
-  node, indented two spaces per level: a composite node with its minimum and how many of its children are ready
-  (a leaf is ready when at least its minimum pods are bound; a composite when its minimum of children are), a leaf
-  with its minimum and its pods (bound / existing), then its pods (node, phase, gated). A node that names a parent
-  not in sight is shown as a root with "(parent X not found)".
-- `tree_nodes(trees) -> set[str]`: every node's name and namespace/name (so `kubectl gang NAME` finds them).
-- `trees_record(trees, names) -> list[dict]`: the same as data (`-o json|yaml`).
+- `trees_of(composites, native_podgroups, podgangs, pods) -> list[TreeView]`: one per root CompositePodGroup (the
+  groups below it) and per PodGang (its group configs as middle nodes, its pod groups as leaves), leaves with pods.
+- `render_trees(trees, names) -> str`: the trees with a node in `names` (all when empty), one line per node indented
+  by level: minimums, ready children, a leaf's pods (bound / existing, node, phase, gated); a node whose parent is
+  not in sight is a root with "(parent X not found)".
+- `tree_nodes(trees)`: every node's name and namespace/name; `trees_record(trees, names)`: the same as data.
+More: docs/modules.md#plugintreespy.
 """
 
 from __future__ import annotations

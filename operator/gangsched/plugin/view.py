@@ -1,32 +1,15 @@
 """What `kubectl gang` shows, computed from raw API objects (dicts as the API server returns them); no I/O.
 
 Contract:
-- `gangs_of(podgroups, pods, native=()) -> dict[key, Gang]`: every gang in sight, keyed "namespace/name": each
-  PodGroup, each Kubernetes 1.37 PodGroup (`native`, scheduling.k8s.io/v1beta1: `Gang.native`; its members name it
-  in spec.schedulingGroup.podGroupName; without a gangsched PodGroup of that name, its minCount, its
-  PodGroupInitiallyScheduled condition as phase "Scheduled" and as blocker when False, phase "Basic" for a basic
-  one (no gang), and its Workload, plugin/native.py), and each gang that pods name without one (annotation-only
-  gangs before their PodGroup exists). A pod belongs to the
-  gang it names (models/gang.py `referenced_gang`: the same name sources as the operator), its role is label or
-  annotation `scheduling.gangsched.io/role`. A pod naming no gang belongs to the gang inferred from its workload
-  (models/inferred.py) when the operator created that gang's PodGroup (annotation `gangsched.io/created-for:
-  inferred gang`); its role is then its replica type, node type or replicated job. A gang's group is its
-  PodGroup's `spec.gangGroup` or the members' Koordinator `gang.scheduling.koordinator.sh/groups` annotation (JSON
-  list of "namespace/name").
-- `render_tree(gangs, names, units, workloads=()) -> str`: the Workloads first (plugin/native.py workload_lines: their
-  templates and the native PodGroups made from each; those `names` asks for, all when empty), then for each
-  requested gang (all when `names` is empty; a name may also be a Workload's: its PodGroups' gangs) its gang
-  group, then the gang (phase, members scheduled/minMember, placed tier, message), its roles and their pods (node,
-  the node's tier-1 topology unit from `units` when known, phase, gated). A gang group is shown once, with all its
-  gangs.
-- `tree_keys(gangs, names)`: the keys of the gangs render_tree shows, in its order; `unmatched(gangs, names,
-  workloads=())`: the names no gang (nor Workload) has (`kubectl gang NAME` then says it is not found).
-- `render_top(gangs, now, width=120) -> str`: the gangs not yet scheduled (phase Pending, Scheduling, Timeout or
-  none), longest waiting first: how long they have waited (since status.scheduleStartTime, else creation) and what
-  blocks them (the Scheduled condition's message, else status.message), cut so a line fits `width` columns (None:
-  not cut). plugin/records.py gives the same facts as data (`-o json|yaml`).
-- `explain_pod(pod, gang, events) -> str`: why a pod is pending (or where it runs): its schedulerName, scheduling
-  gates, its PodScheduled condition, its gang's status and the most recent Warning events of the pod and PodGroup.
+- `gangs_of(podgroups, pods, native=()) -> dict[key, Gang]`: every gang in sight: each PodGroup, each native
+  PodGroup (`Gang.native`), and each gang pods name without one; a pod belongs to the gang it names (the operator's
+  name sources), or to its inferred gang when the operator created that gang's PodGroup; its role from its label.
+- `render_tree(gangs, names, units, workloads=())`: the Workloads, then each requested gang (all when no `names`)
+  with its gang group, phase, members scheduled/minMember, placed tier, message, roles and pods (node, tier-1 unit,
+  phase, gated). `tree_keys(gangs, names)`, `unmatched(gangs, names, workloads=())`.
+- `render_top(gangs, now, width=120)`: the gangs not yet scheduled, longest waiting first, with what blocks them,
+  cut to `width` columns (None: not cut).
+- `explain_pod(pod, gang, events)`: why a pod is pending (or where it runs). More: docs/modules.md#pluginviewpy.
 """
 
 from __future__ import annotations

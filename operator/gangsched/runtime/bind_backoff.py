@@ -1,20 +1,15 @@
 """Backoff of failed bindings per scheduling unit, and how long bindings have been failing.
 
 Contract:
-- `BindBackoff(initial=1.0, maximum=10.0, clock=time.monotonic)`. A binding attempt of a unit (a gang, or a pod
-  without one) fails when one of its pods' bindings failed (not "gone", not "gated"). After its n-th consecutive
-  failed attempt the unit waits `initial * 2**(n-1)` seconds, at most `maximum`, before it is scheduled again:
-  kube-scheduler's pod backoff (pkg/scheduler/backend/queue/scheduling_queue.go `calculateBackoffDuration`:
-  podInitialBackoffSeconds 1 doubling to podMaxBackoffSeconds 10; a pod whose binding failed goes to the backoffQ
-  through `handleSchedulingFailure`, and cluster events do not end that backoff early).
-  `failed(unit, now) -> delay`; `succeeded(unit)` resets the unit. A unit not failing for 10 minutes is forgotten.
-- `retry_in_binder(unit)`: whether the binder may retry transient errors itself (k8s/binder.py `BIND_RETRY`): only
-  while the unit has not failed yet, so a lone 500 costs ~100 ms, not a backoff; once it failed, each attempt is
-  one POST per pod (kube-scheduler's DefaultBinder never retries: the queue does), so while every binding
-  fails a pod is POSTed once per backoff (6 a minute at the 10 s maximum).
-- `failing_since`: when bindings began to fail without any succeeding since (None while they work, or none was
-  tried): /readyz reports it past a bound (runtime/operator.py `readiness`).
-The runtime calls it from its event loop only; `failing_since` is a plain read (safe from the metrics thread).
+- `BindBackoff(initial=1.0, maximum=10.0, clock=time.monotonic)`: a unit (gang, or pod without one) whose binding
+  attempt failed (a pod's binding failed, not "gone" nor "gated") waits `initial * 2**(n-1)` s after its n-th
+  consecutive failure, at most `maximum` (kube-scheduler's pod backoff; cluster events do not end it early).
+  `failed(unit, now) -> delay`; `succeeded(unit)` resets it; a unit not failing for 10 minutes is forgotten.
+- `retry_in_binder(unit)`: the binder may retry transient errors itself only while the unit has not failed yet;
+  after that each attempt is one POST per pod.
+- `failing_since`: when bindings began to fail with none succeeding since (None otherwise), for /readyz.
+Called from the event loop only; `failing_since` is a plain read (safe from the metrics thread).
+More: docs/modules.md#runtimebind_backoffpy.
 """
 
 from __future__ import annotations

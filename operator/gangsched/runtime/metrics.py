@@ -1,21 +1,14 @@
 """Prometheus metrics of one operator instance, in a registry of its own (two replicas may share a process in tests).
 
 Contract:
-- Counters and histograms the runtime updates directly (cycles, bindings, evictions, gang wait, NonStrict
-  deadlocks resolved and the reservations released for them: `record_deadlocks(plan.deadlocks)`); gauges it sets
-  after each round (`gangsched_pending_gangs`; `gangsched_oldest_waiting_gang_seconds`, what the "gangs waiting
-  longer than N" alert reads: `gang_wait_seconds` is observed only when a gang binds, so a gang that never binds
-  never shows there).
-- `attach(operator)` adds what is read from the operator when scraped (from the metrics server's thread, so
-  only plain reads, no side effects): `gangsched_leader` (the same answer as /readyz's `leader`),
-  `gangsched_seconds_since_last_cycle`, `gangsched_watch_restarts_total`, `gangsched_relists_total`,
-  `gangsched_dropped_events_total`, `gangsched_cache_errors_total`, `gangsched_task_restarts_total`,
-  `gangsched_fenced_writes_total`, `gangsched_rebuilds_total`; what /readyz says about the API
-  (`gangsched_ready`, `gangsched_cache_stale_seconds`, `gangsched_binds_failing_seconds`,
-  `gangsched_forbidden_causes`, `gangsched_forbidden_total`, `gangsched_watch_backoff_seconds`); the process
-  collector's
-  `process_resident_memory_bytes` (and the other `process_*` series).
-- `serve(port)` runs prometheus-client's own tiny HTTP server in a daemon thread.
+- Counters and histograms the runtime updates directly (cycles, bindings, evictions, gang wait, deadlocks:
+  `record_deadlocks(plan.deadlocks)`); gauges set after each round (`gangsched_pending_gangs`,
+  `gangsched_oldest_waiting_gang_seconds`: a gang that never binds shows there, not in `gang_wait_seconds`).
+- `attach(operator)` adds what is read from the operator when scraped (plain reads only, from the metrics thread):
+  leader, seconds since the last cycle, watch restarts, relists, dropped events, cache errors, task restarts,
+  fenced writes, rebuilds, what /readyz says about the API, and the process collector's `process_*` series.
+- `serve(port)` runs prometheus-client's HTTP server in a daemon thread.
+Every series: docs/metrics.md. More: docs/modules.md#runtimemetricspy.
 """
 
 from __future__ import annotations

@@ -1,41 +1,15 @@
 """One operator replica: the cache, the scheduling loop and the writers, wired together.
 
 Contract:
-- `Operator(client=..., config=..., identity=...)`; `await start()` seeds the cache from lists (nodes,
-  PodGroups, the topology ConfigMap), starts the pod reflector and waits for its first list, then starts the
-  scheduling loop, the writers and leader election; `await stop()` cancels them and gives the lease up.
-  Kopf handlers (handlers/) keep the cache current for nodes, PodGroups, PodDisruptionBudgets, PersistentVolumes,
-  PersistentVolumeClaims and the topology.
-- The loop wakes on cache changes (debounced by `debounce` seconds, so a burst of watch events becomes one
-  round) and on timers (the Plan's `next_wakeup`: waiting-time expiry, backoff end). A round runs cycles
-  (`core.run_cycle`: schedule, then record the plan in the SchedulerState) until a plan is empty, carrying each out.
-  Only the leader (when leader election is on) decides and writes; a follower keeps its cache warm.
-- Carrying a Plan out: bindings go to the Binder in the background, each pod's DRA claims written first
-  (runtime/claims.py; a pod whose claims cannot be written is not bound; a failed member goes back to the
-  SchedulerState through `bind_failed` and is requeued, its gang backed off by runtime/bind_backoff.py, config
-  bindBackoff: kube-scheduler's 1 s doubling to 10 s; one FailedBinding event per pod, its count raised; a 403
-  logged once per cause, k8s/forbidden.py); PodGroup status, pod conditions and the timeout annotation
-  go through the coalesced writes (k8s/writes.py over the PatchWriter); events through the EventRecorder; the
-  other calls are KubeApi's (k8s/api.py). Nothing here builds an API path or body. PodGroup status and the PodGroups
-  of annotation-only gangs: runtime/podgroups.py; the topology tree's source: runtime/topology.py; group
-  preemption's evictions and nominations: runtime/preemption.py; gangs inferred from workloads (config inferGangs:
-  the opted-in namespaces, listed before the pods and then watched; the workloads read after each round):
-  runtime/inferred.py.
-- Becoming leader (at start, or a follower taking over) first restores what the previous leader kept in memory
-  only (`_restore`): waiting-time starts from PodGroup status, nominations and their victims from pod status.
-- Fencing: every write goes through `self.fence`, a FencedClient (k8s/fence.py) that sends only while
-  `may_write()` (the Lease renewed within renewDeadline). When leadership ends (the elector calls
-  `_lost_leadership` synchronously), the loop, the writers, the pod reflector, bindings and evictions in flight
-  are cancelled before anything else runs, and the replica rebuilds as a follower (`_rebuild`: a fresh cache,
-  binder, writers, all relisted); kube-scheduler exits there instead. Plans decided before are never sent.
-- Supervision: the pod reflector, the writers, the loop and the elector run under runtime/supervisor.py
-  (logged, restarted with backoff); a binding task that fails unexpectedly requeues its pods. Liveness
-  (`liveness_problems`) and readiness (`readiness`: synced caches, leader election's problem, `api_problems`:
-  forbidden answers, a stale pod cache, bindings failing past config readiness's bounds) are served by
-  handlers/probes.py; API-side problems never fail liveness.
-- The log (INFO): a line when the replica is ready (caches synced), one per gang scheduled, preempting or timed out
-  (runtime/activity.py, rate-limited), an optional kind whose CRD is absent named once.
-- Nothing here raises out of the loop for one bad object: bad input becomes events (see state/cache.py).
+- `Operator(client=..., config=..., identity=...)`; `await start()` seeds the cache, waits for the pod reflector's
+  first list, then starts the loop, the writers and leader election; `await stop()` cancels them, gives the Lease up.
+- The loop wakes on cache changes (debounced) and on the Plan's `next_wakeup`; a round runs cycles until a plan is
+  empty, carrying each out (bindings in the background, after the pods' DRA claims; coalesced writes; evictions:
+  runtime/preemption.py; PodGroups: runtime/podgroups.py). Nothing here builds an API path or body.
+- Only the leader decides and writes, fenced (k8s/fence.py); becoming leader restores what the previous leader kept
+  in memory; losing it cancels everything in flight and rebuilds as a follower: a plan decided before is never sent.
+- Tasks run supervised (runtime/supervisor.py); probes: handlers/probes.py (API problems never fail liveness).
+  Nothing raises out of the loop for one bad object: it becomes events. More: docs/modules.md#runtimeoperatorpy.
 """
 
 from __future__ import annotations

@@ -1,48 +1,15 @@
-"""PodGroups as the operator writes them: status through the status subresource, and the PodGroups of
-annotation-only gangs.
+"""PodGroups as the operator writes them: status through the status subresource, and the PodGroups of annotation-only
+and inferred gangs.
 
 Contract:
-- `write_statuses()` drains the cache's `dirty_gangs` and hands each PodGroup whose status changed (computed by
-  state/status.py's GangStatusBook) to the coalesced writes (k8s/writes.py `set_podgroup_status`). Gangs without a
-  PodGroup object are skipped (their status is written once the object exists).
-- `sync_owned(spawn)` creates a PodGroup for every annotation-only gang the cache lists (k8s/api.py
-  `create_podgroup`: labelled `app.kubernetes.io/managed-by: gangsched`, its spec mirroring the annotations),
-  owned by the gang's member pods so the garbage collector deletes it with the last of them; when new members
-  join such a gang, their pods are added to its ownerReferences (`set_podgroup_owners`). `spawn(coro)` runs the
-  API calls in the background. No zombies: the owners are the members not being deleted, taken when the create is
-  decided; a gang without such a member gets no PodGroup (never one without owners: nothing would delete it), and
-  one created just after its owners went is deleted by the garbage collector (its owners are gone).
-- Gangs inferred from workloads (state/inferred.py): their PodGroup is created whatever
-  createPodGroupsForAnnotationGangs says, once their workload has been read, owned by the workload (its uid;
-  controller and blockOwnerDeletion false: the workload's controller keeps its own ownership semantics; by the
-  member pods if the workload shows no uid). A PodGroup of that name that the workload does not own (made by
-  someone else) wins: the gang follows its spec, and one Warning `InferredGangNameTaken` says so.
-- Status goes to the PodGroup object the cache shows now: when its uid differs from the one last written to (it
-  was deleted and created again, even if the DELETED event was missed), the status memory (GangStatusBook.adopt)
-  and the writer's "already written" memory (Writes.forget_podgroup) start afresh, so it gets its full status. A
-  status patch to a PodGroup that is gone is dropped (404): a late write never re-creates it.
-- A scheduling.sigs.k8s.io PodGroup set aside for a scheduling.x-k8s.io one of the same name after its status was
-  written (its watch event came first) gets that status removed (state/podgroup_kinds.py `cleared`).
-- Several replicas, several names: status is written for PodGroups with members this replica serves, and for those
-  with no pod at all. Pods naming the PodGroup with a schedulerName not served here are named in its message
-  ("3 pods reference this PodGroup with schedulerName default-scheduler") and in one Warning event
-  `ForeignSchedulerName` per change of those names; a PodGroup with only such pods gets its status from this
-  replica only if nobody else wrote one (its status has no phase) or this replica did, and stops once another
-  writer replaced it: another replica serving that name owns it. A replica whose members' PodGroup shows a status it
-  did not write (GangStatusBook.overwritten: not one of its last bodies, so not a late echo) writes its full status
-  again.
-- Status as scheduler-plugins' readers expect it: `occupiedBy` is the owners of the first member by name (the API's
-  list order; scheduler-plugins' fillOccupiedObj on pods[0]), filled once minMember members exist and kept;
-  `placedTier` / `placedGroupTier` are those the bound members occupy now (state/placed_tiers.py), for gangs with
-  networkTopology; `statusCompatibility` (config) chooses Succeeded or scheduler-plugins' Finished.
-- Native PodGroups (scheduling.k8s.io/v1beta1, gangs named by pods' spec.schedulingGroup): only their
-  `PodGroupInitiallyScheduled` condition is written, as kube-scheduler 1.37 writes it (models/native_status.py):
-  False/Unschedulable or False/SchedulerError while the gang cannot be placed, True/Scheduled once its quorum is
-  bound, then never touched again (terminal, even when gangsched later re-schedules the gang's pods).
-- The `Scheduled` event (Normal, on the PodGroup, with the Scheduled condition's message) is recorded when a status
-  written moves the PodGroup into Scheduled or Running from any other phase (the one last written, or the one the
-  PodGroup shows after a restart): only after the quorum's bindings succeeded (state/status.py), never when the
-  binds are merely decided.
+- `write_statuses()` drains the cache's `dirty_gangs` and hands each changed status (state/status.py) to the
+  coalesced writes, to the PodGroup object the cache shows now (re-created: written in full; gone: dropped, never
+  re-created). Native PodGroups get only their `PodGroupInitiallyScheduled` condition (models/native_status.py).
+  Status is written for PodGroups with members this replica serves; another writer's status is written over.
+  The `Scheduled` event is recorded when a status moves into Scheduled or Running, only after bindings succeeded.
+- `sync_owned(spawn)` creates the PodGroup of every annotation-only gang, owned by its live members (never one
+  without owners); an inferred gang's is owned by its workload, and a same-named PodGroup it does not own wins
+  (Warning `InferredGangNameTaken`). More: docs/modules.md#runtimepodgroupspy.
 """
 
 from __future__ import annotations

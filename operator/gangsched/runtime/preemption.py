@@ -1,39 +1,15 @@
 """Carrying out the preemption part of a Plan: evictions, nominations, and the PodDisruptionBudget feed.
 
 Contract:
-- `Preemptions(api=..., cache=..., writes=..., events=..., wake=...)`; `carry_out(plan)` never blocks:
-  - every `plan.evictions` pod is evicted through the Eviction API (k8s/api.py `evict`: a policy/v1
-    Eviction), all at once in the background, except, under `pdb="respect"`, the members of a victim gang some
-    PodDisruptionBudget selects (state/budgets.py `selected`), whatever its status said when the core chose them
-    (status can race): those are evicted first, one after the other, each answer awaited; only once they are all
-    gone are the gang's other members evicted. If one is refused (below), no other member of that gang is asked:
-    each is given up (`SchedulerState.victim_spared`) and the loop is woken, so the preemptor looks again and the
-    gang is never left running below its quorum by a budget. (Members a gang evicts of itself, its preemptor being
-    itself, go at once.) 201 or 404 (already gone): done, the pod's deletion arrives
-    through the watch. A 429 (a PodDisruptionBudget refusing now, or still being processed) or a transient
-    error is retried with exponential backoff and jitter, never sooner than the answer's Retry-After, while the
-    core still waits for that victim (`SchedulerState.evicting`: its preemptor holds nodes for it, or its gang is
-    being evicted whole), at most `attempts` requests within
-    `retry_window` seconds. Only then is it refused: `SchedulerState.eviction_failed(pod)` (the core chooses again,
-    avoiding that pod), a Warning event `EvictionRefused` on the pod, the loop is woken, and the pod is not
-    asked again before a per-pod cool-down (`cooldown_base` doubling up to `cooldown_max`, jittered) even if
-    the core chooses it again as a last resort. A victim the core no longer waits for is dropped silently.
-    `requests`, `evicted`, `throttled`, `already_gone` and `refused` count what happened;
-  - `plan.nominations` set `status.nominatedNodeName`, `plan.nomination_clears` clear it (both coalesced:
-    k8s/writes.py `nominate`); so does a binding of a pod this replica nominated or whose status shows a
-    nomination, so that a nomination written late never outlives the binding.
-  - `pdb="prefer"` (config `preemption.pdb`): a victim the cache knows a PodDisruptionBudget protects (the core
-    chose it only as a last resort) is deleted instead (`KubeApi.delete_pod`, a UID precondition), and so is a
-    victim whose eviction a budget refuses (429 "... disruption budget ...", not API throttling); `deleted`
-    counts them. `respect` (default): never deleted.
-- A native PodGroup (scheduling.k8s.io/v1beta1) some of whose members are evicted for another unit's sake gets the
-  condition DisruptionTarget True / PreemptionByScheduler (models/native_status.py disruption_condition; a merge
-  patch of status.conditions, as the PodGroupInitiallyScheduled condition is written, runtime/podgroups.py); a gang
-  evicting members of itself does not.
-- `clear_nominations(pod_keys)`: clears status.nominatedNodeName (stale nominations found at restore).
-- PodDisruptionBudgets go straight to the cache (`ClusterCache.on_pdb`): protection is computed there from
-  the PDB's status and selector, with no API call.
-- `await drain()`: waits for the evictions in flight (tests, shutdown); `stop()` cancels them.
+- `Preemptions(api=..., cache=..., writes=..., events=..., wake=...)`; `carry_out(plan)` never blocks. Evictions go
+  through the Eviction API in the background; under `pdb="respect"` a victim gang's PDB-selected members go first,
+  one at a time, and a refusal spares the rest of the gang (never left below its quorum). 429 and transient errors
+  are retried (backoff, Retry-After) while the core waits for the victim, within `attempts` and `retry_window`;
+  then `eviction_failed`, Warning `EvictionRefused`, a cool-down. `pdb="prefer"` deletes such a victim instead.
+- Nominations are set and cleared through the coalesced writes (also cleared on a binding); a native PodGroup whose
+  members are evicted for another unit gets DisruptionTarget True / PreemptionByScheduler.
+- `clear_nominations`; `drain()`, `stop()`; PDBs go straight to the cache, no API call.
+More: docs/modules.md#runtimepreemptionpy.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Supervision of long-running tasks: an unexpected end is logged with context and the task restarts with backoff.
 
 Contract:
-- `sup = Supervisor(initial_backoff=0.1, max_backoff=30.0, clock=time.monotonic)`;
-  `sup.start(name, factory, vital=True)` runs `await factory()` in a task named `name` until the supervisor
-  stops. `factory` is called again for each restart (so it may build fresh state). An exception (or a plain
-  return, which a long-running task never does) is logged with the task's name, how often it failed and the
-  traceback; the task is then "down" for an exponential backoff (doubling up to max_backoff, reset once a run has
-  lasted `healthy_after` seconds) and restarted. Cancellation is never swallowed.
-- `sup.down()` lists the vital tasks that are down now (crashed and waiting for their restart); `status()`
-  gives, per task, {up, restarts, lastError}; `restarts` counts restarts over all tasks (a metric).
-- `await sup.stop(names=None)` cancels the given tasks (default: all) and waits for them, cancelling again a
-  task that swallowed the cancellation (`finish_cancelled`); `stop_now(names)` only cancels (synchronous: used
-  where nothing may run in between, e.g. on losing leadership).
+- `Supervisor(initial_backoff=0.1, max_backoff=30.0, clock=time.monotonic)`; `start(name, factory, vital=True)`
+  runs `await factory()` (called again for each restart) until the supervisor stops. An exception or a return is
+  logged with the name, failure count and traceback; the task is "down" for an exponential backoff (reset after
+  `healthy_after` seconds of running) and restarted. Cancellation is never swallowed.
+- `down()`: the vital tasks down now; `status()`: per task {up, restarts, lastError}; `restarts` (a metric).
+- `await stop(names=None)` cancels and waits (again for a task that swallowed it); `stop_now(names)` only cancels,
+  synchronously (on losing leadership). More: docs/modules.md#runtimesupervisorpy.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Where the scheduler's topology tree comes from: the topology ConfigMap, or node labels written to it.
 
 Contract:
-- The operator's reflector lists and watches exactly the topology ConfigMap (k8s/api.py `configmap_reflector`:
-  by name, in the operator's namespace) and feeds `on_list` / `on_configmap`; `on_configmap(kind, obj)` parses its
-  `topology.json` (config.topology.key) and puts the tree in the cache. A list without the ConfigMap counts as its
-  deletion.
-  Bad input (missing key, not JSON, cycles, ...: see models/topology.py) leaves the last good tree in force and
-  becomes a Warning event `InvalidTopology` on the ConfigMap naming the problem. A tree naming nodes the cluster
-  does not have is used, with a Warning event `UnknownTopologyNodes` on the ConfigMap naming them. Deleting the
-  ConfigMap removes the tree (unless it is derived from labels).
-- With `topology.nodeLabelTiers` configured, `await refresh_from_labels()` re-derives the tree whenever nodes
-  joined, left or changed labels, puts it in the cache and writes it to the ConfigMap (created, or its data
-  patched when it exists), so users see what the scheduler uses.
+- `on_list` / `on_configmap(kind, obj)` (fed by a reflector of exactly that ConfigMap): its `topology.json` parsed
+  into the cache's tree. Bad input keeps the last good tree and becomes a Warning `InvalidTopology` on the ConfigMap;
+  unknown nodes a Warning `UnknownTopologyNodes`; deleting it (or a list without it) removes the tree, unless
+  derived from labels.
+- With `topology.nodeLabelTiers`, `await refresh_from_labels()` re-derives the tree when nodes join, leave or change
+  labels, puts it in the cache and writes it to the ConfigMap, so users see what the scheduler uses.
+More: docs/modules.md#runtimetopologypy.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
-"""PodDisruptionBudgets kept current from watch events, and the victims the Eviction API would refuse now (no API
-call, no LIST).
+"""PodDisruptionBudgets kept current from watch events, and the victims the Eviction API would refuse now (no API call,
+no LIST).
 
-Contract: `DisruptionBudgets(cluster)` keeps, per namespace, each PDB's selector, the status fields the Eviction
-API decides from (observedGeneration vs generation, disruptionsAllowed; models/pdb.py) and the set of pods it
-selects, matched incrementally (the pods' labels are kept here).
-- `on_pdb(kind, obj) -> (changed, error)`: a PDB event; `changed` when a pod's protection moved, `error` the
-  message of an invalid selector (the PDB then selects nothing).
-- `pod_upserted(key, namespace, labels)` and `pod_removed(key)`: a pod's memberships follow its labels, its victim
-  unit (its gang, or itself; none while unbound or finished) its binding. `selected(key)`: some PDB selects it.
-A pod is marked protected in the SchedulerState (`set_protected`) when the Eviction API would refuse it now
-(core/preemption/preempt_pdb.py `pdb_protects`), re-evaluated when the pod or one of its budgets changes; a budget that
-allows the pod's eviction again also forgets an earlier refusal of it.
+Contract: `DisruptionBudgets(cluster)` keeps per namespace each PDB's selector, its status fields (models/pdb.py) and
+the pods it selects, matched incrementally.
+- `on_pdb(kind, obj) -> (changed, error)`: `changed` when a pod's protection moved; `error` for an invalid selector
+  (the PDB then selects nothing).
+- `pod_upserted(key, namespace, labels)`, `pod_removed(key)`; `selected(key)`: some PDB selects the pod.
+A pod is marked protected in the SchedulerState (`set_protected`) while the Eviction API would refuse it
+(core/preemption/preempt_pdb.py `pdb_protects`), re-evaluated when it or one of its budgets changes.
+More: docs/modules.md#statebudgetspy.
 """
 
 from __future__ import annotations

@@ -1,79 +1,15 @@
 """The operator's cluster cache: raw watch objects in, the core's incremental SchedulerState kept current.
 
 Contract:
-- Feeders, each taking raw API objects (dicts, as parsed by orjson or handed over by Kopf): `on_pod_list`,
-  `on_pod_event`, `on_node`, `on_namespace` (labels), `on_podgroup`, `on_pdb`, `set_topology`. Each converts, updates
-  `self.cluster` (core.scheduler_state.SchedulerState) and calls `on_change()` when the scheduler may now decide
-  something new. They never raise for one bad object (whatever the parser raises: InvalidField, or any other
-  exception, which is a bug and logged as one): the object is reported in `problems` (an event to emit, naming the
-  field, the value and what is allowed) and kept out of scheduling until it is fixed; nothing else is lost. A pod
-  whose gang declaration is invalid but which is bound (and not finished) stays in the SchedulerState as a pod
-  without a gang that we do not schedule (`ours` False): its requests keep counting on its node. A pending one
-  leaves the SchedulerState until fixed.
-- Consistency checks the parsers cannot make, on what the cache holds:
-  - gang groups: every gang a group names that is known (has a spec) must declare the same group; a gang whose
-    partner declares another group (a cycle A->B->C->A, or a partner that does not list the group back) is Invalid:
-    kept out of scheduling, reported once (event `InvalidGangGroup` on its PodGroup, or on a member while it has
-    none) and shown by `invalid_message(key)` (the PodGroup's Invalid condition). A partner not known yet is
-    waited for, not an error.
-  - members disagreeing: a member whose gang annotations differ from those of the member that currently speaks for
-    the gang (the latest with annotations; Koordinator's cache keeps the first) gets a Warning
-    `GangDeclarationMismatch` naming both pods and the differing values, on the pod and on the PodGroup.
-  - `groupSize` larger than the gang (its totalMember, else minMember): a Warning `GroupSizeTooLarge` on the
-    PodGroup (or a member): the whole gang is then one data-parallel group.
-- A gang's effective spec is its PodGroup's spec with the members' annotations on top (annotations win,
-  Koordinator's rule); a gang declared only by annotations is scheduled from them, and listed in
-  `podgroups_to_create` so the runtime can create a PodGroup for it (shown by `kubectl get podgroups`).
-- Deleted gangs are forgotten: when a gang has neither a PodGroup nor a member pod left, every per-gang structure
-  (its sources, `podgroups_to_create`, `dirty_gangs`, the status memory in `statuses`, what `notices` said, the
-  SchedulerState's gang)
-  lets it go; a deleted PodGroup's status memory goes at once. `gang_structure_sizes()` reports their sizes.
-- Koordinator's notices (models/koordinator.py `gang_notices`: an unparsable mode, an approximated match-policy, an
-  unmapped network-topology rule, an unsupported gang.scheduling.koordinator.sh/* key), from a member's or the
-  PodGroup's annotations, are said once per gang (state/notices.py) by `report_gang` (Normal or Warning, as the
-  notice says).
-- PodGroups of both API groups (scheduling.x-k8s.io and scheduling.sigs.k8s.io) come through `on_podgroup`: a
-  gang uses its scheduling.x-k8s.io one when both exist (state/podgroup_kinds.py; one PodGroupConflict Warning on the
-  other); `PodGroupInfo.api_version` says which, so status and events go to that object.
-- Volcano PodGroups (`on_volcano_podgroup`, read only, state/volcano.py) give the quorum of gangs named by the
-  Volcano-style annotation `scheduling.k8s.io/group-name` (over LeaderWorkerSet's size; the pods' min-available wins).
-- Grove's PodGangs (`on_podgang`, scheduler.grove.io/v1alpha1, state/grove.py): a pod a PodGang references and that
-  declares no gang of its own is a member of its Grove pod group's gang, in the PodGang's tree (a pod naming a native
-  PodGroup belongs to that one: the gang is declared once). No PodGroup is created for a Grove gang.
-- Kubernetes 1.37's CompositePodGroups (`on_composite_podgroup`, scheduling.k8s.io/v1alpha3, state/composite.py): a
-  native gang whose PodGroup names a parent is in that gang tree (its spec's `tree`); an invalid tree (a cycle, a
-  missing parent, too deep, spanning Workloads) keeps the gang out of scheduling, reported once (event
-  `InvalidGangTree` on the PodGroup and on the CompositePodGroup it was found at, the PodGroup's SchedulerError
-  condition) and shown by `invalid_message`.
-- Kubernetes 1.37's own PodGroups (`on_native_podgroup`, scheduling.k8s.io/v1beta1, state/native.py): a pod naming
-  one in `spec.schedulingGroup.podGroupName` is a member of the gang of that name, `gang.minCount` its quorum; a
-  `basic` one makes its pods no gang (members met earlier leave it); until the PodGroup exists the pods wait.
-- `dirty_gangs` collects the gangs whose PodGroup status may have to change (member phases, placements);
-  the runtime drains it. `on_status()` (default: on_change) is called instead of on_change when a pod event can
-  only change a PodGroup's status: one of our pods seen bound, a bound pod's non-terminal phase moving (Running).
-  A burst of bindings then costs status writes, not a scheduling round per echo. Likewise a PodGroup update
-  with an unchanged metadata.generation (a status update, typically the echo of our own patch) is not parsed
-  again and wakes the scheduler only if it newly marks the gang satisfied.
-- Pod updates that move only nodeName or status (bind, Running, nomination, conditions) skip the full parse:
-  the rest of the object is fingerprinted, and the record is the previous one with those fields re-read.
-- `podgroup(key)` and `members(key)` give what the status writer needs; a PodGroup's status.scheduleStartTime is
-  kept (`schedule_start`, epoch seconds, and `schedule_start_iso`) so a new leader neither restarts a gang's
-  waiting time nor rewrites that field.
-- Restart safety: every pod version sets or clears the SchedulerState's `leaving` mark from metadata.deletionTimestamp,
-  and a version showing one of the SchedulerState's assumed pods bound confirms it (see core/memory/store.py).
-- Scheduler names: a pod is ours when its spec.schedulerName (default `default-scheduler`) is one of
-  `scheduler_names` (every name this replica serves, config `schedulerNames`); a pod of another scheduler that names
-  a gang is counted in `foreign` (state/foreign.py), so the PodGroup can say so.
-- Volumes: `on_pvc(kind, obj)` and `on_pv(kind, obj)` feed `volumes` (state/volumes.py), which applies a pod's
-  claims to its record on every full parse; a claim or volume event re-derives the records of the pending pods using
-  it (and backed-off units retry at once); a PersistentVolume that cannot be read is reported on it.
-- DRA: `on_resource_slice`, `on_device_class`, `on_resource_claim` feed `dra` (state/dra.py, state/dra_feed.py);
-  a pod with `spec.resourceClaims` is always parsed whole; `flush_devices` (state/dra_feed.py) before a cycle.
-- Gangs inferred from workloads (config `inferGangs`, off: `inferred` None): one of our pods that declares no gang
-  may join its workload's gang (state/inferred.py, models/inferred.py); `reinfer(pod_keys)` declares candidates
-  again when their workload has been read or their namespace opted in or out.
-- PodDisruptionBudgets (preemption): `on_pdb(kind, obj)` hands them to `budgets` (state/budgets.py), which marks
-  the pods the Eviction API would refuse now as protected in the SchedulerState; pods' labels and bindings reach it too.
+- Feeders take raw API objects (`on_pod_event`, `on_node`, `on_podgroup`, `on_pdb`, `on_pvc`, DRA, Volcano, Grove,
+  native and composite PodGroups, `set_topology`, ...), update `self.cluster` and call `on_change()` (or
+  `on_status()` when only a PodGroup's status may move). They never raise for one bad object: it is reported in
+  `problems` (field, value, what is allowed) and kept out of scheduling (a bound one keeps counting on its node).
+- Checks the parsers cannot make: gang groups (`InvalidGangGroup`), gang trees (`InvalidGangTree`), members that
+  disagree (`GangDeclarationMismatch`), `groupSize` too large. A gang's spec is its PodGroup's with the members'
+  annotations on top; annotation-only gangs are listed in `podgroups_to_create`; `dirty_gangs` may need a status
+  write; a gang with neither PodGroup nor member is forgotten everywhere. A pod is ours when its schedulerName is
+  one of `scheduler_names`. More: docs/modules.md#statecachepy.
 """
 
 from __future__ import annotations

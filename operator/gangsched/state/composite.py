@@ -2,25 +2,14 @@
 native PodGroups naming them (spec.parentCompositePodGroupName).
 
 Contract:
-- `CompositeGroups.on_event(kind, obj) -> CompositeChange`: keeps each CompositePodGroup (models/composite.py) by key
-  ("namespace/name"); `problem` is the message of one whose policy cannot be read (it then counts as missing: its
-  subtree waits), `unsupported` the fields set that gangsched does not honour (models/composite.py), each said once
-  per object and message.
-- `tree_for(leaf, links, minimums, tier_keys) -> GangTree | TreeProblem | None`: the gang tree of the native PodGroup
-  `leaf` (`links`: every native PodGroup's GroupLink by key, `minimums`: their minCount): None when it names no
-  parent; else walked up to its root and down again over every CompositePodGroup and native PodGroup naming a parent
-  (children not created yet are not in it: kube-scheduler's workload forest counts the groups it has observed; nor is a
-  `basic` PodGroup, whose pods are no gang: they are scheduled one by one, outside the tree's admission). A
-  topology key that is the label of topology tier t is `DomainKey(tier=t)`, any other `DomainKey(label=key)`. The
-  hierarchy is checked as kube-scheduler 1.37 checks it (pkg/scheduler/backend/queue/workload_forest.go
-  validateHierarchy; test/integration/scheduler/podgroup/hierarchy_validation_test.go): a cycle ("cycle detected in
-  hierarchy"), a missing parent ("... not found"), more than MAX_DEPTH levels ("hierarchy depth 5 exceeds maximum
-  allowed depth 4"); and, gangsched's rule (the Workload API builds a tree from one Workload's templates), groups of
-  one tree naming different Workloads in spec.workloadRef. Any of these: a TreeProblem (the message naming the group
-  and the field, `at` the group it was found at), and the gang is not scheduled until it is fixed (state/cache.py
-  reports it on the PodGroup: condition and event).
-- `keys(namespace)`: the CompositePodGroups of a namespace; `uids[key]` for events; `objects[key]` (NativeObject:
-  uid, generation, `status.conditions` as last seen or written: `wrote(key, conditions)`) for the status written.
+- `CompositeGroups.on_event(kind, obj) -> CompositeChange`: keeps each CompositePodGroup by key; `problem` (an
+  unreadable policy: it counts as missing) and `unsupported` fields are said once per object and message.
+- `tree_for(leaf, links, minimums, tier_keys) -> GangTree | TreeProblem | None`: the tree of native PodGroup `leaf`
+  (None without a parent) over the groups observed (`basic` PodGroups left out); checked as kube-scheduler's
+  workload forest does (cycle, missing parent, deeper than MAX_DEPTH) plus one Workload per tree: a TreeProblem
+  names the group and field, and the gang is not scheduled until fixed.
+- `keys(namespace)`, `uids[key]`, `objects[key]` (uid, generation, conditions; `wrote(key, conditions)`).
+More: docs/modules.md#statecompositepy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """Grove's PodGangs (scheduler.grove.io/v1alpha1), read: the gang trees of the pods they reference.
 
 Contract:
-- `GrovePodGangs.on_event(kind, obj) -> GroveChange`: keeps each PodGang's tree (models/grove.py parse_podgang);
-  `pods` are the pods whose membership may have moved (referenced before or now); `problem` the message of a PodGang
-  that cannot be read (it then declares nothing), `unsupported` the fields set that gangsched does not honour, each
-  said once per object and message.
-- `declaration(pod_key) -> PodGang | None`: the gang declaration of a pod a PodGang references (the gang of its Grove
-  pod group, with that pod group's spec and the PodGang's tree), None for any other pod. The cache uses it only for a
-  pod that declares no gang of its own: a pod naming a native PodGroup in spec.schedulingGroup belongs to that one
-  (Grove's kube scheduler backend compiles the same PodGang into a Workload, CompositePodGroups and PodGroups and
-  points the pods at them: one gang, declared once, as the API server's objects say; the PodGang is then not used).
-- Grove's pods arrive with the scheduling gate `grove.io/podgang-pending-creation` (ai-dynamo/grove operator/internal/
-  controller/podclique/components/pod/pod.go), lifted by Grove's operator once the PodGang references them: gated
-  members make their gang wait (core/gang/readiness.py), nothing more is needed here.
-- `tier_keys`: the node labels of the topology's tiers (a required key that is one is that tier).
+- `GrovePodGangs.on_event(kind, obj) -> GroveChange`: keeps each PodGang's tree (models/grove.py); `pods` whose
+  membership may have moved; `problem` (an unreadable PodGang declares nothing) and `unsupported` fields, each said
+  once per object and message.
+- `declaration(pod_key) -> PodGang | None`: the gang of the Grove pod group a PodGang references the pod from (used
+  only for pods declaring no gang of their own: a native PodGroup wins), else None.
+- `tier_keys`: the node labels of the topology's tiers. Grove's scheduling gate needs nothing here: gated members
+  make their gang wait (core/gang/readiness.py). More: docs/modules.md#stategrovepy.
 """
 
 from __future__ import annotations

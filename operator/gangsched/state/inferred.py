@@ -1,23 +1,15 @@
-"""What the cache knows of gangs inferred from workloads (models/inferred.py): the opted-in namespaces, the pods
-that could join such a gang, and the workloads read so far.
+"""What the cache knows of gangs inferred from workloads (models/inferred.py): the opted-in namespaces, the pods that
+could join such a gang, and the workloads read so far.
 
 Contract:
-- `InferredGangs(all_namespaces=...)`; `namespaces` is the set of opted-in namespaces (fed by the runtime's
-  namespace watch), `active(namespace)` whether inference applies there.
-- `pod_declared(pod_key, obj, rank) -> PodGang | None` (the cache calls it for one of our pods that declares no
-  gang): remembers the pod as a candidate (its InferredMember and rank) and returns its gang declaration when its
-  namespace is active and its workload is readable (and no other workload of another kind claimed that gang name
-  first): with a complete spec once the workload is known, without one while the workload waits to be read (listed
-  in `wanted`: its pods wait rather than start one by one). None otherwise. The pod's gang annotations that set
-  fields without naming a gang (the topology keys `scheduling.gangsched.io/network-topology-mode`, ...; see
-  models/annotations.py) override the inferred spec field by field, as they override a PodGroup's.
-  `forget_pod(pod_key)` drops it.
-- Workloads are read once per workload (GET, by the runtime: no watch of each kind, no pods x owners loop) and kept
-  while a candidate pod refers to them: `take_wanted()` hands the refs to read; `workload_read(ref, info)` records
-  the answer (`info` None: unreadable or no gang: its pods are scheduled as pods without a gang) and returns the
-  candidate pods to declare again. `owner(gang_key)` is the owner of the PodGroup created for the gang (None while
-  unknown: the runtime then owns it by the member pods); `reading(gang_key)` whether its workload is still to be read.
-- `namespace_set(names) -> pod keys` / `namespace_changed(name, on)`: the candidates whose declaration changes.
+- `InferredGangs(all_namespaces=...)`: `namespaces` opted in, `active(namespace)`.
+- `pod_declared(pod_key, obj, rank) -> PodGang | None`: for one of our pods declaring no gang, remembers it and
+  returns its gang (complete once its workload is read; without a spec while it waits); the pod's gang annotations
+  override fields as for a PodGroup. `forget_pod(pod_key)`.
+- Each workload is read once (GET by the runtime, no watch per kind): `take_wanted()`, `workload_read(ref, info)`
+  (None: scheduled as pods without a gang) returns the pods to declare again; `owner(gang_key)`, `reading(gang_key)`.
+- `namespace_set(names)`, `namespace_changed(name, on)`: the candidates whose declaration changes.
+More: docs/modules.md#stateinferredpy.
 """
 
 from __future__ import annotations

@@ -1,43 +1,15 @@
 """Kubernetes 1.37's own PodGroups (scheduling.k8s.io/v1beta1), read: the quorum of gangs pods name natively.
 
 Contract:
-- `NativePodGroups.on_event(kind, obj) -> NativeChange`: keeps each native PodGroup's policy by gang key
-  ("namespace/name"): its `gang.minCount` (models/native.py native_policy), or BASIC for `basic: {}`; `changed` says
-  whether that gang's policy moved; `problem` is the message of a PodGroup whose policy cannot be read (it then
-  declares nothing; said once per object and message).
-- `adjust(key, decl, spec) -> GangSpec | None`: for a member that names its gang by `spec.schedulingGroup.podGroupName`
-  and a native gang PodGroup of that name, the spec with minCount as its quorum (`source` "native"); the member's
-  own gang annotations (min-available...) still win, as for every source. Other gangs are returned unchanged;
-  without a native PodGroup the gang has no spec and its pods wait for one (kube-scheduler's GangScheduling
-  PreEnqueue waits for the PodGroup too).
-- Topology: a PodGroup whose `schedulingConstraints.topology[0].key` is the node label of topology tier t
-  (`tier_keys`, set from the config's topology.nodeLabelTiers) gets `networkTopology` hard with highestTierAllowed t
-  (all its pods in one domain of that tier, or none placed) from `adjust`, unless the gang declares a networkTopology
-  of its own (a gangsched PodGroup of that name); any other key is a domain of its own: the spec's `domain`
-  (DomainKey(label=key): all its pods on nodes sharing one value of that label; core/placement/domains.py).
-- Trees: `links[key]` is every native PodGroup's GroupLink (spec.parentCompositePodGroupName, workloadRef), from which
-  state/composite.py builds its gang tree.
-- Priority (kube-scheduler 1.37 gang-schedules a group at its PodGroup's priority: pkg/scheduler/framework/
-  preemption/podgrouppreemption.go getPodPriority "If the pod belongs to a pod group, it returns the priority of the
-  pod group", util.PodGroupPriority): when the PodGroup has `spec.priority`, `check_member(decl, pod_spec)` raises
-  InvalidField for a member whose own resolved `spec.priority` differs (the pod is reported and not scheduled, so a
-  gang needing it waits whole, as kube-scheduler 1.37 was observed to hold such a group); the members that are
-  scheduled therefore all carry the group's priority, in queue order and as victims. `member_record(decl, record)`
-  gives each member the PodGroup's `preemptionPolicy` when it sets one (Never: no member preempts). A PodGroup
-  without `spec.priority` leaves its members' own priorities as they are.
-- Disruption: `disruptionMode: {all: {}}` makes `adjust` mark the spec `disrupt_whole` (the gang is one victim unit,
-  core/preemption/victim_tracker.py); `single` (the default) keeps gangsched's rule: members above the quorum may be
-  evicted one by one, never leaving the gang below its quorum.
-- `NativeChange.unsupported`: the spec fields gangsched does not honour yet (models/native.py unsupported_fields),
-  as one message, when they change (a Warning `UnsupportedField` on the PodGroup: never silently ignored).
-- `basic(key) -> bool`: the native PodGroup of that name has the basic policy: its pods are no gang (the cache
-  schedules them one by one).
-- `objects[key]` (`NativeObject`): the PodGroup's uid, generation and `status.conditions` as last seen (its own
-  event, or what the operator wrote since: `wrote(key, conditions)`), for the status the runtime writes
-  (runtime/podgroups.py, models/native_status.py); dropped when the PodGroup is deleted.
-Members met before their PodGroup are checked when it arrives (ClusterCache.on_native_podgroup, from their records'
-priority). Known limit: pods met while their PodGroup was basic are no gang until their next
-full parse, even if that PodGroup is deleted and created again as a gang (the policy itself is immutable).
+- `NativePodGroups.on_event(kind, obj) -> NativeChange`: each PodGroup's policy (`gang.minCount`, or BASIC) by gang
+  key; `changed`, `problem` (unreadable: declares nothing), `unsupported` (a Warning `UnsupportedField`).
+- `adjust(key, decl, spec) -> GangSpec | None`: a natively named gang gets minCount as its quorum (its pods'
+  annotations still win), its topology key as a hard tier (a `topology.nodeLabelTiers` label) or a label domain,
+  `disrupt_whole` for disruptionMode all; without its PodGroup the gang has no spec and its pods wait.
+- `check_member(decl, pod_spec)` raises InvalidField for a member whose priority differs from the PodGroup's
+  `spec.priority`; `member_record` applies its preemptionPolicy; `basic(key)`: its pods are no gang; `links`,
+  `objects` (uid, generation, conditions; `wrote`) for state/composite.py's trees and the status written.
+Known limit: pods met while their PodGroup was basic stay no gang until re-parsed. More: docs/modules.md#statenativepy.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The topology tiers a gang's bound members occupy now: status.placedTier and status.placedGroupTier.
 
-Contract: `placed_tiers(tree, members, group_size) -> PlacedTiers | None` over the members bound to a node
-(spec.nodeName), in rank order (members without a rank after, by name). `whole` is the lowest tier (1..tiers) one
-of whose domains holds every bound member, tiers + 1 when only the whole cluster does (the numbering of
-core/topology: `tier_label` calls it "cluster"); `group` is, with `group_size` > 1, the highest over the
-data-parallel groups (consecutive chunks of `group_size` bound members in rank order, the last one possibly short)
-of the lowest tier holding that group, None otherwise (no grouping: the CRD's placedGroupTier is not written).
-None when nothing can be said: no tree, no bound member, or a bound member's node outside the tree.
-
-Why from the pods and not from the core's decision: the status describes the present, so a tier is shown only
-while members are bound there and goes away with them (a decision remembered after the pods were deleted showed
-a stale tier). O(members x tiers), for the gangs whose status is being written only.
+Contract: `placed_tiers(tree, members, group_size) -> PlacedTiers | None` over the members bound to a node, in rank
+order. `whole` is the lowest tier (1..tiers) one of whose domains holds every bound member, tiers + 1 when only the
+whole cluster does; `group` (with `group_size` > 1) is the highest over the data-parallel groups of the lowest tier
+holding that group, else None. None when nothing can be said: no tree, no bound member, or a bound member's node
+outside the tree. From the pods, not the core's decision: a tier is shown only while members are bound there.
+O(members x tiers), for the gangs whose status is being written only. More: docs/modules.md#stateplaced_tierspy.
 """
 
 from __future__ import annotations

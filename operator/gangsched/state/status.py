@@ -1,55 +1,15 @@
 """PodGroup status as `kubectl get podgroups` should show it, computed from the cache.
 
-Contract: `GangStatusBook.status_of(gang, *, min_member, members, generation, decided, satisfied, timed_out, invalid,
-in_flight, now_iso, reserved_now)` returns the `status` body to merge-patch onto the PodGroup (camelCase, the CRD's
-fields), or None when nothing would change since the last time it returned a body for that gang; `note` (pods of other
-schedulers naming the PodGroup) is appended to the message (and, with no member, to the Scheduled condition's).
-`placed` (state/placed_tiers.py: the tiers the bound members occupy now) gives placedTier and placedGroupTier; with
-none, the core's tier while it holds reservations or bindings in flight, else both null (a tier never outlives the
-pods placed in it). `occupied_by` (the owners of the first member, models/podgroup.py `occupied_by`) is written as
-occupiedBy once minMember members exist, and kept (scheduler-plugins fills it at Pending -> PreScheduling and never
-clears it). In the phases with Scheduled=True the message is the Scheduled condition's message (what is bound and
-running now; never the binding decision's "bound or binding"). `GangStatusBook(compatibility=...)` ("gangsched" or
-"scheduler-plugins", config statusCompatibility) names the phase of a gang whose minMember members succeeded:
-Succeeded, or scheduler-plugins' Finished.
-`degraded` (core/gang/health.py) adds the Degraded condition (`degraded_condition`).
-`wrote(gang)` tells whether a body was returned for the gang's current PodGroup object; `overwritten(gang, phase,
-message)` whether the object shows a status none of the last bodies returned had (another writer's: a replica
-serving another schedulerName, or a hand edit), and `rewrite(gang)` makes the next `status_of` return the full body
-again. `seed_start(gang, iso)`
-adopts the scheduleStartTime a PodGroup already shows (written before a restart), so a new leader does not move it.
-It is pure apart from remembering, per gang, the last body and when each condition last changed (so
-`lastTransitionTime` only moves on a real transition); `forget(gang)` drops that memory (the PodGroup or the whole
-gang was deleted: state/cache.py calls it), `adopt(gang, uid)` drops it when the PodGroup under that name is another
-object than the one written to (re-created: its status is written again in full), and `tracked()` counts the gangs
-remembered; `last_phase(gang)` the phase of the last body returned.
-
-`podgroup_phase(counts, ...)` is the one computation of a PodGroup's phase (models/podgroup.py PodGroupPhase, the
-CRD's vocabulary, as are the condition types); first match wins (counts are over the
-gang's current members):
-- Succeeded: succeeded >= minMember;
-- Failed: some member failed, running + succeeded < minMember, and the gang is satisfied or had its quorum
-  (running + succeeded + failed >= minMember: scheduler-plugins' PodGroup controller; a gang's satisfaction
-  ends when members fail, core/memory/gangs.py);
-- Running: running + succeeded >= minMember;
-- Scheduled: bound >= minMember: members bound through the API (spec.nodeName) or whose binding the binder saw
-  succeed; never members whose bindings are only decided or in flight, and never the core's satisfied mark alone
-  (it is set when the binds are decided: the status says Scheduled only after they succeeded);
-- Timeout: its waiting time ended before the quorum;
-- Scheduling: some members have reservations (`reserved_now`, the reservations the gang has now, when given: the
-  core's last decision may be stale after members were deleted; without reservations left it is not reported),
-  or bindings are in flight;
-- Pending: otherwise.
-`scheduled` counts members bound to a node or being bound (`in_flight`); `bound` only the former; `running`,
-`succeeded`, `failed` count phases. The core's decision (`decided`, a core/memory/plan.py GangStatus) gives the
-reservations, the reason, the message and the tier. A decision that counted more members bound or binding than
-the gang has now is stale (members deleted or moved to another gang since; scheduler-plugins' PodGroup controller
-counts the pods it lists on every reconcile) and not used. Without a (current) decision the message is "N members
-present (minMember M); not scheduled yet", or, while some are bound or binding below minMember, "B of N members
-bound or binding, below minMember M" (reason BelowMinMember; nothing is evicted for it).
-An invalid gang (`invalid`: why, e.g. its spec or its gang group) shows that
-reason as its message; not scheduled, condition Scheduled=False with reason Invalid, and Invalid=True; its
-messages never name a minMember (the one used is a stand-in).
+Contract:
+- `GangStatusBook.status_of(gang, ...)`: the `status` body to merge-patch onto the PodGroup, or None when nothing
+  changed since the last body for that gang: the phase, the
+  conditions (lastTransitionTime moves only on a transition; Degraded: core/gang/health.py), the placed tiers
+  (state/placed_tiers.py), occupiedBy once minMember members exist, and the message.
+- `podgroup_phase(counts, ...)`: the one computation of the phase, first match wins: Succeeded (or Finished with
+  statusCompatibility scheduler-plugins), Failed, Running, Scheduled (bindings succeeded, never merely decided),
+  Timeout, Scheduling, Pending. A stale decision is not used; an invalid gang shows why (Invalid=True).
+- `wrote`, `overwritten`, `rewrite`: another writer's status is written over in full; `seed_start`, `forget`,
+  `adopt`, `tracked`, `last_phase`. Pure but for the last bodies. More: docs/modules.md#statestatuspy.
 """
 
 from __future__ import annotations

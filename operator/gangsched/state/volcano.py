@@ -1,33 +1,15 @@
 """Volcano PodGroups (scheduling.volcano.sh/v1beta1), read only: the quorum of Volcano-style gangs.
 
 Contract:
-- `VolcanoPodGroups.on_event(kind, obj) -> VolcanoChange`: keeps each Volcano PodGroup's `spec.minMember` and
-  `spec.minTaskMember` by gang key ("namespace/name"); `changed` says whether what that gang gets moved; `problem` is
-  a message when minMember is not an integer from 1 to 2147483647 (that PodGroup then gives no count), or when
-  minTaskMember is not a map of task names to integers from 0 to 2147483647 (it then gives no roles): the message
-  names the field and the value, for a Warning on it; said once per object and value. Never writes anything:
-  Volcano's controller owns those objects.
-- `adjust(key, decl, spec) -> GangSpec | None`: the spec of a gang named by the Volcano-style annotation
-  `scheduling.k8s.io/group-name` with the Volcano PodGroup's minMember as its quorum, or a spec of that quorum when
-  the pods give none. The quorum is chosen among all the gang's pods: a Volcano PodGroup bounds no total (a total
-  the pods give is raised to minMember when below). `minTaskMember` becomes the gang's roles' minimums (a pod's
-  role is its `volcano.sh/task-spec`, models/gang.py) exactly when Volcano enforces them: when minMember is at least
-  their sum; below it Volcano skips the per-task check (volcano-sh/volcano pkg/scheduler/api/job_info.go:
-  CheckTaskReady, CheckTaskValid, CheckTaskPipelined return true when MinAvailable < TaskMinAvailableTotal), so
-  the gang then has no roles. The pods' explicit `min-available` annotations still win (Koordinator's rule:
-  annotations win, the PodGroup is then not read); LeaderWorkerSet's `leaderworkerset.sigs.k8s.io/size` does not
-  (the Volcano PodGroup LWS creates says what it means: minMember 1 under the LeaderReady startup policy,
-  kubernetes-sigs/lws pkg/schedulerprovider/volcano_provider.go CreatePodGroupIfNotExists). Other gangs are
-  returned unchanged.
-- `spec.networkTopology` (Volcano's NetworkTopologySpec, volcano-sh/apis scheduling/v1beta1 types.go; what Kubeflow
-  Trainer writes in Volcano mode) is the gang's `NetworkTopology`: `mode` hard (Volcano's default) or soft,
-  `highestTierAllowed` n >= 1 the tier (Volcano's and gangsched's tiers both count up from 1, the lowest domain
-  above the nodes); hard: all members in one domain of a tier <= n, or none placed. Unless the gang declares a
-  networkTopology by gangsched's own means (annotations, its gangsched PodGroup), which wins; `topology=False`
-  leaves it out (the PodGroup the operator creates for the gang does not freeze Volcano's value). `highestTierName` and
-  a tier of 0 are reported (a problem message) and the topology then limits no tier. A non-empty `subGroupPolicy`
-  (Volcano's per-subgroup networkTopology) is reported as not honoured.
-The operator watches these only when their CRD is installed (Kopf serves the rest; see handlers/kopf_app.py).
+- `VolcanoPodGroups.on_event(kind, obj) -> VolcanoChange`: keeps each PodGroup's `minMember`, `minTaskMember` and
+  `networkTopology` by gang key; `problem` names an invalid field and value (that part is then not used), said
+  once per object and value. Never writes: Volcano's controller owns those objects.
+- `adjust(key, decl, spec) -> GangSpec | None`: a gang named by `scheduling.k8s.io/group-name` gets minMember as its
+  quorum (the pods' min-available annotations still win, LeaderWorkerSet's size does not), `minTaskMember` as role
+  minimums only when Volcano enforces them (minMember >= their sum), and `spec.networkTopology` (hard or soft,
+  highestTierAllowed) unless the gang declares one by gangsched's own means; `highestTierName`, tier 0 and
+  `subGroupPolicy` are reported, not honoured. Other gangs are returned unchanged.
+Watched only when the CRD is installed (handlers/kopf_app.py). More: docs/modules.md#statevolcanopy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
-"""The volume side of the cluster cache: PersistentVolumeClaims and PersistentVolumes, and what they mean for the
-pods of ours that use them (kube-scheduler's VolumeBinding, VolumeZone and VolumeRestrictions, for claims that are
-already bound: gangsched binds and provisions no volume).
+"""The volume side of the cluster cache: PVCs and PVs, and what they mean for the pods of ours that use them
+(kube-scheduler's VolumeBinding, VolumeZone, VolumeRestrictions, for claims already bound: gangsched binds and
+provisions no volume).
 
-Contract (`VolumeBook`, owned by state/cache.py, which calls it; no I/O):
-- `on_claim(kind, obj)` / `on_volume(kind, obj)`: a PVC / PV event (kind "DELETED" forgets it); returns the keys of
-  the pods whose records may change (the pods using that claim, or a claim bound to that volume), plus, for a PV
-  that cannot be read, the message to report on it. Kept per claim: `ClaimInfo`; per volume: its node
-  constraint as one OR-list of terms (models/volumes.py), never the raw object.
-- `resolve(record, obj)` on a pod's full parse: remembers the pod's claims (only pods of ours with claims) with the
-  parts of its record the volumes change (scheduling class, unsupported, unready), and returns the record with its
-  volumes applied; `refresh(record)`: the same for a record already cached, from what was remembered (after a
-  claim or volume event). `forget(key)` when the pod goes.
-- Applying the volumes: every claim fully bound to a known volume -> the class's required node affinity is ANDed
-  with each volume's terms (models/volumes.py and_terms; a volume without constraint adds nothing). A claim that
-  does not exist, is not bound (gangsched binds no claim: WaitForFirstConsumer is not supported, an Immediate
-  claim waits for the PersistentVolume controller), is Lost, being deleted, bound to a volume not found, an
-  ephemeral claim not owned by the pod, or terms beyond models/volumes.py MAX_TERMS: the pod is unready (`unready`)
-  with a sentence naming the claim in `unready_reasons` (core/gang/readiness.py reports it). A ReadWriteOncePod claim is
-  placed without that check and reported in `unsupported`.
+Contract (`VolumeBook`, owned by state/cache.py; no I/O):
+- `on_claim(kind, obj)` / `on_volume(kind, obj)`: the keys of the pods whose records may change, plus for an
+  unreadable PV the message to report; kept: `ClaimInfo` per claim, a node constraint per volume.
+- `resolve(record, obj)`, `refresh(record)`, `forget(key)`: a pod's record with its volumes applied: every fully
+  bound claim's volume terms ANDed into the required node affinity; a claim missing, unbound, Lost, being deleted,
+  with its volume not found, not owned by its pod, or too many terms makes the pod unready (`unready_reasons`).
+  ReadWriteOncePod is placed without that check and reported in `unsupported`. More: docs/modules.md#statevolumespy.
 """
 
 from __future__ import annotations

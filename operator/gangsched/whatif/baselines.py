@@ -1,21 +1,14 @@
 """The baseline policies, implemented in the simulator (not the core): what a cluster without gang scheduling does.
 
-Contract (both implement whatif/policies.py `Policy`; placement by whatif/freecap.py `FreeIndex`, best fit):
-- `PodByPod`: kube-scheduler without gangs. Every member is a pod of its own, tried in arrival order whenever
-  capacity was freed or pods arrived; a member that fits is bound and starts at once (RUNNING), so a job whose
-  members do not all fit starts partially and holds those resources, doing nothing, until the rest arrive. No
-  timeout, no preemption: such holdings only end when the job completes (they can deadlock for good).
-- `PermitWait`: scheduler-plugins coscheduling (pkg/coscheduling: QueueSort by priority then PodGroup creation,
-  Permit waits until minMember pods are assumed). Gangs are tried in (priority desc, creation, key) order; each
-  pending member that fits is reserved (HELD, waiting at Permit); when >= minMember members are reserved they are
-  all bound (RUNNING). A gang waiting longer than its timeout (the job's `wait_seconds`, else the default given,
-  counted from its first reservation) releases every reservation and is retried after `BACKOFF_SECONDS`
-  (kube-scheduler's default podMaxBackoffSeconds, 10 s) as the same pods (no new incarnation).
-A node going down ends every job incarnation with a pod on it (`node_down`; the engine restarts it) and takes the node
-out of the free index until it is up again. Each scheduling pass is timed as one decision. Within a pass free capacity
-only shrinks, so a pod shape (GPUs, CPU,
-memory, GPU model) that did not fit is not tried again, and the pass ends once every pending shape failed: the
-same decisions as trying every pod, without a pass over the whole backlog on every event.
+Contract (both implement whatif/policies.py `Policy`; best-fit placement by whatif/freecap.py `FreeIndex`):
+- `PodByPod`: kube-scheduler without gangs: every member a pod of its own, in arrival order; a member that fits
+  binds and runs at once, so partial jobs hold resources until they complete (no timeout, no preemption).
+- `PermitWait`: scheduler-plugins coscheduling: gangs in (priority desc, creation, key) order reserve members (HELD)
+  until minMember are reserved, then all bind; a gang waiting past its timeout releases everything and retries
+  after `BACKOFF_SECONDS` (10 s).
+`node_down` ends every incarnation with a pod on the node and takes it out of the free index until `node_up`. Each
+pass is timed as one decision; a pod shape that did not fit is not tried again within a pass (the same decisions
+as trying every pod). More: docs/modules.md#whatifbaselinespy.
 """
 
 from __future__ import annotations

@@ -1,33 +1,15 @@
 """`gangsched sim replay`: the what-if simulator's command line (operator/gangsched/cli.py delegates here).
 
 Contract: `add_arguments(parser)` declares the options; `run(args) -> int` (exit code) replays the scenario at every
-`--load` through every `--policies` entry (whatif/lineup.py names) on the same workload per load, writes the
-outputs to `--out` (whatif/report.py; PNG plots by whatif/plots.py when matplotlib is installed: extra
-`gangsched[whatif]`, else it says they were skipped) and prints the comparison table.
-- `--demo`: the small synthetic scenario of whatif/demo.py (32 nodes x 8 GPUs, 8 h of arrivals; under a minute).
-- Otherwise an inventory (`--nodes` a shipped name or a file, or `--kubeconfig` a live cluster's nodes; whatif/inputs
-  `load_inventory` / `live_inventory`) and a workload: `--trace FILE` (replayed as is: `--load` does not apply, the
-  trace's own offered load is reported) or `--synthetic` (whatif/inputs/synthetic.py's model at each `--load`, over
-  `--hours` of arrivals, seeded by `--seed`). Bad files exit 2 naming the file, line and column.
-- `--seed` makes the workload (and so the whole replay: the engine and the core are deterministic) reproducible.
-- Node events: `--node-events FILE` (CSV `time,node,event`, event down|up) or `--node-failures MTBF_HOURS` with
-  `--repair-hours` (each node fails and is repaired at random over the arrival span, seeded by `--seed`): a node
-  going down ends every job with a pod on it (restarted from zero), whatif/inputs/node_events.py.
-- `--warmup-hours`: utilization is averaged over the arrivals after the warm-up (the cluster starts empty; Philly run
-  times are long), up to the last arrival; the offered load is the whole trace's.
-- `--speed-model tier|none` (with `--spine-oversubscription`): whatif/speed.py, jobs run slower spanning a higher
-  network tier, or placement does not matter; `--declared-share` / `--declared-slack`: which jobs' pods declare a
-  run time and how loose it is (whatif/inputs/estimates.py). All drawn with `--seed`, written to summary.json.
-- `--wait-seconds`: gangsched's gang waiting time for jobs that declare none (default 600 s, Koordinator's). The
-  baselines keep their own upstream defaults (coscheduling: permitWaitingTimeSeconds 60 s; permit-wait-600s: 600 s);
-  a job's own waiting time (its PodGroup's scheduleTimeoutSeconds) applies to every policy.
-- `--policies`: default gangsched, gangsched+nohold and the three faithful baselines (kube-scheduler, coscheduling,
-  kube-scheduler-gang: whatif/lineup.py).
-- summary.json also records `parameters` (every option, as given or defaulted), `horizon` (hours of arrivals, the
-  warm-up, the measured window per load) and `commit` (`git rev-parse HEAD` of the checkout, else "unknown").
-- `add_workload_arguments` declares the options `gangsched sim sweep` (whatif/sweep.py) shares.
-Bad values (a load outside (0, 2], an unknown policy) exit 2 with the option, the value and what is allowed; so does
-an `--out` directory that cannot be created or written, checked before any replay runs (gangsched/exits.py).
+`--load` through every `--policies` entry (whatif/lineup.py) on the same workload per load, writes the outputs to
+`--out` (whatif/report.py; PNG plots when matplotlib is installed, else said skipped) and prints the comparison.
+Scenario: `--demo`, or an inventory (`--nodes` or `--kubeconfig`) and a workload (`--trace FILE` as is, or
+`--synthetic` at each load over `--hours`); node events, warm-up, speed model, declared run times and waiting
+time are options; `--seed` makes the whole replay reproducible. summary.json records every parameter, the horizon
+and the commit. `add_workload_arguments` declares the options `gangsched sim sweep` shares.
+Bad values (a load outside (0, 2], an unknown policy, a bad file, an unwritable `--out`, checked before any replay)
+exit 2 naming the option or file, the value and what is allowed. Options in full: docs/whatif.md.
+More: docs/modules.md#whatifclipy.
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
 """The `gangsched` policy of a replay: the real scheduling core driven offline (never a copy of its logic).
 
 Contract (implements whatif/policies.py `Policy`):
-- Nodes become `NodeRecord`s as models/node.py would read them: allocatable cpu (millicores), memory (bytes),
-  `nvidia.com/gpu`, pods 110; the node's labels plus `kubernetes.io/hostname` and `GPU_MODEL_LABEL` (its GPU model).
-  The workload's topology domains become the state's `TopologyTree` (variant `notopo`: none).
-- An incarnation `key` of a job becomes a gang `sim/<key>` (`GangSpec`: minMember, total, mode, waiting time, role
-  minimums, network topology) and one `PodRecord` per member (as models/pod.py would build it: the role's requests
-  interned by `scheduling_class`, a nodeSelector on the GPU model when the job needs one, priority, rank, role,
-  creation time = the incarnation's submit time).
-- `cycle(now)`: `schedule(state, now, config)` then `state.apply(plan)`, repeated until a plan is empty (the core
-  has nothing left to decide at `now`). The plan is carried out at once: bindings succeed (`bind_succeeded`, then
-  the pod is seen Running on its node); reservations and releases are reported as HELD / NONE; an evicted pod ends
-  its whole incarnation (`Ended("evicted")`: a distributed job dies with any member; every pod and the gang are
-  removed); a gang timing out ends its incarnation too (`Ended("timeout")`: its pods are marked timed out and would be
-  recreated by the job's controller: the engine submits a new incarnation). The tier of the gang's status when its
-  members bind is its placement tier. `next_wakeup` is the core's own. Each NonStrict deadlock the core resolved
-  (`Plan.deadlocks`) is reported with the GPUs its gangs held and the victim released (`ResolvedDeadlock`).
-- `finish(key)`: the pods become Succeeded, then are removed with their gang.
-- `node_down(name)`: the incarnations with a pod charged on the node (bound, binding, reserved) end
-  (`Ended("failure")`, their pods and gangs removed), then the node is removed from the state (nominations there are
-  the core's to drop); `node_up(name)`: the node is upserted again, empty.
-Variants (lineup.py): `spread` (SchedulerConfig.score_strategy), `strict`/`nonstrict` (every gang's mode),
-`notopo`, `nopreempt` (pods' preemptionPolicy Never), `nohold` (starvation holds off: hold_after_seconds 0).
+- Nodes become `NodeRecord`s and jobs' incarnations gangs `sim/<key>` with one `PodRecord` per member, as models/
+  would read them; the workload's topology domains become the state's `TopologyTree` (variant `notopo`: none).
+- `cycle(now)`: `schedule` then `state.apply(plan)` until a plan is empty; the plan is carried out at once (binds
+  succeed; reservations reported HELD / NONE); an eviction or a timeout ends the whole incarnation (`Ended`); the
+  bind tier is the placement tier; resolved deadlocks are reported (`ResolvedDeadlock`).
+- `finish(key)`: pods Succeeded, then removed with their gang. `node_down(name)` ends the incarnations charged on
+  the node and removes it; `node_up(name)` adds it back empty.
+Variants (lineup.py): `spread`, `strict`/`nonstrict`, `notopo`, `nopreempt`, `nohold`.
+More: docs/modules.md#whatifcore_policypy.
 """
 
 from __future__ import annotations

@@ -1,31 +1,14 @@
-"""The `coscheduling` baseline: kube-scheduler with scheduler-plugins' Coscheduling plugin, as of the release tag
-v0.34.7 (kubernetes-sigs/scheduler-plugins pkg/coscheduling/coscheduling.go, pkg/coscheduling/core/core.go,
-apis/config/v1/defaults.go), configured as its manifests/coscheduling/scheduler-config.yaml does (Coscheduling
-enabled at every extension point on top of the default profile, so DefaultPreemption runs before its PostFilter).
+"""The `coscheduling` baseline: kube-scheduler with scheduler-plugins' Coscheduling plugin (release v0.34.7),
+configured as its manifests/coscheduling/scheduler-config.yaml does (DefaultPreemption before its PostFilter).
 
-Reproduces (kube-scheduler's machinery as in whatif/kube_scheduler.py; each job is a PodGroup of minMember):
-- QueueSort `Less`: priority desc, then the PodGroup's creation time, replaced by its last scheduling failure while
-  it has one (`GetCreationTimestamp`, `MarkPodGroupScheduleFailure`: no head-of-line blocking), then the pod's
-  namespace/name;
-- PreFilter: the group backed off (podGroupBackoffSeconds, default 0: never), fewer than minMember pods (never in a
-  replay: a job's pods are created together), or its minResources do not fit the cluster's free resources, the
-  group's own pods excluded (`CheckClusterResource`; a pass is cached for permitWaitingTimeSeconds, `permittedPG`).
-  A PreFilter rejection is UnschedulableAndUnresolvable: no preemption, straight to the PostFilter;
-- Permit: a pod waits (HELD: assumed, resources taken) until minMember pods of its group are assumed or bound, then
-  all bind together; the wait is the PodGroup's scheduleTimeoutSeconds (the job's `wait_seconds`) or
-  permitWaitingTimeSeconds (default 60 s); the first waiting pod activates its siblings (`ActivateSiblings`); a
-  pod's wait ending rejects every waiting pod of the group (`Unreserve`) and marks the group failed;
-- PostFilter, after DefaultPreemption found no candidate: if fewer than minMember pods are assigned and more than
-  podGroupRejectPercentage (10%) of minMember are missing, every waiting pod of the group is rejected ("optimistic
-  rejection in PostFilter"), the group is marked failed and its minResources pass forgotten;
-- a waiting pod chosen as a preemption victim is rejected (preemption.go `prepareCandidate`), which rejects its
-  waiting siblings through Unreserve;
-- a pod rejected by Coscheduling (PreFilter, Permit) is re-queued only by a PodGroup Add|Update (`EventsToRegister`):
-  a job submitted, or its group's status changed by the PodGroup controller (a job started, completed or ended), or
-  by the 5 min flush; a pod deletion or a node coming back does not move it (whatif/kube/queue.py).
-minResources: set to the requests of minMember members, as Kubeflow training-operator fills them
-(pkg/controller.v1/common `CalcPGMinResources`); `min_resources=False` leaves them unset.
-Deviations: those of whatif/kube_scheduler.py; the group's failure time is virtual time (upstream: wall clock).
+Reproduces, on whatif/kube_scheduler.py's machinery (each job a PodGroup of minMember): QueueSort (priority, then
+the group's creation or last failure time); PreFilter (backoff, too few pods, minResources not fitting the free
+cluster: UnschedulableAndUnresolvable); Permit (pods wait HELD until minMember are assumed, within the group's
+timeout or permitWaitingTimeSeconds 60 s; a wait ending rejects the group); PostFilter's optimistic rejection; a
+waiting victim rejects its siblings; rejected pods re-queue only on PodGroup events or the 5 min flush.
+minResources are those of minMember members (as Kubeflow fills them; `min_resources=False`: unset).
+Deviations: those of whatif/kube_scheduler.py; the group's failure time is virtual time.
+More: docs/modules.md#whatifcoschedulingpy.
 """
 
 from __future__ import annotations

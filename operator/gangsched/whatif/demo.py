@@ -1,16 +1,10 @@
 """The `--demo` scenario: a small synthetic cluster and workload, built inline, reproducible from a seed.
 
-Contract: `demo_workload(load, seed, *, nodes=32, hours=8.0) -> Workload`.
-- Cluster: `nodes` nodes of 8 GPUs (model "demo-gpu"), 96 CPUs, 1 TiB; topology: 8-node units (layer 1) under one
-  leaf per 8 units (layer 2), i.e. the synthetic topology the issue asks for.
-- Jobs (fixed before any result was looked at): sizes from the shape published for shared GPU clusters (Philly,
-  Helios: most jobs use one GPU, few use many, the large ones hold most GPU-hours): 1 pod x 1 GPU 45%, 1 x 4 GPUs
-  15%, 1 x 8 GPUs 10%, 2 x 8 12%, 4 x 8 10%, 8 x 8 6%, 16 x 8 2%; 8 CPUs and 64 GiB per GPU (1 CPU, 4 GiB for
-  none). Durations log-normal, median 20 min, sigma 1.0, clipped to [1 min, 6 h]. Multi-pod jobs: minMember =
-  members, 20% NonStrict (the rest Strict), jobs of >= 8 pods ask soft network topology. 10% have priority 100
-  (others 0). Arrivals: the offered GPU load (sum of GPUs x duration / (GPU capacity x
-  `hours`)) is `load`: jobs are drawn until their GPU-seconds reach `load` x capacity x `hours`, then their
-  submit times are uniform order statistics over [0, `hours`] (Poisson arrivals given their number).
+Contract: `demo_workload(load, seed, *, nodes=32, hours=8.0) -> Workload`: `nodes` nodes of 8 GPUs ("demo-gpu"),
+96 CPUs, 1 TiB, in 8-node units under one leaf per 8 units; jobs sized as published for shared GPU clusters
+(mostly 1 GPU, few large ones holding most GPU-hours), log-normal durations (median 20 min), 20% NonStrict, soft
+topology from 8 pods, 10% priority 100, drawn until their GPU-seconds reach `load` x capacity x `hours`, arriving
+uniformly over `hours`. More: docs/modules.md#whatifdemopy.
 """
 
 from __future__ import annotations

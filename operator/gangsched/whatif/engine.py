@@ -1,48 +1,15 @@
 """The what-if engine: a discrete-event replay of a `Workload` through one `Policy`, in virtual time.
 
 Contract: `replay(workload, policy, *, horizon=None, progress=None, speed=None) -> Replay`.
-- Events (a heap ordered by time, then sequence): job arrivals (the trace's submit times), completions, node events
-  (`Workload.node_events`: a node going down ends every incarnation with a pod on it, `Ended("failure")`, submitted
-  again at once as a new incarnation; the node takes no pod until it is up again), and the policy's wakeups
-  (waiting-time ends, backoff ends: whatever `CycleOutcome.next_wakeup` asks). After the events of
-  one instant the policy schedules (`cycle`) until it has nothing left to decide; incarnations it ended are submitted
-  again at once (a new incarnation: restarted from zero progress, no checkpoint is assumed) and it schedules again.
-- The workload model, fixed: a job progresses only while at least `min_member` of its members run (RUNNING); it
-  completes `duration` x its slowdown seconds after it became whole (whatif/speed.py: the slowdown of the network
-  tier its running members span when it became whole, against its ideal tier; 1 with `SpeedModel.off()`;
-  whole-ness is only lost with the incarnation: an eviction or timeout ends it), and its pods are then removed
-  (`finish`). A job holding pods while not whole does nothing.
-- Accounting (piecewise constant between events, integrated exactly): GPUs and CPU allocated (HELD or RUNNING),
-  held by incarnations running whole (`whole_gpu_seconds`), held by incomplete gangs (allocated - whole), and the
-  useful work: GPUs of whole incarnations divided by their slowdown (`useful_gpu_seconds`: GPU time at the jobs'
-  ideal speed; equal to whole with the placement-independent model; `lost_work` the intervals of it an eviction or a
-  node failure destroyed, the job restarting from zero); free GPUs the policy holds for starving gangs
-  (`hold_gpu_seconds`: `CycleOutcome.held_gpus` as last reported, gangsched's capacity holds; 0 for the others);
-  fragmented GPUs (`fragmented_gpu_seconds`, below). `timeline` records (t, gpus allocated, useful work in GPUs, cpu
-  allocated, cpu held whole, gpus held whole, gpus held for starving gangs, fragmented gpus) at each instant the
-  values changed (`TimelinePoint`).
-- Per node (from the moves' nodes: to NONE, where the pod was; a policy that does not say, a node of the
-  incarnation's): GPUs allocated and GPUs of whole incarnations, kept as per-GPU-model histograms over the nodes up
-  (node count per free-GPU value, and per free + whole value): a check reads a few buckets, never every node or pod.
-- Fragmentation, after each instant: the free GPUs on nodes up whose free GPUs are fewer than the smallest
-  per-member GPU ask (a role's GPUs per member) of any pending incarnation (one with a member holding nothing) that
-  may run there (its GPU model, or any model). A GPU model no pending job asks for counts 0 (idle, not
-  fragmented), as does every node while nothing is pending. CPU and memory are not considered (a node with free
-  GPUs but no free CPU counts as usable: it can only undercount). Cost per instant: the distinct pending shapes
-  plus the histograms' buckets.
-- Deadlocks the scheduler resolved itself (gangsched: core/gang/deadlock.py) are recorded as reported (`resolved`: when
-  formed, when resolved, GPUs held before, GPUs released). Independently of any scheduler (the check that every
-  policy is held to): after each instant, a deadlock is
-  a set of >= 2 incomplete GPU gangs holding GPUs such that none of them could complete even if every running job
-  ended, counted per scheduling shape: a gang's shape is (its GPU model, any when it names none; its smallest
-  per-member GPU ask), and it is stuck when its missing GPUs exceed what members of that shape find on the nodes up
-  of its model, each node counting (free + GPUs of whole jobs) // shape x shape (the histograms above: a pass over
-  a few buckets per distinct shape). CPU and memory are ignored, and a gang of mixed roles is counted in its
-  smallest member: it can miss deadlocks, never invent one among gangs that could still fit. An episode starts
-  when the set appears and is resolved when it is gone; still there at the end: unresolved.
-- The replay ends when no event is left, or at `horizon` (default: last submit + 2 x the work / GPU capacity + 2 x
-  the longest duration + 1 h): jobs not completed by then are reported unfinished.
-- `progress(done_jobs, total_jobs)` is called after each instant (a progress bar).
+- Events (arrivals, completions, node events, the policy's wakeups) in time order; after each instant the policy
+  schedules until it has nothing left to decide; ended incarnations are submitted again at once (from zero).
+- A job progresses only while `min_member` members run; it completes `duration` x its slowdown (whatif/speed.py)
+  after it became whole.
+- Accounting, integrated exactly between events: GPUs and CPU allocated, held whole, useful work, lost work, held
+  for starving gangs, fragmented (`timeline`); per-node histograms, never a pass over every node or pod.
+- Deadlocks: those the scheduler resolved, as reported; and, for every policy, gangs that could not complete even
+  if every running job ended (can miss some, never invents one). Ends when no event is left or at `horizon`
+  (unfinished jobs reported); `progress(done, total)` after each instant. More: docs/modules.md#whatifenginepy.
 """
 
 from __future__ import annotations

@@ -1,29 +1,15 @@
-"""The `kube-scheduler-gang` baseline: Kubernetes 1.37's own gang scheduling (KEP-4671, workload-aware scheduling):
-kube-scheduler with the GangScheduling plugin (kubernetes/kubernetes pkg/scheduler/framework/plugins/gangscheduling/
-gangscheduling.go) and the pod group scheduling cycle (pkg/scheduler/schedule_one_podgroup.go), every job a PodGroup
-with a Gang policy of minCount = minMember.
+"""The `kube-scheduler-gang` baseline: Kubernetes 1.37's own gang scheduling (KEP-4671): kube-scheduler with the
+GangScheduling plugin and the pod group scheduling cycle, every job a PodGroup with a Gang policy of minCount =
+minMember.
 
-Reproduces (kube-scheduler's machinery as in whatif/kube_scheduler.py):
-- PreEnqueue holds a pod until its PodGroup exists and minCount of its pods exist (always at once in a replay: a job's
-  pods are created together with their group);
-- the queue is PrioritySort's; when a member comes out, its group's other unscheduled pods are taken out too
-  (`podGroupInfoForPod`, PopSpecificPod) and sorted by priority (then first attempt);
-- one pod group cycle (`podGroupSchedulingDefaultAlgorithm`) on one snapshot: each pod in turn goes through the
-  ordinary filters and scores with its earlier siblings assumed; a pod that fits nowhere runs the PostFilter
-  (DefaultPreemption), whose nominated node counts as its place with the victims removed in memory; a pod that
-  still fails is skipped. The group is feasible when Permit succeeds: minCount of its pods assumed or already bound.
-  Every assumption is undone at the end of the cycle: nothing is held between cycles.
-- feasible without preemption: the assumed pods bind together; feasible only with preemption: the victims are
-  evicted and the group's pods go back to the queue nominated to their nodes (waiting on preemption; KEP-5710's
-  delayed preemption: no victim is touched for a group that would not start); infeasible: every pod goes back to
-  the queue as unschedulable;
-- a TopologyConstraint (the job's `hard` network topology with `highest_tier`: the key of that tier) makes each
-  domain of the tier a placement (`podGroupSchedulingPlacementAlgorithm`, feature gate
-  TopologyAwareWorkloadScheduling, which a user setting the constraint enables); a `soft` topology has no upstream
-  counterpart and is ignored.
-Deviations: those of whatif/kube_scheduler.py; among feasible placements the first in inventory order is taken
-(upstream scores them with PlacementScore plugins, then at random); workload-aware preemption (gate
-WorkloadAwarePreemption, alpha, off) is not modelled.
+Reproduces, on whatif/kube_scheduler.py's machinery: PreEnqueue until minCount pods exist; a member popped takes its
+group's unscheduled pods with it; one pod group cycle on one snapshot (each pod filtered and scored with earlier
+siblings assumed, DefaultPreemption's nomination counting as a place); feasible when minCount are assumed or bound:
+bound together, or, only with preemption, victims evicted and pods nominated (delayed preemption); otherwise all
+back to the queue, nothing held between cycles. A hard topology makes each domain of its tier a placement; soft has
+no upstream counterpart and is ignored. Deviations: those of whatif/kube_scheduler.py; the first feasible placement
+in inventory order is taken; WorkloadAwarePreemption (alpha, off) is not modelled.
+More: docs/modules.md#whatifkube_gangpy.
 """
 
 from __future__ import annotations

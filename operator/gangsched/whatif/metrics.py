@@ -1,40 +1,14 @@
 """Metrics of one replay (whatif/engine.py `Replay`), as a plain JSON-ready dict.
 
-Contract: `summarize(replay, window) -> dict`. One window (t0, t1) for every metric, stated in `window`: the CLI
-passes the arrival span after the warm-up (the same for every policy, so policies that finish later are not
-favoured). Time-based figures are averaged or integrated over [t0, t1]; job-based figures count the jobs that
-arrived in [t0, t1] (arrivals only: a job is judged by its whole life, however long after t1 it ends).
-- `jobs`: jobs that arrived in the window (`jobs_replayed`: all); `completed`, `unfinished` among them.
-- `gpu_alloc_mean`, `cpu_alloc_mean`: mean fraction of capacity allocated (HELD or RUNNING) over the window;
-  `useful_util`: the work done that was kept, GPU time of gangs running whole at their ideal speed (whatif/speed.py:
-  a job slowed by its placement counts its GPUs divided by its placement slowdown), less the work an eviction or a
-  node failure destroyed (the job restarts from zero: `Replay.lost_work`); `useful_cpu_util`: CPU held by gangs
-  running whole.
-- `held_idle_gpu_hours`: GPU-hours held idle over the window: held by incomplete gangs (allocated - held by whole
-  gangs: `reserved_idle_gpu_hours`) plus free GPUs held for starving gangs (gangsched's capacity holds, as the policy
-  reports them, `CycleOutcome.held_gpus`: `starvation_hold_gpu_hours`; 0 for policies that hold none). A hold is
-  counted whole, whether or not another job would have used the GPUs it kept: an upper bound of its cost.
-- `fragmented_gpus_mean`: mean over the window of the free GPUs no pending job can use (engine.py: on nodes whose free
-  GPUs are fewer than the smallest per-member GPU ask of any pending job of their GPU model), and as a fraction of
-  the GPU capacity `fragmented_gpu_frac`.
-- `jct`, `queue`: {mean, p50, p95, p99, max, n} in seconds over the window's completed jobs (JCT: completion - first
-  submit; queueing delay: start of the completing incarnation - first submit - the time earlier incarnations ran
-  whole before an eviction or a node failure ended them: lost run time is not waiting, it is reported apart as
-  `lost_gpu_hours`, evicted plus failed); `by_size`: the same per gang-size bucket (members: `SIZE_BUCKETS`),
-  `by_priority`: per job priority. Percentiles are nearest-rank; `max` is the longest wait (or JCT).
-- `slowdown`: {mean, p50, p95, p99, max, n} of JCT / the job's duration (1: it ran at once, never ended), and
-  `fairness`: Jain's index of those slowdowns, (sum x)^2 / (n sum x^2), 1 when every job is slowed alike, 1/n at worst
-  (R. Jain, D. Chiu, W. Hawe, "A Quantitative Measure of Fairness and Discrimination", DEC-TR-301, 1984).
-- Over the window's arrivals: `started_partially`, jobs of which some member ran while fewer than minMember did;
-  `evictions`, `evicted_gpu_hours` (work lost by victims); `failures`, `failed_gpu_hours` (incarnations a node going
-  down ended, and their lost work); `timeouts` (incarnations ended at their waiting time). Over the whole replay
-  (events of the scheduler, not of a job): `permit_timeouts` (baseline releases at the timeout); `deadlocks`
-  {found, resolved, unresolved, mean_seconds_to_resolve, held_gpus_at_detection}
-  (episodes detected by the engine, any policy) and `deadlocks.scheduler` {resolved, mean_seconds_to_resolve (from
-  forming to release), held_gpu_hours_while_deadlocked, held_gpus_before, held_gpus_after} (those the scheduler
-  found and resolved itself: gangsched's core/gang/deadlock.py); `tiers`: {tier: jobs} placement tier per gang (as the
-  scheduler reported it).
-- `decision_ms`: {mean, p50, p99, max, n} wall time per scheduler call; `events`, `wall_seconds`, `events_per_s`.
+Contract: `summarize(replay, window) -> dict`: one window (t0, t1) for every metric (the CLI passes the arrival span
+after the warm-up, the same for every policy); time-based figures over [t0, t1], job-based ones over the jobs that
+arrived in it (judged by their whole life). Keys: `jobs`, `completed`, `unfinished`; `gpu_alloc_mean`,
+`cpu_alloc_mean`, `useful_util` (GPU time of whole gangs at ideal speed, less lost work), `useful_cpu_util`;
+`held_idle_gpu_hours` (reserved idle + starvation holds, an upper bound); `fragmented_gpus_mean`,
+`fragmented_gpu_frac`; `jct`, `queue` ({mean, p50, p95, p99, max, n}, nearest-rank; lost run time is not waiting),
+`by_size`, `by_priority`; `slowdown` and `fairness` (Jain's index); `started_partially`, `evictions`, `failures`,
+`timeouts` and their lost GPU-hours; `permit_timeouts`, `deadlocks` (engine-detected and the scheduler's own),
+`tiers`; `decision_ms`, `events`, `wall_seconds`, `events_per_s`. More: docs/modules.md#whatifmetricspy.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
-"""The what-if simulator's vocabulary: what a replay takes in. Plain frozen dataclasses, no behaviour beyond
-derived totals; every other whatif module builds or reads these.
+"""The what-if simulator's vocabulary: what a replay takes in. Plain frozen dataclasses, no behaviour beyond derived
+totals; every other whatif module builds or reads these.
 
-Contract:
-- `NodeSpec`: one node of the inventory: name, CPU (millicores), memory (MiB), GPUs (whole devices), GPU model
-  (None: no GPU or unknown) and labels (e.g. `gangsched.io/gpu-model`, topology tiers).
-- `RoleSpec`: `count` identical members of one job with per-member requests; `name` "" when the job has no roles;
-  `min_count` the role's own minimum (None: no minimum of its own).
-- `JobSpec`: one job (a gang): id, submit time and duration in seconds (virtual time from the trace's start;
-  `duration` is the progress it needs, made only while at least `min_member` of its members run: a partially
-  started job holds its resources and does nothing), priority, its roles, `min_member`, gang mode (`Strict` |
-  `NonStrict`), network topology (`none` | `soft` | `hard`, with `highest_tier`), the GPU model it needs (None:
-  any), its waiting time (`wait_seconds`, None: the scheduler's default), its communication share at full network
-  bandwidth (`comm_share`, whatif/speed.py: how much slower it runs spanning a higher tier) and the run time its
-  pods declare (`declared_seconds`: `scheduling.gangsched.io/expected-duration`, None: none declared).
-- `NodeEvent`: a node going `down` (every pod on it dies: its job's incarnation ends and restarts from zero, as a
-  job controller recreates it) or coming back `up` (empty), at a time in seconds.
-- `Workload`: the jobs sorted by submit time, the node inventory, the topology domains (core/topology/tree.py
-  `Domain`, lowest tier first; empty: none known), where they came from (`source`, for the report) and the node
-  events sorted by time (whatif/inputs/node_events.py; empty: none).
-Units: CPU in millicores, memory in MiB, GPUs in devices, times in seconds.
+Contract (CPU in millicores, memory in MiB, GPUs in devices, times in seconds):
+- `NodeSpec`: name, CPU, memory, GPUs, GPU model (None: none or unknown), labels.
+- `RoleSpec`: `count` identical members with per-member requests; `name` ("" without roles), `min_count`.
+- `JobSpec`: one gang job: id, submit, duration (progress made only while `min_member` members run), priority,
+  roles, `min_member`, mode, network topology, GPU model, `wait_seconds`, `comm_share` (whatif/speed.py) and
+  `declared_seconds` (None: the scheduler's default / none declared).
+- `NodeEvent`: a node going `down` (its pods' incarnations end, restarted from zero) or `up` (empty), at a time.
+- `Workload`: jobs sorted by submit time, nodes, topology domains (lowest tier first), `source`, node events.
+More: docs/modules.md#whatifmodelpy.
 """
 
 from __future__ import annotations

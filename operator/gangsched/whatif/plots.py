@@ -1,21 +1,11 @@
-"""PNG plots of a replay run (matplotlib, Agg backend: no display needed). Imported only when matplotlib is
-installed (extra `gangsched[whatif]`).
+"""PNG plots of a replay run (matplotlib, Agg backend: no display needed). Imported only when matplotlib is installed
+(extra `gangsched[whatif]`).
 
-Contract: `draw(out_dir, run) -> list[Path]` writes, and returns the paths of (each policy one colour in every plot;
-job figures over the jobs that arrived in the run's window and completed, as whatif/metrics.py `summarize`):
-- for the highest load of the run:
-  - `utilization.png`: useful GPU utilization (solid) and GPU allocation (dashed) over time per policy, as means over
-    bins of the timeline; the averaging window of every metric shaded; each line in the legend with its window mean.
-  - `queue_cdf.png`: CDF of the queueing delay per policy (x: minutes, linear below 1 min, logarithmic above, so
-    jobs that did not wait show at 0); the legend gives each policy's p50, p95 and p99.
-  - `jct_cdf.png`: CDF of job completion time per policy (x logarithmic).
-  - `queue_by_size.png`: mean queueing delay per gang-size bucket and policy with its 95% confidence interval (t
-    approximation: mean +- 1.96 standard errors; none with one job), the mean written on each bar and the jobs per
-    bucket (n) under each bucket.
-  - `priority_wait.png`: the same per job priority.
-- across the run's loads, `held_idle.png`: GPU-hours held idle over the window per policy, with the offered load
-  (and its target) on the x axis: held by incomplete gangs (solid) and, stacked on it (hatched), free GPUs held for
-  starving gangs (whatif/metrics.py `reserved_idle_gpu_hours`, `starvation_hold_gpu_hours`).
+Contract: `draw(out_dir, run) -> list[Path]` writes (each policy one colour; job figures over the window's completed
+jobs, as whatif/metrics.py `summarize`), for the highest load: `utilization.png` (useful utilization and
+allocation over time, the window shaded), `queue_cdf.png`, `jct_cdf.png`, `queue_by_size.png` and
+`priority_wait.png` (means with 95% confidence intervals); across the loads, `held_idle.png` (GPU-hours held idle:
+by incomplete gangs, and stacked, by starvation holds). More: docs/modules.md#whatifplotspy.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """Placement-aware job speed: how much longer a job runs when its pods span a higher network tier than it needs.
 
-The traces carry run times, not communication data, so the model's parameters come from published measurements and
-datasheets, fixed before any replay result was looked at (docs/whatif.md "Placement-aware speed" cites them):
-- A multi-member job spends a share `c` of its run time communicating when its members talk over the rail network
-  at full bandwidth (tier 1); `c` is drawn per job, uniform on [`comm_low`, `comm_high`] = [0.10, 0.32]: Horovod's
-  published scaling efficiencies on 128 servers (Sergeev & Del Balso 2018, arXiv:1802.05799: 90% for Inception V3
-  and ResNet-101, 68% for VGG-16). One-member jobs never leave their node: `c` = 0.
-- Communication time scales with the inverse of the bandwidth of the tier the members span (`tier_cost`, relative to
-  tier 1): tier 0, one node, NVLink (H100 SXM: 900 GB/s per GPU both ways, 450 GB/s each way) against 400 Gb/s =
-  50 GB/s per GPU on the network (one 400G NIC per GPU: NVIDIA DGX H100; Alibaba HPN, SIGCOMM'24: 2 x 200G per GPU):
-  1/9; tiers 1 and 2, a unit and a leaf of the rail-optimized fabric, non-blocking (HPN's segment of 1,024 GPUs):
-  1; above a leaf, through an oversubscribed spine: `spine_oversubscription` (default 2, an assumption: stated in
-  every report, with the placement-independent model beside it).
-- A trace's run time is the job's run time at its ideal tier: the lowest tier one of whose domains has the GPUs to
-  hold it (empty). Placed spanning tier t it runs `duration x m(t) / m(ideal)`, m(t) = (1 - c) + c x tier_cost(t).
-
+A job's communication share `c` is drawn per job (uniform on [0.10, 0.32]; 0 for one member); a tier's
+communication cost relative to tier 1 is 1/9 on one node (NVLink), 1 within a leaf, `spine_oversubscription` above.
+Placed spanning tier t it runs `duration x m(t) / m(ideal)`, m(t) = (1 - c) + c x tier_cost(t). The sources of
+these parameters (fixed before any replay result was looked at): docs/whatif.md "Placement-aware speed".
 Contract:
-- `SpeedModel`: the parameters above; `SpeedModel.off()` the placement-independent model (every factor 1).
-- `assign_comm_shares(jobs, model, seed) -> jobs`: each job with its `comm_share` drawn (random.Random(seed)).
-- `TierMap(nodes, domains)`: `span(nodes) -> tier` the lowest tier containing every node given (0: one node; no
-  common domain: the highest tier + 1; no topology known: 0 or 1), `ideal(gpus) -> tier`.
-- `slowdown(model, job, span, ideal) -> float` (>= 1 when span >= ideal).
+- `SpeedModel`: the parameters; `SpeedModel.off()` the placement-independent model (every factor 1).
+- `assign_comm_shares(jobs, model, seed) -> jobs`: each job's `comm_share` drawn (random.Random(seed)).
+- `TierMap(nodes, domains)`: `span(nodes)` the lowest tier containing them all, `ideal(gpus)`.
+- `slowdown(model, job, span, ideal) -> float` (>= 1 when span >= ideal). More: docs/modules.md#whatifspeedpy.
 """
 
 from __future__ import annotations

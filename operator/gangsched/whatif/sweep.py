@@ -1,26 +1,15 @@
 """`gangsched sim sweep`: policies x loads x seeds x speed models, in parallel, resumable, with paired statistics.
 
-Contract: `add_arguments(parser)` declares the options (the workload options of `sim replay`, whatif/cli.py
-`add_workload_arguments`, plus `--seeds`, `--speed-models`, `--jobs`, `--engine`, `--dask-scheduler`, `--out`);
-`run(args) -> int` (exit code).
-- A task is one replay: (load, seed, speed model, policy). `run_task(params)` builds its workload itself from the
-  parameters (whatif/cli.py, as `sim replay` does; the last one is cached per process, so a worker running several
-  policies on one workload builds it once), replays the policy and returns the metrics of whatif/metrics.py
-  `summarize` with the parameters. Nothing big crosses a process boundary: a task is a small dict, its result too.
-- Engines: `local` (default) a `concurrent.futures.ProcessPoolExecutor` of `--jobs` processes (default: every core,
-  `os.cpu_count()`); `dask` (extra `gangsched[sweep]`) a Dask cluster: `--dask-scheduler ADDRESS` of a running one
-  (`dask scheduler` / `dask worker ADDRESS` on each machine; every worker needs gangsched installed), else a
-  `LocalCluster` of `--jobs` worker processes.
-- Resumable: each finished task is written at once, atomically (a temporary file renamed), to
-  `<out>/runs/<load>-<seed>-<model>-<policy>.json`; a rerun skips every task whose file exists (its parameters must be
-  the task's: a directory holding another sweep's runs exits 2). A failed task is reported and the sweep goes on;
-  the exit code is then 1 and a rerun retries only what is missing.
-- Progress: a tqdm bar on a terminal (tasks done / total, ETA), else one line per finished task on stderr.
-- At the end `<out>/sweep.json` and `<out>/sweep.md` (`comparison`): per load, model and metric (`METRICS`) each
-  policy's mean over the seeds and, for the reference policy (gangsched when it runs, else the first), its mean paired
-  per-seed difference to each other policy with a 95% Student's t interval (whatif/stats.py), marked where the
-  interval overlaps 0. Both state the horizon (hours of arrivals, warm-up, measured window), seeds, models, every
-  parameter and the commit (`git rev-parse HEAD`, else "unknown").
+Contract: `add_arguments(parser)` (the workload options of `sim replay` plus `--seeds`, `--speed-models`, `--jobs`,
+`--engine`, `--dask-scheduler`, `--out`); `run(args) -> int` (exit code).
+- A task is one replay (load, seed, speed model, policy); `run_task(params)` builds its workload (cached per
+  process), replays and returns whatif/metrics.py's summary; tasks and results are small dicts.
+- Engines: `local` (a process pool of `--jobs`) or `dask` (extra `gangsched[sweep]`).
+- Resumable: each finished task is written atomically to `<out>/runs/`; a rerun skips those (another sweep's runs:
+  exit 2); a failed task is reported, the sweep goes on and exits 1.
+- At the end `sweep.json` and `sweep.md`: per load, model and metric each policy's mean and the reference policy's
+  paired per-seed differences with 95% t intervals (whatif/stats.py), with the horizon, parameters and commit.
+More: docs/modules.md#whatifsweeppy.
 """
 
 from __future__ import annotations

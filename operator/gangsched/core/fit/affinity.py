@@ -1,29 +1,14 @@
-"""kube-scheduler's InterPodAffinity filter for our pods (pkg/scheduler/framework/plugins/interpodaffinity
-filtering.go), over the pod counts of core/fit/pod_counts.py, as a node filter (core/fit/filters.py).
+"""kube-scheduler's InterPodAffinity filter for our pods, over the pod counts (core/fit/pod_counts.py), as a node
+filter (core/fit/filters.py).
 
 Contract:
-- `InterPodAffinity.applies(cls)`: the class has required pod affinity or anti-affinity terms, or carries a
-  namespace (some pod selector reads pods: records.with_labels), since existing pods' anti-affinity terms may
-  match it.
-- `limit(cls, node, usage)`: 0 when the node fails one of kube-scheduler's three checks, with every pod
-  counted (bound, leaving, assumed, binding, reserved: the store's counts; the gang's members placed earlier in
-  the cycle: the workspace's overlay):
-  - satisfyPodAffinity: every affinity term's topology key is a label of the node and the node's domain holds
-    a pod matching all the terms; else, when no pod matching all the terms sits on a node with those keys and
-    the class matches its own terms, the node is fine (the first pod of a self-affine group);
-  - satisfyPodAntiAffinity: no anti-affinity term has a matching pod in the node's domain (a node without the
-    key is fine);
-  - satisfyExistingPodsAntiAffinity: no existing pod's anti-affinity term that matches the class has its
-    owner in the node's domain.
-  Otherwise 1 when the class matches one of its own anti-affinity terms (placing one fills the domain), else
-  unlimited. `reason` names the check.
-- `state(cls, counts)`: the class's counters (registered lazily), memoized per class in `counts.memo`;
-  `relevant(cls, counts)`: the counters whose changes move the class's limits; `touched(cls, counts, changes)`:
-  the nodes of the domains those changes touch (None: every node, the first-pod rule's total moved), which
-  core/fit/capacity.py recomputes.
-- `one_per_domain(cls)`: the message part for a class that anti-matches itself ("one pod per <key>").
-- `coupled(cls)`: placing a pod of the class can lower other nodes' limits (its own terms): pickers then check
-  each node's count again before placing.
+- `InterPodAffinity.applies(cls)`: required pod (anti-)affinity terms, or a namespace other pods' terms may match.
+- `limit(cls, node, usage)`: 0 when the node fails satisfyPodAffinity (first pod of a self-affine group excepted),
+  satisfyPodAntiAffinity or satisfyExistingPodsAntiAffinity, with every pod counted (the store's and the cycle's
+  overlay); else 1 when the class anti-matches itself, else unlimited. `reason` names the check.
+- `state`, `relevant`, `touched(cls, counts, changes)`: the class's counters and the nodes their changes move (None:
+  every node), which core/fit/capacity.py recomputes; `one_per_domain(cls)`: the message part;
+  `coupled(cls)`: placing one can lower other nodes' limits. Pure. More: docs/modules.md#corefitaffinitypy.
 """
 
 from __future__ import annotations

@@ -1,29 +1,15 @@
 """Per-class node capacity: how many more pods of a scheduling class each node can take, kept incrementally.
 
-Contract (used by the scheduling cycle's modules):
-- `ClassIndex` is a memo kept inside the store (core/memory/store.py), one per (class, score strategy). It holds the
-  statically feasible nodes of the class (see core/fit/matching.py) with their preference, each node's fit count (how
-  many more pods of the class fit in its free resources), and buckets of nodes by score key. It is brought up to date
-  from the store's change log: only nodes whose usage changed are recomputed; a change of any node's static properties
-  rebuilds it. The fit count is also capped by the node filters that apply to the class (core/fit/filters.py, e.g. host
-  ports: at most one pod per node); classes no filter applies to pay nothing. For a class with a domain filter
-  (`NodeFilter.domains`, e.g. InterPodAffinity, core/fit/affinity.py) a node's limit depends on the pods of its whole
-  topology domain: the index also follows the pod counts' change log (core/fit/pod_counts.py) and recomputes the nodes
-  the filters' `touched` names (every node when one says None; a rebuild when the counts' generation or the set of
-  existing anti-affinity terms moved). Nodes with a fit count of 0 are in no bucket, so placement never looks at full
-  nodes, and never loops pods x nodes.
-- `Workspace` is one cycle's tentative state on top of the store: resources placed (or released) during the cycle, and
-  copy-on-write views of the class indexes that reflect them. `begin()` / `rollback()` give each unit a transaction. The
-  store and its indexes are never changed by a Workspace. `take_devices(book, fit)` takes a pod's DRA claims
-  (core/devices/ledger.py) in the same undo log, so `rollback` gives the devices back with the placement.
-  `place(..., cls=)` also counts the pods in the cycle's `overlay` of the pod counts, so pod selectors see the gang's
-  own members; views of classes with domain filters then recompute the nodes those filters name (a view created later
-  recomputes what every change of the cycle names). A view's `slots()` is the class's free slots in all (its fit
-  counts summed).
-Score keys sort ascending: binpack (-preference, count): fullest fitting node first; spread (-preference, -count):
-emptiest first. Preference: core/fit/matching.py `preference`, plus core/fit/pod_score.py's score for a class with
-preferred pod affinity terms, kept up to date by the index like a domain filter's limit (over the store's pods: the
-views do not move it; core/placement/score_place.py adds the cycle's placements per domain).
+Contract:
+- `ClassIndex` (a store memo per class and score strategy): the class's statically feasible nodes, each node's fit
+  count (free resources, capped by the node filters, core/fit/filters.py) and buckets by score key; brought up to
+  date from the store's and the pod counts' change logs (only touched nodes recomputed). Full nodes are in no
+  bucket: placement never loops pods x nodes.
+- `Workspace`: one cycle's tentative placements over the store, with copy-on-write views of the indexes;
+  `begin()` / `rollback()` per unit (devices taken by `take_devices` roll back too). Never changes the store.
+  `place(..., cls=)` counts pods in the cycle's overlay; a view's `slots()` is the class's free slots.
+Score keys sort ascending: binpack (-preference, count), spread (-preference, -count); preference is
+core/fit/matching.py's plus core/fit/pod_score.py's. Pure. More: docs/modules.md#corefitcapacitypy.
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
-"""Node filters that depend on what else runs on a node (kube-scheduler's filter plugins beyond resources and
-labels), consulted per node by the capacity indexes (core/fit/capacity.py) and so by every placement path.
+"""Node filters that depend on what else runs on a node, consulted per node by the capacity indexes
+(core/fit/capacity.py) and so by every placement path.
 
 Contract:
-- `NodeFilter` is the interface: `applies(cls)` (decided once per scheduling class; a class no filter applies
-  to pays nothing), `limit(cls, node, usage) -> int` (how many more pods of the class the node takes, 0:
-  blocked) and `reason(cls, node, usage) -> str | None` (a short reason for "blocked by" messages).
-  `filters_for(cls)` lists the filters that apply to a class (memoized by class id); `limit` / `block_reason`
-  combine them. A filter with `domains` True reads pod counts over topology domains (core/fit/pod_counts.py):
-  `touched(cls, counts, changes)` names the nodes whose limit the counts' changes may move (None: every node),
-  which the capacity indexes recompute. `Usage` (core/fit/usage.py) is what they see of a node: the store's usage
-  (bound, assumed and reserved pods) and the cycle's tentative placements (the workspace), so the gang's own
-  members placed in the same cycle count.
-- `NodePorts` (kube-scheduler pkg/scheduler/framework/plugins/nodeports): a pod asking for host ports fits a
-  node only when none of them conflicts with a port in use there: same protocol and port, and the same hostIP
-  or either side 0.0.0.0 (framework HostPortInfo.CheckConflict). Two pods of the same class always conflict,
-  so such a class fits at most once per node.
-- `PortTable`: host ports in use per node (`by_node[node]`: counts keyed by `HostPort` and by
-  (protocol, port) for the 0.0.0.0 check); `charge(pod_key, node | None, ports)` moves a pod's ports (the
-  store charges them exactly while it charges the pod's resources). `add_ports(counts, ports, sign)` is the
-  same bookkeeping for the workspace.
-- `InterPodAffinity` (core/fit/affinity.py): required pod affinity and anti-affinity, and existing pods'
-  anti-affinity, over the pod counts (`Usage.counts`, the store's; `Usage.overlay`, the cycle's placements).
-  Its limit on a node depends on the pods of the node's whole topology domain: core/fit/capacity.py refreshes the
-  nodes of the domains a change touches (core/fit/affinity.py `relevant`).
-- `PodTopologySpread` (core/fit/pod_spread.py): a node without one of the class's topology keys takes none of its
-  pods; the skew across domains is evaluated while placing (core/placement/spread_place.py).
+- `NodeFilter`: `applies(cls)` (once per class; classes no filter applies to pay nothing), `limit(cls, node, usage)
+  -> int` (0: blocked), `reason(...)`; `domains` filters also name the nodes a pod-count change `touched`.
+  `filters_for(cls)`, `limit`, `block_reason` combine them; `Usage` is the store's usage plus the workspace's.
+- `NodePorts`: host ports must not conflict (same protocol and port, same hostIP or either 0.0.0.0); a class asking
+  for host ports fits at most once per node. `PortTable` / `add_ports`: host ports in use per node.
+- `InterPodAffinity` (core/fit/affinity.py), `PodTopologySpread` (core/fit/pod_spread.py: a node lacking a
+  topology key takes none; the skew is evaluated while placing). Pure. More: docs/modules.md#corefitfilterspy.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """The operator's one label matcher: node selectors, node affinity, taints and label selectors (pure).
 
 Contract:
-- `static_block(cls, node) -> str | None`: None when the node passes nodeSelector, required node affinity,
-  taints (NoSchedule / NoExecute must be tolerated; PreferNoSchedule never blocks) and cordoning (treated as
-  the taint node.kubernetes.io/unschedulable:NoSchedule, as Kubernetes does); otherwise a short human reason
-  used to aggregate "blocked by" messages, e.g. `taint dedicated=infer`, `node selector`, `node affinity`,
-  `unschedulable`.
-- `preference(cls, node) -> int`: higher is better: the sum of the weights of matching preferred
-  node-affinity terms, minus 100 per PreferNoSchedule taint the class does not tolerate.
-- `term_matches(term, node) -> bool`: Kubernetes node selector semantics (a term without any requirement matches
-  nothing; Gt/Lt compare integers; a label that is not an integer never matches Gt/Lt), through
-  `requirement_matches` (core/records/records.py, where `LabelSelector`, a metav1.LabelSelector parsed by
-  models/selectors.py, matches labels the same way; an empty selector matches everything: callers that give it
-  another meaning, such as the Eviction API's "selects nothing", say so themselves, core/preemption/preempt_pdb.py).
+- `static_block(cls, node) -> str | None`: None when the node passes nodeSelector, required node affinity, taints
+  (NoSchedule / NoExecute tolerated) and cordoning (the unschedulable taint); else a short reason for "blocked by"
+  messages (`taint dedicated=infer`, `node selector`, `node affinity`, `unschedulable`).
+- `preference(cls, node) -> int`: the weights of matching preferred node-affinity terms, minus 100 per
+  PreferNoSchedule taint not tolerated.
+- `term_matches(term, node) -> bool`: Kubernetes node selector semantics (an empty term matches nothing; Gt/Lt
+  compare integers), through `requirement_matches` (core/records/records.py). More: docs/modules.md#corefitmatchingpy.
 """
 
 from __future__ import annotations

@@ -1,38 +1,15 @@
-"""Counts of the pods matching a selector, per node and per topology domain, kept incrementally: the shared index
-of the filters that look at other pods (InterPodAffinity in core/fit/affinity.py, PodTopologySpread).
+"""Counts of the pods matching a selector, per node and per topology domain, kept incrementally: the shared index of
+the filters that look at other pods (InterPodAffinity, PodTopologySpread).
 
 Contract:
-- A matcher is a tuple of `PodSelector`s that must all match (one per anti-affinity term or spread constraint;
-  all required terms for pod affinity, as kube-scheduler counts a pod only when it matches every term).
-  `PodSelector(namespaces, selector, namespace_selector=None)` (core/records/records.py): `namespaces` None is
-  every namespace; `namespace_selector` adds the namespaces whose labels it matches (AffinityTerm.Matches);
-  `selector` None is a nil selector, matching nothing (LabelSelectorAsSelector(nil) = labels.Nothing()).
-  `matches(namespace, labels, spaces)`, `spaces` the namespaces' labels, kept by `set_namespace(name,
-  labels | None)` (state/cache.py).
-- `PodCounts(nodes)` lives in the store (core/memory/store.py), which calls `charge(pod_key, node, info)` (or
-  `charge_pod(...)`, the same building nothing when unchanged) exactly while it charges the pod's resources
-  (bound, leaving, assumed, binding, reserved; `node` None: uncharged), and `node_changed(name, old, new)`.
-  `PodInfo(namespace, labels, anti, leaving)`: labels as sorted pairs, its required anti-affinity `PodTerm`s,
-  whether a deletionTimestamp is set.
-- `counter(matcher, keys=(), *, leaving=True) -> Counter`: registered lazily (idempotent; the first call scans
-  the charged pods once); `keys`: topology keys whose per-domain sums it keeps (later calls may add more);
-  `leaving=False` leaves out pods being deleted (PodTopologySpread; InterPodAffinity counts them). A `Counter`:
-  `id`, `by_node` (zero absent), `domain(key, value)`, `domains(key)` (over the nodes that have the label),
-  `key_total[key]` (their sum), `total` (every matched pod).
-- `owners()`: the required anti-affinity terms of charged pods (`PodTerm` -> Counter of the pods carrying it,
-  its topology key tracked: kube-scheduler's existingAntiAffinityCounts); `owners_gen` moves when a term appears
-  (`owner(term)`; an Overlay registers the terms of the pods it adds, with zero base counts).
-- Change log: `log_end()`, `changes_since(pos) -> list[(counter id, node)] | None` (None: trimmed, rebuild):
-  every change of a count on a node; (counter id, None) when its `total` or a `key_total` went to or from zero.
-  `gen` moves when counts may have changed wholesale (rebuild). `nodes_in(key, value)`: nodes of a domain.
-- `Overlay(base)`: a cycle's tentative placements (core/fit/capacity.py Workspace): `add(node, info, sign)` returns
-  the changes as the log does; readers `node_count`, `domain`, `domains`, `key_total`, `total` sum base and
-  overlay. Counters registered while an overlay exists get its placements replayed when first read, at the next
-  `add`, or at `catch_up()` (which returns those changes, so a view made after the counter refreshes them).
-- The workspace knows a placement by its class: `SchedulingClass.namespace/labels` are projected on the label
-  keys selectors read (core/records/records.py `register_label_keys`, called by the parsers, models/pod_affinity.py).
-  Caveat: a key that differs per member (an index label) read by some selector splits a gang into classes.
-Pure bookkeeping, no I/O. `memo` holds the filters' per-class state (keyed by them).
+- A matcher is a tuple of `PodSelector`s that must all match; a nil selector matches nothing.
+- `PodCounts(nodes)` lives in the store, which calls `charge(pod_key, node, info)` exactly while it charges the
+  pod's resources, and `node_changed`. `counter(matcher, keys=(), *, leaving=True) -> Counter` is registered
+  lazily; a Counter gives `by_node`, `domain(key, value)`, `domains(key)`, `key_total`, `total`.
+- `owners()`: existing pods' required anti-affinity terms; change log `changes_since(pos)` (None: rebuild), `gen`.
+- `Overlay(base)`: a cycle's tentative placements, read summed with the base; `catch_up()` replays them for
+  counters registered later. Caveat: a per-member label read by a selector splits a gang into classes.
+Pure bookkeeping, no I/O. More: docs/modules.md#corefitpod_countspy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
-"""kube-scheduler's InterPodAffinity score for our pods (pkg/scheduler/framework/plugins/interpodaffinity
-scoring.go), over the pod counts of core/fit/pod_counts.py, as a node preference of the capacity indexes
-(core/fit/capacity.py adds it to the class's static preference, core/fit/matching.py `preference`).
+"""kube-scheduler's InterPodAffinity score for our pods, over the pod counts (core/fit/pod_counts.py), as a node
+preference of the capacity indexes (added to core/fit/matching.py's `preference`).
 
 Contract:
-- `score(cls, labels, usage) -> int`: for a node (by its labels), the sum over the class's preferred terms
-  (`SchedulingClass.pod_preferred`: (weight, term), anti-affinity terms with a negative weight) of the weight
-  times the pods matching the term in the node's domain of the term's topology key (0 when the node lacks the
-  key), every pod counted: the store's (bound, leaving, assumed, binding, reserved) and the cycle's tentative
-  placements (`usage.overlay`, so a gang's members placed earlier in the cycle count). This is scoring.go's
-  raw score (processExistingPod: each existing pod matching a term adds the term's weight to its node's
-  domain); it is not normalized to 0-100 (normalizing keeps the order of nodes) and is summed with the node
-  affinity and taint preference as it is.
-- Not counted (documented in docs/pod-constraints.md): the symmetric part of scoring.go, existing pods' own
-  preferred terms (and required affinity terms, hardPodAffinityWeight) that match the incoming pod.
-- `terms(cls, counts)`: (signed weight, Counter, topology key) per term (core/placement/score_place.py reads them).
-- `PodPreference`: the capacity indexes' hook (a `NodeFilter`, core/fit/filters.py, that never limits):
-  `applies(cls)` when the class has preferred terms; `touched(cls, counts, changes)`: the nodes of the domains
-  the counts' changes touch, whose score the indexes then recompute (a placement in a zone re-scores the zone).
+- `score(cls, labels, usage) -> int`: the sum over the class's preferred terms of weight (negative for
+  anti-affinity) x the pods matching the term in the node's domain (0 without the key), store and cycle overlay
+  counted; scoring.go's raw score, not normalized. Existing pods' own preferred terms are not counted.
+- `terms(cls, counts)`: (signed weight, Counter, topology key) per term (core/placement/score_place.py).
+- `PodPreference`: a never-limiting `NodeFilter` whose `touched` re-scores the domains the counts' changes touch.
 Cost: one dict lookup per term and node scored; pods without preferred pod terms pay nothing.
+More: docs/modules.md#corefitpod_scorepy.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
-"""kube-scheduler's PodTopologySpread filter for DoNotSchedule constraints (pkg/scheduler/framework/plugins/
-podtopologyspread/filtering.go and common.go), as records and domain counts (pure). Not the network topology of
+"""kube-scheduler's PodTopologySpread for our pods, as records and domain counts (pure). Not the network topology of
 core/topology/.
 
 Contract:
-- `SpreadConstraint` (core/records/records.py): one constraint of a pod as the plugin reads it (models/pod_spread.py
-  builds it): maxSkew, topologyKey, the pod's namespace, the selector (None: a nil labelSelector, which selects no pod;
-  matchLabelKeys already merged in), selfMatch (the selector matches the pod's own labels), minDomains, and the
-  node inclusion policies (nodeAffinityPolicy Honor: only nodes the pod's nodeSelector and required node
-  affinity accept count; nodeTaintsPolicy Honor: only nodes whose NoSchedule/NoExecute taints the pod tolerates
-  count). A class keeps its constraints in `SchedulingClass.spread` (core/records/records.py).
-- ScheduleAnyway constraints (`hard` False) are kept too: they never refuse a node, they order the candidates
-  (core/placement/spread_place.py), as kube-scheduler's PodTopologySpread Score prefers the domains with the fewest
-  matching pods. `hard(cls)`: the class has a DoNotSchedule constraint.
-- `eligible(cls, node, c)`: the node counts for constraint c: it has every topologyKey of the class's
-  constraints of c's kind (nodeLabelsMatchSpreadConstraints) and passes the inclusion policies.
-- `Domains(c, of, counts)`: one constraint's domains for a cycle: `of` maps each eligible node to its domain,
-  `counts` gives matching pods per node. `floor()` is the global minimum (0 while fewer domains than
-  minDomains), `allows(domain)`: count + selfMatch - floor <= maxSkew, `add(domain)` counts one more matching
-  pod there and says whether the minimum rose. Maintained in O(1) per pod (a histogram of counts).
-- `domain_map(store, cls)`: per constraint, eligible node -> domain, memoized in the store's capacity memo by
-  (class, static generation): a node change rebuilds it, pods never do.
-- `PodTopologySpread` (a core/fit/filters.py NodeFilter): a node without one of the class's topology keys takes no
-  pod of the class (UnschedulableAndUnresolvable upstream). The skew itself depends on every domain at once, so
-  it is not a per-node count: core/placement/spread_place.py evaluates it while placing.
+- `SpreadConstraint` (core/records/records.py, built by models/pod_spread.py) and `hard(cls)`: DoNotSchedule
+  constraints refuse domains; ScheduleAnyway ones only order candidates (core/placement/spread_place.py).
+- `eligible(cls, node, c)`: the node has the constraints' topology keys and passes the inclusion policies.
+- `Domains(c, of, counts)`: `floor()` (0 while fewer domains than minDomains), `allows(domain)`
+  (count + selfMatch - floor <= maxSkew), `add(domain)`; O(1) per pod.
+- `domain_map(store, cls)`: eligible node -> domain per constraint, memoized per (class, static generation).
+- `PodTopologySpread` (a NodeFilter): a node without one of the keys takes no pod of the class.
+More: docs/modules.md#corefitpod_spreadpy.
 """
 
 from __future__ import annotations

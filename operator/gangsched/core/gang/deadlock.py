@@ -1,44 +1,15 @@
 """NonStrict deadlocks: gangs holding reservations that each wait for capacity another of them holds.
 
-A NonStrict gang keeps what fits as reservations and waits for the rest (core/gang/gang_rules.py). Two such gangs can
-each hold part of what the other needs: neither ever completes, and both hold their capacity until their waiting
-times end. That is a deadlock, not a full cluster: a gang waiting for capacity that running pods hold is not in one.
-The wait-for graph is the classic one (Coffman et al., "System Deadlocks", 1971; Holt's resource-allocation
-graph): a cycle among holders that each wait for another is a deadlock; one process per cycle is rolled back.
-
-Contract: `resolve_deadlocks(session, retry) -> (retry, victims)`, run once per cycle after the timeouts and
-before the queue (core/cycle/scheduler.py); pure, every change through the session:
-- The waiters: NonStrict gangs with a spec, not satisfied nor timed out, holding reservations from earlier
-  cycles (bindings in flight are bound), short of minMember by k members, with at least k pending (not gated nor
-  held) members: those k (rank order) are what they need, counted per scheduling class. A gang waiting for pods,
-  or at quorum (waiting for its gang group), waits for nothing held and has no edge.
-- A waiter is blocked when its needed members do not fit (by resources, on the nodes whose static filters take
-  the class: selector, required node affinity, taints, cordon; several classes greedily, largest first; node
-  filters that depend on other pods are not evaluated) on the capacity free now (the cycle's workspace:
-  nominations held) plus the capacity that is *coming*: pods bound there that declare a run time
-  (PodRecord.run_seconds, as core/gang/starvation.py) or are leaving (evicted, terminating). Pods without a declared
-  run time never count as coming.
-- Edge A -> B: A is blocked and B (another waiter) holds a reservation on a node that takes one of A's needed
-  classes, of a resource (other than the pod count) that class requests. The graph is kept as gang -> classes
-  it needs -> gangs holding capacity a class could use (O(gangs x classes) edges, never pods x nodes). Cycles
-  are the strongly connected components holding two or more gangs (Tarjan, iterative: O(gangs + edges)); a
-  self-loop is impossible (A -> class -> A is no edge).
-- Per component, the victim is the gang with the lowest priority, then the newest (latest creation: the
-  PodGroup's, else its earliest member's), then the greatest key. Its reservations are all released (in the
-  workspace at once: the rest of the cycle sees that capacity free), its waiting time is cleared (it starts
-  again with its next reservation), it backs off, and a Warning `DeadlockResolved` on its PodGroup names the
-  cycle ("4 reservations released: deadlock with ns/b (ns/a waits for capacity ns/b holds, ns/b for ns/a)").
-  The graph is then rebuilt over the rest until no cycle remains (at most MAX_ROUNDS rounds a cycle; a larger
-  knot is untied over the next cycles).
-- Returns `retry` plus the other gangs of the cycles (attempted this cycle, backoff or not, so they take the
-  freed capacity at once) and the victims' units (not attempted this cycle). The plan's `deadlocks` lists each
-  `Deadlock` (the replay and the metrics read it). Strict gangs and bound pods are never touched. Cost: nothing
-  unless two NonStrict gangs hold reservations; then O(their members + classes x reserved nodes) for the graph
-  of who could use whose capacity; only when that graph has a cycle is capacity read: per class, the workspace
-  view's fit counts (core/fit/capacity.py, kept incrementally), plus when free capacity is short what the coming
-  capacity adds (the store's, core/memory/coming.py, per class in core/gang/coming_fit.py: O(what changed), plus
-  the victims it does not count and the nodes the workspace changed); a class with node filters (host ports, pod
-  affinity, spread) is counted node by node.
+Contract: `resolve_deadlocks(session, retry) -> (retry, victims)`, once per cycle after the timeouts and before the
+queue; pure, every change through the session:
+- Waiters: NonStrict gangs with reservations from earlier cycles, short of minMember by k with k pending members.
+  A waiter is blocked when those k do not fit on free plus coming capacity (pods with a declared run time, or
+  leaving). Edge A -> B: A is blocked and B holds a reservation on a node one of A's classes could use.
+- Per strongly connected component of two or more gangs, the victim (lowest priority, then newest, then greatest
+  key) loses all its reservations and its waiting time, backs off, and gets a Warning `DeadlockResolved`.
+- Returns `retry` plus the other gangs of the cycles, and the victims' units; the plan lists each `Deadlock`.
+Strict gangs and bound pods are never touched; nothing is computed unless two NonStrict gangs hold reservations.
+More: docs/modules.md#coregangdeadlockpy.
 """
 
 from __future__ import annotations

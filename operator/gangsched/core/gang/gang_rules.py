@@ -1,33 +1,15 @@
-"""The gang rules of one attempt: quorum, roles, minResources, Strict/NonStrict, gang groups, and pods that
-schedule alone.
+"""The gang rules of one attempt: quorum, roles, minResources, Strict/NonStrict, gang groups, pods scheduled alone.
 
 Contract (over a CycleSession):
-- `attempt_gang(session, gang) -> bool` (False: the gang only waited, it does not count against the cycle's
-  budget). A partially bound Strict gang (core/gang/partial_gangs.py) waits while members evicted for it terminate,
-  and otherwise keeps a waiting time through its Strict failures. A gang with fewer live members than minMember
-  (or than a role's minimum) waits without reserving anything; so does a gang of a gang group until every gang
-  of the group exists with at least its minMember pods (Koordinator's basic requirements check), and a gang of a
-  tree until its path to the root is complete (core/gang/trees.py); the message names the gang or group missing or
-  short; reservations the gang held are released and its waiting time cleared; a gang with gated or unready members
-  waits (core/gang/readiness.py). minResources above the cluster's free capacity
-  fails fast. Otherwise all pending members (up to totalMember) are placed at once, inside a checkpoint.
-  Quorum = members bound and not leaving or Succeeded (including bindings in flight) + reservations + new
-  placements >= minMember, and every role's minimum: a gang that lost its quorum (a restarted job) starts
-  whole or not at all, a replacement of a running gang needs only itself to fit.
-  Quorum reached: if the gang's tree (a gang group, spec.group, or a tree of groups, spec.tree: core/gang/trees.py)
-  admits it, every reservation of the gangs the tree admits now is bound and they become satisfied; otherwise the
-  placements are kept as reservations.
-  Quorum missed: Strict rolls the attempt back, takes lower-priority waiting gangs' reservations if that makes
-  room (core/preemption/reclaim.py), else tries group preemption (core/preemption/preempt_gang.py), else releases
-  everything the gang holds and backs off. NonStrict does the same as a gang (Koordinator's job preemption takes a
-  gang's pending pods together whatever its mode: pkg/scheduler/plugins/coscheduling/core/preemption.go) when
-  something of lower priority exists, its reservations kept; when there is nothing to take it keeps its
-  placements as reservations and backs off.
-  A unit that still has pending members after its attempt backs off.
-- `schedule_alone(session, unit, pods, gang)`: pods without a gang, or members of a satisfied gang (late
-  members, replacements): placed as ordinary pods, without the gang rules (a gang's topology still applies:
-  core/placement/late_members.py); a pod without a gang that does not fit preempts lower-priority pods
-  (core/preemption/preempt_alone.py, kube-scheduler's DefaultPreemption).
+- `attempt_gang(session, gang) -> bool` (False: it only waited, not counted against the cycle's budget): a gang
+  short of live members, of its gang group or tree (core/gang/trees.py), or with unready members
+  (core/gang/readiness.py) waits; otherwise all pending members are placed at once inside a checkpoint. Quorum
+  (bound + reservations + placements >= minMember and every role's minimum) reached: bound if its tree admits it,
+  else kept as reservations. Missed: reclaim reservations, then group preemption; else Strict releases all and
+  NonStrict keeps its placements as reservations; both back off.
+- `schedule_alone(session, unit, pods, gang)`: pods without a gang or members of a satisfied gang, placed as ordinary
+  pods (a gang's topology still applies); a pod alone that does not fit preempts lower-priority pods.
+More: docs/modules.md#coreganggang_rulespy.
 """
 
 from __future__ import annotations

@@ -1,39 +1,15 @@
 """Runtime gang health: a gang that ran and lost members below its minMember for longer than its grace period is
 reported Degraded and, if its policy says so, its remaining members are evicted (stale-gang eviction).
 
-Only gangs whose spec sets a grace period (GangSpec.stale_grace_seconds: PodGroup spec.staleGracePeriodSeconds or
-the annotation scheduling.gangsched.io/stale-grace-period) are watched; others cost nothing.
-
-Cost per cycle (only with watched gangs): O(watched gangs + nodes + pods on removed nodes).
-
-Definitions (per watched gang, every cycle; `now` is the cycle's time, so tests use virtual time):
-- *up* members: those holding its quorum (core/memory/gangs.py `holding`: bound, binding or assumed, or Succeeded),
-  minus the bound ones whose node is gone (a removed node's pods count as lost, as the pod GC would delete them).
-- the gang *ran* once at least minMember members were up while watched (replacements being placed count, so a
-  gang being re-placed whole recovers as soon as its quorum is bound again).
-- it is *degraded* while it ran, has members, and fewer than minMember are up; `since` is the first cycle that saw
-  it so. A gang whose members are all gone (evicted, or a finished and cleaned-up or deleted workload) stops
-  being degraded silently (its condition stays as last reported) until it runs again.
-
+Only gangs with a grace period (GangSpec.stale_grace_seconds) are watched; others cost nothing.
 Contract (pure):
-- `HealthBook` (core/memory/health_book.py): what the cycles decided, kept by SchedulerState (watched specs, records,
-  the Degraded condition each PodGroup shows: state/status.py `degraded_condition`).
-- `check_health(session)` (core/cycle/scheduler.py, after the queue): for each watched gang, in Plan.health the records
-  that change; when it has been degraded for its grace period: a Warning event `GangDegraded` on the PodGroup and
-  the Degraded condition (True, reason BelowMinMember; the message says for how long; its lastTransitionTime is
-  when it was reported); with policy Evict also its
-  remaining non-terminal bound members are evicted in the plan's evictions with the gang as their preemptor (the
-  path preemption victims take: runtime/preemption.py; core/gang/partial_gangs.py then makes the gang wait for them and
-  start again whole) and a Warning `StaleGangEvicted` names them; the condition's reason is then StaleGangEvicted.
-  When minMember members are up again the condition turns False (reason Recovered) and a Normal `GangRecovered`
-  event is emitted. Each report happens once per degradation.
-- `health_wakeup(session)`: the earliest time a watched gang's grace period ends (the cycle must run then).
-Reference: KAI Scheduler's stale-gang eviction (NVIDIA/KAI-Scheduler pkg/scheduler/actions/stalegangeviction/
-stalegangeviction.go: a job is stale while fewer than its minAvailable tasks are active; the staleness timestamp is
-set on the first cycle that sees it and cleared when it is no longer stale; once `stalenessGracePeriod` passed,
-every active allocated task is evicted). Here reporting is separate from evicting, and both are off by default.
-Restart: the book is in memory; a new leader learns which gangs ran from their pods (a gang degraded across the
-restart is watched again once it runs).
+- `check_health(session)`: per watched gang, in Plan.health the records that change; degraded (ran, then fewer than
+  minMember up, a gone node's pods counted lost) for its grace period: Warning `GangDegraded` and condition Degraded
+  (BelowMinMember); policy Evict also evicts its remaining bound members with the gang as preemptor (Warning
+  `StaleGangEvicted`). Back at minMember: condition False (Recovered), Normal `GangRecovered`. Once per degradation.
+- `health_wakeup(session)`: when the next grace period ends. `HealthBook` (core/memory/health_book.py) keeps state.
+Cost per cycle, only with watched gangs: O(watched gangs + nodes + pods on removed nodes).
+More: docs/modules.md#coreganghealthpy.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
-"""Partially bound Strict gangs: a bind burst cut short (the leader died in the middle of it, or some binds failed
-and the room went meanwhile) leaves a Strict gang with fewer than minMember members bound, holding their nodes.
-
-A gang is *partially bound* when it is Strict, has a spec, is not satisfied, has at least one member bound and
-fewer than minMember, and every bound member is bound through the API (spec.nodeName, or our binding answered)
-and still in phase Pending (it never ran), none being evicted. A gang whose bound members ran and that lost
-members at run time is not one of them: that is the runtime gang-health policy's business, not this module's.
+"""Partially bound Strict gangs: a bind burst cut short leaves a Strict gang with fewer than minMember members bound
+(through the API, still Pending, never ran), holding their nodes.
 
 Contract (pure):
 - `partial_members(session, gang, members) -> list[str]`: the bound members of a partially bound gang, else [].
-- (core/memory/restore.py `restore_nominations`, on becoming leader): every partially bound gang's waiting time starts
-  at `now`, whatever its PodGroup's scheduleStartTime said: it is counted from the restart.
-- `partial_gate(session, gang) -> bool` (before a gang's attempt): True when the gang only waits because members
-  this rule evicted still exist (they must be gone before it is placed whole: their quorum is gone with them);
-  otherwise a partially bound gang without a waiting time starts one now (the gang rules then place its remaining
-  members, the bound ones counting towards the quorum, and keep that waiting time on a Strict failure), False.
-- `partial_note(session, gang, members) -> str`: what a Strict failure message adds for a partially bound gang.
-- `evict_partial(session, gang) -> bool` (core/cycle/timers.py, when the waiting time of a gang ends): for a partially
-  bound gang, its bound members are evicted (the plan's evictions, with the gang as their preemptor, so the core
-  never chooses them twice and the runtime evicts them like preemption victims: runtime/preemption.py; owned pods
-  are re-created by their controller), a Warning `PartialGangEvicted` on the PodGroup names them, its waiting time
-  ends and it is not timed out: it starts again whole. False (nothing done) for any other gang.
-Oracles: scheduler-plugins coscheduling `PostFilter`/`Permit` (a gang that cannot reach its quorum within
-scheduleTimeoutSeconds is rejected whole); Koordinator's gang "once-satisfied" (bound children below minMember
-never satisfy it).
+- `partial_gate(session, gang) -> bool`: True while members this rule evicted still exist; otherwise starts the
+  gang's waiting time if it has none (its remaining members are then placed, bound ones counting), False.
+- `partial_note(session, gang, members) -> str`: what a Strict failure message adds.
+- `evict_partial(session, gang) -> bool` (when its waiting time ends): evicts the bound members with the gang as
+  preemptor, Warning `PartialGangEvicted`; the gang starts again whole, not timed out. False for any other gang.
+Gangs that ran and lost members are core/gang/health.py's business, not this module's.
+More: docs/modules.md#coregangpartial_gangspy.
 """
 
 from __future__ import annotations

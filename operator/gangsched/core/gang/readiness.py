@@ -1,24 +1,15 @@
-"""Members that are not ready to be placed: scheduling gates (KEP-3521) and constraints gangsched does not
-evaluate yet.
+"""Members that are not ready to be placed: scheduling gates (KEP-3521) and constraints gangsched does not evaluate
+yet.
 
 Contract (over a CycleSession):
-- `gang_blocked(session, gang, members) -> bool`: a gang with an unready member (a silently violated requirement is
-  worse than a pod that waits) waits with "unsupported: <fields> (...)" and the unready reasons (Warning events on
-  the PodGroup and the unready pods, reason Unsupported; only `waits` pods, a DRA claim not seen yet: reason
-  WaitingForResourceClaim, Normal, no pod event); else a gang with a gated member waits with "N of M members
-  gated" (reason SchedulingGated, one Normal event on the PodGroup). Nothing is placed or reserved for it;
-  its other members get the condition, gated pods keep the apiserver's SchedulingGated condition
-  (core/transaction/messages.py `conditions`). The status, event and conditions are written when the message changes,
-  not per cycle; once the gates (or the unready pods) are gone, the gang is placed as a whole by the gang rules.
-- `ready_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone: unready pods are kept
-  out (condition and Warning event when the unit's message changes; a unit left with nothing backs off).
-- A pod's volume claims that are not usable (`PodRecord.unready_reasons`: not found, not bound, Lost...,
-  state/volumes.py) make it unready the same way; the message then carries those sentences after the unsupported fields
-  (at most MAX_REASONS of them, then "and N more").
-- `report_unsupported(session)` (at the end of a cycle): constraints that are only reported (preferred pod
-  affinity/anti-affinity, ReadWriteOncePod claims, inline disk volumes) get a Warning
-  event on each pod the cycle binds without evaluating them, and one on its PodGroup: once, when the pod is
-  bound (a bound pod's PodScheduled condition is the binding's True; unready pods get the condition).
+- `gang_blocked(session, gang, members) -> bool`: a gang with an unready member waits ("unsupported: ...", or
+  WaitingForResourceClaim), else one with a gated member waits ("N of M members gated", SchedulingGated); nothing
+  is placed or reserved; status, events and conditions written only when the message changes.
+- `ready_alone(session, unit, pods) -> pods to place`: the same for pods scheduled alone (unready pods kept out).
+- Unusable volume claims (`PodRecord.unready_reasons`) make a pod unready the same way (at most MAX_REASONS).
+- `report_unsupported(session)`: constraints only reported (preferred pod affinity, ReadWriteOncePod claims, inline
+  disk volumes) get one Warning on each pod bound without evaluating them, and one on its PodGroup.
+More: docs/modules.md#coregangreadinesspy.
 """
 
 from __future__ import annotations

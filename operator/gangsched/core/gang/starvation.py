@@ -1,40 +1,15 @@
-"""Large gangs do not starve: capacity held for the gang that has waited longest (Slurm's backfill reservation,
-Volcano's reservation of the head job), and bounded backfill into it.
+"""Large gangs do not starve: capacity held for the gang that has waited longest, and bounded backfill into it.
 
-Contract (over a CycleSession; the scheduler calls `hold_capacity` after the timeouts, `lifted` around each unit's
-attempt, `finish` at the end of the cycle):
-- Who: a gang whose last attempt found it unschedulable (status reason Unschedulable), with a PodGroup, not
-  satisfied, timed out or preempting (nor a hard-topology gang while no topology is known: it waits for one, not
-  for capacity), that has been failing for at least `config.hold_after_seconds` (its queue
-  `waiting_since`: the first failure since it last succeeded; 0 disables holds). In order of priority desc, then
-  waiting_since, then key: the first of each priority level, at most `config.max_held_gangs` in all.
-- Where (`targets`, computed when the hold starts and again when a node's static properties or the gang's
-  pending members change): the nodes where it would start soonest, i.e. its pending members laid out next-fit on
-  the nodes' allocatable, statically feasible nodes (core/fit/matching.py) taken by most free room for the class first;
-  with a hard network topology, inside one domain of its highest tier allowed (the one with the most free room for
-  the class among those that hold it on allocatable): capacity it could never use together is not held. A gang
-  that cannot fit the whole cluster's (or any allowed domain's) allocatable holds nothing and takes no one's turn
-  (its record, with no targets, is remembered so the layout is not recomputed every cycle).
-- What: in each cycle's workspace, on each target node, the free capacity up to what the gang would use there
-  (componentwise min(free, target)): capacity freed on those nodes stays for it. A hold is never a reservation of
-  pods and never over-commits: it only takes free capacity out of other units' sight for the cycle, after the
-  preemptors' nominations.
-- Order (`first_in_level`): a held gang is attempted first among the units of its priority.
-- Who may use held capacity (`lifted`): the held gang itself; a unit of higher priority than the held gang; a unit
-  whose pending pods all declare a run time (PodRecord.run_seconds: spec.activeDeadlineSeconds or the annotation
-  scheduling.gangsched.io/expected-duration) with now + the longest <= the held gang's earliest start (`shadow`):
-  the time at which the target nodes would have the room if every pod charged there (store.pods_on: running,
-  binding or reserved) ended at its declared end (start + run time, never before now; not started: now + run time)
-  and every pod without one could end at once. A unit
-  without a declared run time never backfills into held capacity. After its attempt the holds are taken again
-  from what is left.
-- Reporting: when a hold starts, a Normal event CapacityHeld on the PodGroup; while it lasts the gang's
-  Unschedulable message ends with "holding capacity on N nodes for this gang since <RFC 3339>"; a hold given up
-  while the gang still waits (another gang took its place) gets a Normal event CapacityHoldEnded.
-- `hold_wakeup(session)`: when the next gang becomes eligible (for the plan's next_wakeup).
-Bounds: choosing costs one pass over the queued gangs per cycle (nothing when disabled); the targets cost a sort
-of the feasible nodes when a hold starts; `shadow` a pass over the pods on the held nodes that lack room, once per
-hold and cycle, only when a unit with a declared run time asks.
+Contract (over a CycleSession: `hold_capacity` after the timeouts, `lifted` around each attempt, `finish` at the end):
+- Who: unschedulable gangs failing for at least `config.hold_after_seconds` (0: no holds), by priority desc, then
+  waiting time, then key: the first per priority level, at most `config.max_held_gangs`.
+- Where: the nodes where it would start soonest (next-fit on allocatable; inside one allowed domain with a hard
+  topology); a gang that fits nowhere holds nothing. What: free capacity there up to its need; never a
+  reservation, never an over-commit. A held gang is attempted first in its priority level (`first_in_level`).
+- `lifted`: the held gang, units of higher priority, or units whose pods all declare run times ending before the
+  held gang's earliest start (`shadow`) see held capacity; others never do.
+- Events CapacityHeld / CapacityHoldEnded; `hold_wakeup(session)`. Cost: one pass over queued gangs per cycle.
+More: docs/modules.md#coregangstarvationpy.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """Admission of a gang that stands in a tree of groups (core/values/gangtree.py): all or nothing at every node.
 
-A gang group (spec.group) is the one-level case: a root needing every gang of the group (`GangTree.flat`).
-Contract (over a CycleSession; `tree_of(spec)` gives the tree a gang's admission goes through, None when alone):
-- `tree_short(session, gang, tree) -> str | None`: the pods check before any placement (Koordinator's basic
-  requirements check for gang groups, kube-scheduler 1.37's PreEnqueue for a CompositePodGroup tree): every node on
-  the gang's path to the root must be complete: a leaf gang exists with at least minMember live pods (or is
-  satisfied), a composite node has at least `minimum` complete children. The first node short, described; None when
-  the path is complete.
-- `tree_ready(session, gang, tree) -> list[GangState] | None`: called when `gang` has reached its quorum in this
-  attempt: the gangs to bind now, `gang` first: a leaf is ready when satisfied, or at quorum (bound + reserved >=
-  minMember, every role's minimum, not timed out); a composite node when at least `minimum` of its children are ready.
-  When the root and every ancestor of `gang` are ready, the ready unsatisfied leaves below ready nodes bind together
-  (children beyond the minimum that are ready too: kube-scheduler schedules what fits, TestCPGQueueing in
-  test/integration/scheduler/podgroup/: "CPG schedules ready branch while unready subtree waits"); otherwise None (the
-  gang keeps its placements as reservations while the rest of its tree gets ready).
-- `roles_short(spec, counts, placeable=False)`: the first role below its minimum, described (None: none).
-- `describe(tree)`: how messages name the tree ("gang group [a, b]", "CompositePodGroup tree ns/root").
+Contract (over a CycleSession; `tree_of(spec)` is the tree a gang's admission goes through, None when alone; a gang
+group is the one-level case):
+- `tree_short(session, gang, tree) -> str | None`: before placing, every node on the gang's path to the root must be
+  complete (a leaf: minMember live pods or satisfied; a composite: `minimum` complete children); the first short.
+- `tree_ready(session, gang, tree) -> list[GangState] | None`: once `gang` reached its quorum, the gangs to bind
+  now (`gang` first) when the root and its ancestors are ready; None: keep reservations.
+- `roles_short(spec, counts, placeable=False)`: the first role below its minimum; `describe(tree)`: its name in
+  messages ("gang group [a, b]", "CompositePodGroup tree ns/root"). More: docs/modules.md#coregangtreespy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
-"""Hard topology constraints of Kubernetes' gang API: all pods of a group in one domain of a node label, where the label
-is not one of the topology's tiers, or where the group is a node of a gang tree with other groups under it.
+"""Hard topology constraints of Kubernetes' gang API: all pods of a group in one domain of a node label that is not
+one of the topology's tiers, or of a gang tree node with other groups under it.
 
 Contract: `domain_tree(session, gang) -> TopologyTree | None`: the domains the gang's pending members may be placed
-in, as a one-level topology tree (empty when no node qualifies; they all go to one of its domains: NetworkTopology
-hard at tier 1), or None when no such constraint applies (the ordinary placement paths then run). The constraints: the
-gang's own `spec.domain`, its hard `networkTopology` tier when there is another constraint too, and the `domain` of
-every node above it in its tree (core/values/gangtree.py). A node's domain under each constraint is its tier-t domain
-of the topology tree (`DomainKey(tier=t)`) or its value of the label (`DomainKey(label=k)`); a node with no domain
-under one of them is in no domain (kube-scheduler's topology-aware workload scheduling ignores nodes without the key).
-A tree node's domain is fixed once another gang under it holds nodes (bound, reserved or placed earlier this cycle):
-the gang's pods must go to that domain. The domains of one constraint set are the groups of nodes that agree on every
-constraint; the tree is memoized per constraint set until a node changes (`store.static_gen`). While a tree node's
-domain is not chosen yet, the first gang placed under it keeps to the domains whose free capacity could hold every
-pending pod under that node (each scheduling class counted alone), so that it does not choose a domain its siblings
-cannot join.
+in, as a one-level tree (placed as hard at tier 1; empty when no node qualifies), or None when no such constraint
+applies. The constraints: the gang's `spec.domain`, its hard `networkTopology` tier when another constraint exists
+too, and the `domain` of every tree node above it. A node without a domain under one of them is in none. A tree
+node's domain is fixed once a gang under it holds nodes; before that the first gang keeps to domains that could
+hold every pending pod under that node. Memoized per constraint set until a node changes (`store.static_gen`).
+More: docs/modules.md#coreplacementdomainspy.
 """
 
 from __future__ import annotations

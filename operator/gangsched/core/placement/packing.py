@@ -1,18 +1,12 @@
 """Packing: a gang that declares no network topology is placed inside the lowest topology domain that holds it.
 
-Members of one job talk to each other; placed over more nodes, racks or leaves than they need they run slower
-(docs/whatif.md "Placement-aware speed"). kube-scheduler places pod by pod and cannot see the gang; gangsched can.
-
-Contract: `pack(session, spec, by_class, pods) -> Outcome | None`. It applies (else None: the caller places as it
-would have) when `config.pack_gangs` is on, a topology is known, the gang declares no `networkTopology` and no roles,
-its pending pods are more than one, of one scheduling class, with no preference of their own (preferred node or pod
-affinity, spread constraints, pod (anti-)affinity: those are kube-scheduler's scores and filters, kept as they are),
-and the score strategy is binpack. Then the domain is the one a soft network topology would choose
-(core/topology `place_network`: the lowest tier with a domain that fits, the best-fitting domain of that tier), and
-the pods are placed there by the ordinary binpack picker (core/placement/pickers.py) restricted to the domain's nodes,
-so node-level preferences (PreferNoSchedule taints, scores) still order them. A gang that fits only across the whole
-cluster, or that the picker cannot finish inside the domain, is placed as usual. The tier is not reported (the
-PodGroup declared none). Cost: one place_network call and a walk down the chosen domain.
+Contract: `pack(session, spec, by_class, pods) -> Outcome | None`. Applies (else None: placed as usual) when
+`config.pack_gangs` is on, a topology is known, the score strategy is binpack, and the gang declares no
+`networkTopology` nor roles, with more than one pending pod, all of one class without preferences of its own. The
+domain is the one a soft network topology would choose (core/topology `place_network`); the pods are placed there by
+the ordinary binpack picker restricted to its nodes. A gang that fits only across the cluster, or that the picker
+cannot finish in the domain, is placed as usual. No tier is reported. Cost: one place_network call and a walk
+down the chosen domain. More: docs/modules.md#coreplacementpackingpy.
 """
 
 from __future__ import annotations

@@ -1,33 +1,15 @@
 """Placement of pods on the cycle's workspace: which node each pod goes to.
 
 Contract: `place(session, spec, pods, partial=..., counted=...) -> (placed, shortfalls, tier)` takes capacity in the
-session's workspace for every pod placed; the caller records the placements (or rolls back). `counted` counts the
-roles of the gang's bound and reserved members.
-- Topology (the gang spec has network_topology, the state a tree): one scheduling class, core.topology.place on
-  per-node capacity, pods taken in the given (rank) order; several classes, core/placement/topology_mixed.py (the same
-  (whole-gang tier, DP-group tier) ladder, DP groups of groupSize consecutive ranks, greedy within a domain).
-  `hard` with no topology known places nothing (the shortfall says so).
-- A gang whose pods have several scheduling classes, or whose spec has roles: core/placement/quorum_placement.py, a
-  quorum whenever one exists on the free capacity (exact search up to 8 classes x 64 candidate nodes and a step
-  budget, greedy beyond: core/placement/quorum.py), every role's minimum met.
-- A gang that declares no topology, of one class without preferences of its own: packed into the lowest topology
-  domain that holds it (core/placement/packing.py, `config.pack_gangs`), then as below inside that domain.
-- Otherwise (one class, or pods without a gang), core/placement/pickers.py: binpack takes the fullest node that fits as
-  many as it can; spread deals one pod per node round the emptiest nodes; preferred affinity and
-  PreferNoSchedule taints rank first. `partial=False` stops at the first class short.
-- Hard constraints of Kubernetes' gang API that the topology's tiers do not express (a node label key, a gang tree's
-  groups: core/placement/domains.py) come as `domains`, a one-level tree: the gang is placed as hard at its tier 1.
-- Node filters (core/fit/filters.py, e.g. host ports) are part of the per-node fit counts of the class views, and
-  every placement takes the class's host ports in the workspace, so members placed in the same cycle see them.
-- Pod affinity in the topology and quorum paths: they plan from per-node counts, which are exact only while
-  the class's domains are single nodes; a plan that breaks the class's terms over a larger domain is refused
-  (the workspace notices it, `Workspace.take_violations`), the gang waits with a message naming InterPodAffinity.
-- DoNotSchedule topology spread constraints (core/placement/spread_place.py): place_batches places such a class pod by
-  pod where the skew allows; the paths above choose by capacity, so their placements are checked afterwards (one
-  that breaks a constraint places nothing; the shortfall names PodTopologySpread).
-- `nominated_fit(session, gang, pending)`: every pending member is nominated and its nominated node now has
-  room (and the placement keeps the spread constraints): that placement (victims gone: members go where they
-  were nominated), else None.
+workspace for every pod placed; the caller records the placements (or rolls back). `counted`: roles already held.
+Paths: a network topology (core.topology.place, or core/placement/topology_mixed.py for several classes; hard with
+no topology places nothing); several classes or roles (core/placement/quorum_placement.py); packing
+(core/placement/packing.py); otherwise the pickers (core/placement/pickers.py; `partial=False` stops at the first
+class short). Label or tree domains (core/placement/domains.py) come as a one-level tree placed hard.
+Node filters are in the views' fit counts; plans from per-node counts that break pod affinity or DoNotSchedule
+spread are refused (the shortfall names InterPodAffinity / PodTopologySpread).
+`nominated_fit(session, gang, pending)`: the members' nominated nodes when all have room now, else None.
+More: docs/modules.md#coreplacementplacementpy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Exact quorum search for gangs of several scheduling classes or roles (pure: no session, no I/O).
 
-Contract: `search(classes, groups, demands, need, nodes) -> SearchResult`.
-- `classes[c]` is the requests of scheduling class c; `groups` are the gang's pending pods counted by (class,
-  role still short) — `Group.role` is None for pods whose role has no minimum left to meet; `demands[role]` is
-  how many more pods of that role the quorum needs; `need` is how many pods the quorum needs in all
-  (max(minMember - counted, sum of demands)); `nodes` are the candidate nodes with their free resources and the
-  classes allowed on each (static filters already applied).
-- Result: `quorum` = how many pods to take from each group and on which node each class's pods go, with exactly
-  `need` pods and every demand met, never over-committing a node; None when no such quorum exists (when
-  `exact`) or when the search was not exact.
-- Bound (`exact`): the search is exact (complete: it finds a quorum whenever one exists on the given capacity)
-  for at most MAX_CLASSES classes, MAX_NODES candidate nodes and SEARCH_BUDGET search steps; beyond, it gives
-  up at once (`exact=False`, the caller falls back to a greedy placement).
-- `first_fit(classes, counts, nodes)`: the greedy check beyond the bound: every pod by first fit, classes in the
-  given order (the caller passes the larger first), or None.
-Method: a branch-and-bound over how many pods of each group to take (any valid quorum contains one of exactly
-`need` pods, and feasibility is downward-closed, so partial count vectors that do not fit are pruned), each count
-vector checked exactly against the nodes by a depth-first search over nodes taking a maximal combination of pods
-on each, with failed (node, remaining counts) states memoized and a per-resource capacity bound.
+Contract: `search(classes, groups, demands, need, nodes) -> SearchResult`:
+- inputs: each class's requests; the pending pods counted by (class, role still short); pods each role still needs;
+  `need`, the pods the quorum needs in all; candidate nodes with free resources and allowed classes.
+- `quorum`: how many pods of each group, on which nodes, exactly `need` pods with every demand met, never
+  over-committing a node; None when none exists (`exact`) or the search gave up.
+- `exact`: complete within MAX_CLASSES classes, MAX_NODES nodes and SEARCH_BUDGET steps; beyond, gives up at once.
+`first_fit(classes, counts, nodes)`: the greedy check beyond the bound (first fit, classes in the order given).
+Method: branch-and-bound over count vectors, each checked by a memoized depth-first search over nodes.
+More: docs/modules.md#coreplacementquorumpy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
-"""Placement of a gang whose pending pods have several scheduling classes or roles with minimums: a quorum
-whenever one exists on the free capacity (within core/placement/quorum.py's bound), every role's minimum met.
+"""Placement of a gang whose pending pods have several scheduling classes or roles with minimums: a quorum whenever one
+exists on the free capacity (within core/placement/quorum.py's bound), every role's minimum met.
 
-Contract: `place_quorum(session, spec, pods, counted) -> (placed, shortfalls, None)` takes capacity in the
-session's workspace for every pod placed (like core/placement/placement.py's `place`); `counted` counts the roles of the
-gang's bound and reserved members (their total counts towards minMember).
-1. Greedy pass, quorum-first: the pods each role still needs (rank order), then the others, larger classes
-   first (extended resources such as GPUs, then cpu, then memory), each class on core/placement/pickers.py's nodes, no
-   stop at a class short. Kept when every pod fits, when the pods placed make a valid quorum (count >=
-   minMember, every role's minimum), or beyond the bound (more than 8 classes or 64 candidate nodes).
-2. Otherwise the workspace is rolled back to before step 1 and core/placement/quorum.py searches exactly (within its
-   step budget) how many pods of each (class, role) to take and where; the quorum found is placed on those
-   nodes, then the other pods fill what is left. The exact step favours feasibility over the scoring strategy.
-   No quorum (or the budget ran out): the greedy pass again. Shortfalls are per class, against all its pods.
-   The exact search counts resources only: a gang with host ports (core/fit/filters.py) keeps the greedy pass, whose
-   nodes come from the class views that apply the filters.
+Contract: `place_quorum(session, spec, pods, counted) -> (placed, shortfalls, None)` takes capacity in the workspace
+for every pod placed; `counted` counts the roles of the gang's bound and reserved members.
+1. Greedy pass, quorum-first (each role's needed pods, then the others, larger classes first); kept when every pod
+   fits, the placed pods make a quorum, or beyond the exact search's bound.
+2. Otherwise rolled back and searched exactly; the quorum found is placed, then the other pods fill what is left.
+   No quorum: the greedy pass again. Shortfalls are per class. A gang with host ports keeps the greedy pass (the
+   exact search counts resources only). More: docs/modules.md#coreplacementquorum_placementpy.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """Placing pods of a class with preferred pod affinity terms (kube-scheduler's InterPodAffinity score,
-core/fit/pod_score.py) on the cycle's workspace: each pod where the score is highest, counting the pods placed before
-it in the cycle (the gang's own members included), as kube-scheduler scores each pod against those assumed before.
+core/fit/pod_score.py) on the workspace: each pod where the score is highest, counting the pods placed before it.
 
 Contract:
 - `pick_scored(session, view, cls, need, only) -> Chosen`: places up to `need` pods one at a time, each on the
-  node first by (-(preference + delta), the view's count key): preference is the class index's (core/fit/capacity.py:
-  node preference plus the score over the store's pods), delta the score of the cycle's placements in the node's
-  domains (the workspace's overlay, core/fit/pod_counts.py). The workspace takes what was chosen (`only`: the nodes
-  allowed, None: every node). With the `spread` score strategy a node that took a pod goes behind the others of its
-  group (one pod per node per round).
-- Cost: nodes are grouped by their values of the terms' topology keys (a group shares its score); the groups sit in
-  a heap keyed by their best node, and a placement re-keys only its own group and the groups of the domains it
-  moves (of the terms the class matches itself: one group for a hostname term, a zone's groups for a zone term):
-  the view's nodes once, then O(touched groups x log groups) per pod, never a pass over every node per pod.
+  node first by (-(preference + delta), the view's count key): delta is the score of the cycle's placements. The
+  workspace takes what was chosen (`only`: the nodes allowed, None: every node). With the `spread` strategy, one pod
+  per node per round.
+- Cost: the view's nodes once, then O(touched groups x log groups) per pod (nodes grouped by their topology values,
+  in a heap): never a pass over every node per pod. More: docs/modules.md#coreplacementscore_placepy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
-"""Placing pods of a class with DoNotSchedule topology spread constraints, and checking placements made by other
-paths against them (kube-scheduler's PodTopologySpread filter, core/fit/pod_spread.py), on the cycle's workspace.
+"""Placing pods of a class with DoNotSchedule topology spread constraints, and checking other paths' placements against
+them (kube-scheduler's PodTopologySpread filter, core/fit/pod_spread.py), on the cycle's workspace.
 
 Contract:
-- `domains_for(session, cls) -> [Domains]`: each constraint's domains with every matching pod counted: the store's
-  (bound, assumed, binding, reserved; not those being deleted, as countPodsMatchSelector skips them) and the cycle's
-  tentative placements (the workspace), summed over the class's eligible nodes only.
-- `pick_spread(session, view, cls, need, only) -> (chosen, why)`: places up to `need` pods one at a time, as
-  kube-scheduler would one pod after another: each on the best node in the view's order (binpack or spread, see
-  core/fit/capacity.py) whose domains all allow one more pod (skew <= maxSkew after the pods placed before it), so the
-  gang's own members count as they are placed (6 members, maxSkew 1, 3 empty zones: 2/2/2). The workspace takes
-  what was chosen; `why` names PodTopologySpread when it stopped short because of a constraint. Cost: the view's
-  nodes once, then O(log n) per pod (nodes grouped by the domain of the constraint with the fewest domains; a
-  domain that may not take more waits until that constraint's minimum rises; with the `spread` score strategy, one
-  pod per node per round, each round reading the view's order again). A class with pod affinity terms too
-  (core/fit/affinity.py `coupled`) is placed pod by pod, each node's count read again first.
-- `check_spread(session, placed) -> str | None`: placements made by the paths that choose nodes by capacity alone
-  (network topology, several classes or roles, nominations): None when they can be made one after another in
-  some order that keeps every constraint (each pod goes where its primary domain has the fewest matching pods),
-  else the reason; the caller then places nothing.
+- `domains_for(session, cls) -> [Domains]`: each constraint's domains, every matching pod counted (the store's, not
+  leaving, and the cycle's placements), over the eligible nodes.
+- `pick_spread(session, view, cls, need, only) -> (chosen, why)`: up to `need` pods one at a time, each on the best
+  node of the view's order whose domains allow one more; `why` names PodTopologySpread when short. O(log n) per pod.
+- `check_spread(session, placed) -> str | None`: None when placements chosen by capacity alone can be made one
+  after another keeping every constraint, else the reason (the caller then places nothing).
+More: docs/modules.md#coreplacementspread_placepy.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """Topology for gangs of several scheduling classes (MPI launcher + workers, Ray head + workers): the same
 (whole-gang tier, DP-group tier) ladder and rank layout as single-class gangs (core/topology).
 
-Contract: `place_mixed_topology(session, tree, spec, pods, counted) -> (placed, shortfalls, tier)` takes capacity in the
-session's workspace for every pod placed. It walks the tiers 1, 2, ..., tree.tiers + 1 (the whole cluster) and,
-at each, the domains holding candidate nodes, tightest first (least capacity left over for the gang's largest
-class, then natural name order); the first domain where every pod fits (its DP groups as below) wins and its tier
-is reported. Whether the
-pods fit a domain is decided by core/placement/quorum.py (exact within 8 classes x 64 candidate nodes of the domain,
-else a first-fit of the larger classes first). Hard mode never goes above `highestTierAllowed`: no domain fits, nothing
-is placed and every class reports a shortfall whose reason names the tier. Soft mode with no domain that fits
-falls back to core/placement/quorum_placement.py anywhere (tier None).
-
-Data-parallel groups and ranks, as for single-class gangs (core/topology): the pods come in rank order (whatever
-their class) and a DP group is `groupSize` consecutive ranks (the last may be smaller). With more than one group,
-each whole-gang tier first tries the group tiers below it, lowest first, so the pairs (whole tier, group tier) are
-walked in the same lexicographic order; at group tier g every group must fit inside one tier-g sub-domain of the
-whole-gang domain. Groups are assigned greedily in rank order: to the previous group's sub-domain when it fits
-there (consecutive groups stay adjacent, few sub-domains are opened), else to the tightest sub-domain that holds
-it (least room left for the largest class, then natural name order); a group's fit in a sub-domain is decided as
-above (exact within the bound). The greedy assignment may miss a grouping that exists: the gang then takes the
-next pair of the ladder (ultimately group tier = whole tier, i.e. groups unconstrained), never an invalid
-placement. Ranks: within each group (or the gang when ungrouped) each class's pods in rank order take the chosen
-nodes in natural name order, and group k's nodes are chosen before group k+1's. Cost per domain tried: one fit per
-group and sub-domain tried, each bounded as above.
+Contract: `place_mixed_topology(session, tree, spec, pods, counted) -> (placed, shortfalls, tier)` takes capacity in
+the workspace for every pod placed. Tiers 1 .. tree.tiers + 1, domains tightest first; the first domain where every
+pod fits (by core/placement/quorum.py) wins and its tier is reported. DP groups (`groupSize` consecutive ranks) are
+assigned greedily to sub-domains of each group tier below, lowest first. Hard mode never goes above
+`highestTierAllowed` (nothing placed, shortfalls name the tier); soft mode with no domain falls back to
+core/placement/quorum_placement.py (tier None). The greedy may miss a grouping, never makes an invalid placement.
+Ranks take the chosen nodes in natural name order, group by group. More: docs/modules.md#coreplacementtopology_mixedpy.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
-"""Dynamic Resource Allocation (resource.k8s.io/v1, GA since 1.34) in the emulator: the kinds, their strategies,
-the resourceclaim controller (claims.py) and a simulated GPU driver (driver.py).
+"""Dynamic Resource Allocation (resource.k8s.io/v1) in the emulator: the kinds, their strategies, the resourceclaim
+controller (claims.py) and a simulated GPU driver (driver.py).
 
-Contract:
-- `served_types(gates) -> list[ResourceType]`: DeviceClass and ResourceSlice (cluster-scoped), ResourceClaim (with
-  a status subresource) and ResourceClaimTemplate (namespaced), under every API profile (1.37 serves
-  resource.k8s.io/v1 by default).
-- `warnings(kind, obj) -> list[str]`: the Warning headers a create answers with: a DeviceClass with
-  `extendedResourceName` is stored but the emulator's kubelet and driver do not serve that extended resource from
-  its devices (DRAExtendedResource), so pods requesting it are not satisfied through DRA: said, not ignored.
+Contract (pure data and functions):
+- `served_types(gates) -> list[ResourceType]`: DeviceClass, ResourceSlice, ResourceClaim (with status) and
+  ResourceClaimTemplate, under every API profile.
+- `warnings(kind, obj) -> list[str]`: a create's Warning headers: a DeviceClass's `extendedResourceName` is stored
+  but not served from its devices (said, not ignored).
 - `strategy_for(group, kind) -> scheduling.Strategy | None`: the kind's strategy (strategies.py), called by the
-  registry on every write as for the scheduling.k8s.io kinds; problems are answered as 422 Invalid.
-Pure data and functions.
+  registry on every write; problems are answered as 422 Invalid. More: docs/modules.md#simdra__init__py.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
-"""The emulator's resourceclaim controller, as kube-controller-manager runs it (pkg/controller/resourceclaim/
-controller.go: syncPod, handleClaim, syncClaim), plus 1.37's PodGroup-level claims (DRAWorkloadResourceClaims).
+"""The emulator's resourceclaim controller, as kube-controller-manager runs it (pkg/controller/resourceclaim), plus
+1.37's PodGroup-level claims (DRAWorkloadResourceClaims).
 
 Contract:
-- `ResourceClaimController(registry)`; `start()` taps the store (pods, resourceclaims, resourceclaimtemplates,
-  podgroups) and marks what changed dirty; dirty objects are synced on the event loop at the next iteration;
-  `sync_all()` syncs now (tests, no loop); `stop()` removes the taps.
-- A pod (not being deleted) with `spec.resourceClaims` naming a ResourceClaimTemplate gets a claim: generateName
-  `<pod>-<claim>-` (both parts cut proportionally to fit 57 characters, as upstream), the template's labels and
-  annotations plus `resource.kubernetes.io/pod-claim-name: <claim>`, a controller ownerReference to the pod
-  (blockOwnerDeletion), the template's spec; an existing claim owned by the pod with that annotation is reused.
-  The pod's `status.resourceClaimStatuses` records `{name, resourceClaimName}`. A missing template is a Warning event
-  FailedResourceClaimCreation on the pod (retried when the template appears).
-- A pod claim equal to one of its PodGroup's `spec.resourceClaims` (same name and template, the pod naming the
-  PodGroup in `spec.schedulingGroup.podGroupName`) resolves to the PodGroup's claim: the PodGroup gets one claim per
-  template (owner the PodGroup, status.resourceClaimStatuses on the PodGroup), and the pod's status records it.
-- A bound pod's allocated claim that is not reserved for it gets the pod added to `reservedFor` (at most 256).
-- syncClaim: `reservedFor` entries of pods that are gone, replaced (other uid) or done (Succeeded/Failed, or deleted
-  before being bound) and of PodGroups that are gone are removed; when none is left the allocation is cleared
-  (with the `resource.kubernetes.io/delete-protection` finalizer, which is then removed); an unreserved claim
-  generated for a pod that is done or replaced is deleted (the garbage collector removes those of deleted pods).
+- `ResourceClaimController(registry)`; `start()` taps the store and syncs what changed on the event loop;
+  `sync_all()` syncs now (tests); `stop()` removes the taps.
+- A pod's template claim is created (generateName `<pod>-<claim>-`, owned by the pod) or reused, and recorded in
+  its `status.resourceClaimStatuses`; a missing template is a Warning FailedResourceClaimCreation. A claim equal to
+  its PodGroup's resolves to the PodGroup's claim (one per template, owned by the PodGroup).
+- A bound pod is added to its allocated claim's `reservedFor`; entries of pods gone, replaced or done and of
+  PodGroups gone are removed; an unreserved claim loses its allocation, and a generated one of a pod done or
+  replaced is deleted. More: docs/modules.md#simdraclaimspy.
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """A simulated NVIDIA GPU DRA driver: what `gangsched sim serve --dra` publishes for the nodes' GPUs.
 
-Contract:
-- `split_gpus(resources) -> (resources, count)`: the node resources without the extended resource `nvidia.com/gpu`
-  and its count (with --dra the GPUs are DRA devices only, never counted twice).
-- `device_class() -> dict`: DeviceClass `gpu.nvidia.com` with the selector of NVIDIA's chart
-  (`device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'`).
-- `resource_slice(node, count, *, clique, model=H100) -> dict`: one ResourceSlice per node (name
-  `<node>-gpu.nvidia.com`, pool = the node, generation 1, resourceSliceCount 1, nodeName = the node) with devices
-  gpu-0 .. gpu-<count-1> carrying the attributes NVIDIA's k8s-dra-driver-gpu publishes for a full GPU
-  (cmd/gpu-kubelet-plugin/deviceinfo.go GpuInfo.GetDevice: type, uuid, productName, brand, architecture,
-  cudaComputeCapability, driverVersion, cudaDriverVersion, pcieBusID, addressingMode; capacity memory) plus the
-  standard `resource.kubernetes.io/pcieRoot` (k8s.io/dynamic-resource-allocation/deviceattribute; two GPUs per
-  root) and `cliqueID`: the NVLink clique, `<clusterUUID>.<cliqueId>` as GPU feature discovery's
-  `nvidia.com/gpu.clique` node label shows it (the real GPU devices do not carry it; the simulation does, so
-  that selectors and matchAttribute constraints can use it). Nodes of one topology tier-1 domain share a clique.
-- `CHANNEL_DRIVER` ("compute-domain.nvidia.com"), `channel_class()`: DeviceClass
-  `compute-domain-default-channel.nvidia.com` (NVIDIA's chart's name); `clique_slice(domain, label)`: one
-  ResourceSlice per NVLink clique (pool `clique-<domain>`, `nodeSelector`: the nodes whose node label `label` is
-  `domain`) with one multi-node device `channel-0` (type "channel", cliqueID): what a claim shared by a gang
-  (a PodGroup's `resourceClaims`) takes so that every member is on a node of one clique (KEP-5732's DRA constraint:
-  the placement's node selector is the allocation's).
-- `async publish(client, nodes, count, *, cliques, clique_label=None)`: creates the DeviceClasses, every node's
-  slice and (with `clique_label`, the node label of the nodes' tier-1 domain) every clique's slice (an existing one
-  is left alone). Pure apart from `publish`.
+Contract (pure apart from `publish`):
+- `split_gpus(resources) -> (resources, count)`: the node resources without `nvidia.com/gpu`, and its count.
+- `device_class()`: DeviceClass `gpu.nvidia.com` with the selector of NVIDIA's chart.
+- `resource_slice(node, count, *, clique, model=H100)`: one ResourceSlice per node, devices gpu-0.. with the
+  attributes NVIDIA's k8s-dra-driver-gpu publishes, plus `pcieRoot` and a simulated `cliqueID` (nodes of one tier-1
+  domain share a clique).
+- `CHANNEL_DRIVER`, `channel_class()`, `clique_slice(domain, label)`: one multi-node `channel-0` device per NVLink
+  clique, what a gang's shared claim takes to keep every member in one clique.
+- `async publish(client, nodes, count, *, cliques, clique_label=None)`: creates the classes and slices (an existing
+  one is left alone). More: docs/modules.md#simdradriverpy.
 """
 
 from __future__ import annotations

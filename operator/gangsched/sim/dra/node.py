@@ -1,17 +1,12 @@
 """The kubelet's DRA check before it starts a pod, as pkg/kubelet/cm/dra/manager.go PrepareResources makes it.
 
 Contract (pure):
-- `claim_names(pod) -> list[str | None]`: the ResourceClaim each `spec.resourceClaims` entry resolves to
-  (resourceclaim.Name: `resourceClaimName`, or the `status.resourceClaimStatuses` entry of a template; None: not
+- `claim_names(pod) -> list[str | None]`: the ResourceClaim each `spec.resourceClaims` entry resolves to (None: not
   generated yet).
-- `unprepared(pod, claims) -> str | None`: why the pod's claims cannot be prepared yet (None: every claim exists,
-  is allocated and is reserved for the pod, or for its PodGroup when it is the PodGroup's claim), in the kubelet's
-  words: `failed to fetch ResourceClaim ... not found`, `pod P(uid) is not allowed to use ResourceClaim C(uid)`.
-  `claims` maps (namespace, name) to claim objects.
-- `waiting_status(pod, now)`: the status the kubelet reports meanwhile: Pending, PodScheduled True,
-  PodReadyToStartContainers False, every container waiting with reason ContainerCreating (as `kubectl get pods`
-  shows it); the event reason is FAILED_PREPARE ("FailedPrepareDynamicResources", message "Failed to prepare
-  dynamic resources: <why>").
+- `unprepared(pod, claims) -> str | None`: why the claims cannot be prepared yet, in the kubelet's words (None: each
+  exists, is allocated and reserved for the pod or its PodGroup); `claims` maps (namespace, name) to objects.
+- `waiting_status(pod, now)`: the status the kubelet reports meanwhile (Pending, ContainerCreating); the event
+  reason is FAILED_PREPARE ("FailedPrepareDynamicResources"). More: docs/modules.md#simdranodepy.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """resource.k8s.io/v1 field rules, ported from kubernetes pkg/apis/resource/validation/validation.go (the main ones).
 
 Contract (pure; problems are `(field path, detail, cause reason)` worded as kube-apiserver words them):
-- `device_claim(path, devices)`: DeviceClaim: requests (at most 32, unique names, DNS labels, exactly one of
-  `exactly` | `firstAvailable` (at most 8 subrequests, unique)), each with deviceClassName (required, DNS
-  subdomain), selectors (at most 32, `cel` required, expression at most 10 KiB, compiled: cel_check.py, refused
-  with `compilation failed: ...` or Forbidden `too complex, exceeds cost limit`), allocationMode ExactCount (count
-  > 0) | All (no count); constraints (at most 32; request references; matchAttribute or distinctAttribute a fully
-  qualified name); config (at most 32; request references; opaque with a driver name and a JSON object).
+- `device_claim(path, devices)`: a DeviceClaim's requests (exactly | firstAvailable, deviceClassName, CEL selectors
+  compiled and cost-limited, allocationMode), constraints and config, with the API's limits.
 - `selectors(path, items)`, `driver_name(path, value)`, `extended_resource_name(path, value)`,
-  `default_requests(devices)` (v1 defaults: allocationMode ExactCount, count 1), `slice_spec(spec, old)`,
-  `claim_status(status, old_status, spec, deleting)` (reservedFor at most 256, unique uids, resource/name/uid
-  required, only with an allocation; allocation immutable once set; result request references).
+  `default_requests(devices)` (v1 defaults), `slice_spec(spec, old)`, `claim_status(status, old_status, spec,
+  deleting)` (reservedFor at most 256 unique entries, only with an allocation; allocation immutable once set).
+More: docs/modules.md#simdrarulespy.
 """
 
 from __future__ import annotations

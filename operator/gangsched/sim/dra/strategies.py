@@ -1,16 +1,11 @@
 """The resource.k8s.io/v1 kinds' strategies, as pkg/registry/resource/<kind>/strategy.go and validation.go shape them.
 
 Contract (pure; problems `(field path, detail, cause reason)`, answered as 422 Invalid by the registry):
-- DeviceClass: selectors (compiled, cost-limited), config, extendedResourceName a valid extended resource name;
-  on update the selectors are compiled again only if they changed (validateDeviceClassSpec's "stored").
-- ResourceClaim: status cleared on create; v1 request defaults; spec validated (rules.device_claim); spec
-  immutable ("field is immutable"); the status subresource checks ValidateResourceClaimStatusUpdate's rules
-  (`claim_status`).
-- ResourceClaimTemplate: spec.spec validated as a claim spec (paths `spec.spec.devices...`); spec immutable.
-- ResourceSlice: driver a CSI driver name; pool name required (DNS subdomains split by "/", at most 253),
-  resourceSliceCount > 0, generation >= 0; exactly one of nodeName | nodeSelector | allNodes |
-  perDeviceNodeSelection; devices at most 128, unique DNS-label names, at most 32 attributes and capacities per
-  device, each attribute exactly one value; driver, pool.name and nodeName immutable.
+- DeviceClass: selectors, config, extendedResourceName; selectors compiled again on update only if changed.
+- ResourceClaim: status cleared on create, v1 defaults, spec validated and immutable; the status subresource
+  checked (`claim_status`). ResourceClaimTemplate: spec.spec validated as a claim spec; immutable.
+- ResourceSlice: driver, pool, counts, exactly one node selection, devices and their attributes within the API's
+  limits; driver, pool.name and nodeName immutable. More: docs/modules.md#simdrastrategiespy.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """Bounded reading of input files and the one error every whatif input reader raises.
 
 Contract:
-- `InputError(path, line, column, value, allowed)`: a ValueError whose message names the file, the line (1-based;
-  0: the file as a whole), the column (a CSV column name, a JSON key path such as `roles[0].cpu`, or "" when none),
-  the offending value (shortened to 60 characters) and what is allowed.
-- `read_text(path, *, max_bytes=MAX_INPUT_BYTES)`: the file's text (UTF-8); InputError when it is missing, larger
-  than `max_bytes` (256 MiB by default) or not UTF-8.
-- `csv_rows(path, *, required, optional=(), max_rows=MAX_ROWS)`: the rows of a CSV file with a header as
-  (line number, {column: text}) pairs; InputError on a header lacking a required column or naming an unknown one,
-  on a row with a different number of fields than the header, and beyond `max_rows` rows (5,000,000).
-- `structured_items(path, *, key)`: the entries of a YAML or JSON document (`.json` parsed as JSON, anything else as
-  YAML) that is a list, or a mapping holding the list under `key`, as (line, entry) pairs (the entry's line when
-  known, else 0); InputError with the parser's line and column on a syntax error, and on any other shape.
-- `number(text, *, path, line, column, kind, minimum, maximum)`: a finite int or float parsed from a field within
-  [minimum, maximum]; InputError otherwise.
+- `InputError(path, line, column, value, allowed)`: a ValueError naming the file, the line (0: the whole file), the
+  column (CSV column, JSON key path, or ""), the value (cut to 60 characters) and what is allowed.
+- `read_text(path, *, max_bytes=MAX_INPUT_BYTES)`: UTF-8 text; InputError when missing, too large or not UTF-8.
+- `csv_rows(path, *, required, optional=(), max_rows=MAX_ROWS)`: (line, {column: text}) pairs; InputError on a
+  missing or unknown column, a row of the wrong width, or too many rows.
+- `structured_items(path, *, key)`: the (line, entry) pairs of a YAML or JSON list (or a mapping holding it under
+  `key`); InputError with the parser's line and column, or on any other shape.
+- `number(text, *, path, line, column, kind, minimum, maximum)`: a finite number within bounds, else InputError.
+More: docs/modules.md#whatifinputsfilespy.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Node events of a replay: nodes going down and coming back, from a file or from a failure model.
 
 Contract:
-- `read_node_events(path, nodes) -> tuple[NodeEvent, ...]`: a CSV file `time,node,event` (time in seconds from the
-  trace's start, >= 0; node a name of the inventory; event `down` or `up`), sorted by time (ties keep the file's
-  order). A node must be up to go down and down to come up (every node starts up). InputError (file, line, column,
-  value, what is allowed) otherwise.
-- `failure_events(nodes, *, mtbf_hours, repair_hours, horizon, seed) -> tuple[NodeEvent, ...]`: each node fails
-  independently as a Poisson process (exponential time to failure, mean `mtbf_hours` of up time) and comes back
-  after an exponential repair time (mean `repair_hours`), over [0, horizon) seconds; reproducible from `seed`
-  (Python's `random.Random`).
-What a down node means for the replay is the engine's (whatif/engine.py): every pod on it dies, so does its job's
-incarnation (restarted from zero, like an eviction), and the node takes no pod until it is up again.
+- `read_node_events(path, nodes) -> tuple[NodeEvent, ...]`: CSV `time,node,event` (seconds >= 0, an inventory node,
+  `down` | `up`), sorted by time (ties in file order); a node goes down only when up and comes up only when down.
+  InputError (file, line, column, value, what is allowed) otherwise.
+- `failure_events(nodes, *, mtbf_hours, repair_hours, horizon, seed)`: each node fails as a Poisson process (mean
+  `mtbf_hours` of up time) and is repaired after an exponential time (mean `repair_hours`), over [0, horizon),
+  reproducible from `seed`.
+What a down node means (its pods' jobs restart from zero) is the engine's (whatif/engine.py).
+More: docs/modules.md#whatifinputsnode_eventspy.
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Node inventories for the what-if simulator: files, topology files, a live cluster, the public Alibaba lists.
 
-Contract (every reader returns `NodeSpec`s in file order and raises files.InputError naming the file, line,
-column, value and what is allowed; names must be unique):
-- `load_nodes(path, *, memory_gib_per_cpu=SPOT_MEMORY_GIB_PER_CPU)`: the format is told by the extension and the
-  CSV header:
-  - CSV with the columns `name,cpu,memory,gpus` and optional `gpu_model,labels`: cpu and memory are Kubernetes
-    quantities (`64`, `500m`; `256Gi`), gpus a whole count, labels `key=value` pairs separated by `;`;
-  - YAML (`.yaml`/`.yml`) or JSON (`.json`): a list (or `{nodes: [...]}`) of objects with the keys `name, cpu,
-    memory, gpus` and optional `gpuModel, labels` (a mapping), values as in the CSV;
-  - Alibaba 2026 spot GPU nodes (`gpu_model,gpu_capacity_num,cpu_num,node_name`): name = node_name, gpus =
-    gpu_capacity_num, cpu = cpu_num cores, gpu model = gpu_model; the file has no memory column, so memory is
-    DERIVED: `memory_gib_per_cpu` GiB per core (8 by default: Alibaba Cloud's A100-80GB x8 instance type
-    ecs.gn7e-c16g1.32xlarge has 128 vCPUs and 1,024 GiB; docs/whatif.md);
-  - Alibaba 2023 openb GPU nodes (`sn,cpu_milli,memory_mib,gpu,model`): name = sn, cpu = cpu_milli, memory =
-    memory_mib, gpus = gpu, gpu model = model.
-  A node with a GPU model carries it as the label `gangsched.io/gpu-model` (GPU_MODEL_LABEL).
-- `nodes_from_topology(path, node_resources)`: the nodes a topology file (the `gangsched-topology` ConfigMap's
-  `topology.json`, models/topology.py) names, each with `node_resources` (as `gangsched sim serve
-  --node-resources`: `cpu=32,memory=256Gi,nvidia.com/gpu=8`), and the file's domains.
-- `nodes_from_api(items)`: NodeSpecs of API Node objects (allocatable, else capacity; `nvidia.com/gpu`; GPU model
-  from the label gangsched.io/gpu-model, else nvidia.com/gpu.product); unschedulable nodes are left out and named
-  in the returned notes. `live_nodes(kubeconfig)` reads them from a cluster with k8s/client.py KubeClient.
-- `shipped(name)`: the path of an inventory or run-time file shipped in whatif/data (see its README).
+Contract (`NodeSpec`s in file order; files.InputError naming the file, line, column, value and what is allowed;
+names unique):
+- `load_nodes(path, *, memory_gib_per_cpu=SPOT_MEMORY_GIB_PER_CPU)`: CSV `name,cpu,memory,gpus[,gpu_model,labels]`,
+  YAML/JSON objects of the same keys, the Alibaba 2026 spot GPU list (memory DERIVED: `memory_gib_per_cpu` GiB per
+  core) or the Alibaba 2023 openb list, told by extension and header. A GPU model becomes label GPU_MODEL_LABEL.
+- `nodes_from_topology(path, node_resources)`: the nodes a topology file names, each with `node_resources`.
+- `nodes_from_api(items)`, `live_nodes(kubeconfig)`: a cluster's schedulable nodes (the others named in notes).
+- `shipped(name)`: the path of a file shipped in whatif/data. More: docs/modules.md#whatifinputsnodespy.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
-"""The Alibaba 2023 openb pod lists (cluster-trace-gpu-v2023, FGD, ATC'23) as single-pod jobs.
+"""The Alibaba 2023 openb pod lists (cluster-trace-gpu-v2023) as single-pod jobs: no gang structure, so a baseline of
+per-pod requests, arrivals and run times, never gangs.
 
-The lists have no gang structure (no job -> pods mapping), so each pod is read as a job of ONE member: useful as
-a baseline of per-pod requests, arrivals and run times, never as gangs (gangs come from synthetic.py's model).
-
-Contract:
-- `openb_jobs(path) -> (jobs, notes)`: columns `name,cpu_milli,memory_mib,num_gpu,gpu_milli` and the time columns
-  `creation_time,deletion_time,scheduled_time` (seconds; the `multigpu50` list has no times and is refused, naming
-  the missing column). A pod -> JobSpec(id=name, submit=creation_time - the list's first creation_time,
-  duration=deletion_time - scheduled_time (at least 1 s), one role of one member: cpu_milli, memory_mib, GPUs =
-  num_gpu, and 1 for a pod sharing a fraction of one GPU (num_gpu 1, gpu_milli < 1000: the simulator has no GPU
-  sharing, so the pod holds the whole device), gpu_model = gpu_spec when it names one model, else any).
-  Pods never scheduled (empty scheduled_time) are left out and counted in `notes`.
-  Errors: files.InputError naming file, line, column, value, allowed.
+Contract: `openb_jobs(path) -> (jobs, notes)`: columns `name,cpu_milli,memory_mib,num_gpu,gpu_milli` and
+`creation_time,deletion_time,scheduled_time` (a list without times is refused naming the column). Each pod is a job
+of one member submitted at its creation time (from the list's first), running deletion - scheduled time (>= 1 s),
+a fractional GPU counted as a whole one; pods never scheduled are left out and counted in `notes`.
+Errors: files.InputError naming file, line, column, value, allowed. More: docs/modules.md#whatifinputsopenbpy.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
-"""`gangsched sim record --kubeconfig K --out trace.jsonl`: a workload trace (traces.py format) from a live
-cluster's PodGroups and pods.
+"""`gangsched sim record --kubeconfig K --out trace.jsonl`: a workload trace (traces.py format) from a live cluster's
+PodGroups and pods.
 
 Contract:
-- `add_record_parser(sim_subparsers)` adds `record` (cli.py calls it); `run_record(args) -> int` runs it: writes
-  the trace (CSV or JSONL by the extension of --out), prints `recorded N jobs to PATH` and one line per note on
-  stderr; exit code 0, 2 when --out cannot be written (checked first), 3 when the cluster cannot be read
-  (gangsched/exits.py; one or two lines naming the problem and the fix).
-- `jobs_from_objects(podgroups, pods) -> (jobs, notes)` (pure, what `record` does with the listed objects): a job
-  per gang that has pods; a gang is what models/gang.py `parse_pod_gang` names (PodGroup label, Koordinator or
-  legacy annotations), its spec the PodGroup's (models/podgroup.py) with the pods' annotations on top.
-  - submit: the PodGroup's creationTimestamp (a gang without a PodGroup: its first pod's), in seconds from the
-    earliest one recorded (the trace starts at 0);
-  - roles: the pods grouped by their role label (none: one unnamed role); a role's requests are the largest of
-    its pods' effective requests (models/pod.py `pod_requests`), cpu in millicores, memory in MiB,
-    `nvidia.com/gpu`; a role's minimum from the PodGroup's roles; when fewer pods exist than minMember, the
-    largest role is counted up to minMember (noted);
-  - minMember, mode, networkTopology, waiting time from the spec; priority the pods' highest spec.priority;
-    gpu model from the pods' nodeSelector `gangsched.io/gpu-model` (or `nvidia.com/gpu.product`);
-  - duration: when every pod has finished (Succeeded/Failed), the last container finish minus the first pod
-    start; else the declared run time (annotation `scheduling.gangsched.io/expected-duration` or
-    spec.activeDeadlineSeconds, the longest over the pods); else PLACEHOLDER_DURATION (1 h), noted.
-  PodGroups without pods, pods whose gang declaration is invalid and invalid PodGroups are left out, each noted;
-  pods of no gang are counted in one note (they are not gangs).
+- `add_record_parser(sim_subparsers)`, `run_record(args) -> int`: writes the trace (CSV or JSONL by extension),
+  prints `recorded N jobs to PATH` and the notes on stderr; exit 0, 2 when --out cannot be written (checked first),
+  3 when the cluster cannot be read (gangsched/exits.py).
+- `jobs_from_objects(podgroups, pods) -> (jobs, notes)` (pure): one job per gang with pods (as models/gang.py names
+  it, spec as the operator merges it): submit from creation, roles from the role label with the largest requests,
+  minMember, mode, topology, waiting time, priority, GPU model; duration from the finished pods, else the declared
+  run time, else PLACEHOLDER_DURATION (noted). What is left out is noted. More: docs/modules.md#whatifinputsrecordpy.
 """
 
 from __future__ import annotations

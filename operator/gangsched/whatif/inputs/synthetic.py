@@ -1,28 +1,14 @@
-"""The synthetic workload model (fixed before any result was looked at; docs/whatif.md "Synthetic workload" is the
-user's description, with its sources): gang jobs for a node inventory at a target offered load.
+"""The synthetic workload model (fixed before any result was looked at; docs/whatif.md "Synthetic workload" describes
+it with its sources): gang jobs for a node inventory at a target offered load.
 
 Contract:
 - `WorkloadModel`: the model's parameters, all documented defaults (see the field comments).
-- `synthetic_workload(nodes, model, *, domains=None, runtimes=None) -> Workload`: jobs drawn independently:
-  1. total GPUs of the job from `model.size_pmf` (SIZE_PMF by default);
-  2. a GPU model among the inventory's models that can hold the job (its GPUs x `max_job_share` >= the size),
-     weighted by the model's GPU count, so the offered load follows the inventory's mix (an inventory without
-     models: one pool, no constraint); a size no model can hold is drawn again;
-  3. the gang's shape: 1 GPU -> one member; else with probability `one_gpu_per_worker` one GPU per member (a
-     process per GPU), otherwise gcd(size, the model's largest node) GPUs per member (whole nodes);
-     per-member cpu and memory = GPUs x the model's smallest per-GPU node share x `host_share`;
-  4. duration: a run time drawn from `runtimes` (philly-runtime.csv shipped in whatif/data), clamped to
-     [`min_duration`, `max_duration`];
-  5. gangs of more than one member: NonStrict with probability `nonstrict_share`, a network topology with
-     `topology_share` (hard with highestTierAllowed 2 with `hard_share`, else soft); priority `high_priority`
-     with `high_priority_share`, else 0; minMember = all members.
-  Jobs are drawn until the offered load sum(GPUs x duration) / (GPU capacity x horizon) reaches `model.load`
-  (so it overshoots by at most one job); their submit times are a Poisson process on [0, horizon) given that
-  count (sorted uniform times), i.e. the arrival rate is the job count / horizon. Ids `job-000000`, ...
-  `domains` default to topogen.synthetic_topology(nodes). The same nodes, model and runtimes give the same
-  workload (random.Random(model.seed); no numpy).
-- `load_runtimes(path)`: the run times (seconds) of a one-column CSV with the header `runtime`.
+- `synthetic_workload(nodes, model, *, domains=None, runtimes=None) -> Workload`: jobs drawn independently (size,
+  GPU model weighted by the inventory, shape, run time, mode, topology, priority) until the offered load reaches
+  `model.load`, submitted as a Poisson process over the horizon; reproducible (random.Random(model.seed)).
+- `load_runtimes(path)`: the run times of a one-column CSV `runtime`.
 - `offered_load(jobs, gpu_capacity, horizon)`: sum(GPUs x duration) / (capacity x horizon).
+More: docs/modules.md#whatifinputssyntheticpy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """The what-if workload trace format, CSV and JSONL: reading (bounded, validated) and writing.
 
 Contract (docs/whatif.md "Workload trace format" is the user's description; keep both in step):
-- CSV: a header, then one row per ROLE of a job (a job without roles is one row with `role` empty). Columns
-  (required: job_id, submit, duration, workers, cpu, memory, gpus):
-  `job_id` (non-empty, at most 253 characters), `submit` and `duration` (seconds, submit >= 0, duration > 0),
-  `priority` (int32, default 0), `min_member` (1..members, default all members), `mode` (Strict | NonStrict,
-  default Strict), `topology` (none | soft | hard, default none), `highest_tier` (1..64 or empty), `gpu_model`
-  (empty: any), `wait_seconds` (> 0 or empty: the scheduler's default), `role` (the role's name, "" for none),
-  `workers` (members of this role, 1..100,000), `role_min` (the role's own minimum, or empty), `cpu` and `memory`
-  (per member, Kubernetes quantities: `4`, `500m`, `16Gi`), `gpus` (per member, whole devices).
-  The job-level columns of a job's rows must agree; role names are unique within a job.
-- JSONL: one job per line: `{"id", "submit", "duration", "priority"?, "minMember"?, "mode"?,
-  "networkTopology"?: {"mode", "highestTierAllowed"?}, "gpuModel"?, "waitSeconds"?}` and either `"workers", "cpu",
-  "memory", "gpus"` (one role without a name) or `"roles": [{"name"?, "workers", "minMember"?, "cpu", "memory",
-  "gpus"}, ...]`; same bounds. Unknown keys are errors. Blank lines are skipped.
-- `read_trace(path)`: by extension (`.jsonl`/`.ndjson` -> JSONL, else CSV): the jobs sorted by submit time, then id;
-  job ids unique. Errors: files.InputError naming the file, the line, the column (CSV column or JSON key path),
-  the value and what is allowed. At most files.MAX_ROWS rows, files.MAX_INPUT_BYTES bytes.
-- `write_trace(path, jobs)`: writes either format (by extension) such that `read_trace(path) == jobs` (sorted).
+- CSV: one row per role of a job (required columns job_id, submit, duration, workers, cpu, memory, gpus); a job's
+  rows agree on the job-level columns. JSONL: one job per line, a single role or `roles`; unknown keys are errors.
+- `read_trace(path)`: by extension (`.jsonl`/`.ndjson` -> JSONL, else CSV); jobs sorted by submit time, then id,
+  ids unique; bounded by files.MAX_ROWS and files.MAX_INPUT_BYTES. Errors: files.InputError naming the file, line,
+  column, value and what is allowed.
+- `write_trace(path, jobs)`: either format such that `read_trace(path) == jobs` (sorted).
+More: docs/modules.md#whatifinputstracespy.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """One entry point from command-line style arguments to a `Workload` (what `gangsched sim replay` needs).
 
 Contract:
-- `Inventory(nodes, domains, source, notes)`: the nodes, their topology domains (lowest tier first), a description
-  for the report and notes (nodes left out).
-- `load_inventory(source, *, node_resources=DEFAULT_NODE_RESOURCES, synthetic=True, memory_gib_per_cpu=8)`:
-  `source` is a shipped inventory's name (SHIPPED: `alibaba-2026` -> the 4,278-node spot GPU list,
-  `alibaba-2023` -> the 1,213-node openb list), a topology file (a `.json` whose first entry has a `layer`: its
-  nodes with `node_resources` each, its own domains) or an inventory file (nodes.load_nodes). Inventories without
-  a topology get topogen.synthetic_topology (8-node units, 8-unit leaves) unless `synthetic` is False.
-- `live_inventory(kubeconfig, *, synthetic=True)`: the same from a live cluster's nodes (nodes.live_nodes).
-- `build_workload(inventory, *, trace=None, model=None)`: the jobs of the trace file (traces.read_trace) or,
-  without one, of the synthetic model (synthetic.synthetic_workload with `model`, default WorkloadModel()).
-  Errors: files.InputError (bad files), ValueError (an inventory the model cannot serve).
+- `Inventory(nodes, domains, source, notes)`: the nodes, their topology domains, a description and notes.
+- `load_inventory(source, *, node_resources=..., synthetic=True, memory_gib_per_cpu=8)`: a shipped name (SHIPPED),
+  a topology file or an inventory file (nodes.load_nodes); without a topology, topogen.synthetic_topology unless
+  `synthetic` is False. `live_inventory(kubeconfig, *, synthetic=True)`: the same from a live cluster.
+- `build_workload(inventory, *, trace=None, model=None)`: the trace's jobs, or the synthetic model's.
+Errors: files.InputError (bad files), ValueError (an inventory the model cannot serve).
+More: docs/modules.md#whatifinputsworkloadpy.
 """
 
 from __future__ import annotations

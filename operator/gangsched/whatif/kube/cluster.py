@@ -1,38 +1,15 @@
-"""kube-scheduler's view of the nodes for the faithful baselines: NodeResourcesFit filtering, the default scores,
-the sampled node search (percentageOfNodesToScore) and the nominator. No queue, no preemption (queue.py,
-preemption.py).
+"""kube-scheduler's view of the nodes for the faithful baselines: NodeResourcesFit filtering, the default scores, the
+sampled node search (percentageOfNodesToScore) and the nominator. No queue, no preemption (queue.py, preemption.py).
 
-Contract:
-- `KPod`: one pod of a replayed job (requests, priority, its incarnation, the node it is assumed or bound on, its
-  nominated node, when it was bound: the start time preemption orders victims by).
-- `Cluster(nodes, seed)`: per node its allocatable (GPUs, CPU, memory, 110 pods), what its assumed and bound pods
-  request, whether it is up.
-  - `fit(pod, node, removed)`: NodeResourcesFit's Filter (pkg/scheduler/framework/plugins/noderesources/fit.go):
-    every request (pods, CPU, memory, GPUs) fits what is left; the pods nominated to the node with priority >= the
-    pod's (other than the pod itself) count as placed, as kube-scheduler's `addNominatedPods` makes them
-    (schedule_one.go `findNodesThatPassFilters` -> RunFilterPluginsWithNominatedPods). `UNRESOLVABLE` when the node is
-    down or has another GPU model (the nodeSelector of the job's GPU model: NodeAffinity), `UNSCHEDULABLE` when only
-    resources are short (preemption may help), `FIT` otherwise. `removed`: pods taken out (preemption's dry run).
-  - `find_feasible(pod)`: schedule_one.go `findNodesThatFitPod`: the nominated node first when the pod still fits
-    there (`evaluateNominatedNode`); else the nodes from the rotating `next_start` index on, stopping after
-    `num_feasible_nodes_to_find(len(nodes))` feasible ones, then advancing the index by the nodes processed.
-    Returns (feasible, the nodes that failed only for resources: only needed, and only complete, when none is
-    feasible: then every node up of the pod's model, in search order). `placement`: only these nodes are considered
-    (a pod group cycle's placement: the snapshot restricted to one topology domain). Indexes that change no answer:
-    the free GPUs per node (`roomy`: a node with fewer GPUs free than requested is never feasible), and per request
-    that fitted nowhere the point in `grown` (the nodes whose room grew since) from which it is checked again.
-  - `select_host(pod, feasible)`: the default scores that tell these nodes apart, NodeResourcesFit LeastAllocated
-    (least_allocated.go, cpu and memory weight 1) plus NodeResourcesBalancedAllocation (balanced_allocation.go, cpu
-    and memory), each weight 1 (the other default score plugins give every node of the replay the same score); ties
-    are broken at random by reservoir sampling as `selectHost` does, from a seeded generator (replays stay
-    deterministic).
-  - `assume(pod, node)` / `forget(pod)`: the cache's AssumePod / ForgetPod (and removal of a bound pod);
-    `charge(pod, node)`: assume without touching the nomination (a tentative placement, undone by `forget`).
-  - `nominate(pod, node)` / `clear_nomination(pod)`: the nominator (nominatedNodeName).
-  - `set_up(name, up)`, `free_total()` (free resources summed over the nodes up), `version` (bumped whenever a pod is
-    placed or removed, a nomination cleared or a node comes back: a pod that found no node and no preemption candidate
-    at one version finds none until it changes).
-Units: CPU millicores, memory MiB, GPUs whole devices.
+Contract (CPU millicores, memory MiB, GPUs whole devices):
+- `KPod`: one pod of a replayed job. `Cluster(nodes, seed)`: per node its allocatable, what its pods request, up.
+- `fit(pod, node, removed)`: NodeResourcesFit's Filter with higher-or-equal-priority nominated pods counted;
+  `UNRESOLVABLE` (down, other GPU model), `UNSCHEDULABLE` (resources short), `FIT`.
+- `find_feasible(pod)`: `findNodesThatFitPod` (nominated node first; from the rotating index until enough feasible
+  nodes); returns the feasible nodes and, when none, those short of resources only. `placement` restricts the nodes.
+- `select_host(pod, feasible)`: LeastAllocated + BalancedAllocation, random tie-break from a seeded generator.
+- `assume`, `forget`, `charge`, `nominate`, `clear_nomination`, `set_up`, `free_total()`, `version` (bumped by any
+  change that could let a failed pod fit). More: docs/modules.md#whatifkubeclusterpy.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
-"""The pod bookkeeping every faithful baseline shares (implements whatif/policies.py `Policy`): pods of job
-incarnations in a `Cluster` (cluster.py) and a `SchedulingQueue` (queue.py), and what happens to them when jobs
-complete, nodes fail and pods are preempted. The scheduling cycle itself is the subclass's `schedule_one`.
+"""The pod bookkeeping every faithful baseline shares (implements whatif/policies.py `Policy`): the pods of job
+incarnations in a `Cluster` and a `SchedulingQueue`, on completion, node failure, preemption; cycle: `schedule_one`.
 
 Contract (`KubeFramework(name, nodes, seed)`):
-- `submit`: one pod per member (`KPod`: the role's requests, the job's priority and GPU model, created now), each
-  added to the queue (`admit` may hold it back: PreEnqueue).
-- `cycle(now)`: `expire(now)` (the subclass's timers: Permit waits), the queue's flush, then `schedule_one` for every
-  pod popped until the queue has nothing to give at `now` (timed as one decision); `next_wakeup` is the queue's or a
-  subclass timer's (`wakeup()`), whichever is first.
-- `bind` (Permit passed: the pod is bound and RUNNING), `hold` (assumed and waiting at Permit: HELD), `release` (a
-  waiting pod rejected: unreserved, back to the queue as a failure of the rejecting plugin; a cluster event for the
-  others: the binding cycle's MoveAllToActiveOrBackoffQueue on AssignedPodDelete).
-- `evict(victim)`: a bound victim's deletion ends its whole incarnation (`Ended("evicted")`: the replay's model, a
-  distributed job dies with any member, every pod of it removed); a waiting victim is rejected at Permit
-  (`reject_waiting`, preemption.go `prepareCandidate`: `waitingPod.Reject`) and stays pending.
-  Victims terminate at once (deviation: upstream honours their terminationGracePeriodSeconds, 30 s by default).
-- Pod deletions (completion, eviction, a node failing) and a node coming back are cluster events: `move_all`;
-  `group_changed` (the subclass's): a job's group object created (submit) or its status changed (completion, end).
-- `finish`, `node_down`, `node_up` as the protocol says.
+- `submit`: one `KPod` per member, queued (`admit` may hold it back: PreEnqueue).
+- `cycle(now)`: the subclass's timers (`expire`), the queue's flush, then `schedule_one` for every pod popped at
+  `now` (one decision); `next_wakeup`: the queue's or the subclass's (`wakeup()`), whichever first.
+- `bind` (RUNNING), `hold` (HELD at Permit), `release` (rejected at Permit, back to the queue).
+- `evict(victim)`: a bound victim ends its whole incarnation; a waiting one is rejected at Permit; victims terminate
+  at once (upstream honours the grace period). Pod deletions and a node coming back are cluster events
+  (`move_all`); `group_changed`; `finish`, `node_down`, `node_up` as the protocol says.
+More: docs/modules.md#whatifkubeframeworkpy.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
-"""kube-scheduler's DefaultPreemption for the faithful baselines (pkg/scheduler/framework/plugins/defaultpreemption/
-default_preemption.go and pkg/scheduler/framework/preemption/preemption.go).
+"""kube-scheduler's DefaultPreemption for the faithful baselines (default_preemption.go and preemption/preemption.go).
 
 Contract:
-- `select_victims_on_node(cluster, pod, node, violates)` (`SelectVictimsOnNode`): every pod of lower priority than
-  the preemptor is removed; if the preemptor still does not fit, the node is no candidate (None). Otherwise the
-  removed pods, most important first (`MoreImportantPod`: higher priority, then earlier start), are reprieved one by
-  one, those whose disruption would violate a PodDisruptionBudget first: a pod is added back when the preemptor
-  still fits with it, else it is a victim. Victims come back most important first with the number of PDB
-  violations among them.
-- `pick_one_node(candidates)` (`pickOneNodeForPreemption`): fewest PDB violations, then the lowest highest-victim
-  priority, then the smallest sum of victim priorities (each offset by 2^31), then the fewest victims, then the
-  latest earliest start time among the highest-priority victims, then the first candidate.
-- `preempt(cluster, pod, short, violates, rng)` (`Evaluator.Preempt`): None when the pod may not preempt
-  (preemptionPolicy Never; `PodEligibleToPreemptOthers`: victims here terminate at once, so a nominated pod is
-  never waiting for a terminating one) or no node gives a candidate. The nodes tried are those that failed only for
-  resources (`short`; `nodesWherePreemptionMightHelp`), from a random offset, until `num_candidates(len(short))`
-  candidates were found with at least one violating no PDB (`DryRunPreemption`, `GetOffsetAndNumCandidates`:
-  minCandidateNodesPercentage 10, minCandidateNodesAbsolute 100); PDB-respecting candidates first.
-`violates(pod)`: whether evicting the pod would violate a PDB (the replay's workloads declare no PDB: the policies
-pass a function that always answers False; the rule is kept so the order is upstream's).
+- `select_victims_on_node(cluster, pod, node, violates)`: every lower-priority pod removed (None when the preemptor
+  still does not fit), then reprieved most important first (PDB-violating first); the victims with their PDB
+  violation count.
+- `pick_one_node(candidates)`: upstream's `pickOneNodeForPreemption` ordering.
+- `preempt(cluster, pod, short, violates, rng)`: None when the pod may not preempt or no node gives a candidate;
+  the nodes short of resources only are tried from a random offset until `num_candidates` candidates are found
+  (`DryRunPreemption`), PDB-respecting ones first.
+`violates(pod)`: whether evicting the pod violates a PDB (always False in replays; the rule keeps upstream's order).
+More: docs/modules.md#whatifkubepreemptionpy.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
-"""kube-scheduler's scheduling queue (pkg/scheduler/backend/queue/scheduling_queue.go `PriorityQueue`), in virtual
-time, for the faithful baselines.
+"""kube-scheduler's scheduling queue (scheduling_queue.go `PriorityQueue`), in virtual time, for the faithful baselines.
 
-Contract: `SchedulingQueue(sort_key)` holds pod keys in three places, as upstream:
-- activeQ, ordered by `sort_key(pod, timestamp)` (the QueueSort plugin's order, computed when the pod is pushed);
-- backoffQ, pods that failed and wait out their backoff: `backoff_duration(attempts)`, 1 s doubled per attempt up
-  to 10 s (podInitialBackoffSeconds / podMaxBackoffSeconds defaults; `calculateBackoffDuration`), counted from the
-  pod's last failure (`getBackoffTime`);
-- unschedulablePods, pods that failed while no cluster event happened during their attempt.
-`add(pod, now)`: a new pod goes to activeQ. `pop(now)`: the head of activeQ; when activeQ is empty, the backoffQ pod
-whose backoff ends first (SchedulerPopFromBackoffQ, beta and on by default since 1.33). A pod is tried at most once
-per virtual instant (an attempt takes time; without this, sibling activation and rejection would loop within one
-instant): a pod activated again after its attempt waits in activeQ and is tried `RETRY_SECONDS` (1 s) later.
-Popping counts an attempt; `take(pod, now)` pops one given pod (PopSpecificPod).
-`failed(pod, now, rejector)`: AddUnschedulableIfNotPresent: the timestamp is refreshed; if a cluster event that the
-rejecting plugin registers happened during the attempt (`move_all` since the pop: the in-flight events) the pod goes
-to backoffQ (activeQ when its backoff is already over), else to unschedulablePods. `move_all(now, event, exclude)`:
-MoveAllToActiveOrBackoffQueue with QueueingHints (`isPodWorthRequeuing`): the unschedulable pods whose rejecting
-plugin registers the event (REGISTERED) go to backoffQ or, backoff over, activeQ; `exclude` stay.
-`activate(pods, now)`: the PodsToActivate mechanism (to activeQ from wherever they wait).
-`flush(now)`: flushBackoffQCompleted and flushUnschedulablePodsLeftover (every 30 s, pods unschedulable for longer
-than podMaxInUnschedulablePodsDuration, 5 min, are moved). `next_wakeup()`: when the next of those is due.
-`remove(pod)`: the pod left the queue for good (bound, or deleted).
+Contract: `SchedulingQueue(sort_key)` holds pods in activeQ (ordered by `sort_key`), backoffQ (1 s doubling to 10 s
+from the last failure) and unschedulablePods, as upstream.
+- `add(pod, now)`; `pop(now)`: activeQ's head, else the backoffQ pod due first; a pod is tried at most once per
+  instant (activated again, it waits `RETRY_SECONDS`); `take(pod, now)`: PopSpecificPod.
+- `failed(pod, now, rejector)`: to backoffQ if a registered cluster event happened during the attempt, else to
+  unschedulablePods; `move_all(now, event, exclude)`: QueueingHints by the rejecting plugin's registrations.
+- `activate(pods, now)`; `flush(now)`: completed backoffs and pods unschedulable for over 5 min;
+  `next_wakeup()`; `remove(pod)`. More: docs/modules.md#whatifkubequeuepy.
 """
 
 from __future__ import annotations
