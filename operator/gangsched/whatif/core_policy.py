@@ -8,7 +8,7 @@ Contract (implements whatif/policies.py `Policy`):
   minimums, network topology) and one `PodRecord` per member (as models/pod.py would build it: the role's requests
   interned by `scheduling_class`, a nodeSelector on the GPU model when the job needs one, priority, rank, role,
   creation time = the incarnation's submit time).
-- `cycle(now)`: `schedule(state, now, config)` then `state.apply(plan)`, repeated until a plan is empty (the core
+- `cycle(now)`: `run_cycle(state, now, config)` (schedule, then apply), repeated until a plan is empty (the core
   has nothing left to decide at `now`). The plan is carried out at once: bindings succeed (`bind_succeeded`, then
   the pod is seen Running on its node); reservations and releases are reported as HELD / NONE; an evicted pod ends
   its whole incarnation (`Ended("evicted")`: a distributed job dies with any member; every pod and the gang are
@@ -43,7 +43,7 @@ from gangsched.core import (
     SchedulingClass,
     TopologyMode,
     TopologyTree,
-    schedule,
+    run_cycle,
     scheduling_class,
 )
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
@@ -156,8 +156,7 @@ class CorePolicy:
         out = CycleOutcome()
         for _ in range(MAX_CYCLES_PER_INSTANT):
             t0 = time.perf_counter()
-            plan = schedule(self.state, now, self.config)
-            self.state.apply(plan)
+            plan = run_cycle(self.state, now, self.config)  # schedule, then record the plan in the state
             out.decision_seconds.append(time.perf_counter() - t0)
             self._carry_out(plan, out, now)
             if plan.empty:
