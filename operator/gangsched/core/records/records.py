@@ -331,6 +331,14 @@ class PodRecord:
         return self.phase in TERMINAL_PHASES
 
 
+def pods_by_class(pods: Iterable[PodRecord]) -> dict[int, list[PodRecord]]:
+    """class id -> the pods of that class, in their order; classes in the order they first appear."""
+    out: dict[int, list[PodRecord]] = {}
+    for pod in pods:
+        out.setdefault(pod.sclass.id, []).append(pod)
+    return out
+
+
 def projected(pod: PodRecord) -> PodRecord:
     """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
     if not pod.ours or not _label_gen[0]:
