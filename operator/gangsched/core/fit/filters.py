@@ -5,7 +5,7 @@ Contract:
 - `NodeFilter` is the interface: `applies(cls)` (decided once per scheduling class; a class no filter applies
   to pays nothing), `limit(cls, node, usage) -> int` (how many more pods of the class the node takes, 0:
   blocked) and `reason(cls, node, usage) -> str | None` (a short reason for "blocked by" messages).
-  `filters_for(cls)` lists the filters that apply to a class (memoized by class id); `limit` / `block_reason`
+  `filters_for(cls)` lists the filters that apply to a class; `limit` / `block_reason`
   combine them. A filter with `domains` True reads pod counts over topology domains (core/fit/pod_counts.py):
   `touched(cls, counts, changes)` names the nodes whose limit the counts' changes may move (None: every node),
   which the capacity indexes recompute. `Usage` (core/fit/usage.py) is what they see of a node: the store's usage
@@ -133,15 +133,12 @@ class NodePorts:
 
 
 FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity(), PodTopologySpread())
-_by_class: dict[int, tuple[NodeFilter, ...]] = {}
 
 
 def filters_for(cls: SchedulingClass) -> tuple[NodeFilter, ...]:
-    """The filters that apply to the class (empty for most classes)."""
-    found = _by_class.get(cls.id)
-    if found is None:
-        found = _by_class[cls.id] = tuple(f for f in FILTERS if f.applies(cls))
-    return found
+    """The filters that apply to the class (empty for most classes): read off the class's own fields each time
+    (three cheap tests), so no table keyed by class id outlives the class registry."""
+    return tuple(f for f in FILTERS if f.applies(cls))
 
 
 def limit(filters: tuple[NodeFilter, ...], cls: SchedulingClass, node: str, usage: Usage) -> int:
