@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gangsched.core import (
+    ClassRegistry,
     GangMode,
     GangSpec,
     NetworkTopology,
@@ -44,7 +45,6 @@ from gangsched.core import (
     TopologyMode,
     TopologyTree,
     run_cycle,
-    scheduling_class,
 )
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase, ResolvedDeadlock
@@ -95,12 +95,12 @@ def node_record(node: NodeSpec) -> NodeRecord:
     return NodeRecord(node.name, alloc, labels)
 
 
-def role_class(role: RoleSpec, gpu_model: str | None) -> SchedulingClass:
+def role_class(role: RoleSpec, gpu_model: str | None, classes: ClassRegistry) -> SchedulingClass:
     requests = {"cpu": role.cpu_milli, "memory": role.memory_mib << 20}
     if role.gpus:
         requests[GPU] = role.gpus
     selector = ((GPU_MODEL_LABEL, gpu_model),) if gpu_model else ()
-    return scheduling_class(requests, node_selector=selector)
+    return classes.scheduling_class(requests, node_selector=selector)
 
 
 class CorePolicy:
@@ -138,7 +138,7 @@ class CorePolicy:
         keys = []
         rank = 0
         for role in job.roles:
-            sclass = role_class(role, job.gpu_model)
+            sclass = role_class(role, job.gpu_model, self.state.classes)
             for _ in range(role.count):
                 pod = PodRecord(
                     NAMESPACE, f"{key}-{rank}", f"uid-{key}-{rank}", sclass, priority=job.priority,

@@ -42,6 +42,11 @@ class SchedulerState:
         self._no_spec_reasons: dict[str, str] = {}  # gang -> why its PodGroup is invalid (set_no_spec_reason)
         self.health = HealthBook()  # runtime gang health (core/gang/health.py)
 
+    @property
+    def classes(self) -> ClassRegistry:
+        """The registry this state's pods' classes are interned in (the parsers intern into it)."""
+        return self.store.classes
+
     # ----- PendingSink (the store's notifications, forwarded) -----
     def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
         self.queue.pod_pending(pod_key, gang_key, pending)
