@@ -10,7 +10,7 @@ change and one after; they must be identical once the `###` header lines are set
 Default (gangsched's core): the demo (gangsched and gangsched+nohold at three loads) and two seeded 3-hour replays
 of the Alibaba 2026 inventory, with the placement-independent model and no declared run times. Every non-empty Plan
 is one line: bindings, reservations, releases, evictions, nominations, preemptions, timeouts, statuses, events,
-conditions, deadlocks and the next wake-up. It wraps `whatif.core_policy.schedule` (the core's entry the replay
+conditions, deadlocks and the next wake-up. It wraps `whatif.core_policy.run_cycle` (the core's entry the replay
 calls). `--policies kube-scheduler,coscheduling,kube-scheduler-gang` (any of the faithful baselines, whatif/kube/):
 the demo and two seeded replays of the Alibaba 2026 inventory (`--hours`, default 6, at loads 0.95 and 0.8) with
 those policies; every call of `KubeFramework.cycle`, `finish` and `node_down` that moved a pod, ended an incarnation
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", default="/tmp/golden-trace-out", help="the replays' output directories")
     args = parser.parse_args(argv)
     lines: list[str] = []
-    real = core_policy.schedule
+    real = core_policy.run_cycle
 
     def traced(state: Any, now: float, config: Any) -> Any:
         plan = real(state, now, config)
@@ -110,14 +110,14 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(_line(now, plan))
         return plan
 
-    core_policy.schedule = traced  # type: ignore[assignment]
+    core_policy.run_cycle = traced  # type: ignore[assignment]
     restore = _wrap_baselines(lines)
     try:
         for i, replay_args in enumerate(_replays(args.policies, args.hours)):
             lines.append("### " + " ".join(replay_args))
             cli.main(["sim", "replay", *replay_args, *FIXED, "--out", f"{args.scratch}/{i}"])
     finally:
-        core_policy.schedule = real  # type: ignore[assignment]
+        core_policy.run_cycle = real  # type: ignore[assignment]
         restore()
     with open(args.out, "w") as fh:
         fh.write("\n".join(lines) + "\n")

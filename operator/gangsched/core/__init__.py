@@ -24,6 +24,8 @@ from gangsched.core.memory import (
 )
 from gangsched.core.preemption import PdbBudget, pdb_protects
 from gangsched.core.records import (
+    CLASSES,
+    ClassRegistry,
     HostPort,
     LabelSelector,
     NodeRecord,
@@ -66,6 +68,8 @@ from gangsched.core.values import (
 )
 
 __all__ = [
+    "CLASSES",
+    "ClassRegistry",
     "Deadlock",
     "DegradedCondition",
     "Domain",

@@ -22,6 +22,8 @@ from typing import Any
 import orjson
 
 from gangsched.core import (
+    CLASSES,
+    ClassRegistry,
     HostPort,
     InvalidField,
     PodRecord,
@@ -33,7 +35,6 @@ from gangsched.core import (
     add_into,
     maximum,
     resource_list,
-    scheduling_class,
 )
 from gangsched.models.duration import parse_duration
 from gangsched.models.fields import as_list, as_object, str_map
@@ -278,6 +279,19 @@ def _labels(meta: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(raw.items()))  # JSON keys are strings: sorting never compares values
 
 
+def _pod_terms(
+    spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str], classes: ClassRegistry
+) -> tuple[PodAffinity, tuple[SpreadConstraint, ...]]:
+    """Its pod affinity terms and topology spread constraints (the label keys their selectors read: in `classes`)."""
+    terms = _NO_AFFINITY
+    if "affinity" in spec:
+        terms = pod_affinity(spec, namespace=namespace, labels=labels, classes=classes)
+    spread: tuple[SpreadConstraint, ...] = ()
+    if spec.get("topologySpreadConstraints"):
+        spread = spread_constraints(spec, namespace=namespace, labels=labels, classes=classes)
+    return terms, spread
+
+
 def pod_from_api(
     obj: Mapping[str, Any],
     *,
@@ -285,7 +299,9 @@ def pod_from_api(
     role: str | None = None,
     rank: int | None = None,
     ours: bool,
+    classes: ClassRegistry = CLASSES,
 ) -> PodRecord:
+    """(Its class is interned in `classes`: the registry of the SchedulerState the pod goes to.)"""
     meta = as_object(obj.get("metadata"), field="metadata")
     spec = as_object(obj.get("spec"), field="spec")
     status = as_object(obj.get("status"), field="status")
@@ -296,11 +312,8 @@ def pod_from_api(
     required, preferred = _node_affinity(spec)
     namespace = sys.intern(str(meta.get("namespace") or "default"))
     labels = _labels(meta)
-    terms = pod_affinity(spec, namespace=namespace, labels=dict(labels)) if "affinity" in spec else _NO_AFFINITY
-    spread: tuple[SpreadConstraint, ...] = ()
-    if spec.get("topologySpreadConstraints"):
-        spread = spread_constraints(spec, namespace=namespace, labels=dict(labels))
-    sclass = scheduling_class(
+    terms, spread = _pod_terms(spec, namespace, dict(labels), classes)
+    sclass = classes.scheduling_class(
         pod_requests(spec),
         node_selector=tuple(sorted(str_map(spec.get("nodeSelector"), field="spec.nodeSelector").items())),
         required=required,

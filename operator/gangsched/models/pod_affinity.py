@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from gangsched.core import InvalidField, LabelSelector, PodSelector, PodTerm, Requirement, register_label_keys
+from gangsched.core import CLASSES, ClassRegistry, InvalidField, LabelSelector, PodSelector, PodTerm, Requirement
 from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import label_selector
 
@@ -39,11 +39,13 @@ def _keys(raw: Any, *, field: str) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _selector(term: Mapping[str, Any], labels: Mapping[str, str], *, field: str) -> LabelSelector | None:
+def _selector(
+    term: Mapping[str, Any], labels: Mapping[str, str], classes: ClassRegistry, *, field: str
+) -> LabelSelector | None:
     raw = term.get("labelSelector")
     match = _keys(term.get("matchLabelKeys"), field=f"{field}.matchLabelKeys")
     mismatch = _keys(term.get("mismatchLabelKeys"), field=f"{field}.mismatchLabelKeys")
-    register_label_keys((*match, *mismatch))
+    classes.register_label_keys((*match, *mismatch))
     if raw is None:
         return None
     sel = label_selector(raw, field=f"{field}.labelSelector")
@@ -51,11 +53,11 @@ def _selector(term: Mapping[str, Any], labels: Mapping[str, str], *, field: str)
     merged += [Requirement(k, "NotIn", (labels[k],)) for k in mismatch if k in labels]
     if merged:
         sel = LabelSelector(sel.labels, (*sel.expressions, *merged))
-    register_label_keys([k for k, _ in sel.labels] + [r.key for r in sel.expressions])
+    classes.register_label_keys([k for k, _ in sel.labels] + [r.key for r in sel.expressions])
     return sel
 
 
-def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) -> PodTerm:
+def _term(raw: Any, namespace: str, labels: Mapping[str, str], classes: ClassRegistry, *, field: str) -> PodTerm:
     term = as_object(raw, field=field)
     key = term.get("topologyKey")
     if not isinstance(key, str) or not key:
@@ -64,7 +66,7 @@ def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) ->
     if not all(isinstance(n, str) for n in names):
         raise InvalidField(f"{field}.namespaces", names, "must be a list of namespace names")
     ns_raw = term.get("namespaceSelector")
-    selector = _selector(term, labels, field=field)
+    selector = _selector(term, labels, classes, field=field)
     spaces = frozenset(sys.intern(n) for n in names)
     if ns_raw is None:
         return PodTerm(PodSelector(spaces or frozenset({namespace}), selector), sys.intern(key))
@@ -74,15 +76,19 @@ def _term(raw: Any, namespace: str, labels: Mapping[str, str], *, field: str) ->
     return PodTerm(PodSelector(spaces, selector, ns_sel), sys.intern(key))
 
 
-def _terms(affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str]) -> tuple[PodTerm, ...]:
+def _terms(
+    affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str], classes: ClassRegistry
+) -> tuple[PodTerm, ...]:
     where = f"spec.affinity.{kind}"
     section = as_object(affinity.get(kind), field=where)
     raw_terms = as_list(section.get(REQUIRED), field=f"{where}.{REQUIRED}")
-    return tuple(_term(raw, namespace, labels, field=f"{where}.{REQUIRED}[{i}]") for i, raw in enumerate(raw_terms))
+    return tuple(
+        _term(raw, namespace, labels, classes, field=f"{where}.{REQUIRED}[{i}]") for i, raw in enumerate(raw_terms)
+    )
 
 
 def _weighted(
-    affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str]
+    affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str], classes: ClassRegistry
 ) -> list[tuple[int, PodTerm]]:
     where = f"spec.affinity.{kind}.{PREFERRED}"
     raw_terms = as_list(as_object(affinity.get(kind), field=f"spec.affinity.{kind}").get(PREFERRED), field=where)
@@ -94,14 +100,17 @@ def _weighted(
         if type(weight) is not int or not 1 <= weight <= 100:  # validation.go validateWeightedPodAffinityTerms
             raise InvalidField(f"{where}[{i}].weight", weight, "must be an integer in the range 1-100")
         term = item.get("podAffinityTerm")
-        out.append((sign * weight, _term(term, namespace, labels, field=f"{where}[{i}].podAffinityTerm")))
+        out.append((sign * weight, _term(term, namespace, labels, classes, field=f"{where}[{i}].podAffinityTerm")))
     return out
 
 
-def pod_affinity(spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str]) -> PodAffinity:
+def pod_affinity(
+    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], classes: ClassRegistry = CLASSES
+) -> PodAffinity:
+    """(The label keys the selectors read are registered in `classes`, the registry the pod's class is interned in.)"""
     affinity = as_object(spec.get("affinity"), field="spec.affinity")
-    aff = _terms(affinity, "podAffinity", namespace, labels)
-    preferred = _weighted(affinity, "podAffinity", namespace, labels) + _weighted(
-        affinity, "podAntiAffinity", namespace, labels
+    aff = _terms(affinity, "podAffinity", namespace, labels, classes)
+    preferred = _weighted(affinity, "podAffinity", namespace, labels, classes) + _weighted(
+        affinity, "podAntiAffinity", namespace, labels, classes
     )
-    return PodAffinity(aff, _terms(affinity, "podAntiAffinity", namespace, labels), tuple(preferred))
+    return PodAffinity(aff, _terms(affinity, "podAntiAffinity", namespace, labels, classes), tuple(preferred))

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import InvalidField, LabelSelector, SpreadConstraint, register_label_keys
+from gangsched.core import CLASSES, ClassRegistry, InvalidField, LabelSelector, SpreadConstraint
 from gangsched.models.fields import INT32_MAX, as_list, as_object
 from gangsched.models.selectors import label_selector
 
@@ -62,7 +62,9 @@ def _selector(entry: Mapping[str, Any], labels: Mapping[str, str], *, field: str
     return LabelSelector(tuple(sorted(merged.items())), selector.expressions)
 
 
-def _constraint(raw: Any, labels: Mapping[str, str], namespace: str, *, field: str) -> tuple[str, SpreadConstraint]:
+def _constraint(
+    raw: Any, labels: Mapping[str, str], namespace: str, classes: ClassRegistry, *, field: str
+) -> tuple[str, SpreadConstraint]:
     entry = as_object(raw, field=field)
     max_skew = _int32(entry.get("maxSkew"), field=f"{field}.maxSkew")
     key = entry.get("topologyKey")
@@ -80,7 +82,7 @@ def _constraint(raw: Any, labels: Mapping[str, str], namespace: str, *, field: s
             )
     selector = _selector(entry, labels, field=field)
     if selector is not None:  # the workspace matches classes by these labels
-        register_label_keys([*(k for k, _ in selector.labels), *(r.key for r in selector.expressions)])
+        classes.register_label_keys([*(k for k, _ in selector.labels), *(r.key for r in selector.expressions)])
     return action, SpreadConstraint(
         max_skew=max_skew,
         topology_key=sys.intern(key),
@@ -95,15 +97,16 @@ def _constraint(raw: Any, labels: Mapping[str, str], namespace: str, *, field: s
 
 
 def spread_constraints(
-    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str]
+    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], classes: ClassRegistry = CLASSES
 ) -> tuple[SpreadConstraint, ...]:
-    """The constraints, DoNotSchedule ones first; see the module docstring."""
+    """The constraints, DoNotSchedule ones first; see the module docstring. (The label keys their selectors read
+    are registered in `classes`, the registry the pod's class is interned in.)"""
     hard: list[SpreadConstraint] = []
     soft: list[SpreadConstraint] = []
     seen: set[tuple[str, str]] = set()
     for i, raw in enumerate(as_list(spec.get("topologySpreadConstraints"), field=FIELD)):
         field = f"{FIELD}[{i}]"
-        action, constraint = _constraint(raw, labels, namespace, field=field)
+        action, constraint = _constraint(raw, labels, namespace, classes, field=field)
         pair = (constraint.topology_key, action)
         if pair in seen:
             raise InvalidField(field, f"{pair[0]}/{pair[1]}", "must not repeat a (topologyKey, whenUnsatisfiable) pair")

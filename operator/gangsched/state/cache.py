@@ -192,8 +192,8 @@ class ClusterCache:
         self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
-        self.volumes = VolumeBook()
-        self.dra = DraBook()  # DRA: slices, classes, claims and our pods' claims (state/dra.py, state/dra_feed.py)
+        self.volumes = VolumeBook(self.cluster.classes)
+        self.dra = DraBook(self.cluster.classes)  # DRA: slices, classes, claims, our pods' claims (state/dra*.py)
         self.devices_dirty = False  # flush_devices (state/dra_feed.py) has something to recount
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
         self.inferred: InferredGangs | None = None  # gangs inferred from workloads (config inferGangs; None: off)
@@ -269,6 +269,7 @@ class ClusterCache:
                 role=decl.role if decl else None,
                 rank=_rank(obj) if decl else None,
                 ours=ours,
+                classes=self.cluster.classes,
             )
             record = self.native.member_record(decl, record)
         except Exception as exc:  # InvalidField, or a parser's bug: reported either way, never raised
@@ -366,7 +367,7 @@ class ClusterCache:
         self.volumes.forget(key)
         self.dra.forget(key)
         try:
-            record = pod_from_api(obj, gang=None, ours=False)
+            record = pod_from_api(obj, gang=None, ours=False, classes=self.cluster.classes)
         except Exception:
             record = pod_with_status(previous, spec, obj.get("status")) if previous is not None else None
             if record is not None:

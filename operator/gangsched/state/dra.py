@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import NodeRecord, PodRecord, with_requests, with_required
+from gangsched.core import CLASSES, ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.devices import (
     AllocationResult,
     Allocator,
@@ -89,7 +89,8 @@ def _refs(namespace: str, obj: Mapping[str, Any]) -> list[tuple[str, str | None,
 
 
 class DraBook:
-    def __init__(self) -> None:
+    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
+        self.registry = classes  # where our pods' classes are interned (the SchedulerState's; `classes`: DeviceClasses)
         self.slices: dict[str, ResourceSlice] = {}
         self.classes: dict[str, DeviceClass] = {}
         self.claims: dict[str, _Claim] = {}
@@ -296,9 +297,9 @@ class DraBook:
                 elif not shared or self._carrier(claim_key) == key:  # its devices counted once, as requests
                     for r, q in asked.items():
                         demand[r] = demand.get(r, 0) + q
-        sclass = with_requests(base.sclass, demand)
+        sclass = self.registry.with_requests(base.sclass, demand)
         if required is not sclass.required:
-            sclass = with_required(sclass, required)
+            sclass = self.registry.with_required(sclass, required)
         if not reasons and sclass is base.sclass:
             return base
         return dataclasses.replace(

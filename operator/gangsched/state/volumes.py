@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import InvalidField, PodRecord, SchedulingClass, with_required
+from gangsched.core import CLASSES, ClassRegistry, InvalidField, PodRecord, SchedulingClass
 from gangsched.models.volumes import (
     MAX_TERMS,
     ClaimInfo,
@@ -48,7 +48,8 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 class VolumeBook:
-    def __init__(self) -> None:
+    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
+        self.classes = classes  # the registry our pods' classes are interned in (the SchedulerState's)
         self.claims: dict[str, ClaimInfo] = {}  # "namespace/name" -> what the claim says
         self.volumes: dict[str, VolumeInfo | str] = {}  # PV name -> its constraint, or why it cannot be read
         self._pods: dict[str, _PodBase] = {}  # pod key -> its claims and record parts (pods of ours with claims)
@@ -166,7 +167,7 @@ class VolumeBook:
                         f"unsupported: the node affinity of the pod and of persistentvolume {info.volume!r} combine"
                         f" into more than {MAX_TERMS} node selector terms"
                     )
-        sclass = base.sclass if required is base.sclass.required else with_required(base.sclass, required)
+        sclass = base.sclass if required is base.sclass.required else self.classes.with_required(base.sclass, required)
         return dataclasses.replace(
             record,
             sclass=sclass,

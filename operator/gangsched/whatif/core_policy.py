@@ -3,7 +3,7 @@
 Contract (implements whatif/policies.py `Policy`):
 - Nodes become `NodeRecord`s and jobs' incarnations gangs `sim/<key>` with one `PodRecord` per member, as models/
   would read them; the workload's topology domains become the state's `TopologyTree` (variant `notopo`: none).
-- `cycle(now)`: `schedule` then `state.apply(plan)` until a plan is empty; the plan is carried out at once (binds
+- `cycle(now)`: `run_cycle` (schedule, then apply) until a plan is empty; the plan is carried out at once (binds
   succeed; reservations reported HELD / NONE); an eviction or a timeout ends the whole incarnation (`Ended`); the
   bind tier is the placement tier; resolved deadlocks are reported (`ResolvedDeadlock`).
 - `finish(key)`: pods Succeeded, then removed with their gang. `node_down(name)` ends the incarnations charged on
@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gangsched.core import (
+    ClassRegistry,
     GangMode,
     GangSpec,
     NetworkTopology,
@@ -31,8 +32,7 @@ from gangsched.core import (
     SchedulingClass,
     TopologyMode,
     TopologyTree,
-    schedule,
-    scheduling_class,
+    run_cycle,
 )
 from gangsched.whatif.model import JobSpec, NodeSpec, RoleSpec, Workload
 from gangsched.whatif.policies import CycleOutcome, Ended, EndReason, PodMove, PodPhase, ResolvedDeadlock
@@ -83,12 +83,12 @@ def node_record(node: NodeSpec) -> NodeRecord:
     return NodeRecord(node.name, alloc, labels)
 
 
-def role_class(role: RoleSpec, gpu_model: str | None) -> SchedulingClass:
+def role_class(role: RoleSpec, gpu_model: str | None, classes: ClassRegistry) -> SchedulingClass:
     requests = {"cpu": role.cpu_milli, "memory": role.memory_mib << 20}
     if role.gpus:
         requests[GPU] = role.gpus
     selector = ((GPU_MODEL_LABEL, gpu_model),) if gpu_model else ()
-    return scheduling_class(requests, node_selector=selector)
+    return classes.scheduling_class(requests, node_selector=selector)
 
 
 class CorePolicy:
@@ -126,7 +126,7 @@ class CorePolicy:
         keys = []
         rank = 0
         for role in job.roles:
-            sclass = role_class(role, job.gpu_model)
+            sclass = role_class(role, job.gpu_model, self.state.classes)
             for _ in range(role.count):
                 pod = PodRecord(
                     NAMESPACE, f"{key}-{rank}", f"uid-{key}-{rank}", sclass, priority=job.priority,
@@ -144,8 +144,7 @@ class CorePolicy:
         out = CycleOutcome()
         for _ in range(MAX_CYCLES_PER_INSTANT):
             t0 = time.perf_counter()
-            plan = schedule(self.state, now, self.config)
-            self.state.apply(plan)
+            plan = run_cycle(self.state, now, self.config)  # schedule, then record the plan in the state
             out.decision_seconds.append(time.perf_counter() - t0)
             self._carry_out(plan, out, now)
             if plan.empty:

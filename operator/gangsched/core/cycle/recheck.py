@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
 from gangsched.core.fit.filters import add_ports, port_conflict
-from gangsched.core.fit.matching import UNSCHEDULABLE_TAINT, static_block
+from gangsched.core.fit.matching import refusal, taint_shown
 from gangsched.core.fit.usage import PortCounts
 from gangsched.core.memory.podstate import RESERVED
 from gangsched.core.records.records import NodeRecord, PodRecord, SchedulingClass
@@ -46,15 +46,13 @@ def node_refuses(cls: SchedulingClass, node: NodeRecord | None) -> str | None:
     """Why the node no longer takes a pod of the class (None: it does), in words for an event."""
     if node is None:
         return "node deleted"
-    if static_block(cls, node) is None:
+    found = refusal(cls, node)  # (the checks of core/fit/matching.py's static_block, worded for an event)
+    if found is None:
         return None
-    if node.unschedulable and not any(t.tolerates(UNSCHEDULABLE_TAINT) for t in cls.tolerations):
-        return "node cordoned"
-    for taint in node.taints:
-        if taint.effect != "PreferNoSchedule" and not any(t.tolerates(taint) for t in cls.tolerations):
-            shown = f"{taint.key}={taint.value}" if taint.value else taint.key
-            return f"node tainted {shown}:{taint.effect}"
-    return f"{static_block(cls, node)} no longer matches"
+    what, taint = found
+    if taint is not None:
+        return f"node tainted {taint_shown(taint)}:{taint.effect}"
+    return "node cordoned" if what == "unschedulable" else f"{what} no longer matches"
 
 
 def _port_taken(session: CycleSession, pod: PodRecord, node: str) -> str | None:

@@ -117,15 +117,12 @@ class NodePorts:
 
 
 FILTERS: tuple[NodeFilter, ...] = (NodePorts(), InterPodAffinity(), PodTopologySpread())
-_by_class: dict[int, tuple[NodeFilter, ...]] = {}
 
 
 def filters_for(cls: SchedulingClass) -> tuple[NodeFilter, ...]:
-    """The filters that apply to the class (empty for most classes)."""
-    found = _by_class.get(cls.id)
-    if found is None:
-        found = _by_class[cls.id] = tuple(f for f in FILTERS if f.applies(cls))
-    return found
+    """The filters that apply to the class (empty for most classes): read off the class's own fields each time
+    (three cheap tests), so no table keyed by class id outlives the class registry."""
+    return tuple(f for f in FILTERS if f.applies(cls))
 
 
 def limit(filters: tuple[NodeFilter, ...], cls: SchedulingClass, node: str, usage: Usage) -> int:

@@ -35,20 +35,35 @@ def _tolerated(cls: SchedulingClass, taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in cls.tolerations)
 
 
-def static_block(cls: SchedulingClass, node: NodeRecord) -> str | None:
+def refusal(cls: SchedulingClass, node: NodeRecord) -> tuple[str, Taint | None] | None:
+    """The first static check the node fails for the class, None when it passes them all: ("unschedulable",
+    None) when cordoned, ("taint", the taint), ("node selector", None), ("node affinity", None). The one
+    implementation behind `static_block` and core/cycle/recheck.py's `node_refuses`, which word it each their way."""
     if node.unschedulable and not _tolerated(cls, UNSCHEDULABLE_TAINT):
-        return "unschedulable"
+        return "unschedulable", None
     for taint in node.taints:
         if taint.effect != "PreferNoSchedule" and not _tolerated(cls, taint):
-            shown = f"{taint.key}={taint.value}" if taint.value else taint.key
-            return f"taint {shown}"
+            return "taint", taint
     labels = node.labels
     for key, value in cls.node_selector:
         if labels.get(key) != value:
-            return "node selector"
+            return "node selector", None
     if cls.required is not None and not any(term_matches(t, node) for t in cls.required):
-        return "node affinity"
+        return "node affinity", None
     return None
+
+
+def taint_shown(taint: Taint) -> str:
+    """`key=value` (`key` when the value is empty), as messages show a taint."""
+    return f"{taint.key}={taint.value}" if taint.value else taint.key
+
+
+def static_block(cls: SchedulingClass, node: NodeRecord) -> str | None:
+    found = refusal(cls, node)
+    if found is None:
+        return None
+    what, taint = found
+    return what if taint is None else f"taint {taint_shown(taint)}"
 
 
 def preference(cls: SchedulingClass, node: NodeRecord) -> int:

@@ -19,17 +19,9 @@ from dataclasses import replace
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.health_book import DegradedCondition, GangHealth, HealthBook
 from gangsched.core.memory.podstate import BOUND, TERMINAL
-from gangsched.core.transaction.messages import event
+from gangsched.core.transaction.messages import event, pod_names
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, StalePolicy
-
-_SHOWN = 5  # pod names shown in a message
-
-
-def _names(keys: list[str]) -> str:
-    names = [key.partition("/")[2] for key in keys[:_SHOWN]]
-    more = f" and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
-    return ", ".join(names) + more
 
 
 def lost_members(session: CycleSession) -> dict[str, list[str]]:
@@ -103,7 +95,7 @@ def _report(
         f"(grace period {spec.stale_grace_seconds:g}s)"
     )
     if lost:
-        message += f"; lost with their node: {_names(lost)}"
+        message += f"; lost with their node: {pod_names(lost)}"
     event(session, "PodGroup", gang.key, "Warning", "GangDegraded", message)
     reason = "BelowMinMember"
     if spec.stale_policy is StalePolicy.EVICT:
@@ -111,7 +103,7 @@ def _report(
         if victims:
             session.evict(gang.key, tuple(victims))
             evicted = (
-                f"evicted its {len(victims)} member(s) still bound ({_names(victims)}) so their resources are freed"
+                f"evicted its {len(victims)} member(s) still bound ({pod_names(victims)}) so their resources are freed"
             )
             event(session, "PodGroup", gang.key, "Warning", "StaleGangEvicted", evicted)
             message = f"{message}; {evicted}"

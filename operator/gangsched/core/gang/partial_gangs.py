@@ -16,16 +16,8 @@ from __future__ import annotations
 
 from gangsched.core.memory.gangs import GangState, may_be_partial
 from gangsched.core.memory.plan import GangStatus
-from gangsched.core.transaction.messages import event, report_status, wait
+from gangsched.core.transaction.messages import event, pod_names, report_status, wait
 from gangsched.core.transaction.session import CycleSession, Members
-
-_SHOWN = 5  # pod names shown in a message
-
-
-def _names(keys: list[str]) -> str:
-    names = [key.partition("/")[2] for key in keys[:_SHOWN]]
-    more = f" and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
-    return ", ".join(names) + more
 
 
 def partial_members(session: CycleSession, gang: GangState, members: Members) -> list[str]:
@@ -54,7 +46,7 @@ def partial_gate(session: CycleSession, gang: GangState) -> bool:
     evicted = _own_evicted(session, gang)
     if evicted:
         message = (
-            f"waiting for {len(evicted)} evicted member(s) of its partial bind ({_names(evicted)}) to go; "
+            f"waiting for {len(evicted)} evicted member(s) of its partial bind ({pod_names(evicted)}) to go; "
             "it then starts again whole"
         )
         wait(session, gang, "WaitingForEvictedMembers", message)
@@ -71,7 +63,7 @@ def partial_note(session: CycleSession, gang: GangState, members: Members) -> st
     if not bound:
         return ""
     return (
-        f"; {len(bound)} bound member(s) never ran ({_names(bound)}): they are evicted when its waiting time "
+        f"; {len(bound)} bound member(s) never ran ({pod_names(bound)}): they are evicted when its waiting time "
         "ends unless the rest fits by then"
     )
 
@@ -89,7 +81,7 @@ def evict_partial(session: CycleSession, gang: GangState) -> bool:
     session.set_wait_start(gang.key, None)
     message = (
         f"its waiting time ended with {len(bound)} of minMember {gang.spec.min_member} members bound and never "
-        f"running (a bind burst cut short): evicted {_names(bound)} so the gang starts again whole"
+        f"running (a bind burst cut short): evicted {pod_names(bound)} so the gang starts again whole"
     )
     event(session, "PodGroup", gang.key, "Warning", "PartialGangEvicted", message)
     pending = len(members.pending) + len(members.reserved)

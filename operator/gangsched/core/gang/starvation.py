@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from gangsched.core.fit.capacity import fit_count
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.plan import CapacityHold, GangStatus
-from gangsched.core.records.records import PodRecord
+from gangsched.core.records.records import PodRecord, pods_by_class
 from gangsched.core.transaction.messages import event
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, TopologyMode
@@ -121,9 +121,7 @@ def _layout(
     """The members laid out next-fit on the allocatable of `order`'s nodes (then the other classes' feasible nodes),
     only on `allowed` nodes when given; None: they do not fit."""
     nodes = session.store.nodes
-    by_class: dict[int, list[PodRecord]] = {}
-    for pod in pods:
-        by_class.setdefault(pod.sclass.id, []).append(pod)
+    by_class = pods_by_class(pods)
     room: dict[str, Resources] = {}
     out: dict[str, Resources] = {}
     for members in by_class.values():

@@ -25,7 +25,7 @@ from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victim_book import VictimBook
-from gangsched.core.records.records import NodeRecord, PodRecord, projected
+from gangsched.core.records.records import CLASSES, ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.resources import Resources
@@ -35,12 +35,17 @@ BIND_BACKOFF_GEN = 2**62  # a bind backoff's freed generation: freed capacity ne
 
 
 class SchedulerState:
-    def __init__(self) -> None:
+    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
         self.queue = SchedulingQueue()
         self.victims = VictimBook()
-        self.store = ClusterStore(self)
+        self.store = ClusterStore(self, classes)  # (it owns the class registry: `store.classes`)
         self._no_spec_reasons: dict[str, str] = {}  # gang -> why its PodGroup is invalid (set_no_spec_reason)
         self.health = HealthBook()  # runtime gang health (core/gang/health.py)
+
+    @property
+    def classes(self) -> ClassRegistry:
+        """The registry this state's pods' classes are interned in (the parsers intern into it)."""
+        return self.store.classes
 
     # ----- PendingSink (the store's notifications, forwarded) -----
     def pod_pending(self, pod_key: str, gang_key: str | None, pending: bool) -> None:
@@ -143,7 +148,7 @@ class SchedulerState:
             self.store.bump_freed()  # a pod waiting for a namespace's labels may fit now
 
     def upsert_pod(self, pod: PodRecord) -> None:
-        pod = projected(pod)  # as the store keeps it (records.projected), so an unchanged pod compares equal
+        pod = self.store.classes.projected(pod)  # as the store keeps it, so an unchanged pod compares equal
         previous = self.store.pods.get(pod.key)
         if previous is not None and previous != pod:
             self.victims.victim_changed(pod.key)

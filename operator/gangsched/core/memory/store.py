@@ -42,7 +42,7 @@ from gangsched.core.memory.podstate import (
 )
 from gangsched.core.memory.priorities import PriorityCounts
 from gangsched.core.memory.slots import PodSlot, SlotReaders
-from gangsched.core.records.records import NodeRecord, PodRecord, label_keys_gen, projected
+from gangsched.core.records.records import CLASSES, ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.resources import Resources, sub_into
@@ -53,7 +53,8 @@ _INDEXED = (NOMINATED, RESERVED, BINDING, ASSUMED)
 
 
 class ClusterStore(SlotReaders):
-    def __init__(self, sink: PendingSink) -> None:
+    def __init__(self, sink: PendingSink, classes: ClassRegistry = CLASSES) -> None:
+        self.classes = classes  # the registry its pods' classes come from (records.ClassRegistry)
         self.nodes: dict[str, NodeRecord] = {}
         self.pods: dict[str, PodRecord] = {}
         self.gang_table = GangTable(sink)
@@ -64,7 +65,7 @@ class ClusterStore(SlotReaders):
         self.ports = PortTable()  # host ports in use (core/fit/filters.py), charged with the resources
         self.host_ports = self.ports.by_node
         self.pod_counts = PodCounts(self.nodes)  # pods matching pod selectors (core/fit/pod_counts.py), charged alike
-        self._label_gen = 0  # records.label_keys_gen() our pods' classes are projected for
+        self._label_gen = 0  # classes.label_keys_gen() our pods' classes are projected for
         self.topology: TopologyTree | None = None
         self.devices: DeviceState | None = None  # DRA: slices, claims, pods' claims (state/dra.py)
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
@@ -138,10 +139,11 @@ class ClusterStore(SlotReaders):
 
     # ----- pods -----
     def upsert_pod(self, pod: PodRecord) -> None:
-        if self._label_gen != label_keys_gen():  # a selector reads a new label key: our pods' classes again
-            self._label_gen = label_keys_gen()
-            self.pods.update({k: projected(p) for k, p in self.pods.items()})
-        pod = projected(pod)
+        classes = self.classes
+        if self._label_gen != classes.label_keys_gen():  # a selector reads a new label key: our pods' classes again
+            self._label_gen = classes.label_keys_gen()
+            self.pods.update({k: classes.projected(p) for k, p in self.pods.items()})
+        pod = classes.projected(pod)
         key = pod.key
         slot = self._slots.get(key)
         stale = False

@@ -14,19 +14,12 @@ from __future__ import annotations
 
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.placement.devices import devices_checked
-from gangsched.core.placement.pickers import Outcome, Placed, place_batches
+from gangsched.core.placement.pickers import Outcome, Placed, class_batches, place_batches
 from gangsched.core.records.records import PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import TopologyMode
-
-
-def _batches(pods: list[PodRecord]) -> list[list[PodRecord]]:
-    by_class: dict[int, list[PodRecord]] = {}
-    for pod in pods:
-        by_class.setdefault(pod.sclass.id, []).append(pod)
-    return list(by_class.values())
 
 
 def _gang_nodes(session: CycleSession, gang: GangState, tree: TopologyTree) -> list[int]:
@@ -77,14 +70,14 @@ def place_near_gang(session: CycleSession, gang: GangState, pods: list[PodRecord
 def _near(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outcome:
     tiers = _tiers(session, gang)
     if tiers is None:
-        return place_batches(session, _batches(pods), partial=True)
+        return place_batches(session, class_batches(pods), partial=True)
     tree, nodes, first, last, hard = tiers
     top = tree.tiers + 1
     placed: Placed = []
     left = pods
     for tier in range(first, last + 1):
         only = None if tier == top and not hard else _nodes_of(tree, tier, tree.domain_index(nodes[0], tier))
-        got, _, _ = place_batches(session, _batches(left), partial=True, only=only)
+        got, _, _ = place_batches(session, class_batches(left), partial=True, only=only)
         placed.extend(got)
         done = {pod.key for pod, _ in got}
         left = [pod for pod in left if pod.key not in done]
@@ -92,4 +85,4 @@ def _near(session: CycleSession, gang: GangState, pods: list[PodRecord]) -> Outc
             return placed, [], None
     domain = tree.level_names[last][tree.domain_index(nodes[0], last)]
     why = f"topology: hard network topology: no room left in the gang's tier-{last} domain {domain}"
-    return placed, [Shortfall(ms[0].sclass, len(ms), 0, why if hard else None) for ms in _batches(left)], None
+    return placed, [Shortfall(ms[0].sclass, len(ms), 0, why if hard else None) for ms in class_batches(left)], None

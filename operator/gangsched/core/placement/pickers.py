@@ -19,12 +19,17 @@ from gangsched.core.fit.affinity import coupled
 from gangsched.core.fit.capacity import ClassView
 from gangsched.core.placement.score_place import pick_scored
 from gangsched.core.placement.spread_place import pick_spread
-from gangsched.core.records.records import PodRecord, SchedulingClass
+from gangsched.core.records.records import PodRecord, SchedulingClass, pods_by_class
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 
 Placed = list[tuple[PodRecord, str]]
 Outcome = tuple[Placed, list[Shortfall], int | None]  # (placed, shortfalls, topology tier)
+
+
+def class_batches(pods: list[PodRecord]) -> list[list[PodRecord]]:
+    """The batches `place_batches` takes: the pods of each class (records.pods_by_class), in their order."""
+    return list(pods_by_class(pods).values())
 
 
 def place_batches(

@@ -26,7 +26,7 @@ from gangsched.core.placement.pickers import Outcome, Placed, place_batches
 from gangsched.core.placement.quorum_placement import place_quorum
 from gangsched.core.placement.spread_place import check_spread
 from gangsched.core.placement.topology_mixed import place_mixed_topology
-from gangsched.core.records.records import PodRecord
+from gangsched.core.records.records import PodRecord, pods_by_class
 from gangsched.core.topology import TopologyPlacement, TopologyTree, place_network
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
@@ -64,9 +64,7 @@ def _place(
     counted: Counter[str | None] | None,
     domains: TopologyTree | None,
 ) -> Outcome:
-    by_class: dict[int, list[PodRecord]] = {}
-    for pod in pods:
-        by_class.setdefault(pod.sclass.id, []).append(pod)
+    by_class = pods_by_class(pods)
     tree = session.store.topology
     counted = counted if counted is not None else Counter()
     if domains is not None and spec is not None:

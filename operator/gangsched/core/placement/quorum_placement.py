@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections import Counter
 
 from gangsched.core.fit.affinity import coupled
-from gangsched.core.placement.pickers import Outcome, Placed, place_batches
+from gangsched.core.placement.pickers import Outcome, Placed, class_batches, place_batches
 from gangsched.core.placement.quorum import MAX_CLASSES, MAX_NODES, Candidate, Group, Quorum, search
-from gangsched.core.records.records import PodRecord, SchedulingClass
+from gangsched.core.records.records import PodRecord, SchedulingClass, pods_by_class
+from gangsched.core.topology import TopologyTree
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec
@@ -46,7 +47,8 @@ def place_quorum(session: CycleSession, spec: GangSpec, pods: list[PodRecord], c
         grouped.setdefault((index[pod.sclass.id], role), []).append(pod)
     keys = sorted(grouped, key=lambda k: (k[1] is None, k[0]))
     groups = [Group(c, role, len(grouped[(c, role)])) for c, role in keys]
-    quorum = search([cls.requests for cls in classes], groups, demands, need, _candidates(session, classes)).quorum
+    candidates = fitting_candidates(session, classes)
+    quorum = search([cls.requests for cls in classes], groups, demands, need, candidates).quorum
     if quorum is None:  # none exists (or the search ran out of steps): the greedy placement again
         placed, _, _ = place_batches(session, order, partial=True)
         return placed, _shortfalls(pods, placed), None
@@ -86,14 +88,6 @@ def _size(cls: SchedulingClass) -> tuple[int, int, int]:
     return sum(q for r, q in req.items() if r not in _SMALL), req.get("cpu", 0), req.get("memory", 0)
 
 
-def _batches(pods: list[PodRecord]) -> list[list[PodRecord]]:
-    """Runs of consecutive pods of one class, classes merged in the order they first appear."""
-    by_class: dict[int, list[PodRecord]] = {}
-    for pod in pods:
-        by_class.setdefault(pod.sclass.id, []).append(pod)
-    return list(by_class.values())
-
-
 def _runs(pods: list[PodRecord]) -> list[list[PodRecord]]:
     out: list[list[PodRecord]] = []
     for pod in pods:
@@ -104,24 +98,28 @@ def _runs(pods: list[PodRecord]) -> list[list[PodRecord]]:
     return out
 
 
-def _candidates(session: CycleSession, classes: list[SchedulingClass]) -> list[Candidate]:
-    """Nodes where at least one class fits (fullest first for the first class)."""
+def fitting_candidates(
+    session: CycleSession, classes: list[SchedulingClass], tree: TopologyTree | None = None
+) -> list[Candidate]:
+    """The nodes where at least one class fits, as the exact search's candidates (their free resources of the
+    classes' kinds, the classes that fit there): in the classes' view order (fullest first for the first class);
+    with a `tree`, only its nodes, in natural name order."""
     allowed: dict[str, set[int]] = {}
     for i, cls in enumerate(classes):
         for node, _ in session.workspace.view(cls).ordered():
-            allowed.setdefault(node, set()).add(i)
+            if tree is None or node in tree.node_index:
+                allowed.setdefault(node, set()).add(i)
     resources = {r for cls in classes for r in cls.requests}
+    nodes = list(allowed) if tree is None else sorted(allowed, key=tree.node_index.__getitem__)
     out = []
-    for node, which in allowed.items():
+    for node in nodes:
         free = session.workspace.free(node)
-        out.append(Candidate(node, {r: free.get(r, 0) for r in resources}, frozenset(which)))
+        out.append(Candidate(node, {r: free.get(r, 0) for r in resources}, frozenset(allowed[node])))
     return out
 
 
 def _shortfalls(pods: list[PodRecord], placed: Placed) -> list[Shortfall]:
-    total: dict[int, list[PodRecord]] = {}
-    for pod in pods:
-        total.setdefault(pod.sclass.id, []).append(pod)
+    total = pods_by_class(pods)
     done = Counter(pod.sclass.id for pod, _ in placed)
     return [Shortfall(ms[0].sclass, len(ms), done[cid]) for cid, ms in total.items() if done[cid] < len(ms)]
 
@@ -129,9 +127,7 @@ def _shortfalls(pods: list[PodRecord], placed: Placed) -> list[Shortfall]:
 def _apply(
     session: CycleSession, pods: list[PodRecord], classes: list[SchedulingClass], chosen: list[PodRecord], q: Quorum
 ) -> Outcome:
-    by_class: dict[int, list[PodRecord]] = {}
-    for pod in chosen:
-        by_class.setdefault(pod.sclass.id, []).append(pod)
+    by_class = pods_by_class(chosen)
     placed: Placed = []
     for node, c, count in q.assignment:
         cls = classes[c]
@@ -141,7 +137,7 @@ def _apply(
     taken = {pod.key for pod in chosen}
     rest = [pod for pod in pods if pod.key not in taken]
     if rest:
-        more, _, _ = place_batches(session, _batches(rest), partial=True)
+        more, _, _ = place_batches(session, class_batches(rest), partial=True)
         placed.extend(more)
     return placed, _shortfalls(pods, placed), None
 

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 
 from gangsched.core.placement.pickers import Outcome, Placed
 from gangsched.core.placement.quorum import MAX_NODES, Candidate, Group, first_fit, search
-from gangsched.core.placement.quorum_placement import class_order, place_quorum
-from gangsched.core.records.records import PodRecord, SchedulingClass
+from gangsched.core.placement.quorum_placement import class_order, fitting_candidates, place_quorum
+from gangsched.core.records.records import PodRecord, SchedulingClass, pods_by_class
 from gangsched.core.topology import TopologyTree, natural_key
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
@@ -33,7 +33,7 @@ def place_mixed_topology(
     classes = class_order(pods)
     index = {cls.id: i for i, cls in enumerate(classes)}
     need = Counter(index[pod.sclass.id] for pod in pods)
-    nodes = _candidates(session, tree, classes)
+    nodes = fitting_candidates(session, classes, tree)  # the tree's nodes, in natural name order
     highest = network.highest_tier_allowed if network.mode == TopologyMode.HARD else None
     size = network.group_size
     chunks = [Counter(index[p.sclass.id] for p in pods[i : i + size]) for i in range(0, len(pods), size)]
@@ -54,21 +54,6 @@ def place_mixed_topology(
         return place_quorum(session, spec, pods, counted)
     reason = f"topology: hard network topology: no domain of tier <= {highest} can hold the gang's {len(pods)} members"
     return [], [Shortfall(cls, need[i], 0, reason) for i, cls in enumerate(classes)], None
-
-
-def _candidates(session: CycleSession, tree: TopologyTree, classes: list[SchedulingClass]) -> list[Candidate]:
-    """Nodes of the tree where at least one class fits, in natural name order."""
-    allowed: dict[str, set[int]] = {}
-    for i, cls in enumerate(classes):
-        for node, _ in session.workspace.view(cls).ordered():
-            if node in tree.node_index:
-                allowed.setdefault(node, set()).add(i)
-    resources = {r for cls in classes for r in cls.requests}
-    out = []
-    for node in sorted(allowed, key=tree.node_index.__getitem__):
-        free = session.workspace.free(node)
-        out.append(Candidate(node, {r: free.get(r, 0) for r in resources}, frozenset(allowed[node])))
-    return out
 
 
 def _domains(tree: TopologyTree, nodes: list[Candidate], tier: int, largest: SchedulingClass) -> list[list[Candidate]]:
@@ -153,9 +138,7 @@ def _taken(
 def _apply(
     session: CycleSession, pods: list[PodRecord], classes: list[SchedulingClass], assignment: list[tuple[str, int, int]]
 ) -> Placed:
-    queues: dict[int, list[PodRecord]] = {}
-    for pod in pods:
-        queues.setdefault(pod.sclass.id, []).append(pod)
+    queues = pods_by_class(pods)
     placed: Placed = []
     for node, c, count in assignment:
         cls = classes[c]

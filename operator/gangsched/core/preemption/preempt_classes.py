@@ -17,7 +17,7 @@ from collections.abc import Set as AbstractSet
 
 from gangsched.core.fit.capacity import ClassView
 from gangsched.core.preemption.victim_search import PreemptionChoice, find_victims
-from gangsched.core.records.records import PodRecord
+from gangsched.core.records.records import PodRecord, pods_by_class
 from gangsched.core.transaction.session import CycleSession
 
 
@@ -43,10 +43,7 @@ def choose_classes(
     excluded: AbstractSet[str],
     refused: AbstractSet[str] = frozenset(),
 ) -> tuple[list[PodRecord], PreemptionChoice] | None:
-    by_class: dict[int, list[PodRecord]] = {}
-    for pod in pending:
-        by_class.setdefault(pod.sclass.id, []).append(pod)
-    classes = sorted(by_class.values(), key=lambda ms: _size(ms[0]), reverse=True)
+    classes = sorted(pods_by_class(pending).values(), key=lambda ms: _size(ms[0]), reverse=True)
     store = session.store
     workspace = session.workspace
     mark = workspace.begin()

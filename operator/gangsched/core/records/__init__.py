@@ -6,6 +6,8 @@ Kubernetes semantics). Parsers (models/) build them; every package of the core a
 """
 
 from gangsched.core.records.records import (
+    CLASSES,
+    ClassRegistry,
     HostPort,
     LabelSelector,
     NodeRecord,
@@ -25,6 +27,8 @@ from gangsched.core.records.records import (
 )
 
 __all__ = [
+    "CLASSES",
+    "ClassRegistry",
     "HostPort",
     "LabelSelector",
     "NodeRecord",

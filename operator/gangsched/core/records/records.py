@@ -195,91 +195,117 @@ class SchedulingClass:
         return bool(self.node_selector or self.required is not None)
 
 
-_classes: dict[tuple[Any, ...], SchedulingClass] = {}
-_keys: list[tuple[Any, ...]] = []  # class id -> its interning key
+class ClassRegistry:
+    """The scheduling classes interned so far and the label keys pod selectors read: what makes a class id (its
+    position, never reused until `reset`) and a class's namespace and labels (`with_labels`). A class belongs to
+    one registry: the store that holds its pods reads the same one (`ClusterStore.classes`)."""
 
+    __slots__ = ("_classes", "_keys", "_label_gen", "_label_keys")
 
-def scheduling_class(
-    requests: Mapping[str, int],
-    *,
-    node_selector: tuple[tuple[str, str], ...] = (),
-    required: tuple[Term, ...] | None = None,
-    preferred: tuple[tuple[int, Term], ...] = (),
-    tolerations: tuple[Toleration, ...] = (),
-    host_ports: tuple[HostPort, ...] = (),
-    affinity: tuple[PodTerm, ...] = (),
-    anti_affinity: tuple[PodTerm, ...] = (),
-    spread: tuple[SpreadConstraint, ...] = (),
-    pod_preferred: tuple[tuple[int, PodTerm], ...] = (),
-) -> SchedulingClass:
-    """The interned class of these requests and constraints (process-wide table; ids are never reused)."""
-    req = dict(requests)
-    req.setdefault(PODS, 1)
-    key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations, host_ports)
-    return _intern((*key, affinity, anti_affinity, spread, pod_preferred, "", ()), req)
+    def __init__(self) -> None:
+        self._classes: dict[tuple[Any, ...], SchedulingClass] = {}
+        self._keys: list[tuple[Any, ...]] = []  # class id -> its interning key
+        # Label keys some pod selector reads (pod affinity terms, spread constraints), only growing: a class carries
+        # its pods' namespace and their labels of these keys, so a filter can match a class (the workspace places
+        # classes, not pods) as it would match one of its pods.
+        self._label_keys: dict[str, None] = {}
+        self._label_gen = 0
 
+    def reset(self) -> None:
+        """Forget every class and label key (ids start again at 0): only while no store holds a class of it."""
+        self._classes.clear()
+        self._keys.clear()
+        self._label_keys.clear()
+        self._label_gen = 0
 
-def _intern(key: tuple[Any, ...], req: Mapping[str, int]) -> SchedulingClass:
-    cls = _classes.get(key)
-    if cls is None:
-        cls = SchedulingClass(len(_classes), req, *key[1:])
-        _classes[key] = cls
-        _keys.append(key)
-    return cls
+    def scheduling_class(
+        self,
+        requests: Mapping[str, int],
+        *,
+        node_selector: tuple[tuple[str, str], ...] = (),
+        required: tuple[Term, ...] | None = None,
+        preferred: tuple[tuple[int, Term], ...] = (),
+        tolerations: tuple[Toleration, ...] = (),
+        host_ports: tuple[HostPort, ...] = (),
+        affinity: tuple[PodTerm, ...] = (),
+        anti_affinity: tuple[PodTerm, ...] = (),
+        spread: tuple[SpreadConstraint, ...] = (),
+        pod_preferred: tuple[tuple[int, PodTerm], ...] = (),
+    ) -> SchedulingClass:
+        """The interned class of these requests and constraints (ids are never reused)."""
+        req = dict(requests)
+        req.setdefault(PODS, 1)
+        key = (tuple(sorted(req.items())), node_selector, required, preferred, tolerations, host_ports)
+        return self._intern((*key, affinity, anti_affinity, spread, pod_preferred, "", ()), req)
 
-
-def with_required(cls: SchedulingClass, required: tuple[Term, ...] | None) -> SchedulingClass:
-    """The interned class equal to `cls` but for its required node affinity (a pod's volumes add theirs)."""
-    key = list(_keys[cls.id])
-    key[2] = required  # (the interning key: requests, node_selector, required, ...)
-    return _intern(tuple(key), cls.requests)
-
-
-def with_requests(cls: SchedulingClass, extra: Mapping[str, int]) -> SchedulingClass:
-    """The interned class equal to `cls` with `extra` added to its requests (a pod's DRA device demand)."""
-    if not extra:
+    def _intern(self, key: tuple[Any, ...], req: Mapping[str, int]) -> SchedulingClass:
+        cls = self._classes.get(key)
+        if cls is None:
+            cls = SchedulingClass(len(self._classes), req, *key[1:])
+            self._classes[key] = cls
+            self._keys.append(key)
         return cls
-    req = dict(cls.requests)
-    for r, q in extra.items():
-        req[r] = req.get(r, 0) + q
-    key = list(_keys[cls.id])
-    key[0] = tuple(sorted(req.items()))
-    return _intern(tuple(key), req)
+
+    def with_required(self, cls: SchedulingClass, required: tuple[Term, ...] | None) -> SchedulingClass:
+        """The interned class equal to `cls` but for its required node affinity (a pod's volumes add theirs)."""
+        key = list(self._keys[cls.id])
+        key[2] = required  # (the interning key: requests, node_selector, required, ...)
+        return self._intern(tuple(key), cls.requests)
+
+    def with_requests(self, cls: SchedulingClass, extra: Mapping[str, int]) -> SchedulingClass:
+        """The interned class equal to `cls` with `extra` added to its requests (a pod's DRA device demand)."""
+        if not extra:
+            return cls
+        req = dict(cls.requests)
+        for r, q in extra.items():
+            req[r] = req.get(r, 0) + q
+        key = list(self._keys[cls.id])
+        key[0] = tuple(sorted(req.items()))
+        return self._intern(tuple(key), req)
+
+    def register_label_keys(self, keys: Iterable[str]) -> None:
+        """Some selector reads these label keys (called by the parsers; the first call also turns namespaces on)."""
+        for key in keys:
+            if key not in self._label_keys:
+                self._label_keys[key] = None
+                self._label_gen += 1
+        if not self._label_gen:
+            self._label_gen = 1
+
+    def label_keys_gen(self) -> int:
+        """Moves whenever a label key is registered (0: no selector reads pods yet)."""
+        return self._label_gen
+
+    def with_labels(self, cls: SchedulingClass, namespace: str, labels: Labels) -> SchedulingClass:
+        """The class of a pod of `cls` in `namespace` with `labels`, projected on the registered label keys (the
+        namespace and labels only once some selector reads pods). Shares the class's dicts."""
+        if not self._label_gen:
+            return cls
+        keys = self._label_keys
+        shown = tuple(kv for kv in labels if kv[0] in keys)
+        if shown == cls.labels and namespace == cls.namespace:
+            return cls
+        base = self._keys[cls.id]
+        return self._intern((*base[:-2], namespace, shown), cls.requests)
+
+    def projected(self, pod: PodRecord) -> PodRecord:
+        """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
+        if not pod.ours or not self._label_gen:
+            return pod
+        sclass = self.with_labels(pod.sclass, pod.namespace, pod.labels)
+        return pod if sclass is pod.sclass else dataclasses.replace(pod, sclass=sclass)
 
 
-# Label keys some pod selector reads (pod affinity terms, spread constraints), process-wide and only growing:
-# a class carries its pods' namespace and their labels of these keys, so a filter can match a class (the
-# workspace places classes, not pods) as it would match one of its pods.
-_label_keys: dict[str, None] = {}
-_label_gen = [0]
-
-
-def register_label_keys(keys: Iterable[str]) -> None:
-    """Some selector reads these label keys (called by the parsers; the first call also turns namespaces on)."""
-    for key in keys:
-        if key not in _label_keys:
-            _label_keys[key] = None
-            _label_gen[0] += 1
-    if not _label_gen[0]:
-        _label_gen[0] = 1
-
-
-def label_keys_gen() -> int:
-    """Moves whenever a label key is registered (0: no selector reads pods yet)."""
-    return _label_gen[0]
-
-
-def with_labels(cls: SchedulingClass, namespace: str, labels: Labels) -> SchedulingClass:
-    """The class of a pod of `cls` in `namespace` with `labels`, projected on the registered label keys (the
-    namespace and labels only once some selector reads pods). Shares the class's dicts."""
-    if not _label_gen[0]:
-        return cls
-    keys = _label_keys
-    shown = tuple(kv for kv in labels if kv[0] in keys)
-    if shown == cls.labels and namespace == cls.namespace:
-        return cls
-    base = _keys[cls.id]
-    return _intern((*base[:-2], namespace, shown), cls.requests)
+# The process's registry, the one every store reads unless given its own (ClusterStore(classes=...)); the parsers
+# (models/, state/) intern through these names. Threading a store's registry into the parsers instead: issue 23.
+CLASSES = ClassRegistry()
+scheduling_class = CLASSES.scheduling_class
+with_required = CLASSES.with_required
+with_requests = CLASSES.with_requests
+register_label_keys = CLASSES.register_label_keys
+label_keys_gen = CLASSES.label_keys_gen
+with_labels = CLASSES.with_labels
+projected = CLASSES.projected
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,9 +357,9 @@ class PodRecord:
         return self.phase in TERMINAL_PHASES
 
 
-def projected(pod: PodRecord) -> PodRecord:
-    """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
-    if not pod.ours or not _label_gen[0]:
-        return pod
-    sclass = with_labels(pod.sclass, pod.namespace, pod.labels)
-    return pod if sclass is pod.sclass else dataclasses.replace(pod, sclass=sclass)
+def pods_by_class(pods: Iterable[PodRecord]) -> dict[int, list[PodRecord]]:
+    """class id -> the pods of that class, in their order; classes in the order they first appear."""
+    out: dict[int, list[PodRecord]] = {}
+    for pod in pods:
+        out.setdefault(pod.sclass.id, []).append(pod)
+    return out

@@ -196,6 +196,16 @@ def counted(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+_SHOWN = 5  # pod names shown in a message
+
+
+def pod_names(keys: list[str]) -> str:
+    """The names (namespace left out) of the first five pods of `keys`, and how many more, for a message."""
+    names = [key.partition("/")[2] for key in keys[:_SHOWN]]
+    more = f" and {len(keys) - _SHOWN} more" if len(keys) > _SHOWN else ""
+    return ", ".join(names) + more
+
+
 def _head(session: CycleSession, short: Shortfall) -> str:
     """`needs 9 pods x {cpu: 1}`, and per pod its DRA devices with the nodes that have them free: `+ 8 x
     gpu.nvidia.com with <selector> (3 nodes have them free)` (core/devices/index.py names them)."""

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from gangsched.core.fit.matching import preference, static_block
+from gangsched.core.records.records import ClassRegistry
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
 from gangsched.models.pod import pod_from_api
@@ -208,3 +209,22 @@ def test_lt_gt_tolerations_compare_integers(operator: str, toleration: str, tain
 def test_unknown_toleration_operator_is_a_clear_error() -> None:
     with pytest.raises(InvalidField, match=r"spec.tolerations\[0\].operator.*Equal, Exists, Lt or Gt"):
         _pod(tolerations=[{"key": "k", "operator": "Ge", "value": "1"}])
+
+
+def test_a_class_registry_interns_its_own_classes_and_label_keys_and_forgets_them_on_reset() -> None:
+    """core/records/records.py ClassRegistry (issue 23: the class tables are one object's, not module state).
+    Oracle: Kubernetes matches a pod selector against the pod's own namespace and labels (k8s.io/apimachinery
+    labels.Selector.Matches), so a class projected for selectors must carry exactly the keys some selector reads,
+    and only in the registry that registered them."""
+    mine, other = ClassRegistry(), ClassRegistry()
+    a = mine.scheduling_class({"cpu": 1000})
+    assert mine.scheduling_class({"cpu": 1000}) is a and a.id == 0
+    assert other.scheduling_class({"cpu": 2000}).id == 0  # (ids are per registry)
+    labels = (("app", "web"), ("tier", "x"))
+    assert mine.with_labels(a, "ns", labels) is a  # no selector reads pods yet
+    mine.register_label_keys(["app"])
+    projected = mine.with_labels(a, "ns", labels)
+    assert (projected.namespace, projected.labels, projected.id) == ("ns", (("app", "web"),), 1)
+    assert other.with_labels(other.scheduling_class({"cpu": 2000}), "ns", labels).labels == ()
+    mine.reset()
+    assert mine.label_keys_gen() == 0 and mine.scheduling_class({"cpu": 3000}).id == 0
