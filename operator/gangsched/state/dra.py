@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import CLASSES, ClassRegistry, NodeRecord, PodRecord
+from gangsched.core import ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.devices import (
     AllocationResult,
     Allocator,
@@ -89,7 +89,7 @@ def _refs(namespace: str, obj: Mapping[str, Any]) -> list[tuple[str, str | None,
 
 
 class DraBook:
-    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
+    def __init__(self, *, classes: ClassRegistry) -> None:
         self.registry = classes  # where our pods' classes are interned (the SchedulerState's; `classes`: DeviceClasses)
         self.slices: dict[str, ResourceSlice] = {}
         self.classes: dict[str, DeviceClass] = {}
