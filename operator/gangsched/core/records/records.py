@@ -201,7 +201,7 @@ class ClassRegistry:
     position, never reused) and a class's namespace and labels (`with_labels`). A class belongs to
     one registry: the store that holds its pods reads the same one (`ClusterStore.classes`)."""
 
-    __slots__ = ("_classes", "_keys", "_label_gen", "_label_keys")
+    __slots__ = ("_classes", "_keys", "_label_gen", "_label_keys", "shapes")
 
     def __init__(self) -> None:
         self._classes: dict[tuple[Any, ...], SchedulingClass] = {}
@@ -211,6 +211,9 @@ class ClassRegistry:
         # classes, not pods) as it would match one of its pods.
         self._label_keys: dict[str, None] = {}
         self._label_gen = 0
+        # DRA device shapes its classes' requests name as resources: resource name -> (device class, selectors)
+        # (core/devices/index.py Shapes writes and reads it)
+        self.shapes: dict[str, tuple[str, tuple[str | None, ...]]] = {}
 
     def scheduling_class(
         self,

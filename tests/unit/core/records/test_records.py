@@ -255,7 +255,6 @@ def test_core_keeps_no_class_registry_or_mutable_table_at_module_level() -> None
     never written)."""
     constant_tables = {
         "gangsched.core.devices.cel_runtime": {"FUNCTIONS", "_TYPE_NAMES", "base_functions"},  # CEL's functions
-        "gangsched.core.devices.index": {"_shapes"},  # TODO
         "gangsched.core.gang.coming_fit": {"_NONE"},  # an empty mapping shared as "no requests"
         "gangsched.core.transaction.fit_counts": {"_NONE"},
         "gangsched.core.memory.podstate": {"_DECISIONS", "_OBSERVED_TARGET", "TABLE"},  # the transition table
