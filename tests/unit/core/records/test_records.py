@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any
 
 import pytest
 
 from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.memory.scheduler_state import SchedulerState
-from gangsched.core.records import records
 from gangsched.core.records.records import ClassRegistry
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
@@ -247,31 +244,3 @@ def test_each_state_has_its_own_registry_and_refuses_another_ones_classes() -> N
         one.classes.with_required(stranger.sclass, None)
     one.upsert_pod(pod_record(pod_obj("p"), one))
     assert one.pods["default/p"].sclass.registry is one.classes
-
-
-def test_core_keeps_no_class_registry_or_mutable_table_at_module_level() -> None:
-    """Issue 23 item 3 ("no process-wide mutable state in core/"): no module of gangsched.core holds a
-    ClassRegistry, a method bound to one, or a mutable container, but for the constant tables listed here (read,
-    never written)."""
-    constant_tables = {
-        "gangsched.core.devices.cel_runtime": {"FUNCTIONS", "_TYPE_NAMES", "base_functions"},  # CEL's functions
-        "gangsched.core.gang.coming_fit": {"_NONE"},  # an empty mapping shared as "no requests"
-        "gangsched.core.transaction.fit_counts": {"_NONE"},
-        "gangsched.core.memory.podstate": {"_DECISIONS", "_OBSERVED_TARGET", "TABLE"},  # the transition table
-        "gangsched.core.memory.store": {"TABLE"},
-        "gangsched.core.values.resources": {"_BINARY", "_DECIMAL"},  # quantity suffixes
-    }
-    import gangsched.core as core
-
-    assert not hasattr(records, "CLASSES")
-    found = []
-    for info in pkgutil.walk_packages(core.__path__, "gangsched.core."):
-        module = importlib.import_module(info.name)
-        for name, value in vars(module).items():
-            if name.startswith("__"):
-                continue
-            bound_to = getattr(value, "__self__", None)
-            mutable = isinstance(value, (dict, list, set, bytearray)) and name not in constant_tables.get(info.name, ())
-            if isinstance(value, ClassRegistry) or isinstance(bound_to, ClassRegistry) or mutable:
-                found.append(f"{info.name}.{name}")
-    assert found == []
