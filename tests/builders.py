@@ -270,7 +270,7 @@ def add_pod(
     ours: bool = True,
     **kw: Any,
 ) -> str:
-    pod = pod_from_api(pod_obj(name, **kw), gang=gang, role=role, rank=rank, ours=ours, classes=c.classes)
+    pod = pod_record(pod_obj(name, **kw), c, gang=gang, role=role, rank=rank, ours=ours)
     c.upsert_pod(pod)
     return pod.key
 

@@ -197,9 +197,10 @@ class SchedulingClass:
 
 
 class ClassRegistry:
-    """The scheduling classes interned so far and the label keys pod selectors read: what makes a class id (its
-    position, never reused) and a class's namespace and labels (`with_labels`). A class belongs to
-    one registry: the store that holds its pods reads the same one (`ClusterStore.classes`)."""
+    """The scheduling classes interned so far, the label keys pod selectors read and the DRA device shapes: what
+    makes a class id (its position, never reused) and a class's namespace and labels (`with_labels`). A class
+    belongs to one registry (`SchedulingClass.registry`): the store that holds its pods reads the same one
+    (`ClusterStore.classes`, each SchedulerState's own unless given)."""
 
     __slots__ = ("_classes", "_keys", "_label_gen", "_label_keys", "shapes")
 
