@@ -89,7 +89,9 @@ def _cluster(nodes: int) -> SchedulerState:
 def _gang(c: SchedulerState, name: str, size: int, *, gpu: int) -> None:
     c.upsert_gang(GangSpec("bench", name, size))
     for r in range(size):
-        c.upsert_pod(pod_from_api(_pod(f"{name}-{r}", gpu=gpu), gang=f"bench/{name}", rank=r, ours=True))
+        c.upsert_pod(
+            pod_from_api(_pod(f"{name}-{r}", gpu=gpu), gang=f"bench/{name}", rank=r, ours=True, classes=c.classes)
+        )
 
 
 def _decision_ms(c: SchedulerState, config: SchedulerConfig, runs: int) -> list[float]:
@@ -166,7 +168,7 @@ def bench_bound100k() -> None:
     for i in range(100_000):  # 20 per node, using cpu/memory but no GPUs
         node = f"node-{i % 5000:05d}"
         obj = _pod(f"bound-{i}", gpu=0, namespace="other", node=node)
-        loaded.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        loaded.upsert_pod(pod_from_api(obj, gang=None, ours=False, classes=loaded.classes))
     config = SchedulerConfig()
     a: list[float] = []
     b: list[float] = []
@@ -191,7 +193,7 @@ def bench_recheck() -> None:
     c = _cluster(1000)
     c.upsert_gang(GangSpec("bench", "wait", 1200, mode=GangMode.NON_STRICT))
     for r in range(1200):
-        c.upsert_pod(pod_from_api(_pod(f"wait-{r}", gpu=8), gang="bench/wait", rank=r, ours=True))
+        c.upsert_pod(pod_from_api(_pod(f"wait-{r}", gpu=8), gang="bench/wait", rank=r, ours=True, classes=c.classes))
     config = SchedulerConfig()
     c.apply(schedule(c, 0.0, config))
     held = sum(1 for key in c.pods if c.reservation_of(key) is not None)
@@ -233,14 +235,14 @@ def bench_affinity_gang256() -> None:
     c = _cluster(5000)
     for i in range(100_000):
         obj = _pod(f"bound-{i}", gpu=0, namespace="other", node=f"node-{i % 5000:05d}")
-        c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        c.upsert_pod(pod_from_api(obj, gang=None, ours=False, classes=c.classes))
     c.upsert_gang(GangSpec("bench", "anti", 256))
     for r in range(256):
         obj = _pod(f"anti-{r}", gpu=1)
         obj["metadata"]["labels"] = {"app": "anti256"}
         obj["spec"]["affinity"] = ANTI_HOSTNAME
         obj["spec"]["topologySpreadConstraints"] = [ZONE_SPREAD]
-        c.upsert_pod(pod_from_api(obj, gang="bench/anti", rank=r, ours=True))
+        c.upsert_pod(pod_from_api(obj, gang="bench/anti", rank=r, ours=True, classes=c.classes))
     config = SchedulerConfig()
     t0 = time.perf_counter()
     plan = schedule(c, 0.0, config)

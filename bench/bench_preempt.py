@@ -101,6 +101,7 @@ def build(seed: int) -> tuple[SchedulerState, dict[str, int]]:
                         gang=f"batch/{name}",
                         rank=i,
                         ours=True,
+                        classes=c.classes,
                     )
                 )
             occupied[f"u{ui}"] += size
@@ -128,6 +129,7 @@ def build(seed: int) -> tuple[SchedulerState, dict[str, int]]:
                     },
                     gang=None,
                     ours=False,
+                    classes=c.classes,
                 )
             )
             fill[ui] += 1
@@ -148,6 +150,7 @@ def build(seed: int) -> tuple[SchedulerState, dict[str, int]]:
                 gang="train/big",
                 rank=i,
                 ours=True,
+                classes=c.classes,
             )
         )
     return c, occupied

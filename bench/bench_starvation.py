@@ -47,7 +47,7 @@ def _gang(c: SchedulerState, name: str, size: int, gpu: int, node: str | None = 
     c.upsert_gang(GangSpec("bench", name, size))
     for r in range(size):
         pod = _pod(f"{name}-{r}", gpu=gpu, node=node)
-        c.upsert_pod(pod_from_api(pod, gang=f"bench/{name}", rank=r, ours=True))
+        c.upsert_pod(pod_from_api(pod, gang=f"bench/{name}", rank=r, ours=True, classes=c.classes))
 
 
 def _held_cluster(config: SchedulerConfig) -> SchedulerState:

@@ -38,15 +38,19 @@ def _reserving(held: int, *, coming: bool = False) -> SchedulerState:
     c = _cluster(1000)
     run = 3600 if coming else None
     for i in range(10_000):
-        c.upsert_pod(pod_from_api(_timed(f"run-{i}", 0, f"node-{i % 1000:05d}", run), gang=None, ours=True))
+        c.upsert_pod(
+            pod_from_api(_timed(f"run-{i}", 0, f"node-{i % 1000:05d}", run), gang=None, ours=True, classes=c.classes)
+        )
     for i in range(GANGS * held, 1000 if coming else 0):
-        c.upsert_pod(pod_from_api(_timed(f"big-{i}", 8, f"node-{i:05d}", run), gang=None, ours=True))
+        c.upsert_pod(pod_from_api(_timed(f"big-{i}", 8, f"node-{i:05d}", run), gang=None, ours=True, classes=c.classes))
     reservations = []
     for g in range(GANGS):
         c.upsert_gang(GangSpec("bench", f"g{g}", 8, mode=GangMode.NON_STRICT), created=float(g))
         for r in range(8):
             key = f"bench/g{g}-{r}"
-            c.upsert_pod(pod_from_api(_pod(f"g{g}-{r}", gpu=8), gang=f"bench/g{g}", rank=r, ours=True))
+            c.upsert_pod(
+                pod_from_api(_pod(f"g{g}-{r}", gpu=8), gang=f"bench/g{g}", rank=r, ours=True, classes=c.classes)
+            )
             if r < held:
                 reservations.append((key, f"node-{g * held + r:05d}"))
     c.apply(Plan(reservations=reservations, first_reserved={f"bench/g{g}": 0.0 for g in range(GANGS)}))

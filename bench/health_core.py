@@ -25,7 +25,7 @@ def _running(grace: float | None) -> SchedulerState:
         c.upsert_gang(GangSpec("bench", f"g{g}", SIZE, stale_grace_seconds=grace))
         for r in range(SIZE):
             obj = _pod(f"g{g}-{r}", gpu=1, node=f"node-{g:05d}")
-            c.upsert_pod(pod_from_api(obj, gang=f"bench/g{g}", rank=r, ours=True))
+            c.upsert_pod(pod_from_api(obj, gang=f"bench/g{g}", rank=r, ours=True, classes=c.classes))
     c.apply(schedule(c, 0.0, SchedulerConfig()))  # (the first cycle records that they ran)
     return c
 

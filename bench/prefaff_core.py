@@ -37,13 +37,13 @@ def bench_preferred_gang256() -> None:
     for i in range(100_000):  # node i % 5000 is in zone-(i % 4): the pods of zone-1 are the cache
         obj = _pod(f"bound-{i}", gpu=0, namespace="bench", node=f"node-{i % 5000:05d}")
         obj["metadata"]["labels"] = {"app": "cache" if i % 4 == 1 else "other"}
-        c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        c.upsert_pod(pod_from_api(obj, gang=None, ours=False, classes=c.classes))
     c.upsert_gang(GangSpec("bench", "pref", 256))
     for r in range(256):
         obj = _pod(f"pref-{r}", gpu=1)
         obj["metadata"]["labels"] = {"app": "pref"}
         obj["spec"]["affinity"] = PREFER
-        c.upsert_pod(pod_from_api(obj, gang="bench/pref", rank=r, ours=True))
+        c.upsert_pod(pod_from_api(obj, gang="bench/pref", rank=r, ours=True, classes=c.classes))
     config = SchedulerConfig()
     t0 = time.perf_counter()
     plan = schedule(c, 0.0, config)

@@ -29,13 +29,17 @@ def _spread_gang(c: SchedulerState, name: str, size: int) -> None:
     for r in range(size):
         obj = _pod(f"{name}-{r}", gpu=1)
         obj["spec"]["topologySpreadConstraints"] = [SPREAD]
-        c.upsert_pod(pod_from_api(obj, gang=f"bench/{name}", rank=r, ours=True))
+        c.upsert_pod(pod_from_api(obj, gang=f"bench/{name}", rank=r, ours=True, classes=c.classes))
 
 
 def bench_spread_gang256() -> None:
     c = _cluster(5000)
     for i in range(100_000):  # 20 per node, same namespace and labels as the gang: every one counts
-        c.upsert_pod(pod_from_api(_pod(f"bound-{i}", gpu=0, node=f"node-{i % 5000:05d}"), gang=None, ours=False))
+        c.upsert_pod(
+            pod_from_api(
+                _pod(f"bound-{i}", gpu=0, node=f"node-{i % 5000:05d}"), gang=None, ours=False, classes=c.classes
+            )
+        )
     _spread_gang(c, "spread", 256)
     config = SchedulerConfig()
     t0 = time.perf_counter()

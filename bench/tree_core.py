@@ -37,7 +37,7 @@ def tree_cluster() -> SchedulerState:
         name = leaf.partition("/")[2]
         c.upsert_gang(GangSpec("bench", name, PODS, tree=tree))
         for r in range(PODS):
-            pod = pod_from_api(_pod(f"{name}-{r}", gpu=8), gang=leaf, rank=r, ours=True)
+            pod = pod_from_api(_pod(f"{name}-{r}", gpu=8), gang=leaf, rank=r, ours=True, classes=c.classes)
             c.upsert_pod(pod)
     return c
 

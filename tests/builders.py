@@ -5,15 +5,19 @@
 - As a client creates them (`kubectl apply`, a POST to the emulator): `pod_manifest`, `member_manifest` (with
   resources, PodGroup label, PriorityClass), `podgroup_manifest`, `gang_manifests` (a PodGroup and its members),
   `priority_class`, `koordinator_annotations` (a Koordinator gang's pod annotations).
-- Records for the core, upserted into a SchedulerState: `add_nodes`, `add_pod`, `add_gang`.
+- Records for the core, upserted into a SchedulerState: `add_nodes`, `add_pod`, `add_gang`; `pod_record(obj, into)`
+  parses a served pod with its class interned in `into`'s ClassRegistry (a fresh one when `into` is None);
+  `same_record(a, b)`: records of two states equal (their classes by contents).
 - What-if inputs: `whatif_nodes`, `whatif_job`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from gangsched.core.memory.scheduler_state import SchedulerState
+from gangsched.core.records.records import ClassRegistry, PodRecord
 from gangsched.core.values.gangspec import GangMode, GangSpec
 from gangsched.core.values.gangtree import DomainKey, GangTree
 from gangsched.models.node import node_from_api
@@ -266,9 +270,34 @@ def add_pod(
     ours: bool = True,
     **kw: Any,
 ) -> str:
-    pod = pod_from_api(pod_obj(name, **kw), gang=gang, role=role, rank=rank, ours=ours)
+    pod = pod_record(pod_obj(name, **kw), c, gang=gang, role=role, rank=rank, ours=ours)
     c.upsert_pod(pod)
     return pod.key
+
+
+def pod_record(
+    obj: dict[str, Any],
+    into: SchedulerState | ClassRegistry | None = None,
+    *,
+    gang: str | None = None,
+    role: str | None = None,
+    rank: int | None = None,
+    ours: bool = True,
+) -> PodRecord:
+    """`obj` (a served pod: `pod_obj`) parsed as the operator does, its class interned in the registry of `into`, the
+    SchedulerState it will be upserted into (a state refuses another registry's classes), or in a fresh one."""
+    classes = into.classes if isinstance(into, SchedulerState) else ClassRegistry() if into is None else into
+    return pod_from_api(obj, gang=gang, role=role, rank=rank, ours=ours, classes=classes)
+
+
+def same_record(a: PodRecord, b: PodRecord) -> bool:
+    """`a` and `b` are equal records whose classes have the same contents (interned by two states' registries:
+    classes compare by identity, and ids are per registry)."""
+
+    def content(cls: Any) -> list[Any]:
+        return [getattr(cls, f.name) for f in dataclasses.fields(cls) if f.name != "registry"]
+
+    return dataclasses.replace(a, sclass=b.sclass) == b and content(a.sclass) == content(b.sclass)
 
 
 def add_gang(

@@ -24,7 +24,6 @@ from gangsched.core.memory import (
 )
 from gangsched.core.preemption import PdbBudget, pdb_protects
 from gangsched.core.records import (
-    CLASSES,
     ClassRegistry,
     HostPort,
     LabelSelector,
@@ -38,10 +37,6 @@ from gangsched.core.records import (
     Taint,
     Term,
     Toleration,
-    register_label_keys,
-    scheduling_class,
-    with_requests,
-    with_required,
 )
 from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.values import (
@@ -68,7 +63,6 @@ from gangsched.core.values import (
 )
 
 __all__ = [
-    "CLASSES",
     "ClassRegistry",
     "Deadlock",
     "DegradedCondition",
@@ -114,11 +108,7 @@ __all__ = [
     "natural_key",
     "parse_quantity",
     "pdb_protects",
-    "register_label_keys",
     "resource_list",
     "run_cycle",
     "schedule",
-    "scheduling_class",
-    "with_requests",
-    "with_required",
 ]

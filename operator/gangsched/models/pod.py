@@ -2,9 +2,9 @@
 orjson returns them; no pydantic here).
 
 Contract:
-- `pod_from_api(obj, *, gang, role=None, rank=None, ours) -> PodRecord`: identity, priority, times, requests (with
-  `pods: 1`), node, phase, nomination, declared run time, labels, `gated`, what gangsched does not evaluate
-  (`unsupported`), and the scheduling constraints interned into a `SchedulingClass`. No raw API dict is kept.
+- `pod_from_api(obj, *, gang, role=None, rank=None, ours, classes) -> PodRecord`: identity, priority, times,
+  requests (with `pods: 1`), node, phase, nomination, declared run time, labels, `gated`, what gangsched does not
+  evaluate (`unsupported`), its constraints interned into a `SchedulingClass` of `classes`. No raw API dict is kept.
 - `pod_requests(spec, *, field="spec") -> Resources`: the effective requests as kube-scheduler computes them
   (containers, init containers and sidecars, overhead; a missing request defaults to its limit), without `pods: 1`.
 - `pod_fingerprint(meta, spec)`, `pod_with_status(previous, spec, status)`: a bind or phase change re-reads only
@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 from gangsched.core import (
-    CLASSES,
     ClassRegistry,
     HostPort,
     InvalidField,
@@ -299,7 +298,7 @@ def pod_from_api(
     role: str | None = None,
     rank: int | None = None,
     ours: bool,
-    classes: ClassRegistry = CLASSES,
+    classes: ClassRegistry,
 ) -> PodRecord:
     """(Its class is interned in `classes`: the registry of the SchedulerState the pod goes to.)"""
     meta = as_object(obj.get("metadata"), field="metadata")

@@ -2,11 +2,11 @@
 (core/fit/pod_counts.py), as kube-scheduler reads them (framework/types.go newAffinityTerm).
 
 Contract:
-- `pod_affinity(spec, *, namespace, labels) -> PodAffinity(affinity, anti, preferred)`: the required terms and the
-  preferred ones as (weight, term) (anti-affinity weights negated). A term's namespaces: `namespaces` plus those
-  `namespaceSelector` matches, else the pod's own; a nil `labelSelector` matches nothing; `matchLabelKeys` /
+- `pod_affinity(spec, *, namespace, labels, classes) -> PodAffinity(affinity, anti, preferred)`: the required terms
+  and the preferred ones as (weight, term) (anti-affinity weights negated). A term's namespaces: `namespaces` plus
+  those `namespaceSelector` matches, else the pod's own; a nil `labelSelector` matches nothing; `matchLabelKeys` /
   `mismatchLabelKeys` merged in from the pod's labels (KEP-3633). The label keys the selectors read are registered
-  (core/records/records.py `register_label_keys`).
+  in `classes` (the ClassRegistry of the pod's SchedulerState, core/records/records.py).
 Bad input raises InvalidField naming the field path (e.g.
 `spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey`).
 More: docs/modules.md#modelspod_affinitypy.
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from gangsched.core import CLASSES, ClassRegistry, InvalidField, LabelSelector, PodSelector, PodTerm, Requirement
+from gangsched.core import ClassRegistry, InvalidField, LabelSelector, PodSelector, PodTerm, Requirement
 from gangsched.models.fields import as_list, as_object
 from gangsched.models.selectors import label_selector
 
@@ -105,7 +105,7 @@ def _weighted(
 
 
 def pod_affinity(
-    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], classes: ClassRegistry = CLASSES
+    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], classes: ClassRegistry
 ) -> PodAffinity:
     """(The label keys the selectors read are registered in `classes`, the registry the pod's class is interned in.)"""
     affinity = as_object(spec.get("affinity"), field="spec.affinity")

@@ -1,10 +1,10 @@
 """A pod's `spec.topologySpreadConstraints` read into the core's `SpreadConstraint` records (core/records/records.py).
 
 Contract:
-- `spread_constraints(spec, *, namespace, labels) -> constraints`: DoNotSchedule ones first (filter), ScheduleAnyway
-  ones `hard` False (they order candidates), read as kube-scheduler's filterTopologySpreadConstraints: a nil
-  selector selects no pod, defaults minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore, matchLabelKeys
-  merged in, `selfMatch`; the selectors' label keys are registered.
+- `spread_constraints(spec, *, namespace, labels, classes) -> constraints`: DoNotSchedule ones first (filter),
+  ScheduleAnyway ones `hard` False (they order candidates), read as kube-scheduler's filterTopologySpreadConstraints:
+  a nil selector selects no pod, defaults minDomains 1, nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore,
+  matchLabelKeys merged in, `selfMatch`; the selectors' label keys are registered in `classes` (a ClassRegistry).
 - Validated as the apiserver's validateTopologySpreadConstraints does.
 Bad input raises InvalidField naming the field path (e.g. `spec.topologySpreadConstraints[0].maxSkew`).
 More: docs/modules.md#modelspod_spreadpy.
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from gangsched.core import CLASSES, ClassRegistry, InvalidField, LabelSelector, SpreadConstraint
+from gangsched.core import ClassRegistry, InvalidField, LabelSelector, SpreadConstraint
 from gangsched.models.fields import INT32_MAX, as_list, as_object
 from gangsched.models.selectors import label_selector
 
@@ -97,7 +97,7 @@ def _constraint(
 
 
 def spread_constraints(
-    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], classes: ClassRegistry = CLASSES
+    spec: Mapping[str, Any], *, namespace: str, labels: Mapping[str, str], classes: ClassRegistry
 ) -> tuple[SpreadConstraint, ...]:
     """The constraints, DoNotSchedule ones first; see the module docstring. (The label keys their selectors read
     are registered in `classes`, the registry the pod's class is interned in.)"""

@@ -192,8 +192,8 @@ class ClusterCache:
         self.quick_updates = 0  # pod events that only moved nodeName/status (see models/pod.py pod_with_status)
         self._fingerprints: dict[str, int] = {}  # pod key -> pod_fingerprint of its last parsed version
         self.budgets = DisruptionBudgets(self.cluster)
-        self.volumes = VolumeBook(self.cluster.classes)
-        self.dra = DraBook(self.cluster.classes)  # DRA: slices, classes, claims, our pods' claims (state/dra*.py)
+        self.volumes = VolumeBook(classes=self.cluster.classes)
+        self.dra = DraBook(classes=self.cluster.classes)  # DRA: slices, classes, claims, our pods' claims (dra*.py)
         self.devices_dirty = False  # flush_devices (state/dra_feed.py) has something to recount
         self.nodes_version = 0  # bumped when a node joins, leaves or changes labels (topology from labels)
         self.inferred: InferredGangs | None = None  # gangs inferred from workloads (config inferGangs; None: off)

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import CLASSES, ClassRegistry, NodeRecord, PodRecord
+from gangsched.core import ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.devices import (
     AllocationResult,
     Allocator,
@@ -89,7 +89,7 @@ def _refs(namespace: str, obj: Mapping[str, Any]) -> list[tuple[str, str | None,
 
 
 class DraBook:
-    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
+    def __init__(self, *, classes: ClassRegistry) -> None:
         self.registry = classes  # where our pods' classes are interned (the SchedulerState's; `classes`: DeviceClasses)
         self.slices: dict[str, ResourceSlice] = {}
         self.classes: dict[str, DeviceClass] = {}
@@ -280,7 +280,7 @@ class DraBook:
             elif claim_key in pod.made and base.uid not in entry.owner_uids and not _groups(pod, entry):
                 reasons.append(f"ResourceClaim {claim_key} was not created for pod {key} (pod is not owner)")
             else:
-                asked = Shapes.demand(entry.info.claim)
+                asked = Shapes.demand(entry.info.claim, self.registry.shapes)
                 failed = [self.shape_errors[r] for r in sorted(asked) if r in self.shape_errors]
                 if failed:  # upstream: the pod is unschedulable with the selector's error
                     reasons.append(failed[0].replace("{claim}", claim_key))
@@ -371,7 +371,7 @@ class DraBook:
             extra: dict[str, int] = {}
             if node is not None:
                 for r in sorted(shapes):
-                    shape = Shapes.of(r)
+                    shape = Shapes.of(r, self.registry.shapes)
                     if shape is not None and shape[0] not in self.classes:
                         errors.setdefault(r, f"claim {{claim}}: could not retrieve device class {shape[0]}: not found")
                     elif shape is not None:
@@ -432,7 +432,7 @@ class DraBook:
         for _, claim_key in pod.refs:
             entry = self.claims.get(claim_key or "")
             if entry is not None:
-                out.update(Shapes.demand(entry.info.claim))
+                out.update(Shapes.demand(entry.info.claim, self.registry.shapes))
         return out
 
     def claim_domain(self, gang_key: str) -> str | None:
@@ -441,7 +441,7 @@ class DraBook:
         for key, entry in sorted(self.claims.items()):
             if entry.podgroup is None or entry.podgroup[0] != name or key.partition("/")[0] != namespace:
                 continue
-            for resource in sorted(Shapes.demand(entry.info.claim)):
+            for resource in sorted(Shapes.demand(entry.info.claim, self.registry.shapes)):
                 label = self._pool_label(resource)
                 if label is not None:
                     return label
@@ -449,7 +449,7 @@ class DraBook:
 
     def _pool_label(self, resource: str) -> str | None:
         """The node label by which every pool that has devices of this shape selects its nodes, if one does."""
-        shape = Shapes.of(resource)
+        shape = Shapes.of(resource, self.registry.shapes)
         if shape is None:
             return None
         allocator = self.allocator()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gangsched.core import CLASSES, ClassRegistry, InvalidField, PodRecord, SchedulingClass
+from gangsched.core import ClassRegistry, InvalidField, PodRecord, SchedulingClass
 from gangsched.models.volumes import (
     MAX_TERMS,
     ClaimInfo,
@@ -48,7 +48,7 @@ def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 
 class VolumeBook:
-    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
+    def __init__(self, *, classes: ClassRegistry) -> None:
         self.classes = classes  # the registry our pods' classes are interned in (the SchedulerState's)
         self.claims: dict[str, ClaimInfo] = {}  # "namespace/name" -> what the claim says
         self.volumes: dict[str, VolumeInfo | str] = {}  # PV name -> its constraint, or why it cannot be read

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
-from tests.builders import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj, pod_record
 
 RESPONDERS = [{"name": "acme.io/checkpointer", "priority": 10000}]
 
@@ -22,9 +21,9 @@ def test_eviction_responders_are_placed_and_reported() -> None:
     """gangsched's preemption deletes a victim without an EvictionRequest, so the responders are not consulted: the
     pod is scheduled (the field does not constrain placement) and named unsupported (a Warning when it binds,
     core/gang/readiness.py report_unsupported)."""
-    record = pod_from_api(pod_obj("p", spec_extra={"evictionResponders": RESPONDERS}), gang=None, ours=True)
+    record = pod_record(pod_obj("p", spec_extra={"evictionResponders": RESPONDERS}), gang=None, ours=True)
     assert record.unsupported == ("spec.evictionResponders",) and not record.unready
-    plain = pod_from_api(pod_obj("q"), gang=None, ours=True)
+    plain = pod_record(pod_obj("q"), gang=None, ours=True)
     assert plain.unsupported == ()
 
 

@@ -149,7 +149,7 @@ def test_native_topology_becomes_a_hard_network_topology_at_that_tier() -> None:
 def test_group_priority_policy_and_disruption_apply_to_members() -> None:
     import pytest
 
-    from gangsched.core.records.records import PodRecord, scheduling_class
+    from gangsched.core.records.records import ClassRegistry, PodRecord
     from gangsched.core.values.errors import InvalidField
     from gangsched.models.gang import parse_pod_gang
 
@@ -163,7 +163,7 @@ def test_group_priority_policy_and_disruption_apply_to_members() -> None:
     book.check_member(decl, {**spec_of, "priority": 1000})  # agrees
     with pytest.raises(InvalidField, match="the priority of its PodGroup train \\(1000\\)"):
         book.check_member(decl, {**spec_of, "priority": 0})
-    record = book.member_record(decl, PodRecord("ns", "p", "uid", scheduling_class({"cpu": 1000})))
+    record = book.member_record(decl, PodRecord("ns", "p", "uid", ClassRegistry().scheduling_class({"cpu": 1000})))
     assert record.preemption_policy == "Never"
     spec = book.adjust("ns/train", decl, None)
     assert spec is not None and spec.disrupt_whole

@@ -13,9 +13,9 @@ import pytest
 
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping, load_config
-from gangsched.models.pod import pod_from_api, pod_with_status
+from gangsched.models.pod import pod_with_status
 from gangsched.state.cache import ClusterCache
-from tests.builders import member_obj, node_obj
+from tests.builders import member_obj, node_obj, pod_record
 
 KEY = "scheduling.gangsched.io/expected-duration"
 
@@ -56,23 +56,23 @@ def _pod(annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, An
 
 
 def test_declared_run_time_is_the_shorter_of_deadline_and_annotation() -> None:
-    assert pod_from_api(_pod(), gang=None, ours=True).run_seconds is None
-    assert pod_from_api(_pod(activeDeadlineSeconds=300), gang=None, ours=True).run_seconds == 300.0
-    assert pod_from_api(_pod({KEY: "10m"}), gang=None, ours=True).run_seconds == 600.0
-    assert pod_from_api(_pod({KEY: "10m"}, activeDeadlineSeconds=300), gang=None, ours=True).run_seconds == 300.0
-    assert pod_from_api(_pod(), gang=None, ours=True).started == 1704067200.0
+    assert pod_record(_pod(), gang=None, ours=True).run_seconds is None
+    assert pod_record(_pod(activeDeadlineSeconds=300), gang=None, ours=True).run_seconds == 300.0
+    assert pod_record(_pod({KEY: "10m"}), gang=None, ours=True).run_seconds == 600.0
+    assert pod_record(_pod({KEY: "10m"}, activeDeadlineSeconds=300), gang=None, ours=True).run_seconds == 300.0
+    assert pod_record(_pod(), gang=None, ours=True).started == 1704067200.0
 
 
 def test_a_bad_expected_duration_names_the_annotation() -> None:
     with pytest.raises(InvalidField) as err:
-        pod_from_api(_pod({KEY: "forever"}), gang=None, ours=True)
+        pod_record(_pod({KEY: "forever"}), gang=None, ours=True)
     assert err.value.field == f"metadata.annotations[{KEY}]"
     # read as another scheduler's pod (or to keep a bad pod's usage counted on its node) it never fails
-    assert pod_from_api(_pod({KEY: "forever"}), gang=None, ours=False).run_seconds is None
+    assert pod_record(_pod({KEY: "forever"}), gang=None, ours=False).run_seconds is None
 
 
 def test_a_status_change_rereads_the_start_time() -> None:
-    first = pod_from_api({**_pod(), "status": {"phase": "Pending"}}, gang=None, ours=True)
+    first = pod_record({**_pod(), "status": {"phase": "Pending"}}, gang=None, ours=True)
     assert first.started is None
     later = pod_with_status(first, {"containers": []}, {"phase": "Running", "startTime": "2024-01-01T00:00:10Z"})
     assert later is not None and later.started == 1704067210.0

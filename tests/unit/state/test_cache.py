@@ -7,10 +7,9 @@ from typing import Any
 import pytest
 
 from gangsched.core.memory.plan import GangStatus
-from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.builders import member_obj, node_obj, pod_obj, podgroup_obj
+from tests.builders import member_obj, node_obj, pod_obj, pod_record, podgroup_obj
 
 K = "gang.scheduling.koordinator.sh/"
 
@@ -89,7 +88,7 @@ def test_pod_list_replaces_what_was_cached() -> None:
 
 
 def record(name: str, *, node: str | None = None, phase: str = "Pending") -> Any:
-    return pod_from_api(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
+    return pod_record(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
 
 
 WAITING = GangStatus(0, 0, 3, "WaitingForPods", "2 of minMember 3 pods exist")

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from gangsched.state.cache import ClusterCache
+from tests.builders import same_record
 
 Change = Callable[[dict[str, Any]], None]
 
@@ -85,7 +86,7 @@ def test_update_keeps_what_a_full_parse_gives(change: Change, quick: bool) -> No
     cache.on_pod_event("MODIFIED", copy.deepcopy(new))
     fresh = ClusterCache(scheduler_name="gangsched")
     fresh.on_pod_event("ADDED", copy.deepcopy(new))
-    assert cache.cluster.pods["ns/p0"] == fresh.cluster.pods["ns/p0"]
+    assert same_record(cache.cluster.pods["ns/p0"], fresh.cluster.pods["ns/p0"])
     assert cache.quick_updates == (1 if quick else 0)
     assert not cache.problems
 

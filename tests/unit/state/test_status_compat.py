@@ -20,18 +20,17 @@ from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.config import config_from_mapping
 from gangsched.models.keys import KOORD_TIMEOUT
-from gangsched.models.pod import pod_from_api
 from gangsched.models.podgroup import occupied_by
 from gangsched.state.cache import ClusterCache
 from gangsched.state.placed_tiers import PlacedTiers, placed_tiers
 from gangsched.state.status import GangStatusBook
-from tests.builders import member_obj, node_obj, pod_obj, podgroup_obj
+from tests.builders import member_obj, node_obj, pod_obj, pod_record, podgroup_obj
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)", tier=1)
 
 
 def _member(name: str, node: str | None = None, phase: str = "Pending", rank: int | None = None) -> PodRecord:
-    return pod_from_api(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True, rank=rank)
+    return pod_record(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True, rank=rank)
 
 
 def _args(members: list[PodRecord], **kw: Any) -> dict[str, Any]:

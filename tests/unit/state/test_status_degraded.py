@@ -11,14 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from gangsched.core.memory.health_book import DegradedCondition
-from gangsched.models.pod import pod_from_api
 from gangsched.state.status import GangStatusBook
-from tests.builders import pod_obj
+from tests.builders import pod_obj, pod_record
 
 
 def _body(book: GangStatusBook, degraded: DegradedCondition | None, now: str) -> dict[str, Any] | None:
     members = [
-        pod_from_api(pod_obj(f"g-{i}", node=f"n{i}", phase="Running"), gang="default/g", ours=True) for i in range(2)
+        pod_record(pod_obj(f"g-{i}", node=f"n{i}", phase="Running"), gang="default/g", ours=True) for i in range(2)
     ]
     return book.status_of(
         "default/g",

@@ -11,15 +11,14 @@ from typing import Any
 import pytest
 
 from gangsched.core.memory.plan import GangStatus
-from gangsched.models.pod import pod_from_api
 from gangsched.state.status import GangStatusBook
-from tests.builders import pod_obj
+from tests.builders import pod_obj, pod_record
 
 HOLDING = GangStatus(0, 2, 1, "Unschedulable", "holding 2 of minMember 3")
 
 
 def record(name: str) -> Any:
-    return pod_from_api(pod_obj(name), gang="default/g", ours=True)
+    return pod_record(pod_obj(name), gang="default/g", ours=True)
 
 
 @pytest.mark.parametrize(

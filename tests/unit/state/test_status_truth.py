@@ -18,16 +18,15 @@ from gangsched.core.cycle.scheduler import schedule
 from gangsched.core.memory.plan import GangStatus
 from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
-from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook, MemberCounts, podgroup_phase
-from tests.builders import member_obj, node_obj, pod_obj, podgroup_obj
+from tests.builders import member_obj, node_obj, pod_obj, pod_record, podgroup_obj
 
 BINDING = GangStatus(4, 0, 0, "Binding", "4 members bound or binding (minMember 4)")
 
 
 def _member(name: str, node: str | None = None, phase: str = "Pending") -> PodRecord:
-    return pod_from_api(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
+    return pod_record(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
 
 
 def _status(members: list[PodRecord], **kw: Any) -> dict[str, Any]:

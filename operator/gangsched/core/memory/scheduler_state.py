@@ -25,7 +25,7 @@ from gangsched.core.memory.queue import SchedulingQueue
 from gangsched.core.memory.restore import restore_nominations
 from gangsched.core.memory.store import ClusterStore
 from gangsched.core.memory.victim_book import VictimBook
-from gangsched.core.records.records import CLASSES, ClassRegistry, NodeRecord, PodRecord
+from gangsched.core.records.records import ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.resources import Resources
@@ -35,7 +35,7 @@ BIND_BACKOFF_GEN = 2**62  # a bind backoff's freed generation: freed capacity ne
 
 
 class SchedulerState:
-    def __init__(self, classes: ClassRegistry = CLASSES) -> None:
+    def __init__(self, classes: ClassRegistry | None = None) -> None:
         self.queue = SchedulingQueue()
         self.victims = VictimBook()
         self.store = ClusterStore(self, classes)  # (it owns the class registry: `store.classes`)

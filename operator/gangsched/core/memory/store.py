@@ -42,7 +42,7 @@ from gangsched.core.memory.podstate import (
 )
 from gangsched.core.memory.priorities import PriorityCounts
 from gangsched.core.memory.slots import PodSlot, SlotReaders
-from gangsched.core.records.records import CLASSES, ClassRegistry, NodeRecord, PodRecord
+from gangsched.core.records.records import ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.gangspec import GangSpec
 from gangsched.core.values.resources import Resources, sub_into
@@ -53,8 +53,8 @@ _INDEXED = (NOMINATED, RESERVED, BINDING, ASSUMED)
 
 
 class ClusterStore(SlotReaders):
-    def __init__(self, sink: PendingSink, classes: ClassRegistry = CLASSES) -> None:
-        self.classes = classes  # the registry its pods' classes come from (records.ClassRegistry)
+    def __init__(self, sink: PendingSink, classes: ClassRegistry | None = None) -> None:
+        self.classes = ClassRegistry() if classes is None else classes  # where its pods' classes come from
         self.nodes: dict[str, NodeRecord] = {}
         self.pods: dict[str, PodRecord] = {}
         self.gang_table = GangTable(sink)

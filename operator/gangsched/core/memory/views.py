@@ -19,7 +19,7 @@ from gangsched.core.memory.health_book import HealthBook
 from gangsched.core.memory.plan import CapacityHold
 from gangsched.core.memory.podstate import PodState
 from gangsched.core.memory.queue import UnitState
-from gangsched.core.records.records import NodeRecord, PodRecord
+from gangsched.core.records.records import ClassRegistry, NodeRecord, PodRecord
 from gangsched.core.topology import TopologyTree
 from gangsched.core.values.units import UnitKey
 
@@ -38,6 +38,8 @@ class ComingView(Protocol):
 
 
 class StoreView(Protocol):
+    @property
+    def classes(self) -> ClassRegistry: ...  # the registry its pods' classes (and DRA shapes) are interned in
     @property
     def nodes(self) -> Mapping[str, NodeRecord]: ...
     @property

@@ -6,7 +6,6 @@ Kubernetes semantics). Parsers (models/) build them; every package of the core a
 """
 
 from gangsched.core.records.records import (
-    CLASSES,
     ClassRegistry,
     HostPort,
     LabelSelector,
@@ -20,14 +19,9 @@ from gangsched.core.records.records import (
     Taint,
     Term,
     Toleration,
-    register_label_keys,
-    scheduling_class,
-    with_requests,
-    with_required,
 )
 
 __all__ = [
-    "CLASSES",
     "ClassRegistry",
     "HostPort",
     "LabelSelector",
@@ -41,8 +35,4 @@ __all__ = [
     "Taint",
     "Term",
     "Toleration",
-    "register_label_keys",
-    "scheduling_class",
-    "with_requests",
-    "with_required",
 ]

@@ -3,10 +3,10 @@
 Contract:
 - `NodeRecord` (name, allocatable in canonical units, labels, taints, unschedulable); `PodRecord` (identity,
   priority, times, node, phase, nomination, gang/role/rank, labels, `gated`, `unsupported`, `holds`, its class).
-- `scheduling_class(requests, *, node_selector, ...)` interns a pod's constraints and requests (`pods: 1` added)
-  into a `SchedulingClass` (same constraints, same object, a small `id`); `with_required(cls, required)`.
-- `register_label_keys(keys)` / `label_keys_gen()` / `with_labels(cls, namespace, labels)` / `projected(pod)`:
-  the label keys pod selectors read (process-wide), so selectors can match a class.
+- `ClassRegistry` (one per SchedulerState, no process-wide one): `scheduling_class(requests, *, node_selector, ...)`
+  interns a pod's constraints and requests (`pods: 1` added) into a `SchedulingClass` (same constraints, same
+  object, a small `id`, its `registry`); `with_required`, `with_requests`; `register_label_keys(keys)` /
+  `label_keys_gen()` / `with_labels(cls, namespace, labels)` / `projected(pod)`: the label keys pod selectors read.
 - `Taint`, `Toleration`, `Requirement`, `Term`, `HostPort`, `requirement_matches`, `LabelSelector`, `PodSelector`,
   `PodTerm`, `SpreadConstraint`: what pods declare, each matching with Kubernetes semantics.
 Records are slots dataclasses: never mutate one, `dataclasses.replace` it. More: docs/modules.md#corerecordsrecordspy.
@@ -176,6 +176,7 @@ class SpreadConstraint(NamedTuple):
 class SchedulingClass:
     """The interned requests + constraints shared by every pod that has them (an equivalence class)."""
 
+    registry: ClassRegistry = dataclasses.field(repr=False)  # the one that interned it (ids are per registry)
     id: int
     requests: Mapping[str, int]  # canonical units, includes pods: 1
     node_selector: tuple[tuple[str, str], ...]
@@ -196,11 +197,12 @@ class SchedulingClass:
 
 
 class ClassRegistry:
-    """The scheduling classes interned so far and the label keys pod selectors read: what makes a class id (its
-    position, never reused until `reset`) and a class's namespace and labels (`with_labels`). A class belongs to
-    one registry: the store that holds its pods reads the same one (`ClusterStore.classes`)."""
+    """The scheduling classes interned so far, the label keys pod selectors read and the DRA device shapes: what
+    makes a class id (its position, never reused) and a class's namespace and labels (`with_labels`). A class
+    belongs to one registry (`SchedulingClass.registry`): the store that holds its pods reads the same one
+    (`ClusterStore.classes`, each SchedulerState's own unless given)."""
 
-    __slots__ = ("_classes", "_keys", "_label_gen", "_label_keys")
+    __slots__ = ("_classes", "_keys", "_label_gen", "_label_keys", "shapes")
 
     def __init__(self) -> None:
         self._classes: dict[tuple[Any, ...], SchedulingClass] = {}
@@ -210,13 +212,9 @@ class ClassRegistry:
         # classes, not pods) as it would match one of its pods.
         self._label_keys: dict[str, None] = {}
         self._label_gen = 0
-
-    def reset(self) -> None:
-        """Forget every class and label key (ids start again at 0): only while no store holds a class of it."""
-        self._classes.clear()
-        self._keys.clear()
-        self._label_keys.clear()
-        self._label_gen = 0
+        # DRA device shapes its classes' requests name as resources: resource name -> (device class, selectors)
+        # (core/devices/index.py Shapes writes and reads it)
+        self.shapes: dict[str, tuple[str, tuple[str | None, ...]]] = {}
 
     def scheduling_class(
         self,
@@ -241,14 +239,20 @@ class ClassRegistry:
     def _intern(self, key: tuple[Any, ...], req: Mapping[str, int]) -> SchedulingClass:
         cls = self._classes.get(key)
         if cls is None:
-            cls = SchedulingClass(len(self._classes), req, *key[1:])
+            cls = SchedulingClass(self, len(self._classes), req, *key[1:])
             self._classes[key] = cls
             self._keys.append(key)
         return cls
 
+    def _key(self, cls: SchedulingClass) -> tuple[Any, ...]:
+        """The interning key of one of our classes (a class of another registry: ValueError, ids overlap)."""
+        if cls.registry is not self:
+            raise ValueError(f"scheduling class #{cls.id} was interned in another ClassRegistry than this one")
+        return self._keys[cls.id]
+
     def with_required(self, cls: SchedulingClass, required: tuple[Term, ...] | None) -> SchedulingClass:
         """The interned class equal to `cls` but for its required node affinity (a pod's volumes add theirs)."""
-        key = list(self._keys[cls.id])
+        key = list(self._key(cls))
         key[2] = required  # (the interning key: requests, node_selector, required, ...)
         return self._intern(tuple(key), cls.requests)
 
@@ -259,7 +263,7 @@ class ClassRegistry:
         req = dict(cls.requests)
         for r, q in extra.items():
             req[r] = req.get(r, 0) + q
-        key = list(self._keys[cls.id])
+        key = list(self._key(cls))
         key[0] = tuple(sorted(req.items()))
         return self._intern(tuple(key), req)
 
@@ -285,27 +289,21 @@ class ClassRegistry:
         shown = tuple(kv for kv in labels if kv[0] in keys)
         if shown == cls.labels and namespace == cls.namespace:
             return cls
-        base = self._keys[cls.id]
+        base = self._key(cls)
         return self._intern((*base[:-2], namespace, shown), cls.requests)
 
     def projected(self, pod: PodRecord) -> PodRecord:
-        """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`)."""
+        """Our pod with its class carrying its namespace and the labels pod selectors read (`with_labels`). A pod
+        whose class another registry interned: ValueError (the store reading this registry would mistake it)."""
+        if pod.sclass.registry is not self:
+            raise ValueError(
+                f"pod {pod.key}: its scheduling class #{pod.sclass.id} was interned in another ClassRegistry than its "
+                "store's (parse it with classes=SchedulerState.classes)"
+            )
         if not pod.ours or not self._label_gen:
             return pod
         sclass = self.with_labels(pod.sclass, pod.namespace, pod.labels)
         return pod if sclass is pod.sclass else dataclasses.replace(pod, sclass=sclass)
-
-
-# The process's registry, the one every store reads unless given its own (ClusterStore(classes=...)); the parsers
-# (models/, state/) intern through these names. Threading a store's registry into the parsers instead: issue 23.
-CLASSES = ClassRegistry()
-scheduling_class = CLASSES.scheduling_class
-with_required = CLASSES.with_required
-with_requests = CLASSES.with_requests
-register_label_keys = CLASSES.register_label_keys
-label_keys_gen = CLASSES.label_keys_gen
-with_labels = CLASSES.with_labels
-projected = CLASSES.projected
 
 
 @dataclass(frozen=True, slots=True)

@@ -215,7 +215,8 @@ def _head(session: CycleSession, short: Shortfall) -> str:
     for r, q in sorted(requests.items()):
         if Shapes.is_resource(r) and q > 0:
             free = _nodes_with_free(session, r, q)
-            head += f" + {Shapes.describe(r, q)} ({counted(free, 'node')} {'has' if free == 1 else 'have'} them free)"
+            shown = Shapes.describe(r, q, session.store.classes.shapes)
+            head += f" + {shown} ({counted(free, 'node')} {'has' if free == 1 else 'have'} them free)"
     return head
 
 
@@ -231,11 +232,11 @@ def _nodes_with_free(session: CycleSession, resource: str, quantity: int) -> int
     return n
 
 
-def _reason_shown(why: str) -> str:
+def _reason_shown(session: CycleSession, why: str) -> str:
     """`insufficient devices.gangsched.io/...` as the devices it stands for."""
     name = why.removeprefix("insufficient ")
     if name != why and Shapes.is_resource(name):
-        return f"not enough free {Shapes.describe(name, 0).removeprefix('0 x ')}"
+        return f"not enough free {Shapes.describe(name, 0, session.store.classes.shapes).removeprefix('0 x ')}"
     return why
 
 
@@ -249,7 +250,7 @@ def explain(session: CycleSession, shortfalls: list[Shortfall]) -> str:
         fit, counts = _blocked_by(session, short)
         reasons: Counter[str] = Counter()
         for why, n in counts.items():
-            reasons[_reason_shown(why)] += n
+            reasons[_reason_shown(session, why)] += n
         ranked = sorted(reasons.items(), key=lambda x: (-x[1], x[0]))
         shown = ", ".join(f"{r} ({counted(n, 'node')})" for r, n in ranked)
         more = short.need - short.placed

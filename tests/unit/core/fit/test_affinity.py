@@ -21,8 +21,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_gang, add_nodes, node_obj, pod_obj
+from tests.builders import add_gang, add_nodes, node_obj, pod_obj, pod_record
 
 CFG = SchedulerConfig()
 SCAN = {"service": "securityscan"}  # podLabel
@@ -55,7 +54,7 @@ def _obj(name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, 
 
 def _add(c: SchedulerState, name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, **kw: Any) -> str:
     ours, gang, rank = kw.pop("ours", True), kw.pop("gang", None), kw.pop("rank", None)
-    pod = pod_from_api(_obj(name, labels, spec, **kw), gang=gang, ours=ours, rank=rank)
+    pod = pod_record(_obj(name, labels, spec, **kw), c, gang=gang, ours=ours, rank=rank)
     c.upsert_pod(pod)
     return pod.key
 
@@ -329,7 +328,7 @@ def test_match_label_keys_are_merged_from_the_pods_own_labels() -> None:
 
 
 def test_empty_namespace_selector_means_every_namespace() -> None:
-    everywhere = pod_from_api(
+    everywhere = pod_record(
         _obj("p", {}, _affinity(anti=[_term(HOST, IN_SCAN, namespaceSelector={})])), gang=None, ours=True
     )
     (term,) = everywhere.sclass.anti_affinity
@@ -356,7 +355,7 @@ def test_namespace_selector_reads_the_namespaces_labels() -> None:
 
 def test_missing_topology_key_names_the_field() -> None:
     with pytest.raises(InvalidField) as caught:
-        pod_from_api(_obj("p", {}, _affinity(anti=[{"labelSelector": {}}])), gang=None, ours=True)
+        pod_record(_obj("p", {}, _affinity(anti=[{"labelSelector": {}}])), gang=None, ours=True)
     assert caught.value.field.endswith("requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey")
 
 
@@ -381,14 +380,14 @@ def test_a_class_first_seen_after_members_were_placed_sees_them_in_the_whole_dom
 
     c = SchedulerState()
     nodes = _zones(c, 2, zones=2)
-    web = pod_from_api(_obj("w", {"app": "web"}, ANTI_HOST), gang=None, ours=True)  # registers the label key
+    web = pod_record(_obj("w", {"app": "web"}, ANTI_HOST), c, gang=None, ours=True)  # registers the label key
     c.upsert_pod(web)
     web_cls = c.store.pods[web.key].sclass
     ws = Workspace(c.store, spread=False)
     ws.view(web_cls)
     ws.place("z0-n0", web_cls.requests, 1, cls=web_cls)
-    late = pod_from_api(
-        _obj("late", {}, _affinity(anti=[_term("zone", _expr("app", "In", "web", "db"))])), gang=None, ours=True
+    late = pod_record(
+        _obj("late", {}, _affinity(anti=[_term("zone", _expr("app", "In", "web", "db"))])), c, gang=None, ours=True
     )
     c.upsert_pod(late)  # its selector is new: a counter registered after the placement
     view = ws.view(c.store.pods[late.key].sclass)
@@ -407,7 +406,7 @@ def test_a_class_first_seen_after_members_were_placed_sees_them_in_the_whole_dom
 )
 def test_bad_terms_name_the_field(term: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidField) as caught:
-        pod_from_api(_obj("p", {}, _affinity(aff=[term])), gang=None, ours=True)
+        pod_record(_obj("p", {}, _affinity(aff=[term])), gang=None, ours=True)
     assert caught.value.field.startswith("spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution")
     assert caught.value.field.endswith(field), caught.value.field
 
@@ -438,8 +437,8 @@ def test_an_unchanged_pod_stays_equal_once_classes_carry_labels() -> None:
     (node,) = add_nodes(c, 1)
     _add(c, "guard", {"app": "x"}, ANTI_HOST, ours=False, node=node, phase="Running")  # registers label keys
     obj = _obj("v", {"app": "web"}, None, node=node, phase="Running")
-    c.upsert_pod(pod_from_api(obj, gang=None, ours=True))
+    c.upsert_pod(pod_record(obj, c, gang=None, ours=True))
     c.victims.add_victim("default/v", "default/preemptor")
     c.victims.refuse("default/v", 0)
-    c.upsert_pod(pod_from_api(obj, gang=None, ours=True))
+    c.upsert_pod(pod_record(obj, c, gang=None, ours=True))
     assert c.victims.is_refused("default/v")

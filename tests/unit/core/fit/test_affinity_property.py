@@ -18,8 +18,7 @@ from gangsched.core.fit.filters import limit
 from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.records.records import SchedulingClass
 from gangsched.models.node import node_from_api
-from gangsched.models.pod import pod_from_api
-from tests.builders import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj, pod_record
 
 HOST = "kubernetes.io/hostname"
 
@@ -53,7 +52,7 @@ SHAPES = [  # the incoming classes: (app label, kind, topology key, selected app
 def _classes(c: SchedulerState) -> list[SchedulingClass]:
     out = []
     for i, (app, kind, key, selected) in enumerate(SHAPES):
-        pod = pod_from_api(_pod(f"incoming-{i}", app, _spec(kind, key, selected)), gang=None, ours=True)
+        pod = pod_record(_pod(f"incoming-{i}", app, _spec(kind, key, selected)), c, gang=None, ours=True)
         c.upsert_pod(pod)
         out.append(c.store.pods[pod.key].sclass)
     return out
@@ -67,7 +66,7 @@ def _mutate(c: SchedulerState, rng: random.Random, step: int) -> None:
         spec = _spec(kind, rng.choice([HOST, "zone"]), rng.choice("ab"))
         node = f"n{rng.randrange(8)}"
         obj = _pod(f"p{step}", rng.choice("abc"), spec, node=node, phase="Running")
-        c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        c.upsert_pod(pod_record(obj, c, gang=None, ours=False))
     elif roll < 0.75:
         c.remove_pod(rng.choice(bound))
     elif roll < 0.9:

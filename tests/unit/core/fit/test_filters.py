@@ -23,8 +23,7 @@ from gangsched.core.records.records import HostPort
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_gang, add_nodes, add_pod, pod_obj
+from tests.builders import add_gang, add_nodes, add_pod, pod_obj, pod_record
 
 CFG = SchedulerConfig()
 
@@ -91,7 +90,7 @@ def test_node_ports_table(name: str, wanted: list[str], existing: list[str], con
 
 def test_skip_filter_pod_without_host_ports_has_no_filter() -> None:
     """TestNodePorts "skip filter": a pod without host ports is not filtered (and pays nothing)."""
-    pod = pod_from_api(
+    pod = pod_record(
         pod_obj("p", spec_extra={"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}), gang=None, ours=True
     )
     assert pod.sclass.host_ports == ()
@@ -120,7 +119,7 @@ def test_get_container_ports_sidecars_count_init_containers_and_port_zero_do_not
             {"name": "b", "ports": [{"containerPort": 53, "hostPort": 53, "protocol": "UDP", "hostIP": "10.0.0.1"}]},
         ],
     }
-    pod = pod_from_api(pod_obj("p", spec_extra=spec), gang=None, ours=True)
+    pod = pod_record(pod_obj("p", spec_extra=spec), gang=None, ours=True)
     assert pod.sclass.host_ports == (
         HostPort("0.0.0.0", "TCP", 7002),
         HostPort("0.0.0.0", "TCP", 8001),
@@ -138,7 +137,7 @@ def test_get_container_ports_sidecars_count_init_containers_and_port_zero_do_not
 )
 def test_bad_host_port_names_the_field(port: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidField) as caught:
-        pod_from_api(pod_obj("p", spec_extra={"containers": [{"name": "c", "ports": [port]}]}), gang=None, ours=True)
+        pod_record(pod_obj("p", spec_extra={"containers": [{"name": "c", "ports": [port]}]}), gang=None, ours=True)
     assert caught.value.field == field
 
 
@@ -197,7 +196,7 @@ def test_gated_pod_alone_is_never_bound_and_gets_no_condition() -> None:
     key = _gated(c, "p", None)
     plan = step(c, CFG, 0.0)
     assert plan.empty
-    c.upsert_pod(pod_from_api(pod_obj("p", gpu=1), gang=None, ours=True))  # the gate removed
+    c.upsert_pod(pod_record(pod_obj("p", gpu=1), c, gang=None, ours=True))  # the gate removed
     assert [k for k, _ in step(c, CFG, 1.0).bindings] == [key]
 
 
@@ -216,7 +215,7 @@ def test_gang_with_a_gated_member_waits_once_then_binds_whole() -> None:
     ]
     assert [x.pod_key for x in plan.conditions] == [free]  # the gated pod keeps the apiserver's condition
     assert step(c, CFG, 1.0).empty  # not per cycle
-    c.upsert_pod(pod_from_api(pod_obj("g-1", gpu=1), gang="default/g", rank=1, ours=True))
+    c.upsert_pod(pod_record(pod_obj("g-1", gpu=1), c, gang="default/g", rank=1, ours=True))
     assert sorted(k for k, _ in step(c, CFG, 2.0).bindings) == [free, gated]
 
 

@@ -22,8 +22,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_gang, node_obj, pod_obj
+from tests.builders import add_gang, node_obj, pod_obj, pod_record
 
 CFG = SchedulerConfig()
 S1 = {"security": "S1"}
@@ -175,7 +174,7 @@ def _pod(name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, 
 
 def _add(c: SchedulerState, name: str, labels: dict[str, str], spec: dict[str, Any] | None = None, **kw: Any) -> str:
     ours, gang, rank = kw.pop("ours", True), kw.pop("gang", None), kw.pop("rank", None)
-    pod = pod_from_api(_pod(name, labels, spec, **kw), gang=gang, ours=ours, rank=rank)
+    pod = pod_record(_pod(name, labels, spec, **kw), c, gang=gang, ours=ours, rank=rank)
     c.upsert_pod(pod)
     return pod.key
 
@@ -262,7 +261,7 @@ def test_preferred_terms_are_evaluated_not_reported() -> None:
 def test_a_weight_out_of_range_names_the_field(weight: object) -> None:
     spec = _prefer(anti=[{"weight": weight, "podAffinityTerm": {"topologyKey": "az"}}])
     with pytest.raises(InvalidField) as err:
-        pod_from_api(_pod("p", {}, spec), gang=None, ours=True)
+        pod_record(_pod("p", {}, spec), gang=None, ours=True)
     assert err.value.field == (
         "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"
     )

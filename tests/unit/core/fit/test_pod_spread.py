@@ -31,8 +31,7 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.errors import InvalidField
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.models.node import node_from_api
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_nodes, node_obj, pod_obj
+from tests.builders import add_nodes, node_obj, pod_obj, pod_record
 
 CFG = SchedulerConfig()
 S, U, UU = "Success", "Unschedulable", "UnschedulableAndUnresolvable"
@@ -229,7 +228,7 @@ def _cluster(nodes: list[Any], pods: list[Any], roomy: str) -> SchedulerState:
         c.upsert_node(node_from_api(node_obj(name, cpu=cpu, labels=labels, taints=taints)))
     for name, node, labels, ns, *flags in pods:
         obj = pod_obj(name, namespace=ns, cpu=None, node=node, phase="Running", labels=labels)
-        pod = pod_from_api(obj, gang=None, ours=False)
+        pod = pod_record(obj, c, gang=None, ours=False)
         c.upsert_pod(pod)
         if flags:
             c.set_leaving(pod.key, True)
@@ -242,8 +241,8 @@ def test_filter_table(
 ) -> None:
     for node, code in codes.items():
         c = _cluster(nodes, pods, node)
-        key = pod_from_api(_pod("p", case, cpu="2"), gang=None, ours=True).key
-        c.upsert_pod(pod_from_api(_pod("p", case, cpu="2"), gang=None, ours=True))
+        key = pod_record(_pod("p", case, cpu="2"), c, gang=None, ours=True).key
+        c.upsert_pod(pod_record(_pod("p", case, cpu="2"), c, gang=None, ours=True))
         plan = step(c, CFG, 0.0)
         if code == S:
             assert plan.bindings == [(key, node)], (name, node)
@@ -279,7 +278,7 @@ def _gang(c: SchedulerState, name: str, n: int, constraint: dict[str, Any], **sp
         obj = pod_obj(
             f"{name}-{i}", spec_extra={"topologySpreadConstraints": [constraint], **spec}, labels={"app": "x"}
         )
-        pod = pod_from_api(obj, gang=f"default/{name}", rank=i, ours=True)
+        pod = pod_record(obj, c, gang=f"default/{name}", rank=i, ours=True)
         c.upsert_pod(pod)
         keys.append(pod.key)
     return keys
@@ -322,7 +321,7 @@ def test_bound_pods_count() -> None:
     _zones(c)
     for i in range(2):
         obj = pod_obj(f"old-{i}", cpu=None, node="za-0", phase="Running", labels={"app": "x"})
-        c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        c.upsert_pod(pod_record(obj, c, gang=None, ours=False))
     _gang(c, "g", 4, spread(1, "zone", APP))
     plan = step(c, CFG, 0.0)
     assert _per_zone(c, plan.bindings) == [0, 2, 2]
@@ -402,7 +401,7 @@ def test_two_classes_are_each_placed_keeping_the_skew() -> None:
     for i in range(4):
         spec = {"topologySpreadConstraints": [spread(1, "zone", APP)]}
         obj = pod_obj(f"g-{i}", cpu=str(1 + i % 2), spec_extra=spec, labels={"app": "x"})
-        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+        c.upsert_pod(pod_record(obj, c, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     zones = _per_zone(c, plan.bindings)
     assert len(plan.bindings) == 4 and max(zones) - min(zones) <= 1
@@ -422,7 +421,7 @@ def test_network_topology_placement_that_breaks_the_skew_is_not_made() -> None:
     for i in range(4):
         spec = {"topologySpreadConstraints": [spread(1, "zone", APP)]}
         obj = pod_obj(f"g-{i}", gpu=1, spec_extra=spec, labels={"app": "x"})
-        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+        c.upsert_pod(pod_record(obj, c, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert not plan.bindings and not plan.reservations
     assert "PodTopologySpread: maxSkew 1 on zone" in plan.gang_status["default/g"].message
@@ -433,7 +432,7 @@ def test_network_topology_placement_that_breaks_the_skew_is_not_made() -> None:
 
 def _parse(constraints: list[Any], labels: dict[str, str] | None = None) -> Any:
     obj = pod_obj("p", spec_extra={"topologySpreadConstraints": constraints}, labels=labels or {"foo": ""})
-    return pod_from_api(obj, gang=None, ours=True)
+    return pod_record(obj, gang=None, ours=True)
 
 
 def test_parse_defaults_and_self_match() -> None:
@@ -545,7 +544,7 @@ def test_zone_and_hostname_constraints_together() -> None:
     for i in range(6):
         spec = {"topologySpreadConstraints": [spread(1, "zone", APP), host]}
         obj = pod_obj(f"g-{i}", spec_extra=spec, labels={"app": "x"})
-        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+        c.upsert_pod(pod_record(obj, c, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert len({node for _, node in plan.bindings}) == 6
     assert _per_zone(c, plan.bindings) == [2, 2, 2]
@@ -574,7 +573,7 @@ def test_replacement_of_a_satisfied_gang_goes_where_the_skew_allows() -> None:
     gone = keys[0]
     c.remove_pod(gone)
     obj = pod_obj("g-new", spec_extra={"topologySpreadConstraints": [spread(1, "zone", APP)]}, labels={"app": "x"})
-    c.upsert_pod(pod_from_api(obj, gang="default/g", rank=0, ours=True))
+    c.upsert_pod(pod_record(obj, c, gang="default/g", rank=0, ours=True))
     plan = step(c, CFG, 1.0)
     assert [k for k, _ in plan.bindings] == ["default/g-new"]
     assert c.nodes[plan.bindings[0][1]].labels["zone"] == c.nodes[where[gone]].labels["zone"]
@@ -645,7 +644,7 @@ def test_schedule_anyway_next_to_do_not_schedule_never_refuses() -> None:
     for i in range(6):
         spec = {"topologySpreadConstraints": [spread(1, "zone", APP), soft("kubernetes.io/hostname")]}
         obj = pod_obj(f"g-{i}", spec_extra=spec, labels={"app": "x"})
-        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+        c.upsert_pod(pod_record(obj, c, gang="default/g", rank=i, ours=True))
     plan = step(c, CFG, 0.0)
     assert _per_zone(c, plan.bindings) == [2, 2, 2]
 
@@ -659,7 +658,7 @@ def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
     _zones(c)
     for i, (name, _) in enumerate(ZONE_NODES):
         obj = pod_obj(f"low-{i}", cpu="32", node=name, phase="Running", priority=-10)
-        c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        c.upsert_pod(pod_record(obj, c, gang=None, ours=False))
     _gang(c, "g", 6, spread(1, "zone", APP, minDomains=4))
     for now in (0.0, 1.0, 30.0):
         plan = step(c, CFG, now)
@@ -668,11 +667,11 @@ def test_a_gang_the_skew_forbids_evicts_nobody() -> None:
     _zones(control)
     for i, (name, _) in enumerate(ZONE_NODES):
         obj = pod_obj(f"low-{i}", cpu="32", node=name, phase="Running", priority=-10)
-        control.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+        control.upsert_pod(pod_record(obj, control, gang=None, ours=False))
     control.upsert_gang(GangSpec("default", "g", 6))
     for i in range(6):
         obj = pod_obj(f"g-{i}", labels={"app": "x"})
-        control.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+        control.upsert_pod(pod_record(obj, control, gang="default/g", rank=i, ours=True))
     assert step(control, CFG, 0.0).evictions
 
 
@@ -722,13 +721,13 @@ def _random_case(seed: int, config: SchedulerConfig) -> None:
             count[z] += old
             for k in range(old):
                 obj = pod_obj(f"old-{name}-{k}", cpu=None, node=name, phase="Running", labels={"app": "x"})
-                c.upsert_pod(pod_from_api(obj, gang=None, ours=False))
+                c.upsert_pod(pod_record(obj, c, gang=None, ours=False))
     want = _water_fill(cap, count, skew, min_domains, n)
     c.upsert_gang(GangSpec("default", "g", 1, mode=GangMode.NON_STRICT))
     constraint = spread(skew, "zone", APP, **({"minDomains": min_domains} if min_domains > 1 else {}))
     for i in range(n):
         obj = pod_obj(f"g-{i}", spec_extra={"topologySpreadConstraints": [constraint]}, labels={"app": "x"})
-        c.upsert_pod(pod_from_api(obj, gang="default/g", rank=i, ours=True))
+        c.upsert_pod(pod_record(obj, c, gang="default/g", rank=i, ours=True))
     plan = step(c, config, 0.0)
     placed = [*plan.bindings, *plan.reservations]
     assert len(placed) == want, (seed, cap, count, skew, min_domains, n, placed)

@@ -17,8 +17,7 @@ from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec, NetworkTopology, TopologyMode
 from gangsched.core.values.units import UnitKey
 from gangsched.models.node import node_from_api
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_gang, add_nodes, add_pod, node_obj, pod_obj
+from tests.builders import add_gang, add_nodes, add_pod, node_obj, pod_obj, pod_record
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 
@@ -361,7 +360,7 @@ def test_every_attempt_records_failed_scheduling_on_each_member_and_conditions_o
     c.remove_pod("default/g-1")  # its controller re-creates it: same name, another UID
     obj = pod_obj("g-1", gpu=16)
     obj["metadata"]["uid"] = "uid-g-1-again"
-    c.upsert_pod(pod_from_api(obj, gang="default/g", ours=True))
+    c.upsert_pod(pod_record(obj, c, gang="default/g", ours=True))
     third = step(c, CFG, 3.0).conditions  # (the second backoff, 2 s, is over)
     assert [p.pod_key for p in third] == ["default/g-1"]
 

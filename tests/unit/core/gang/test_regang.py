@@ -18,10 +18,9 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.records.records import PodRecord
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangMode, GangSpec
-from gangsched.models.pod import pod_from_api
 from gangsched.state.cache import ClusterCache
 from gangsched.state.status import GangStatusBook
-from tests.builders import add_gang, add_nodes, member_obj, pod_obj, podgroup_obj
+from tests.builders import add_gang, add_nodes, member_obj, pod_obj, pod_record, podgroup_obj
 
 CFG = SchedulerConfig(max_units_per_cycle=4)
 
@@ -70,7 +69,7 @@ def test_bound_pod_moved_to_another_gang_stays_bound_and_holds_the_new_gangs_quo
 
 
 def _record(name: str, node: str | None = None, phase: str = "Pending") -> PodRecord:
-    return pod_from_api(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
+    return pod_record(pod_obj(name, node=node, phase=phase), gang="default/g", ours=True)
 
 
 def test_status_ignores_a_decision_that_counted_members_now_gone() -> None:

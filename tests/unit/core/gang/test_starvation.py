@@ -28,8 +28,7 @@ from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec, NetworkTopology, TopologyMode
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_nodes, pod_obj
+from tests.builders import add_nodes, pod_obj, pod_record
 
 BIG = "default/big"
 GPU = "nvidia.com/gpu"
@@ -63,8 +62,9 @@ class Sim:
         key = f"default/{name}"
         self.c.upsert_gang(GangSpec("default", name, members))
         for i in range(members):
-            pod = pod_from_api(
+            pod = pod_record(
                 _pod(f"{name}-{i}", gang=key, gpu=gpu, run=run if declare else None, created=self.now),
+                self.c,
                 gang=key,
                 rank=i,
                 ours=True,
@@ -76,8 +76,8 @@ class Sim:
     def running_pod(self, name: str, node: str, *, run: float, ends: float) -> None:
         key = f"default/{name}"
         self.c.upsert_gang(GangSpec("default", name, 1))
-        pod = pod_from_api(
-            _pod(f"{name}-0", gang=key, gpu=1, run=run, created=0.0, node=node), gang=key, rank=0, ours=True
+        pod = pod_record(
+            _pod(f"{name}-0", gang=key, gpu=1, run=run, created=0.0, node=node), self.c, gang=key, rank=0, ours=True
         )
         self.c.upsert_pod(dataclasses.replace(pod, started=ends - run))
         self.running[pod.key] = ends
@@ -193,8 +193,8 @@ def test_backfill_without_a_declared_run_time_or_ending_too_late_is_refused() ->
 def test_a_higher_priority_gang_may_use_held_capacity() -> None:
     sim = _held_setup()
     sim.c.upsert_gang(GangSpec("default", "vip", 1))
-    pod = pod_from_api(
-        _pod("vip-0", gang="default/vip", gpu=4, run=None, created=sim.now), gang="default/vip", ours=True
+    pod = pod_record(
+        _pod("vip-0", gang="default/vip", gpu=4, run=None, created=sim.now), sim.c, gang="default/vip", ours=True
     )
     sim.c.upsert_pod(dataclasses.replace(pod, priority=1000))
     sim.duration[pod.key] = 10.0
@@ -236,8 +236,8 @@ def test_a_gang_waiting_for_a_topology_or_too_big_for_the_cluster_holds_nothing(
     sim = Sim(SchedulerConfig(max_units_per_cycle=64, hold_after_seconds=5.0), nodes=2)
     hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=1)
     sim.c.upsert_gang(GangSpec("default", "topo", 1, network_topology=hard))
-    pod = pod_from_api(
-        _pod("topo-0", gang="default/topo", gpu=1, run=None, created=0.0), gang="default/topo", ours=True
+    pod = pod_record(
+        _pod("topo-0", gang="default/topo", gpu=1, run=None, created=0.0), sim.c, gang="default/topo", ours=True
     )
     sim.c.upsert_pod(pod)
     sim.duration[pod.key] = 10.0
@@ -280,7 +280,7 @@ def _held_in_two_racks(*, highest_tier: int, members: int) -> Sim:
     hard = NetworkTopology(mode=TopologyMode.HARD, highest_tier_allowed=highest_tier)
     sim.c.upsert_gang(GangSpec("default", "big", members, network_topology=hard))
     for i in range(members):
-        pod = pod_from_api(_pod(f"big-{i}", gang=BIG, gpu=8, run=None, created=0.0), gang=BIG, rank=i, ours=True)
+        pod = pod_record(_pod(f"big-{i}", gang=BIG, gpu=8, run=None, created=0.0), sim.c, gang=BIG, rank=i, ours=True)
         sim.c.upsert_pod(pod)
         sim.duration[pod.key] = 10.0
     sim.cycles()

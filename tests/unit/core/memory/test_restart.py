@@ -237,8 +237,9 @@ def _preempting_cluster() -> tuple[SchedulerState, list[str], list[str]]:
 
 
 def _after_restart(c: SchedulerState) -> SchedulerState:
-    """A new leader's Cluster: what the API shows (pods with their status and deletionTimestamp), nothing else."""
-    n = SchedulerState()
+    """A new leader's Cluster: what the API shows (pods with their status and deletionTimestamp), nothing else (the
+    records reused as parsed, so their classes' registry too)."""
+    n = SchedulerState(classes=c.classes)
     for node in c.nodes.values():
         n.upsert_node(node)
     for _gk, gs in c.gangs.items():

@@ -16,8 +16,7 @@ from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.preemption.victim_tracker import work_lost
 from gangsched.core.values.config import SchedulerConfig
 from gangsched.core.values.gangspec import GangSpec
-from gangsched.models.pod import pod_from_api
-from tests.builders import add_gang, add_nodes, pod_obj
+from tests.builders import add_gang, add_nodes, pod_obj, pod_record
 
 CFG = SchedulerConfig(max_units_per_cycle=1)
 HOUR = 3600.0
@@ -28,7 +27,7 @@ def running_gang(c: SchedulerState, name: str, nodes: list[str], *, started: flo
     c.upsert_gang(GangSpec("default", name, len(nodes)))
     for i, node in enumerate(nodes):
         obj = pod_obj(f"{name}-{i}", gpu=8, node=node, phase="Running")
-        pod = pod_from_api(obj, gang=f"default/{name}", rank=i, ours=True)
+        pod = pod_record(obj, c, gang=f"default/{name}", rank=i, ours=True)
         c.upsert_pod(dataclasses.replace(pod, started=started))
 
 

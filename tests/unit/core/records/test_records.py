@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from gangsched.core.fit.matching import preference, static_block
+from gangsched.core.memory.scheduler_state import SchedulerState
 from gangsched.core.records.records import ClassRegistry
 from gangsched.core.values.errors import InvalidField
 from gangsched.models.node import node_from_api
-from gangsched.models.pod import pod_from_api
-from tests.builders import node_obj, pod_obj
+from tests.builders import node_obj, pod_obj, pod_record
 
 NODE = node_from_api(
     node_obj(
@@ -27,7 +27,7 @@ TOLERATE = [{"key": "dedicated", "operator": "Equal", "value": "infer", "effect"
 
 
 def _pod(**extra: Any) -> Any:
-    return pod_from_api(pod_obj("p", spec_extra=extra), gang=None, ours=True)
+    return pod_record(pod_obj("p", spec_extra=extra), gang=None, ours=True)
 
 
 def _required(*exprs: dict[str, Any], fields: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -125,9 +125,10 @@ def test_preference_scores_preferred_affinity_and_prefer_no_schedule() -> None:
 
 
 def test_equal_constraints_share_one_class() -> None:
-    a = _pod(nodeSelector={"zone": "a"})
-    b = pod_from_api(pod_obj("q", spec_extra={"nodeSelector": {"zone": "a"}}), gang=None, ours=True)
-    c = _pod(nodeSelector={"zone": "b"})
+    classes = ClassRegistry()
+    a = pod_record(pod_obj("p", spec_extra={"nodeSelector": {"zone": "a"}}), classes)
+    b = pod_record(pod_obj("q", spec_extra={"nodeSelector": {"zone": "a"}}), classes)
+    c = pod_record(pod_obj("p", spec_extra={"nodeSelector": {"zone": "b"}}), classes)
     assert a.sclass is b.sclass
     assert a.sclass is not c.sclass
     assert a.requests == {"cpu": 1000, "pods": 1}
@@ -138,7 +139,7 @@ def test_pod_record_fields() -> None:
     obj["metadata"]["annotations"] = {"gang.scheduling.koordinator.sh/timeout": "true"}
     obj["status"]["nominatedNodeName"] = "n2"
     obj["spec"]["preemptionPolicy"] = "Never"
-    pod = pod_from_api(obj, gang="ml/g", role="worker", rank=0, ours=True)
+    pod = pod_record(obj, gang="ml/g", role="worker", rank=0, ours=True)
     assert (pod.key, pod.priority, pod.node_name, pod.phase, pod.nominated_node) == ("ml/w-0", 7, "n1", "Running", "n2")
     assert pod.created == 1704067210.0 and pod.timed_out and pod.preemption_policy == "Never"
     assert (pod.gang, pod.role, pod.rank) == ("ml/g", "worker", 0)
@@ -211,14 +212,14 @@ def test_unknown_toleration_operator_is_a_clear_error() -> None:
         _pod(tolerations=[{"key": "k", "operator": "Ge", "value": "1"}])
 
 
-def test_a_class_registry_interns_its_own_classes_and_label_keys_and_forgets_them_on_reset() -> None:
+def test_a_class_registry_interns_its_own_classes_and_label_keys() -> None:
     """core/records/records.py ClassRegistry (issue 23: the class tables are one object's, not module state).
     Oracle: Kubernetes matches a pod selector against the pod's own namespace and labels (k8s.io/apimachinery
     labels.Selector.Matches), so a class projected for selectors must carry exactly the keys some selector reads,
     and only in the registry that registered them."""
     mine, other = ClassRegistry(), ClassRegistry()
     a = mine.scheduling_class({"cpu": 1000})
-    assert mine.scheduling_class({"cpu": 1000}) is a and a.id == 0
+    assert mine.scheduling_class({"cpu": 1000}) is a and a.id == 0 and a.registry is mine
     assert other.scheduling_class({"cpu": 2000}).id == 0  # (ids are per registry)
     labels = (("app", "web"), ("tier", "x"))
     assert mine.with_labels(a, "ns", labels) is a  # no selector reads pods yet
@@ -226,5 +227,20 @@ def test_a_class_registry_interns_its_own_classes_and_label_keys_and_forgets_the
     projected = mine.with_labels(a, "ns", labels)
     assert (projected.namespace, projected.labels, projected.id) == ("ns", (("app", "web"),), 1)
     assert other.with_labels(other.scheduling_class({"cpu": 2000}), "ns", labels).labels == ()
-    mine.reset()
-    assert mine.label_keys_gen() == 0 and mine.scheduling_class({"cpu": 3000}).id == 0
+
+
+def test_each_state_has_its_own_registry_and_refuses_another_ones_classes() -> None:
+    """Issue 23 item 3: no process-wide registry; class ids are positions in one registry, so a class of another
+    registry would alias one of the store's (same id, other constraints): the store refuses it, and so does a
+    registry asked to derive a class (with_required, with_requests, with_labels) from another one's."""
+    one, two = SchedulerState(), SchedulerState()
+    assert one.classes is not two.classes
+    assert SchedulerState(classes=one.classes).classes is one.classes
+    stranger = pod_record(pod_obj("p"), two)
+    with pytest.raises(ValueError, match="pod default/p: its scheduling class #0 was interned in another"):
+        one.upsert_pod(stranger)
+    assert not one.pods
+    with pytest.raises(ValueError, match="another ClassRegistry"):
+        one.classes.with_required(stranger.sclass, None)
+    one.upsert_pod(pod_record(pod_obj("p"), one))
+    assert one.pods["default/p"].sclass.registry is one.classes
