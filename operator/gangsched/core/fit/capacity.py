@@ -25,6 +25,7 @@ from gangsched.core.fit.filters import NodeFilter, add_ports, filters_for, limit
 from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
 from gangsched.core.fit.pod_score import SCORER, score
+from gangsched.core.fit.store_cache import CacheKind, StoreCaches
 from gangsched.core.fit.usage import PortCounts, Usage
 from gangsched.core.records.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.values.resources import Resources
@@ -44,7 +45,7 @@ class CapacitySource(Protocol):
     @property
     def pod_counts(self) -> PodCounts: ...
     @property
-    def class_caches(self) -> dict[Any, Any]: ...  # the capacity memo itself, kept by the store
+    def caches(self) -> StoreCaches: ...  # where the store keeps the indexes (core/fit/store_cache.py)
     @property
     def static_gen(self) -> int: ...
     def log_end(self) -> int: ...
@@ -217,16 +218,14 @@ class ClassIndex:
                 self.buckets.setdefault(_key(self.spread, new, c), {})[name] = None
 
 
+INDEXES: CacheKind[tuple[int, bool], ClassIndex] = CacheKind("capacity", ClassIndex)  # by (class id, spread)
+
+
 def class_index(cluster: CapacitySource, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
-    caches = cluster.class_caches
+    """The class's index, synced; the least recently used entries of the store's caches (of any kind, as they
+    share one order) are dropped past _MAX_INDEXES when a new index is made."""
     key = (cls.id, spread)
-    idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
-    if idx is None:
-        idx = ClassIndex(cls, spread)
-        while len(caches) >= _MAX_INDEXES:
-            del caches[next(iter(caches))]
-    caches[key] = idx
-    assert isinstance(idx, ClassIndex)
+    idx = cluster.caches.use(INDEXES, key, lambda: ClassIndex(cls, spread), bound=_MAX_INDEXES)
     idx.sync(cluster)
     return idx
 

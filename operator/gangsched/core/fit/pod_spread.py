@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from gangsched.core.fit.matching import term_matches
+from gangsched.core.fit.store_cache import CacheKind, LogSource, StoreCaches
 from gangsched.core.records.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
 
 if TYPE_CHECKING:
@@ -67,20 +68,38 @@ def eligible(cls: SchedulingClass, node: NodeRecord, c: SpreadConstraint) -> boo
     return not (c.honor_taints and not _taints_ok(cls, node))
 
 
-def domain_map(store: Any, cls: SchedulingClass) -> tuple[dict[str, str], ...]:
+class SpreadSource(LogSource, Protocol):
+    """What `domain_map` reads of the store (core/memory/views.py `StoreView` satisfies it structurally)."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeRecord]: ...
+    @property
+    def caches(self) -> StoreCaches: ...
+
+
+class _Maps:
+    __slots__ = ("gen", "maps")
+
+    def __init__(self, gen: int, maps: tuple[dict[str, str], ...]) -> None:
+        self.gen = gen
+        self.maps = maps
+
+
+_MAPS: CacheKind[int, _Maps] = CacheKind(NAME, _Maps)  # by class id
+
+
+def domain_map(store: SpreadSource, cls: SchedulingClass) -> tuple[dict[str, str], ...]:
     """Per constraint of the class: eligible node -> its domain (memoized by class and static generation)."""
-    caches: dict[Any, Any] = store.class_caches
-    key = (NAME, cls.id)
-    memo = caches.get(key)
-    if memo is not None and memo[0] == store.static_gen:
-        return memo[1]  # type: ignore[no-any-return]
+    memo = store.caches.get(_MAPS, cls.id)
+    if memo is not None and memo.gen == store.static_gen:
+        return memo.maps
     maps: list[dict[str, str]] = []
     nodes: Mapping[str, NodeRecord] = store.nodes
     for c in cls.spread:
         k = c.topology_key
         maps.append({name: node.labels[k] for name, node in nodes.items() if eligible(cls, node, c)})
     out = tuple(maps)
-    caches[key] = (store.static_gen, out)
+    store.caches.put(_MAPS, cls.id, _Maps(store.static_gen, out))
     return out
 
 

@@ -8,7 +8,7 @@ plus what is coming than in its free capacity alone (`fits(...) - idx.count[node
 at the cost of the nodes whose usage (the accounting log) or coming capacity (the coming log) changed since the
 last call; a rebuild (O(nodes with coming capacity)) when the static generation moved, a log was trimmed or the
 index was replaced. Memo per class in the coming book's `memo` (least recently used dropped past MAX_MEMOS; not in
-the store's `class_caches`, whose LRU order decides which capacity indexes are rebuilt). The map is read-only.
+the store's `caches`, whose LRU order decides which capacity indexes are rebuilt). The map is read-only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from gangsched.core.fit.capacity import ClassIndex
+from gangsched.core.fit.store_cache import CacheKind
 from gangsched.core.memory.views import StoreView
 
 _NONE: Mapping[str, int] = {}
@@ -39,25 +40,26 @@ class _Memo:
         self.total = 0
 
 
+_MEMOS: CacheKind[tuple[int, bool], _Memo] = CacheKind("coming_fit", _Memo)  # by (class id, spread)
+
+
 def coming_gain(store: StoreView, idx: ClassIndex) -> tuple[int, Mapping[str, int]]:
     """See the module docstring."""
     coming = store.coming
-    caches = coming.memo
     key = (idx.cls.id, idx.spread)
-    memo = caches.pop(key, None)  # (re-inserted last: the dict's order is least recently used first)
-    while len(caches) >= MAX_MEMOS:
-        del caches[next(iter(caches))]
+    # moved last (least recently used dropped first); a new one is never valid (gen -1): replaced below
+    memo = coming.caches.use(_MEMOS, key, lambda: _Memo(idx, -1, 0, 0), bound=MAX_MEMOS)
     used_log = coming_log = None
-    if isinstance(memo, _Memo) and memo.gen == store.static_gen and memo.idx is idx:
+    if memo.gen == store.static_gen and memo.idx is idx:
         used_log, coming_log = store.changes_since(memo.pos), coming.changes_since(memo.cpos)
     names: Iterable[str]
-    if not isinstance(memo, _Memo) or used_log is None or coming_log is None:
+    if used_log is None or coming_log is None:
         memo = _Memo(idx, store.static_gen, store.log_end(), coming.log_end())
+        coming.caches.put(_MEMOS, key, memo)
         names = coming.by_node
     else:
         memo.pos, memo.cpos = store.log_end(), coming.log_end()
         names = dict.fromkeys(used_log + coming_log)
-    caches[key] = memo
     wanted = [(r, q) for r, q in idx.cls.requests.items() if q > 0]
     nodes, used, by_node, gain = store.nodes, store.used, coming.by_node, memo.gain
     for name in names:

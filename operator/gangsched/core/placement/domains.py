@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gangsched.core.fit.store_cache import CacheKind
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.records.records import NodeRecord, SchedulingClass
 from gangsched.core.topology import Domain, TopologyTree
@@ -22,7 +23,18 @@ from gangsched.core.values.gangspec import TopologyMode
 from gangsched.core.values.gangtree import DomainKey, GangTree
 
 Constraint = tuple[DomainKey, str | None]  # (the key, the domain already chosen by other gangs of the tree node)
-_MEMO = "placement.domains"  # its memo in store.class_caches
+
+
+class _Trees:
+    """The memo: constraint set -> (static generation, tree)."""
+
+    __slots__ = ("trees",)
+
+    def __init__(self) -> None:
+        self.trees: dict[tuple[Constraint, ...], tuple[int, TopologyTree]] = {}
+
+
+_TREES: CacheKind[None, _Trees] = CacheKind("placement.domains", _Trees)  # one entry in the store's caches
 
 
 def _value(session: CycleSession, node: NodeRecord, key: DomainKey) -> str | None:
@@ -128,7 +140,11 @@ def domain_tree(session: CycleSession, gang: GangState) -> TopologyTree | None:
     if not wanted:
         return None
     demand = _subtree_demand(session, gang)
-    memo: dict[tuple[Constraint, ...], tuple[int, TopologyTree]] = session.store.class_caches.setdefault(_MEMO, {})
+    entry = session.store.caches.get(_TREES, None)
+    if entry is None:
+        entry = _Trees()
+        session.store.caches.put(_TREES, None, entry)
+    memo = entry.trees
     gen = session.store.static_gen
     hit = memo.get(wanted)
     if hit is not None and hit[0] == gen:

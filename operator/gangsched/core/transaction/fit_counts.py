@@ -5,7 +5,7 @@ Contract: `fit_counts(session, idx) -> (fit, reasons)`: of the nodes the class i
 (core/fit/capacity.py), how many have room for one more pod in the cycle's workspace, and the others counted by
 "insufficient <resource>" (the first lacking resource in name order). Exactly what a pass over every eligible
 node would count, at the cost of the nodes changed since the last call plus those the workspace touched.
-Memo per class in the store's `class_caches`; only for classes without per-node filters (host ports, pod
+Memo per class in the store's `caches`; only for classes without per-node filters (host ports, pod
 affinity, spread: the caller counts those). More: docs/modules.md#coretransactionfit_countspy.
 """
 
@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from gangsched.core.fit.capacity import ClassIndex
+from gangsched.core.fit.store_cache import CacheKind
 from gangsched.core.memory.views import StoreView
 from gangsched.core.transaction.session import CycleSession
 
@@ -68,14 +69,12 @@ def fit_counts(session: CycleSession, idx: ClassIndex) -> tuple[int, Counter[str
 
 
 def _synced(store: StoreView, idx: ClassIndex, requests: list[tuple[str, int]]) -> _Memo:
-    caches = store.class_caches
-    key = ("fit_counts", idx.cls.id)
-    memo = caches.get(key)
-    log = store.changes_since(memo.pos) if isinstance(memo, _Memo) and memo.gen == store.static_gen else None
-    if not isinstance(memo, _Memo) or log is None:
+    memo = store.caches.get(_MEMOS, idx.cls.id)
+    log = store.changes_since(memo.pos) if memo is not None and memo.gen == store.static_gen else None
+    if memo is None or log is None:
         memo = _Memo(store.static_gen, store.log_end())
         _check(store, idx, requests, memo, idx.pref)
-        caches[key] = memo
+        store.caches.put(_MEMOS, idx.cls.id, memo)
         return memo
     memo.pos = store.log_end()
     _check(store, idx, requests, memo, (n for n in dict.fromkeys(log) if n in idx.pref))
@@ -99,3 +98,6 @@ def _check(
         else:
             why[name] = now
             counts[now] += 1
+
+
+_MEMOS: CacheKind[int, _Memo] = CacheKind("fit_counts", _Memo)  # by class id
