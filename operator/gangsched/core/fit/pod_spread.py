@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from gangsched.core.fit.matching import term_matches
-from gangsched.core.fit.store_cache import CacheKind, LogSource, StoreCaches
+from gangsched.core.fit.store_cache import CacheKind, LogSource, StoreCaches, refresh
 from gangsched.core.records.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
 
 if TYPE_CHECKING:
@@ -78,11 +78,28 @@ class SpreadSource(LogSource, Protocol):
 
 
 class _Maps:
-    __slots__ = ("gen", "maps")
+    """A store cache (core/fit/store_cache.py) of static node properties only: rebuilt when a node changes."""
 
-    def __init__(self, gen: int, maps: tuple[dict[str, str], ...]) -> None:
-        self.gen = gen
-        self.maps = maps
+    __slots__ = ("cls", "gen", "maps", "pos")
+    follows_log = False
+
+    def __init__(self, cls: SchedulingClass) -> None:
+        self.cls = cls
+        self.gen = -1
+        self.pos = 0
+        self.maps: tuple[dict[str, str], ...] = ()
+
+    def rebuild(self, store: SpreadSource) -> None:
+        cls = self.cls
+        maps: list[dict[str, str]] = []
+        nodes: Mapping[str, NodeRecord] = store.nodes
+        for c in cls.spread:
+            k = c.topology_key
+            maps.append({name: node.labels[k] for name, node in nodes.items() if eligible(cls, node, c)})
+        self.maps = tuple(maps)
+
+    def update(self, store: SpreadSource, changed: list[str]) -> None:
+        return  # (static: never asked)
 
 
 _MAPS: CacheKind[int, _Maps] = CacheKind(NAME, _Maps)  # by class id
@@ -91,16 +108,11 @@ _MAPS: CacheKind[int, _Maps] = CacheKind(NAME, _Maps)  # by class id
 def domain_map(store: SpreadSource, cls: SchedulingClass) -> tuple[dict[str, str], ...]:
     """Per constraint of the class: eligible node -> its domain (memoized by class and static generation)."""
     memo = store.caches.get(_MAPS, cls.id)
-    if memo is not None and memo.gen == store.static_gen:
-        return memo.maps
-    maps: list[dict[str, str]] = []
-    nodes: Mapping[str, NodeRecord] = store.nodes
-    for c in cls.spread:
-        k = c.topology_key
-        maps.append({name: node.labels[k] for name, node in nodes.items() if eligible(cls, node, c)})
-    out = tuple(maps)
-    store.caches.put(_MAPS, cls.id, _Maps(store.static_gen, out))
-    return out
+    if memo is None:
+        memo = _Maps(cls)
+        store.caches.put(_MAPS, cls.id, memo)
+    refresh(memo, store)
+    return memo.maps
 
 
 class Domains:
