@@ -2,7 +2,8 @@
 
 Node selectors, node affinity and taints (matching), the filters that depend on what else runs on a node (ports,
 inter-pod affinity, topology spread) over incremental per-selector pod counts, preferred-affinity scores, and the
-per-class node capacity a cycle's workspace keeps: how many more pods of a scheduling class each node can take.
+per-class node capacity a cycle's workspace keeps: how many more pods of a scheduling class each node can take; the
+protocol and registry of the store's incremental caches (store_cache.py).
 """
 
 from gangsched.core.fit.capacity import ClassIndex, ClassView, Workspace, class_index, fit_count

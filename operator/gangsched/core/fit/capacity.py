@@ -25,6 +25,7 @@ from gangsched.core.fit.filters import NodeFilter, add_ports, filters_for, limit
 from gangsched.core.fit.matching import preference, static_block
 from gangsched.core.fit.pod_counts import Change, Overlay, PodCounts, PodInfo
 from gangsched.core.fit.pod_score import SCORER, score
+from gangsched.core.fit.store_cache import CacheKind, LogSource, StoreCaches, refresh
 from gangsched.core.fit.usage import PortCounts, Usage
 from gangsched.core.records.records import HostPort, NodeRecord, SchedulingClass
 from gangsched.core.values.resources import Resources
@@ -32,7 +33,7 @@ from gangsched.core.values.resources import Resources
 _CAP = 1 << 30
 
 
-class CapacitySource(Protocol):
+class CapacitySource(LogSource, Protocol):
     """What the capacity memo reads of the store (core/memory/views.py `StoreView` satisfies it structurally)."""
 
     @property
@@ -44,11 +45,7 @@ class CapacitySource(Protocol):
     @property
     def pod_counts(self) -> PodCounts: ...
     @property
-    def class_caches(self) -> dict[Any, Any]: ...  # the capacity memo itself, kept by the store
-    @property
-    def static_gen(self) -> int: ...
-    def log_end(self) -> int: ...
-    def changes_since(self, position: int) -> list[str] | None: ...
+    def caches(self) -> StoreCaches: ...  # where the store keeps the indexes (core/fit/store_cache.py)
 
 
 _MAX_INDEXES = 256
@@ -115,8 +112,11 @@ def _usage(cluster: CapacitySource, overlay: Overlay | None = None) -> Usage:
 
 
 class ClassIndex:
+    """A store cache (core/fit/store_cache.py `StoreCache[CapacitySource]`): `refresh` keeps it up to date."""
+
     __slots__ = ("aff", "blocked", "buckets", "cls", "count", "counts_at", "filters", "gen", "pos", "pref", "spread",
                  "watch")  # fmt: skip
+    follows_log = True
 
     def __init__(self, cls: SchedulingClass, spread: bool) -> None:
         self.cls = cls
@@ -135,7 +135,7 @@ class ClassIndex:
             None  # statically blocked nodes by reason (core/transaction/messages.py fills it)
         )
 
-    def _rebuild(self, cluster: CapacitySource) -> None:
+    def rebuild(self, cluster: CapacitySource) -> None:
         cls = self.cls
         self.pref = {}
         self.count = {}
@@ -166,8 +166,6 @@ class ClassIndex:
                 if b is None:
                     b = self.buckets[k] = {}
                 b[name] = None
-        self.gen = cluster.static_gen
-        self.pos = cluster.log_end()
 
     def _domain_changes(self, cluster: CapacitySource) -> set[str] | None:
         """Nodes whose affinity limit may have moved since the last sync (None: rebuild)."""
@@ -181,20 +179,19 @@ class ClassIndex:
         self.counts_at = (gen, owners_gen, counts.log_end())
         return touched_by(self.watch, self.cls, counts, log) if log else set()
 
-    def sync(self, cluster: CapacitySource) -> None:
-        end = cluster.log_end()
-        if self.gen == cluster.static_gen and self.pos == end and not self.watch:
+    def update(self, cluster: CapacitySource, log: list[str]) -> None:
+        """Recompute the nodes the accounting log names and those whose domain limits or score moved (the pod
+        counts' log); a rebuild when the pod counts cannot say."""
+        if not self.watch and not log:
             return
-        log = cluster.changes_since(self.pos) if self.gen == cluster.static_gen else None
-        more = self._domain_changes(cluster) if self.watch and log is not None else set()
-        if log is None or more is None:
-            self._rebuild(cluster)
+        more = self._domain_changes(cluster) if self.watch else set()
+        if more is None:
+            self.rebuild(cluster)
             return
         # in log order, not set order: a bucket's order breaks ties between equal nodes, so it must not depend on
         # the process's string hash seed (the same cluster history gives the same choices in every process)
         changed = dict.fromkeys(log)
         changed.update(dict.fromkeys(sorted(more)))
-        self.pos = end
         cls = self.cls
         filters = self.filters
         usage = _usage(cluster)
@@ -217,17 +214,15 @@ class ClassIndex:
                 self.buckets.setdefault(_key(self.spread, new, c), {})[name] = None
 
 
+INDEXES: CacheKind[tuple[int, bool], ClassIndex] = CacheKind("capacity", ClassIndex)  # by (class id, spread)
+
+
 def class_index(cluster: CapacitySource, cls: SchedulingClass, *, spread: bool) -> ClassIndex:
-    caches = cluster.class_caches
+    """The class's index, synced; the least recently used entries of the store's caches (of any kind, as they
+    share one order) are dropped past _MAX_INDEXES when a new index is made."""
     key = (cls.id, spread)
-    idx = caches.pop(key, None)  # re-inserted last: the dict's order is least recently used first
-    if idx is None:
-        idx = ClassIndex(cls, spread)
-        while len(caches) >= _MAX_INDEXES:
-            del caches[next(iter(caches))]
-    caches[key] = idx
-    assert isinstance(idx, ClassIndex)
-    idx.sync(cluster)
+    idx = cluster.caches.use(INDEXES, key, lambda: ClassIndex(cls, spread), bound=_MAX_INDEXES)
+    refresh(idx, cluster)
     return idx
 
 

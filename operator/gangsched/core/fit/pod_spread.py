@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 from gangsched.core.fit.matching import term_matches
+from gangsched.core.fit.store_cache import CacheKind, LogSource, StoreCaches, refresh
 from gangsched.core.records.records import NodeRecord, SchedulingClass, SpreadConstraint, Taint
 
 if TYPE_CHECKING:
@@ -67,21 +68,51 @@ def eligible(cls: SchedulingClass, node: NodeRecord, c: SpreadConstraint) -> boo
     return not (c.honor_taints and not _taints_ok(cls, node))
 
 
-def domain_map(store: Any, cls: SchedulingClass) -> tuple[dict[str, str], ...]:
+class SpreadSource(LogSource, Protocol):
+    """What `domain_map` reads of the store (core/memory/views.py `StoreView` satisfies it structurally)."""
+
+    @property
+    def nodes(self) -> Mapping[str, NodeRecord]: ...
+    @property
+    def caches(self) -> StoreCaches: ...
+
+
+class _Maps:
+    """A store cache (core/fit/store_cache.py) of static node properties only: rebuilt when a node changes."""
+
+    __slots__ = ("cls", "gen", "maps", "pos")
+    follows_log = False
+
+    def __init__(self, cls: SchedulingClass) -> None:
+        self.cls = cls
+        self.gen = -1
+        self.pos = 0
+        self.maps: tuple[dict[str, str], ...] = ()
+
+    def rebuild(self, store: SpreadSource) -> None:
+        cls = self.cls
+        maps: list[dict[str, str]] = []
+        nodes: Mapping[str, NodeRecord] = store.nodes
+        for c in cls.spread:
+            k = c.topology_key
+            maps.append({name: node.labels[k] for name, node in nodes.items() if eligible(cls, node, c)})
+        self.maps = tuple(maps)
+
+    def update(self, store: SpreadSource, changed: list[str]) -> None:
+        return  # (static: never asked)
+
+
+_MAPS: CacheKind[int, _Maps] = CacheKind(NAME, _Maps)  # by class id
+
+
+def domain_map(store: SpreadSource, cls: SchedulingClass) -> tuple[dict[str, str], ...]:
     """Per constraint of the class: eligible node -> its domain (memoized by class and static generation)."""
-    caches: dict[Any, Any] = store.class_caches
-    key = (NAME, cls.id)
-    memo = caches.get(key)
-    if memo is not None and memo[0] == store.static_gen:
-        return memo[1]  # type: ignore[no-any-return]
-    maps: list[dict[str, str]] = []
-    nodes: Mapping[str, NodeRecord] = store.nodes
-    for c in cls.spread:
-        k = c.topology_key
-        maps.append({name: node.labels[k] for name, node in nodes.items() if eligible(cls, node, c)})
-    out = tuple(maps)
-    caches[key] = (store.static_gen, out)
-    return out
+    memo = store.caches.get(_MAPS, cls.id)
+    if memo is None:
+        memo = _Maps(cls)
+        store.caches.put(_MAPS, cls.id, memo)
+    refresh(memo, store)
+    return memo.maps
 
 
 class Domains:

@@ -8,7 +8,7 @@ plus what is coming than in its free capacity alone (`fits(...) - idx.count[node
 at the cost of the nodes whose usage (the accounting log) or coming capacity (the coming log) changed since the
 last call; a rebuild (O(nodes with coming capacity)) when the static generation moved, a log was trimmed or the
 index was replaced. Memo per class in the coming book's `memo` (least recently used dropped past MAX_MEMOS; not in
-the store's `class_caches`, whose LRU order decides which capacity indexes are rebuilt). The map is read-only.
+the store's `caches`, whose LRU order decides which capacity indexes are rebuilt). The map is read-only.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from gangsched.core.fit.capacity import ClassIndex
+from gangsched.core.fit.store_cache import CacheKind, refresh
 from gangsched.core.memory.views import StoreView
 
 _NONE: Mapping[str, int] = {}
@@ -28,47 +29,59 @@ def fits(have: Mapping[str, int], wanted: list[tuple[str, int]]) -> int:
 
 
 class _Memo:
-    __slots__ = ("cpos", "gain", "gen", "idx", "pos", "total")
+    """A store cache (core/fit/store_cache.py) of one class over one capacity index; it also follows the coming
+    book's log (a trimmed one rebuilds it)."""
 
-    def __init__(self, idx: ClassIndex, gen: int, pos: int, cpos: int) -> None:
+    __slots__ = ("cpos", "gain", "gen", "idx", "pos", "total")
+    follows_log = True
+
+    def __init__(self, idx: ClassIndex) -> None:
         self.idx = idx
-        self.gen = gen
-        self.pos = pos  # the accounting log's position when last brought up to date
-        self.cpos = cpos  # the coming log's
+        self.gen = -1
+        self.pos = 0  # the accounting log's position when last brought up to date
+        self.cpos = 0  # the coming log's
         self.gain: dict[str, int] = {}
         self.total = 0
+
+    def rebuild(self, store: StoreView) -> None:
+        self.gain, self.total = {}, 0
+        self.cpos = store.coming.log_end()
+        self._count(store, store.coming.by_node)
+
+    def update(self, store: StoreView, changed: list[str]) -> None:
+        coming = store.coming
+        coming_log = coming.changes_since(self.cpos)
+        if coming_log is None:
+            self.rebuild(store)
+            return
+        self.cpos = coming.log_end()
+        self._count(store, dict.fromkeys(changed + coming_log))
+
+    def _count(self, store: StoreView, names: Iterable[str]) -> None:
+        idx = self.idx
+        wanted = [(r, q) for r, q in idx.cls.requests.items() if q > 0]
+        nodes, used, by_node, gain = store.nodes, store.used, store.coming.by_node, self.gain
+        for name in names:
+            old = gain.pop(name, None)
+            if old is not None:
+                self.total -= old
+            extra = by_node.get(name)
+            if extra is None or name not in idx.pref:
+                continue
+            alloc, spent = nodes[name].allocatable, used.get(name) or _NONE
+            have = {r: alloc.get(r, 0) - spent.get(r, 0) + extra.get(r, 0) for r, _ in wanted}
+            g = gain[name] = fits(have, wanted) - idx.count[name]
+            self.total += g
+
+
+_MEMOS: CacheKind[tuple[int, bool], _Memo] = CacheKind("coming_fit", _Memo)  # by (class id, spread)
 
 
 def coming_gain(store: StoreView, idx: ClassIndex) -> tuple[int, Mapping[str, int]]:
     """See the module docstring."""
-    coming = store.coming
-    caches = coming.memo
-    key = (idx.cls.id, idx.spread)
-    memo = caches.pop(key, None)  # (re-inserted last: the dict's order is least recently used first)
-    while len(caches) >= MAX_MEMOS:
-        del caches[next(iter(caches))]
-    used_log = coming_log = None
-    if isinstance(memo, _Memo) and memo.gen == store.static_gen and memo.idx is idx:
-        used_log, coming_log = store.changes_since(memo.pos), coming.changes_since(memo.cpos)
-    names: Iterable[str]
-    if not isinstance(memo, _Memo) or used_log is None or coming_log is None:
-        memo = _Memo(idx, store.static_gen, store.log_end(), coming.log_end())
-        names = coming.by_node
-    else:
-        memo.pos, memo.cpos = store.log_end(), coming.log_end()
-        names = dict.fromkeys(used_log + coming_log)
-    caches[key] = memo
-    wanted = [(r, q) for r, q in idx.cls.requests.items() if q > 0]
-    nodes, used, by_node, gain = store.nodes, store.used, coming.by_node, memo.gain
-    for name in names:
-        old = gain.pop(name, None)
-        if old is not None:
-            memo.total -= old
-        extra = by_node.get(name)
-        if extra is None or name not in idx.pref:
-            continue
-        alloc, spent = nodes[name].allocatable, used.get(name) or _NONE
-        have = {r: alloc.get(r, 0) - spent.get(r, 0) + extra.get(r, 0) for r, _ in wanted}
-        g = gain[name] = fits(have, wanted) - idx.count[name]
-        memo.total += g
-    return memo.total, gain
+    # moved last (least recently used dropped first); a memo of another index (this one's was replaced) is rebuilt
+    memo = store.coming.caches.use(_MEMOS, (idx.cls.id, idx.spread), lambda: _Memo(idx), bound=MAX_MEMOS)
+    if memo.idx is not idx:
+        memo.idx, memo.gen = idx, -1
+    refresh(memo, store)
+    return memo.total, memo.gain

@@ -7,14 +7,14 @@ Contract (kept by core/memory/store.py, which decides which pods count; read by 
   even if they request nothing); `of`: pod -> (node, requests) counted.
 - `log_end()` / `changes_since(position)`: the nodes whose coming capacity changed since a position of the log
   (None: the log was trimmed past it, rebuild), as the accounting log (core/memory/accounting.py) does for `used`;
-  `memo`: its readers' memos (core/gang/coming_fit.py), apart from the store's `class_caches` and their LRU order.
+  `caches`: its readers' memos (core/gang/coming_fit.py), apart from the store's `caches` and their LRU order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from gangsched.core.fit.store_cache import StoreCaches
 from gangsched.core.memory.node_log import NodeLog
 from gangsched.core.values.resources import Resources, add_into, sub_into
 
@@ -27,7 +27,7 @@ class Coming:
         self.of: dict[str, Counted] = {}
         self._pods: dict[str, int] = {}  # node -> pods counted there
         self._log = NodeLog()  # nodes whose coming capacity changed
-        self.memo: dict[Any, Any] = {}
+        self.caches = StoreCaches()
 
     def follow(self, key: str, target: Counted | None, nodes: int) -> None:
         """Count the pod as `target` from now on (None: not at all); `nodes` bounds the log's length."""

@@ -8,7 +8,7 @@ Contract (fed by core/memory/scheduler_state.py, read by the scheduler through i
 - Decisions: `nominate`, `clear_nomination`, `reserve`, `bind_all`, `release`, `bind_succeeded`, `bind_failed`.
 - A pod that changes gang leaves the old one (a reservation is released) and joins the new one. Gangs:
   core/memory/gangs.py; pending pods go to the `PendingSink`.
-- For the capacity caches: `static_gen`, `changes_since`, `freed_gen`, `class_caches`, `pod_counts`; `coming`.
+- For caches: `static_gen`, `changes_since`, `freed_gen`, `caches` (core/fit/store_cache.py), `pod_counts`, `coming`.
 More: docs/modules.md#corememorystorepy.
 """
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sized
-from typing import Any
 
 from gangsched.core.devices import DeviceState
 from gangsched.core.fit.filters import PortTable
 from gangsched.core.fit.pod_counts import PodCounts
+from gangsched.core.fit.store_cache import StoreCaches
 from gangsched.core.memory.accounting import Accounting
 from gangsched.core.memory.coming import Coming
 from gangsched.core.memory.gangs import GangState, GangTable, GangTransition, PendingSink, holds_quorum
@@ -70,7 +70,7 @@ class ClusterStore(SlotReaders):
         self.devices: DeviceState | None = None  # DRA: slices, claims, pods' claims (state/dra.py)
         self.leaving: set[str] = set()  # pods with metadata.deletionTimestamp set (an API fact)
         self.coming = Coming()  # per node, what the pods there that will end request (`_follow_coming`)
-        self.class_caches: dict[Any, Any] = {}  # capacity.py's per-class indexes
+        self.caches = StoreCaches()  # the incremental caches its readers keep (core/fit/store_cache.py)
         self._sink = sink
         self._slots: dict[str, PodSlot] = {}
         self._by_state: dict[PodState, dict[str, None]] = {s: {} for s in _INDEXED}  # pods by (some) state

@@ -2,8 +2,8 @@
 may see. Types only: `SchedulerState`, `ClusterStore` and `SchedulingQueue` satisfy them structurally.
 
 Contract: the cycle is given a `StateView`; none of these protocols offers a way to change the state. The one
-thing a cycle refreshes is the store's capacity memo (`class_caches`, owned by core/fit/capacity.py; it may register
-counters in `pod_counts`, which changes no count).
+thing a cycle refreshes is the store's incremental caches (`caches`, core/fit/store_cache.py; the capacity indexes
+may register counters in `pod_counts`, which changes no count).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from gangsched.core.devices import DeviceState
 from gangsched.core.fit.pod_counts import PodCounts
+from gangsched.core.fit.store_cache import StoreCaches
 from gangsched.core.memory.gangs import GangState
 from gangsched.core.memory.health_book import HealthBook
 from gangsched.core.memory.plan import CapacityHold
@@ -32,7 +33,7 @@ class ComingView(Protocol):
     @property
     def of(self) -> Mapping[str, tuple[str, Mapping[str, int]]]: ...
     @property
-    def memo(self) -> dict[Any, Any]: ...  # its readers' memos (core/gang/coming_fit.py)
+    def caches(self) -> StoreCaches: ...  # its readers' memos (core/gang/coming_fit.py)
     def log_end(self) -> int: ...
     def changes_since(self, position: int) -> list[str] | None: ...
 
@@ -61,7 +62,7 @@ class StoreView(Protocol):
     @property
     def pod_counts(self) -> PodCounts: ...  # pods matching pod selectors (core/fit/pod_counts.py)
     @property
-    def class_caches(self) -> dict[Any, Any]: ...  # the capacity memo (core/fit/capacity.py)
+    def caches(self) -> StoreCaches: ...  # the incremental caches (core/fit/store_cache.py)
     @property
     def static_gen(self) -> int: ...
     @property

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+from gangsched.core.fit.store_cache import CacheKind, refresh
 from gangsched.core.memory.gangs import GangState
+from gangsched.core.memory.views import StoreView
 from gangsched.core.records.records import NodeRecord, SchedulingClass
 from gangsched.core.topology import Domain, TopologyTree
 from gangsched.core.transaction.session import CycleSession
@@ -22,7 +24,37 @@ from gangsched.core.values.gangspec import TopologyMode
 from gangsched.core.values.gangtree import DomainKey, GangTree
 
 Constraint = tuple[DomainKey, str | None]  # (the key, the domain already chosen by other gangs of the tree node)
-_MEMO = "placement.domains"  # its memo in store.class_caches
+
+
+class _Trees:
+    """The memo, constraint set -> tree: a store cache (core/fit/store_cache.py) of static node properties only,
+    emptied when a node changes. `seen`: the constraint sets built since the memo was last emptied for its bound
+    (of any generation: past 64 both are emptied, as when stale trees were kept beside the current ones)."""
+
+    __slots__ = ("gen", "pos", "seen", "trees")
+    follows_log = False
+
+    def __init__(self) -> None:
+        self.gen = -1
+        self.pos = 0
+        self.trees: dict[tuple[Constraint, ...], TopologyTree] = {}
+        self.seen: set[tuple[Constraint, ...]] = set()
+
+    def add(self, wanted: tuple[Constraint, ...], tree: TopologyTree) -> None:
+        if len(self.seen) > 64:
+            self.seen.clear()
+            self.trees.clear()
+        self.seen.add(wanted)
+        self.trees[wanted] = tree
+
+    def rebuild(self, store: StoreView) -> None:
+        self.trees = {}
+
+    def update(self, store: StoreView, changed: list[str]) -> None:
+        return  # (static: never asked)
+
+
+_TREES: CacheKind[None, _Trees] = CacheKind("placement.domains", _Trees)  # one entry in the store's caches
 
 
 def _value(session: CycleSession, node: NodeRecord, key: DomainKey) -> str | None:
@@ -128,11 +160,14 @@ def domain_tree(session: CycleSession, gang: GangState) -> TopologyTree | None:
     if not wanted:
         return None
     demand = _subtree_demand(session, gang)
-    memo: dict[tuple[Constraint, ...], tuple[int, TopologyTree]] = session.store.class_caches.setdefault(_MEMO, {})
-    gen = session.store.static_gen
-    hit = memo.get(wanted)
-    if hit is not None and hit[0] == gen:
-        return _fitting(session, hit[1], demand) if demand else hit[1]
+    entry = session.store.caches.get(_TREES, None)
+    if entry is None:
+        entry = _Trees()
+        session.store.caches.put(_TREES, None, entry)
+    refresh(entry, session.store)
+    hit = entry.trees.get(wanted)
+    if hit is not None:
+        return _fitting(session, hit, demand) if demand else hit
     groups: dict[tuple[str, ...], list[str]] = {}
     for record in session.store.nodes.values():
         signature = []
@@ -145,7 +180,5 @@ def domain_tree(session: CycleSession, gang: GangState) -> TopologyTree | None:
             groups.setdefault(tuple(signature), []).append(record.name)
     domains = [Domain(1, "domain:" + "/".join(sig), children=tuple(names)) for sig, names in sorted(groups.items())]
     tree = TopologyTree.from_domains(domains, source="domains") if domains else TopologyTree()
-    if len(memo) > 64:
-        memo.clear()
-    memo[wanted] = (gen, tree)
+    entry.add(wanted, tree)
     return _fitting(session, tree, demand) if demand else tree

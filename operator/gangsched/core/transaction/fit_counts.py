@@ -5,7 +5,7 @@ Contract: `fit_counts(session, idx) -> (fit, reasons)`: of the nodes the class i
 (core/fit/capacity.py), how many have room for one more pod in the cycle's workspace, and the others counted by
 "insufficient <resource>" (the first lacking resource in name order). Exactly what a pass over every eligible
 node would count, at the cost of the nodes changed since the last call plus those the workspace touched.
-Memo per class in the store's `class_caches`; only for classes without per-node filters (host ports, pod
+Memo per class in the store's `caches`; only for classes without per-node filters (host ports, pod
 affinity, spread: the caller counts those). More: docs/modules.md#coretransactionfit_countspy.
 """
 
@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from gangsched.core.fit.capacity import ClassIndex
+from gangsched.core.fit.store_cache import CacheKind, refresh
 from gangsched.core.memory.views import StoreView
 from gangsched.core.transaction.session import CycleSession
 
@@ -22,13 +23,30 @@ _NONE: Mapping[str, int] = {}
 
 
 class _Memo:
-    __slots__ = ("counts", "gen", "pos", "why")
+    """A store cache (core/fit/store_cache.py) of one class, over its index's eligible nodes and its requests (the
+    caller's, set before each refresh)."""
 
-    def __init__(self, gen: int, pos: int) -> None:
-        self.gen = gen
-        self.pos = pos
+    __slots__ = ("counts", "gen", "idx", "pos", "requests", "why")
+    follows_log = True
+
+    def __init__(self, idx: ClassIndex, requests: list[tuple[str, int]]) -> None:
+        self.idx = idx
+        self.requests = requests
+        self.gen = -1
+        self.pos = 0
         self.why: dict[str, str] = {}  # node -> "insufficient <resource>" (store level); fitting nodes absent
         self.counts: Counter[str] = Counter()
+
+    def rebuild(self, store: StoreView) -> None:
+        self.why, self.counts = {}, Counter()
+        _check(store, self, self.idx.pref)
+
+    def update(self, store: StoreView, changed: list[str]) -> None:
+        pref = self.idx.pref
+        _check(store, self, (n for n in dict.fromkeys(changed) if n in pref))
+
+
+_MEMOS: CacheKind[int, _Memo] = CacheKind("fit_counts", _Memo)  # by class id
 
 
 def reason(
@@ -68,24 +86,17 @@ def fit_counts(session: CycleSession, idx: ClassIndex) -> tuple[int, Counter[str
 
 
 def _synced(store: StoreView, idx: ClassIndex, requests: list[tuple[str, int]]) -> _Memo:
-    caches = store.class_caches
-    key = ("fit_counts", idx.cls.id)
-    memo = caches.get(key)
-    log = store.changes_since(memo.pos) if isinstance(memo, _Memo) and memo.gen == store.static_gen else None
-    if not isinstance(memo, _Memo) or log is None:
-        memo = _Memo(store.static_gen, store.log_end())
-        _check(store, idx, requests, memo, idx.pref)
-        caches[key] = memo
-        return memo
-    memo.pos = store.log_end()
-    _check(store, idx, requests, memo, (n for n in dict.fromkeys(log) if n in idx.pref))
+    memo = store.caches.get(_MEMOS, idx.cls.id)
+    if memo is None:
+        memo = _Memo(idx, requests)
+        store.caches.put(_MEMOS, idx.cls.id, memo)
+    memo.idx, memo.requests = idx, requests
+    refresh(memo, store)
     return memo
 
 
-def _check(
-    store: StoreView, idx: ClassIndex, requests: list[tuple[str, int]], memo: _Memo, names: Iterable[str]
-) -> None:
-    nodes, used = store.nodes, store.used
+def _check(store: StoreView, memo: _Memo, names: Iterable[str]) -> None:
+    nodes, used, requests = store.nodes, store.used, memo.requests
     why, counts = memo.why, memo.counts
     for name in names:
         now = reason(requests, nodes[name].allocatable, used.get(name) or _NONE)

@@ -79,7 +79,7 @@ def _mutate(c: SchedulerState, rng: random.Random, step: int) -> None:
 
 def _fresh(c: SchedulerState, cls: SchedulingClass) -> dict[str, int]:
     idx = ClassIndex(cls, False)
-    idx._rebuild(c.store)
+    idx.rebuild(c.store)
     return idx.count
 
 

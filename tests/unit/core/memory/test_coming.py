@@ -103,4 +103,4 @@ def test_the_per_class_memos_are_bounded_and_a_dropped_one_is_rebuilt_alike() ->
     for cls in [*classes, classes[0]]:
         total, gain = coming_gain(c.store, class_index(c.store, cls, spread=False))
         assert (total, dict(gain)) == (4, {names[0]: 4})
-        assert len(c.store.coming.memo) <= MAX_MEMOS
+        assert len(c.store.coming.caches) <= MAX_MEMOS
