@@ -186,9 +186,7 @@ class SchedulerState:
         self.store.gang_transition(key, GangTransition.QUORUM_HELD)
 
     def set_topology(self, tree: TopologyTree | None) -> None:
-        if tree != self.store.topology:
-            self.store.bump_freed()  # a new tree may give a waiting topology gang its room: backed-off units retry
-        self.store.topology = tree
+        self.store.set_topology(tree)  # (a new tree may give a waiting topology gang its room: backed-off units retry)
 
     def set_devices(self, devices: DeviceState | None) -> None:
         """DRA's view (core/devices DeviceState): a new one may give a waiting unit its devices."""

@@ -289,6 +289,14 @@ class ClusterStore(SlotReaders):
         for pod_key in self.gang_table.set_timed_out(key):
             self._refresh_pending(pod_key)
 
+    def set_topology(self, tree: TopologyTree | None) -> None:
+        """A new topology moves nodes between domains: a change of their static properties (every cache keyed on
+        `static_gen` is rebuilt, e.g. the hard-topology domain trees and the holds' targets), and may free room."""
+        if tree != self.topology:
+            self.accounting.static_gen += 1
+            self.accounting.freed_gen += 1
+        self.topology = tree
+
     def bump_freed(self) -> None:
         """Capacity may be available again (e.g. a victim's eviction was refused): backed-off units retry."""
         self.accounting.freed_gen += 1

@@ -184,3 +184,30 @@ def test_a_tier_domain_on_the_root_keeps_the_tree_in_one_domain_of_that_tier() -
     plan = step(c, CFG, 0.0)
     assert sorted(k for k, _ in plan.bindings) == sorted(ps + workers)
     assert {node[0] for _, node in plan.bindings} == {"b"}
+
+
+def test_a_new_topology_replaces_the_tier_domains_a_tree_was_placed_in() -> None:
+    """A topology ConfigMap update (the operator's set_topology) regroups the nodes: a tree constrained to one tier-1
+    domain that fitted no rack of the old topology is placed in the one rack of the new topology that holds it (not
+    refused again from domains memoized before the update). Oracle: KEP-5732's topology key is read from the nodes
+    as they are at the cycle (kube-scheduler takes its snapshot per cycle, pkg/scheduler/schedule_one.go
+    `sched.Cache.UpdateSnapshot`)."""
+    from gangsched.core.topology import Domain, TopologyTree
+
+    c = SchedulerState()
+    names = add_nodes(c, 3, prefix="a", gpu=1) + add_nodes(c, 4, prefix="b", gpu=1)
+    c.set_topology(TopologyTree.from_domains([Domain(1, f"rack-{n}", children=(n,)) for n in names]))
+    root = TreeNode("default/job", 2, ("default/ps", "default/workers"), DomainKey(tier=1))
+    tree = GangTree(root.key, (root, TreeNode("default/ps", 2), TreeNode("default/workers", 2)))
+    ps = add_gang(c, "ps", 2, tree=tree, gpu=1)
+    workers = add_gang(c, "workers", 2, tree=tree, gpu=1)
+    first = step(c, CFG, 0.0)
+    assert not first.bindings and not first.reservations  # one GPU per rack: no group fits one
+    c.set_topology(
+        TopologyTree.from_domains(
+            [Domain(1, "rack-a", children=tuple(names[:3])), Domain(1, "rack-b", children=tuple(names[3:]))]
+        )
+    )
+    plan = step(c, CFG, 1.0)
+    assert sorted(k for k, _ in plan.bindings) == sorted(ps + workers)
+    assert {node for _, node in plan.bindings} == {"b0", "b1", "b2", "b3"}
