@@ -6,7 +6,7 @@ Contract:
   date from the store's and the pod counts' change logs (only touched nodes recomputed). Full nodes are in no
   bucket: placement never loops pods x nodes.
 - `Workspace`: one cycle's tentative placements over the store, with copy-on-write views of the indexes;
-  `begin()` / `rollback()` per unit (devices taken by `take_devices` roll back too). Never changes the store.
+  `begin()` / `rollback()` per unit: one log (device takes, the session's `record`ed undos). Never changes the store.
   `place(..., cls=)` counts pods in the cycle's overlay; a view's `slots()` is the class's free slots.
 Score keys sort ascending: binpack (-preference, count), spread (-preference, -count); preference is
 core/fit/matching.py's plus core/fit/pod_score.py's. Pure. More: docs/modules.md#corefitcapacitypy.
@@ -14,7 +14,7 @@ core/fit/matching.py's plus core/fit/pod_score.py's. Pure. More: docs/modules.md
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -301,7 +301,8 @@ class Workspace:
         self.views: dict[int, ClassView] = {}
         self.overlay = Overlay(cluster.pod_counts)  # pods placed this cycle, for pod selectors (core/fit/pod_counts.py)
         self.usage = _usage(cluster, self.overlay)  # what node filters see (what was placed this cycle included)
-        self._undo: list[_Undo | DeviceTake] = []  # device takes share the log: a rollback undoes both in order
+        # the cycle's one undo log: placements, device takes and the session's own undos (`record`), in order
+        self._undo: list[_Undo | DeviceTake | Callable[[], None]] = []
         self._changes: list[Change] = []  # every change the cycle's placements made to the pod counts
         self._violations: list[SchedulingClass] = []
 
@@ -397,16 +398,24 @@ class Workspace:
         out, self._violations = self._violations, []
         return out
 
+    def record(self, undo: Callable[[], None]) -> None:
+        """Log the undo of a change made outside the workspace (the session's plan and bookkeeping): `rollback`
+        runs it in its place among the placements."""
+        self._undo.append(undo)
+
     def begin(self) -> int:
         return len(self._undo)
 
     def rollback(self, mark: int) -> None:
+        """Undo everything logged since `mark`, newest first."""
         while len(self._undo) > mark:
             u = self._undo.pop()
-            if isinstance(u, DeviceTake):
+            if isinstance(u, _Undo):
+                self._change(u, -u.sign)
+            elif isinstance(u, DeviceTake):
                 u.book.undo(u)
             else:
-                self._change(u, -u.sign)
+                u()
 
     def free_of(self, node: str, resources: Mapping[str, int]) -> Resources:
         """`free(node)`, componentwise min with `resources`, only where positive (what a hold may take there)."""

@@ -63,7 +63,7 @@ class Members:
         return counts
 
 
-Checkpoint = tuple[int, int]  # (workspace undo mark, operation log length)
+Checkpoint = int  # a mark in the cycle's one undo log (the workspace's: placements and the session's undos)
 
 
 class CycleSession:
@@ -74,7 +74,6 @@ class CycleSession:
         self.config = config
         self.plan = Plan()
         self.workspace = Workspace(state.store, spread=config.score_strategy == "spread")
-        self._undo: list[Callable[[], None]] = []  # undo of each operation while a checkpoint is open
         self._open = 0  # checkpoints open (no undo is recorded without one)
         self._placed: dict[str, str] = {}  # pod -> node placed this cycle (not bound)
         self._released: set[str] = set()
@@ -98,21 +97,18 @@ class CycleSession:
     def checkpoint(self) -> Checkpoint:
         """Open a transaction: everything done from here can be rolled back, until it is committed."""
         self._open += 1
-        return (self.workspace.begin(), len(self._undo))
+        return self.workspace.begin()
 
     def commit(self, mark: Checkpoint) -> None:
         """Keep what was done since `mark` (an enclosing checkpoint can still roll it back)."""
         self._open -= 1
 
     def rollback(self, mark: Checkpoint) -> None:
-        workspace_mark, log_length = mark
-        while len(self._undo) > log_length:
-            self._undo.pop()()
-        self.workspace.rollback(workspace_mark)
+        self.workspace.rollback(mark)
         self._open -= 1
 
     def _record(self, undo: Callable[[], None]) -> None:
-        self._undo.append(undo)
+        self.workspace.record(undo)  # (only while a checkpoint is open: the callers check `_open`)
 
     # ----- the cycle's view -----
     def is_satisfied(self, gang: GangState) -> bool:
