@@ -110,7 +110,8 @@ def _capacity_by_level(tree: TopologyTree, capacity: Mapping[str, int]) -> list[
 
 
 class _Placer:
-    """One placement decision: capacities aggregated per level, then the choice and the rank layout."""
+    """One placement decision: capacities aggregated per level, the ladder walked with them as its DomainFit
+    (core/topology/ladder.py), then the rank layout in the chosen domain."""
 
     def __init__(self, tree: TopologyTree, capacity: Mapping[str, int], *, count: int, group_size: int) -> None:
         self.tree = tree
