@@ -1,13 +1,14 @@
 """Topology for gangs of several scheduling classes (MPI launcher + workers, Ray head + workers): the same
-(whole-gang tier, DP-group tier) ladder and rank layout as single-class gangs (core/topology).
+(whole-gang tier, DP-group tier) ladder as single-class gangs, core/topology/ladder.py `climb`, with this fit.
 
 Contract: `place_mixed_topology(session, tree, spec, pods, counted) -> (placed, shortfalls, tier)` takes capacity in
-the workspace for every pod placed. Tiers 1 .. tree.tiers + 1, domains tightest first; the first domain where every
-pod fits (by core/placement/quorum.py) wins and its tier is reported. DP groups (`groupSize` consecutive ranks) are
-assigned greedily to sub-domains of each group tier below, lowest first. Hard mode never goes above
-`highestTierAllowed` (nothing placed, shortfalls name the tier); soft mode with no domain falls back to
-core/placement/quorum_placement.py (tier None). The greedy may miss a grouping, never makes an invalid placement.
-Ranks take the chosen nodes in natural name order, group by group. More: docs/modules.md#coreplacementtopology_mixedpy.
+the workspace for every pod placed. Tiers 1 .. tree.tiers + 1, domains tightest first (room left for the largest
+class, then natural name); the first domain where every pod fits (by core/placement/quorum.py) wins and its tier is
+reported. DP groups (`groupSize` consecutive ranks) are assigned greedily to sub-domains of each group tier below,
+lowest first. Hard mode never goes above `highestTierAllowed` (nothing placed, shortfalls name the tier); soft mode
+with no domain falls back to core/placement/quorum_placement.py (tier None). The greedy may miss a grouping, never
+makes an invalid placement. Ranks take the chosen nodes in natural name order, group by group.
+More: docs/modules.md#coreplacementtopology_mixedpy.
 """
 
 from __future__ import annotations
@@ -20,9 +21,12 @@ from gangsched.core.placement.quorum import MAX_NODES, Candidate, Group, first_f
 from gangsched.core.placement.quorum_placement import class_order, fitting_candidates, place_quorum
 from gangsched.core.records.records import PodRecord, SchedulingClass, pods_by_class
 from gangsched.core.topology import TopologyTree, natural_key
+from gangsched.core.topology.ladder import climb
 from gangsched.core.transaction.messages import Shortfall
 from gangsched.core.transaction.session import CycleSession
 from gangsched.core.values.gangspec import GangSpec, TopologyMode
+
+NaturalKey = tuple[tuple[int, int | str], ...]  # core/values/naming.py natural_key
 
 
 def place_mixed_topology(
@@ -30,44 +34,63 @@ def place_mixed_topology(
 ) -> Outcome:
     network = spec.network_topology
     assert network is not None
-    classes = class_order(pods)
-    index = {cls.id: i for i, cls in enumerate(classes)}
-    need = Counter(index[pod.sclass.id] for pod in pods)
-    nodes = fitting_candidates(session, classes, tree)  # the tree's nodes, in natural name order
+    fit = _QuorumFit(session, tree, pods, network.group_size)
     highest = network.highest_tier_allowed if network.mode == TopologyMode.HARD else None
-    size = network.group_size
-    chunks = [Counter(index[p.sclass.id] for p in pods[i : i + size]) for i in range(0, len(pods), size)]
-    for tier in range(1, tree.tiers + 2):
-        if highest is not None and tier > highest:
-            break
-        domains = _domains(tree, nodes, tier, classes[0])
-        for group_tier in range(1, tier if size > 1 and len(chunks) > 1 else 1):
-            for members in domains:
-                grouped = _fit_groups(tree, classes, chunks, members, group_tier)
-                if grouped is not None:
-                    return _apply(session, pods, classes, grouped), [], tier
-        for members in domains:
-            assignment = _fit(classes, need, members)
-            if assignment is not None:
-                return _apply(session, pods, classes, assignment), [], tier
+    rung = climb(fit, top=tree.tiers + 1, highest_tier_allowed=highest, hard=highest is not None, grouping=fit.grouping)
+    if rung is not None:
+        return _apply(session, pods, fit.classes, rung.found), [], rung.whole_tier
     if highest is None:
         return place_quorum(session, spec, pods, counted)
     reason = f"topology: hard network topology: no domain of tier <= {highest} can hold the gang's {len(pods)} members"
-    return [], [Shortfall(cls, need[i], 0, reason) for i, cls in enumerate(classes)], None
+    return [], [Shortfall(cls, fit.need[i], 0, reason) for i, cls in enumerate(fit.classes)], None
 
 
-def _domains(tree: TopologyTree, nodes: list[Candidate], tier: int, largest: SchedulingClass) -> list[list[Candidate]]:
-    """The candidate nodes of each domain of a tier (tiers + 1: the whole cluster), tightest domain first."""
-    by_domain: dict[int, list[Candidate]] = {}
-    for cand in nodes:
-        by_domain.setdefault(tree.domain_index(tree.node_index[cand.name], tier), []).append(cand)
+class _QuorumFit:
+    """The ladder's DomainFit (core/topology/ladder.py) for several classes: a domain's candidate nodes, tightest by
+    the room left for the largest class, and whether every pod (or every DP group in a sub-domain) fits by quorum.py."""
 
-    def room(members: list[Candidate]) -> int:
-        return sum(_count(largest.requests, c.free) for c in members)
+    def __init__(self, session: CycleSession, tree: TopologyTree, pods: list[PodRecord], size: int) -> None:
+        self.tree = tree
+        self.classes = class_order(pods)
+        index = {cls.id: i for i, cls in enumerate(self.classes)}
+        self.need = Counter(index[pod.sclass.id] for pod in pods)
+        self.chunks = [Counter(index[p.sclass.id] for p in pods[i : i + size]) for i in range(0, len(pods), size)]
+        self.grouping = size > 1 and len(self.chunks) > 1
+        self.nodes = fitting_candidates(session, self.classes, tree)  # the tree's nodes, in natural name order
+        self._domains: dict[int, dict[int, list[Candidate]]] = {}
+        self._tightness: dict[tuple[int, int], tuple[int, NaturalKey]] = {}
 
-    names = tree.level_names[min(tier, tree.tiers + 1)]
-    order = sorted(by_domain, key=lambda d: (room(by_domain[d]), natural_key(names[d])))
-    return [by_domain[d] for d in order]
+    def domains(self, tier: int) -> dict[int, list[Candidate]]:
+        """The candidate nodes of each domain of a tier that holds some (tiers + 1: the whole cluster)."""
+        by_domain = self._domains.get(tier)
+        if by_domain is None:
+            by_domain = {}
+            for cand in self.nodes:
+                by_domain.setdefault(self.tree.domain_index(self.tree.node_index[cand.name], tier), []).append(cand)
+            self._domains[tier] = by_domain
+        return by_domain
+
+    def candidates(self, whole_tier: int, group_tier: int) -> list[int]:
+        return list(self.domains(whole_tier))
+
+    def tightness(self, whole_tier: int, domain: int) -> tuple[int, NaturalKey]:
+        """Least room left for the largest class, then natural name order."""
+        key = self._tightness.get((whole_tier, domain))
+        if key is None:
+            room = _room(self.classes[0].requests, self.domains(whole_tier)[domain])
+            key = (room, natural_key(self.tree.level_names[whole_tier][domain]))
+            self._tightness[(whole_tier, domain)] = key
+        return key
+
+    def fit(self, whole_tier: int, group_tier: int, domain: int) -> list[tuple[str, int, int]] | None:
+        members = self.domains(whole_tier)[domain]
+        if group_tier < whole_tier:
+            return _fit_groups(self.tree, self.classes, self.chunks, members, group_tier)
+        return _fit(self.classes, self.need, members)
+
+
+def _room(requests: Mapping[str, int], members: list[Candidate]) -> int:
+    return sum(_count(requests, c.free) for c in members)
 
 
 def _count(requests: Mapping[str, int], free: Mapping[str, int]) -> int:
@@ -105,7 +128,7 @@ def _fit_groups(
     for chunk in chunks:
         others = sorted(
             (d for d in subs if d != current),
-            key=lambda d: (sum(_count(largest, c.free) for c in subs[d]), natural_key(names[d])),
+            key=lambda d: (_room(largest, subs[d]), natural_key(names[d])),
         )
         for d in ([current] if current is not None else []) + others:
             found = _fit(classes, chunk, subs[d])

@@ -1,5 +1,5 @@
 """Network topology: the tree of domains and topology-aware placement of a whole gang (pure; build a tree once per
-topology change, query it often). Modules: tree.py, placement.py, apportion.py.
+topology change, query it often). Modules: tree.py, placement.py, ladder.py, apportion.py.
 
 Contract of `place(tree, capacity, *, count, group_size, highest_tier_allowed, hard) -> TopologyPlacement |
 TopologyMiss`: `capacity[node]` is how many more members a node takes. The result is the lowest (whole_tier,

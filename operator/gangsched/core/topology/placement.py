@@ -4,8 +4,8 @@ described in the package docstring, core/topology/__init__.py).
 Contract: `place(tree, capacity, *, count, group_size, highest_tier_allowed, hard) -> TopologyPlacement |
 TopologyMiss`; `place_network(tree, capacity, count, network)` the same with a gang's networkTopology
 (core/values/gangspec.py `NetworkTopology`: its group size, highest tier allowed, hard or soft). Capacities are
-aggregated per level once (O(nodes + domains * tiers^2)); the choice walks the (whole tier, group tier) pairs in order;
-the layout then descends from the chosen domain to the nodes.
+aggregated per level once (O(nodes + domains * tiers^2)); the choice is core/topology/ladder.py's walk with these
+slot counts as the fit of a domain; the layout then descends from the chosen domain to the nodes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gangsched.core.topology.apportion import NEVER_FITS, apportion
+from gangsched.core.topology.ladder import climb
 from gangsched.core.topology.tree import TopologyTree
 from gangsched.core.values.errors import InvalidField
 
@@ -109,7 +110,8 @@ def _capacity_by_level(tree: TopologyTree, capacity: Mapping[str, int]) -> list[
 
 
 class _Placer:
-    """One placement decision: capacities aggregated per level, then the choice and the rank layout."""
+    """One placement decision: capacities aggregated per level, the ladder walked with them as its DomainFit
+    (core/topology/ladder.py), then the rank layout in the chosen domain."""
 
     def __init__(self, tree: TopologyTree, capacity: Mapping[str, int], *, count: int, group_size: int) -> None:
         self.tree = tree
@@ -156,24 +158,35 @@ class _Placer:
         return self.full_groups + (1 if self.short_group and not short_fits_beside else 0)
 
     def run(self, *, highest_tier_allowed: int | None, hard: bool) -> TopologyPlacement | TopologyMiss:
-        count, capacity = self.count, self.capacity
-        limit = self.top
-        if hard and highest_tier_allowed is not None:
-            limit = min(highest_tier_allowed, self.top)
         grouping = self.group_size > 1
-        for whole_tier in range(1, limit + 1):
-            if max(capacity[whole_tier], default=0) < count:
-                continue
-            if grouping:
-                for group_tier in range(1, whole_tier):
-                    found = self._grouped_candidates(whole_tier, group_tier)
-                    if found:
-                        domain = self._best_domain(whole_tier, found)
-                        return self._finish(whole_tier, group_tier, domain, group_tier=group_tier)
-            found = [d for d in range(len(capacity[whole_tier])) if capacity[whole_tier][d] >= count]
-            domain = self._best_domain(whole_tier, found)
-            return self._finish(whole_tier, whole_tier, domain, group_tier=whole_tier if grouping else 0)
-        return self._miss(highest_tier_allowed)
+        rung = climb(self, top=self.top, highest_tier_allowed=highest_tier_allowed, hard=hard, grouping=grouping)
+        return rung.found if rung is not None else self._miss(highest_tier_allowed)
+
+    # The ladder's DomainFit (core/topology/ladder.py): slot counts aggregated per domain decide the fit exactly.
+    def candidates(self, whole_tier: int, group_tier: int) -> list[int]:
+        """The tier's domains that hold the gang (every DP group inside one tier-`group_tier` domain below)."""
+        here = self.capacity[whole_tier]
+        if max(here, default=0) < self.count:
+            return []
+        if group_tier < whole_tier:
+            return self._grouped_candidates(whole_tier, group_tier)
+        return [d for d in range(len(here)) if here[d] >= self.count]
+
+    def tightness(self, whole_tier: int, domain: int) -> tuple[int, ...]:
+        """Least capacity left over; ties: the tighter ancestors, then natural order."""
+        capacity, parent_at, top = self.capacity, self.tree.parent_at, self.top
+        out = [capacity[whole_tier][domain]]
+        index, level = domain, whole_tier
+        while level < top:
+            index = parent_at[level][index]
+            level += 1
+            out.append(capacity[level][index])
+        out.append(domain)
+        return tuple(out)
+
+    def fit(self, whole_tier: int, group_tier: int, domain: int) -> TopologyPlacement:
+        """A candidate always fits: the rank layout inside it."""
+        return self._finish(whole_tier, group_tier, domain, group_tier=group_tier if self.group_size > 1 else 0)
 
     def _grouped_candidates(self, whole_tier: int, group_tier: int) -> list[int]:
         slots, short_fits = self.group_slots(group_tier)
@@ -195,22 +208,6 @@ class _Placer:
             f" the best tier available is {best} ({where})",
             best_whole_tier=best,
         )
-
-    def _best_domain(self, whole_tier: int, candidates: list[int]) -> int:
-        """Least capacity left over; ties: the tighter ancestors, then natural order."""
-        capacity, parent_at, top = self.capacity, self.tree.parent_at, self.top
-
-        def key(domain: int) -> tuple[int, ...]:
-            out = [capacity[whole_tier][domain]]
-            index, level = domain, whole_tier
-            while level < top:
-                index = parent_at[level][index]
-                level += 1
-                out.append(capacity[level][index])
-            out.append(domain)
-            return tuple(out)
-
-        return min(candidates, key=key)
 
     def _finish(self, whole_tier: int, group_level: int, domain: int, *, group_tier: int) -> TopologyPlacement:
         chunks = [self.group_size] * self.full_groups + ([self.short_group] if self.short_group else [])
